@@ -1,0 +1,130 @@
+/*
+** Scenario configuration: YAML parsed into a small tree that remembers, for
+** every node, the file, line and column it came from.
+**
+** A scenario is loaded once (fab_cfg_load_file / fab_cfg_load_string), which
+** also merges its `include:` fragments, then `--set KEY=VALUE` overrides are
+** applied (fab_cfg_set), then each layer reads its part with a schema table
+** (fab_cfg_apply): one line per key with type, bounds, default and the offset
+** of the field it fills. Keys a schema does not list are errors. Every error
+** is a GError in FAB_CFG_ERROR whose message starts with "file:line:col: "
+** followed by the key path, what was found and what was expected, e.g.
+**   scenarios/x.yaml:12:13: fabric.link.bandwidth: '100Gbs' is not a rate
+**   (expected a number with bps, Kbps, Mbps, Gbps, Tbps, B/s, KB/s, MB/s,
+**   GB/s or TB/s, e.g. 100Gbps)
+** Values given with --set are located as "--set:1:COL" (COL is the column of
+** the value inside the KEY=VALUE argument, 1-based).
+*/
+#ifndef FAB_CONFIG_H
+#define FAB_CONFIG_H
+
+#include <glib.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define FAB_CFG_ERROR (fab_cfg_error_quark())
+GQuark fab_cfg_error_quark(void);
+enum { FAB_CFG_ERROR_PARSE = 1, FAB_CFG_ERROR_VALUE, FAB_CFG_ERROR_KEY, FAB_CFG_ERROR_IO };
+
+typedef struct FabCfg FabCfg;         /* a loaded document (owns all nodes) */
+typedef struct FabCfgNode FabCfgNode; /* a node of it */
+
+typedef enum { FAB_CFG_NODE_SCALAR, FAB_CFG_NODE_MAP, FAB_CFG_NODE_SEQ } FabCfgNodeKind;
+
+/* ---- loading ---------------------------------------------------------- */
+
+/* Parse a YAML file; merge its include: fragments (paths relative to the
+** including file; included first, so the including file wins; nested includes
+** allowed, cycles are errors). The `include` key is consumed and does not
+** appear in the tree. Duplicate keys in one map are errors. Returns NULL and
+** sets err on failure. Transfer full. */
+FabCfg *fab_cfg_load_file(const char *path, GError **err);
+
+/* The same from a string; `name` stands for the file name in locations.
+** Includes are relative to the current directory. */
+FabCfg *fab_cfg_load_string(const char *text, const char *name, GError **err);
+
+/* Apply one "dotted.key.path=VALUE" override. VALUE is parsed as YAML (so
+** `[1,2]`, `{a: 1}`, `32MiB` all work). Missing intermediate maps are created;
+** an existing node is replaced. Whether the key is valid is checked later by
+** fab_cfg_apply, which reports it at "--set:1:COL". FALSE + err if the
+** argument has no '=' or an empty key or VALUE is not valid YAML. */
+gboolean fab_cfg_set(FabCfg *cfg, const char *assignment, GError **err);
+
+void fab_cfg_free(FabCfg *cfg);
+
+/* The root node (a map; an empty document gives an empty map). */
+const FabCfgNode *fab_cfg_root(const FabCfg *cfg);
+
+/* The main file's text exactly as read, followed by one "# --set K=V" line per
+** override, for /meta in outputs. Transfer none. */
+const char *fab_cfg_text(const FabCfg *cfg);
+
+/* ---- nodes ------------------------------------------------------------ */
+
+FabCfgNodeKind fab_cfg_kind(const FabCfgNode *n);
+const char *fab_cfg_scalar(const FabCfgNode *n);        /* NULL unless scalar */
+const FabCfgNode *fab_cfg_get(const FabCfgNode *map, const char *key); /* NULL if absent */
+size_t fab_cfg_len(const FabCfgNode *n);                /* items of a seq/map */
+const FabCfgNode *fab_cfg_at(const FabCfgNode *n, size_t i); /* seq item / map value */
+const char *fab_cfg_key_at(const FabCfgNode *map, size_t i); /* map key */
+const char *fab_cfg_path(const FabCfgNode *n);          /* "fabric.link.bandwidth", "workload.flows[3].src" */
+const char *fab_cfg_where(const FabCfgNode *n);         /* "file:line:col" */
+
+/* Set *err to "WHERE: PATH: message" for node n (printf-style). Returns FALSE
+** so callers can `return fab_cfg_fail(n, err, ...)`. */
+gboolean fab_cfg_fail(const FabCfgNode *n, GError **err, const char *fmt, ...) G_GNUC_PRINTF(3, 4);
+
+/* ---- values and units (exact: decimal text is scaled without floats) ---- */
+
+/* Each returns FALSE with a message naming what was expected (no location:
+** fab_cfg_apply adds it). */
+gboolean fab_parse_rate(const char *s, uint64_t *bps, GError **err);    /* "400Gbps", "900GB/s" */
+gboolean fab_parse_time(const char *s, uint64_t *ps, GError **err);     /* "600ns", "2.5ms"; bare 0 ok */
+gboolean fab_parse_size(const char *s, uint64_t *bytes, GError **err);  /* "4096", "4KiB", "1GB" */
+gboolean fab_parse_ratio(const char *s, double *r, GError **err);       /* "2:1", "1.5" (> 0) */
+gboolean fab_parse_prob(const char *s, double *p, GError **err);        /* "0.2", "1%" in [0,1] */
+gboolean fab_parse_bool(const char *s, gboolean *b, GError **err);      /* true/false/yes/no/on/off */
+gboolean fab_parse_int(const char *s, int64_t *v, GError **err);
+gboolean fab_parse_double(const char *s, double *v, GError **err);
+
+/* ---- schema tables ---------------------------------------------------- */
+
+typedef enum {
+  FAB_CFG_END = 0, /* terminates a schema */
+  FAB_CFG_INT,     /* int64_t */
+  FAB_CFG_UINT,    /* uint64_t (rejects negatives) */
+  FAB_CFG_BOOL,    /* gboolean */
+  FAB_CFG_DOUBLE,  /* double */
+  FAB_CFG_RATE,    /* uint64_t bits per second */
+  FAB_CFG_TIME,    /* uint64_t picoseconds */
+  FAB_CFG_SIZE,    /* uint64_t bytes */
+  FAB_CFG_RATIO,   /* double */
+  FAB_CFG_PROB,    /* double in [0,1] */
+  FAB_CFG_STRING,  /* const char * owned by the FabCfg (default: static) */
+  FAB_CFG_ENUM,    /* int: index into choices[] */
+  FAB_CFG_NODE,    /* const FabCfgNode * (any kind; NULL if absent): read by the caller */
+  FAB_CFG_MAP,     /* const FabCfgNode * that must be a map */
+  FAB_CFG_SEQ,     /* const FabCfgNode * that must be a sequence */
+} FabCfgType;
+
+typedef struct FabCfgKey {
+  const char *name;            /* key in the map */
+  FabCfgType type;
+  size_t offset;               /* offsetof(target struct, field) */
+  gboolean required;           /* error when absent */
+  const char *def;             /* default as YAML text, parsed like a value; NULL: leave field */
+  double min, max;             /* numeric bounds in stored units; min == max == 0: none */
+  const char *const *choices;  /* FAB_CFG_ENUM: NULL-terminated names */
+} FabCfgKey;
+
+/* Fill `target` from `map` following `schema` (terminated by type FAB_CFG_END):
+** defaults first, then the values present. `map` may be NULL (all defaults;
+** a required key then is reported at `where_if_null`, which may be NULL too).
+** Errors: map not a map, a key not in the schema ("unknown key 'x' (expected
+** one of: a, b, c)"), a missing required key, a bad value, a value out of
+** bounds, an unknown enum choice (listing the choices). Returns FALSE + err. */
+gboolean fab_cfg_apply(const FabCfgNode *map, const FabCfgNode *where_if_null,
+                       const FabCfgKey *schema, void *target, GError **err);
+
+#endif

@@ -1,0 +1,29 @@
+/*
+** HDF5 writer for FabResults. The file is written to "PATH.tmp.PID" and
+** renamed to PATH only when complete, so a failed run leaves no partial file.
+**
+** Schema (documented in README.md):
+**   /meta            group; attributes: fabsim_version, scenario, seed (u64),
+**                    sim_time_ps (u64); dataset scenario_yaml (string)
+**   /flows           compound table: id, src, dst (u32), bytes (u64),
+**                    start_ps, end_ps (u64), fct_s (f64), retransmits (u32)
+**   /links           compound table: from, to (string 32), bps, bytes,
+**                    packets, drops, max_queue_bytes (u64)
+**   /queues/time_ps  u64 [samples]
+**   /queues/port     string 32 [ports]
+**   /queues/depth    u32 [samples x ports], bytes; attribute interval_ps
+*/
+#ifndef FAB_H5OUT_H
+#define FAB_H5OUT_H
+
+#include <glib.h>
+#include "results.h"
+
+/* Write `r` to `path`. FALSE + err (domain FAB_H5_ERROR) on failure, in which
+** case no file exists at `path` and the temporary is removed. */
+gboolean fab_h5_write(const FabResults *r, const char *path, GError **err);
+
+#define FAB_H5_ERROR (fab_h5_error_quark())
+GQuark fab_h5_error_quark(void);
+
+#endif

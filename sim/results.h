@@ -1,0 +1,71 @@
+/*
+** Results of one run, as plain arrays: what the writers (JSON summary, HDF5
+** file) read. Models fill counters; the run driver (tools/) copies them here
+** at the end of a run. Nothing in this struct points into the engine, so it
+** outlives it.
+*/
+#ifndef FAB_RESULTS_H
+#define FAB_RESULTS_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include "time.h"
+
+typedef struct FabFlowRec {
+  uint32_t id;          /* flow id, 0..n-1 in workload order */
+  uint32_t src, dst;    /* endpoint numbers */
+  uint64_t bytes;       /* payload bytes */
+  fab_time_t start;     /* ps: when the flow was posted at the sender */
+  fab_time_t end;       /* ps: when the receiver got the last byte; 0 if not completed */
+  uint32_t retransmits; /* packets sent again */
+} FabFlowRec;
+
+#define FAB_NAME_LEN 32
+
+typedef struct FabLinkRec {
+  char from[FAB_NAME_LEN]; /* "leaf3:p17" / "host12:p0": node and egress port */
+  char to[FAB_NAME_LEN];   /* the node and port at the far end */
+  uint64_t bps;            /* link rate, bits/s */
+  uint64_t bytes;          /* wire bytes sent (headers included) */
+  uint64_t packets;        /* packets sent */
+  uint64_t drops;          /* packets dropped at this egress queue */
+  uint64_t max_queue_bytes;/* deepest the egress queue got */
+} FabLinkRec;
+
+/* Egress queue depth of every switch port, sampled every `interval`.
+** depth is row-major: depth[s * n_ports + p] = bytes queued at port p at t[s]. */
+typedef struct FabQueueSeries {
+  fab_time_t interval;      /* ps between samples (0: not sampled) */
+  uint32_t n_ports;         /* columns */
+  char (*port)[FAB_NAME_LEN]; /* column names, "leaf3:p17" */
+  uint32_t n_samples;       /* rows */
+  fab_time_t *t;            /* ps, n_samples */
+  uint32_t *depth;          /* bytes, n_samples * n_ports */
+} FabQueueSeries;
+
+typedef struct FabResults {
+  /* identity */
+  const char *version;       /* fabsim version string */
+  const char *scenario;      /* scenario name */
+  const char *scenario_text; /* the YAML as given (plus --set lines) */
+  uint64_t seed;
+  /* run */
+  fab_time_t sim_time;       /* ps: when the workload ended (last flow done) */
+  double wall_s;             /* wall-clock seconds of the simulation loop */
+  uint64_t events;           /* events executed */
+  uint64_t packet_hops;      /* packet transmissions over all links */
+  uint32_t endpoints;
+  /* fabric totals */
+  uint64_t drops, retransmits, pfc_pause_frames, ecn_marks, max_queue_bytes;
+  /* tables */
+  size_t n_flows;
+  FabFlowRec *flows;
+  size_t n_links;
+  FabLinkRec *links;
+  FabQueueSeries queues;
+} FabResults;
+
+/* Free the arrays (not the strings, which the caller owns). */
+void fab_results_clear(FabResults *r);
+
+#endif

@@ -1,0 +1,40 @@
+/*
+** Simulated time.
+**
+** Every time in the event path is a fab_time_t: an unsigned 64-bit count of
+** picoseconds since the start of the run (2^64 ps is about 213 days). There is
+** no floating-point time anywhere in the engine; seconds appear only in
+** outputs, converted at the edge with fab_time_to_s().
+*/
+#ifndef FAB_TIME_H
+#define FAB_TIME_H
+
+#include <stdint.h>
+
+typedef uint64_t fab_time_t; /* picoseconds */
+
+#define FAB_PS ((fab_time_t)1)
+#define FAB_NS ((fab_time_t)1000)
+#define FAB_US ((fab_time_t)1000000)
+#define FAB_MS ((fab_time_t)1000000000)
+#define FAB_S  ((fab_time_t)1000000000000ULL)
+#define FAB_TIME_MAX UINT64_MAX
+
+/* Seconds as a double, for reports only. */
+static inline double fab_time_to_s(fab_time_t t) { return (double)t / 1e12; }
+
+/* Serialisation time of `bytes` at `bps` bits per second, in picoseconds,
+** rounded up. Exact when 8e12 is a multiple of bps (100G -> 80 ps/B).
+** Valid for bytes < 2^21 (one packet or segment); larger sizes use
+** fab_time_ser_big(). */
+static inline fab_time_t fab_time_ser(uint64_t bytes, uint64_t bps) {
+  return (bytes * 8u * 1000000000000ULL + bps - 1) / bps;
+}
+
+/* The same for any size (128-bit intermediate); not for the hot path. */
+static inline fab_time_t fab_time_ser_big(uint64_t bytes, uint64_t bps) {
+  unsigned __int128 num = (unsigned __int128)bytes * 8u * 1000000000000ULL + bps - 1;
+  return (fab_time_t)(num / bps);
+}
+
+#endif
