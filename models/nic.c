@@ -1,1 +1,218 @@
-/* stub */
+/* NIC with go-back-N reliable transport. See nic.h. */
+#include "nic.h"
+#include "ecmp.h"
+#include <glib.h>
+
+enum { WAKE_START = 0, WAKE_RTO = 1 };
+#define WAKE(kind, flow) (((uint64_t)(flow) << 2) | (kind))
+
+static void nic_wake(FabEngine *eng, void *self, uint64_t arg);
+static const FabOps nic_ops = {"nic", nic_wake};
+
+uint32_t fab_flow_payload(const FabFlow *f, uint32_t mtu, uint32_t seq) {
+  uint64_t off = (uint64_t)seq * mtu;
+  uint64_t left = f->bytes - off;
+  return (uint32_t)(left < mtu ? left : mtu);
+}
+
+void fab_flow_prepare(FabFlow *f, const FabNicCfg *cfg) {
+  uint64_t n = (f->bytes + cfg->mtu - 1) / cfg->mtu;
+  g_assert(n < UINT32_MAX);
+  f->npkts = n ? (uint32_t)n : 1;
+  uint16_t sport = fab_ecmp_sport(f->id, cfg->ecmp_seed);
+  f->hash_fwd = fab_ecmp_hash(f->src, f->dst, sport, 4791, 17, cfg->ecmp_seed);
+  f->hash_rev = fab_ecmp_hash(f->dst, f->src, sport, 4791, 17, cfg->ecmp_seed);
+  f->end = 0;
+  f->snd_nxt = f->snd_una = f->snd_max = 0;
+  f->timer_armed = f->in_rr = f->acked = false;
+  f->timeouts = f->retransmits = 0;
+  f->rr_next = NULL;
+  f->rcv_nxt = 0;
+  f->nak_sent = false;
+  f->rcv_bytes = 0;
+}
+
+static void rr_push(FabNic *nic, FabFlow *f) {
+  f->rr_next = NULL;
+  if (nic->rr_tail) nic->rr_tail->rr_next = f;
+  else nic->rr_head = f;
+  nic->rr_tail = f;
+  f->in_rr = true;
+}
+
+static FabFlow *rr_pop(FabNic *nic) {
+  FabFlow *f = nic->rr_head;
+  nic->rr_head = f->rr_next;
+  if (!nic->rr_head) nic->rr_tail = NULL;
+  f->rr_next = NULL;
+  f->in_rr = false;
+  return f;
+}
+
+/* Build the next data packet of the flow at the head of the round robin. */
+static FabPkt *nic_pull(FabEngine *eng, FabNode *self, FabPort *port) {
+  FabNic *nic = (FabNic *)self;
+  while (nic->rr_head && nic->rr_head->acked) rr_pop(nic); /* acked while waiting its turn */
+  if (!nic->rr_head) return NULL;
+  FabFlow *f = rr_pop(nic);
+  FabPkt *p = fab_pkt_alloc(eng->pool);
+  uint32_t seq = f->snd_nxt++;
+  p->type = FAB_PKT_DATA;
+  p->flow = f->id;
+  p->seq = seq;
+  p->src = f->src;
+  p->dst = f->dst;
+  p->hash = f->hash_fwd;
+  p->prio = f->prio;
+  p->payload = fab_flow_payload(f, nic->cfg.mtu, seq);
+  p->wire = p->payload + nic->cfg.transport.data_overhead;
+  p->sent = eng->now;
+  if (seq + 1 == f->npkts) p->flags |= FAB_PKTF_LAST;
+  if (seq < f->snd_max) {
+    p->flags |= FAB_PKTF_RETX;
+    f->retransmits++;
+    nic->retransmits++;
+  } else {
+    f->snd_max = seq + 1;
+  }
+  nic->tx_data_pkts++;
+  nic->tx_data_bytes += p->wire;
+  if (!f->timer_armed) {
+    f->timer_armed = true;
+    f->deadline = eng->now + nic->cfg.rto;
+    fab_engine_at(eng, f->deadline, nic, WAKE(WAKE_RTO, f->id));
+  }
+  if (f->snd_nxt < f->npkts) rr_push(nic, f);
+  return p;
+}
+
+static void send_ctrl(FabEngine *eng, FabNic *nic, FabFlow *f, uint8_t type) {
+  FabPkt *p = fab_pkt_alloc(eng->pool);
+  p->type = type;
+  p->flow = f->id;
+  p->seq = f->rcv_nxt;
+  p->src = f->dst;
+  p->dst = f->src;
+  p->hash = f->hash_rev;
+  p->prio = f->prio;
+  p->wire = nic->cfg.transport.ack_bytes;
+  p->ready = eng->now;
+  p->sent = eng->now;
+  nic->tx_ctrl_pkts++;
+  fab_port_enqueue(eng, &nic->port, p);
+}
+
+static void on_data(FabEngine *eng, FabNic *nic, FabFlow *f, FabPkt *p) {
+  nic->rx_data_pkts++;
+  nic->rx_data_bytes += p->wire;
+  uint32_t seq = p->seq;
+  if (seq == f->rcv_nxt) {
+    f->rcv_nxt++;
+    f->rcv_bytes += p->payload;
+    f->nak_sent = false;
+    bool last = f->rcv_nxt == f->npkts;
+    if (last) {
+      f->end = eng->now;
+      if (nic->done) nic->done(nic->ctx, f);
+    }
+    if (last || f->rcv_nxt % nic->cfg.ack_interval == 0) send_ctrl(eng, nic, f, FAB_PKT_ACK);
+  } else if (seq > f->rcv_nxt) { /* a gap: ask once for what is missing */
+    if (!f->nak_sent) {
+      f->nak_sent = true;
+      nic->naks_sent++;
+      send_ctrl(eng, nic, f, FAB_PKT_NAK);
+    }
+  } else if (seq + 1 == f->npkts || (seq + 1) % nic->cfg.ack_interval == 0) {
+    send_ctrl(eng, nic, f, FAB_PKT_ACK); /* a duplicate: our ACK may have been lost */
+  }
+}
+
+static void on_ctrl(FabEngine *eng, FabNic *nic, FabFlow *f, FabPkt *p) {
+  nic->rx_ctrl_pkts++;
+  if (f->acked) return;
+  uint32_t a = p->seq;
+  if (a > f->snd_una) {
+    f->snd_una = a;
+    f->timeouts = 0;
+    f->deadline = eng->now + nic->cfg.rto;
+    if (f->snd_una == f->npkts) {
+      f->acked = true;
+      return;
+    }
+  }
+  if (p->type == FAB_PKT_NAK && f->snd_nxt > a) {
+    f->snd_nxt = a; /* go back N */
+    f->deadline = eng->now + nic->cfg.rto;
+    if (!f->in_rr) rr_push(nic, f);
+    fab_port_kick(eng, &nic->port);
+  }
+}
+
+static void nic_receive(FabEngine *eng, FabNode *self, FabPkt *p, FabPort *in) {
+  FabNic *nic = (FabNic *)self;
+  FabFlow *f = &nic->flows[p->flow];
+  if (p->type == FAB_PKT_DATA) {
+    g_assert(p->dst == nic->id && f->dst == nic->id);
+    on_data(eng, nic, f, p);
+  } else {
+    g_assert(p->dst == nic->id && f->src == nic->id);
+    on_ctrl(eng, nic, f, p);
+  }
+  fab_pkt_free(eng->pool, p);
+}
+
+static void nic_wake(FabEngine *eng, void *self, uint64_t arg) {
+  FabNic *nic = self;
+  FabFlow *f = &nic->flows[arg >> 2];
+  switch (arg & 3) {
+  case WAKE_START:
+    if (!f->in_rr) rr_push(nic, f);
+    fab_port_kick(eng, &nic->port);
+    break;
+  case WAKE_RTO:
+    if (f->acked) {
+      f->timer_armed = false;
+      break;
+    }
+    if (eng->now < f->deadline) { /* progress since: sleep until the new deadline */
+      fab_engine_at(eng, f->deadline, nic, arg);
+      break;
+    }
+    nic->timeouts++;
+    if (++f->timeouts > nic->cfg.max_timeouts) {
+      f->timer_armed = false;
+      if (nic->fail) nic->fail(nic->ctx, f);
+      break;
+    }
+    f->snd_nxt = f->snd_una; /* go back to the oldest unacknowledged packet */
+    if (!f->in_rr) rr_push(nic, f);
+    f->deadline = eng->now + nic->cfg.rto;
+    fab_engine_at(eng, f->deadline, nic, arg);
+    fab_port_kick(eng, &nic->port);
+    break;
+  default:
+    g_assert_not_reached();
+  }
+}
+
+void fab_nic_init(FabNic *nic, uint32_t id, const FabNicCfg *cfg, FabFlow *flows,
+                  FabFlowDoneFn done, FabFlowFailFn fail, void *ctx) {
+  g_assert(cfg->mtu > 0 && cfg->ack_interval >= 1 && cfg->rto > 0);
+  *nic = (FabNic){0};
+  nic->node.ops = &nic_ops;
+  nic->node.receive = nic_receive;
+  nic->node.pull = nic_pull;
+  g_snprintf(nic->node.name, sizeof nic->node.name, "host%u", id);
+  nic->id = id;
+  nic->cfg = *cfg;
+  nic->flows = flows;
+  nic->done = done;
+  nic->fail = fail;
+  nic->ctx = ctx;
+  fab_port_init(&nic->port, &nic->node, 0, cfg->bps, 0, cfg->nprio);
+}
+
+void fab_nic_post(FabEngine *eng, FabNic *nic, FabFlow *f) {
+  g_assert(f->src == nic->id);
+  fab_engine_at(eng, f->start, nic, WAKE(WAKE_START, f->id));
+}

@@ -1,1 +1,159 @@
-/* stub */
+/* Egress queues, serialiser and wire. See port.h. */
+#include "port.h"
+#include <glib.h>
+
+enum { WAKE_TX_DONE = 0, WAKE_ARRIVE = 1, WAKE_RETRY = 2 };
+
+static void port_wake(FabEngine *eng, void *self, uint64_t arg);
+const FabOps fab_port_ops = {"port", port_wake};
+
+void fab_port_init(FabPort *pt, FabNode *owner, uint32_t index, uint64_t bps, fab_time_t latency,
+                   uint32_t nprio) {
+  g_assert(bps > 0 && nprio >= 1 && nprio <= FAB_MAX_PRIOS);
+  *pt = (FabPort){0};
+  pt->ops = &fab_port_ops;
+  pt->owner = owner;
+  pt->index = index;
+  pt->bps = bps;
+  pt->latency = latency;
+  pt->nprio = nprio;
+  pt->retry_at = FAB_TIME_MAX;
+}
+
+void fab_port_connect(FabPort *a, FabPort *b) {
+  a->peer = b;
+  b->peer = a;
+}
+
+static inline FabPkt *q_pop(FabPktQ *q) {
+  FabPkt *p = q->head;
+  q->head = p->next;
+  if (!q->head) q->tail = NULL;
+  q->n--;
+  q->bytes -= p->wire;
+  p->next = NULL;
+  return p;
+}
+
+/* Pick the next packet and start serialising it, if any is ready. */
+static void start(FabEngine *eng, FabPort *pt) {
+  FabPkt *p = NULL;
+  fab_time_t soonest = FAB_TIME_MAX;
+  if (pt->qbytes) {
+    for (int pr = (int)pt->nprio - 1; pr >= 0; pr--) {
+      FabPkt *h = pt->q[pr].head;
+      if (!h) continue;
+      if (h->ready <= eng->now) {
+        p = q_pop(&pt->q[pr]);
+        pt->qbytes -= p->wire;
+        if (pt->owner->dequeued) pt->owner->dequeued(eng, pt->owner, pt, p);
+        break;
+      }
+      if (h->ready < soonest) soonest = h->ready;
+    }
+  }
+  if (!p) {
+    if (soonest != FAB_TIME_MAX) {
+      if (soonest < pt->retry_at) { /* an earlier wake than any pending one */
+        pt->retry_at = soonest;
+        fab_engine_at(eng, soonest, pt, WAKE_RETRY);
+      }
+      return;
+    }
+    if (!pt->owner->pull || !(p = pt->owner->pull(eng, pt->owner, pt))) return;
+  }
+  pt->tx = p;
+  fab_engine_after(eng, fab_time_ser(p->wire, pt->bps), pt, WAKE_TX_DONE);
+}
+
+void fab_port_enqueue(FabEngine *eng, FabPort *pt, FabPkt *p) {
+  g_assert(p->prio < pt->nprio);
+  FabPktQ *q = &pt->q[p->prio];
+  p->next = NULL;
+  if (q->tail) q->tail->next = p;
+  else q->head = p;
+  q->tail = p;
+  q->n++;
+  q->bytes += p->wire;
+  pt->qbytes += p->wire;
+  if (pt->qbytes > pt->max_qbytes) pt->max_qbytes = pt->qbytes;
+  if (!pt->tx) start(eng, pt);
+}
+
+void fab_port_kick(FabEngine *eng, FabPort *pt) {
+  if (!pt->tx) start(eng, pt);
+}
+
+static void port_wake(FabEngine *eng, void *self, uint64_t arg) {
+  FabPort *pt = self;
+  FabPkt *p;
+  switch (arg) {
+  case WAKE_TX_DONE:
+    p = pt->tx;
+    pt->tx = NULL;
+    pt->tx_bytes += p->wire;
+    pt->tx_pkts++;
+    p->hops++;
+    p->ready = eng->now + pt->latency;
+    p->next = NULL;
+    if (pt->fly_tail) {
+      pt->fly_tail->next = p;
+    } else {
+      pt->fly_head = p;
+      fab_engine_at(eng, p->ready, pt, WAKE_ARRIVE);
+    }
+    pt->fly_tail = p;
+    start(eng, pt);
+    break;
+  case WAKE_ARRIVE:
+    p = pt->fly_head;
+    pt->fly_head = p->next;
+    if (!pt->fly_head) pt->fly_tail = NULL;
+    else fab_engine_at(eng, pt->fly_head->ready, pt, WAKE_ARRIVE);
+    p->next = NULL;
+    pt->peer->owner->receive(eng, pt->peer->owner, p, pt->peer);
+    break;
+  case WAKE_RETRY:
+    if (eng->now == pt->retry_at) pt->retry_at = FAB_TIME_MAX;
+    if (!pt->tx) start(eng, pt);
+    break;
+  default:
+    g_assert_not_reached();
+  }
+}
+
+static uint64_t free_chain(FabEngine *eng, FabPkt *p, uint64_t *bytes) {
+  uint64_t n = 0;
+  while (p) {
+    FabPkt *next = p->next;
+    *bytes += p->wire;
+    fab_pkt_free(eng->pool, p);
+    p = next;
+    n++;
+  }
+  return n;
+}
+
+uint64_t fab_port_flush(FabEngine *eng, FabPort *pt, uint64_t *bytes) {
+  uint64_t n = 0;
+  for (uint32_t pr = 0; pr < pt->nprio; pr++) {
+    n += free_chain(eng, pt->q[pr].head, bytes);
+    pt->q[pr] = (FabPktQ){0};
+  }
+  pt->qbytes = 0;
+  if (pt->tx) {
+    *bytes += pt->tx->wire;
+    fab_pkt_free(eng->pool, pt->tx);
+    pt->tx = NULL;
+    n++;
+  }
+  n += free_chain(eng, pt->fly_head, bytes);
+  pt->fly_head = pt->fly_tail = NULL;
+  return n;
+}
+
+uint64_t fab_port_in_flight(const FabPort *pt) {
+  uint64_t n = pt->tx ? 1 : 0;
+  for (const FabPkt *p = pt->fly_head; p; p = p->next) n++;
+  return n;
+}

@@ -1,1 +1,101 @@
-/* stub */
+/* JSON summary writer. See json.h. */
+#include "json.h"
+#include <glib.h>
+#include <math.h>
+#include <stdlib.h>
+
+static void put_str(GString *s, const char *v) {
+  g_string_append_c(s, '"');
+  for (const unsigned char *p = (const unsigned char *)(v ? v : ""); *p; p++) {
+    switch (*p) {
+    case '"': g_string_append(s, "\\\""); break;
+    case '\\': g_string_append(s, "\\\\"); break;
+    case '\n': g_string_append(s, "\\n"); break;
+    case '\t': g_string_append(s, "\\t"); break;
+    case '\r': g_string_append(s, "\\r"); break;
+    default:
+      if (*p < 0x20) g_string_append_printf(s, "\\u%04x", *p);
+      else g_string_append_c(s, (char)*p);
+    }
+  }
+  g_string_append_c(s, '"');
+}
+
+static void put_num(GString *s, double v) {
+  if (!isfinite(v)) {
+    g_string_append(s, "null");
+    return;
+  }
+  char buf[G_ASCII_DTOSTR_BUF_SIZE];
+  g_ascii_formatd(buf, sizeof buf, "%.9g", v);
+  g_string_append(s, buf);
+}
+
+static int cmp_u64(const void *a, const void *b) {
+  uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+  return x < y ? -1 : x > y;
+}
+
+double fab_results_fct_percentile(const FabResults *r, double p) {
+  uint64_t *v = g_new(uint64_t, r->n_flows ? r->n_flows : 1);
+  size_t n = 0;
+  for (size_t i = 0; i < r->n_flows; i++)
+    if (r->flows[i].end) v[n++] = r->flows[i].end - r->flows[i].start;
+  double out = 0;
+  if (n) {
+    qsort(v, n, sizeof *v, cmp_u64);
+    size_t rank = (size_t)ceil(p / 100.0 * (double)n);
+    if (rank < 1) rank = 1;
+    if (rank > n) rank = n;
+    out = fab_time_to_s(v[rank - 1]);
+  }
+  g_free(v);
+  return out;
+}
+
+char *fab_json_summary(const FabResults *r) {
+  GString *s = g_string_new("{");
+  uint64_t completed = 0, bytes = 0;
+  for (size_t i = 0; i < r->n_flows; i++) {
+    bytes += r->flows[i].bytes;
+    completed += r->flows[i].end != 0;
+  }
+  g_string_append(s, "\"fabsim_version\": ");
+  put_str(s, r->version);
+  g_string_append(s, ", \"scenario\": ");
+  put_str(s, r->scenario);
+  g_string_append_printf(s, ", \"seed\": %" G_GUINT64_FORMAT, r->seed);
+  g_string_append(s, ", \"status\": ");
+  put_str(s, r->failure ? "failed" : "ok");
+  g_string_append(s, ", \"failure\": ");
+  if (r->failure) put_str(s, r->failure);
+  else g_string_append(s, "null");
+  g_string_append(s, ", \"topology\": ");
+  put_str(s, r->topology);
+  g_string_append(s, ", \"sim_time_s\": ");
+  put_num(s, fab_time_to_s(r->sim_time));
+  g_string_append(s, ", \"wall_s\": ");
+  put_num(s, r->wall_s);
+  g_string_append_printf(s, ", \"events\": %" G_GUINT64_FORMAT, r->events);
+  g_string_append(s, ", \"events_per_s\": ");
+  put_num(s, r->wall_s > 0 ? round((double)r->events / r->wall_s) : 0);
+  g_string_append_printf(s, ", \"packet_hops\": %" G_GUINT64_FORMAT, r->packet_hops);
+  g_string_append(s, ", \"packet_hops_per_s\": ");
+  put_num(s, r->wall_s > 0 ? round((double)r->packet_hops / r->wall_s) : 0);
+  g_string_append_printf(s, ", \"endpoints\": %u", r->endpoints);
+  g_string_append_printf(s, ", \"flows\": {\"count\": %zu, \"completed\": %" G_GUINT64_FORMAT
+                         ", \"bytes\": %" G_GUINT64_FORMAT ", \"fct_p50_s\": ", r->n_flows, completed, bytes);
+  put_num(s, fab_results_fct_percentile(r, 50));
+  g_string_append(s, ", \"fct_p99_s\": ");
+  put_num(s, fab_results_fct_percentile(r, 99));
+  g_string_append(s, ", \"fct_max_s\": ");
+  put_num(s, fab_results_fct_percentile(r, 100));
+  g_string_append(s, "}");
+  g_string_append_printf(s, ", \"drops\": %" G_GUINT64_FORMAT, r->drops);
+  g_string_append_printf(s, ", \"retransmits\": %" G_GUINT64_FORMAT, r->retransmits);
+  g_string_append_printf(s, ", \"pfc_pause_frames\": %" G_GUINT64_FORMAT, r->pfc_pause_frames);
+  g_string_append_printf(s, ", \"ecn_marks\": %" G_GUINT64_FORMAT, r->ecn_marks);
+  g_string_append_printf(s, ", \"max_queue_bytes\": %" G_GUINT64_FORMAT, r->max_queue_bytes);
+  g_string_append(s, ", \"collectives\": [], \"step\": null}\n");
+  return g_string_free(s, FALSE);
+}

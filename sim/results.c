@@ -1,1 +1,23 @@
-/* stub */
+/* Results of one run. See results.h. */
+#include "results.h"
+
+#include <glib.h>
+#include <string.h>
+
+/* Free the flow, link and queue arrays and zero their counts and pointers
+** (the whole queue series, interval included: nothing is sampled any more).
+** The identity strings and the scalar totals are left as they are; the
+** caller owns the strings. NULL is a no-op; clearing twice is harmless. */
+void fab_results_clear(FabResults *r) {
+  if (!r) return;
+  g_free(r->flows);
+  r->flows = NULL;
+  r->n_flows = 0;
+  g_free(r->links);
+  r->links = NULL;
+  r->n_links = 0;
+  g_free(r->queues.port);
+  g_free(r->queues.t);
+  g_free(r->queues.depth);
+  memset(&r->queues, 0, sizeof r->queues);
+}

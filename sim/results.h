@@ -48,6 +48,8 @@ typedef struct FabResults {
   const char *version;       /* fabsim version string */
   const char *scenario;      /* scenario name */
   const char *scenario_text; /* the YAML as given (plus --set lines) */
+  const char *topology;      /* one-line description of the fabric */
+  const char *failure;       /* why the run failed (exit status 1), NULL if it did not */
   uint64_t seed;
   /* run */
   fab_time_t sim_time;       /* ps: when the workload ended (last flow done) */

@@ -1,1 +1,713 @@
+/* Tests for sim/h5out.c (and fab_results_clear in sim/results.c): write small
+** hand-built results, read them back with the HDF5 API, check every value and
+** every file type; empty tables; failures leave nothing behind; the same
+** results give the same bytes. */
 #include <criterion/criterion.h>
+#include <glib.h>
+#include <glib/gstdio.h>
+#include <hdf5.h>
+#include <math.h>
+#include <string.h>
+
+#include "sim/h5out.h"
+#include "sim/results.h"
+
+/* ---- scratch directory, one per test ------------------------------------ */
+
+static char *tmpdir;
+
+static void rm_rf(const char *path) {
+  if (g_file_test(path, G_FILE_TEST_IS_DIR) && !g_file_test(path, G_FILE_TEST_IS_SYMLINK)) {
+    GDir *d = g_dir_open(path, 0, NULL);
+    const char *name;
+    while (d && (name = g_dir_read_name(d))) {
+      char *p = g_build_filename(path, name, NULL);
+      rm_rf(p);
+      g_free(p);
+    }
+    if (d) g_dir_close(d);
+    g_rmdir(path);
+  } else {
+    g_unlink(path);
+  }
+}
+
+static void setup(void) {
+  GError *e = NULL;
+  tmpdir = g_dir_make_tmp("fabsim-h5out-XXXXXX", &e);
+  cr_assert_not_null(tmpdir, "mkdtemp: %s", e ? e->message : "?");
+}
+
+static void teardown(void) {
+  rm_rf(tmpdir);
+  g_free(tmpdir);
+  tmpdir = NULL;
+}
+
+TestSuite(h5out, .init = setup, .fini = teardown);
+
+static char *in_tmp(const char *rel) { return g_build_filename(tmpdir, rel, NULL); }
+
+static int cmp_names(gconstpointer a, gconstpointer b) {
+  return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/* Sorted names in directory `dir`, joined with ",". */
+static char *listing(const char *dir) {
+  GDir *d = g_dir_open(dir, 0, NULL);
+  cr_assert_not_null(d);
+  GPtrArray *a = g_ptr_array_new_with_free_func(g_free);
+  const char *name;
+  while ((name = g_dir_read_name(d))) g_ptr_array_add(a, g_strdup(name));
+  g_dir_close(d);
+  g_ptr_array_sort(a, cmp_names);
+  g_ptr_array_add(a, NULL);
+  char *s = g_strjoinv(",", (char **)a->pdata);
+  g_ptr_array_free(a, TRUE);
+  return s;
+}
+
+/* ---- the hand-built results ---------------------------------------------- */
+
+#define YAML                                                                   \
+  "# two hosts, one switch \xe2\x80\x94 caf\xc3\xa9\n"                         \
+  "fabric:\n  link: {bandwidth: 100Gbps, delay: 500ns}\n"                      \
+  "workload:\n  flows: [{src: 0, dst: 1, bytes: 1MB}]\n"
+
+#define LONG_NAME "spine12345678901234567890:p9999" /* 31 bytes, the maximum */
+
+static FabFlowRec flows[2] = {
+    {.id = 0, .src = 1, .dst = 2, .bytes = 1000000, .start = 5 * FAB_US,
+     .end = 17 * FAB_US + 250, .retransmits = 3},
+    {.id = 1, .src = 3, .dst = 0, .bytes = 4096, .start = 7 * FAB_US, .end = 0,
+     .retransmits = 0},
+};
+
+static FabLinkRec links[3] = {
+    {"host1:p0", "leaf0:p1", 100000000000ULL, 1234567, 890, 0, 0},
+    {"leaf0:p1", "host1:p0", 100000000000ULL, 7654321, 5000, 12, 262144},
+    {LONG_NAME, "leaf0:p3", 400000000000ULL, UINT64_MAX, 1, 2, 3},
+};
+
+static char ports[2][FAB_NAME_LEN] = {"leaf0:p0", "leaf0:p1"};
+static fab_time_t times[4] = {0, FAB_US, 2 * FAB_US, 3 * FAB_US};
+static uint32_t depth[8]; /* filled by sample() */
+
+static FabResults sample(void) {
+  for (uint32_t s = 0; s < 4; s++)
+    for (uint32_t p = 0; p < 2; p++) depth[s * 2 + p] = s * 1000 + p * 7 + (s == 3 ? 4000000000u : 0);
+  FabResults r = {
+      .version = "0.1.0",
+      .scenario = "two-hosts",
+      .scenario_text = YAML,
+      .seed = 0xDEADBEEFCAFEF00DULL,
+      .sim_time = 123456789012345ULL,
+      .wall_s = 0.25,
+      .events = (1ULL << 40) + 5,
+      .packet_hops = 987654321,
+      .endpoints = 4,
+      .n_flows = 2,
+      .flows = flows,
+      .n_links = 3,
+      .links = links,
+      .queues = {.interval = FAB_US, .n_ports = 2, .port = ports, .n_samples = 4, .t = times,
+                 .depth = depth},
+  };
+  return r;
+}
+
+/* Results with no tables at all. */
+static FabResults empty(void) {
+  FabResults r = {.version = "0.1.0", .scenario = "", .scenario_text = "", .seed = 1};
+  return r;
+}
+
+/* ---- reading back ---------------------------------------------------------- */
+
+static hid_t open_file(const char *path) {
+  hid_t f = H5Fopen(path, H5F_ACC_RDONLY, H5P_DEFAULT);
+  cr_assert_geq(f, 0, "cannot open %s", path);
+  return f;
+}
+
+static void assert_type(hid_t t, hid_t want, const char *what) {
+  cr_assert_gt(H5Tequal(t, want), 0, "%s: unexpected file type", what);
+}
+
+static uint64_t attr_u64(hid_t loc, const char *name) {
+  hid_t a = H5Aopen(loc, name, H5P_DEFAULT);
+  cr_assert_geq(a, 0, "no attribute %s", name);
+  hid_t t = H5Aget_type(a);
+  assert_type(t, H5T_STD_U64LE, name);
+  uint64_t v = 0;
+  cr_assert_geq(H5Aread(a, H5T_NATIVE_UINT64, &v), 0);
+  H5Tclose(t);
+  H5Aclose(a);
+  return v;
+}
+
+static double attr_f64(hid_t loc, const char *name) {
+  hid_t a = H5Aopen(loc, name, H5P_DEFAULT);
+  cr_assert_geq(a, 0, "no attribute %s", name);
+  hid_t t = H5Aget_type(a);
+  assert_type(t, H5T_IEEE_F64LE, name);
+  double v = 0;
+  cr_assert_geq(H5Aread(a, H5T_NATIVE_DOUBLE, &v), 0);
+  H5Tclose(t);
+  H5Aclose(a);
+  return v;
+}
+
+/* A fixed-length, NUL-terminated string type of any size; read as is. */
+static char *read_str(hid_t t, herr_t (*rd)(hid_t, hid_t, void *), hid_t obj) {
+  cr_assert_eq(H5Tget_class(t), H5T_STRING);
+  cr_assert_eq(H5Tis_variable_str(t), 0);
+  cr_assert_eq(H5Tget_strpad(t), H5T_STR_NULLTERM);
+  size_t n = H5Tget_size(t);
+  char *buf = g_malloc0(n + 1);
+  cr_assert_geq(rd(obj, t, buf), 0);
+  return buf;
+}
+
+static herr_t aread(hid_t a, hid_t t, void *buf) { return H5Aread(a, t, buf); }
+static herr_t dread(hid_t d, hid_t t, void *buf) {
+  return H5Dread(d, t, H5S_ALL, H5S_ALL, H5P_DEFAULT, buf);
+}
+
+static char *attr_str(hid_t loc, const char *name) {
+  hid_t a = H5Aopen(loc, name, H5P_DEFAULT);
+  cr_assert_geq(a, 0, "no attribute %s", name);
+  hid_t t = H5Aget_type(a);
+  cr_assert_eq(H5Tget_cset(t), H5T_CSET_UTF8);
+  char *s = read_str(t, aread, a);
+  H5Tclose(t);
+  H5Aclose(a);
+  return s;
+}
+
+/* Rank and dims of dataset `name`; returns the open dataset. */
+static hid_t open_dset(hid_t loc, const char *name, int rank, const hsize_t *want) {
+  hid_t d = H5Dopen2(loc, name, H5P_DEFAULT);
+  cr_assert_geq(d, 0, "no dataset %s", name);
+  hid_t sp = H5Dget_space(d);
+  cr_assert_eq(H5Sget_simple_extent_ndims(sp), rank, "%s: rank", name);
+  hsize_t dims[2] = {99, 99};
+  H5Sget_simple_extent_dims(sp, dims, NULL);
+  for (int i = 0; i < rank; i++)
+    cr_assert_eq(dims[i], want[i], "%s: dim %d is %llu, want %llu", name, i,
+                 (unsigned long long)dims[i], (unsigned long long)want[i]);
+  H5Sclose(sp);
+  return d;
+}
+
+static H5D_layout_t layout_of(hid_t d, int *nfilters) {
+  hid_t pl = H5Dget_create_plist(d);
+  H5D_layout_t l = H5Pget_layout(pl);
+  *nfilters = H5Pget_nfilters(pl);
+  H5Pclose(pl);
+  return l;
+}
+
+/* Check a compound's members: names and file types in order, packed. */
+static void assert_members(hid_t t, int n, const char *const *names, const hid_t *types,
+                           size_t size) {
+  cr_assert_eq(H5Tget_class(t), H5T_COMPOUND);
+  cr_assert_eq(H5Tget_nmembers(t), n);
+  cr_assert_eq(H5Tget_size(t), size, "compound is %zu bytes, want %zu", H5Tget_size(t), size);
+  size_t off = 0;
+  for (int i = 0; i < n; i++) {
+    char *nm = H5Tget_member_name(t, (unsigned)i);
+    cr_assert_str_eq(nm, names[i]);
+    H5free_memory(nm);
+    cr_assert_eq(H5Tget_member_offset(t, (unsigned)i), off, "%s offset", names[i]);
+    hid_t mt = H5Tget_member_type(t, (unsigned)i);
+    assert_type(mt, types[i], names[i]);
+    off += H5Tget_size(mt);
+    H5Tclose(mt);
+  }
+}
+
+static hid_t name32(void) {
+  hid_t t = H5Tcopy(H5T_C_S1);
+  H5Tset_size(t, FAB_NAME_LEN);
+  H5Tset_strpad(t, H5T_STR_NULLTERM);
+  return t;
+}
+
+typedef struct RFlow {
+  uint32_t retransmits; /* deliberately out of order: HDF5 matches by name */
+  uint32_t id, src, dst;
+  uint64_t bytes, start_ps, end_ps;
+  double fct_s;
+} RFlow;
+
+typedef struct RLink {
+  char from[FAB_NAME_LEN], to[FAB_NAME_LEN];
+  uint64_t bps, bytes, packets, drops, max_queue_bytes;
+} RLink;
+
+static void check_meta(hid_t f, const FabResults *r) {
+  hid_t g = H5Gopen2(f, "meta", H5P_DEFAULT);
+  cr_assert_geq(g, 0, "no /meta");
+  char *s = attr_str(g, "fabsim_version");
+  cr_assert_str_eq(s, r->version);
+  g_free(s);
+  s = attr_str(g, "scenario");
+  cr_assert_str_eq(s, r->scenario);
+  g_free(s);
+  cr_assert_eq(attr_u64(g, "seed"), r->seed);
+  cr_assert_eq(attr_u64(g, "sim_time_ps"), r->sim_time);
+  cr_assert_eq(attr_f64(g, "wall_s"), r->wall_s);
+  cr_assert_eq(attr_u64(g, "events"), r->events);
+  cr_assert_eq(attr_u64(g, "packet_hops"), r->packet_hops);
+
+  hid_t d = H5Dopen2(g, "scenario_yaml", H5P_DEFAULT);
+  cr_assert_geq(d, 0, "no /meta/scenario_yaml");
+  hid_t sp = H5Dget_space(d);
+  cr_assert_eq(H5Sget_simple_extent_type(sp), H5S_SCALAR);
+  H5Sclose(sp);
+  hid_t t = H5Dget_type(d);
+  cr_assert_eq(H5Tget_cset(t), H5T_CSET_UTF8);
+  s = read_str(t, dread, d);
+  cr_assert_str_eq(s, r->scenario_text);
+  g_free(s);
+  H5Tclose(t);
+  H5Dclose(d);
+  H5Gclose(g);
+}
+
+static const char *const flow_names[] = {"id",       "src",    "dst",   "bytes",
+                                         "start_ps", "end_ps", "fct_s", "retransmits"};
+static const char *const link_names[] = {"from",    "to",    "bps",            "bytes",
+                                         "packets", "drops", "max_queue_bytes"};
+
+static void check_flow_type(hid_t d) {
+  hid_t types[8] = {H5T_STD_U32LE, H5T_STD_U32LE, H5T_STD_U32LE,  H5T_STD_U64LE,
+                    H5T_STD_U64LE, H5T_STD_U64LE, H5T_IEEE_F64LE, H5T_STD_U32LE};
+  hid_t t = H5Dget_type(d);
+  assert_members(t, 8, flow_names, types, 4 * 3 + 8 * 3 + 8 + 4);
+  H5Tclose(t);
+}
+
+static void check_link_type(hid_t d) {
+  hid_t s = name32();
+  hid_t types[7] = {s, s, H5T_STD_U64LE, H5T_STD_U64LE, H5T_STD_U64LE, H5T_STD_U64LE,
+                    H5T_STD_U64LE};
+  hid_t t = H5Dget_type(d);
+  assert_members(t, 7, link_names, types, 2 * FAB_NAME_LEN + 5 * 8);
+  H5Tclose(t);
+  H5Tclose(s);
+}
+
+static hid_t flow_mem_type(void) {
+  hid_t t = H5Tcreate(H5T_COMPOUND, sizeof(RFlow));
+  H5Tinsert(t, "id", offsetof(RFlow, id), H5T_NATIVE_UINT32);
+  H5Tinsert(t, "src", offsetof(RFlow, src), H5T_NATIVE_UINT32);
+  H5Tinsert(t, "dst", offsetof(RFlow, dst), H5T_NATIVE_UINT32);
+  H5Tinsert(t, "bytes", offsetof(RFlow, bytes), H5T_NATIVE_UINT64);
+  H5Tinsert(t, "start_ps", offsetof(RFlow, start_ps), H5T_NATIVE_UINT64);
+  H5Tinsert(t, "end_ps", offsetof(RFlow, end_ps), H5T_NATIVE_UINT64);
+  H5Tinsert(t, "fct_s", offsetof(RFlow, fct_s), H5T_NATIVE_DOUBLE);
+  H5Tinsert(t, "retransmits", offsetof(RFlow, retransmits), H5T_NATIVE_UINT32);
+  return t;
+}
+
+static hid_t link_mem_type(void) {
+  hid_t s = name32();
+  hid_t t = H5Tcreate(H5T_COMPOUND, sizeof(RLink));
+  H5Tinsert(t, "from", offsetof(RLink, from), s);
+  H5Tinsert(t, "to", offsetof(RLink, to), s);
+  H5Tinsert(t, "bps", offsetof(RLink, bps), H5T_NATIVE_UINT64);
+  H5Tinsert(t, "bytes", offsetof(RLink, bytes), H5T_NATIVE_UINT64);
+  H5Tinsert(t, "packets", offsetof(RLink, packets), H5T_NATIVE_UINT64);
+  H5Tinsert(t, "drops", offsetof(RLink, drops), H5T_NATIVE_UINT64);
+  H5Tinsert(t, "max_queue_bytes", offsetof(RLink, max_queue_bytes), H5T_NATIVE_UINT64);
+  H5Tclose(s);
+  return t;
+}
+
+static gboolean same_bytes(const char *a, const char *b) {
+  char *x = NULL, *y = NULL;
+  gsize nx = 0, ny = 0;
+  cr_assert(g_file_get_contents(a, &x, &nx, NULL), "cannot read %s", a);
+  cr_assert(g_file_get_contents(b, &y, &ny, NULL), "cannot read %s", b);
+  gboolean same = nx == ny && memcmp(x, y, nx) == 0;
+  g_free(x);
+  g_free(y);
+  return same;
+}
+
+/* HDF5 files and objects (groups, datasets, attributes) open in this
+** process. The public API cannot count transient types, spaces and property
+** lists, so those are left to review. */
+static ssize_t open_ids(void) {
+  ssize_t n = H5Fget_obj_count((hid_t)H5F_OBJ_ALL, H5F_OBJ_ALL);
+  cr_assert_geq(n, 0);
+  return n;
+}
+
+/* ---- tests ------------------------------------------------------------------ */
+
+Test(h5out, full_roundtrip) {
+  FabResults r = sample();
+  char *path = in_tmp("out/run/results.h5"); /* parent directories do not exist yet */
+  GError *e = NULL;
+  ssize_t ids = open_ids();
+  cr_assert(fab_h5_write(&r, path, &e), "write failed: %s", e ? e->message : "?");
+  cr_assert_null(e);
+  cr_assert_eq(open_ids(), ids, "HDF5 objects left open: %zd -> %zd", ids, open_ids());
+
+  hid_t f = open_file(path);
+  check_meta(f, &r);
+
+  /* /flows */
+  hsize_t n2[1] = {2};
+  hid_t d = open_dset(f, "flows", 1, n2);
+  check_flow_type(d);
+  hid_t mt = flow_mem_type();
+  RFlow fl[2];
+  memset(fl, 0xAB, sizeof fl);
+  cr_assert_geq(H5Dread(d, mt, H5S_ALL, H5S_ALL, H5P_DEFAULT, fl), 0);
+  H5Tclose(mt);
+  H5Dclose(d);
+  for (int i = 0; i < 2; i++) {
+    cr_assert_eq(fl[i].id, flows[i].id);
+    cr_assert_eq(fl[i].src, flows[i].src);
+    cr_assert_eq(fl[i].dst, flows[i].dst);
+    cr_assert_eq(fl[i].bytes, flows[i].bytes);
+    cr_assert_eq(fl[i].start_ps, flows[i].start);
+    cr_assert_eq(fl[i].end_ps, flows[i].end);
+    cr_assert_eq(fl[i].retransmits, flows[i].retransmits);
+  }
+  /* 17 us + 250 ps - 5 us = 12.00025 us */
+  cr_assert_float_eq(fl[0].fct_s, 12.00025e-6, 1e-18, "fct_s = %.17g", fl[0].fct_s);
+  cr_assert(isnan(fl[1].fct_s), "incomplete flow: fct_s = %g, want NaN", fl[1].fct_s);
+
+  /* /links */
+  hsize_t n3[1] = {3};
+  d = open_dset(f, "links", 1, n3);
+  check_link_type(d);
+  mt = link_mem_type();
+  RLink lk[3];
+  memset(lk, 0xAB, sizeof lk);
+  cr_assert_geq(H5Dread(d, mt, H5S_ALL, H5S_ALL, H5P_DEFAULT, lk), 0);
+  H5Tclose(mt);
+  H5Dclose(d);
+  for (int i = 0; i < 3; i++) {
+    cr_assert_str_eq(lk[i].from, links[i].from);
+    cr_assert_str_eq(lk[i].to, links[i].to);
+    cr_assert_eq(lk[i].bps, links[i].bps);
+    cr_assert_eq(lk[i].bytes, links[i].bytes);
+    cr_assert_eq(lk[i].packets, links[i].packets);
+    cr_assert_eq(lk[i].drops, links[i].drops);
+    cr_assert_eq(lk[i].max_queue_bytes, links[i].max_queue_bytes);
+  }
+  cr_assert_eq(strlen(lk[2].from), 31);
+
+  /* /queues */
+  hid_t g = H5Gopen2(f, "queues", H5P_DEFAULT);
+  cr_assert_geq(g, 0, "no /queues");
+  cr_assert_eq(attr_u64(g, "interval_ps"), FAB_US);
+
+  hsize_t n4[1] = {4};
+  d = open_dset(g, "time_ps", 1, n4);
+  hid_t t = H5Dget_type(d);
+  assert_type(t, H5T_STD_U64LE, "time_ps");
+  H5Tclose(t);
+  uint64_t tt[4] = {0};
+  cr_assert_geq(H5Dread(d, H5T_NATIVE_UINT64, H5S_ALL, H5S_ALL, H5P_DEFAULT, tt), 0);
+  H5Dclose(d);
+  for (int i = 0; i < 4; i++) cr_assert_eq(tt[i], times[i]);
+
+  d = open_dset(g, "port", 1, n2);
+  t = H5Dget_type(d);
+  hid_t s32 = name32();
+  assert_type(t, s32, "port");
+  H5Tclose(t);
+  char pn[2][FAB_NAME_LEN];
+  cr_assert_geq(H5Dread(d, s32, H5S_ALL, H5S_ALL, H5P_DEFAULT, pn), 0);
+  H5Tclose(s32);
+  H5Dclose(d);
+  cr_assert_str_eq(pn[0], "leaf0:p0");
+  cr_assert_str_eq(pn[1], "leaf0:p1");
+
+  hsize_t n42[2] = {4, 2};
+  d = open_dset(g, "depth", 2, n42);
+  t = H5Dget_type(d);
+  assert_type(t, H5T_STD_U32LE, "depth");
+  H5Tclose(t);
+  int nf = -1;
+  cr_assert_eq(layout_of(d, &nf), H5D_CHUNKED);
+  cr_assert_eq(nf, 1);
+  hid_t pl = H5Dget_create_plist(d);
+  unsigned flags = 0, cd[4] = {0};
+  size_t ncd = 4;
+  cr_assert_eq(H5Pget_filter2(pl, 0, &flags, &ncd, cd, 0, NULL, NULL), H5Z_FILTER_DEFLATE);
+  cr_assert_eq(ncd, 1);
+  cr_assert_eq(cd[0], 1, "deflate level %u", cd[0]);
+  H5Pclose(pl);
+  uint32_t dp[4][2];
+  memset(dp, 0xAB, sizeof dp);
+  cr_assert_geq(H5Dread(d, H5T_NATIVE_UINT32, H5S_ALL, H5S_ALL, H5P_DEFAULT, dp), 0);
+  H5Dclose(d);
+  for (int s = 0; s < 4; s++)
+    for (int p = 0; p < 2; p++) cr_assert_eq(dp[s][p], depth[s * 2 + p], "depth[%d][%d]", s, p);
+  cr_assert_eq(dp[3][1], 4000003007u);
+  H5Gclose(g);
+
+  cr_assert_eq(H5Fclose(f), 0);
+  char *parent = in_tmp("out/run");
+  char *ls = listing(parent);
+  cr_assert_str_eq(ls, "results.h5", "leftovers: %s", ls);
+  g_free(ls);
+  g_free(parent);
+  g_free(path);
+}
+
+/* Check the empty tables of a file written from empty(). */
+static void check_empty_tables(hid_t f, uint64_t interval) {
+  hsize_t z1[1] = {0}, z2[2] = {0, 0};
+  int nf = -1;
+  hid_t d = open_dset(f, "flows", 1, z1);
+  check_flow_type(d);
+  H5Dclose(d);
+  d = open_dset(f, "links", 1, z1);
+  check_link_type(d);
+  H5Dclose(d);
+  hid_t g = H5Gopen2(f, "queues", H5P_DEFAULT);
+  cr_assert_geq(g, 0, "no /queues");
+  cr_assert_eq(attr_u64(g, "interval_ps"), interval);
+  H5Dclose(open_dset(g, "time_ps", 1, z1));
+  H5Dclose(open_dset(g, "port", 1, z1));
+  d = open_dset(g, "depth", 2, z2);
+  cr_assert_eq(layout_of(d, &nf), H5D_CONTIGUOUS);
+  cr_assert_eq(nf, 0);
+  H5Dclose(d);
+  H5Gclose(g);
+}
+
+Test(h5out, empty_tables) {
+  FabResults r = empty();
+  char *path = in_tmp("empty.h5");
+  GError *e = NULL;
+  cr_assert(fab_h5_write(&r, path, &e), "write failed: %s", e ? e->message : "?");
+  hid_t f = open_file(path);
+  check_meta(f, &r);
+  check_empty_tables(f, 0);
+  H5Fclose(f);
+
+  /* h5dump must accept the zero-size datasets */
+  char *h5dump = g_find_program_in_path("h5dump");
+  if (h5dump) {
+    char *argv[] = {h5dump, path, NULL}, *out = NULL, *err = NULL;
+    int status = -1;
+    cr_assert(g_spawn_sync(NULL, argv, NULL, G_SPAWN_DEFAULT, NULL, NULL, &out, &err, &status,
+                           NULL));
+    cr_assert(g_spawn_check_wait_status(status, NULL), "h5dump failed: %s", err);
+    cr_assert_not_null(strstr(out, "DATASET \"flows\""), "%s", out);
+    g_free(out);
+    g_free(err);
+    g_free(h5dump);
+  }
+  g_free(path);
+}
+
+/* Ports but no interval, or an interval but no ports: nothing is sampled and
+** every queue dataset is empty. NULL strings are written as "". */
+Test(h5out, queues_not_sampled) {
+  FabResults r = empty();
+  r.version = NULL;
+  r.scenario = NULL;
+  r.scenario_text = NULL;
+  r.queues = (FabQueueSeries){.interval = 0, .n_ports = 2, .port = ports, .n_samples = 4,
+                              .t = times, .depth = depth};
+  char *path = in_tmp("a.h5");
+  GError *e = NULL;
+  cr_assert(fab_h5_write(&r, path, &e), "write failed: %s", e ? e->message : "?");
+  hid_t f = open_file(path);
+  check_empty_tables(f, 0);
+  hid_t g = H5Gopen2(f, "meta", H5P_DEFAULT);
+  char *s = attr_str(g, "scenario");
+  cr_assert_str_eq(s, "");
+  g_free(s);
+  H5Gclose(g);
+  H5Fclose(f);
+
+  r.queues = (FabQueueSeries){.interval = 5 * FAB_US};
+  cr_assert(fab_h5_write(&r, path, &e), "write failed: %s", e ? e->message : "?");
+  f = open_file(path);
+  check_empty_tables(f, 5 * FAB_US);
+  H5Fclose(f);
+  g_free(path);
+}
+
+/* Sampling configured but the run ended before the first sample. */
+Test(h5out, ports_without_samples) {
+  FabResults r = empty();
+  r.queues = (FabQueueSeries){.interval = FAB_US, .n_ports = 2, .port = ports};
+  char *path = in_tmp("a.h5");
+  GError *e = NULL;
+  cr_assert(fab_h5_write(&r, path, &e), "write failed: %s", e ? e->message : "?");
+  hid_t f = open_file(path);
+  hsize_t z1[1] = {0}, n2[1] = {2}, z2[2] = {0, 2};
+  H5Dclose(open_dset(f, "queues/time_ps", 1, z1));
+  H5Dclose(open_dset(f, "queues/port", 1, n2));
+  hid_t d = open_dset(f, "queues/depth", 2, z2);
+  int nf = -1;
+  cr_assert_eq(layout_of(d, &nf), H5D_CONTIGUOUS);
+  H5Dclose(d);
+  H5Fclose(f);
+  g_free(path);
+}
+
+Test(h5out, fails_when_directory_cannot_be_made) {
+  char *blocker = in_tmp("blocker");
+  cr_assert(g_file_set_contents(blocker, "not a directory", -1, NULL));
+  char *path = in_tmp("blocker/sub/out.h5");
+  FabResults r = sample();
+  GError *e = NULL;
+  cr_assert_not(fab_h5_write(&r, path, &e));
+  cr_assert_not_null(e);
+  cr_assert_eq(e->domain, FAB_H5_ERROR);
+  cr_assert_not_null(strstr(e->message, path), "message does not name the path: %s", e->message);
+  cr_assert_not_null(strstr(e->message, "creating directory"), "no step: %s", e->message);
+  g_error_free(e);
+  cr_assert_not(g_file_test(path, G_FILE_TEST_EXISTS));
+  char *ls = listing(tmpdir);
+  cr_assert_str_eq(ls, "blocker", "leftovers: %s", ls);
+  g_free(ls);
+  /* no GError wanted: still FALSE, no crash */
+  cr_assert_not(fab_h5_write(&r, path, NULL));
+  g_free(path);
+  g_free(blocker);
+}
+
+/* The temporary is made and written, then rename() onto a directory fails:
+** the temporary must be removed. */
+Test(h5out, fails_at_rename_and_removes_temporary) {
+  char *path = in_tmp("isdir");
+  cr_assert_eq(g_mkdir(path, 0755), 0);
+  char *inside = in_tmp("isdir/keep");
+  cr_assert(g_file_set_contents(inside, "x", -1, NULL));
+  FabResults r = sample();
+  GError *e = NULL;
+  ssize_t ids = open_ids();
+  cr_assert_not(fab_h5_write(&r, path, &e));
+  cr_assert_eq(open_ids(), ids, "HDF5 objects left open");
+  cr_assert_not_null(e);
+  cr_assert_eq(e->domain, FAB_H5_ERROR);
+  cr_assert_not_null(strstr(e->message, path), "message does not name the path: %s", e->message);
+  cr_assert_not_null(strstr(e->message, "renaming"), "no step: %s", e->message);
+  g_error_free(e);
+  char *ls = listing(tmpdir);
+  cr_assert_str_eq(ls, "isdir", "leftovers: %s", ls);
+  g_free(ls);
+  ls = listing(path);
+  cr_assert_str_eq(ls, "keep");
+  g_free(ls);
+  g_free(inside);
+  g_free(path);
+}
+
+/* An HDF5 call fails (the temporary's name is too long for the filesystem
+** while PATH itself is fine): the message carries HDF5's reason. */
+Test(h5out, fails_in_hdf5_and_leaves_nothing) {
+  char *base = g_strnfill(250, 'x');
+  char *path = in_tmp(base);
+  FabResults r = sample();
+  GError *e = NULL;
+  ssize_t ids = open_ids();
+  cr_assert_not(fab_h5_write(&r, path, &e));
+  cr_assert_eq(open_ids(), ids, "HDF5 objects left open");
+  cr_assert_not_null(e);
+  cr_assert_eq(e->domain, FAB_H5_ERROR);
+  cr_assert_not_null(strstr(e->message, path), "message does not name the path: %s", e->message);
+  cr_assert_not_null(strstr(e->message, "creating"), "no step: %s", e->message);
+  cr_assert_not_null(strstr(e->message, "File name too long"), "no reason: %s", e->message);
+  g_error_free(e);
+  char *ls = listing(tmpdir);
+  cr_assert_str_eq(ls, "", "leftovers: %s", ls);
+  g_free(ls);
+  g_free(path);
+  g_free(base);
+}
+
+Test(h5out, replaces_existing_file) {
+  char *path = in_tmp("r.h5");
+  cr_assert(g_file_set_contents(path, "old contents", -1, NULL));
+  FabResults r = sample();
+  GError *e = NULL;
+  cr_assert(fab_h5_write(&r, path, &e), "write failed: %s", e ? e->message : "?");
+  hid_t f = open_file(path);
+  check_meta(f, &r);
+  H5Fclose(f);
+  char *ls = listing(tmpdir);
+  cr_assert_str_eq(ls, "r.h5", "leftovers: %s", ls);
+  g_free(ls);
+  g_free(path);
+}
+
+Test(h5out, same_results_same_bytes) {
+  FabResults r = sample();
+  char *a = in_tmp("a.h5"), *b = in_tmp("b.h5"), *c = in_tmp("c.h5");
+  GError *e = NULL;
+  cr_assert(fab_h5_write(&r, a, &e), "write failed: %s", e ? e->message : "?");
+  g_usleep(1100000); /* a stored timestamp would now differ */
+  cr_assert(fab_h5_write(&r, b, &e), "write failed: %s", e ? e->message : "?");
+  cr_assert(same_bytes(a, b), "two writes of the same results differ");
+
+  /* bytes after the terminator of a name never reach the file */
+  FabLinkRec lk[3];
+  memcpy(lk, links, sizeof lk);
+  char pt[2][FAB_NAME_LEN];
+  memcpy(pt, ports, sizeof pt);
+  for (int i = 0; i < 3; i++) {
+    size_t n = strlen(lk[i].from) + 1;
+    memset(lk[i].from + n, 'Z', FAB_NAME_LEN - n);
+    n = strlen(lk[i].to) + 1;
+    memset(lk[i].to + n, 'Z', FAB_NAME_LEN - n);
+  }
+  memset(pt[1] + 9, 'Z', FAB_NAME_LEN - 9);
+  r.links = lk;
+  r.queues.port = pt;
+  cr_assert(fab_h5_write(&r, c, &e), "write failed: %s", e ? e->message : "?");
+  cr_assert(same_bytes(a, c), "garbage after a name's terminator changed the file");
+
+  /* and a different value does change it */
+  r.seed++;
+  cr_assert(fab_h5_write(&r, c, &e), "write failed: %s", e ? e->message : "?");
+  cr_assert_not(same_bytes(a, c));
+
+  FabResults z = empty();
+  cr_assert(fab_h5_write(&z, b, &e), "write failed: %s", e ? e->message : "?");
+  cr_assert(fab_h5_write(&z, c, &e), "write failed: %s", e ? e->message : "?");
+  cr_assert(same_bytes(b, c), "two writes of empty results differ");
+  g_free(a);
+  g_free(b);
+  g_free(c);
+}
+
+Test(results, clear_frees_tables_keeps_strings) {
+  FabResults r = sample();
+  r.flows = g_memdup2(flows, sizeof flows);
+  r.links = g_memdup2(links, sizeof links);
+  r.queues.port = g_memdup2(ports, sizeof ports);
+  r.queues.t = g_memdup2(times, sizeof times);
+  r.queues.depth = g_memdup2(depth, sizeof depth);
+  fab_results_clear(&r);
+  cr_assert_null(r.flows);
+  cr_assert_eq(r.n_flows, 0);
+  cr_assert_null(r.links);
+  cr_assert_eq(r.n_links, 0);
+  cr_assert_null(r.queues.port);
+  cr_assert_null(r.queues.t);
+  cr_assert_null(r.queues.depth);
+  cr_assert_eq(r.queues.n_ports, 0);
+  cr_assert_eq(r.queues.n_samples, 0);
+  cr_assert_str_eq(r.version, "0.1.0");
+  cr_assert_str_eq(r.scenario, "two-hosts");
+  cr_assert_str_eq(r.scenario_text, YAML);
+  cr_assert_eq(r.seed, 0xDEADBEEFCAFEF00DULL);
+  fab_results_clear(&r); /* twice is harmless */
+  fab_results_clear(NULL);
+}

@@ -1,1 +1,335 @@
-/* stub */
+/* Scenario loading and the run driver. See scenario.h. */
+#include "scenario.h"
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+typedef struct TopIn {
+  const char *name;
+  uint64_t seed, stop_time;
+  const FabCfgNode *cluster, *fabric, *workload, *output;
+} TopIn;
+
+static const FabCfgKey top_schema[] = {
+  {"name", FAB_CFG_STRING, offsetof(TopIn, name), FALSE, NULL, 0, 0, NULL},
+  {"seed", FAB_CFG_UINT, offsetof(TopIn, seed), FALSE, "1", 0, 0, NULL},
+  {"stop_time", FAB_CFG_TIME, offsetof(TopIn, stop_time), FALSE, NULL, 1, 1e18, NULL},
+  {"cluster", FAB_CFG_MAP, offsetof(TopIn, cluster), FALSE, NULL, 0, 0, NULL},
+  {"fabric", FAB_CFG_MAP, offsetof(TopIn, fabric), TRUE, NULL, 0, 0, NULL},
+  {"workload", FAB_CFG_MAP, offsetof(TopIn, workload), TRUE, NULL, 0, 0, NULL},
+  {"output", FAB_CFG_MAP, offsetof(TopIn, output), FALSE, NULL, 0, 0, NULL},
+  {NULL, FAB_CFG_END, 0, FALSE, NULL, 0, 0, NULL},
+};
+
+typedef struct OutputIn {
+  const char *hdf5;
+  uint64_t sample_interval;
+} OutputIn;
+
+static const FabCfgKey output_schema[] = {
+  {"hdf5", FAB_CFG_STRING, offsetof(OutputIn, hdf5), FALSE, NULL, 0, 0, NULL},
+  {"sample_interval", FAB_CFG_TIME, offsetof(OutputIn, sample_interval), FALSE, "10us", 1000, 1e15, NULL},
+  {NULL, FAB_CFG_END, 0, FALSE, NULL, 0, 0, NULL},
+};
+
+FabScenario *fab_scenario_load(const char *path, const char *const *sets, GError **err) {
+  FabScenario *sc = g_new0(FabScenario, 1);
+  TopIn top = {0};
+  OutputIn out = {0};
+  sc->cfg = path ? fab_cfg_load_file(path, err) : fab_cfg_load_string(fab_quickstart_yaml, "<quickstart>", err);
+  if (!sc->cfg) goto fail;
+  for (int i = 0; sets && sets[i]; i++)
+    if (!fab_cfg_set(sc->cfg, sets[i], err)) goto fail;
+  const FabCfgNode *root = fab_cfg_root(sc->cfg);
+  if (!fab_cfg_apply(root, NULL, top_schema, &top, err)) goto fail;
+  if (!fab_cfg_apply(top.output, root, output_schema, &out, err)) goto fail;
+  if (!fab_fabric_cfg_read(root, &sc->fabric, err)) goto fail;
+  sc->flows = fab_workload_read(root, sc->fabric.topo.hosts, sc->fabric.sw.nprio, top.seed, err);
+  if (!sc->flows) goto fail;
+  if (path && !top.name) { /* default name: the file name without .yaml */
+    char *base = g_path_get_basename(path);
+    char *dot = strrchr(base, '.');
+    if (dot && dot != base) *dot = 0;
+    sc->name = g_intern_string(base);
+    g_free(base);
+  } else {
+    sc->name = top.name ? top.name : "quickstart";
+  }
+  sc->seed = top.seed;
+  sc->stop_time = top.stop_time ? top.stop_time : FAB_TIME_MAX;
+  sc->hdf5 = out.hdf5 && *out.hdf5 ? out.hdf5 : NULL;
+  sc->sample_interval = out.sample_interval;
+  sc->topology = fab_topology_describe(&sc->fabric.topo);
+  return sc;
+fail:
+  fab_scenario_free(sc);
+  return NULL;
+}
+
+void fab_scenario_free(FabScenario *sc) {
+  if (!sc) return;
+  if (sc->flows) g_array_free(sc->flows, TRUE);
+  g_free(sc->topology);
+  fab_cfg_free(sc->cfg);
+  g_free(sc);
+}
+
+char *fab_scenario_explain(const FabScenario *sc) {
+  const FabFabricCfg *f = &sc->fabric;
+  GString *s = g_string_new(NULL);
+  uint64_t total = 0;
+  for (guint i = 0; i < sc->flows->len; i++) total += g_array_index(sc->flows, FabFlowSpec, i).bytes;
+  g_string_append_printf(s, "scenario   %s (seed %" G_GUINT64_FORMAT ")\n", sc->name, sc->seed);
+  g_string_append_printf(s, "topology   %s\n", sc->topology);
+  g_string_append_printf(s, "endpoints  %u hosts, one NIC each at %.6g Gbps\n", f->topo.hosts,
+                         (double)f->topo.host_bps / 1e9);
+  g_string_append_printf(s, "links      %.6g Gbps, latency %.6g us, mtu %u B payload\n",
+                         (double)f->topo.link_bps / 1e9, (double)f->topo.link_latency / 1e6, f->nic.mtu);
+  g_string_append_printf(s, "transport  %s: %u B headers+framing per data packet, %u B per ACK/NAK\n",
+                         fab_transport_names[f->nic.transport.kind], f->nic.transport.data_overhead,
+                         f->nic.transport.ack_bytes);
+  g_string_append_printf(s, "switch     latency %.6g ns, shared buffer %" G_GUINT64_FORMAT
+                         " B, alpha %g, %u priorities, ECMP seed %" G_GUINT64_FORMAT "\n",
+                         (double)f->sw.latency / 1e3, f->sw.buffer, f->sw.alpha, f->sw.nprio, f->sw.ecmp_seed);
+  g_string_append_printf(s, "nic        rto %.6g us, ACK every %u packets, give up after %u timeouts\n",
+                         (double)f->nic.rto / 1e6, f->nic.ack_interval, f->nic.max_timeouts);
+  g_string_append_printf(s, "workload   %u flows, %" G_GUINT64_FORMAT " bytes\n", sc->flows->len, total);
+  if (sc->stop_time != FAB_TIME_MAX)
+    g_string_append_printf(s, "stop_time  %.6g us\n", (double)sc->stop_time / 1e6);
+  if (sc->hdf5)
+    g_string_append_printf(s, "hdf5       %s (queues sampled every %.6g us)\n", sc->hdf5,
+                           (double)sc->sample_interval / 1e6);
+  return g_string_free(s, FALSE);
+}
+
+/* ---- the run ------------------------------------------------------------ */
+
+typedef struct Run {
+  const FabOps *ops;        /* the queue sampler is an element */
+  FabEngine *eng;
+  FabTopology *topo;
+  FabFlow *flows;
+  uint32_t nflows, completed;
+  fab_time_t last_end;      /* ps: latest completion */
+  FabFlow *failed;          /* first flow that gave up */
+  /* queue samples */
+  fab_time_t interval;
+  uint32_t ncols;
+  FabPort **cols;
+  GArray *t, *depth;
+  /* progress */
+  bool progress;
+  gint64 last_report;
+} Run;
+
+static void flow_done(void *ctx, FabFlow *f) {
+  Run *r = ctx;
+  r->completed++;
+  if (f->end > r->last_end) r->last_end = f->end;
+}
+
+static void flow_fail(void *ctx, FabFlow *f) {
+  Run *r = ctx;
+  if (!r->failed) r->failed = f;
+  fab_engine_stop(r->eng);
+}
+
+static void sample(FabEngine *eng, void *self, uint64_t arg) {
+  Run *r = self;
+  g_array_append_val(r->t, eng->now);
+  for (uint32_t c = 0; c < r->ncols; c++) {
+    uint32_t d = (uint32_t)MIN(r->cols[c]->qbytes, UINT32_MAX);
+    g_array_append_val(r->depth, d);
+  }
+  if (r->completed < r->nflows) fab_engine_after(eng, r->interval, r, 0);
+}
+
+static const FabOps sampler_ops = {"sampler", sample};
+
+static void progress(FabEngine *eng, void *ctx) {
+  Run *r = ctx;
+  gint64 now = g_get_monotonic_time();
+  if (now - r->last_report < 500000) return;
+  r->last_report = now;
+  fprintf(stderr, "\r  t=%.6f ms  flows %u/%u  events %" G_GUINT64_FORMAT "   ", (double)eng->now / 1e9,
+          r->completed, r->nflows, eng->events);
+}
+
+typedef struct Totals {
+  uint64_t hops, drops, drop_bytes, max_q;
+} Totals;
+
+static void add_port(FabPort *pt, void *ctx) {
+  Totals *t = ctx;
+  t->hops += pt->tx_pkts;
+  t->drops += pt->drops;
+  t->drop_bytes += pt->drop_bytes;
+  if (pt->max_qbytes > t->max_q && pt->owner->pull == NULL) t->max_q = pt->max_qbytes;
+}
+
+static void name_port(char *buf, const FabPort *pt) {
+  g_snprintf(buf, FAB_NAME_LEN, "%s:p%u", pt->owner->name, pt->index);
+}
+
+static void fill_links(FabPort *pt, void *ctx) {
+  GArray *a = ctx;
+  FabLinkRec l = {{0}, {0}, pt->bps, pt->tx_bytes, pt->tx_pkts, pt->drops, pt->max_qbytes};
+  name_port(l.from, pt);
+  name_port(l.to, pt->peer);
+  g_array_append_val(a, l);
+}
+
+typedef struct Flush {
+  FabEngine *eng;
+  uint64_t pkts, bytes; /* freed from queues, serialisers and wires */
+} Flush;
+
+static void flush_one(FabPort *pt, void *ctx) {
+  Flush *c = ctx;
+  c->pkts += fab_port_flush(c->eng, pt, &c->bytes);
+}
+
+/* Append "why" to the failure text. */
+static void failf(GString **fail, const char *fmt, ...) G_GNUC_PRINTF(2, 3);
+static void failf(GString **fail, const char *fmt, ...) {
+  va_list ap;
+  if (!*fail) *fail = g_string_new(NULL);
+  else g_string_append(*fail, "; ");
+  va_start(ap, fmt);
+  g_string_append_vprintf(*fail, fmt, ap);
+  va_end(ap);
+}
+
+int fab_scenario_run(const FabScenario *sc, const FabRunOpts *opts, FabResults *res) {
+  Run r = {0};
+  GString *fail = NULL;
+  memset(res, 0, sizeof *res);
+  r.ops = &sampler_ops;
+  r.eng = fab_engine_new(sc->seed);
+  r.topo = fab_topology_build(&sc->fabric);
+  r.nflows = sc->flows->len;
+  r.flows = g_new0(FabFlow, r.nflows);
+  for (uint32_t i = 0; i < r.nflows; i++) {
+    const FabFlowSpec *s = &g_array_index(sc->flows, FabFlowSpec, i);
+    FabFlow *f = &r.flows[i];
+    f->id = i;
+    f->src = s->src;
+    f->dst = s->dst;
+    f->bytes = s->bytes;
+    f->start = s->start;
+    f->prio = s->prio;
+    fab_flow_prepare(f, &sc->fabric.nic);
+  }
+  for (uint32_t h = 0; h < r.topo->nhosts; h++) {
+    FabNic *nic = &r.topo->nics[h];
+    nic->flows = r.flows;
+    nic->done = flow_done;
+    nic->fail = flow_fail;
+    nic->ctx = &r;
+  }
+  for (uint32_t i = 0; i < r.nflows; i++) fab_nic_post(r.eng, &r.topo->nics[r.flows[i].src], &r.flows[i]);
+
+  /* queue sampling: every switch port */
+  r.t = g_array_new(FALSE, FALSE, sizeof(fab_time_t));
+  r.depth = g_array_new(FALSE, FALSE, sizeof(uint32_t));
+  if (sc->hdf5 || opts->sample_queues) {
+    r.interval = sc->sample_interval;
+    for (uint32_t s = 0; s < r.topo->nswitches; s++) r.ncols += r.topo->switches[s]->nports;
+    r.cols = g_new(FabPort *, r.ncols);
+    uint32_t c = 0;
+    for (uint32_t s = 0; s < r.topo->nswitches; s++)
+      for (uint32_t p = 0; p < r.topo->switches[s]->nports; p++) r.cols[c++] = &r.topo->switches[s]->ports[p];
+    fab_engine_at(r.eng, 0, &r, 0);
+  }
+  if (opts->progress) {
+    r.progress = true;
+    r.eng->tick = progress;
+    r.eng->tick_ctx = &r;
+  }
+
+  gint64 t0 = g_get_monotonic_time();
+  bool time_ok = fab_engine_run(r.eng, sc->stop_time);
+  res->wall_s = (double)(g_get_monotonic_time() - t0) / 1e6;
+  if (opts->progress) fprintf(stderr, "\r%70s\r", "");
+
+  /* ---- invariants ---- */
+  if (!time_ok) failf(&fail, "internal error: an event was scheduled in the past");
+  bool drained = fab_evq_size(r.eng->evq) == 0;
+  if (r.failed)
+    failf(&fail, "flow %u (%u -> %u) made no progress after %u retransmission timeouts", r.failed->id,
+          r.failed->src, r.failed->dst, sc->fabric.nic.max_timeouts);
+  else if (r.completed < r.nflows)
+    failf(&fail, "stop_time reached with %u of %u flows unfinished", r.nflows - r.completed, r.nflows);
+  Totals tot = {0};
+  fab_topology_foreach_port(r.topo, add_port, &tot);
+  uint64_t sw_drops = 0, sw_drop_bytes = 0;
+  for (uint32_t s = 0; s < r.topo->nswitches; s++) {
+    sw_drops += r.topo->switches[s]->drops;
+    sw_drop_bytes += r.topo->switches[s]->drop_bytes;
+  }
+  /* conservation: every packet (and byte) a NIC sent was received by a NIC,
+  ** dropped by a switch, or is still in the fabric when stop_time cut the run */
+  uint64_t sent = 0, recv = 0, sent_b = 0, recv_b = 0, retx = 0;
+  uint32_t ack_b = sc->fabric.nic.transport.ack_bytes;
+  for (uint32_t h = 0; h < r.topo->nhosts; h++) {
+    FabNic *n = &r.topo->nics[h];
+    sent += n->tx_data_pkts + n->tx_ctrl_pkts;
+    recv += n->rx_data_pkts + n->rx_ctrl_pkts;
+    sent_b += n->tx_data_bytes + n->tx_ctrl_pkts * ack_b;
+    recv_b += n->rx_data_bytes + n->rx_ctrl_pkts * ack_b;
+    retx += n->retransmits;
+  }
+  Flush fl = {r.eng, 0, 0};
+  fab_topology_foreach_port(r.topo, flush_one, &fl);
+  if (fl.pkts && drained) failf(&fail, "internal error: packets left in the fabric after the last event");
+  if (sent != recv + sw_drops + fl.pkts || sent_b != recv_b + sw_drop_bytes + fl.bytes)
+    failf(&fail, "internal error: packets not conserved (sent %" G_GUINT64_FORMAT ", received %" G_GUINT64_FORMAT
+          ", dropped %" G_GUINT64_FORMAT ", in flight %" G_GUINT64_FORMAT ")", sent, recv, sw_drops, fl.pkts);
+  if (fab_pool_live(r.eng->pool) != 0)
+    failf(&fail, "internal error: %zu packets leaked from the pool", fab_pool_live(r.eng->pool));
+  for (uint32_t i = 0; i < r.nflows; i++)
+    if (r.flows[i].end && r.flows[i].rcv_bytes != r.flows[i].bytes) {
+      failf(&fail, "internal error: flow %u completed with %" G_GUINT64_FORMAT " of %" G_GUINT64_FORMAT " bytes", i,
+            r.flows[i].rcv_bytes, r.flows[i].bytes);
+      break;
+    }
+
+  /* ---- results ---- */
+  res->version = FABSIM_VERSION;
+  res->scenario = sc->name;
+  res->scenario_text = fab_cfg_text(sc->cfg);
+  res->topology = sc->topology;
+  res->seed = sc->seed;
+  res->sim_time = r.completed == r.nflows ? r.last_end : r.eng->now;
+  res->events = r.eng->events;
+  res->packet_hops = tot.hops;
+  res->endpoints = r.topo->nhosts;
+  res->drops = sw_drops;
+  res->retransmits = retx;
+  res->max_queue_bytes = tot.max_q;
+  res->n_flows = r.nflows;
+  res->flows = g_new0(FabFlowRec, r.nflows);
+  for (uint32_t i = 0; i < r.nflows; i++) {
+    FabFlow *f = &r.flows[i];
+    res->flows[i] = (FabFlowRec){f->id, f->src, f->dst, f->bytes, f->start, f->end, f->retransmits};
+  }
+  GArray *links = g_array_new(FALSE, FALSE, sizeof(FabLinkRec));
+  fab_topology_foreach_port(r.topo, fill_links, links);
+  res->n_links = links->len;
+  res->links = (FabLinkRec *)(void *)g_array_free(links, FALSE);
+  FabQueueSeries *q = &res->queues;
+  q->interval = r.interval;
+  q->n_ports = r.ncols;
+  q->port = g_malloc0((size_t)FAB_NAME_LEN * (r.ncols ? r.ncols : 1));
+  for (uint32_t c = 0; c < r.ncols; c++) name_port(q->port[c], r.cols[c]);
+  q->n_samples = r.t->len;
+  q->t = (fab_time_t *)(void *)g_array_free(r.t, FALSE);
+  q->depth = (uint32_t *)(void *)g_array_free(r.depth, FALSE);
+  res->failure = fail ? g_string_free(fail, FALSE) : NULL;
+
+  g_free(r.cols);
+  g_free(r.flows);
+  fab_topology_free(r.topo);
+  fab_engine_free(r.eng);
+  return res->failure ? 1 : 0;
+}

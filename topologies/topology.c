@@ -1,1 +1,406 @@
-/* stub */
+/* Fabric configuration and topology builders. See topology.h. */
+#include "topology.h"
+#include <stddef.h>
+#include <string.h>
+
+/* ---- configuration ----------------------------------------------------- */
+
+static const char *const node_presets[] = {"host", NULL};
+static const char *const topo_kinds[] = {"single-switch", "leaf-spine", "fat-tree", NULL};
+static const char *const routings[] = {"ecmp", NULL};
+static const char *const cc_algorithms[] = {"none", NULL};
+
+typedef struct ClusterIn {
+  int node;
+  uint64_t nodes;
+  const FabCfgNode *nic;
+} ClusterIn;
+
+static const FabCfgKey cluster_schema[] = {
+  {"node", FAB_CFG_ENUM, offsetof(ClusterIn, node), FALSE, "host", 0, 0, node_presets},
+  {"nodes", FAB_CFG_UINT, offsetof(ClusterIn, nodes), FALSE, NULL, 1, 1 << 24, NULL},
+  {"nic", FAB_CFG_MAP, offsetof(ClusterIn, nic), FALSE, NULL, 0, 0, NULL},
+  {NULL, FAB_CFG_END, 0, FALSE, NULL, 0, 0, NULL},
+};
+
+typedef struct NicIn {
+  uint64_t bandwidth, rto, ack_interval, max_timeouts;
+} NicIn;
+
+static const FabCfgKey nic_schema[] = {
+  {"bandwidth", FAB_CFG_RATE, offsetof(NicIn, bandwidth), FALSE, NULL, 0, 0, NULL},
+  {"rto", FAB_CFG_TIME, offsetof(NicIn, rto), FALSE, "1ms", 1e3, 1e15, NULL},
+  {"ack_interval", FAB_CFG_UINT, offsetof(NicIn, ack_interval), FALSE, "1", 1, 1 << 20, NULL},
+  {"max_timeouts", FAB_CFG_UINT, offsetof(NicIn, max_timeouts), FALSE, "64", 1, 1 << 20, NULL},
+  {NULL, FAB_CFG_END, 0, FALSE, NULL, 0, 0, NULL},
+};
+
+typedef struct FabricIn {
+  int transport;
+  const FabCfgNode *topology, *link, *sw, *cc;
+} FabricIn;
+
+static const FabCfgKey fabric_schema[] = {
+  {"transport", FAB_CFG_ENUM, offsetof(FabricIn, transport), FALSE, "rocev2", 0, 0, fab_transport_names},
+  {"topology", FAB_CFG_MAP, offsetof(FabricIn, topology), TRUE, NULL, 0, 0, NULL},
+  {"link", FAB_CFG_MAP, offsetof(FabricIn, link), TRUE, NULL, 0, 0, NULL},
+  {"switch", FAB_CFG_MAP, offsetof(FabricIn, sw), FALSE, NULL, 0, 0, NULL},
+  {"congestion_control", FAB_CFG_MAP, offsetof(FabricIn, cc), FALSE, NULL, 0, 0, NULL},
+  {NULL, FAB_CFG_END, 0, FALSE, NULL, 0, 0, NULL},
+};
+
+typedef struct TopoIn {
+  int kind;
+  uint64_t hosts_per_leaf, leaves, spines, k;
+  double oversubscription;
+} TopoIn;
+
+static const FabCfgKey topo_schema[] = {
+  {"kind", FAB_CFG_ENUM, offsetof(TopoIn, kind), TRUE, NULL, 0, 0, topo_kinds},
+  {"hosts_per_leaf", FAB_CFG_UINT, offsetof(TopoIn, hosts_per_leaf), FALSE, NULL, 1, 65000, NULL},
+  {"leaves", FAB_CFG_UINT, offsetof(TopoIn, leaves), FALSE, NULL, 1, 65000, NULL},
+  {"spines", FAB_CFG_UINT, offsetof(TopoIn, spines), FALSE, NULL, 1, 65000, NULL},
+  {"oversubscription", FAB_CFG_RATIO, offsetof(TopoIn, oversubscription), FALSE, NULL, 0, 0, NULL},
+  {"k", FAB_CFG_UINT, offsetof(TopoIn, k), FALSE, NULL, 2, 256, NULL},
+  {NULL, FAB_CFG_END, 0, FALSE, NULL, 0, 0, NULL},
+};
+
+typedef struct LinkIn {
+  uint64_t bandwidth, latency, mtu;
+} LinkIn;
+
+static const FabCfgKey link_schema[] = {
+  {"bandwidth", FAB_CFG_RATE, offsetof(LinkIn, bandwidth), TRUE, NULL, 0, 0, NULL},
+  {"latency", FAB_CFG_TIME, offsetof(LinkIn, latency), FALSE, "1us", 0, 1e15, NULL},
+  {"mtu", FAB_CFG_SIZE, offsetof(LinkIn, mtu), FALSE, "4096", 64, 1048576, NULL},
+  {NULL, FAB_CFG_END, 0, FALSE, NULL, 0, 0, NULL},
+};
+
+typedef struct SwitchIn {
+  uint64_t latency, buffer, priorities, ecmp_seed;
+  double alpha;
+  int routing;
+  const FabCfgNode *pfc, *ecn, *sharp;
+} SwitchIn;
+
+static const FabCfgKey switch_schema[] = {
+  {"latency", FAB_CFG_TIME, offsetof(SwitchIn, latency), FALSE, "0ns", 0, 1e15, NULL},
+  {"buffer", FAB_CFG_SIZE, offsetof(SwitchIn, buffer), FALSE, "32MiB", 1, 1e12, NULL},
+  {"buffer_alpha", FAB_CFG_DOUBLE, offsetof(SwitchIn, alpha), FALSE, "1", 1e-6, 1e6, NULL},
+  {"priorities", FAB_CFG_UINT, offsetof(SwitchIn, priorities), FALSE, "8", 1, FAB_MAX_PRIOS, NULL},
+  {"ecmp_seed", FAB_CFG_UINT, offsetof(SwitchIn, ecmp_seed), FALSE, "0", 0, 0, NULL},
+  {"routing", FAB_CFG_ENUM, offsetof(SwitchIn, routing), FALSE, "ecmp", 0, 0, routings},
+  {"pfc", FAB_CFG_MAP, offsetof(SwitchIn, pfc), FALSE, NULL, 0, 0, NULL},
+  {"ecn", FAB_CFG_MAP, offsetof(SwitchIn, ecn), FALSE, NULL, 0, 0, NULL},
+  {"sharp", FAB_CFG_MAP, offsetof(SwitchIn, sharp), FALSE, NULL, 0, 0, NULL},
+  {NULL, FAB_CFG_END, 0, FALSE, NULL, 0, 0, NULL},
+};
+
+typedef struct FeatureIn {
+  gboolean enabled;
+} FeatureIn;
+
+static const FabCfgKey feature_schema[] = {
+  {"enabled", FAB_CFG_BOOL, offsetof(FeatureIn, enabled), FALSE, "false", 0, 0, NULL},
+  {NULL, FAB_CFG_END, 0, FALSE, NULL, 0, 0, NULL},
+};
+
+typedef struct CcIn {
+  int algorithm;
+} CcIn;
+
+static const FabCfgKey cc_schema[] = {
+  {"algorithm", FAB_CFG_ENUM, offsetof(CcIn, algorithm), FALSE, "none", 0, 0, cc_algorithms},
+  {NULL, FAB_CFG_END, 0, FALSE, NULL, 0, 0, NULL},
+};
+
+/* A feature a later version models: accepted only as `{enabled: false}`. */
+static gboolean not_yet(const FabCfgNode *n, const char *what, GError **err) {
+  FeatureIn f = {0};
+  if (!n) return TRUE;
+  if (!fab_cfg_apply(n, NULL, feature_schema, &f, err)) return FALSE;
+  if (f.enabled)
+    return fab_cfg_fail(fab_cfg_get(n, "enabled"), err,
+                        "%s is not modelled in this version of fabsim (only enabled: false)", what);
+  return TRUE;
+}
+
+static gboolean set_only_for(const FabCfgNode *topo, const char *key, const char *kinds, GError **err) {
+  const FabCfgNode *n = fab_cfg_get(topo, key);
+  if (n) return fab_cfg_fail(n, err, "not used by this topology kind (only by %s)", kinds);
+  return TRUE;
+}
+
+static gboolean read_topology(const FabCfgNode *node, const ClusterIn *cl, const FabCfgNode *cl_node,
+                              FabTopoSpec *t, GError **err) {
+  TopoIn in = {0};
+  if (!fab_cfg_apply(node, NULL, topo_schema, &in, err)) return FALSE;
+  t->kind = (FabTopoKind)in.kind;
+  const FabCfgNode *nodes_at = cl_node ? fab_cfg_get(cl_node, "nodes") : NULL;
+  switch (t->kind) {
+  case FAB_TOPO_SINGLE_SWITCH:
+    if (!set_only_for(node, "hosts_per_leaf", "leaf-spine, fat-tree", err) ||
+        !set_only_for(node, "leaves", "leaf-spine", err) || !set_only_for(node, "spines", "leaf-spine", err) ||
+        !set_only_for(node, "oversubscription", "leaf-spine, fat-tree", err) ||
+        !set_only_for(node, "k", "fat-tree", err))
+      return FALSE;
+    if (!cl->nodes)
+      return fab_cfg_fail(cl_node ? cl_node : node, err,
+                          "single-switch needs cluster.nodes (the number of hosts)");
+    if (cl->nodes > 65000) return fab_cfg_fail(nodes_at, err, "a single switch has at most 65000 ports");
+    t->hosts = (uint32_t)cl->nodes;
+    return TRUE;
+  case FAB_TOPO_LEAF_SPINE: {
+    if (!set_only_for(node, "k", "fat-tree", err)) return FALSE;
+    if (!in.hosts_per_leaf) return fab_cfg_fail(node, err, "leaf-spine needs hosts_per_leaf");
+    t->hosts_per_leaf = (uint32_t)in.hosts_per_leaf;
+    if (in.leaves) {
+      t->leaves = (uint32_t)in.leaves;
+      if (cl->nodes && cl->nodes != in.leaves * in.hosts_per_leaf)
+        return fab_cfg_fail(nodes_at, err, "%" G_GUINT64_FORMAT " nodes, but the topology has %" G_GUINT64_FORMAT
+                            " (leaves x hosts_per_leaf)", cl->nodes, in.leaves * in.hosts_per_leaf);
+    } else {
+      if (!cl->nodes) return fab_cfg_fail(node, err, "leaf-spine needs leaves (or cluster.nodes)");
+      if (cl->nodes % in.hosts_per_leaf)
+        return fab_cfg_fail(nodes_at, err, "%" G_GUINT64_FORMAT " nodes is not a multiple of hosts_per_leaf %"
+                            G_GUINT64_FORMAT, cl->nodes, in.hosts_per_leaf);
+      t->leaves = (uint32_t)(cl->nodes / in.hosts_per_leaf);
+    }
+    if (in.spines && in.oversubscription > 0)
+      return fab_cfg_fail(fab_cfg_get(node, "oversubscription"), err, "give spines or oversubscription, not both");
+    if (in.spines) {
+      t->spines = (uint32_t)in.spines;
+    } else {
+      double r = in.oversubscription > 0 ? in.oversubscription : 1.0;
+      double s = (double)in.hosts_per_leaf / r;
+      if (s < 1 || s != (double)(uint64_t)s)
+        return fab_cfg_fail(fab_cfg_get(node, "oversubscription"), err,
+                            "hosts_per_leaf %" G_GUINT64_FORMAT " / %g is not a whole number of spines",
+                            in.hosts_per_leaf, r);
+      t->spines = (uint32_t)s;
+    }
+    if ((uint64_t)t->leaves * t->hosts_per_leaf > (1u << 24))
+      return fab_cfg_fail(node, err, "too many hosts (at most 16777216)");
+    if (t->hosts_per_leaf + t->spines > 65000 || t->leaves > 65000)
+      return fab_cfg_fail(node, err, "a switch has at most 65000 ports");
+    t->hosts = t->leaves * t->hosts_per_leaf;
+    return TRUE;
+  }
+  case FAB_TOPO_FAT_TREE: {
+    if (!set_only_for(node, "hosts_per_leaf", "leaf-spine", err) ||
+        !set_only_for(node, "leaves", "leaf-spine", err) || !set_only_for(node, "spines", "leaf-spine", err))
+      return FALSE;
+    if (!in.k) return fab_cfg_fail(node, err, "fat-tree needs k (the switch radix, even)");
+    if (in.k % 2) return fab_cfg_fail(fab_cfg_get(node, "k"), err, "k must be even, not %" G_GUINT64_FORMAT, in.k);
+    t->k = (uint32_t)in.k;
+    double r = in.oversubscription > 0 ? in.oversubscription : 1.0;
+    double hpe = (double)(in.k / 2) * r;
+    if (hpe < 1 || hpe != (double)(uint64_t)hpe)
+      return fab_cfg_fail(fab_cfg_get(node, "oversubscription"), err,
+                          "k/2 x %g is not a whole number of hosts per edge switch", r);
+    t->hosts_per_leaf = (uint32_t)hpe;
+    uint64_t hosts = (uint64_t)in.k * (in.k / 2) * t->hosts_per_leaf;
+    if (hosts > (1u << 24)) return fab_cfg_fail(node, err, "too many hosts (at most 16777216)");
+    t->hosts = (uint32_t)hosts;
+    if (cl->nodes && cl->nodes != hosts)
+      return fab_cfg_fail(nodes_at, err, "%" G_GUINT64_FORMAT " nodes, but a k=%u fat-tree has %" G_GUINT64_FORMAT,
+                          cl->nodes, t->k, hosts);
+    return TRUE;
+  }
+  }
+  return FALSE;
+}
+
+gboolean fab_fabric_cfg_read(const FabCfgNode *root, FabFabricCfg *out, GError **err) {
+  ClusterIn cl = {0};
+  NicIn nic = {0};
+  FabricIn fab = {0};
+  LinkIn link = {0};
+  SwitchIn sw = {0};
+  CcIn cc = {0};
+  const FabCfgNode *cl_node = fab_cfg_get(root, "cluster");
+  const FabCfgNode *fab_node = fab_cfg_get(root, "fabric");
+  memset(out, 0, sizeof *out);
+  if (!fab_cfg_apply(cl_node, root, cluster_schema, &cl, err)) return FALSE;
+  if (!fab_cfg_apply(cl.nic, root, nic_schema, &nic, err)) return FALSE;
+  if (!fab_node) return fab_cfg_fail(root, err, "missing required key 'fabric'");
+  if (!fab_cfg_apply(fab_node, root, fabric_schema, &fab, err)) return FALSE;
+  if (fab.transport == FAB_TRANSPORT_SRD)
+    return fab_cfg_fail(fab_cfg_get(fab_node, "transport"), err,
+                        "srd is not modelled in this version of fabsim (use rocev2 or infiniband)");
+  if (!fab_cfg_apply(fab.link, root, link_schema, &link, err)) return FALSE;
+  if (!fab_cfg_apply(fab.sw, fab_node, switch_schema, &sw, err)) return FALSE;
+  if (!not_yet(sw.pfc, "PFC", err) || !not_yet(sw.ecn, "ECN marking", err) || !not_yet(sw.sharp, "SHARP", err))
+    return FALSE;
+  if (!fab_cfg_apply(fab.cc, fab_node, cc_schema, &cc, err)) return FALSE;
+  if (!read_topology(fab.topology, &cl, cl_node, &out->topo, err)) return FALSE;
+  if (sw.buffer < link.mtu + 128)
+    return fab_cfg_fail(fab_cfg_get(fab.sw, "buffer"), err, "buffer %" G_GUINT64_FORMAT
+                        " B cannot hold one packet of mtu %" G_GUINT64_FORMAT, sw.buffer, link.mtu);
+
+  out->topo.link_bps = link.bandwidth;
+  out->topo.host_bps = nic.bandwidth ? nic.bandwidth : link.bandwidth;
+  out->topo.link_latency = link.latency;
+  out->sw.latency = sw.latency;
+  out->sw.buffer = sw.buffer;
+  out->sw.alpha = sw.alpha;
+  out->sw.nprio = (uint32_t)sw.priorities;
+  out->sw.ecmp_seed = sw.ecmp_seed;
+  out->nic.bps = out->topo.host_bps;
+  out->nic.mtu = (uint32_t)link.mtu;
+  out->nic.rto = nic.rto;
+  out->nic.ack_interval = (uint32_t)nic.ack_interval;
+  out->nic.max_timeouts = (uint32_t)nic.max_timeouts;
+  out->nic.nprio = out->sw.nprio;
+  out->nic.transport = fab_transport_get((FabTransportKind)fab.transport);
+  out->nic.ecmp_seed = sw.ecmp_seed;
+  return TRUE;
+}
+
+/* ---- building ---------------------------------------------------------- */
+
+static FabSwitch *add_switch(FabTopology *t, const FabFabricCfg *cfg, const char *prefix, uint32_t i,
+                             uint32_t nports) {
+  char name[FAB_NAME_LEN];
+  g_snprintf(name, sizeof name, "%s%u", prefix, i);
+  FabSwitch *sw = fab_switch_new(t->nswitches, name, &cfg->sw, nports, t->nhosts);
+  t->switches[t->nswitches++] = sw;
+  return sw;
+}
+
+/* Join host h to port `p` of `sw`. */
+static void link_host(FabTopology *t, uint32_t h, FabSwitch *sw, uint32_t p) {
+  FabNic *nic = &t->nics[h];
+  nic->port.bps = t->spec.host_bps;
+  nic->port.latency = t->spec.link_latency;
+  fab_port_connect(&nic->port, fab_switch_port(sw, p, t->spec.host_bps, t->spec.link_latency));
+}
+
+static void link_switches(FabTopology *t, FabSwitch *a, uint32_t pa, FabSwitch *b, uint32_t pb) {
+  fab_port_connect(fab_switch_port(a, pa, t->spec.link_bps, t->spec.link_latency),
+                   fab_switch_port(b, pb, t->spec.link_bps, t->spec.link_latency));
+}
+
+/* Route every endpoint in [lo, hi) to the single port p. */
+static void route_range_to_port(FabSwitch *sw, uint32_t lo, uint32_t hi, uint32_t p) {
+  uint32_t g = fab_switch_add_group(sw, &p, 1);
+  for (uint32_t d = lo; d < hi; d++) fab_switch_set_route(sw, d, g);
+}
+
+/* Route every endpoint outside [lo, hi) to the group of ports [p0, p0+n). */
+static void route_others_to_group(FabSwitch *sw, uint32_t lo, uint32_t hi, uint32_t p0, uint32_t n) {
+  uint32_t *ports = g_new(uint32_t, n);
+  for (uint32_t i = 0; i < n; i++) ports[i] = p0 + i;
+  uint32_t g = fab_switch_add_group(sw, ports, n);
+  g_free(ports);
+  for (uint32_t d = 0; d < sw->nendpoints; d++)
+    if (d < lo || d >= hi) fab_switch_set_route(sw, d, g);
+}
+
+static void build_single(FabTopology *t, const FabFabricCfg *cfg) {
+  FabSwitch *sw = add_switch(t, cfg, "switch", 0, t->nhosts);
+  for (uint32_t h = 0; h < t->nhosts; h++) {
+    link_host(t, h, sw, h);
+    route_range_to_port(sw, h, h + 1, h);
+  }
+}
+
+static void build_leaf_spine(FabTopology *t, const FabFabricCfg *cfg) {
+  const FabTopoSpec *s = &t->spec;
+  uint32_t hpl = s->hosts_per_leaf, L = s->leaves, S = s->spines;
+  for (uint32_t l = 0; l < L; l++) add_switch(t, cfg, "leaf", l, hpl + S);
+  for (uint32_t j = 0; j < S; j++) add_switch(t, cfg, "spine", j, L);
+  for (uint32_t l = 0; l < L; l++) {
+    FabSwitch *leaf = t->switches[l];
+    for (uint32_t i = 0; i < hpl; i++) {
+      link_host(t, l * hpl + i, leaf, i);
+      route_range_to_port(leaf, l * hpl + i, l * hpl + i + 1, i);
+    }
+    route_others_to_group(leaf, l * hpl, (l + 1) * hpl, hpl, S);
+    for (uint32_t j = 0; j < S; j++) link_switches(t, leaf, hpl + j, t->switches[L + j], l);
+  }
+  for (uint32_t j = 0; j < S; j++)
+    for (uint32_t l = 0; l < L; l++) route_range_to_port(t->switches[L + j], l * hpl, (l + 1) * hpl, l);
+}
+
+static void build_fat_tree(FabTopology *t, const FabFabricCfg *cfg) {
+  uint32_t k = t->spec.k, h = k / 2, hpe = t->spec.hosts_per_leaf;
+  uint32_t nedge = k * h, ncore = h * h;
+  uint32_t per_pod = h * hpe; /* hosts in a pod */
+  for (uint32_t e = 0; e < nedge; e++) add_switch(t, cfg, "edge", e, hpe + h);
+  for (uint32_t a = 0; a < nedge; a++) add_switch(t, cfg, "agg", a, k);
+  for (uint32_t c = 0; c < ncore; c++) add_switch(t, cfg, "core", c, k);
+  FabSwitch **edge = t->switches, **agg = t->switches + nedge, **core = t->switches + 2 * nedge;
+  for (uint32_t e = 0; e < nedge; e++) { /* edge: hosts down, aggs of its pod up */
+    uint32_t pod = e / h, lo = e * hpe;
+    for (uint32_t i = 0; i < hpe; i++) {
+      link_host(t, lo + i, edge[e], i);
+      route_range_to_port(edge[e], lo + i, lo + i + 1, i);
+    }
+    for (uint32_t j = 0; j < h; j++) link_switches(t, edge[e], hpe + j, agg[pod * h + j], e % h);
+    route_others_to_group(edge[e], lo, lo + hpe, hpe, h);
+  }
+  for (uint32_t a = 0; a < nedge; a++) { /* agg: edges of its pod down, cores up */
+    uint32_t pod = a / h, j = a % h;
+    for (uint32_t e = 0; e < h; e++) {
+      uint32_t lo = (pod * h + e) * hpe;
+      route_range_to_port(agg[a], lo, lo + hpe, e);
+    }
+    for (uint32_t c = 0; c < h; c++) link_switches(t, agg[a], h + c, core[j * h + c], pod);
+    route_others_to_group(agg[a], pod * per_pod, (pod + 1) * per_pod, h, h);
+  }
+  for (uint32_t c = 0; c < ncore; c++) /* core: one port per pod */
+    for (uint32_t pod = 0; pod < k; pod++) route_range_to_port(core[c], pod * per_pod, (pod + 1) * per_pod, pod);
+}
+
+FabTopology *fab_topology_build(const FabFabricCfg *cfg) {
+  FabTopology *t = g_new0(FabTopology, 1);
+  t->spec = cfg->topo;
+  t->nhosts = cfg->topo.hosts;
+  t->nics = g_new0(FabNic, t->nhosts);
+  FabNicCfg nc = cfg->nic;
+  nc.bps = cfg->topo.host_bps;
+  for (uint32_t h = 0; h < t->nhosts; h++) fab_nic_init(&t->nics[h], h, &nc, NULL, NULL, NULL, NULL);
+  uint32_t nsw = 0;
+  switch (cfg->topo.kind) {
+  case FAB_TOPO_SINGLE_SWITCH: nsw = 1; break;
+  case FAB_TOPO_LEAF_SPINE: nsw = cfg->topo.leaves + cfg->topo.spines; break;
+  case FAB_TOPO_FAT_TREE: nsw = cfg->topo.k * cfg->topo.k + (cfg->topo.k / 2) * (cfg->topo.k / 2); break;
+  }
+  t->switches = g_new0(FabSwitch *, nsw);
+  switch (cfg->topo.kind) {
+  case FAB_TOPO_SINGLE_SWITCH: build_single(t, cfg); break;
+  case FAB_TOPO_LEAF_SPINE: build_leaf_spine(t, cfg); break;
+  case FAB_TOPO_FAT_TREE: build_fat_tree(t, cfg); break;
+  }
+  g_assert(t->nswitches == nsw);
+  return t;
+}
+
+void fab_topology_free(FabTopology *t) {
+  if (!t) return;
+  for (uint32_t i = 0; i < t->nswitches; i++) fab_switch_free(t->switches[i]);
+  g_free(t->switches);
+  g_free(t->nics);
+  g_free(t);
+}
+
+void fab_topology_foreach_port(FabTopology *t, void (*fn)(FabPort *pt, void *ctx), void *ctx) {
+  for (uint32_t h = 0; h < t->nhosts; h++) fn(&t->nics[h].port, ctx);
+  for (uint32_t s = 0; s < t->nswitches; s++)
+    for (uint32_t p = 0; p < t->switches[s]->nports; p++) fn(&t->switches[s]->ports[p], ctx);
+}
+
+char *fab_topology_describe(const FabTopoSpec *s) {
+  switch (s->kind) {
+  case FAB_TOPO_SINGLE_SWITCH:
+    return g_strdup_printf("single-switch: %u hosts", s->hosts);
+  case FAB_TOPO_LEAF_SPINE:
+    return g_strdup_printf("leaf-spine: %u leaves x %u hosts, %u spines (%u:%u at the leaf)", s->leaves,
+                           s->hosts_per_leaf, s->spines, s->hosts_per_leaf, s->spines);
+  case FAB_TOPO_FAT_TREE:
+    return g_strdup_printf("fat-tree: k=%u, %u hosts per edge, %u hosts, %u switches", s->k, s->hosts_per_leaf,
+                           s->hosts, s->k * s->k + (s->k / 2) * (s->k / 2));
+  }
+  return g_strdup("?");
+}

@@ -1,0 +1,104 @@
+/*
+** NIC: the endpoint's network interface and its reliable transport.
+**
+** Each flow is a send queue (a queue pair): its payload is cut into packets
+** of at most `mtu` bytes, generated on demand when the NIC's port is free, so
+** data leaves at line rate with no queue of whole flows. Active flows take
+** turns packet by packet (round robin). ACKs and NAKs are queued ahead of
+** data.
+**
+** Transport (RoCEv2/IB RC style, go-back-N):
+**  - the receiver accepts only the next expected packet sequence number
+**    (PSN); it ACKs cumulatively every `ack_interval` packets and on the last
+**    one; on the first out-of-order packet it sends one NAK naming the PSN it
+**    expects, and no other until that PSN arrives;
+**  - the sender, on a NAK, goes back to that PSN; when no ACK advances for
+**    `rto`, it goes back to the oldest unacknowledged PSN and sends again;
+**  - a flow is complete when its receiver holds every byte in order; the
+**    sender frees its state when the last ACK comes back.
+** So every flow completes on a lossy fabric; `max_timeouts` consecutive
+** timeouts without progress mark the run as failed instead of looping.
+*/
+#ifndef FAB_NIC_H
+#define FAB_NIC_H
+
+#include "port.h"
+#include "transport.h"
+
+typedef struct FabNicCfg {
+  uint64_t bps;            /* line rate, bits/s */
+  uint32_t mtu;            /* payload bytes per packet */
+  fab_time_t rto;          /* ps: retransmission timeout */
+  uint32_t ack_interval;   /* ACK every this many in-order packets (>= 1) */
+  uint32_t max_timeouts;   /* consecutive timeouts without progress before failing */
+  uint32_t nprio;          /* priorities on the NIC port (= the switches') */
+  FabTransport transport;  /* header sizes */
+  uint64_t ecmp_seed;      /* for the 5-tuple hash */
+} FabNicCfg;
+
+/* One flow: what was asked (first block) and its transport state. */
+typedef struct FabFlow {
+  uint32_t id, src, dst;   /* flow and endpoint numbers */
+  uint64_t bytes;          /* payload */
+  fab_time_t start;        /* ps: posted at the sender */
+  fab_time_t end;          /* ps: last byte at the receiver; 0 while running */
+  uint8_t prio;            /* priority class */
+  uint32_t npkts;          /* packets it takes, >= 1 */
+  uint32_t hash_fwd, hash_rev; /* ECMP hashes of data and of ACKs */
+  /* sender */
+  uint32_t snd_nxt;        /* next PSN to send */
+  uint32_t snd_una;        /* oldest PSN not acknowledged */
+  uint32_t snd_max;        /* one past the highest PSN ever sent */
+  fab_time_t deadline;     /* ps: retransmission timeout fires at */
+  bool timer_armed;        /* a timer event is pending */
+  bool in_rr;              /* in the NIC's round robin */
+  bool acked;              /* every PSN acknowledged: sender done */
+  uint32_t timeouts;       /* consecutive timeouts without progress */
+  uint32_t retransmits;    /* packets sent again */
+  struct FabFlow *rr_next;
+  /* receiver */
+  uint32_t rcv_nxt;        /* next PSN expected */
+  bool nak_sent;           /* a NAK for rcv_nxt is outstanding */
+  uint64_t rcv_bytes;      /* payload received in order */
+} FabFlow;
+
+typedef struct FabNic FabNic;
+
+/* Called when a flow's receiver has all its bytes (at eng->now). */
+typedef void (*FabFlowDoneFn)(void *ctx, FabFlow *f);
+/* Called when a flow made no progress after max_timeouts timeouts. */
+typedef void (*FabFlowFailFn)(void *ctx, FabFlow *f);
+
+struct FabNic {
+  FabNode node;
+  uint32_t id;             /* endpoint number */
+  FabNicCfg cfg;
+  FabPort port;            /* to the fabric */
+  FabFlow *flows;          /* the run's flow table (transfer none) */
+  FabFlow *rr_head, *rr_tail; /* flows with packets to send */
+  FabFlowDoneFn done;
+  FabFlowFailFn fail;
+  void *ctx;
+  /* counters */
+  uint64_t tx_data_pkts, tx_data_bytes;   /* data packets sent (wire bytes) */
+  uint64_t rx_data_pkts, rx_data_bytes;   /* data packets received (wire bytes) */
+  uint64_t tx_ctrl_pkts, rx_ctrl_pkts;    /* ACK/NAK */
+  uint64_t retransmits, timeouts, naks_sent;
+};
+
+/* Set up a NIC for endpoint `id`. `flows` is the table flow ids index. */
+void fab_nic_init(FabNic *nic, uint32_t id, const FabNicCfg *cfg, FabFlow *flows,
+                  FabFlowDoneFn done, FabFlowFailFn fail, void *ctx);
+
+/* Fill the derived fields of a flow (npkts, hashes, transport state) from
+** id, src, dst, bytes, start and prio. */
+void fab_flow_prepare(FabFlow *f, const FabNicCfg *cfg);
+
+/* Schedule flow `f` (of this NIC's flow table, f->src == nic->id) to start
+** at f->start. */
+void fab_nic_post(FabEngine *eng, FabNic *nic, FabFlow *f);
+
+/* Payload bytes of packet `seq` of flow f. */
+uint32_t fab_flow_payload(const FabFlow *f, uint32_t mtu, uint32_t seq);
+
+#endif

@@ -1,0 +1,97 @@
+/*
+** Nodes and ports: the plumbing every network element shares.
+**
+** A FabNode is anything packets arrive at (NIC, switch). A FabPort is one
+** direction of a link: an egress port with per-priority FIFO queues, the
+** serialiser that puts one packet at a time on the wire at the link rate, and
+** the wire itself (propagation latency) up to the `peer` port at the far end,
+** whose owner's `receive` is called when the packet's last bit arrives
+** (store-and-forward). A full-duplex link is two ports that are each other's
+** peer.
+**
+** Scheduling (htsim's Queue + Pipe): a port keeps at most one pending
+** "serialisation ends" event and at most one "head of the wire arrives"
+** event, whatever the number of packets it holds.
+**
+** Queues are strict priority, highest number first. A packet in a queue is
+** not sent before its `ready` time (a switch sets it to arrival + port-to-port
+** latency). When every queue is empty a port asks its owner's `pull` for a
+** packet (a NIC generating data on demand), so NICs never queue whole flows.
+*/
+#ifndef FAB_PORT_H
+#define FAB_PORT_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include "sim/engine.h"
+#include "sim/results.h"
+
+#define FAB_MAX_PRIOS 8
+
+typedef struct FabNode FabNode;
+typedef struct FabPort FabPort;
+
+struct FabNode {
+  const FabOps *ops; /* wake(): the node's own timers */
+  /* a packet arrived over `in` (in->owner == this node); the node owns it now */
+  void (*receive)(FabEngine *eng, FabNode *self, FabPkt *p, FabPort *in);
+  /* optional: the next packet to send on `port` when its queues are empty */
+  FabPkt *(*pull)(FabEngine *eng, FabNode *self, FabPort *port);
+  /* optional: `p` left a queue of `port` to be serialised (buffer release) */
+  void (*dequeued)(FabEngine *eng, FabNode *self, FabPort *port, FabPkt *p);
+  char name[FAB_NAME_LEN]; /* "leaf3", "host12" */
+};
+
+typedef struct FabPktQ {
+  FabPkt *head, *tail;
+  uint32_t n;     /* packets */
+  uint64_t bytes; /* wire bytes */
+} FabPktQ;
+
+struct FabPort {
+  const FabOps *ops;       /* fab_port_ops */
+  FabNode *owner;          /* the node this port sends from */
+  FabPort *peer;           /* the port at the far end; its owner receives */
+  uint32_t index;          /* port number at the owner */
+  uint32_t nprio;          /* queues in use, 1..FAB_MAX_PRIOS */
+  uint64_t bps;            /* link rate, bits per second */
+  fab_time_t latency;      /* ps: propagation delay of the wire */
+  /* egress */
+  FabPktQ q[FAB_MAX_PRIOS];
+  uint64_t qbytes;         /* wire bytes in all queues */
+  FabPkt *tx;              /* being serialised, or NULL */
+  fab_time_t retry_at;     /* ps: a wake for a not-yet-ready head is pending then */
+  /* the wire: packets serialised, not yet arrived, in order */
+  FabPkt *fly_head, *fly_tail;
+  /* counters */
+  uint64_t tx_bytes;       /* wire bytes serialised */
+  uint64_t tx_pkts;        /* packets serialised (= packet hops over this link) */
+  uint64_t drops;          /* packets dropped at this egress (set by the owner) */
+  uint64_t drop_bytes;     /* their wire bytes */
+  uint64_t max_qbytes;     /* deepest the queues got, wire bytes */
+};
+
+extern const FabOps fab_port_ops;
+
+/* Set up `pt` as port `index` of `owner` with an idle, empty link. */
+void fab_port_init(FabPort *pt, FabNode *owner, uint32_t index, uint64_t bps, fab_time_t latency,
+                   uint32_t nprio);
+
+/* Join two ports as the two directions of one full-duplex link. */
+void fab_port_connect(FabPort *a, FabPort *b);
+
+/* Queue `p` (transfer full) at priority p->prio; start sending if idle.
+** The caller has done admission: this never drops. */
+void fab_port_enqueue(FabEngine *eng, FabPort *pt, FabPkt *p);
+
+/* The owner may have something to pull now: start sending if idle. */
+void fab_port_kick(FabEngine *eng, FabPort *pt);
+
+/* Free every packet queued, being sent, or on the wire (end of a run cut by
+** stop_time). Returns the number freed and adds their wire bytes to *bytes. */
+uint64_t fab_port_flush(FabEngine *eng, FabPort *pt, uint64_t *bytes);
+
+/* Packets on the wire or in the serialiser of this port (not in queues). */
+uint64_t fab_port_in_flight(const FabPort *pt);
+
+#endif

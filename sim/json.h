@@ -1,0 +1,20 @@
+/*
+** The JSON summary of a run (the contract in SCENARIO.md): one object with
+** every field always present. Numbers are printed with fixed formats
+** (integers exactly, seconds with %.9g), so identical runs print identical
+** text apart from wall_s and events_per_s.
+*/
+#ifndef FAB_JSON_H
+#define FAB_JSON_H
+
+#include "results.h"
+
+/* The summary as a NUL-terminated string ending in a newline. Transfer full
+** (g_free). */
+char *fab_json_summary(const FabResults *r);
+
+/* FCT percentile (nearest rank, p in (0,100]) over completed flows, seconds;
+** 0 when none completed. */
+double fab_results_fct_percentile(const FabResults *r, double p);
+
+#endif

@@ -1,0 +1,74 @@
+/*
+** Topology builders: turn the `fabric:` and `cluster:` sections of a
+** scenario into NICs, switches and the links between them, with routing
+** tables filled in.
+**
+**   single-switch  N hosts on one switch.
+**   leaf-spine     `leaves` leaves with `hosts_per_leaf` hosts each; every
+**                  leaf has one uplink to each of `spines` spines. Give
+**                  `spines`, or `oversubscription: N:M` (spines =
+**                  hosts_per_leaf x M / N); default 1:1.
+**   fat-tree       3-tier k-ary fat-tree (Al-Fares et al.): k pods of k/2
+**                  edge and k/2 aggregation switches, (k/2)^2 cores;
+**                  `oversubscription: N:M` at the edge puts
+**                  k/2 x N / M hosts on each edge switch (default 1:1,
+**                  k^3/4 hosts).
+**
+** Routing is one table lookup per hop: each switch maps the destination
+** endpoint to a group of equal-cost egress ports (up: every uplink; down:
+** the one port toward the destination), and ECMP picks within the group.
+** Switch numbers (which seed the ECMP salt) run over leaves then spines, or
+** edges, aggregations, cores.
+*/
+#ifndef FAB_TOPOLOGY_H
+#define FAB_TOPOLOGY_H
+
+#include <glib.h>
+#include "models/nic.h"
+#include "models/switch.h"
+#include "sim/config.h"
+
+typedef enum { FAB_TOPO_SINGLE_SWITCH = 0, FAB_TOPO_LEAF_SPINE, FAB_TOPO_FAT_TREE } FabTopoKind;
+
+typedef struct FabTopoSpec {
+  FabTopoKind kind;
+  uint32_t hosts;           /* endpoints (derived for leaf-spine / fat-tree) */
+  uint32_t hosts_per_leaf;  /* leaf-spine; fat-tree: hosts per edge switch */
+  uint32_t leaves, spines;  /* leaf-spine */
+  uint32_t k;               /* fat-tree arity */
+  uint64_t link_bps;        /* switch-to-switch links */
+  uint64_t host_bps;        /* host-to-switch links (the NIC rate) */
+  fab_time_t link_latency;  /* ps, every link */
+} FabTopoSpec;
+
+/* Everything the fabric section says, in model structs. */
+typedef struct FabFabricCfg {
+  FabTopoSpec topo;
+  FabSwitchCfg sw;
+  FabNicCfg nic;
+} FabFabricCfg;
+
+typedef struct FabTopology {
+  FabTopoSpec spec;
+  uint32_t nhosts;
+  FabNic *nics;            /* nhosts, endpoint i is nics[i] */
+  uint32_t nswitches;
+  FabSwitch **switches;
+} FabTopology;
+
+/* Read `cluster:` and `fabric:` into `out` (both nodes may be NULL where
+** absent; `root` locates errors about missing sections). */
+gboolean fab_fabric_cfg_read(const FabCfgNode *root, FabFabricCfg *out, GError **err);
+
+/* Build the fabric. NICs get no flow table yet (see FabNic.flows). */
+FabTopology *fab_topology_build(const FabFabricCfg *cfg);
+void fab_topology_free(FabTopology *t);
+
+/* Ports of the whole fabric in a stable order (NIC ports, then each switch's
+** ports): call fn on each. */
+void fab_topology_foreach_port(FabTopology *t, void (*fn)(FabPort *pt, void *ctx), void *ctx);
+
+/* A short human description: "leaf-spine: 16 leaves x 8 hosts, 8 spines (1:1)". */
+char *fab_topology_describe(const FabTopoSpec *spec);
+
+#endif
