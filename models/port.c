@@ -14,10 +14,16 @@ void fab_port_init(FabPort *pt, FabNode *owner, uint32_t index, uint64_t bps, fa
   pt->ops = &fab_port_ops;
   pt->owner = owner;
   pt->index = index;
-  pt->bps = bps;
+  fab_port_set_rate(pt, bps);
   pt->latency = latency;
   pt->nprio = nprio;
   pt->retry_at = FAB_TIME_MAX;
+}
+
+void fab_port_set_rate(FabPort *pt, uint64_t bps) {
+  g_assert(bps > 0);
+  pt->bps = bps;
+  pt->ps_per_byte = (8 * FAB_S) % bps == 0 && (8 * FAB_S) / bps <= UINT32_MAX ? (uint32_t)((8 * FAB_S) / bps) : 0;
 }
 
 void fab_port_connect(FabPort *a, FabPort *b) {
@@ -25,10 +31,14 @@ void fab_port_connect(FabPort *a, FabPort *b) {
   b->peer = a;
 }
 
-static inline FabPkt *q_pop(FabPktQ *q) {
+static inline FabPkt *q_pop(FabPort *pt, uint32_t pr) {
+  FabPktQ *q = &pt->q[pr];
   FabPkt *p = q->head;
   q->head = p->next;
-  if (!q->head) q->tail = NULL;
+  if (!q->head) {
+    q->tail = NULL;
+    pt->busy_prios &= ~(1u << pr);
+  }
   q->n--;
   q->bytes -= p->wire;
   p->next = NULL;
@@ -39,18 +49,17 @@ static inline FabPkt *q_pop(FabPktQ *q) {
 static void start(FabEngine *eng, FabPort *pt) {
   FabPkt *p = NULL;
   fab_time_t soonest = FAB_TIME_MAX;
-  if (pt->qbytes) {
-    for (int pr = (int)pt->nprio - 1; pr >= 0; pr--) {
-      FabPkt *h = pt->q[pr].head;
-      if (!h) continue;
-      if (h->ready <= eng->now) {
-        p = q_pop(&pt->q[pr]);
-        pt->qbytes -= p->wire;
-        if (pt->owner->dequeued) pt->owner->dequeued(eng, pt->owner, pt, p);
-        break;
-      }
-      if (h->ready < soonest) soonest = h->ready;
+  for (uint32_t m = pt->busy_prios; m; ) { /* non-empty queues, highest priority first */
+    uint32_t pr = 31 - (uint32_t)__builtin_clz(m);
+    m &= ~(1u << pr);
+    FabPkt *h = pt->q[pr].head;
+    if (h->ready <= eng->now) {
+      p = q_pop(pt, pr);
+      pt->qbytes -= p->wire;
+      if (pt->owner->dequeued) pt->owner->dequeued(eng, pt->owner, pt, p);
+      break;
     }
+    if (h->ready < soonest) soonest = h->ready;
   }
   if (!p) {
     if (soonest != FAB_TIME_MAX) {
@@ -63,15 +72,19 @@ static void start(FabEngine *eng, FabPort *pt) {
     if (!pt->owner->pull || !(p = pt->owner->pull(eng, pt->owner, pt))) return;
   }
   pt->tx = p;
-  fab_engine_after(eng, fab_time_ser(p->wire, pt->bps), pt, WAKE_TX_DONE);
+  fab_engine_after(eng, fab_port_ser(pt, p->wire), pt, WAKE_TX_DONE);
 }
 
 void fab_port_enqueue(FabEngine *eng, FabPort *pt, FabPkt *p) {
   g_assert(p->prio < pt->nprio);
   FabPktQ *q = &pt->q[p->prio];
   p->next = NULL;
-  if (q->tail) q->tail->next = p;
-  else q->head = p;
+  if (q->tail) {
+    q->tail->next = p;
+  } else {
+    q->head = p;
+    pt->busy_prios |= 1u << p->prio;
+  }
   q->tail = p;
   q->n++;
   q->bytes += p->wire;
@@ -140,6 +153,7 @@ uint64_t fab_port_flush(FabEngine *eng, FabPort *pt, uint64_t *bytes) {
     n += free_chain(eng, pt->q[pr].head, bytes);
     pt->q[pr] = (FabPktQ){0};
   }
+  pt->busy_prios = 0;
   pt->qbytes = 0;
   if (pt->tx) {
     *bytes += pt->tx->wire;

@@ -49,27 +49,38 @@ typedef struct FabPktQ {
 } FabPktQ;
 
 struct FabPort {
+  /* hot: touched by every packet (first cache line) */
   const FabOps *ops;       /* fab_port_ops */
   FabNode *owner;          /* the node this port sends from */
   FabPort *peer;           /* the port at the far end; its owner receives */
+  FabPkt *tx;              /* being serialised, or NULL */
+  FabPkt *fly_head, *fly_tail; /* the wire: serialised, not yet arrived, in order */
+  uint64_t qbytes;         /* wire bytes in all queues */
+  fab_time_t latency;      /* ps: propagation delay of the wire */
+  /* warm */
+  uint64_t bps;            /* link rate, bits per second */
+  uint32_t ps_per_byte;    /* serialisation time per byte when exact (8e12 % bps == 0), else 0 */
   uint32_t index;          /* port number at the owner */
   uint32_t nprio;          /* queues in use, 1..FAB_MAX_PRIOS */
-  uint64_t bps;            /* link rate, bits per second */
-  fab_time_t latency;      /* ps: propagation delay of the wire */
-  /* egress */
-  FabPktQ q[FAB_MAX_PRIOS];
-  uint64_t qbytes;         /* wire bytes in all queues */
-  FabPkt *tx;              /* being serialised, or NULL */
+  uint32_t busy_prios;     /* bit p set: queue p is not empty */
   fab_time_t retry_at;     /* ps: a wake for a not-yet-ready head is pending then */
-  /* the wire: packets serialised, not yet arrived, in order */
-  FabPkt *fly_head, *fly_tail;
   /* counters */
   uint64_t tx_bytes;       /* wire bytes serialised */
   uint64_t tx_pkts;        /* packets serialised (= packet hops over this link) */
   uint64_t drops;          /* packets dropped at this egress (set by the owner) */
   uint64_t drop_bytes;     /* their wire bytes */
   uint64_t max_qbytes;     /* deepest the queues got, wire bytes */
+  /* egress queues, strict priority, highest index first */
+  FabPktQ q[FAB_MAX_PRIOS];
 };
+
+/* Serialisation time of `bytes` on this port's link, ps. */
+static inline fab_time_t fab_port_ser(const FabPort *pt, uint32_t bytes) {
+  return pt->ps_per_byte ? (fab_time_t)bytes * pt->ps_per_byte : fab_time_ser(bytes, pt->bps);
+}
+
+/* Change the link rate (topology builders; not while packets are in flight). */
+void fab_port_set_rate(FabPort *pt, uint64_t bps);
 
 extern const FabOps fab_port_ops;
 

@@ -1,49 +1,89 @@
-/* Event queue: implicit d-ary min-heap on (time, seq). See evq.h. */
+/* Event queue. See evq.h.
+**
+** Two structures, chosen by the hold-model benchmark (tests/bench_evq.c):
+**
+**  1. A timing wheel ("calendar queue", Brown 1988) for the near future:
+**     NB buckets of W picoseconds each cover [cur, cur + NB*W). A push into
+**     a later bucket is an append; the bucket being drained (the active one)
+**     is heapified once when it becomes active and popped as a heap. A
+**     bitmap finds the next non-empty bucket. The active bucket is a heap, so
+**     many events at one time (all in one bucket) cost O(log n), as a heap.
+**  2. A 4-ary min-heap for events beyond the wheel's horizon (timeouts); they
+**     move into the wheel when it comes within reach.
+**
+** Build with -DFAB_EVQ_HEAP_ONLY to use the heap alone (the benchmark's
+** baseline). Both order events by (time, seq): keys are 16 bytes
+** {time, seq, slot}; target and arg wait in a side table indexed by slot.
+** seq is 32 bits: before it would wrap, pending keys are renumbered 0..n-1 in
+** (time, seq) order, which changes no comparison. */
 #include "evq.h"
 #include <glib.h>
+#include <stdlib.h>
 #include <string.h>
 
 #ifndef FAB_EVQ_ARITY
 #define FAB_EVQ_ARITY 4
 #endif
+#define WB 11                   /* bucket width 2^11 ps = 2.048 ns */
+#define NBITS 16                /* 2^16 buckets: horizon 134 us */
+#define NB (1u << NBITS)
+
+typedef struct Key {
+  fab_time_t time; /* ps */
+  uint32_t seq;    /* push order */
+  uint32_t slot;   /* index of target and arg in the side table */
+} Key;
+
+/* An event's payload; while it waits in a wheel bucket, also its key and the
+** next event of the bucket (a singly linked list through the slot table). */
+typedef struct Slot {
+  void *target;
+  uint64_t arg;
+  fab_time_t time;
+  uint32_t seq;
+  uint32_t next;   /* NIL ends a bucket's list */
+} Slot;
+
+#define NIL UINT32_MAX
+
+typedef struct Bucket {
+  uint32_t head, tail; /* slot indices, NIL when empty */
+} Bucket;
+
+typedef struct Heap {
+  Key *a;
+  size_t n, cap;
+} Heap;
 
 struct FabEvq {
-  FabEvent *a;  /* heap array, a[0] is the minimum */
-  size_t n;     /* events held */
-  size_t cap;   /* slots allocated */
-  uint64_t seq; /* next sequence number */
+  size_t n;          /* events pending in all */
+  Slot *slots;       /* side table */
+  uint32_t *free;    /* stack of free slots */
+  size_t nfree, nslots;
+  uint32_t seq;      /* next sequence number */
+  Heap far;          /* beyond the horizon (or everything, heap-only) */
+#ifndef FAB_EVQ_HEAP_ONLY
+  Bucket *wheel;     /* NB buckets */
+  uint64_t *bits;    /* bit b: wheel[b] not empty (active bucket excluded) */
+  uint64_t cur;      /* absolute number (time >> WB) of the active bucket */
+  Heap act;          /* the active bucket, as a heap (equal times stay O(log n)) */
+#endif
 };
 
-static inline bool before(const FabEvent *x, const FabEvent *y) {
+static inline bool before(const Key *x, const Key *y) {
   return x->time < y->time || (x->time == y->time && x->seq < y->seq);
 }
 
-FabEvq *fab_evq_new(size_t cap) {
-  FabEvq *q = g_new0(FabEvq, 1);
-  q->cap = cap < 16 ? 16 : cap;
-  q->a = g_new(FabEvent, q->cap);
-  return q;
-}
+/* ---- 4-ary heap --------------------------------------------------------- */
 
-void fab_evq_free(FabEvq *q) {
-  if (!q) return;
-  g_free(q->a);
-  g_free(q);
-}
-
-size_t fab_evq_size(const FabEvq *q) { return q->n; }
-
-fab_time_t fab_evq_peek_time(const FabEvq *q) { return q->n ? q->a[0].time : FAB_TIME_MAX; }
-
-void fab_evq_push(FabEvq *q, fab_time_t t, void *target, uint64_t arg) {
-  if (q->n == q->cap) {
-    q->cap *= 2;
-    q->a = g_renew(FabEvent, q->a, q->cap);
+static void heap_push(Heap *h, Key e) {
+  if (h->n == h->cap) {
+    h->cap = h->cap ? h->cap * 2 : 64;
+    h->a = g_renew(Key, h->a, h->cap);
   }
-  FabEvent e = {t, q->seq++, target, arg};
-  size_t i = q->n++;
-  FabEvent *a = q->a;
-  while (i > 0) { /* sift up */
+  size_t i = h->n++;
+  Key *a = h->a;
+  while (i > 0) {
     size_t p = (i - 1) / FAB_EVQ_ARITY;
     if (!before(&e, &a[p])) break;
     a[i] = a[p];
@@ -52,14 +92,8 @@ void fab_evq_push(FabEvq *q, fab_time_t t, void *target, uint64_t arg) {
   a[i] = e;
 }
 
-bool fab_evq_pop(FabEvq *q, FabEvent *out) {
-  if (q->n == 0) return false;
-  FabEvent *a = q->a;
-  *out = a[0];
-  size_t n = --q->n;
-  if (n == 0) return true;
-  FabEvent e = a[n]; /* sift the last entry down from the root */
-  size_t i = 0;
+/* Sift e down from position i of a heap of n keys. */
+static inline void sift_down(Key *a, size_t n, size_t i, Key e) {
   for (;;) {
     size_t c = i * FAB_EVQ_ARITY + 1;
     if (c >= n) break;
@@ -72,5 +106,213 @@ bool fab_evq_pop(FabEvq *q, FabEvent *out) {
     i = m;
   }
   a[i] = e;
+}
+
+static Key heap_pop(Heap *h) {
+  Key *a = h->a, top = a[0];
+  size_t n = --h->n;
+  if (n) sift_down(a, n, 0, a[n]);
+  return top;
+}
+
+/* Make a heap of the n keys in a, in place. */
+G_GNUC_UNUSED static void heapify(Key *a, size_t n) {
+  if (n < 2) return;
+  for (size_t i = (n - 2) / FAB_EVQ_ARITY + 1; i-- > 0;) sift_down(a, n, i, a[i]);
+}
+
+/* ---- buckets ------------------------------------------------------------ */
+
+/* ---- queue -------------------------------------------------------------- */
+
+FabEvq *fab_evq_new(size_t cap) {
+  FabEvq *q = g_new0(FabEvq, 1);
+  (void)cap;
+#ifndef FAB_EVQ_HEAP_ONLY
+  q->wheel = g_new(Bucket, NB);
+  for (uint32_t i = 0; i < NB; i++) q->wheel[i] = (Bucket){NIL, NIL};
+  q->bits = g_new0(uint64_t, NB / 64);
+#endif
+  return q;
+}
+
+void fab_evq_free(FabEvq *q) {
+  if (!q) return;
+#ifndef FAB_EVQ_HEAP_ONLY
+  g_free(q->wheel);
+  g_free(q->bits);
+  g_free(q->act.a);
+#endif
+  g_free(q->far.a);
+  g_free(q->slots);
+  g_free(q->free);
+  g_free(q);
+}
+
+size_t fab_evq_size(const FabEvq *q) { return q->n; }
+
+static int cmp_key(const void *x, const void *y) {
+  return before(x, y) ? -1 : before(y, x) ? 1 : 0;
+}
+
+static void relabel(Key *a, size_t n, const Key *sorted, size_t total) {
+  for (size_t i = 0; i < n; i++) {
+    size_t lo = 0, hi = total;
+    while (lo < hi) {
+      size_t mid = (lo + hi) / 2;
+      if (before(&sorted[mid], &a[i])) lo = mid + 1;
+      else hi = mid;
+    }
+    a[i].seq = (uint32_t)lo;
+  }
+}
+
+/* Renumber every pending key 0..n-1 in (time, seq) order. */
+static void renumber(FabEvq *q) {
+  Key *all = g_new(Key, q->n ? q->n : 1);
+  size_t k = 0;
+  memcpy(all + k, q->far.a, q->far.n * sizeof(Key));
+  k += q->far.n;
+#ifndef FAB_EVQ_HEAP_ONLY
+  memcpy(all + k, q->act.a, q->act.n * sizeof(Key));
+  k += q->act.n;
+  for (uint32_t i = 0; i < NB; i++)
+    for (uint32_t j = q->wheel[i].head; j != NIL; j = q->slots[j].next)
+      all[k++] = (Key){q->slots[j].time, q->slots[j].seq, j};
+#endif
+  g_assert(k == q->n);
+  qsort(all, k, sizeof(Key), cmp_key);
+  relabel(q->far.a, q->far.n, all, k);
+#ifndef FAB_EVQ_HEAP_ONLY
+  relabel(q->act.a, q->act.n, all, k);
+  for (uint32_t i = 0; i < NB; i++)
+    for (uint32_t j = q->wheel[i].head; j != NIL; j = q->slots[j].next) {
+      Key key = {q->slots[j].time, q->slots[j].seq, j};
+      relabel(&key, 1, all, k);
+      q->slots[j].seq = key.seq;
+    }
+#endif
+  q->seq = (uint32_t)k;
+  g_free(all);
+}
+
+static uint32_t slot_get(FabEvq *q) {
+  if (G_UNLIKELY(q->nfree == 0)) {
+    size_t old = q->nslots, cap = old ? old * 2 : 1024;
+    q->slots = g_renew(Slot, q->slots, cap);
+    q->free = g_renew(uint32_t, q->free, cap);
+    for (size_t i = cap; i-- > old;) q->free[q->nfree++] = (uint32_t)i;
+    q->nslots = cap;
+  }
+  return q->free[--q->nfree];
+}
+
+#ifndef FAB_EVQ_HEAP_ONLY
+static inline void wheel_put(FabEvq *q, Key e) {
+  uint64_t b = e.time >> WB;
+  if (b <= q->cur) {
+    heap_push(&q->act, e);
+  } else if (b < q->cur + NB) {
+    uint32_t i = (uint32_t)(b & (NB - 1));
+    Bucket *w = &q->wheel[i];
+    Slot *s = &q->slots[e.slot];
+    s->time = e.time;
+    s->seq = e.seq;
+    s->next = NIL;
+    if (w->tail != NIL) {
+      q->slots[w->tail].next = e.slot;
+    } else {
+      w->head = e.slot;
+      q->bits[i >> 6] |= 1ull << (i & 63);
+    }
+    w->tail = e.slot;
+  } else {
+    heap_push(&q->far, e);
+  }
+}
+
+/* Absolute number of the first non-empty wheel bucket after cur, or UINT64_MAX. */
+static uint64_t next_bucket(const FabEvq *q) {
+  uint32_t start = (uint32_t)((q->cur + 1) & (NB - 1));
+  uint32_t w = start >> 6;
+  uint64_t word = q->bits[w] & (~0ull << (start & 63));
+  for (uint32_t step = 0; step <= NB / 64; step++) {
+    if (word) {
+      uint32_t i = (w << 6) | (uint32_t)__builtin_ctzll(word);
+      uint64_t d = (i - start) & (NB - 1); /* buckets after cur+1 */
+      return q->cur + 1 + d;
+    }
+    w = (w + 1) & (NB / 64 - 1);
+    word = q->bits[w];
+  }
+  return UINT64_MAX;
+}
+
+/* Make the active bucket non-empty if anything is pending. */
+static void advance(FabEvq *q) {
+  while (q->act.n == 0 && q->n) {
+    uint64_t bw = next_bucket(q);
+    uint64_t bf = q->far.n ? q->far.a[0].time >> WB : UINT64_MAX;
+    if (bf < bw) { /* the far heap comes first: move what is now in reach */
+      q->cur = bf;
+      while (q->far.n && (q->far.a[0].time >> WB) < q->cur + NB) wheel_put(q, heap_pop(&q->far));
+      continue; /* bucket bf went to act (b <= cur) */
+    }
+    q->cur = bw;
+    uint32_t i = (uint32_t)(bw & (NB - 1));
+    Bucket *w = &q->wheel[i]; /* the bucket's list becomes the active heap */
+    for (uint32_t j = w->head; j != NIL; j = q->slots[j].next) {
+      if (q->act.n == q->act.cap) {
+        q->act.cap = q->act.cap ? q->act.cap * 2 : 64;
+        q->act.a = g_renew(Key, q->act.a, q->act.cap);
+      }
+      q->act.a[q->act.n++] = (Key){q->slots[j].time, q->slots[j].seq, j};
+    }
+    *w = (Bucket){NIL, NIL};
+    q->bits[i >> 6] &= ~(1ull << (i & 63));
+    heapify(q->act.a, q->act.n);
+    while (q->far.n && (q->far.a[0].time >> WB) < q->cur + NB) wheel_put(q, heap_pop(&q->far));
+  }
+}
+#endif
+
+void fab_evq_push(FabEvq *q, fab_time_t t, void *target, uint64_t arg) {
+  if (G_UNLIKELY(q->seq == UINT32_MAX)) renumber(q);
+  uint32_t slot = slot_get(q);
+  q->slots[slot] = (Slot){target, arg};
+  Key e = {t, q->seq++, slot};
+  q->n++;
+#ifdef FAB_EVQ_HEAP_ONLY
+  heap_push(&q->far, e);
+#else
+  wheel_put(q, e);
+#endif
+}
+
+fab_time_t fab_evq_peek_time(FabEvq *q) {
+  if (!q->n) return FAB_TIME_MAX;
+#ifdef FAB_EVQ_HEAP_ONLY
+  return q->far.a[0].time;
+#else
+  if (!q->act.n) advance(q);
+  return q->act.a[0].time;
+#endif
+}
+
+bool fab_evq_pop(FabEvq *q, FabEvent *out) {
+  if (q->n == 0) return false;
+#ifdef FAB_EVQ_HEAP_ONLY
+  Key top = heap_pop(&q->far);
+#else
+  if (!q->act.n) advance(q);
+  Key top = heap_pop(&q->act);
+#endif
+  q->n--;
+  Slot *s = &q->slots[top.slot];
+  out->time = top.time;
+  out->seq = top.seq;
+  out->target = s->target;
+  out->arg = s->arg;
+  q->free[q->nfree++] = top.slot;
   return true;
 }

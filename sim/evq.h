@@ -43,6 +43,6 @@ bool fab_evq_pop(FabEvq *q, FabEvent *out);
 size_t fab_evq_size(const FabEvq *q);
 
 /* Time of the earliest event, FAB_TIME_MAX if empty. */
-fab_time_t fab_evq_peek_time(const FabEvq *q);
+fab_time_t fab_evq_peek_time(FabEvq *q);
 
 #endif

@@ -1,8 +1,10 @@
 /*
 ** Hold-model benchmark and order check for the event queue (sim/evq.h).
 **
-** Built by tests/meson.build three times, with FAB_EVQ_ARITY = 2, 4 and 8
-** (build/tests/bench_evq_{2,4,8}; `meson test -C build --benchmark`). By hand:
+** Built by tests/meson.build four times: the timing wheel fabsim uses, and
+** plain heaps of arity 2, 4 and 8 (-DFAB_EVQ_HEAP_ONLY -DFAB_EVQ_ARITY=d):
+** build/tests/bench_evq_{wheel,heap2,heap4,heap8}; `meson test -C build
+** --benchmark`. By hand:
 **   gcc -O2 -std=gnu11 -I. -DFAB_EVQ_ARITY=4 tests/bench_evq.c sim/evq.c \
 **       $(pkg-config --cflags --libs glib-2.0) -o /tmp/bench_evq_4
 **
@@ -30,6 +32,11 @@
 
 #ifndef FAB_EVQ_ARITY
 #define FAB_EVQ_ARITY 4
+#endif
+#ifdef FAB_EVQ_HEAP_ONLY
+#define KIND_FMT "heap%d"
+#else
+#define KIND_FMT "wheel+heap%d"
 #endif
 
 #define REPS 3
@@ -136,7 +143,7 @@ static void bench(uint64_t n, Dist d) {
   }
   fab_evq_free(q);
 
-  printf("evq arity=%d pending=%" PRIu64 " hold_ns_per_op=%.1f dist=%s ops=%" PRIu64 "\n",
+  printf("evq " KIND_FMT " pending=%" PRIu64 " hold_ns_per_op=%.1f dist=%s ops=%" PRIu64 "\n",
          FAB_EVQ_ARITY, n, best / (double)m, dist_name[d], m);
   fflush(stdout);
 }
@@ -186,7 +193,7 @@ static void check_fifo(void) {
       abort();
     }
   fab_evq_free(q);
-  printf("evq arity=%d fifo_check=ok events=%d\n", FAB_EVQ_ARITY, T * PER);
+  printf("evq " KIND_FMT " fifo_check=ok events=%d\n", FAB_EVQ_ARITY, T * PER);
   fflush(stdout);
   return;
 bad:

@@ -271,7 +271,7 @@ static FabSwitch *add_switch(FabTopology *t, const FabFabricCfg *cfg, const char
 /* Join host h to port `p` of `sw`. */
 static void link_host(FabTopology *t, uint32_t h, FabSwitch *sw, uint32_t p) {
   FabNic *nic = &t->nics[h];
-  nic->port.bps = t->spec.host_bps;
+  fab_port_set_rate(&nic->port, t->spec.host_bps);
   nic->port.latency = t->spec.link_latency;
   fab_port_connect(&nic->port, fab_switch_port(sw, p, t->spec.host_bps, t->spec.link_latency));
 }
