@@ -1,1 +1,195 @@
-#include <criterion/criterion.h>
+/* NIC and transport: timing worked out on paper, go-back-N recovery. */
+#include "testnet.h"
+
+/* Two NICs on one 100 Gbps link with 1 us latency; flows from 0 to 1. */
+typedef struct Pair {
+  FabEngine *eng;
+  FabNicCfg cfg;
+  FabNic nic[2];
+  FabFlow flows[4];
+  TestRun run;
+} Pair;
+
+static void pair_init(Pair *p, uint64_t bps, uint32_t mtu, FabTransportKind tr) {
+  memset(p, 0, sizeof *p);
+  p->eng = fab_engine_new(1);
+  p->cfg = testnet_nic_cfg(bps, mtu, tr);
+  for (uint32_t i = 0; i < 2; i++) testnet_nic(&p->nic[i], i, &p->cfg, p->flows, &p->run, FAB_US);
+  fab_port_connect(&p->nic[0].port, &p->nic[1].port);
+}
+
+static void pair_fini(Pair *p) {
+  cr_assert_eq(fab_pool_live(p->eng->pool), 0, "packets leaked: %zu", fab_pool_live(p->eng->pool));
+  fab_engine_free(p->eng);
+}
+
+Test(nic, one_flow_one_link_exact) {
+  Pair p;
+  pair_init(&p, 100000000000ULL, 4096, FAB_TRANSPORT_ROCEV2);
+  p.flows[0] = testnet_flow(0, 0, 1, 10000, 0, &p.cfg);
+  fab_nic_post(p.eng, &p.nic[0], &p.flows[0]);
+  cr_assert(fab_engine_run(p.eng, FAB_TIME_MAX));
+  /* 10000 B = 4096 + 4096 + 1808 payload, +82 B RoCEv2 headers and framing each:
+  ** 10246 wire bytes x 80 ps/B = 819680 ps back to back, + 1 us for the last bit */
+  cr_assert_eq(p.flows[0].end, 819680 + 1000000, "end %" G_GUINT64_FORMAT, p.flows[0].end);
+  cr_assert_eq(p.run.done, 1);
+  cr_assert(p.flows[0].acked, "the sender saw the last ACK");
+  cr_assert_eq(p.flows[0].rcv_bytes, 10000);
+  cr_assert_eq(p.nic[0].tx_data_pkts, 3);
+  cr_assert_eq(p.nic[1].tx_ctrl_pkts, 3, "one ACK per packet with ack_interval 1");
+  cr_assert_eq(p.nic[0].port.tx_bytes, 10246);
+  pair_fini(&p);
+}
+
+Test(nic, infiniband_headers) {
+  Pair p;
+  pair_init(&p, 100000000000ULL, 4096, FAB_TRANSPORT_INFINIBAND);
+  p.flows[0] = testnet_flow(0, 0, 1, 10000, 5 * FAB_US, &p.cfg);
+  fab_nic_post(p.eng, &p.nic[0], &p.flows[0]);
+  cr_assert(fab_engine_run(p.eng, FAB_TIME_MAX));
+  /* 26 B of LRH+BTH+ICRC+VCRC per packet: 10078 B x 80 ps, from t = 5 us */
+  cr_assert_eq(p.flows[0].end, 5000000 + 10078 * 80 + 1000000);
+  cr_assert_eq(p.nic[1].port.tx_bytes, 3 * 30, "IB ACKs are 30 bytes");
+  pair_fini(&p);
+}
+
+Test(nic, rate_not_dividing_a_picosecond_rounds_up_per_packet) {
+  Pair p;
+  pair_init(&p, 3000000000ULL, 1000, FAB_TRANSPORT_ROCEV2); /* 3 Gbps: 2666.67 ps per byte */
+  p.flows[0] = testnet_flow(0, 0, 1, 2000, 0, &p.cfg);
+  fab_nic_post(p.eng, &p.nic[0], &p.flows[0]);
+  cr_assert(fab_engine_run(p.eng, FAB_TIME_MAX));
+  fab_time_t per = (1082ULL * 8 * FAB_S + 3000000000ULL - 1) / 3000000000ULL; /* ceil */
+  cr_assert_eq(per, 2885334);
+  cr_assert_eq(p.flows[0].end, 2 * per + FAB_US);
+  pair_fini(&p);
+}
+
+Test(nic, zero_byte_flow_sends_one_header_packet) {
+  Pair p;
+  pair_init(&p, 100000000000ULL, 4096, FAB_TRANSPORT_ROCEV2);
+  p.flows[0] = testnet_flow(0, 0, 1, 0, 0, &p.cfg);
+  fab_nic_post(p.eng, &p.nic[0], &p.flows[0]);
+  cr_assert(fab_engine_run(p.eng, FAB_TIME_MAX));
+  cr_assert_eq(p.flows[0].end, 82 * 80 + FAB_US);
+  pair_fini(&p);
+}
+
+Test(nic, ack_interval_coalesces) {
+  Pair p;
+  pair_init(&p, 100000000000ULL, 1000, FAB_TRANSPORT_ROCEV2);
+  p.cfg.ack_interval = 4;
+  p.nic[1].cfg.ack_interval = 4;
+  p.flows[0] = testnet_flow(0, 0, 1, 10 * 1000, 0, &p.cfg);
+  fab_nic_post(p.eng, &p.nic[0], &p.flows[0]);
+  cr_assert(fab_engine_run(p.eng, FAB_TIME_MAX));
+  cr_assert_eq(p.nic[1].tx_ctrl_pkts, 3, "ACKs after packets 4, 8 and the last (10)");
+  cr_assert(p.flows[0].acked);
+  pair_fini(&p);
+}
+
+Test(nic, two_flows_share_the_port_round_robin) {
+  Pair p;
+  pair_init(&p, 100000000000ULL, 1000, FAB_TRANSPORT_ROCEV2);
+  p.flows[0] = testnet_flow(0, 0, 1, 100 * 1000, 0, &p.cfg);
+  p.flows[1] = testnet_flow(1, 0, 1, 100 * 1000, 0, &p.cfg);
+  fab_nic_post(p.eng, &p.nic[0], &p.flows[0]);
+  fab_nic_post(p.eng, &p.nic[0], &p.flows[1]);
+  cr_assert(fab_engine_run(p.eng, FAB_TIME_MAX));
+  /* 200 packets of 1082 wire bytes back to back. Flow 0 is posted first and
+  ** its packet 0 is on the wire before flow 1 joins the round robin; after that
+  ** they alternate, flow 0 first: flow 0 takes slots 0, 1, 3, ..., 197 and
+  ** flow 1 slots 2, 4, ..., 198, 199. */
+  fab_time_t pkt = 1082 * 80;
+  cr_assert_eq(p.flows[1].end, 200 * pkt + FAB_US);
+  cr_assert_eq(p.flows[0].end, 198 * pkt + FAB_US, "flow 0 end %" G_GUINT64_FORMAT " (pkt %" G_GUINT64_FORMAT ")", p.flows[0].end, pkt);
+  pair_fini(&p);
+}
+
+/* NIC 0 -> tap -> NIC 1, the tap dropping chosen data packets. */
+typedef struct Lossy {
+  FabEngine *eng;
+  FabNicCfg cfg;
+  FabNic nic[2];
+  Tap tap;
+  FabFlow flows[1];
+  TestRun run;
+} Lossy;
+
+static void lossy_init(Lossy *l, bool (*drop)(Tap *, const FabPkt *), uint32_t param) {
+  memset(l, 0, sizeof *l);
+  l->eng = fab_engine_new(1);
+  l->cfg = testnet_nic_cfg(100000000000ULL, 1000, FAB_TRANSPORT_ROCEV2);
+  for (uint32_t i = 0; i < 2; i++) testnet_nic(&l->nic[i], i, &l->cfg, l->flows, &l->run, FAB_US);
+  testnet_tap(&l->tap, 100000000000ULL, FAB_US, 2);
+  l->tap.drop = drop;
+  l->tap.param = param;
+  fab_port_connect(&l->nic[0].port, &l->tap.port[0]);
+  fab_port_connect(&l->tap.port[1], &l->nic[1].port);
+}
+
+static bool drop_seq_once(Tap *t, const FabPkt *p) {
+  if (p->type == FAB_PKT_DATA && p->seq == t->param && !(p->flags & FAB_PKTF_RETX)) return true;
+  return false;
+}
+
+static bool drop_all_data(Tap *t, const FabPkt *p) { return p->type == FAB_PKT_DATA; }
+
+Test(nic, go_back_n_after_a_nak) {
+  Lossy l;
+  lossy_init(&l, drop_seq_once, 3);
+  l.flows[0] = testnet_flow(0, 0, 1, 10 * 1000, 0, &l.cfg);
+  fab_nic_post(l.eng, &l.nic[0], &l.flows[0]);
+  cr_assert(fab_engine_run(l.eng, FAB_TIME_MAX));
+  cr_assert_eq(l.run.done, 1);
+  cr_assert_eq(l.flows[0].rcv_bytes, 10000);
+  cr_assert_eq(l.tap.dropped, 1);
+  cr_assert_eq(l.nic[1].naks_sent, 1, "one NAK for the gap, not one per out-of-order packet");
+  cr_assert_eq(l.nic[0].timeouts, 0, "the NAK recovers it, not the timer");
+  cr_assert_geq(l.flows[0].retransmits, 1);
+  cr_assert_leq(l.flows[0].retransmits, 7, "goes back to packet 3, not to 0");
+  cr_assert(l.flows[0].end < 100 * FAB_US, "recovered within an RTT, long before the RTO");
+  cr_assert_eq(fab_pool_live(l.eng->pool), 0);
+  fab_engine_free(l.eng);
+}
+
+Test(nic, last_packet_lost_is_recovered_by_timeout) {
+  Lossy l;
+  lossy_init(&l, drop_seq_once, 9);
+  l.flows[0] = testnet_flow(0, 0, 1, 10 * 1000, 0, &l.cfg);
+  fab_nic_post(l.eng, &l.nic[0], &l.flows[0]);
+  cr_assert(fab_engine_run(l.eng, FAB_TIME_MAX));
+  cr_assert_eq(l.run.done, 1);
+  cr_assert_eq(l.nic[0].timeouts, 1);
+  cr_assert_eq(l.nic[1].naks_sent, 0, "no later packet reveals the gap");
+  /* the timer was armed when packet 0 left (t=0) and pushed back by each ACK;
+  ** the last ACK (for packet 8) left NIC 1 after packet 8 arrived */
+  cr_assert_gt(l.flows[0].end, l.cfg.rto);
+  cr_assert_lt(l.flows[0].end, l.cfg.rto + 20 * FAB_US);
+  cr_assert_eq(fab_pool_live(l.eng->pool), 0);
+  fab_engine_free(l.eng);
+}
+
+Test(nic, a_dead_path_fails_after_max_timeouts) {
+  Lossy l;
+  lossy_init(&l, drop_all_data, 0);
+  l.flows[0] = testnet_flow(0, 0, 1, 5000, 0, &l.cfg);
+  fab_nic_post(l.eng, &l.nic[0], &l.flows[0]);
+  cr_assert(fab_engine_run(l.eng, FAB_TIME_MAX));
+  cr_assert_eq(l.run.done, 0);
+  cr_assert_eq(l.run.failed, 1);
+  cr_assert_eq(l.nic[0].timeouts, l.cfg.max_timeouts + 1);
+  cr_assert_eq(fab_pool_live(l.eng->pool), 0);
+  fab_engine_free(l.eng);
+}
+
+Test(nic, flow_payload_and_packet_count) {
+  FabNicCfg c = testnet_nic_cfg(1, 4096, FAB_TRANSPORT_ROCEV2);
+  FabFlow f = testnet_flow(0, 0, 1, 3 * 4096 + 1, 0, &c);
+  cr_assert_eq(f.npkts, 4);
+  cr_assert_eq(fab_flow_payload(&f, 4096, 0), 4096);
+  cr_assert_eq(fab_flow_payload(&f, 4096, 3), 1);
+  FabFlow g = testnet_flow(1, 0, 1, 4096, 0, &c);
+  cr_assert_eq(g.npkts, 1);
+  cr_assert_neq(f.hash_fwd, f.hash_rev, "data and ACKs hash differently");
+}

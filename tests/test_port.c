@@ -1,1 +1,150 @@
-#include <criterion/criterion.h>
+/* Ports and links: serialisation, propagation, priorities, ready times. */
+#include "testnet.h"
+
+/* A node that records what arrives and frees it. */
+typedef struct Sink {
+  FabNode node;
+  FabPort port;
+  int n;
+  fab_time_t at[64];
+  uint32_t seq[64];
+} Sink;
+
+static void sink_wake(FabEngine *eng, void *self, uint64_t arg) {}
+static const FabOps sink_ops = {"sink", sink_wake};
+
+static void sink_receive(FabEngine *eng, FabNode *self, FabPkt *p, FabPort *in) {
+  Sink *s = (Sink *)self;
+  cr_assert_lt(s->n, 64);
+  s->at[s->n] = eng->now;
+  s->seq[s->n++] = p->seq;
+  fab_pkt_free(eng->pool, p);
+}
+
+/* A source node with one port (nothing to pull) and a sink at the far end. */
+typedef struct Line {
+  FabEngine *eng;
+  Sink src, dst;
+} Line;
+
+static void line_init(Line *l, uint64_t bps, fab_time_t latency) {
+  memset(l, 0, sizeof *l);
+  l->eng = fab_engine_new(1);
+  Sink *s[2] = {&l->src, &l->dst};
+  for (int i = 0; i < 2; i++) {
+    s[i]->node.ops = &sink_ops;
+    s[i]->node.receive = sink_receive;
+    fab_port_init(&s[i]->port, &s[i]->node, 0, bps, latency, 4);
+  }
+  fab_port_connect(&l->src.port, &l->dst.port);
+}
+
+static FabPkt *pkt(Line *l, uint32_t seq, uint32_t wire, uint8_t prio, fab_time_t ready) {
+  FabPkt *p = fab_pkt_alloc(l->eng->pool);
+  p->seq = seq;
+  p->wire = wire;
+  p->prio = prio;
+  p->ready = ready;
+  return p;
+}
+
+Test(port, back_to_back_serialisation_and_latency) {
+  Line l;
+  line_init(&l, 100000000000ULL, 1500 * FAB_NS);
+  for (uint32_t i = 0; i < 3; i++) fab_port_enqueue(l.eng, &l.src.port, pkt(&l, i, 1000, 0, 0));
+  cr_assert(fab_engine_run(l.eng, FAB_TIME_MAX));
+  cr_assert_eq(l.dst.n, 3);
+  for (int i = 0; i < 3; i++) cr_assert_eq(l.dst.at[i], (fab_time_t)(i + 1) * 80000 + 1500000, "packet %d", i);
+  cr_assert_eq(l.src.port.tx_pkts, 3);
+  cr_assert_eq(l.src.port.tx_bytes, 3000);
+  cr_assert_eq(l.src.port.max_qbytes, 2000, "the first left the queue at once, two waited");
+  cr_assert_eq(fab_pool_live(l.eng->pool), 0);
+  fab_engine_free(l.eng);
+}
+
+Test(port, several_packets_on_the_wire_at_once) {
+  Line l; /* 10 us of latency holds many 80 ns packets in flight */
+  line_init(&l, 100000000000ULL, 10 * FAB_US);
+  for (uint32_t i = 0; i < 20; i++) fab_port_enqueue(l.eng, &l.src.port, pkt(&l, i, 1000, 0, 0));
+  cr_assert(fab_engine_run(l.eng, 10 * FAB_US));
+  cr_assert_eq(l.dst.n, 0);
+  cr_assert_eq(fab_port_in_flight(&l.src.port), 20, "all serialised, none arrived");
+  cr_assert(fab_engine_run(l.eng, FAB_TIME_MAX));
+  cr_assert_eq(l.dst.n, 20);
+  for (int i = 0; i < 20; i++) cr_assert_eq(l.dst.seq[i], (uint32_t)i, "FIFO on the wire");
+  fab_engine_free(l.eng);
+}
+
+Test(port, strict_priority_highest_first) {
+  Line l;
+  line_init(&l, 100000000000ULL, 0);
+  /* the first packet starts at once; then the queues hold low 1, 2 and high 3, 4 */
+  fab_port_enqueue(l.eng, &l.src.port, pkt(&l, 0, 1000, 0, 0));
+  fab_port_enqueue(l.eng, &l.src.port, pkt(&l, 1, 1000, 0, 0));
+  fab_port_enqueue(l.eng, &l.src.port, pkt(&l, 2, 1000, 0, 0));
+  fab_port_enqueue(l.eng, &l.src.port, pkt(&l, 3, 1000, 3, 0));
+  fab_port_enqueue(l.eng, &l.src.port, pkt(&l, 4, 1000, 3, 0));
+  cr_assert(fab_engine_run(l.eng, FAB_TIME_MAX));
+  uint32_t want[] = {0, 3, 4, 1, 2};
+  for (int i = 0; i < 5; i++) cr_assert_eq(l.dst.seq[i], want[i], "slot %d", i);
+  fab_engine_free(l.eng);
+}
+
+Test(port, a_packet_waits_for_its_ready_time) {
+  Line l;
+  line_init(&l, 100000000000ULL, 0);
+  fab_port_enqueue(l.eng, &l.src.port, pkt(&l, 0, 1000, 0, 600 * FAB_NS));
+  cr_assert(fab_engine_run(l.eng, FAB_TIME_MAX));
+  cr_assert_eq(l.dst.at[0], 600000 + 80000);
+  fab_engine_free(l.eng);
+}
+
+Test(port, a_ready_high_priority_packet_does_not_wait_behind_an_unready_one) {
+  Line l;
+  line_init(&l, 100000000000ULL, 0);
+  fab_port_enqueue(l.eng, &l.src.port, pkt(&l, 0, 1000, 3, 1000 * FAB_NS));
+  fab_port_enqueue(l.eng, &l.src.port, pkt(&l, 1, 1000, 0, 0));
+  cr_assert(fab_engine_run(l.eng, FAB_TIME_MAX));
+  cr_assert_eq(l.dst.seq[0], 1);
+  cr_assert_eq(l.dst.at[0], 80000);
+  cr_assert_eq(l.dst.at[1], 1000000 + 80000);
+  fab_engine_free(l.eng);
+}
+
+Test(port, an_earlier_ready_time_is_not_missed) {
+  Line l; /* a wake is pending for t=5us; a packet ready at 1us arrives later */
+  line_init(&l, 100000000000ULL, 0);
+  fab_port_enqueue(l.eng, &l.src.port, pkt(&l, 0, 1000, 0, 5 * FAB_US));
+  fab_port_enqueue(l.eng, &l.src.port, pkt(&l, 1, 1000, 2, 1 * FAB_US));
+  cr_assert(fab_engine_run(l.eng, FAB_TIME_MAX));
+  cr_assert_eq(l.dst.seq[0], 1);
+  cr_assert_eq(l.dst.at[0], 1000000 + 80000);
+  cr_assert_eq(l.dst.at[1], 5000000 + 80000);
+  fab_engine_free(l.eng);
+}
+
+Test(port, flush_frees_everything_and_counts_bytes) {
+  Line l;
+  line_init(&l, 100000000000ULL, 10 * FAB_US);
+  for (uint32_t i = 0; i < 10; i++) fab_port_enqueue(l.eng, &l.src.port, pkt(&l, i, 1000, i % 2, 0));
+  cr_assert(fab_engine_run(l.eng, 500 * FAB_NS)); /* some serialised, some queued */
+  uint64_t bytes = 0;
+  cr_assert_eq(fab_port_flush(l.eng, &l.src.port, &bytes), 10);
+  cr_assert_eq(bytes, 10000);
+  cr_assert_eq(l.src.port.qbytes, 0);
+  cr_assert_eq(fab_pool_live(l.eng->pool), 0);
+  fab_engine_free(l.eng);
+}
+
+Test(port, serialisation_helpers) {
+  FabPort pt;
+  Sink s = {0};
+  fab_port_init(&pt, &s.node, 0, 400000000000ULL, 0, 1);
+  cr_assert_eq(pt.ps_per_byte, 20);
+  cr_assert_eq(fab_port_ser(&pt, 4178), 83560);
+  fab_port_set_rate(&pt, 7200000000000ULL); /* 900 GB/s: 1.11 ps per byte */
+  cr_assert_eq(pt.ps_per_byte, 0);
+  cr_assert_eq(fab_port_ser(&pt, 9), 10, "exactly 10 ps");
+  cr_assert_eq(fab_port_ser(&pt, 10), 12, "11.1 ps rounds up");
+  cr_assert_eq(fab_time_ser_big(1ULL << 40, 100000000000ULL), (1ULL << 40) * 80);
+}

@@ -1,1 +1,182 @@
+/* Whole scenarios: golden results, invariants, ECMP spread, determinism,
+** stop_time. Golden files: tests/scenarios/NAME.yaml and NAME.json (the JSON
+** summary without its wall-clock fields). FABSIM_UPDATE_GOLDEN=1 rewrites the
+** .json files from the current build. */
 #include <criterion/criterion.h>
+#include <glib.h>
+#include <glib/gstdio.h>
+#include "sim/json.h"
+#include "tools/scenario.h"
+
+static const char *src_dir(void) {
+  const char *s = getenv("FABSIM_SRC");
+  return s ? s : ".";
+}
+
+static FabScenario *load(const char *rel, const char *const *sets) {
+  char *path = g_build_filename(src_dir(), rel, NULL);
+  GError *err = NULL;
+  FabScenario *sc = fab_scenario_load(path, sets, &err);
+  cr_assert_not_null(sc, "%s: %s", path, err ? err->message : "?");
+  g_free(path);
+  return sc;
+}
+
+/* The summary with the wall-clock fields blanked. */
+static char *stable_json(const FabResults *r) {
+  char *js = fab_json_summary(r);
+  GRegex *re = g_regex_new("\"(wall_s|events_per_s|packet_hops_per_s)\": [0-9.e+-]+", 0, 0, NULL);
+  char *out = g_regex_replace(re, js, -1, 0, "\"\\1\": X", 0, NULL);
+  g_regex_unref(re);
+  g_free(js);
+  return out;
+}
+
+static void run_ok(const FabScenario *sc, FabResults *res) {
+  FabRunOpts opts = {0};
+  int rc = fab_scenario_run(sc, &opts, res);
+  cr_assert_eq(rc, 0, "run failed: %s", res->failure ? res->failure : "?");
+}
+
+static void done(FabScenario *sc, FabResults *res) {
+  g_free((char *)res->failure);
+  fab_results_clear(res);
+  fab_scenario_free(sc);
+}
+
+Test(scenario, golden_results) {
+  char *dir = g_build_filename(src_dir(), "tests", "scenarios", NULL);
+  GDir *d = g_dir_open(dir, 0, NULL);
+  cr_assert_not_null(d);
+  int n = 0;
+  for (const char *name; (name = g_dir_read_name(d));) {
+    if (!g_str_has_suffix(name, ".yaml")) continue;
+    char *rel = g_build_filename("tests", "scenarios", name, NULL);
+    FabScenario *sc = load(rel, NULL);
+    FabResults res;
+    run_ok(sc, &res);
+    char *got = stable_json(&res);
+    char *gold_path = g_strdup_printf("%s/%.*s.json", dir, (int)(strlen(name) - 5), name);
+    if (getenv("FABSIM_UPDATE_GOLDEN")) {
+      cr_assert(g_file_set_contents(gold_path, got, -1, NULL));
+    } else {
+      char *want = NULL;
+      cr_assert(g_file_get_contents(gold_path, &want, NULL, NULL), "missing golden file %s", gold_path);
+      cr_assert_str_eq(got, want, "%s differs from its golden result", name);
+      g_free(want);
+    }
+    g_free(gold_path);
+    g_free(got);
+    g_free(rel);
+    done(sc, &res);
+    n++;
+  }
+  g_dir_close(d);
+  g_free(dir);
+  cr_assert_geq(n, 4, "golden scenarios found: %d", n);
+}
+
+Test(scenario, permutation_completes_and_ecmp_spreads_over_spines) {
+  FabScenario *sc = load("scenarios/quickstart.yaml", NULL);
+  FabResults res;
+  run_ok(sc, &res);
+  cr_assert_eq(res.n_flows, 32);
+  for (size_t i = 0; i < res.n_flows; i++) cr_assert_neq(res.flows[i].end, 0, "flow %zu done", i);
+  /* every spine carries traffic: 32 flows, 24+ cross-leaf, over 8 spines */
+  int spines_used = 0;
+  for (int s = 0; s < 8; s++) {
+    char prefix[16];
+    g_snprintf(prefix, sizeof prefix, "spine%d:", s);
+    uint64_t bytes = 0;
+    for (size_t l = 0; l < res.n_links; l++)
+      if (g_str_has_prefix(res.links[l].from, prefix)) bytes += res.links[l].bytes;
+    spines_used += bytes > 0;
+  }
+  cr_assert_geq(spines_used, 7, "ECMP used %d of 8 spines", spines_used);
+  cr_assert_eq(res.drops, 0);
+  cr_assert_gt(res.packet_hops, 32 * 256 * 2, "data crosses at least 2 links");
+  done(sc, &res);
+}
+
+Test(scenario, same_seed_same_results_other_seed_other_results) {
+  FabScenario *a = load("tests/scenarios/leaf-spine-small.yaml", NULL);
+  FabScenario *b = load("tests/scenarios/leaf-spine-small.yaml", NULL);
+  const char *sets[] = {"seed=8", NULL};
+  FabScenario *c = load("tests/scenarios/leaf-spine-small.yaml", sets);
+  FabResults ra, rb, rc;
+  run_ok(a, &ra);
+  run_ok(b, &rb);
+  run_ok(c, &rc);
+  cr_assert_eq(ra.events, rb.events);
+  cr_assert_eq(memcmp(ra.flows, rb.flows, ra.n_flows * sizeof *ra.flows), 0);
+  cr_assert_eq(memcmp(ra.links, rb.links, ra.n_links * sizeof *ra.links), 0);
+  bool differ = ra.events != rc.events || memcmp(ra.flows, rc.flows, ra.n_flows * sizeof *ra.flows);
+  cr_assert(differ, "seed 8 gives another permutation");
+  done(a, &ra);
+  done(b, &rb);
+  done(c, &rc);
+}
+
+Test(scenario, stop_time_cuts_the_run_and_reports_it) {
+  const char *sets[] = {"stop_time=20us", NULL};
+  FabScenario *sc = load("scenarios/quickstart.yaml", sets);
+  FabResults res;
+  FabRunOpts opts = {0};
+  cr_assert_eq(fab_scenario_run(sc, &opts, &res), 1);
+  cr_assert_not_null(res.failure);
+  cr_assert(strstr(res.failure, "stop_time reached with 32 of 32 flows unfinished"), "%s", res.failure);
+  cr_assert_null(strstr(res.failure, "internal"), "no invariant broken: %s", res.failure);
+  cr_assert_eq(res.sim_time, 20 * FAB_US);
+  done(sc, &res);
+}
+
+Test(scenario, lossy_incast_completes_every_flow) {
+  FabScenario *sc = load("scenarios/incast.yaml", NULL);
+  FabResults res;
+  run_ok(sc, &res);
+  cr_assert_gt(res.drops, 0);
+  cr_assert_gt(res.retransmits, 0);
+  for (size_t i = 0; i < res.n_flows; i++) cr_assert_neq(res.flows[i].end, 0);
+  done(sc, &res);
+}
+
+Test(scenario, big_buffer_incast_is_lossless_and_at_line_rate) {
+  const char *sets[] = {"fabric.switch.buffer=64MiB", "fabric.switch.latency=0ns", NULL};
+  FabScenario *sc = load("scenarios/incast.yaml", sets);
+  FabResults res;
+  run_ok(sc, &res);
+  cr_assert_eq(res.drops, 0);
+  /* 16 x 256 packets of 4178 B drain back to back after the first arrives */
+  fab_time_t pkt = 4178 * 80;
+  cr_assert_eq(res.sim_time, pkt + FAB_US + 16 * 256 * pkt + FAB_US);
+  done(sc, &res);
+}
+
+Test(scenario, queue_series_is_sampled) {
+  const char *sets[] = {"output.sample_interval=5us", NULL};
+  FabScenario *sc = load("scenarios/quickstart.yaml", sets);
+  FabResults res;
+  FabRunOpts opts = {.sample_queues = true};
+  cr_assert_eq(fab_scenario_run(sc, &opts, &res), 0);
+  FabQueueSeries *q = &res.queues;
+  cr_assert_eq(q->interval, 5 * FAB_US);
+  cr_assert_eq(q->n_ports, 4 * 16 + 8 * 4, "every switch port");
+  cr_assert_geq(q->n_samples, res.sim_time / (5 * FAB_US));
+  for (uint32_t s = 0; s < q->n_samples; s++) cr_assert_eq(q->t[s], s * 5 * FAB_US);
+  uint32_t peak = 0;
+  for (size_t i = 0; i < (size_t)q->n_samples * q->n_ports; i++) peak = MAX(peak, q->depth[i]);
+  cr_assert_gt(peak, 0);
+  cr_assert_leq(peak, res.max_queue_bytes);
+  cr_assert_str_eq(q->port[0], "leaf0:p0");
+  done(sc, &res);
+}
+
+Test(scenario, explain_names_the_parts) {
+  FabScenario *sc = load("scenarios/leaf-spine-permutation-128.yaml", NULL);
+  char *s = fab_scenario_explain(sc);
+  cr_assert(strstr(s, "leaf-spine: 16 leaves x 8 hosts, 8 spines"), "%s", s);
+  cr_assert(strstr(s, "rocev2: 82 B"), "%s", s);
+  cr_assert(strstr(s, "128 flows, 536870912 bytes"), "%s", s);
+  g_free(s);
+  fab_scenario_free(sc);
+}

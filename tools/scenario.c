@@ -300,7 +300,9 @@ int fab_scenario_run(const FabScenario *sc, const FabRunOpts *opts, FabResults *
   res->scenario_text = fab_cfg_text(sc->cfg);
   res->topology = sc->topology;
   res->seed = sc->seed;
-  res->sim_time = r.completed == r.nflows ? r.last_end : r.eng->now;
+  if (r.completed == r.nflows) res->sim_time = r.last_end;
+  else if (!drained && !r.failed && sc->stop_time != FAB_TIME_MAX) res->sim_time = sc->stop_time; /* cut */
+  else res->sim_time = r.eng->now;
   res->events = r.eng->events;
   res->packet_hops = tot.hops;
   res->endpoints = r.topo->nhosts;
