@@ -639,6 +639,7 @@ FabCfg *fab_cfg_load_string(const char *text, const char *name, GError **err) {
 typedef struct {
   char *name;   /* a map key, or NULL for an index */
   guint64 index;
+  long col;     /* 1-based column of the key in the argument */
 } Step;
 
 static void steps_free(GArray *steps) {
@@ -657,7 +658,7 @@ static gboolean parse_key(const char *key, GArray *steps, GString *path, GError 
                     "empty component at column %ld of key '%s' (expected a dotted key such as "
                     "fabric.link.bandwidth)",
                     (long)(comp - key) + 1, key);
-    Step s = {g_strndup(comp, (size_t)(p - comp)), 0};
+    Step s = {g_strndup(comp, (size_t)(p - comp)), 0, (long)(comp - key) + 1};
     g_array_append_val(steps, s);
     g_string_append_printf(path, "%s%s", path->len ? "." : "", s.name);
     while (*p == '[') {
@@ -669,7 +670,7 @@ static gboolean parse_key(const char *key, GArray *steps, GString *path, GError 
                       "bad index at column %ld of key '%s' (expected [N], e.g. "
                       "workload.flows[0].size)",
                       (long)(p - key) + 1, key);
-      Step ix = {NULL, i};
+      Step ix = {NULL, i, (long)(p - key) + 1};
       g_array_append_val(steps, ix);
       g_string_append_printf(path, "[%" G_GUINT64_FORMAT "]", i);
       p = end + 1;
@@ -750,7 +751,9 @@ static gboolean set_walk(FabCfg *cfg, const char *key, GArray *steps, gboolean d
                       g_array_index(steps, Step, i + 1).name;
       if (!dry && (last || make)) {
         const char *ipath = intern(cfg, path->str);
-        FabCfgNode *k = node_new(cfg, FAB_CFG_NODE_SCALAR, ipath, where);
+        char *kwhere = g_strdup_printf("--set:1:%ld", s->col); /* the key where it is written */
+        FabCfgNode *k = node_new(cfg, FAB_CFG_NODE_SCALAR, ipath, intern(cfg, kwhere));
+        g_free(kwhere);
         k->text = intern(cfg, s->name);
         child = last ? val : node_new(cfg, FAB_CFG_NODE_MAP, ipath, where);
         map_put(node, k, child);
