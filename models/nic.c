@@ -210,6 +210,7 @@ void fab_nic_init(FabNic *nic, uint32_t id, const FabNicCfg *cfg, FabFlow *flows
   nic->fail = fail;
   nic->ctx = ctx;
   fab_port_init(&nic->port, &nic->node, 0, cfg->bps, 0, cfg->nprio);
+  fab_rng_init(&nic->rng, cfg->seed, FAB_STREAM(FAB_STREAM_NIC, id));
 }
 
 void fab_nic_post(FabEngine *eng, FabNic *nic, FabFlow *f) {

@@ -24,6 +24,7 @@
 
 #include "port.h"
 #include "transport.h"
+#include "sim/rng.h"
 
 typedef struct FabNicCfg {
   uint64_t bps;            /* line rate, bits/s */
@@ -34,6 +35,7 @@ typedef struct FabNicCfg {
   uint32_t nprio;          /* priorities on the NIC port (= the switches') */
   FabTransport transport;  /* header sizes */
   uint64_t ecmp_seed;      /* for the 5-tuple hash */
+  uint64_t seed;           /* scenario seed: the NIC's RNG stream (CC jitter, later) */
 } FabNicCfg;
 
 /* One flow: what was asked (first block) and its transport state. */
@@ -74,6 +76,7 @@ struct FabNic {
   uint32_t id;             /* endpoint number */
   FabNicCfg cfg;
   FabPort port;            /* to the fabric */
+  FabRng rng;              /* stream FAB_STREAM(FAB_STREAM_NIC, id) of cfg.seed */
   FabFlow *flows;          /* the run's flow table (transfer none) */
   FabFlow *rr_head, *rr_tail; /* flows with packets to send */
   FabFlowDoneFn done;

@@ -52,6 +52,7 @@ FabSwitch *fab_switch_new(uint32_t id, const char *name, const FabSwitchCfg *cfg
   sw->id = id;
   sw->cfg = *cfg;
   sw->salt = fab_ecmp_salt(id, cfg->ecmp_seed);
+  fab_rng_init(&sw->rng, cfg->seed, FAB_STREAM(FAB_STREAM_SWITCH, id));
   sw->nports = nports;
   sw->ports = g_new0(FabPort, nports);
   sw->nendpoints = nendpoints;

@@ -18,6 +18,7 @@
 #define FAB_SWITCH_H
 
 #include "port.h"
+#include "sim/rng.h"
 
 typedef struct FabSwitchCfg {
   fab_time_t latency;  /* ps: port-to-port, arrival of the last bit to eligible at egress */
@@ -25,6 +26,7 @@ typedef struct FabSwitchCfg {
   double alpha;        /* dynamic threshold factor (> 0) */
   uint32_t nprio;      /* priorities (queues per port), 1..8 */
   uint64_t ecmp_seed;  /* seeds the per-switch hash salt */
+  uint64_t seed;       /* scenario seed: the switch's RNG stream (random marking, later) */
 } FabSwitchCfg;
 
 typedef struct FabSwitch {
@@ -32,6 +34,7 @@ typedef struct FabSwitch {
   uint32_t id;          /* switch number, for the salt and names */
   FabSwitchCfg cfg;
   uint32_t salt;        /* ECMP salt */
+  FabRng rng;           /* stream FAB_STREAM(FAB_STREAM_SWITCH, id) of cfg.seed */
   uint32_t nports;
   FabPort *ports;       /* nports */
   /* routing: route[dst] -> group; group g = gports[goff[g] .. goff[g]+glen[g]) */

@@ -193,3 +193,24 @@ Test(nic, flow_payload_and_packet_count) {
   cr_assert_eq(g.npkts, 1);
   cr_assert_neq(f.hash_fwd, f.hash_rev, "data and ACKs hash differently");
 }
+
+Test(nic, two_engines_in_one_process_do_not_interfere) {
+  Pair a, b;
+  pair_init(&a, 100000000000ULL, 4096, FAB_TRANSPORT_ROCEV2);
+  pair_init(&b, 100000000000ULL, 4096, FAB_TRANSPORT_INFINIBAND);
+  a.flows[0] = testnet_flow(0, 0, 1, 10000, 0, &a.cfg);
+  b.flows[0] = testnet_flow(0, 0, 1, 10000, 0, &b.cfg);
+  fab_nic_post(a.eng, &a.nic[0], &a.flows[0]);
+  fab_nic_post(b.eng, &b.nic[0], &b.flows[0]);
+  /* interleave: a to 1 us, b to the end, a to the end */
+  cr_assert(fab_engine_run(a.eng, FAB_US));
+  cr_assert(fab_engine_run(b.eng, FAB_TIME_MAX));
+  cr_assert(fab_engine_run(a.eng, FAB_TIME_MAX));
+  cr_assert_eq(a.flows[0].end, 819680 + 1000000);
+  cr_assert_eq(b.flows[0].end, 10078 * 80 + 1000000);
+  /* start + 3 data x (serialised, arrived) + 3 ACKs x 2 + the timer firing once after the end */
+  cr_assert_eq(a.eng->events, 14, "%" G_GUINT64_FORMAT, a.eng->events);
+  cr_assert_eq(b.eng->events, a.eng->events);
+  pair_fini(&a);
+  pair_fini(&b);
+}

@@ -56,6 +56,7 @@ FabScenario *fab_scenario_load(const char *path, const char *const *sets, GError
     sc->name = top.name ? top.name : "quickstart";
   }
   sc->seed = top.seed;
+  sc->fabric.sw.seed = sc->fabric.nic.seed = top.seed;
   sc->stop_time = top.stop_time ? top.stop_time : FAB_TIME_MAX;
   sc->hdf5 = out.hdf5 && *out.hdf5 ? out.hdf5 : NULL;
   sc->sample_interval = out.sample_interval;
