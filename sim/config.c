@@ -61,6 +61,7 @@ struct FabCfgNode {
   GPtrArray *items;  /* map values or sequence items */
   const char *path;  /* key path; "" for the root */
   const char *where; /* "file:line:col" */
+  const char *keywhere; /* a map value: where its key is written (NULL otherwise) */
 };
 
 struct FabCfg {
@@ -96,12 +97,19 @@ static gboolean err_at(GError **err, int code, const char *where, const char *pa
   return FALSE;
 }
 
+/* Where an error about node n is reported: a map given under a key is
+** reported at its key (the map's own mark is its first entry). */
+static const char *report_at(const FabCfgNode *n) {
+  if (!n) return NULL;
+  return n->kind == FAB_CFG_NODE_MAP && n->keywhere ? n->keywhere : n->where;
+}
+
 static gboolean node_err(const FabCfgNode *n, GError **err, int code, const char *fmt, ...)
     G_GNUC_PRINTF(4, 5);
 static gboolean node_err(const FabCfgNode *n, GError **err, int code, const char *fmt, ...) {
   va_list ap;
   va_start(ap, fmt);
-  verr(err, code, n ? n->where : NULL, n ? n->path : NULL, fmt, ap);
+  verr(err, code, report_at(n), n ? n->path : NULL, fmt, ap);
   va_end(ap);
   return FALSE;
 }
@@ -109,7 +117,7 @@ static gboolean node_err(const FabCfgNode *n, GError **err, int code, const char
 gboolean fab_cfg_fail(const FabCfgNode *n, GError **err, const char *fmt, ...) {
   va_list ap;
   va_start(ap, fmt);
-  verr(err, FAB_CFG_ERROR_VALUE, n ? n->where : NULL, n ? n->path : NULL, fmt, ap);
+  verr(err, FAB_CFG_ERROR_VALUE, report_at(n), n ? n->path : NULL, fmt, ap);
   va_end(ap);
   return FALSE;
 }
@@ -395,6 +403,7 @@ static FabCfgNode *read_node(Reader *r, yaml_event_t *ev, const char *path, int 
     FabCfgNode *val = read_node(r, &e, cpath, depth + 1);
     yaml_event_delete(&e);
     if (!val) return NULL;
+    if (val->kind == FAB_CFG_NODE_MAP) val->keywhere = key->where;
     g_ptr_array_add(n->keys, key);
     g_ptr_array_add(n->items, val);
   }
@@ -617,7 +626,8 @@ FabCfg *fab_cfg_load_file(const char *path, GError **err) {
   GError *e = NULL;
   if (!g_file_get_contents(path, &text, &len, &e)) {
     g_set_error(err, FAB_CFG_ERROR, FAB_CFG_ERROR_IO, "%s: cannot read scenario: %s", path,
-                e->message);
+                g_strerror(e->code == G_FILE_ERROR_NOENT ? ENOENT : e->code == G_FILE_ERROR_ACCES ? EACCES
+                           : e->code == G_FILE_ERROR_ISDIR ? EISDIR : EIO));
     g_error_free(e);
     return NULL;
   }
@@ -901,8 +911,11 @@ static int scale_decimal(const char *s, const Unit *units, uint64_t *out, gboole
 #define TIME_EXPECT "expected a number with a unit: ps, ns, us, ms, s, e.g. 600ns; only 0 may go without a unit"
 #define SIZE_EXPECT "expected a number of bytes, or a number with a unit: B, KB, MB, GB, TB, KiB, MiB, GiB, TiB, e.g. 4096 or 64KiB"
 
+static gboolean negative(const char *s);
+
 gboolean fab_parse_rate(const char *s, uint64_t *bps, GError **err) {
   uint64_t v = 0;
+  if (negative(s)) return bad_value(err, s, "is negative (expected a rate above 0, e.g. 100Gbps)");
   gboolean bare = FALSE;
   int rc = scale_decimal(s, rate_units, &v, &bare);
   if (rc == SC_SYNTAX) return bad_value(err, s, "is not a rate (" RATE_EXPECT ")");
@@ -914,8 +927,15 @@ gboolean fab_parse_rate(const char *s, uint64_t *bps, GError **err) {
   return TRUE;
 }
 
+/* A leading minus sign, after blanks. */
+static gboolean negative(const char *s) {
+  while (*s == ' ' || *s == '\t') s++;
+  return *s == '-';
+}
+
 gboolean fab_parse_time(const char *s, uint64_t *ps, GError **err) {
   uint64_t v = 0;
+  if (negative(s)) return bad_value(err, s, "is negative (expected a time >= 0, e.g. 600ns)");
   gboolean bare = FALSE;
   int rc = scale_decimal(s, time_units, &v, &bare);
   if (rc == SC_SYNTAX) return bad_value(err, s, "is not a time (" TIME_EXPECT ")");
@@ -931,6 +951,7 @@ gboolean fab_parse_time(const char *s, uint64_t *ps, GError **err) {
 gboolean fab_parse_size(const char *s, uint64_t *bytes, GError **err) {
   uint64_t v = 0;
   gboolean bare = FALSE;
+  if (negative(s)) return bad_value(err, s, "is negative (expected a size >= 0, e.g. 4096 or 64KiB)");
   switch (scale_decimal(s, size_units, &v, &bare)) {
   case SC_SYNTAX: return bad_value(err, s, "is not a size (" SIZE_EXPECT ")");
   case SC_FRACTION: return bad_value(err, s, "is not a whole number of bytes");
@@ -1185,6 +1206,10 @@ static gboolean store_scalar(const FabCfgKey *k, const char *text, void *target,
   case FAB_CFG_TIME:
   case FAB_CFG_SIZE: {
     uint64_t v;
+    const char *t = text;
+    while (*t == ' ' || *t == '\t') t++;
+    if (*t == '-' && k->type == FAB_CFG_UINT && k->min > 0) /* say the real bound */
+      return check_bounds(k, -1.0, text, err);
     gboolean ok = k->type == FAB_CFG_UINT   ? parse_uint(text, &v, err)
                   : k->type == FAB_CFG_RATE ? fab_parse_rate(text, &v, err)
                   : k->type == FAB_CFG_TIME ? fab_parse_time(text, &v, err)
@@ -1337,6 +1362,13 @@ gboolean fab_cfg_apply(const FabCfgNode *map, const FabCfgNode *where_if_null,
     if (v) {
       if (!apply_value(k, v, target, err)) return FALSE;
     } else if (k->required) {
+      if (k->type == FAB_CFG_ENUM) {
+        char *list = choices_list(k->choices);
+        gboolean r = node_err(loc, err, FAB_CFG_ERROR_KEY, "missing required key '%s' (expected one of: %s)",
+                              k->name, list);
+        g_free(list);
+        return r;
+      }
       return node_err(loc, err, FAB_CFG_ERROR_KEY, "missing required key '%s' (%s)", k->name,
                       type_name(k->type));
     } else if (!apply_default(k, target, err)) {

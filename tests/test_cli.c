@@ -1,1 +1,653 @@
+/* The fabsim command line, run as a subprocess: bad scenarios (tests/bad),
+** bad usage, help and version, the built-in quickstart, determinism, the JSON
+** summary's fields, validate, the HDF5 file's all-or-nothing writing and the
+** human report. See SCENARIO.md for the contract being tested.
+**
+** Environment: FABSIM is the fabsim binary (default build/fabsim), FABSIM_SRC
+** the repository root (default .); meson test sets both.
+**
+** tests/bad/NN-name.yaml: each a small scenario with exactly one error. Its
+** first line is
+**   # expect: LINE:COL SUBSTRING
+** meaning stderr must contain "FILE:LINE:COL: SUBSTRING" where FILE is the
+** path passed on the command line (SUBSTRING is the rest of the line and
+** starts with the key path). When the error is in an included fragment, the
+** location is PATH:LINE:COL with PATH relative to the bad file's directory.
+** Following lines "# also: TEXT" name more text stderr must contain; {FILE}
+** and {DIR} in it stand for the file as passed and its directory. */
 #include <criterion/criterion.h>
+#include <glib.h>
+#include <glib/gstdio.h>
+#include <string.h>
+#include <sys/wait.h>
+
+#define MIN_BAD_FILES 25
+
+static const char *fabsim_bin(void) {
+  const char *s = getenv("FABSIM");
+  return s && *s ? s : "build/fabsim";
+}
+
+static const char *src_dir(void) {
+  const char *s = getenv("FABSIM_SRC");
+  return s && *s ? s : ".";
+}
+
+/* A path under the source root; g_free it. */
+static char *src_path(const char *rel) {
+  return g_build_filename(src_dir(), rel, NULL);
+}
+
+typedef struct Proc {
+  int status; /* exit status, or -1 if the process did not exit normally */
+  char *out, *err;
+  char *cmd;  /* the command line, for messages */
+} Proc;
+
+static void proc_clear(Proc *p) {
+  g_free(p->out);
+  g_free(p->err);
+  g_free(p->cmd);
+  memset(p, 0, sizeof *p);
+}
+
+/* Run fabsim with the given NULL-terminated argv (without argv[0]). */
+static Proc run_argv(const char *const *args) {
+  GPtrArray *argv = g_ptr_array_new();
+  g_ptr_array_add(argv, (char *)fabsim_bin());
+  for (int i = 0; args[i]; i++) g_ptr_array_add(argv, (char *)args[i]);
+  g_ptr_array_add(argv, NULL);
+  Proc p = {0};
+  p.cmd = g_strjoinv(" ", (char **)argv->pdata);
+  int wait_status = 0;
+  GError *e = NULL;
+  gboolean ok = g_spawn_sync(NULL, (char **)argv->pdata, NULL, G_SPAWN_DEFAULT, NULL, NULL, &p.out, &p.err,
+                             &wait_status, &e);
+  cr_assert(ok, "cannot run %s: %s", p.cmd, e ? e->message : "?");
+  g_ptr_array_free(argv, TRUE);
+  p.status = WIFEXITED(wait_status) ? WEXITSTATUS(wait_status) : -1;
+  if (!WIFEXITED(wait_status))
+    cr_log_error("%s: did not exit normally (wait status %d); stderr:\n%s", p.cmd, wait_status, p.err);
+  return p;
+}
+
+#define RUN(...) run_argv((const char *const[]){__VA_ARGS__, NULL})
+
+/* The JSON summary with the wall-clock dependent fields blanked. */
+static char *stable_json(const char *js) {
+  GRegex *re = g_regex_new("\"(wall_s|events_per_s|packet_hops_per_s)\": [0-9.eE+-]+", 0, 0, NULL);
+  char *out = g_regex_replace(re, js, -1, 0, "\"\\1\": X", 0, NULL);
+  g_regex_unref(re);
+  return out;
+}
+
+/* The text of the value of "key" (up to the next ',' or '}'), or NULL. */
+static char *json_field(const char *js, const char *key) {
+  char *pat = g_strdup_printf("\"%s\": ([^,}]+)", key);
+  GRegex *re = g_regex_new(pat, 0, 0, NULL);
+  GMatchInfo *mi = NULL;
+  char *v = NULL;
+  if (g_regex_match(re, js, 0, &mi)) v = g_match_info_fetch(mi, 1);
+  g_match_info_free(mi);
+  g_regex_unref(re);
+  g_free(pat);
+  return v;
+}
+
+/* Bad input or usage: exit 2, nothing on stdout, something on stderr. */
+static void expect_usage_error(const Proc *p) {
+  cr_expect_eq(p->status, 2, "%s: exit status %d, expected 2; stderr:\n%s", p->cmd, p->status, p->err);
+  cr_expect_str_empty(p->out, "%s: expected nothing on stdout, got:\n%s\nstderr:\n%s", p->cmd, p->out, p->err);
+  cr_expect_str_not_empty(p->err, "%s: expected an error message on stderr", p->cmd);
+}
+
+static void expect_err_has(const Proc *p, const char *what) {
+  cr_expect(strstr(p->err, what) != NULL, "%s: stderr should contain \"%s\"; it is:\n%s", p->cmd, what, p->err);
+}
+
+/* g_ptr_array_sort comparator for char* elements */
+static gint cmp_str(gconstpointer a, gconstpointer b) {
+  return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/* ---- 1. bad scenarios --------------------------------------------------- */
+
+typedef struct Expect {
+  char *where;       /* "FILE:LINE:COL: " as fabsim should print it */
+  char *substr;
+  GPtrArray *also;   /* char* */
+} Expect;
+
+static char *subst(const char *s, const char *file, const char *dir) {
+  char *a = NULL, *b = NULL;
+  GRegex *rf = g_regex_new("\\{FILE\\}", 0, 0, NULL), *rd = g_regex_new("\\{DIR\\}", 0, 0, NULL);
+  a = g_regex_replace_literal(rf, s, -1, 0, file, 0, NULL);
+  b = g_regex_replace_literal(rd, a, -1, 0, dir, 0, NULL);
+  g_regex_unref(rf);
+  g_regex_unref(rd);
+  g_free(a);
+  return b;
+}
+
+/* Parse the "# expect:" and "# also:" header of a bad file. FALSE if absent. */
+static gboolean read_expect(const char *file, Expect *ex) {
+  char *text = NULL;
+  GError *e = NULL;
+  cr_assert(g_file_get_contents(file, &text, NULL, &e), "cannot read %s: %s", file, e ? e->message : "?");
+  char **lines = g_strsplit(text, "\n", -1);
+  g_free(text);
+  gboolean ok = FALSE;
+  char *dir = g_path_get_dirname(file);
+  memset(ex, 0, sizeof *ex);
+  ex->also = g_ptr_array_new_with_free_func(g_free);
+  GRegex *re = g_regex_new("^# expect: (?:(\\S+):)?([0-9]+):([0-9]+) (.+)$", 0, 0, NULL);
+  GMatchInfo *mi = NULL;
+  if (lines[0] && g_regex_match(re, lines[0], 0, &mi)) {
+    char *rel = g_match_info_fetch(mi, 1), *line = g_match_info_fetch(mi, 2), *col = g_match_info_fetch(mi, 3);
+    char *at = rel && *rel ? g_strdup_printf("%s/%s", dir, rel) : g_strdup(file);
+    ex->where = g_strdup_printf("%s:%s:%s: ", at, line, col);
+    ex->substr = g_match_info_fetch(mi, 4);
+    g_free(at);
+    g_free(rel);
+    g_free(line);
+    g_free(col);
+    ok = TRUE;
+    for (int i = 1; lines[i] && g_str_has_prefix(lines[i], "# also: "); i++)
+      g_ptr_array_add(ex->also, subst(lines[i] + strlen("# also: "), file, dir));
+  }
+  g_match_info_free(mi);
+  g_regex_unref(re);
+  g_strfreev(lines);
+  g_free(dir);
+  return ok;
+}
+
+static void expect_clear(Expect *ex) {
+  g_free(ex->where);
+  g_free(ex->substr);
+  if (ex->also) g_ptr_array_free(ex->also, TRUE);
+}
+
+/* The sorted paths of the .yaml files in tests/bad. */
+static GPtrArray *bad_files(void) {
+  char *dir = src_path("tests/bad");
+  GError *e = NULL;
+  GDir *d = g_dir_open(dir, 0, &e);
+  cr_assert_not_null(d, "cannot open %s: %s", dir, e ? e->message : "?");
+  GPtrArray *names = g_ptr_array_new_with_free_func(g_free);
+  const char *n;
+  while ((n = g_dir_read_name(d)))
+    if (g_str_has_suffix(n, ".yaml")) g_ptr_array_add(names, g_strdup(n));
+  g_dir_close(d);
+  g_ptr_array_sort(names, cmp_str);
+  GPtrArray *paths = g_ptr_array_new_with_free_func(g_free);
+  for (guint i = 0; i < names->len; i++)
+    g_ptr_array_add(paths, g_build_filename(dir, (char *)names->pdata[i], NULL));
+  g_ptr_array_free(names, TRUE);
+  g_free(dir);
+  return paths;
+}
+
+static void check_bad(const char *file, const Expect *ex, const Proc *p) {
+  expect_usage_error(p);
+  char *want = g_strconcat(ex->where, ex->substr, NULL);
+  cr_expect(strstr(p->err, want) != NULL, "%s: stderr should contain\n  %s\nit is:\n  %s", p->cmd, want, p->err);
+  g_free(want);
+  for (guint i = 0; i < ex->also->len; i++) expect_err_has(p, ex->also->pdata[i]);
+  /* one error, one line: "fabsim: WHERE: PATH: message\n" */
+  cr_expect(g_str_has_prefix(p->err, "fabsim: "), "%s: stderr should start with 'fabsim: ': %s", p->cmd, p->err);
+  size_t len = strlen(p->err);
+  cr_expect(len > 0 && p->err[len - 1] == '\n' && strchr(p->err, '\n') == p->err + len - 1,
+            "%s: the error should be exactly one line; stderr:\n%s", p->cmd, p->err);
+  (void)file;
+}
+
+Test(cli, bad_scenarios) {
+  GPtrArray *files = bad_files();
+  cr_assert_geq(files->len, MIN_BAD_FILES, "only %u files in tests/bad, expected at least %d", files->len,
+                MIN_BAD_FILES);
+  for (guint i = 0; i < files->len; i++) {
+    const char *file = files->pdata[i];
+    Expect ex;
+    cr_expect(read_expect(file, &ex), "%s: the first line must be '# expect: LINE:COL SUBSTRING'", file);
+    if (!ex.where) {
+      expect_clear(&ex);
+      continue;
+    }
+    Proc v = RUN("validate", file);
+    check_bad(file, &ex, &v);
+    Proc r = RUN("run", file, "--json");
+    check_bad(file, &ex, &r);
+    /* run and validate report the same error */
+    cr_expect_str_eq(r.err, v.err, "%s: run and validate disagree:\n  run:      %s  validate: %s", file, r.err,
+                     v.err);
+    proc_clear(&v);
+    proc_clear(&r);
+    expect_clear(&ex);
+  }
+  g_ptr_array_free(files, TRUE);
+}
+
+/* The include-cycle fixtures are there and a cycle among them is found from
+** either end. */
+Test(cli, include_cycle_fixtures) {
+  char *a = src_path("tests/data/cli/cycle-a.yaml");
+  char *b = src_path("tests/data/cli/cycle-b.yaml");
+  Proc p = RUN("validate", a);
+  expect_usage_error(&p);
+  expect_err_has(&p, "include cycle");
+  expect_err_has(&p, "cycle-b.yaml");
+  proc_clear(&p);
+  p = RUN("validate", b);
+  expect_usage_error(&p);
+  expect_err_has(&p, "include cycle");
+  expect_err_has(&p, "cycle-a.yaml");
+  proc_clear(&p);
+  g_free(a);
+  g_free(b);
+}
+
+/* ---- 2. bad usage ------------------------------------------------------- */
+
+Test(cli, no_command) {
+  Proc p = run_argv((const char *const[]){NULL});
+  expect_usage_error(&p);
+  expect_err_has(&p, "no command");
+  expect_err_has(&p, "usage: fabsim");
+  proc_clear(&p);
+}
+
+Test(cli, unknown_command) {
+  Proc p = RUN("frobnicate");
+  expect_usage_error(&p);
+  expect_err_has(&p, "unknown command 'frobnicate'");
+  proc_clear(&p);
+}
+
+Test(cli, unknown_option) {
+  char *q = src_path("scenarios/quickstart.yaml");
+  Proc p = RUN("run", q, "--frob");
+  expect_usage_error(&p);
+  expect_err_has(&p, "unknown option '--frob'");
+  proc_clear(&p);
+  p = RUN("validate", "--frob", q);
+  expect_usage_error(&p);
+  expect_err_has(&p, "unknown option '--frob'");
+  proc_clear(&p);
+  g_free(q);
+}
+
+Test(cli, set_without_equals) {
+  char *q = src_path("scenarios/quickstart.yaml");
+  Proc p = RUN("run", q, "--set", "fabric.link.bandwidth");
+  expect_usage_error(&p);
+  expect_err_has(&p, "--set fabric.link.bandwidth: expected KEY=VALUE");
+  proc_clear(&p);
+  p = RUN("run", q, "--set");
+  expect_usage_error(&p);
+  expect_err_has(&p, "--set needs KEY=VALUE");
+  proc_clear(&p);
+  g_free(q);
+}
+
+Test(cli, bad_seed) {
+  char *q = src_path("scenarios/quickstart.yaml");
+  Proc p = RUN("run", q, "--seed", "abc");
+  expect_usage_error(&p);
+  expect_err_has(&p, "--seed abc");
+  expect_err_has(&p, "non-negative integer");
+  proc_clear(&p);
+  p = RUN("run", q, "--seed", "-1");
+  expect_usage_error(&p);
+  expect_err_has(&p, "--seed -1");
+  proc_clear(&p);
+  p = RUN("run", q, "--seed");
+  expect_usage_error(&p);
+  expect_err_has(&p, "--seed needs a number");
+  proc_clear(&p);
+  g_free(q);
+}
+
+Test(cli, two_scenarios) {
+  char *q = src_path("scenarios/quickstart.yaml");
+  char *i = src_path("scenarios/incast.yaml");
+  Proc p = RUN("run", q, i);
+  expect_usage_error(&p);
+  expect_err_has(&p, "more than one scenario");
+  expect_err_has(&p, i);
+  proc_clear(&p);
+  p = RUN("validate", q, i);
+  expect_usage_error(&p);
+  expect_err_has(&p, "more than one scenario");
+  proc_clear(&p);
+  g_free(q);
+  g_free(i);
+}
+
+Test(cli, missing_scenario_file) {
+  char *m = src_path("tests/data/cli/does-not-exist.yaml");
+  Proc p = RUN("run", m, "--json");
+  expect_usage_error(&p);
+  expect_err_has(&p, m);
+  expect_err_has(&p, "cannot read scenario");
+  proc_clear(&p);
+  p = RUN("validate", m);
+  expect_usage_error(&p);
+  expect_err_has(&p, m);
+  expect_err_has(&p, "cannot read scenario");
+  proc_clear(&p);
+  g_free(m);
+}
+
+Test(cli, validate_without_file) {
+  Proc p = RUN("validate");
+  expect_usage_error(&p);
+  expect_err_has(&p, "validate needs a SCENARIO");
+  expect_err_has(&p, "usage: fabsim validate");
+  proc_clear(&p);
+}
+
+Test(cli, set_unknown_key) {
+  char *q = src_path("scenarios/quickstart.yaml");
+  Proc p = RUN("validate", q, "--set", "fabric.link.bandwith=1Gbps");
+  expect_usage_error(&p);
+  expect_err_has(&p, "--set:1:");
+  expect_err_has(&p, "fabric.link.bandwith: unknown key 'bandwith'");
+  expect_err_has(&p, "did you mean 'bandwidth'?");
+  proc_clear(&p);
+  p = RUN("run", q, "--json", "--set", "fabric.link.bandwith=1Gbps");
+  expect_usage_error(&p);
+  expect_err_has(&p, "--set:1:");
+  expect_err_has(&p, "fabric.link.bandwith: unknown key 'bandwith'");
+  proc_clear(&p);
+  g_free(q);
+}
+
+Test(cli, set_bad_value) {
+  char *q = src_path("scenarios/quickstart.yaml");
+  /* the value starts at column 23 of "fabric.link.bandwidth=fast" */
+  Proc p = RUN("run", q, "--json", "--set", "fabric.link.bandwidth=fast");
+  expect_usage_error(&p);
+  expect_err_has(&p, "--set:1:23: fabric.link.bandwidth: 'fast' is not a rate");
+  proc_clear(&p);
+  p = RUN("validate", q, "--set=fabric.link.bandwidth=fast");
+  expect_usage_error(&p);
+  expect_err_has(&p, "--set:1:23: fabric.link.bandwidth: 'fast' is not a rate");
+  proc_clear(&p);
+  g_free(q);
+}
+
+/* ---- 3. help and version ------------------------------------------------ */
+
+static void expect_help(const char *const *args, const char *prefix) {
+  Proc p = run_argv(args);
+  cr_expect_eq(p.status, 0, "%s: exit status %d, expected 0; stderr:\n%s", p.cmd, p.status, p.err);
+  cr_expect(g_str_has_prefix(p.out, prefix), "%s: stdout should start with \"%s\"; it is:\n%s", p.cmd, prefix,
+            p.out);
+  cr_expect_str_empty(p.err, "%s: nothing expected on stderr, got:\n%s", p.cmd, p.err);
+  proc_clear(&p);
+}
+
+Test(cli, help) {
+  expect_help((const char *const[]){"--help", NULL}, "usage: fabsim COMMAND");
+  expect_help((const char *const[]){"-h", NULL}, "usage: fabsim COMMAND");
+  expect_help((const char *const[]){"run", "--help", NULL}, "usage: fabsim run [SCENARIO]");
+  expect_help((const char *const[]){"validate", "--help", NULL}, "usage: fabsim validate SCENARIO");
+}
+
+Test(cli, version) {
+  Proc p = RUN("--version");
+  cr_expect_eq(p.status, 0, "exit status %d; stderr:\n%s", p.status, p.err);
+  cr_expect_str_eq(p.out, "fabsim 0.1.0\n", "--version printed \"%s\"", p.out);
+  cr_expect_str_empty(p.err, "--version wrote on stderr: %s", p.err);
+  proc_clear(&p);
+}
+
+/* ---- 4, 5, 6. quickstart, determinism, the JSON summary ------------------ */
+
+/* Run and expect success with a JSON summary; returns stdout (g_free it). */
+static char *run_json(const char *const *args) {
+  Proc p = run_argv(args);
+  cr_assert_eq(p.status, 0, "%s: exit status %d; stderr:\n%s", p.cmd, p.status, p.err);
+  cr_assert_str_empty(p.err, "%s: nothing expected on stderr (not a terminal), got:\n%s", p.cmd, p.err);
+  char *out = p.out;
+  p.out = NULL;
+  proc_clear(&p);
+  return out;
+}
+
+Test(cli, builtin_quickstart_is_the_shipped_file) {
+  char *q = src_path("scenarios/quickstart.yaml");
+  char *builtin = run_json((const char *const[]){"run", "--json", NULL});
+  char *file = run_json((const char *const[]){"run", q, "--json", NULL});
+  cr_expect(strstr(builtin, "\"scenario\": \"quickstart\"") != NULL, "built-in: %s", builtin);
+  cr_expect(strstr(file, "\"scenario\": \"quickstart\"") != NULL, "file: %s", file);
+  char *a = stable_json(builtin), *b = stable_json(file);
+  cr_expect_str_eq(a, b, "fabsim run --json and fabsim run %s --json differ:\n%s\n%s", q, a, b);
+  g_free(a);
+  g_free(b);
+  g_free(builtin);
+  g_free(file);
+  g_free(q);
+}
+
+Test(cli, deterministic_and_seeded) {
+  char *q = src_path("scenarios/quickstart.yaml");
+  char *r1 = run_json((const char *const[]){"run", q, "--json", NULL});
+  char *r2 = run_json((const char *const[]){"run", q, "--json", NULL});
+  char *r3 = run_json((const char *const[]){"run", q, "--json", "--seed", "2", NULL});
+  char *s1 = stable_json(r1), *s2 = stable_json(r2), *s3 = stable_json(r3);
+  cr_expect_str_eq(s1, s2, "two runs of the same scenario differ:\n%s\n%s", s1, s2);
+  cr_expect(strstr(r1, "\"seed\": 1,") != NULL, "seed 1 run: %s", r1);
+  cr_expect(strstr(r3, "\"seed\": 2,") != NULL, "--seed 2 run: %s", r3);
+  static const char *const keys[] = {"sim_time_s", "fct_p50_s", "fct_p99_s", "fct_max_s"};
+  int differ = 0;
+  for (size_t i = 0; i < G_N_ELEMENTS(keys); i++) {
+    char *v1 = json_field(r1, keys[i]), *v3 = json_field(r3, keys[i]);
+    cr_expect(v1 && v3, "%s missing:\n%s\n%s", keys[i], r1, r3);
+    if (v1 && v3 && strcmp(v1, v3)) differ++;
+    g_free(v1);
+    g_free(v3);
+  }
+  cr_expect_gt(differ, 0, "--seed 2 gave the same sim_time_s and fct as seed 1:\n%s\n%s", r1, r3);
+  g_free(s1);
+  g_free(s2);
+  g_free(s3);
+  g_free(r1);
+  g_free(r2);
+  g_free(r3);
+  g_free(q);
+}
+
+Test(cli, json_summary_fields) {
+  char *q = src_path("scenarios/quickstart.yaml");
+  char *js = run_json((const char *const[]){"run", q, "--json", NULL});
+  size_t len = strlen(js);
+  cr_assert(len > 2 && js[0] == '{' && g_str_has_suffix(js, "}\n"), "not one JSON object and a newline: %s", js);
+  cr_expect_eq(strchr(js, '\n'), js + len - 1, "the summary should be one line: %s", js);
+  static const char *const top[] = {
+    "fabsim_version", "scenario", "seed", "sim_time_s", "wall_s", "events", "events_per_s", "packet_hops",
+    "endpoints", "flows", "drops", "retransmits", "pfc_pause_frames", "ecn_marks", "max_queue_bytes",
+    "collectives", "step",
+  };
+  for (size_t i = 0; i < G_N_ELEMENTS(top); i++) {
+    char *k = g_strdup_printf("\"%s\": ", top[i]);
+    cr_expect(strstr(js, k) != NULL, "field %s missing from the summary: %s", k, js);
+    g_free(k);
+  }
+  /* the flows object and its fields */
+  GRegex *re = g_regex_new("\"flows\": (\\{[^{}]*\\})", 0, 0, NULL);
+  GMatchInfo *mi = NULL;
+  cr_assert(g_regex_match(re, js, 0, &mi), "no \"flows\": {...} object in: %s", js);
+  char *flows = g_match_info_fetch(mi, 1);
+  g_match_info_free(mi);
+  g_regex_unref(re);
+  static const char *const fk[] = {"count", "completed", "bytes", "fct_p50_s", "fct_p99_s", "fct_max_s"};
+  for (size_t i = 0; i < G_N_ELEMENTS(fk); i++) {
+    char *k = g_strdup_printf("\"%s\": ", fk[i]);
+    cr_expect(strstr(flows, k) != NULL, "field flows.%s missing from %s", fk[i], flows);
+    g_free(k);
+  }
+  /* values the quickstart fixes: 32 hosts, 32 flows of 1 MiB, seed 1, no collectives */
+  cr_expect(strstr(js, "\"fabsim_version\": \"0.1.0\"") != NULL, "%s", js);
+  cr_expect(strstr(js, "\"scenario\": \"quickstart\"") != NULL, "%s", js);
+  cr_expect(strstr(js, "\"seed\": 1,") != NULL, "%s", js);
+  cr_expect(strstr(js, "\"endpoints\": 32,") != NULL, "%s", js);
+  cr_expect(strstr(flows, "\"count\": 32,") != NULL, "%s", flows);
+  cr_expect(strstr(flows, "\"completed\": 32,") != NULL, "%s", flows);
+  cr_expect(strstr(flows, "\"bytes\": 33554432,") != NULL, "%s", flows);
+  cr_expect(strstr(js, "\"collectives\": []") != NULL, "%s", js);
+  cr_expect(strstr(js, "\"step\": null") != NULL, "%s", js);
+  /* numbers are numbers */
+  static const char *const num[] = {"sim_time_s", "wall_s", "events", "events_per_s", "packet_hops",
+                                    "drops", "retransmits", "pfc_pause_frames", "ecn_marks", "max_queue_bytes",
+                                    "fct_p50_s", "fct_p99_s", "fct_max_s"};
+  GRegex *isnum = g_regex_new("^-?[0-9]+(\\.[0-9]+)?([eE][-+]?[0-9]+)?$", 0, 0, NULL);
+  for (size_t i = 0; i < G_N_ELEMENTS(num); i++) {
+    char *v = json_field(js, num[i]);
+    cr_expect(v && g_regex_match(isnum, v, 0, NULL), "%s is not a number (%s) in %s", num[i], v ? v : "absent",
+              js);
+    g_free(v);
+  }
+  g_regex_unref(isnum);
+  g_free(flows);
+  g_free(js);
+  g_free(q);
+}
+
+/* ---- 7. validate -------------------------------------------------------- */
+
+Test(cli, validate_shipped_scenarios) {
+  char *dir = src_path("scenarios");
+  GError *e = NULL;
+  GDir *d = g_dir_open(dir, 0, &e);
+  cr_assert_not_null(d, "cannot open %s: %s", dir, e ? e->message : "?");
+  int n = 0;
+  const char *name;
+  while ((name = g_dir_read_name(d))) {
+    if (!g_str_has_suffix(name, ".yaml")) continue;
+    char *f = g_build_filename(dir, name, NULL);
+    Proc p = RUN("validate", f);
+    cr_expect_eq(p.status, 0, "%s: exit status %d; stderr:\n%s", p.cmd, p.status, p.err);
+    char *ok = g_strdup_printf("%s: ok (", f);
+    cr_expect(g_str_has_prefix(p.out, ok), "%s: stdout should start with \"%s\": %s", p.cmd, ok, p.out);
+    cr_expect_str_empty(p.err, "%s: stderr: %s", p.cmd, p.err);
+    g_free(ok);
+    proc_clear(&p);
+    g_free(f);
+    n++;
+  }
+  g_dir_close(d);
+  cr_expect_geq(n, 1, "no scenarios in %s", dir);
+  g_free(dir);
+}
+
+Test(cli, validate_explain) {
+  char *q = src_path("scenarios/quickstart.yaml");
+  Proc p = RUN("validate", q, "--explain");
+  cr_expect_eq(p.status, 0, "%s: exit status %d; stderr:\n%s", p.cmd, p.status, p.err);
+  cr_expect_str_empty(p.err, "%s: stderr: %s", p.cmd, p.err);
+  static const char *const lines[] = {"^topology\\s+leaf-spine", "^transport\\s+rocev2", "^workload\\s+32 flows"};
+  for (size_t i = 0; i < G_N_ELEMENTS(lines); i++)
+    cr_expect(g_regex_match_simple(lines[i], p.out, G_REGEX_MULTILINE, 0), "%s: no line matching /%s/ in:\n%s",
+              p.cmd, lines[i], p.out);
+  proc_clear(&p);
+  g_free(q);
+}
+
+/* ---- 8. HDF5: all or nothing -------------------------------------------- */
+
+/* The names in dir, sorted, joined by spaces ("" when empty). */
+static char *dir_listing(const char *dir) {
+  GDir *d = g_dir_open(dir, 0, NULL);
+  cr_assert_not_null(d, "cannot open %s", dir);
+  GPtrArray *names = g_ptr_array_new_with_free_func(g_free);
+  const char *n;
+  while ((n = g_dir_read_name(d))) g_ptr_array_add(names, g_strdup(n));
+  g_dir_close(d);
+  g_ptr_array_sort(names, cmp_str);
+  g_ptr_array_add(names, NULL);
+  char *s = g_strjoinv(" ", (char **)names->pdata);
+  g_ptr_array_free(names, TRUE);
+  return s;
+}
+
+static void rm_dir(const char *dir) {
+  GDir *d = g_dir_open(dir, 0, NULL);
+  if (!d) return;
+  const char *n;
+  while ((n = g_dir_read_name(d))) {
+    char *f = g_build_filename(dir, n, NULL);
+    g_unlink(f);
+    g_free(f);
+  }
+  g_dir_close(d);
+  g_rmdir(dir);
+}
+
+Test(cli, hdf5_not_written_on_bad_input) {
+  char *tmp = g_dir_make_tmp("fabsim-cli-XXXXXX", NULL);
+  cr_assert_not_null(tmp);
+  char *h5 = g_build_filename(tmp, "out.h5", NULL);
+  char *bad = src_path("tests/bad/04-bad-rate-unit.yaml");
+  char *q = src_path("scenarios/quickstart.yaml");
+  char *set_h5 = g_strdup_printf("output.hdf5=%s", h5);
+  const char *const *cases[] = {
+    (const char *const[]){"run", bad, "--hdf5", h5, NULL},
+    (const char *const[]){"run", bad, "--json", "--hdf5", h5, NULL},
+    (const char *const[]){"run", q, "--hdf5", h5, "--set", "fabric.link.bandwidth=fast", NULL},
+    (const char *const[]){"run", q, "--set", set_h5, "--set", "workload.size=-1", NULL},
+  };
+  for (size_t i = 0; i < G_N_ELEMENTS(cases); i++) {
+    Proc p = run_argv(cases[i]);
+    expect_usage_error(&p);
+    cr_expect(!g_file_test(h5, G_FILE_TEST_EXISTS), "%s: %s was written", p.cmd, h5);
+    char *ls = dir_listing(tmp);
+    cr_expect_str_empty(ls, "%s: files left in %s: %s", p.cmd, tmp, ls);
+    g_free(ls);
+    proc_clear(&p);
+  }
+  rm_dir(tmp);
+  g_free(set_h5);
+  g_free(q);
+  g_free(bad);
+  g_free(h5);
+  g_free(tmp);
+}
+
+Test(cli, hdf5_written_on_success) {
+  char *tmp = g_dir_make_tmp("fabsim-cli-XXXXXX", NULL);
+  cr_assert_not_null(tmp);
+  char *h5 = g_build_filename(tmp, "out.h5", NULL);
+  char *q = src_path("scenarios/quickstart.yaml");
+  char *js = run_json((const char *const[]){"run", q, "--json", "--set", "workload.size=64KiB", "--hdf5", h5, NULL});
+  cr_expect(strstr(js, "\"completed\": 32,") != NULL, "%s", js);
+  char *data = NULL;
+  gsize len = 0;
+  cr_assert(g_file_get_contents(h5, &data, &len, NULL), "%s was not written", h5);
+  cr_expect(len >= 8 && memcmp(data, "\x89HDF\r\n\x1a\n", 8) == 0, "%s does not start with the HDF5 signature", h5);
+  char *ls = dir_listing(tmp);
+  cr_expect_str_eq(ls, "out.h5", "only out.h5 should be in %s: %s", tmp, ls);
+  g_free(ls);
+  g_free(data);
+  g_free(js);
+  rm_dir(tmp);
+  g_free(q);
+  g_free(h5);
+  g_free(tmp);
+}
+
+/* ---- 9. the human report ------------------------------------------------ */
+
+Test(cli, human_report) {
+  char *q = src_path("scenarios/quickstart.yaml");
+  Proc p = RUN("run", q);
+  cr_expect_eq(p.status, 0, "%s: exit status %d; stderr:\n%s", p.cmd, p.status, p.err);
+  cr_expect_str_empty(p.err, "%s: stderr: %s", p.cmd, p.err);
+  cr_expect(g_str_has_prefix(p.out, "fabsim 0.1.0: quickstart (seed 1)\n"), "%s: report:\n%s", p.cmd, p.out);
+  cr_expect(g_regex_match_simple("^\\s+flows\\s+32/32 completed", p.out, G_REGEX_MULTILINE, 0),
+            "%s: no 'flows ... 32/32 completed' line in:\n%s", p.cmd, p.out);
+  cr_expect(p.out[0] != '{', "%s: the report should not be JSON", p.cmd);
+  proc_clear(&p);
+  g_free(q);
+}

@@ -658,12 +658,12 @@ Test(schema, missing_required) {
   uint64_t v;
   cr_assert_not(fab_cfg_apply(link, NULL, s2, &v, &e));
   cr_assert_eq(e->code, FAB_CFG_ERROR_KEY);
-  assert_has(e->message, "t.yaml:4:5: fabric.link: missing required key 'bandwidth'");
+  assert_has(e->message, "t.yaml:3:3: fabric.link: missing required key 'bandwidth'");
   g_clear_error(&e);
 
   /* map absent: reported at where_if_null */
   cr_assert_not(fab_cfg_apply(fab_cfg_get(root, "output"), fab_cfg_get(root, "fabric"), s, &name, &e));
-  assert_has(e->message, "t.yaml:3:3: fabric: missing required key 'name'");
+  assert_has(e->message, "t.yaml:2:1: fabric: missing required key 'name'");
   g_clear_error(&e);
   /* and with no location at all */
   cr_assert_not(fab_cfg_apply(NULL, NULL, s, &name, &e));
@@ -746,13 +746,14 @@ Test(schema, bounds) {
 Test(schema, kind_mismatches) {
   All a;
   char *m = apply_text("x: {rate: {a: 1}}\n", "x", &a);
-  cr_assert_str_eq(m, "t.yaml:1:11: x.rate: expected a rate, found a map");
+  /* a map value is reported at its key */
+  cr_assert_str_eq(m, "t.yaml:1:5: x.rate: expected a rate, found a map");
   g_free(m);
   m = apply_text("x: {map: 5}\n", "x", &a);
   cr_assert_str_eq(m, "t.yaml:1:10: x.map: expected a map, found a scalar '5'");
   g_free(m);
   m = apply_text("x: {seq: {a: 1}}\n", "x", &a);
-  cr_assert_str_eq(m, "t.yaml:1:10: x.seq: expected a sequence, found a map");
+  cr_assert_str_eq(m, "t.yaml:1:5: x.seq: expected a sequence, found a map");
   g_free(m);
   m = apply_text("x: {str: [1]}\n", "x", &a);
   assert_has(m, "x.str: expected a string, found a sequence");
@@ -946,7 +947,7 @@ Test(include, missing_and_bad_entries) {
   assert_has(m, "No such file");
   g_free(m);
   m = load_err("include: {a: 1}\n");
-  assert_has(m, "t.yaml:1:10: include: expected a file name or a list of file names");
+  assert_has(m, "t.yaml:1:1: include: expected a file name or a list of file names");
   g_free(m);
   m = load_err("include: [a.yaml, [b]]\n");
   assert_has(m, "t.yaml:1:19: include[1]: expected a file name, found a sequence");

@@ -40,7 +40,7 @@ static const char usage_run[] =
   "  --no-progress      no progress line on stderr (it is shown only on a terminal)\n";
 
 static const char usage_validate[] =
-  "usage: fabsim validate SCENARIO [--set KEY=VALUE]... [--explain]\n"
+  "usage: fabsim validate SCENARIO [--set KEY=VALUE]... [--seed N] [--explain]\n"
   "\n"
   "Load and check SCENARIO as `run` would, without simulating it. With\n"
   "--explain, print what it expands to (topology, rates, headers, flows).\n";
@@ -78,7 +78,7 @@ static int parse_args(int argc, char **argv, const char *usage, gboolean is_run,
       else return usage_error(usage, "--set needs KEY=VALUE");
       if (!strchr(val, '=')) return usage_error(usage, "--set %s: expected KEY=VALUE", val);
       g_ptr_array_add(a->sets, g_strdup(val));
-    } else if (is_run && (!strcmp(s, "--seed") || !strncmp(s, "--seed=", 7))) {
+    } else if (!strcmp(s, "--seed") || !strncmp(s, "--seed=", 7)) {
       if (s[6] == '=') val = s + 7;
       else if (i + 1 < argc) val = argv[++i];
       else return usage_error(usage, "--seed needs a number");
@@ -204,7 +204,7 @@ static int cmd_validate(int argc, char **argv) {
     fputs(s, stdout);
     g_free(s);
   } else {
-    printf("%s: ok (%s, %u flows)\n", a.scenario, sc->topology, sc->flows->len);
+    printf("%s: ok (%s, %u flow%s)\n", a.scenario, sc->topology, sc->flows->len, sc->flows->len == 1 ? "" : "s");
   }
   fab_scenario_free(sc);
   rc = 0;

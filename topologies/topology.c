@@ -175,8 +175,9 @@ static gboolean read_topology(const FabCfgNode *node, const ClusterIn *cl, const
       double s = (double)in.hosts_per_leaf / r;
       if (s < 1 || s != (double)(uint64_t)s)
         return fab_cfg_fail(fab_cfg_get(node, "oversubscription"), err,
-                            "hosts_per_leaf %" G_GUINT64_FORMAT " / %g is not a whole number of spines",
-                            in.hosts_per_leaf, r);
+                            "hosts_per_leaf %" G_GUINT64_FORMAT " / oversubscription %g = %.3g spines, not a "
+                            "whole number (use a ratio that divides %" G_GUINT64_FORMAT ", or give spines)",
+                            in.hosts_per_leaf, r, s, in.hosts_per_leaf);
       t->spines = (uint32_t)s;
     }
     if ((uint64_t)t->leaves * t->hosts_per_leaf > (1u << 24))
@@ -236,7 +237,8 @@ gboolean fab_fabric_cfg_read(const FabCfgNode *root, FabFabricCfg *out, GError *
   if (!read_topology(fab.topology, &cl, cl_node, &out->topo, err)) return FALSE;
   if (sw.buffer < link.mtu + 128)
     return fab_cfg_fail(fab_cfg_get(fab.sw, "buffer"), err, "buffer %" G_GUINT64_FORMAT
-                        " B cannot hold one packet of mtu %" G_GUINT64_FORMAT, sw.buffer, link.mtu);
+                        " B cannot hold one packet of mtu %" G_GUINT64_FORMAT " (expected at least %"
+                        G_GUINT64_FORMAT " B: mtu + 128 B of headers)", sw.buffer, link.mtu, link.mtu + 128);
 
   out->topo.link_bps = link.bandwidth;
   out->topo.host_bps = nic.bandwidth ? nic.bandwidth : link.bandwidth;
@@ -396,8 +398,16 @@ char *fab_topology_describe(const FabTopoSpec *s) {
   case FAB_TOPO_SINGLE_SWITCH:
     return g_strdup_printf("single-switch: %u hosts", s->hosts);
   case FAB_TOPO_LEAF_SPINE:
+  {
+    uint32_t a = s->hosts_per_leaf, b = s->spines; /* the ratio in lowest terms */
+    while (b) {
+      uint32_t t = a % b;
+      a = b;
+      b = t;
+    }
     return g_strdup_printf("leaf-spine: %u leaves x %u hosts, %u spines (%u:%u at the leaf)", s->leaves,
-                           s->hosts_per_leaf, s->spines, s->hosts_per_leaf, s->spines);
+                           s->hosts_per_leaf, s->spines, s->hosts_per_leaf / a, s->spines / a);
+  }
   case FAB_TOPO_FAT_TREE:
     return g_strdup_printf("fat-tree: k=%u, %u hosts per edge, %u hosts, %u switches", s->k, s->hosts_per_leaf,
                            s->hosts, s->k * s->k + (s->k / 2) * (s->k / 2));

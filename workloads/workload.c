@@ -13,7 +13,7 @@ typedef struct WorkloadIn {
 
 static const FabCfgKey workload_schema[] = {
   {"kind", FAB_CFG_ENUM, offsetof(WorkloadIn, kind), TRUE, NULL, 0, 0, kinds},
-  {"size", FAB_CFG_SIZE, offsetof(WorkloadIn, size), FALSE, NULL, 0, 0, NULL},
+  {"size", FAB_CFG_SIZE, offsetof(WorkloadIn, size), FALSE, NULL, 1, 0, NULL},
   {"start", FAB_CFG_TIME, offsetof(WorkloadIn, start), FALSE, "0ns", 0, 0, NULL},
   {"receiver", FAB_CFG_UINT, offsetof(WorkloadIn, receiver), FALSE, "0", 0, 0, NULL},
   {"priority", FAB_CFG_UINT, offsetof(WorkloadIn, priority), FALSE, "0", 0, 7, NULL},
@@ -29,7 +29,7 @@ typedef struct FlowIn {
 static const FabCfgKey flow_schema[] = {
   {"src", FAB_CFG_UINT, offsetof(FlowIn, src), TRUE, NULL, 0, 0, NULL},
   {"dst", FAB_CFG_UINT, offsetof(FlowIn, dst), TRUE, NULL, 0, 0, NULL},
-  {"size", FAB_CFG_SIZE, offsetof(FlowIn, size), TRUE, NULL, 0, 0, NULL},
+  {"size", FAB_CFG_SIZE, offsetof(FlowIn, size), TRUE, NULL, 1, 0, NULL},
   {"start", FAB_CFG_TIME, offsetof(FlowIn, start), FALSE, "0ns", 0, 0, NULL},
   {"priority", FAB_CFG_UINT, offsetof(FlowIn, priority), FALSE, "0", 0, 7, NULL},
   {NULL, FAB_CFG_END, 0, FALSE, NULL, 0, 0, NULL},
@@ -62,8 +62,8 @@ static gboolean check_endpoint(const FabCfgNode *n, uint64_t v, uint32_t endpoin
 
 static gboolean check_prio(const FabCfgNode *n, uint64_t v, uint32_t nprio, GError **err) {
   if (v >= nprio)
-    return fab_cfg_fail(n, err, "priority %" G_GUINT64_FORMAT " does not exist (fabric.switch.priorities is %u)",
-                        v, nprio);
+    return fab_cfg_fail(n, err, "priority %" G_GUINT64_FORMAT " does not exist (expected 0..%u: "
+                        "fabric.switch.priorities is %u)", v, nprio - 1, nprio);
   return TRUE;
 }
 
