@@ -3,14 +3,16 @@
 **
 ** Events pop in time order; events with equal time pop in the order they were
 ** pushed (the sequence number is assigned by push, as libuv's timer heap
-** does), so a run is deterministic. The structure is an implicit d-ary heap
-** (d = FAB_EVQ_ARITY, 4 by default) of 32-byte entries, chosen by the
-** hold-model benchmark in tests/bench_evq.c (see README "Event queue").
-** Many events at one timestamp do not degrade it: the (time, seq) key is
-** unique, so the heap stays balanced whatever the time distribution.
+** does), so a run is deterministic. The structure, chosen by the hold-model
+** benchmark in tests/bench_evq.c (README "Event queue"), is a timing wheel of
+** 2^16 buckets of 2.048 ns for the next 134 us, whose active bucket is a 4-ary
+** heap, plus a 4-ary heap for events further out (see evq.c). Many events at
+** one timestamp fall in one bucket and cost what a heap costs: O(log n).
 **
-** Cost: push and pop O(log_d n); peek O(1). No allocation except when the
-** array doubles.
+** Cost: push O(1) into the wheel, O(log n) into a heap; pop O(log k) for k
+** events in the active bucket, plus a bitmap scan to the next non-empty
+** bucket. Memory: about 520 KB for the wheel, allocated by fab_evq_new, plus
+** 48 bytes per pending event (grown by doubling).
 */
 #ifndef FAB_EVQ_H
 #define FAB_EVQ_H
@@ -29,7 +31,8 @@ typedef struct FabEvent {
 
 typedef struct FabEvq FabEvq;
 
-/* A queue with room for `cap` events before it grows. Transfer full. */
+/* An empty queue. `cap` is a hint of the pending events to expect (the
+** side tables grow by doubling either way). Transfer full. */
 FabEvq *fab_evq_new(size_t cap);
 void fab_evq_free(FabEvq *q);
 

@@ -1,1 +1,619 @@
+/*
+** Topology builders (topologies/topology.h) and the fabric section reader.
+**
+** Built topologies are checked by walking them: from a host's NIC port to
+** its peer, then at each switch fab_switch_next_hop and across to the peer,
+** until a NIC is reached. Every (src, dst) pair must arrive at dst, over the
+** number of links a shortest path has:
+**   single switch / same leaf or edge:   host - switch - host             2
+**   leaf-spine, other leaf:              host - leaf - spine - leaf - host 4
+**   fat-tree, same pod, other edge:      host - edge - agg - edge - host   4
+**   fat-tree, other pod:                 host - edge - agg - core - agg - edge - host 6
+*/
 #include <criterion/criterion.h>
+#include <string.h>
+
+#include "models/ecmp.h"
+#include "topologies/topology.h"
+
+/* ---- helpers ----------------------------------------------------------- */
+
+static FabFabricCfg make_cfg(FabTopoKind kind, uint64_t seed) {
+  FabFabricCfg c;
+  memset(&c, 0, sizeof c);
+  c.topo.kind = kind;
+  c.topo.link_bps = 400000000000ULL; /* 400G between switches */
+  c.topo.host_bps = 100000000000ULL; /* 100G to hosts */
+  c.topo.link_latency = 500 * FAB_NS;
+  c.sw.latency = 0;
+  c.sw.buffer = 1 << 20;
+  c.sw.alpha = 1.0;
+  c.sw.nprio = 1;
+  c.sw.ecmp_seed = seed;
+  c.nic.bps = c.topo.host_bps;
+  c.nic.mtu = 4096;
+  c.nic.rto = FAB_MS;
+  c.nic.ack_interval = 1;
+  c.nic.max_timeouts = 8;
+  c.nic.nprio = 1;
+  c.nic.transport = fab_transport_get(FAB_TRANSPORT_ROCEV2);
+  c.nic.ecmp_seed = seed;
+  return c;
+}
+
+static FabTopology *single_switch(uint32_t hosts) {
+  FabFabricCfg c = make_cfg(FAB_TOPO_SINGLE_SWITCH, 1);
+  c.topo.hosts = hosts;
+  return fab_topology_build(&c);
+}
+
+static FabTopology *leaf_spine(uint32_t leaves, uint32_t hpl, uint32_t spines, uint64_t seed) {
+  FabFabricCfg c = make_cfg(FAB_TOPO_LEAF_SPINE, seed);
+  c.topo.leaves = leaves;
+  c.topo.hosts_per_leaf = hpl;
+  c.topo.spines = spines;
+  c.topo.hosts = leaves * hpl;
+  return fab_topology_build(&c);
+}
+
+static FabTopology *fat_tree(uint32_t k, uint32_t hpe, uint64_t seed) {
+  FabFabricCfg c = make_cfg(FAB_TOPO_FAT_TREE, seed);
+  c.topo.k = k;
+  c.topo.hosts_per_leaf = hpe;
+  c.topo.hosts = k * (k / 2) * hpe;
+  return fab_topology_build(&c);
+}
+
+/* Endpoint number of the NIC that is node n, or -1. */
+static int nic_of(const FabTopology *t, const FabNode *n) {
+  for (uint32_t h = 0; h < t->nhosts; h++)
+    if (&t->nics[h].node == n) return (int)h;
+  return -1;
+}
+
+/* Index in t->switches of the switch that is node n, or -1. */
+static int switch_of(const FabTopology *t, const FabNode *n) {
+  for (uint32_t s = 0; s < t->nswitches; s++)
+    if (&t->switches[s]->node == n) return (int)s;
+  return -1;
+}
+
+/* Follow a packet from src to dst with `hash`; returns the links crossed and
+** stores the switches visited in via[] (up to 8). Fails the test if the walk
+** meets a missing peer or route, goes back out the port it came in, ends at
+** the wrong NIC, or runs longer than 8 links. */
+static int walk(const FabTopology *t, uint32_t src, uint32_t dst, uint32_t hash, int via[8]) {
+  const FabPort *out = &t->nics[src].port;
+  int links = 0;
+  for (;;) {
+    cr_assert_not_null(out->peer, "%u->%u: a port without a peer", src, dst);
+    const FabPort *in = out->peer;
+    links++;
+    int h = nic_of(t, in->owner);
+    if (h >= 0) {
+      cr_assert_eq((uint32_t)h, dst, "%u->%u (hash %u): arrived at host %d", src, dst, hash, h);
+      return links;
+    }
+    cr_assert_lt(links, 8, "%u->%u (hash %u): no arrival after 8 links", src, dst, hash);
+    int s = switch_of(t, in->owner);
+    cr_assert_geq(s, 0, "a port owned by neither a NIC nor a switch");
+    if (via) via[links - 1] = s;
+    out = fab_switch_next_hop(t->switches[s], dst, hash);
+    cr_assert_not_null(out, "%u->%u: no route at %s", src, dst, t->switches[s]->node.name);
+    cr_assert_neq(out, in, "%u->%u: U-turn at %s", src, dst, t->switches[s]->node.name);
+    cr_assert_eq(out->owner, &t->switches[s]->node);
+  }
+}
+
+static const uint32_t hashes[] = {0, 1, 2, 3, 0x9e3779b9u, 0xdeadbeefu, 0x7fffffffu, 0xffffffffu};
+#define NHASH (sizeof hashes / sizeof *hashes)
+
+/* Walk every ordered pair with every hash; expect(src, dst) gives the links. */
+static void all_pairs(const FabTopology *t, int (*expect)(const FabTopology *, uint32_t, uint32_t)) {
+  for (uint32_t s = 0; s < t->nhosts; s++)
+    for (uint32_t d = 0; d < t->nhosts; d++) {
+      if (s == d) continue;
+      for (size_t i = 0; i < NHASH; i++) {
+        int n = walk(t, s, d, hashes[i], NULL);
+        cr_assert_eq(n, expect(t, s, d), "%u->%u hash %x: %d links, expected %d", s, d, hashes[i], n,
+                     expect(t, s, d));
+      }
+    }
+}
+
+typedef struct PortCount {
+  size_t ports, unpaired, nopeer;
+} PortCount;
+
+static void count_port(FabPort *pt, void *ctx) {
+  PortCount *c = ctx;
+  c->ports++;
+  if (!pt->peer) c->nopeer++;
+  else if (pt->peer->peer != pt || pt->peer == pt) c->unpaired++;
+}
+
+/* Every port of the fabric has a peer whose peer is itself; returns the count. */
+static size_t check_links(FabTopology *t) {
+  PortCount c = {0};
+  fab_topology_foreach_port(t, count_port, &c);
+  cr_assert_eq(c.nopeer, 0, "%zu ports without a peer", c.nopeer);
+  cr_assert_eq(c.unpaired, 0, "%zu ports whose peer's peer is not themselves", c.unpaired);
+  size_t want = t->nhosts;
+  for (uint32_t s = 0; s < t->nswitches; s++) want += t->switches[s]->nports;
+  cr_assert_eq(c.ports, want, "foreach_port visited %zu ports of %zu", c.ports, want);
+  return c.ports;
+}
+
+/* ---- single switch ----------------------------------------------------- */
+
+static int two_links(const FabTopology *t, uint32_t s, uint32_t d) { return 2; }
+
+Test(topology, single_switch_4_hosts) {
+  FabTopology *t = single_switch(4);
+  cr_assert_eq(t->nhosts, 4);
+  cr_assert_eq(t->nswitches, 1);
+  FabSwitch *sw = t->switches[0];
+  cr_assert_eq(sw->nports, 4);
+  cr_assert_str_eq(sw->node.name, "switch0");
+  for (uint32_t h = 0; h < 4; h++) {
+    cr_assert_eq(t->nics[h].id, h);
+    cr_assert_eq(t->nics[h].port.peer, &sw->ports[h], "host %u is on port %u", h, h);
+    cr_assert_eq(sw->ports[h].peer, &t->nics[h].port);
+    cr_assert_eq(sw->ports[h].owner, &sw->node);
+    cr_assert_eq(t->nics[h].port.owner, &t->nics[h].node);
+    for (size_t i = 0; i < NHASH; i++) cr_assert_eq(fab_switch_next_hop(sw, h, hashes[i]), &sw->ports[h]);
+  }
+  cr_assert_null(fab_switch_next_hop(sw, 4, 0), "endpoint 4 does not exist");
+  cr_assert_eq(check_links(t), 8);
+  all_pairs(t, two_links);
+  fab_topology_free(t);
+}
+
+Test(topology, link_rates_and_latency) {
+  /* hosts at host_bps, switch-to-switch at link_bps, latency on both ends */
+  FabTopology *t = leaf_spine(2, 2, 1, 1);
+  for (uint32_t h = 0; h < t->nhosts; h++) {
+    cr_assert_eq(t->nics[h].port.bps, 100000000000ULL);
+    cr_assert_eq(t->nics[h].port.peer->bps, 100000000000ULL);
+    cr_assert_eq(t->nics[h].port.latency, 500 * FAB_NS);
+    cr_assert_eq(t->nics[h].port.peer->latency, 500 * FAB_NS);
+  }
+  FabSwitch *leaf0 = t->switches[0];
+  cr_assert_eq(leaf0->ports[2].bps, 400000000000ULL, "leaf uplink");
+  cr_assert_eq(leaf0->ports[2].peer->bps, 400000000000ULL, "spine downlink");
+  cr_assert_eq(leaf0->ports[2].latency, 500 * FAB_NS);
+  cr_assert_eq(leaf0->ports[2].peer->latency, 500 * FAB_NS);
+  fab_topology_free(t);
+}
+
+/* ---- leaf-spine -------------------------------------------------------- */
+
+static int ls_links(const FabTopology *t, uint32_t s, uint32_t d) {
+  uint32_t hpl = t->spec.hosts_per_leaf;
+  return s / hpl == d / hpl ? 2 : 4;
+}
+
+Test(topology, leaf_spine_structure) {
+  /* 2 leaves x 4 hosts, 2 spines: leaf ports 0..3 hosts, 4..5 spines;
+  ** spine j port l goes to leaf l. Switch numbers: leaves, then spines. */
+  FabTopology *t = leaf_spine(2, 4, 2, 1);
+  cr_assert_eq(t->nhosts, 8);
+  cr_assert_eq(t->nswitches, 4);
+  const char *names[] = {"leaf0", "leaf1", "spine0", "spine1"};
+  const uint32_t nports[] = {6, 6, 2, 2};
+  for (uint32_t s = 0; s < 4; s++) {
+    cr_assert_str_eq(t->switches[s]->node.name, names[s]);
+    cr_assert_eq(t->switches[s]->nports, nports[s], "%s", names[s]);
+    cr_assert_eq(t->switches[s]->id, s);
+  }
+  for (uint32_t l = 0; l < 2; l++) {
+    FabSwitch *leaf = t->switches[l];
+    for (uint32_t i = 0; i < 4; i++) cr_assert_eq(leaf->ports[i].peer, &t->nics[l * 4 + i].port);
+    for (uint32_t j = 0; j < 2; j++) cr_assert_eq(leaf->ports[4 + j].peer, &t->switches[2 + j]->ports[l]);
+  }
+  cr_assert_eq(check_links(t), 8 + 6 + 6 + 2 + 2);
+  fab_topology_free(t);
+}
+
+Test(topology, leaf_spine_every_pair_reachable) {
+  for (uint64_t seed = 0; seed < 3; seed++) {
+    FabTopology *t = leaf_spine(2, 4, 2, seed);
+    all_pairs(t, ls_links);
+    fab_topology_free(t);
+  }
+}
+
+Test(topology, leaf_spine_uneven_shape) {
+  /* 3 leaves x 2 hosts, 3 spines (routing groups of 3) */
+  FabTopology *t = leaf_spine(3, 2, 3, 4);
+  cr_assert_eq(t->nswitches, 6);
+  cr_assert_eq(t->switches[0]->nports, 5);
+  cr_assert_eq(t->switches[3]->nports, 3);
+  check_links(t);
+  all_pairs(t, ls_links);
+  fab_topology_free(t);
+}
+
+Test(topology, leaf_spine_routes) {
+  /* Down routes have one port whatever the hash; up routes go to a spine. */
+  FabTopology *t = leaf_spine(2, 4, 2, 1);
+  FabSwitch *leaf0 = t->switches[0], *spine1 = t->switches[3];
+  for (uint32_t h = 0; h < 1000; h++) {
+    cr_assert_eq(fab_switch_next_hop(leaf0, 2, h), &leaf0->ports[2], "local host: its own port");
+    FabPort *up = fab_switch_next_hop(leaf0, 6, h);
+    cr_assert(up == &leaf0->ports[4] || up == &leaf0->ports[5], "remote host: an uplink");
+    cr_assert_eq(fab_switch_next_hop(spine1, 6, h), &spine1->ports[1], "spine: the leaf of host 6");
+    cr_assert_eq(fab_switch_next_hop(spine1, 1, h), &spine1->ports[0]);
+  }
+  fab_topology_free(t);
+}
+
+Test(topology, leaf_spine_ecmp_uses_both_spines) {
+  /* 2000 flow hashes from host 0 to host 5: about 1000 via each spine (sd ~22). */
+  FabTopology *t = leaf_spine(2, 4, 2, 7);
+  int per_spine[2] = {0};
+  for (uint32_t i = 0; i < 2000; i++) {
+    uint32_t h = fab_ecmp_hash(0, 5, fab_ecmp_sport(i, 7), 4791, 17, 7);
+    int via[8];
+    cr_assert_eq(walk(t, 0, 5, h, via), 4);
+    cr_assert_eq(via[0], 0, "first switch: leaf0");
+    cr_assert(via[1] == 2 || via[1] == 3, "second switch: a spine");
+    cr_assert_eq(via[2], 1, "third switch: leaf1");
+    per_spine[via[1] - 2]++;
+  }
+  cr_assert(per_spine[0] > 850 && per_spine[1] > 850, "spine0 %d, spine1 %d of 2000", per_spine[0],
+            per_spine[1]);
+  fab_topology_free(t);
+}
+
+/* ---- fat-tree ---------------------------------------------------------- */
+
+static int ft_links(const FabTopology *t, uint32_t s, uint32_t d) {
+  uint32_t hpe = t->spec.hosts_per_leaf, per_pod = t->spec.k / 2 * hpe;
+  if (s / hpe == d / hpe) return 2;
+  if (s / per_pod == d / per_pod) return 4;
+  return 6;
+}
+
+Test(topology, fat_tree_k4) {
+  /* k=4: 4 pods x (2 edge + 2 agg), 4 cores = 20 switches; 2 hosts per
+  ** edge, 16 hosts; every switch has k = 4 ports. */
+  FabTopology *t = fat_tree(4, 2, 1);
+  cr_assert_eq(t->nhosts, 16);
+  cr_assert_eq(t->nswitches, 20);
+  for (uint32_t s = 0; s < 20; s++) {
+    char want[16];
+    if (s < 8) g_snprintf(want, sizeof want, "edge%u", s);
+    else if (s < 16) g_snprintf(want, sizeof want, "agg%u", s - 8);
+    else g_snprintf(want, sizeof want, "core%u", s - 16);
+    cr_assert_str_eq(t->switches[s]->node.name, want);
+    cr_assert_eq(t->switches[s]->nports, 4, "%s", want);
+    cr_assert_eq(t->switches[s]->id, s);
+  }
+  /* host h on edge h/2, port h%2 */
+  for (uint32_t h = 0; h < 16; h++) cr_assert_eq(t->nics[h].port.peer, &t->switches[h / 2]->ports[h % 2]);
+  cr_assert_eq(check_links(t), 16 + 20 * 4);
+  all_pairs(t, ft_links);
+  fab_topology_free(t);
+}
+
+Test(topology, fat_tree_k4_layers) {
+  /* A cross-pod path climbs edge, agg, core and descends agg, edge, each in
+  ** the right pod; the aggs are in the source and destination pods. */
+  FabTopology *t = fat_tree(4, 2, 3);
+  for (uint32_t i = 0; i < 200; i++) {
+    int via[8];
+    cr_assert_eq(walk(t, 1, 14, i * 2654435761u, via), 6);
+    cr_assert_eq(via[0], 0, "edge0 (host 1)");
+    cr_assert(via[1] == 8 || via[1] == 9, "an agg of pod 0, got switch %d", via[1]);
+    cr_assert(via[2] >= 16 && via[2] < 20, "a core, got switch %d", via[2]);
+    cr_assert(via[3] == 14 || via[3] == 15, "an agg of pod 3, got switch %d", via[3]);
+    cr_assert_eq(via[4], 7, "edge7 (host 14)");
+  }
+  fab_topology_free(t);
+}
+
+Test(topology, fat_tree_k4_uses_every_core) {
+  /* (k/2)^2 = 4 shortest paths between pods, one per core: 4000 hashes,
+  ** about 1000 each (sd ~27). */
+  FabTopology *t = fat_tree(4, 2, 11);
+  int per_core[4] = {0};
+  for (uint32_t i = 0; i < 4000; i++) {
+    int via[8];
+    uint32_t h = fab_ecmp_hash(0, 15, fab_ecmp_sport(i, 11), 4791, 17, 11);
+    cr_assert_eq(walk(t, 0, 15, h, via), 6);
+    per_core[via[2] - 16]++;
+  }
+  for (int c = 0; c < 4; c++) cr_assert_gt(per_core[c], 800, "core%d carries %d of 4000", c, per_core[c]);
+  fab_topology_free(t);
+}
+
+Test(topology, fat_tree_k4_oversubscribed) {
+  /* 2:1 at the edge: 4 hosts per edge, 2 uplinks; 8 edges -> 32 hosts */
+  FabTopology *t = fat_tree(4, 4, 1);
+  cr_assert_eq(t->nhosts, 32);
+  cr_assert_eq(t->nswitches, 20);
+  cr_assert_eq(t->switches[0]->nports, 6, "edge: 4 hosts + 2 aggs");
+  cr_assert_eq(t->switches[8]->nports, 4, "agg: 2 edges + 2 cores");
+  cr_assert_eq(t->switches[16]->nports, 4, "core: one per pod");
+  for (uint32_t h = 0; h < 32; h++) cr_assert_eq(t->nics[h].port.peer, &t->switches[h / 4]->ports[h % 4]);
+  cr_assert_eq(check_links(t), 32 + 8 * 6 + 8 * 4 + 4 * 4);
+  all_pairs(t, ft_links);
+  fab_topology_free(t);
+}
+
+Test(topology, describe) {
+  FabFabricCfg c = make_cfg(FAB_TOPO_SINGLE_SWITCH, 0);
+  c.topo.hosts = 4;
+  char *s = fab_topology_describe(&c.topo);
+  cr_assert_str_eq(s, "single-switch: 4 hosts");
+  g_free(s);
+  c.topo.kind = FAB_TOPO_LEAF_SPINE;
+  c.topo.leaves = 2, c.topo.hosts_per_leaf = 8, c.topo.spines = 4, c.topo.hosts = 16;
+  s = fab_topology_describe(&c.topo);
+  cr_assert_str_eq(s, "leaf-spine: 2 leaves x 8 hosts, 4 spines (2:1 at the leaf)");
+  g_free(s);
+  c.topo.spines = 3; /* 8:3 is already in lowest terms */
+  s = fab_topology_describe(&c.topo);
+  cr_assert_str_eq(s, "leaf-spine: 2 leaves x 8 hosts, 3 spines (8:3 at the leaf)");
+  g_free(s);
+}
+
+/* ---- reading the fabric section from YAML ------------------------------- */
+
+static FabCfg *load(const char *yaml) {
+  GError *err = NULL;
+  FabCfg *cfg = fab_cfg_load_string(yaml, "t.yaml", &err);
+  cr_assert_not_null(cfg, "YAML did not load: %s", err ? err->message : "?");
+  return cfg;
+}
+
+static void read_ok(const char *yaml, FabFabricCfg *out) {
+  FabCfg *cfg = load(yaml);
+  GError *err = NULL;
+  gboolean ok = fab_fabric_cfg_read(fab_cfg_root(cfg), out, &err);
+  cr_assert(ok, "unexpected error: %s", err ? err->message : "?");
+  cr_assert_null(err);
+  fab_cfg_free(cfg);
+}
+
+/* The read fails with a message that starts with `where_path` (e.g.
+** "t.yaml:8:23: fabric.topology.oversubscription:") and contains `what`. */
+static void read_fails(const char *yaml, const char *where_path, const char *what) {
+  FabCfg *cfg = load(yaml);
+  GError *err = NULL;
+  FabFabricCfg out;
+  cr_assert_not(fab_fabric_cfg_read(fab_cfg_root(cfg), &out, &err), "expected an error at %s", where_path);
+  cr_assert_not_null(err);
+  cr_assert(err->domain == FAB_CFG_ERROR);
+  cr_assert(g_str_has_prefix(err->message, where_path), "message '%s' does not start with '%s'", err->message,
+            where_path);
+  cr_assert_not_null(strstr(err->message, what), "message '%s' does not say '%s'", err->message, what);
+  g_error_free(err);
+  fab_cfg_free(cfg);
+}
+
+Test(topology_cfg, leaf_spine_oversubscription_2_to_1) {
+  /* 32 nodes / 8 per leaf = 4 leaves; 8 hosts / (2:1) = 4 spines */
+  FabFabricCfg f;
+  read_ok("cluster:\n"
+          "  nodes: 32\n"
+          "  nic: {bandwidth: 50Gbps}\n"
+          "fabric:\n"
+          "  topology:\n"
+          "    kind: leaf-spine\n"
+          "    hosts_per_leaf: 8\n"
+          "    oversubscription: 2:1\n"
+          "  link: {bandwidth: 100Gbps, latency: 750ns, mtu: 2048}\n",
+          &f);
+  cr_assert_eq(f.topo.kind, FAB_TOPO_LEAF_SPINE);
+  cr_assert_eq(f.topo.leaves, 4);
+  cr_assert_eq(f.topo.spines, 4);
+  cr_assert_eq(f.topo.hosts_per_leaf, 8);
+  cr_assert_eq(f.topo.hosts, 32);
+  cr_assert_eq(f.topo.link_bps, 100000000000ULL);
+  cr_assert_eq(f.topo.host_bps, 50000000000ULL, "cluster.nic.bandwidth sets the host links");
+  cr_assert_eq(f.nic.bps, 50000000000ULL);
+  cr_assert_eq(f.topo.link_latency, 750 * FAB_NS);
+  cr_assert_eq(f.nic.mtu, 2048);
+  /* defaults */
+  cr_assert_eq(f.nic.rto, FAB_MS);
+  cr_assert_eq(f.nic.ack_interval, 1);
+  cr_assert_eq(f.nic.max_timeouts, 64);
+  cr_assert_eq(f.sw.nprio, 8);
+  cr_assert_eq(f.nic.nprio, 8);
+  cr_assert_eq(f.sw.buffer, 32ULL << 20);
+  cr_assert_eq(f.sw.alpha, 1.0);
+  cr_assert_eq(f.sw.latency, 0);
+  cr_assert_eq(f.nic.transport.kind, FAB_TRANSPORT_ROCEV2);
+  cr_assert_eq(f.nic.transport.data_overhead, 82);
+  /* and it builds: 4 leaves of 8 + 4 ports, 4 spines of 4 ports */
+  FabTopology *t = fab_topology_build(&f);
+  cr_assert_eq(t->nswitches, 8);
+  cr_assert_eq(t->switches[0]->nports, 12);
+  cr_assert_eq(t->switches[7]->nports, 4);
+  cr_assert_str_eq(t->switches[7]->node.name, "spine3");
+  check_links(t);
+  for (uint32_t s = 0; s < 32; s += 5)
+    for (uint32_t d = 0; d < 32; d += 3)
+      if (s != d) cr_assert_eq(walk(t, s, d, s * 31 + d, NULL), s / 8 == d / 8 ? 2 : 4);
+  fab_topology_free(t);
+}
+
+Test(topology_cfg, leaf_spine_host_link_defaults_to_link) {
+  FabFabricCfg f;
+  read_ok("fabric:\n"
+          "  topology: {kind: leaf-spine, hosts_per_leaf: 2, leaves: 3, spines: 1}\n"
+          "  link: {bandwidth: 200Gbps}\n"
+          "  switch: {ecmp_seed: 9, priorities: 2}\n",
+          &f);
+  cr_assert_eq(f.topo.hosts, 6);
+  cr_assert_eq(f.topo.leaves, 3);
+  cr_assert_eq(f.topo.spines, 1);
+  cr_assert_eq(f.topo.host_bps, 200000000000ULL);
+  cr_assert_eq(f.topo.link_latency, FAB_US, "default latency 1us");
+  cr_assert_eq(f.nic.mtu, 4096, "default mtu");
+  cr_assert_eq(f.sw.ecmp_seed, 9);
+  cr_assert_eq(f.nic.ecmp_seed, 9, "NIC hashes with the switch seed");
+  cr_assert_eq(f.sw.nprio, 2);
+  cr_assert_eq(f.nic.nprio, 2);
+}
+
+Test(topology_cfg, fat_tree_oversubscription_2_to_1) {
+  FabFabricCfg f;
+  read_ok("cluster: {nodes: 32}\n"
+          "fabric:\n"
+          "  topology: {kind: fat-tree, k: 4, oversubscription: 2:1}\n"
+          "  link: {bandwidth: 100Gbps}\n",
+          &f);
+  cr_assert_eq(f.topo.kind, FAB_TOPO_FAT_TREE);
+  cr_assert_eq(f.topo.k, 4);
+  cr_assert_eq(f.topo.hosts_per_leaf, 4);
+  cr_assert_eq(f.topo.hosts, 32);
+}
+
+Test(topology_cfg, fat_tree_default_is_full_bisection) {
+  FabFabricCfg f;
+  read_ok("fabric:\n"
+          "  topology: {kind: fat-tree, k: 6}\n"
+          "  link: {bandwidth: 100Gbps}\n",
+          &f);
+  cr_assert_eq(f.topo.hosts_per_leaf, 3);
+  cr_assert_eq(f.topo.hosts, 54, "k^3/4");
+}
+
+Test(topology_cfg, single_switch_hosts_from_nodes) {
+  FabFabricCfg f;
+  read_ok("cluster: {nodes: 5}\n"
+          "fabric:\n"
+          "  topology: {kind: single-switch}\n"
+          "  link: {bandwidth: 100Gbps}\n",
+          &f);
+  cr_assert_eq(f.topo.kind, FAB_TOPO_SINGLE_SWITCH);
+  cr_assert_eq(f.topo.hosts, 5);
+}
+
+/* Column numbers below count from 1: in "    spines: 4" the value is at 13. */
+
+Test(topology_cfg, error_spines_and_oversubscription) {
+  read_fails("cluster:\n"                   /* 1 */
+             "  nodes: 32\n"                /* 2 */
+             "fabric:\n"                    /* 3 */
+             "  topology:\n"                /* 4 */
+             "    kind: leaf-spine\n"       /* 5 */
+             "    hosts_per_leaf: 8\n"      /* 6 */
+             "    spines: 4\n"              /* 7 */
+             "    oversubscription: 2:1\n"  /* 8: value at column 23 */
+             "  link: {bandwidth: 100Gbps}\n",
+             "t.yaml:8:23: fabric.topology.oversubscription: ", "not both");
+}
+
+Test(topology_cfg, error_fractional_spines) {
+  /* 6 hosts per leaf at 4:1 would be 1.5 spines */
+  read_fails("cluster:\n"
+             "  nodes: 12\n"
+             "fabric:\n"
+             "  topology:\n"
+             "    kind: leaf-spine\n"
+             "    hosts_per_leaf: 6\n"
+             "    oversubscription: 4:1\n" /* 7 */
+             "  link: {bandwidth: 100Gbps}\n",
+             "t.yaml:7:23: fabric.topology.oversubscription: ", "1.5 spines, not a whole number");
+}
+
+Test(topology_cfg, error_odd_k) {
+  read_fails("fabric:\n"
+             "  topology:\n"
+             "    kind: fat-tree\n"
+             "    k: 5\n" /* 4: value at column 8 */
+             "  link: {bandwidth: 100Gbps}\n",
+             "t.yaml:4:8: fabric.topology.k: ", "even");
+}
+
+Test(topology_cfg, error_fractional_fat_tree_edge) {
+  /* k/2 = 2 hosts x 5/4 = 2.5 hosts per edge switch */
+  read_fails("fabric:\n"
+             "  topology:\n"
+             "    kind: fat-tree\n"
+             "    k: 4\n"
+             "    oversubscription: 5:4\n" /* 5 */
+             "  link: {bandwidth: 100Gbps}\n",
+             "t.yaml:5:23: fabric.topology.oversubscription: ", "whole number of hosts");
+}
+
+Test(topology_cfg, error_nodes_mismatch_leaf_spine) {
+  read_fails("cluster:\n"
+             "  nodes: 10\n" /* 2: value at column 10 */
+             "fabric:\n"
+             "  topology: {kind: leaf-spine, hosts_per_leaf: 4, leaves: 2, spines: 2}\n"
+             "  link: {bandwidth: 100Gbps}\n",
+             "t.yaml:2:10: cluster.nodes: ", "10 nodes, but the topology has 8");
+}
+
+Test(topology_cfg, error_nodes_not_multiple_of_leaf) {
+  read_fails("cluster:\n"
+             "  nodes: 10\n"
+             "fabric:\n"
+             "  topology: {kind: leaf-spine, hosts_per_leaf: 4, spines: 2}\n"
+             "  link: {bandwidth: 100Gbps}\n",
+             "t.yaml:2:10: cluster.nodes: ", "not a multiple of hosts_per_leaf 4");
+}
+
+Test(topology_cfg, error_nodes_mismatch_fat_tree) {
+  read_fails("cluster:\n"
+             "  nodes: 20\n"
+             "fabric:\n"
+             "  topology: {kind: fat-tree, k: 4}\n"
+             "  link: {bandwidth: 100Gbps}\n",
+             "t.yaml:2:10: cluster.nodes: ", "k=4 fat-tree has 16");
+}
+
+Test(topology_cfg, error_key_of_another_kind) {
+  read_fails("cluster: {nodes: 4}\n"
+             "fabric:\n"
+             "  topology:\n"
+             "    kind: single-switch\n"
+             "    spines: 2\n" /* 5: value at column 13 */
+             "  link: {bandwidth: 100Gbps}\n",
+             "t.yaml:5:13: fabric.topology.spines: ", "not used by this topology kind");
+}
+
+Test(topology_cfg, error_leaf_spine_needs_leaves_or_nodes) {
+  /* reported at the topology map, i.e. its key on line 2, column 3 */
+  read_fails("fabric:\n"
+             "  topology:\n"
+             "    kind: leaf-spine\n"
+             "    hosts_per_leaf: 8\n"
+             "  link: {bandwidth: 100Gbps}\n",
+             "t.yaml:2:3: fabric.topology: ", "needs leaves");
+}
+
+Test(topology_cfg, error_single_switch_needs_nodes) {
+  read_fails("fabric:\n"
+             "  topology: {kind: single-switch}\n"
+             "  link: {bandwidth: 100Gbps}\n",
+             "t.yaml:", "needs cluster.nodes");
+}
+
+Test(topology_cfg, error_missing_fabric) {
+  read_fails("cluster: {nodes: 4}\n", "t.yaml:1:1: ", "missing required key 'fabric'");
+}
+
+Test(topology_cfg, error_srd_not_modelled) {
+  read_fails("cluster: {nodes: 4}\n"
+             "fabric:\n"
+             "  transport: srd\n" /* 3: value at column 14 */
+             "  topology: {kind: single-switch}\n"
+             "  link: {bandwidth: 100Gbps}\n",
+             "t.yaml:3:14: fabric.transport: ", "srd is not modelled");
+}
+
+Test(topology_cfg, error_buffer_below_one_packet) {
+  read_fails("cluster: {nodes: 4}\n"
+             "fabric:\n"
+             "  topology: {kind: single-switch}\n"
+             "  link: {bandwidth: 100Gbps, mtu: 4096}\n"
+             "  switch:\n"
+             "    buffer: 4KiB\n" /* 6: value at column 13 */,
+             "t.yaml:6:13: fabric.switch.buffer: ", "cannot hold one packet");
+}
