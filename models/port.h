@@ -63,6 +63,7 @@ struct FabPort {
   uint32_t index;          /* port number at the owner */
   uint32_t nprio;          /* queues in use, 1..FAB_MAX_PRIOS */
   uint32_t busy_prios;     /* bit p set: queue p is not empty */
+  uint32_t paused;         /* bit p set: priority p is paused by the peer (PFC); do not send it */
   fab_time_t retry_at;     /* ps: a wake for a not-yet-ready head is pending then */
   /* counters */
   uint64_t tx_bytes;       /* wire bytes serialised */

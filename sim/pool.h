@@ -16,8 +16,12 @@
 #include <stdint.h>
 #include "time.h"
 
-enum { FAB_PKT_DATA = 0, FAB_PKT_ACK = 1, FAB_PKT_NAK = 2 };
-enum { FAB_PKTF_LAST = 1, FAB_PKTF_ECN = 2, FAB_PKTF_RETX = 4 };
+/* Packet types. CNP: a congestion notification from a receiver NIC to the
+** sender (DCQCN). PAUSE: an IEEE 802.1Qbb PFC frame for class `prio`, with
+** the pause time in `seq` (quanta of 512 bit times; 0 resumes). */
+enum { FAB_PKT_DATA = 0, FAB_PKT_ACK = 1, FAB_PKT_NAK = 2, FAB_PKT_CNP = 3, FAB_PKT_PAUSE = 4 };
+/* ECT: the packet is ECN-capable; CE: congestion experienced (marked). */
+enum { FAB_PKTF_LAST = 1, FAB_PKTF_ECN = 2, FAB_PKTF_RETX = 4, FAB_PKTF_ECT = 8 };
 
 typedef struct FabPkt {
   struct FabPkt *next; /* link in whatever FIFO holds it */
