@@ -2,7 +2,7 @@
 #include "port.h"
 #include <glib.h>
 
-enum { WAKE_TX_DONE = 0, WAKE_ARRIVE = 1, WAKE_RETRY = 2 };
+enum { WAKE_TX_DONE = 0, WAKE_ARRIVE = 1, WAKE_RETRY = 2, WAKE_UNPAUSE = 3 };
 
 static void port_wake(FabEngine *eng, void *self, uint64_t arg);
 const FabOps fab_port_ops = {"port", port_wake};
@@ -49,7 +49,16 @@ static inline FabPkt *q_pop(FabPort *pt, uint32_t pr) {
 static void start(FabEngine *eng, FabPort *pt) {
   FabPkt *p = NULL;
   fab_time_t soonest = FAB_TIME_MAX;
-  for (uint32_t m = pt->busy_prios; m; ) { /* non-empty queues, highest priority first */
+  if (G_UNLIKELY(pt->ctrl_head != NULL)) { /* a PAUSE frame goes first */
+    p = pt->ctrl_head;
+    pt->ctrl_head = p->next;
+    if (!pt->ctrl_head) pt->ctrl_tail = NULL;
+    p->next = NULL;
+    pt->tx = p;
+    fab_engine_after(eng, fab_port_ser(pt, p->wire), pt, WAKE_TX_DONE);
+    return;
+  }
+  for (uint32_t m = pt->busy_prios & ~pt->paused; m; ) { /* non-empty, unpaused queues, highest first */
     uint32_t pr = 31 - (uint32_t)__builtin_clz(m);
     m &= ~(1u << pr);
     FabPkt *h = pt->q[pr].head;
@@ -97,6 +106,43 @@ void fab_port_kick(FabEngine *eng, FabPort *pt) {
   if (!pt->tx) start(eng, pt);
 }
 
+/* A PAUSE frame for `prio` arrived at port pt: stop sending that priority
+** for quanta x 512 bit times (at this port's rate), or resume at once. */
+static void pause_rx(FabEngine *eng, FabPort *pt, uint32_t prio, uint32_t quanta) {
+  pt->pause_rx++;
+  if (prio >= pt->nprio) return;
+  uint32_t was = pt->paused;
+  if (quanta) {
+    fab_time_t until = eng->now + fab_time_ser_big((uint64_t)quanta * 64, pt->bps); /* 512 bits = 64 B */
+    pt->paused |= 1u << prio;
+    pt->paused_until[prio] = until;
+    fab_engine_at(eng, until, pt, WAKE_UNPAUSE);
+    if (!was) pt->paused_since = eng->now;
+  } else {
+    pt->paused &= ~(1u << prio);
+    if (was && !pt->paused) pt->paused_ps += eng->now - pt->paused_since;
+    if (!pt->tx) start(eng, pt);
+  }
+}
+
+void fab_port_send_pause(FabEngine *eng, FabPort *pt, uint32_t prio, uint32_t quanta) {
+  FabPkt *p = fab_pkt_alloc(eng->pool);
+  p->type = FAB_PKT_PAUSE;
+  p->prio = (uint8_t)prio;
+  p->seq = quanta;
+  p->wire = FAB_PAUSE_WIRE;
+  p->ready = eng->now;
+  if (pt->ctrl_tail) pt->ctrl_tail->next = p;
+  else pt->ctrl_head = p;
+  pt->ctrl_tail = p;
+  pt->pause_tx++;
+  if (!pt->tx) start(eng, pt);
+}
+
+fab_time_t fab_port_paused_time(const FabPort *pt, fab_time_t now) {
+  return pt->paused_ps + (pt->paused ? now - pt->paused_since : 0);
+}
+
 static void port_wake(FabEngine *eng, void *self, uint64_t arg) {
   FabPort *pt = self;
   FabPkt *p;
@@ -124,8 +170,24 @@ static void port_wake(FabEngine *eng, void *self, uint64_t arg) {
     if (!pt->fly_head) pt->fly_tail = NULL;
     else fab_engine_at(eng, pt->fly_head->ready, pt, WAKE_ARRIVE);
     p->next = NULL;
+    if (G_UNLIKELY(p->type == FAB_PKT_PAUSE)) { /* link level: the far port obeys it */
+      pause_rx(eng, pt->peer, p->prio, p->seq);
+      fab_pkt_free(eng->pool, p);
+      break;
+    }
     pt->peer->owner->receive(eng, pt->peer->owner, p, pt->peer);
     break;
+  case WAKE_UNPAUSE: {
+    uint32_t was = pt->paused;
+    for (uint32_t m = was; m;) {
+      uint32_t pr = (uint32_t)__builtin_ctz(m);
+      m &= m - 1;
+      if (pt->paused_until[pr] <= eng->now) pt->paused &= ~(1u << pr);
+    }
+    if (was && !pt->paused) pt->paused_ps += eng->now - pt->paused_since;
+    if (!pt->tx) start(eng, pt);
+    break;
+  }
   case WAKE_RETRY:
     if (eng->now == pt->retry_at) pt->retry_at = FAB_TIME_MAX;
     if (!pt->tx) start(eng, pt);
@@ -155,6 +217,8 @@ uint64_t fab_port_flush(FabEngine *eng, FabPort *pt, uint64_t *bytes) {
   }
   pt->busy_prios = 0;
   pt->qbytes = 0;
+  n += free_chain(eng, pt->ctrl_head, bytes);
+  pt->ctrl_head = pt->ctrl_tail = NULL;
   if (pt->tx) {
     *bytes += pt->tx->wire;
     fab_pkt_free(eng->pool, pt->tx);

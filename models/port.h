@@ -64,6 +64,7 @@ struct FabPort {
   uint32_t nprio;          /* queues in use, 1..FAB_MAX_PRIOS */
   uint32_t busy_prios;     /* bit p set: queue p is not empty */
   uint32_t paused;         /* bit p set: priority p is paused by the peer (PFC); do not send it */
+  FabPkt *ctrl_head, *ctrl_tail; /* link-level frames (PFC PAUSE): sent first, never paused */
   fab_time_t retry_at;     /* ps: a wake for a not-yet-ready head is pending then */
   /* counters */
   uint64_t tx_bytes;       /* wire bytes serialised */
@@ -71,6 +72,12 @@ struct FabPort {
   uint64_t drops;          /* packets dropped at this egress (set by the owner) */
   uint64_t drop_bytes;     /* their wire bytes */
   uint64_t max_qbytes;     /* deepest the queues got, wire bytes */
+  uint64_t pause_tx;       /* PFC PAUSE frames sent (XOFF and XON) */
+  uint64_t pause_rx;       /* PFC PAUSE frames received */
+  uint64_t ecn_marks;      /* packets marked CE at this egress (set by the owner) */
+  fab_time_t paused_ps;    /* total time with at least one priority paused, ps */
+  fab_time_t paused_since; /* when the pause mask last became non-zero */
+  fab_time_t paused_until[FAB_MAX_PRIOS]; /* ps: pause of priority p ends then */
   /* egress queues, strict priority, highest index first */
   FabPktQ q[FAB_MAX_PRIOS];
 };
@@ -95,6 +102,16 @@ void fab_port_connect(FabPort *a, FabPort *b);
 /* Queue `p` (transfer full) at priority p->prio; start sending if idle.
 ** The caller has done admission: this never drops. */
 void fab_port_enqueue(FabEngine *eng, FabPort *pt, FabPkt *p);
+
+/* Bytes of a PFC PAUSE frame on the wire: a 64-byte minimum frame + 20 of framing. */
+#define FAB_PAUSE_WIRE 84
+
+/* Send a PFC PAUSE frame for priority `prio` on this port's link, ahead of
+** every queue: `quanta` x 512 bit times of pause at the peer, 0 to resume. */
+void fab_port_send_pause(FabEngine *eng, FabPort *pt, uint32_t prio, uint32_t quanta);
+
+/* Time this port has spent with some priority paused, up to `now`, ps. */
+fab_time_t fab_port_paused_time(const FabPort *pt, fab_time_t now);
 
 /* The owner may have something to pull now: start sending if idle. */
 void fab_port_kick(FabEngine *eng, FabPort *pt);

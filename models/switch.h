@@ -20,13 +20,55 @@
 #include "port.h"
 #include "sim/rng.h"
 
+/* PFC (IEEE 802.1Qbb) on the lossless priorities. Occupancy is counted per
+** (ingress port, priority). Above the XOFF threshold the switch sends a
+** PAUSE frame for that priority to the upstream device on that port, and
+** refreshes it while the threshold is still exceeded. Packets that arrive
+** after XOFF (in flight on the cable, or sent before the PAUSE took effect)
+** go into that (port, priority)'s headroom. When occupancy falls to XON, the
+** switch sends a PAUSE with zero quanta (resume). Lossless priorities are
+** never dropped by the egress threshold, only when their headroom
+** overflows. */
+typedef struct FabPfcCfg {
+  bool enabled;
+  uint32_t lossless;     /* bit p: priority p is lossless */
+  bool dynamic;          /* XOFF at alpha x free shared buffer, else the static xoff */
+  uint64_t xoff;         /* static XOFF threshold, bytes per (ingress port, priority) */
+  uint64_t xon;          /* static: resume at or below this; dynamic: this far below XOFF */
+  double alpha;          /* dynamic XOFF factor */
+  uint64_t headroom;     /* bytes per (ingress port, priority); 0: auto (fab_pfc_headroom_auto) */
+  fab_time_t response;   /* upstream's reaction time to a PAUSE, for the auto headroom */
+  uint32_t quanta;       /* pause time per frame, units of 512 bit times (1..65535) */
+  uint32_t mtu_wire;     /* largest packet on the wire, bytes (for the auto headroom) */
+} FabPfcCfg;
+
+/* ECN marking at egress, RED style, per (port, priority) queue: no mark
+** below kmin bytes, always at kmax and above, and probability
+** pmax x (q - kmin) / (kmax - kmin) in between. Only ECN-capable packets
+** (FAB_PKTF_ECT) are marked. q is the queue the packet joins (on enqueue)
+** or leaves (on dequeue). */
+typedef struct FabEcnCfg {
+  bool enabled;
+  uint64_t kmin, kmax;   /* bytes */
+  double pmax;           /* marking probability at kmax (0..1] */
+  bool on_dequeue;       /* mark when the packet leaves the queue, else when it joins */
+} FabEcnCfg;
+
+/* Headroom that absorbs everything that can still arrive on a link after a
+** XOFF: our packet being sent when XOFF is decided, the PAUSE frame, the
+** cable both ways, the upstream's reaction time, and its packet being sent. */
+uint64_t fab_pfc_headroom_auto(uint64_t bps, fab_time_t latency, fab_time_t response, uint32_t mtu_wire);
+
 typedef struct FabSwitchCfg {
   fab_time_t latency;  /* ps: port-to-port, arrival of the last bit to eligible at egress */
-  uint64_t buffer;     /* bytes shared by all ports */
+  uint64_t buffer;     /* bytes shared by all ports (PFC headroom not included) */
   double alpha;        /* dynamic threshold factor (> 0) */
   uint32_t nprio;      /* priorities (queues per port), 1..8 */
   uint64_t ecmp_seed;  /* seeds the per-switch hash salt */
-  uint64_t seed;       /* scenario seed: the switch's RNG stream (random marking, later) */
+  uint64_t seed;       /* scenario seed: the switch's RNG stream (random marking) */
+  FabPfcCfg pfc;
+  FabEcnCfg ecn;
+  uint64_t pfc_reserved; /* bytes of the configured buffer set aside as headroom (buffer is the rest) */
 } FabSwitchCfg;
 
 typedef struct FabSwitch {
@@ -46,10 +88,15 @@ typedef struct FabSwitch {
   uint32_t ngports;
   /* buffer */
   uint64_t used;        /* bytes held in egress queues */
-  uint64_t *ingress;    /* bytes held per (ingress port * nprio + prio) */
+  uint64_t *ingress;    /* bytes held per (ingress port * nprio + prio), shared and headroom */
+  uint64_t *hdrm;       /* of which in headroom, per (ingress port * nprio + prio) */
+  uint64_t *hdrm_max;   /* headroom size per ingress port (PFC) */
+  uint32_t *pause_gen;  /* per (port, prio): XOFF state generation; odd = XOFF sent */
   uint64_t max_used;    /* high-water mark of `used` */
   /* counters */
   uint64_t drops, drop_bytes, unroutable;
+  uint64_t hdrm_drops;  /* lossless packets dropped because headroom overflowed */
+  uint64_t ecn_marks;
 } FabSwitch;
 
 /* A switch with `nports` unconnected ports; routes to `nendpoints`. */

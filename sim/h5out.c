@@ -267,7 +267,7 @@ out:
 
 typedef struct LinkRow {
   char from[FAB_NAME_LEN], to[FAB_NAME_LEN];
-  uint64_t bps, bytes, packets, drops, max_queue_bytes;
+  uint64_t bps, bytes, packets, drops, max_queue_bytes, pause_tx, pause_rx, paused_ps, ecn_marks;
 } LinkRow;
 
 static gboolean write_links(W *w, const FabResults *r) {
@@ -285,6 +285,10 @@ static gboolean write_links(W *w, const FabResults *r) {
     rows[i].packets = l->packets;
     rows[i].drops = l->drops;
     rows[i].max_queue_bytes = l->max_queue_bytes;
+    rows[i].pause_tx = l->pause_tx;
+    rows[i].pause_rx = l->pause_rx;
+    rows[i].paused_ps = l->paused;
+    rows[i].ecn_marks = l->ecn_marks;
   }
 #define U64(name) \
   field(mt, ft, &fo, #name, offsetof(LinkRow, name), H5T_NATIVE_UINT64, H5T_STD_U64LE) < 0
@@ -292,8 +296,8 @@ static gboolean write_links(W *w, const FabResults *r) {
       (ft = H5Tcreate(H5T_COMPOUND, sizeof(LinkRow))) < 0 ||
       field(mt, ft, &fo, "from", offsetof(LinkRow, from), w->name_type, w->name_type) < 0 ||
       field(mt, ft, &fo, "to", offsetof(LinkRow, to), w->name_type, w->name_type) < 0 ||
-      U64(bps) || U64(bytes) || U64(packets) || U64(drops) || U64(max_queue_bytes) ||
-      H5Tpack(ft) < 0) {
+      U64(bps) || U64(bytes) || U64(packets) || U64(drops) || U64(max_queue_bytes) || U64(pause_tx) ||
+      U64(pause_rx) || U64(paused_ps) || U64(ecn_marks) || H5Tpack(ft) < 0) {
     fail_h5(w, "making the type of dataset /links");
     goto out;
   }

@@ -8,7 +8,8 @@
 **   /flows           compound table: id, src, dst (u32), bytes (u64),
 **                    start_ps, end_ps (u64), fct_s (f64), retransmits (u32)
 **   /links           compound table: from, to (string 32), bps, bytes,
-**                    packets, drops, max_queue_bytes (u64)
+**                    packets, drops, max_queue_bytes, pause_tx, pause_rx,
+**                    paused_ps, ecn_marks (u64)
 **   /queues/time_ps  u64 [samples]
 **   /queues/port     string 32 [ports]
 **   /queues/depth    u32 [samples x ports], bytes; attribute interval_ps

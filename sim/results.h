@@ -30,6 +30,10 @@ typedef struct FabLinkRec {
   uint64_t packets;        /* packets sent */
   uint64_t drops;          /* packets dropped at this egress queue */
   uint64_t max_queue_bytes;/* deepest the egress queue got */
+  uint64_t pause_tx;       /* PFC PAUSE frames sent on this link (XOFF and XON) */
+  uint64_t pause_rx;       /* PFC PAUSE frames received by this egress (from the far end) */
+  fab_time_t paused;       /* ps this egress spent with some priority paused */
+  uint64_t ecn_marks;      /* packets marked CE at this egress */
 } FabLinkRec;
 
 /* Egress queue depth of every switch port, sampled every `interval`.

@@ -84,9 +84,9 @@ static FabFlowRec flows[2] = {
 };
 
 static FabLinkRec links[3] = {
-    {"host1:p0", "leaf0:p1", 100000000000ULL, 1234567, 890, 0, 0},
-    {"leaf0:p1", "host1:p0", 100000000000ULL, 7654321, 5000, 12, 262144},
-    {LONG_NAME, "leaf0:p3", 400000000000ULL, UINT64_MAX, 1, 2, 3},
+    {"host1:p0", "leaf0:p1", 100000000000ULL, 1234567, 890, 0, 0, 0, 7, 123456789, 0},
+    {"leaf0:p1", "host1:p0", 100000000000ULL, 7654321, 5000, 12, 262144, 9, 0, 0, 42},
+    {LONG_NAME, "leaf0:p3", 400000000000ULL, UINT64_MAX, 1, 2, 3, 4, 5, 6, 7},
 };
 
 static char ports[2][FAB_NAME_LEN] = {"leaf0:p0", "leaf0:p1"};
@@ -243,7 +243,7 @@ typedef struct RFlow {
 
 typedef struct RLink {
   char from[FAB_NAME_LEN], to[FAB_NAME_LEN];
-  uint64_t bps, bytes, packets, drops, max_queue_bytes;
+  uint64_t bps, bytes, packets, drops, max_queue_bytes, pause_tx, pause_rx, paused_ps, ecn_marks;
 } RLink;
 
 static void check_meta(hid_t f, const FabResults *r) {
@@ -278,8 +278,9 @@ static void check_meta(hid_t f, const FabResults *r) {
 
 static const char *const flow_names[] = {"id",       "src",    "dst",   "bytes",
                                          "start_ps", "end_ps", "fct_s", "retransmits"};
-static const char *const link_names[] = {"from",    "to",    "bps",            "bytes",
-                                         "packets", "drops", "max_queue_bytes"};
+static const char *const link_names[] = {"from",    "to",    "bps",             "bytes",    "packets",
+                                         "drops",   "max_queue_bytes", "pause_tx", "pause_rx",
+                                         "paused_ps", "ecn_marks"};
 
 static void check_flow_type(hid_t d) {
   hid_t types[8] = {H5T_STD_U32LE, H5T_STD_U32LE, H5T_STD_U32LE,  H5T_STD_U64LE,
@@ -291,10 +292,10 @@ static void check_flow_type(hid_t d) {
 
 static void check_link_type(hid_t d) {
   hid_t s = name32();
-  hid_t types[7] = {s, s, H5T_STD_U64LE, H5T_STD_U64LE, H5T_STD_U64LE, H5T_STD_U64LE,
-                    H5T_STD_U64LE};
+  hid_t types[11] = {s, s, H5T_STD_U64LE, H5T_STD_U64LE, H5T_STD_U64LE, H5T_STD_U64LE,
+                     H5T_STD_U64LE, H5T_STD_U64LE, H5T_STD_U64LE, H5T_STD_U64LE, H5T_STD_U64LE};
   hid_t t = H5Dget_type(d);
-  assert_members(t, 7, link_names, types, 2 * FAB_NAME_LEN + 5 * 8);
+  assert_members(t, 11, link_names, types, 2 * FAB_NAME_LEN + 9 * 8);
   H5Tclose(t);
   H5Tclose(s);
 }
@@ -322,6 +323,10 @@ static hid_t link_mem_type(void) {
   H5Tinsert(t, "packets", offsetof(RLink, packets), H5T_NATIVE_UINT64);
   H5Tinsert(t, "drops", offsetof(RLink, drops), H5T_NATIVE_UINT64);
   H5Tinsert(t, "max_queue_bytes", offsetof(RLink, max_queue_bytes), H5T_NATIVE_UINT64);
+  H5Tinsert(t, "pause_tx", offsetof(RLink, pause_tx), H5T_NATIVE_UINT64);
+  H5Tinsert(t, "pause_rx", offsetof(RLink, pause_rx), H5T_NATIVE_UINT64);
+  H5Tinsert(t, "paused_ps", offsetof(RLink, paused_ps), H5T_NATIVE_UINT64);
+  H5Tinsert(t, "ecn_marks", offsetof(RLink, ecn_marks), H5T_NATIVE_UINT64);
   H5Tclose(s);
   return t;
 }
@@ -401,6 +406,10 @@ Test(h5out, full_roundtrip) {
     cr_assert_eq(lk[i].packets, links[i].packets);
     cr_assert_eq(lk[i].drops, links[i].drops);
     cr_assert_eq(lk[i].max_queue_bytes, links[i].max_queue_bytes);
+    cr_assert_eq(lk[i].pause_tx, links[i].pause_tx);
+    cr_assert_eq(lk[i].pause_rx, links[i].pause_rx);
+    cr_assert_eq(lk[i].paused_ps, links[i].paused);
+    cr_assert_eq(lk[i].ecn_marks, links[i].ecn_marks);
   }
   cr_assert_eq(strlen(lk[2].from), 31);
 

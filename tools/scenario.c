@@ -157,7 +157,7 @@ static void progress(FabEngine *eng, void *ctx) {
 }
 
 typedef struct Totals {
-  uint64_t hops, drops, drop_bytes, max_q;
+  uint64_t hops, drops, drop_bytes, max_q, pauses, marks;
 } Totals;
 
 static void add_port(FabPort *pt, void *ctx) {
@@ -165,6 +165,7 @@ static void add_port(FabPort *pt, void *ctx) {
   t->hops += pt->tx_pkts;
   t->drops += pt->drops;
   t->drop_bytes += pt->drop_bytes;
+  t->pauses += pt->pause_tx;
   if (pt->max_qbytes > t->max_q && pt->owner->pull == NULL) t->max_q = pt->max_qbytes;
 }
 
@@ -172,9 +173,16 @@ static void name_port(char *buf, const FabPort *pt) {
   g_snprintf(buf, FAB_NAME_LEN, "%s:p%u", pt->owner->name, pt->index);
 }
 
+typedef struct LinkFill {
+  GArray *a;
+  fab_time_t now;
+} LinkFill;
+
 static void fill_links(FabPort *pt, void *ctx) {
-  GArray *a = ctx;
-  FabLinkRec l = {{0}, {0}, pt->bps, pt->tx_bytes, pt->tx_pkts, pt->drops, pt->max_qbytes};
+  LinkFill *lf = ctx;
+  GArray *a = lf->a;
+  FabLinkRec l = {{0}, {0}, pt->bps, pt->tx_bytes, pt->tx_pkts, pt->drops, pt->max_qbytes,
+                  pt->pause_tx, pt->pause_rx, fab_port_paused_time(pt, lf->now), pt->ecn_marks};
   name_port(l.from, pt);
   name_port(l.to, pt->peer);
   g_array_append_val(a, l);
@@ -310,6 +318,8 @@ int fab_scenario_run(const FabScenario *sc, const FabRunOpts *opts, FabResults *
   res->drops = sw_drops;
   res->retransmits = retx;
   res->max_queue_bytes = tot.max_q;
+  res->pfc_pause_frames = tot.pauses;
+  for (uint32_t s = 0; s < r.topo->nswitches; s++) res->ecn_marks += r.topo->switches[s]->ecn_marks;
   res->n_flows = r.nflows;
   res->flows = g_new0(FabFlowRec, r.nflows);
   for (uint32_t i = 0; i < r.nflows; i++) {
@@ -317,7 +327,8 @@ int fab_scenario_run(const FabScenario *sc, const FabRunOpts *opts, FabResults *
     res->flows[i] = (FabFlowRec){f->id, f->src, f->dst, f->bytes, f->start, f->end, f->retransmits};
   }
   GArray *links = g_array_new(FALSE, FALSE, sizeof(FabLinkRec));
-  fab_topology_foreach_port(r.topo, fill_links, links);
+  LinkFill lf = {links, res->sim_time};
+  fab_topology_foreach_port(r.topo, fill_links, &lf);
   res->n_links = links->len;
   res->links = (FabLinkRec *)(void *)g_array_free(links, FALSE);
   FabQueueSeries *q = &res->queues;

@@ -114,6 +114,117 @@ static const FabCfgKey cc_schema[] = {
   {NULL, FAB_CFG_END, 0, FALSE, NULL, 0, 0, NULL},
 };
 
+typedef struct PfcIn {
+  gboolean enabled;
+  const FabCfgNode *priorities, *xoff, *headroom;
+  uint64_t xon, quanta, response;
+  double alpha;
+} PfcIn;
+
+static const FabCfgKey pfc_schema[] = {
+  {"enabled", FAB_CFG_BOOL, offsetof(PfcIn, enabled), FALSE, "false", 0, 0, NULL},
+  {"priorities", FAB_CFG_SEQ, offsetof(PfcIn, priorities), FALSE, NULL, 0, 0, NULL},
+  {"xoff", FAB_CFG_NODE, offsetof(PfcIn, xoff), FALSE, NULL, 0, 0, NULL},
+  {"xon", FAB_CFG_SIZE, offsetof(PfcIn, xon), FALSE, NULL, 0, 0, NULL},
+  {"alpha", FAB_CFG_DOUBLE, offsetof(PfcIn, alpha), FALSE, "0.125", 1e-6, 1e6, NULL},
+  {"headroom", FAB_CFG_NODE, offsetof(PfcIn, headroom), FALSE, NULL, 0, 0, NULL},
+  {"response", FAB_CFG_TIME, offsetof(PfcIn, response), FALSE, "1us", 0, 1e12, NULL},
+  {"quanta", FAB_CFG_UINT, offsetof(PfcIn, quanta), FALSE, "65535", 1, 65535, NULL},
+  {NULL, FAB_CFG_END, 0, FALSE, NULL, 0, 0, NULL},
+};
+
+static const char *const ecn_marks_at[] = {"enqueue", "dequeue", NULL};
+
+typedef struct EcnIn {
+  gboolean enabled;
+  uint64_t kmin, kmax;
+  double pmax;
+  int mark;
+} EcnIn;
+
+static const FabCfgKey ecn_schema[] = {
+  {"enabled", FAB_CFG_BOOL, offsetof(EcnIn, enabled), FALSE, "false", 0, 0, NULL},
+  {"kmin", FAB_CFG_SIZE, offsetof(EcnIn, kmin), FALSE, "100KiB", 0, 0, NULL},
+  {"kmax", FAB_CFG_SIZE, offsetof(EcnIn, kmax), FALSE, "400KiB", 0, 0, NULL},
+  {"pmax", FAB_CFG_PROB, offsetof(EcnIn, pmax), FALSE, "0.2", 0, 0, NULL},
+  {"mark", FAB_CFG_ENUM, offsetof(EcnIn, mark), FALSE, "enqueue", 0, 0, ecn_marks_at},
+  {NULL, FAB_CFG_END, 0, FALSE, NULL, 0, 0, NULL},
+};
+
+/* A size, or the word `word`: *is_word says which. */
+static gboolean size_or(const FabCfgNode *n, const char *word, uint64_t *v, gboolean *is_word, GError **err) {
+  GError *e = NULL;
+  const char *s = fab_cfg_scalar(n);
+  *is_word = FALSE;
+  if (!s) return fab_cfg_fail(n, err, "expected a size or '%s'", word);
+  if (g_str_equal(s, word)) {
+    *is_word = TRUE;
+    return TRUE;
+  }
+  if (!fab_parse_size(s, v, &e)) {
+    fab_cfg_fail(n, err, "%s, or '%s'", e->message, word);
+    g_error_free(e);
+    return FALSE;
+  }
+  return TRUE;
+}
+
+static gboolean read_pfc(const FabCfgNode *n, uint32_t nprio, uint32_t mtu_wire, FabPfcCfg *out, GError **err) {
+  PfcIn in = {0};
+  memset(out, 0, sizeof *out);
+  if (!fab_cfg_apply(n, NULL, pfc_schema, &in, err)) return FALSE;
+  out->enabled = in.enabled;
+  out->lossless = (1u << nprio) - 1; /* default: every priority */
+  if (in.priorities) {
+    out->lossless = 0;
+    for (size_t i = 0; i < fab_cfg_len(in.priorities); i++) {
+      const FabCfgNode *it = fab_cfg_at(in.priorities, i);
+      int64_t v;
+      if (fab_cfg_kind(it) != FAB_CFG_NODE_SCALAR || !fab_parse_int(fab_cfg_scalar(it), &v, NULL) || v < 0 ||
+          v >= nprio)
+        return fab_cfg_fail(it, err, "expected a priority from 0 to %u (fabric.switch.priorities is %u)",
+                            nprio - 1, nprio);
+      out->lossless |= 1u << v;
+    }
+  }
+  gboolean word = FALSE;
+  out->xoff = 256 * 1024;
+  if (in.xoff && !size_or(in.xoff, "dynamic", &out->xoff, &word, err)) return FALSE;
+  out->dynamic = word;
+  out->alpha = in.alpha;
+  const FabCfgNode *xon_at = n ? fab_cfg_get(n, "xon") : NULL;
+  out->xon = xon_at ? in.xon : out->dynamic ? 2 * (uint64_t)mtu_wire : out->xoff / 2;
+  if (!out->dynamic && out->xon >= out->xoff)
+    return fab_cfg_fail(xon_at ? xon_at : in.xoff, err, "xon (%" G_GUINT64_FORMAT " B) must be below xoff (%"
+                        G_GUINT64_FORMAT " B)", out->xon, out->xoff);
+  if (!out->dynamic && out->xoff < mtu_wire)
+    return fab_cfg_fail(in.xoff, err, "xoff %" G_GUINT64_FORMAT " B is below one packet (%u B)", out->xoff, mtu_wire);
+  out->headroom = 0; /* auto */
+  if (in.headroom) {
+    if (!size_or(in.headroom, "auto", &out->headroom, &word, err)) return FALSE;
+    if (!word && out->headroom < mtu_wire)
+      return fab_cfg_fail(in.headroom, err, "headroom %" G_GUINT64_FORMAT " B is below one packet (%u B)",
+                          out->headroom, mtu_wire);
+    if (word) out->headroom = 0;
+  }
+  out->response = in.response;
+  out->quanta = (uint32_t)in.quanta;
+  out->mtu_wire = mtu_wire;
+  return TRUE;
+}
+
+static gboolean read_ecn(const FabCfgNode *n, FabEcnCfg *out, GError **err) {
+  EcnIn in = {0};
+  if (!fab_cfg_apply(n, NULL, ecn_schema, &in, err)) return FALSE;
+  if (in.kmin > in.kmax)
+    return fab_cfg_fail(fab_cfg_get(n, "kmin"), err, "kmin (%" G_GUINT64_FORMAT " B) must be <= kmax (%"
+                        G_GUINT64_FORMAT " B)", in.kmin, in.kmax);
+  if (in.enabled && in.pmax <= 0)
+    return fab_cfg_fail(fab_cfg_get(n, "pmax"), err, "pmax must be above 0 when ECN is enabled");
+  *out = (FabEcnCfg){in.enabled, in.kmin, in.kmax, in.pmax, in.mark == 1};
+  return TRUE;
+}
+
 /* A feature a later version models: accepted only as `{enabled: false}`. */
 static gboolean not_yet(const FabCfgNode *n, const char *what, GError **err) {
   FeatureIn f = {0};
@@ -231,7 +342,10 @@ gboolean fab_fabric_cfg_read(const FabCfgNode *root, FabFabricCfg *out, GError *
                         "srd is not modelled in this version of fabsim (use rocev2 or infiniband)");
   if (!fab_cfg_apply(fab.link, root, link_schema, &link, err)) return FALSE;
   if (!fab_cfg_apply(fab.sw, fab_node, switch_schema, &sw, err)) return FALSE;
-  if (!not_yet(sw.pfc, "PFC", err) || !not_yet(sw.ecn, "ECN marking", err) || !not_yet(sw.sharp, "SHARP", err))
+  if (!not_yet(sw.sharp, "SHARP", err)) return FALSE;
+  FabTransport tr = fab_transport_get((FabTransportKind)fab.transport);
+  if (!read_pfc(sw.pfc, (uint32_t)sw.priorities, (uint32_t)link.mtu + tr.data_overhead, &out->sw.pfc, err) ||
+      !read_ecn(sw.ecn, &out->sw.ecn, err))
     return FALSE;
   if (!fab_cfg_apply(fab.cc, fab_node, cc_schema, &cc, err)) return FALSE;
   if (!read_topology(fab.topology, &cl, cl_node, &out->topo, err)) return FALSE;
@@ -256,6 +370,25 @@ gboolean fab_fabric_cfg_read(const FabCfgNode *root, FabFabricCfg *out, GError *
   out->nic.nprio = out->sw.nprio;
   out->nic.transport = fab_transport_get((FabTransportKind)fab.transport);
   out->nic.ecmp_seed = sw.ecmp_seed;
+  if (out->sw.pfc.enabled) { /* reserve the headroom out of the buffer, at the worst port */
+    const FabTopoSpec *t = &out->topo;
+    uint32_t ports = t->kind == FAB_TOPO_SINGLE_SWITCH ? t->hosts
+                     : t->kind == FAB_TOPO_LEAF_SPINE  ? MAX(t->hosts_per_leaf + t->spines, t->leaves)
+                                                       : MAX(t->hosts_per_leaf + t->k / 2, t->k);
+    const FabPfcCfg *c = &out->sw.pfc;
+    uint64_t h = c->headroom ? c->headroom
+                             : fab_pfc_headroom_auto(MAX(t->link_bps, t->host_bps), t->link_latency, c->response,
+                                                     c->mtu_wire);
+    uint64_t reserve = (uint64_t)ports * (uint64_t)__builtin_popcount(c->lossless) * h;
+    if (reserve + c->mtu_wire >= sw.buffer)
+      return fab_cfg_fail(fab_cfg_get(fab.sw, "buffer"), err, "buffer %" G_GUINT64_FORMAT " B leaves nothing "
+                          "shared after PFC headroom (%u ports x %d lossless priorities x %" G_GUINT64_FORMAT
+                          " B = %" G_GUINT64_FORMAT " B; list only the lossless classes in "
+                          "fabric.switch.pfc.priorities, or give a smaller headroom)", sw.buffer, ports, __builtin_popcount(c->lossless), h,
+                          reserve);
+    out->sw.buffer = sw.buffer - reserve; /* the shared part */
+    out->sw.pfc_reserved = reserve;
+  }
   return TRUE;
 }
 
