@@ -3,7 +3,9 @@
 #include "ecmp.h"
 #include <glib.h>
 
-enum { WAKE_START = 0, WAKE_RTO = 1 };
+/* Event kinds: a flow starts, its retransmission timer, its CC timer; and
+** the NIC's one pacing wake-up (flow 0). */
+enum { WAKE_START = 0, WAKE_RTO = 1, WAKE_CC = 2, WAKE_PACE = 3 };
 #define WAKE(kind, flow) (((uint64_t)(flow) << 2) | (kind))
 
 static void nic_wake(FabEngine *eng, void *self, uint64_t arg);
@@ -30,6 +32,10 @@ void fab_flow_prepare(FabFlow *f, const FabNicCfg *cfg) {
   f->rcv_nxt = 0;
   f->nak_sent = false;
   f->rcv_bytes = 0;
+  f->next_tx = 0;
+  f->cc_wake_at = FAB_TIME_MAX;
+  f->cnp_next = 0;
+  f->cc = (FabCcFlow){.rate_bps = cfg->bps, .line_bps = cfg->bps, .timer_at = FAB_TIME_MAX};
 }
 
 static void rr_push(FabNic *nic, FabFlow *f) {
@@ -40,21 +46,54 @@ static void rr_push(FabNic *nic, FabFlow *f) {
   f->in_rr = true;
 }
 
-static FabFlow *rr_pop(FabNic *nic) {
-  FabFlow *f = nic->rr_head;
-  nic->rr_head = f->rr_next;
-  if (!nic->rr_head) nic->rr_tail = NULL;
+/* Take f (whose predecessor in the round robin is prev, or NULL) out. */
+static void rr_unlink(FabNic *nic, FabFlow *prev, FabFlow *f) {
+  if (prev) prev->rr_next = f->rr_next;
+  else nic->rr_head = f->rr_next;
+  if (nic->rr_tail == f) nic->rr_tail = prev;
   f->rr_next = NULL;
   f->in_rr = false;
-  return f;
 }
 
-/* Build the next data packet of the flow at the head of the round robin. */
+/* Make sure a CC timer event is pending at or before f->cc.timer_at. */
+static void cc_arm(FabEngine *eng, FabNic *nic, FabFlow *f) {
+  fab_time_t t = f->cc.timer_at;
+  if (t < f->cc_wake_at) {
+    if (t < eng->now) t = eng->now;
+    f->cc_wake_at = t;
+    fab_engine_at(eng, t, nic, WAKE(WAKE_CC, f->id));
+  }
+}
+
+/* Build the next data packet of the first eligible flow in the round robin:
+** not acknowledged, its priority not paused, its pacing time reached. Cost:
+** the number of flows skipped. */
 static FabPkt *nic_pull(FabEngine *eng, FabNode *self, FabPort *port) {
   FabNic *nic = (FabNic *)self;
-  while (nic->rr_head && nic->rr_head->acked) rr_pop(nic); /* acked while waiting its turn */
-  if (!nic->rr_head) return NULL;
-  FabFlow *f = rr_pop(nic);
+  FabFlow *prev = NULL, *f = nic->rr_head;
+  fab_time_t soonest = FAB_TIME_MAX;
+  while (f) {
+    FabFlow *next = f->rr_next;
+    if (f->acked) { /* acked while waiting its turn */
+      rr_unlink(nic, prev, f);
+      f = next;
+      continue;
+    }
+    if (!(nic->port.paused & (1u << f->prio))) {
+      if (f->next_tx <= eng->now) break;
+      if (f->next_tx < soonest) soonest = f->next_tx;
+    }
+    prev = f;
+    f = next;
+  }
+  if (!f) { /* nothing eligible: one wake-up when the first paced flow may send */
+    if (soonest < nic->pace_at) {
+      nic->pace_at = soonest;
+      fab_engine_at(eng, soonest, nic, WAKE(WAKE_PACE, 0));
+    }
+    return NULL;
+  }
+  rr_unlink(nic, prev, f);
   FabPkt *p = fab_pkt_alloc(eng->pool);
   uint32_t seq = f->snd_nxt++;
   p->type = FAB_PKT_DATA;
@@ -77,6 +116,12 @@ static FabPkt *nic_pull(FabEngine *eng, FabNode *self, FabPort *port) {
   }
   nic->tx_data_pkts++;
   nic->tx_data_bytes += p->wire;
+  if (nic->cc) {
+    p->flags |= nic->cc->tx_flags;
+    if (f->cc.rate_bps < f->cc.line_bps) f->next_tx = eng->now + fab_time_ser(p->wire, f->cc.rate_bps);
+    nic->cc->on_sent(&f->cc, &nic->cfg.cc, p->wire, eng->now);
+    cc_arm(eng, nic, f);
+  }
   if (!f->timer_armed) {
     f->timer_armed = true;
     f->deadline = eng->now + nic->cfg.rto;
@@ -125,11 +170,27 @@ static void on_data(FabEngine *eng, FabNic *nic, FabFlow *f, FabPkt *p) {
   } else if (seq + 1 == f->npkts || (seq + 1) % nic->cfg.ack_interval == 0) {
     send_ctrl(eng, nic, f, FAB_PKT_ACK); /* a duplicate: our ACK may have been lost */
   }
+  if (nic->cc && nic->cc->rx_data(&f->cnp_next, &nic->cfg.cc, p, eng->now)) { /* notification point */
+    nic->cnps_sent++;
+    send_ctrl(eng, nic, f, FAB_PKT_CNP);
+  }
 }
 
 static void on_ctrl(FabEngine *eng, FabNic *nic, FabFlow *f, FabPkt *p) {
   nic->rx_ctrl_pkts++;
+  if (p->type == FAB_PKT_CNP) {
+    nic->cnps_received++;
+    if (nic->cc && !f->acked) {
+      nic->cc->on_cnp(&f->cc, &nic->cfg.cc, eng->now);
+      cc_arm(eng, nic, f);
+    }
+    return;
+  }
   if (f->acked) return;
+  if (nic->cc && nic->cc->on_ack) {
+    nic->cc->on_ack(&f->cc, &nic->cfg.cc, p, eng->now);
+    cc_arm(eng, nic, f);
+  }
   uint32_t a = p->seq;
   if (a > f->snd_una) {
     f->snd_una = a;
@@ -163,9 +224,12 @@ static void nic_receive(FabEngine *eng, FabNode *self, FabPkt *p, FabPort *in) {
 
 static void nic_wake(FabEngine *eng, void *self, uint64_t arg) {
   FabNic *nic = self;
-  FabFlow *f = &nic->flows[arg >> 2];
+  FabFlow *f = (arg & 3) == WAKE_PACE ? NULL : &nic->flows[arg >> 2];
   switch (arg & 3) {
   case WAKE_START:
+    f->cc.rate_bps = f->cc.line_bps = nic->cfg.bps;
+    f->cc.timer_at = FAB_TIME_MAX;
+    if (nic->cc) nic->cc->init(&f->cc, &nic->cfg.cc, eng->now);
     if (!f->in_rr) rr_push(nic, f);
     fab_port_kick(eng, &nic->port);
     break;
@@ -190,6 +254,16 @@ static void nic_wake(FabEngine *eng, void *self, uint64_t arg) {
     fab_engine_at(eng, f->deadline, nic, arg);
     fab_port_kick(eng, &nic->port);
     break;
+  case WAKE_CC:
+    if (eng->now == f->cc_wake_at) f->cc_wake_at = FAB_TIME_MAX;
+    if (f->acked || !nic->cc) break; /* sender done: the timer stops */
+    if (f->cc.timer_at <= eng->now) nic->cc->on_timer(&f->cc, &nic->cfg.cc, eng->now);
+    cc_arm(eng, nic, f);
+    break;
+  case WAKE_PACE:
+    if (eng->now == nic->pace_at) nic->pace_at = FAB_TIME_MAX;
+    fab_port_kick(eng, &nic->port);
+    break;
   default:
     g_assert_not_reached();
   }
@@ -198,6 +272,7 @@ static void nic_wake(FabEngine *eng, void *self, uint64_t arg) {
 void fab_nic_init(FabNic *nic, uint32_t id, const FabNicCfg *cfg, FabFlow *flows,
                   FabFlowDoneFn done, FabFlowFailFn fail, void *ctx) {
   g_assert(cfg->mtu > 0 && cfg->ack_interval >= 1 && cfg->rto > 0);
+  g_assert(fab_cc_cfg_invalid(&cfg->cc) == NULL);
   *nic = (FabNic){0};
   nic->node.ops = &nic_ops;
   nic->node.receive = nic_receive;
@@ -209,6 +284,8 @@ void fab_nic_init(FabNic *nic, uint32_t id, const FabNicCfg *cfg, FabFlow *flows
   nic->done = done;
   nic->fail = fail;
   nic->ctx = ctx;
+  nic->cc = fab_cc_ops(cfg->cc.kind);
+  nic->pace_at = FAB_TIME_MAX;
   fab_port_init(&nic->port, &nic->node, 0, cfg->bps, 0, cfg->nprio);
   fab_rng_init(&nic->rng, cfg->seed, FAB_STREAM(FAB_STREAM_NIC, id));
 }

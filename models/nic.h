@@ -7,6 +7,15 @@
 ** turns packet by packet (round robin). ACKs and NAKs are queued ahead of
 ** data.
 **
+** Congestion control (cc.h) gives each flow a rate. A flow below line rate
+** is paced: its next packet may not be handed to the port before its last
+** one plus wire bytes x 8 / rate. The round robin skips flows not yet
+** eligible, and flows whose priority the peer has paused (PFC, the port's
+** `paused` mask; the port pulls again when a pause lifts); when no flow is
+** eligible but some wait on pacing, the NIC keeps one wake-up, at the
+** earliest eligible time. Line-rate flows are never paced, so `none` (the
+** default) generates packets exactly as without congestion control.
+**
 ** Transport (RoCEv2/IB RC style, go-back-N):
 **  - the receiver accepts only the next expected packet sequence number
 **    (PSN); it ACKs cumulatively every `ack_interval` packets and on the last
@@ -22,6 +31,7 @@
 #ifndef FAB_NIC_H
 #define FAB_NIC_H
 
+#include "cc.h"
 #include "port.h"
 #include "transport.h"
 #include "sim/rng.h"
@@ -36,6 +46,7 @@ typedef struct FabNicCfg {
   FabTransport transport;  /* header sizes */
   uint64_t ecmp_seed;      /* for the 5-tuple hash */
   uint64_t seed;           /* scenario seed: the NIC's RNG stream (CC jitter, later) */
+  FabCcCfg cc;             /* congestion control; zeroed = FAB_CC_NONE (line rate) */
 } FabNicCfg;
 
 /* One flow: what was asked (first block) and its transport state. */
@@ -58,11 +69,18 @@ typedef struct FabFlow {
   uint32_t timeouts;       /* consecutive timeouts without progress */
   uint32_t retransmits;    /* packets sent again */
   struct FabFlow *rr_next;
+  fab_time_t next_tx;      /* ps: paced: the next packet may not leave before this */
+  fab_time_t cc_wake_at;   /* ps: the earliest pending CC timer event (FAB_TIME_MAX: none) */
+  FabCcFlow cc;            /* congestion-control state; cc.rate_bps is the current rate */
   /* receiver */
   uint32_t rcv_nxt;        /* next PSN expected */
   bool nak_sent;           /* a NAK for rcv_nxt is outstanding */
   uint64_t rcv_bytes;      /* payload received in order */
+  fab_time_t cnp_next;     /* ps: the next CNP for this flow may leave at (notification point) */
 } FabFlow;
+
+/* The flow's current sending rate, bits/s (its line rate under CC none). */
+static inline uint64_t fab_flow_rate(const FabFlow *f) { return f->cc.rate_bps; }
 
 typedef struct FabNic FabNic;
 
@@ -77,6 +95,8 @@ struct FabNic {
   FabNicCfg cfg;
   FabPort port;            /* to the fabric */
   FabRng rng;              /* stream FAB_STREAM(FAB_STREAM_NIC, id) of cfg.seed */
+  const FabCcOps *cc;      /* cfg.cc's handlers; NULL under none */
+  fab_time_t pace_at;      /* ps: the pending pacing wake-up (FAB_TIME_MAX: none) */
   FabFlow *flows;          /* the run's flow table (transfer none) */
   FabFlow *rr_head, *rr_tail; /* flows with packets to send */
   FabFlowDoneFn done;
@@ -85,16 +105,20 @@ struct FabNic {
   /* counters */
   uint64_t tx_data_pkts, tx_data_bytes;   /* data packets sent (wire bytes) */
   uint64_t rx_data_pkts, rx_data_bytes;   /* data packets received (wire bytes) */
-  uint64_t tx_ctrl_pkts, rx_ctrl_pkts;    /* ACK/NAK */
+  uint64_t tx_ctrl_pkts, rx_ctrl_pkts;    /* ACK/NAK/CNP */
   uint64_t retransmits, timeouts, naks_sent;
+  uint64_t cnps_sent, cnps_received;      /* CNPs (also in tx/rx_ctrl_pkts) */
 };
 
-/* Set up a NIC for endpoint `id`. `flows` is the table flow ids index. */
+/* Set up a NIC for endpoint `id`. `flows` is the table flow ids index.
+** cfg->cc chooses the congestion control (it must pass fab_cc_cfg_invalid);
+** change it only through a new fab_nic_init. */
 void fab_nic_init(FabNic *nic, uint32_t id, const FabNicCfg *cfg, FabFlow *flows,
                   FabFlowDoneFn done, FabFlowFailFn fail, void *ctx);
 
-/* Fill the derived fields of a flow (npkts, hashes, transport state) from
-** id, src, dst, bytes, start and prio. */
+/* Fill the derived fields of a flow (npkts, hashes, transport and CC state)
+** from id, src, dst, bytes, start and prio. The CC state follows cfg->cc and
+** cfg->bps (the sender's). */
 void fab_flow_prepare(FabFlow *f, const FabNicCfg *cfg);
 
 /* Schedule flow `f` (of this NIC's flow table, f->src == nic->id) to start

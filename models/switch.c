@@ -206,6 +206,22 @@ void fab_switch_set_route(FabSwitch *sw, uint32_t dst, uint32_t g) {
   sw->route[dst] = g;
 }
 
+bool fab_node_is_switch(const FabNode *n) { return n->ops == &switch_ops; }
+
+uint32_t fab_switch_holders(const FabSwitch *sw, uint32_t in, uint32_t prio, FabPort **out, uint32_t max) {
+  uint32_t n = 0;
+  for (uint32_t i = 0; i < sw->nports; i++) {
+    if (prio >= sw->ports[i].nprio) continue;
+    for (const FabPkt *p = sw->ports[i].q[prio].head; p; p = p->next)
+      if (p->in_port == in) {
+        if (n < max) out[n] = &sw->ports[i];
+        n++;
+        break;
+      }
+  }
+  return n;
+}
+
 FabPort *fab_switch_next_hop(const FabSwitch *sw, uint32_t dst, uint32_t hash) {
   if (G_UNLIKELY(dst >= sw->nendpoints)) return NULL;
   uint32_t g = sw->route[dst];

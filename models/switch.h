@@ -40,6 +40,7 @@ typedef struct FabPfcCfg {
   fab_time_t response;   /* upstream's reaction time to a PAUSE, for the auto headroom */
   uint32_t quanta;       /* pause time per frame, units of 512 bit times (1..65535) */
   uint32_t mtu_wire;     /* largest packet on the wire, bytes (for the auto headroom) */
+  fab_time_t watchdog;   /* the run driver checks for progress this often (0: never) */
 } FabPfcCfg;
 
 /* ECN marking at egress, RED style, per (port, priority) queue: no mark
@@ -112,6 +113,13 @@ uint32_t fab_switch_add_group(FabSwitch *sw, const uint32_t *ports, uint32_t n);
 
 /* Route packets for endpoint `dst` to group `g`. */
 void fab_switch_set_route(FabSwitch *sw, uint32_t dst, uint32_t g);
+
+/* Whether a node is a switch (for analyses that walk the fabric). */
+bool fab_node_is_switch(const FabNode *n);
+
+/* The egress ports of sw whose priority-`prio` queue holds packets that came
+** in on port `in`: up to `max` into out; returns how many there are. */
+uint32_t fab_switch_holders(const FabSwitch *sw, uint32_t in, uint32_t prio, FabPort **out, uint32_t max);
 
 /* The egress port a packet to `dst` with `hash` takes, or NULL. */
 FabPort *fab_switch_next_hop(const FabSwitch *sw, uint32_t dst, uint32_t hash);

@@ -96,6 +96,17 @@ char *fab_json_summary(const FabResults *r) {
   g_string_append_printf(s, ", \"pfc_pause_frames\": %" G_GUINT64_FORMAT, r->pfc_pause_frames);
   g_string_append_printf(s, ", \"ecn_marks\": %" G_GUINT64_FORMAT, r->ecn_marks);
   g_string_append_printf(s, ", \"max_queue_bytes\": %" G_GUINT64_FORMAT, r->max_queue_bytes);
+  g_string_append(s, ", \"deadlock\": ");
+  if (r->n_deadlock) {
+    g_string_append_c(s, '[');
+    for (uint32_t i = 0; i < r->n_deadlock; i++) {
+      if (i) g_string_append(s, ", ");
+      put_str(s, r->deadlock[i]);
+    }
+    g_string_append_c(s, ']');
+  } else {
+    g_string_append(s, "null");
+  }
   g_string_append(s, ", \"collectives\": [], \"step\": null}\n");
   return g_string_free(s, FALSE);
 }

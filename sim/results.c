@@ -20,4 +20,7 @@ void fab_results_clear(FabResults *r) {
   g_free(r->queues.t);
   g_free(r->queues.depth);
   memset(&r->queues, 0, sizeof r->queues);
+  g_free(r->deadlock);
+  r->deadlock = NULL;
+  r->n_deadlock = 0;
 }

@@ -69,6 +69,9 @@ typedef struct FabResults {
   size_t n_links;
   FabLinkRec *links;
   FabQueueSeries queues;
+  /* a PFC deadlock: the egress ports of the cycle of pauses, in order */
+  uint32_t n_deadlock;
+  char (*deadlock)[FAB_NAME_LEN];
 } FabResults;
 
 /* Free the arrays (not the strings, which the caller owns). */

@@ -1,6 +1,8 @@
 /* Switch: store-and-forward timing, incast at line rate, dynamic-threshold
 ** buffer, lossy drops with recovery, priorities, buffer accounting. */
 #include "testnet.h"
+#include <glib/gstdio.h>
+#include <unistd.h>
 
 #define GBPS100 100000000000ULL
 
@@ -176,4 +178,233 @@ Test(switch, ecmp_group_spreads) {
   for (uint32_t h = 0; h < 4000; h++) count[fab_switch_next_hop(sw, 0, h * 2654435761u)->index]++;
   for (int i = 0; i < 4; i++) cr_assert(count[i] > 800 && count[i] < 1200, "port %d got %d", i, count[i]);
   fab_switch_free(sw);
+}
+
+/* ---- PFC and ECN, on whole scenarios ------------------------------------ */
+
+#include "tools/scenario.h"
+
+static FabScenario *scenario(const char *yaml, const char *const *sets) {
+  GError *err = NULL;
+  char *path = NULL;
+  int fd = g_file_open_tmp("fabsim-sw-XXXXXX.yaml", &path, &err);
+  cr_assert_geq(fd, 0);
+  close(fd);
+  cr_assert(g_file_set_contents(path, yaml, -1, NULL));
+  FabScenario *sc = fab_scenario_load(path, sets, &err);
+  cr_assert_not_null(sc, "%s", err ? err->message : "?");
+  g_unlink(path);
+  g_free(path);
+  return sc;
+}
+
+static void run_scenario(FabScenario *sc, FabResults *res) {
+  FabRunOpts o = {0};
+  int rc = fab_scenario_run(sc, &o, res);
+  cr_assert_eq(rc, 0, "run failed: %s", res->failure ? res->failure : "?");
+}
+
+static void done_scenario(FabScenario *sc, FabResults *res) {
+  g_free((char *)res->failure);
+  fab_results_clear(res);
+  fab_scenario_free(sc);
+}
+
+static const char incast16[] =
+  "cluster: {nodes: 17}\n"
+  "fabric:\n"
+  "  topology: {kind: single-switch}\n"
+  "  link: {bandwidth: 100Gbps, latency: 1us, mtu: 4096}\n"
+  "  switch:\n"
+  "    latency: 600ns\n"
+  "    buffer: 4MiB\n"
+  "    priorities: 1\n"
+  "    pfc: {enabled: true, xoff: 64KiB, xon: 32KiB}\n"
+  "workload: {kind: incast, senders: 16, receiver: 0, size: 1MiB}\n";
+
+static const FabLinkRec *link_from(const FabResults *r, const char *from) {
+  for (size_t i = 0; i < r->n_links; i++)
+    if (g_str_equal(r->links[i].from, from)) return &r->links[i];
+  cr_assert_fail("no link from %s", from);
+  return NULL;
+}
+
+Test(switch, pfc_incast_is_lossless_at_line_rate) {
+  FabScenario *sc = scenario(incast16, NULL);
+  FabResults res;
+  run_scenario(sc, &res);
+  cr_assert_eq(res.drops, 0, "PFC: no drops");
+  cr_assert_eq(res.retransmits, 0);
+  cr_assert_gt(res.pfc_pause_frames, 0);
+  /* 16 MiB through the bottleneck: 4096 packets x 4178 B at 80 ps/B, plus
+  ** the first packet's way in and the last one's way out; pauses must not
+  ** leave the bottleneck idle for more than a few packet times */
+  fab_time_t ideal = 4096ULL * 4178 * 80 + 4178 * 80 + 2 * FAB_US + 600 * FAB_NS;
+  cr_assert_geq(res.sim_time, ideal);
+  cr_assert_leq(res.sim_time, ideal + ideal / 100, "sim %" G_GUINT64_FORMAT " ideal %" G_GUINT64_FORMAT,
+                res.sim_time, ideal);
+  const FabLinkRec *down = link_from(&res, "switch0:p0");
+  cr_assert_eq(down->drops, 0);
+  fab_time_t paused = 0;
+  for (int h = 1; h <= 16; h++) {
+    char name[32];
+    g_snprintf(name, sizeof name, "host%d:p0", h);
+    const FabLinkRec *up = link_from(&res, name);
+    cr_assert_gt(up->pause_rx, 0, "%s was paused", name);
+    paused += up->paused;
+  }
+  cr_assert_gt(paused, 0);
+  cr_assert_leq(res.max_queue_bytes, 4 << 20);
+  done_scenario(sc, &res);
+}
+
+Test(switch, same_incast_without_pfc_and_small_buffer_drops_and_recovers) {
+  const char *sets[] = {"fabric.switch.pfc.enabled=false", "fabric.switch.buffer=256KiB", NULL};
+  FabScenario *sc = scenario(incast16, sets);
+  FabResults res;
+  run_scenario(sc, &res);
+  cr_assert_gt(res.drops, 0);
+  cr_assert_gt(res.retransmits, 0);
+  cr_assert_eq(res.pfc_pause_frames, 0);
+  for (size_t i = 0; i < res.n_flows; i++) cr_assert_neq(res.flows[i].end, 0);
+  done_scenario(sc, &res);
+}
+
+Test(switch, auto_headroom_absorbs_the_worst_response) {
+  /* long cables and a slow response: lots in flight after XOFF */
+  const char *sets[] = {"fabric.link.latency=5us", "fabric.switch.pfc.response=3us", NULL};
+  FabScenario *sc = scenario(incast16, sets);
+  FabResults res;
+  run_scenario(sc, &res);
+  cr_assert_eq(res.drops, 0, "auto headroom: nothing dropped");
+  cr_assert_gt(res.pfc_pause_frames, 0);
+  done_scenario(sc, &res);
+}
+
+Test(switch, headroom_too_small_drops) {
+  const char *sets[] = {"fabric.link.latency=5us", "fabric.switch.pfc.headroom=8KiB", NULL};
+  FabScenario *sc = scenario(incast16, sets);
+  FabResults res;
+  run_scenario(sc, &res);
+  cr_assert_gt(res.drops, 0, "a headroom below the cable's bytes in flight overflows");
+  for (size_t i = 0; i < res.n_flows; i++) cr_assert_neq(res.flows[i].end, 0, "recovered by go-back-N");
+  done_scenario(sc, &res);
+}
+
+Test(switch, auto_headroom_on_paper) {
+  /* 100 Gbps, 1 us cable, 1 us response: 3 us x 12.5 B/ns = 37500 B, + two
+  ** full packets (2 x 4178) + the 84-byte PAUSE frame */
+  cr_assert_eq(fab_pfc_headroom_auto(100000000000ULL, FAB_US, FAB_US, 4178), 45940);
+}
+
+Test(switch, pauses_spread_hop_by_hop) {
+  /* 8 hosts of leaf 1..3 send to host 0 on leaf 0: the leaf0 -> host0 port is
+  ** the bottleneck; leaf0 pauses the spines, the spines pause the leaves, the
+  ** leaves pause the hosts */
+  const char *yaml =
+    "cluster: {nodes: 16}\n"
+    "fabric:\n"
+    "  topology: {kind: leaf-spine, hosts_per_leaf: 4, spines: 2}\n"
+    "  link: {bandwidth: 100Gbps, latency: 1us, mtu: 4096}\n"
+    "  switch: {buffer: 2MiB, priorities: 1, pfc: {enabled: true, xoff: 32KiB, xon: 16KiB}}\n"
+    "workload: {kind: incast, senders: [4, 5, 6, 8, 9, 10, 12, 13], receiver: 0, size: 2MiB}\n";
+  FabScenario *sc = scenario(yaml, NULL);
+  FabResults res;
+  run_scenario(sc, &res);
+  cr_assert_eq(res.drops, 0);
+  uint64_t leaf0_up = 0, spine_down = 0, leaf_host = 0;
+  for (size_t i = 0; i < res.n_links; i++) {
+    const FabLinkRec *l = &res.links[i];
+    if (g_str_has_prefix(l->from, "leaf0:p") && g_str_has_prefix(l->to, "spine")) leaf0_up += l->pause_tx;
+    if (g_str_has_prefix(l->from, "spine") && !g_str_has_prefix(l->to, "leaf0:")) spine_down += l->pause_tx;
+    if (g_str_has_prefix(l->from, "leaf") && !g_str_has_prefix(l->from, "leaf0:") && g_str_has_prefix(l->to, "host"))
+      leaf_host += l->pause_tx;
+  }
+  cr_assert_gt(leaf0_up, 0, "leaf0 pauses the spines");
+  cr_assert_gt(spine_down, 0, "the spines pause the senders' leaves");
+  cr_assert_gt(leaf_host, 0, "the leaves pause the sending hosts");
+  done_scenario(sc, &res);
+}
+
+static const char ecn_line[] =
+  "cluster: {nodes: 3}\n"
+  "fabric:\n"
+  "  topology: {kind: single-switch}\n"
+  "  link: {bandwidth: 100Gbps, latency: 1us, mtu: 4096}\n"
+  "  switch: {buffer: 16MiB, priorities: 1, ecn: {enabled: true, kmin: 20KiB, kmax: 200KiB, pmax: 0.5}}\n"
+  "  congestion_control: {algorithm: none}\n"
+  "workload: {kind: incast, senders: 2, receiver: 0, size: 4MiB}\n";
+
+Test(switch, ecn_marks_nothing_when_packets_are_not_ect) {
+  FabScenario *sc = scenario(ecn_line, NULL);
+  FabResults res;
+  run_scenario(sc, &res);
+  cr_assert_gt(res.max_queue_bytes, 200 << 10, "the queue passes kmax");
+  cr_assert_eq(res.ecn_marks, 0, "CC none: packets are not ECN-capable");
+  done_scenario(sc, &res);
+}
+
+/* Packets injected straight into a switch, to a counting sink. */
+typedef struct Count {
+  FabNode node;
+  FabPort port;
+  int n, ce;
+} Count;
+
+static void count_receive(FabEngine *eng, FabNode *self, FabPkt *p, FabPort *in) {
+  Count *c = (Count *)self;
+  c->n++;
+  c->ce += (p->flags & FAB_PKTF_ECN) != 0;
+  fab_pkt_free(eng->pool, p);
+}
+
+static int ecn_burst(bool on_dequeue, uint64_t seed, int *seen_ce) {
+  FabEngine *eng = fab_engine_new(seed);
+  FabSwitchCfg sc = {0, 16 << 20, 1.0, 1, 0, seed};
+  sc.ecn = (FabEcnCfg){true, 10000, 20000, 1.0, on_dequeue};
+  FabSwitch *sw = fab_switch_new(0, "sw", &sc, 2, 2);
+  Count sink[2];
+  memset(sink, 0, sizeof sink);
+  for (uint32_t i = 0; i < 2; i++) {
+    sink[i].node.ops = &tap_ops;
+    sink[i].node.receive = count_receive;
+    fab_port_init(&sink[i].port, &sink[i].node, 0, GBPS100, 0, 1);
+    fab_port_connect(&sink[i].port, fab_switch_port(sw, i, GBPS100, 0));
+    fab_switch_set_route(sw, i, fab_switch_add_group(sw, &i, 1));
+  }
+  for (int i = 0; i < 100; i++) {
+    FabPkt *p = fab_pkt_alloc(eng->pool);
+    p->dst = 1;
+    p->wire = 1000;
+    p->flags = FAB_PKTF_ECT;
+    sw->node.receive(eng, &sw->node, p, &sw->ports[0]);
+  }
+  cr_assert(fab_engine_run(eng, FAB_TIME_MAX));
+  cr_assert_eq(sink[1].n, 100);
+  int marks = (int)sw->ecn_marks;
+  cr_assert_eq(marks, (int)sw->ports[1].ecn_marks);
+  *seen_ce = sink[1].ce;
+  cr_assert_eq(fab_pool_live(eng->pool), 0);
+  fab_switch_free(sw);
+  fab_engine_free(eng);
+  return marks;
+}
+
+Test(switch, ecn_red_marking_on_enqueue) {
+  /* packet i joins a queue of (i-1) x 1000 B (packet 0 leaves at once):
+  ** never marked at <= kmin (i <= 11), always at >= kmax (i >= 21) */
+  int ce, marks = ecn_burst(false, 1, &ce);
+  cr_assert_eq(ce, marks, "the receiver sees every mark");
+  cr_assert_geq(marks, 79);
+  cr_assert_leq(marks, 88);
+  int ce2, again = ecn_burst(false, 1, &ce2);
+  cr_assert_eq(again, marks, "random marking is deterministic for a seed");
+}
+
+Test(switch, ecn_marking_on_dequeue_sees_the_queue_behind) {
+  /* on dequeue, packet i leaves a queue of (99 - i) x 1000 B */
+  int ce, marks = ecn_burst(true, 1, &ce);
+  cr_assert_eq(ce, marks);
+  cr_assert_geq(marks, 79);
+  cr_assert_leq(marks, 88);
 }

@@ -105,7 +105,17 @@ char *fab_scenario_explain(const FabScenario *sc) {
 
 /* ---- the run ------------------------------------------------------------ */
 
-typedef struct Run {
+typedef struct Run Run;
+
+/* The PFC watchdog, an element of its own: it wakes every pfc.watchdog and
+** stops the run when nothing was delivered since its last look. */
+typedef struct Watch {
+  const FabOps *ops;
+  Run *run;
+  uint64_t last;            /* packets delivered to NICs at the last look */
+} Watch;
+
+struct Run {
   const FabOps *ops;        /* the queue sampler is an element */
   FabEngine *eng;
   FabTopology *topo;
@@ -121,7 +131,11 @@ typedef struct Run {
   /* progress */
   bool progress;
   gint64 last_report;
-} Run;
+  /* PFC watchdog */
+  Watch wd;
+  bool stalled;             /* the watchdog stopped the run */
+  GPtrArray *cycle;         /* FabPort *: the deadlock it found, in order */
+};
 
 static void flow_done(void *ctx, FabFlow *f) {
   Run *r = ctx;
@@ -155,6 +169,85 @@ static void progress(FabEngine *eng, void *ctx) {
   fprintf(stderr, "\r  t=%.6f ms  flows %u/%u  events %" G_GUINT64_FORMAT "   ", (double)eng->now / 1e9,
           r->completed, r->nflows, eng->events);
 }
+
+/* ---- PFC deadlock detection ----------------------------------------------
+** A port paused for priority q waits for the switch at its far end to drain
+** the ingress it paused: that is, for the egress ports there that hold
+** priority-q packets from that ingress. If those are paused too, the wait goes
+** on. A cycle in this wait-for graph among paused ports is a deadlock: none
+** of them can ever resume. */
+
+typedef struct Dfs {
+  uint32_t prio;
+  GHashTable *state;  /* FabPort * -> 1 on the stack, 2 done */
+  GPtrArray *stack;
+  GPtrArray *cycle;
+} Dfs;
+
+static bool dfs(Dfs *d, FabPort *p) {
+  g_hash_table_insert(d->state, p, GUINT_TO_POINTER(1));
+  g_ptr_array_add(d->stack, p);
+  FabPort *q = p->peer, *holders[64];
+  if (fab_node_is_switch(q->owner)) {
+    uint32_t n = fab_switch_holders((FabSwitch *)q->owner, q->index, d->prio, holders, 64);
+    for (uint32_t i = 0; i < MIN(n, 64u); i++) {
+      FabPort *e = holders[i];
+      if (!(e->paused >> d->prio & 1)) continue;
+      guint st = GPOINTER_TO_UINT(g_hash_table_lookup(d->state, e));
+      if (st == 1) { /* back edge: the cycle is the stack from e on */
+        guint at = 0;
+        while (g_ptr_array_index(d->stack, at) != e) at++;
+        for (; at < d->stack->len; at++) g_ptr_array_add(d->cycle, g_ptr_array_index(d->stack, at));
+        return true;
+      }
+      if (st == 0 && dfs(d, e)) return true;
+    }
+  }
+  g_ptr_array_remove_index(d->stack, d->stack->len - 1);
+  g_hash_table_insert(d->state, p, GUINT_TO_POINTER(2));
+  return false;
+}
+
+static bool find_deadlock(Run *r, GPtrArray *cycle) {
+  for (uint32_t prio = 0; prio < r->topo->switches[0]->cfg.nprio; prio++) {
+    Dfs d = {prio, g_hash_table_new(NULL, NULL), g_ptr_array_new(), cycle};
+    bool found = false;
+    for (uint32_t s = 0; s < r->topo->nswitches && !found; s++) {
+      FabSwitch *sw = r->topo->switches[s];
+      for (uint32_t i = 0; i < sw->nports && !found; i++) {
+        FabPort *p = &sw->ports[i];
+        if ((p->paused >> prio & 1) && !g_hash_table_contains(d.state, p)) found = dfs(&d, p);
+      }
+    }
+    g_hash_table_destroy(d.state);
+    g_ptr_array_free(d.stack, TRUE);
+    if (found) return true;
+  }
+  return false;
+}
+
+static uint64_t delivered(const Run *r) {
+  uint64_t n = 0;
+  for (uint32_t h = 0; h < r->topo->nhosts; h++) n += r->topo->nics[h].rx_data_pkts + r->topo->nics[h].rx_ctrl_pkts;
+  return n;
+}
+
+static void watch(FabEngine *eng, void *self, uint64_t arg) {
+  Watch *w = self;
+  Run *r = w->run;
+  if (r->completed == r->nflows) return;
+  uint64_t now = delivered(r);
+  if (now == w->last) {
+    r->stalled = true;
+    find_deadlock(r, r->cycle);
+    fab_engine_stop(eng);
+    return;
+  }
+  w->last = now;
+  fab_engine_after(eng, arg, w, arg);
+}
+
+static const FabOps watch_ops = {"pfc-watchdog", watch};
 
 typedef struct Totals {
   uint64_t hops, drops, drop_bytes, max_q, pauses, marks;
@@ -250,6 +343,12 @@ int fab_scenario_run(const FabScenario *sc, const FabRunOpts *opts, FabResults *
       for (uint32_t p = 0; p < r.topo->switches[s]->nports; p++) r.cols[c++] = &r.topo->switches[s]->ports[p];
     fab_engine_at(r.eng, 0, &r, 0);
   }
+  r.cycle = g_ptr_array_new();
+  const FabPfcCfg *pfc = &sc->fabric.sw.pfc;
+  if (pfc->enabled && pfc->watchdog) {
+    r.wd = (Watch){&watch_ops, &r, 0};
+    fab_engine_at(r.eng, pfc->watchdog, &r.wd, pfc->watchdog);
+  }
   if (opts->progress) {
     r.progress = true;
     r.eng->tick = progress;
@@ -264,7 +363,19 @@ int fab_scenario_run(const FabScenario *sc, const FabRunOpts *opts, FabResults *
   /* ---- invariants ---- */
   if (!time_ok) failf(&fail, "internal error: an event was scheduled in the past");
   bool drained = fab_evq_size(r.eng->evq) == 0;
-  if (r.failed)
+  if (r.stalled && r.cycle->len) {
+    GString *c = g_string_new(NULL);
+    for (guint i = 0; i <= r.cycle->len; i++) {
+      char name[FAB_NAME_LEN];
+      name_port(name, g_ptr_array_index(r.cycle, i % r.cycle->len));
+      g_string_append_printf(c, "%s%s", i ? " -> " : "", name);
+    }
+    failf(&fail, "PFC deadlock at %.6f ms: a cycle of paused ports: %s", fab_time_to_s(r.eng->now) * 1e3, c->str);
+    g_string_free(c, TRUE);
+  } else if (r.stalled) {
+    failf(&fail, "no progress for %.6g ms with %u of %u flows unfinished (a PFC stall; no cycle of paused ports)",
+          fab_time_to_s(pfc->watchdog) * 1e3, r.nflows - r.completed, r.nflows);
+  } else if (r.failed)
     failf(&fail, "flow %u (%u -> %u) made no progress after %u retransmission timeouts", r.failed->id,
           r.failed->src, r.failed->dst, sc->fabric.nic.max_timeouts);
   else if (r.completed < r.nflows)
@@ -340,6 +451,10 @@ int fab_scenario_run(const FabScenario *sc, const FabRunOpts *opts, FabResults *
   q->t = (fab_time_t *)(void *)g_array_free(r.t, FALSE);
   q->depth = (uint32_t *)(void *)g_array_free(r.depth, FALSE);
   res->failure = fail ? g_string_free(fail, FALSE) : NULL;
+  res->n_deadlock = r.cycle->len;
+  res->deadlock = g_malloc0((size_t)FAB_NAME_LEN * (r.cycle->len ? r.cycle->len : 1));
+  for (guint i = 0; i < r.cycle->len; i++) name_port(res->deadlock[i], g_ptr_array_index(r.cycle, i));
+  g_ptr_array_free(r.cycle, TRUE);
 
   g_free(r.cols);
   g_free(r.flows);

@@ -6,7 +6,7 @@
 /* ---- configuration ----------------------------------------------------- */
 
 static const char *const node_presets[] = {"host", NULL};
-static const char *const topo_kinds[] = {"single-switch", "leaf-spine", "fat-tree", NULL};
+static const char *const topo_kinds[] = {"single-switch", "leaf-spine", "fat-tree", "ring", NULL};
 static const char *const routings[] = {"ecmp", NULL};
 static const char *const cc_algorithms[] = {"none", NULL};
 
@@ -51,7 +51,7 @@ static const FabCfgKey fabric_schema[] = {
 
 typedef struct TopoIn {
   int kind;
-  uint64_t hosts_per_leaf, leaves, spines, k;
+  uint64_t hosts_per_leaf, leaves, spines, k, switches, hosts_per_switch;
   double oversubscription;
 } TopoIn;
 
@@ -62,6 +62,8 @@ static const FabCfgKey topo_schema[] = {
   {"spines", FAB_CFG_UINT, offsetof(TopoIn, spines), FALSE, NULL, 1, 65000, NULL},
   {"oversubscription", FAB_CFG_RATIO, offsetof(TopoIn, oversubscription), FALSE, NULL, 0, 0, NULL},
   {"k", FAB_CFG_UINT, offsetof(TopoIn, k), FALSE, NULL, 2, 256, NULL},
+  {"switches", FAB_CFG_UINT, offsetof(TopoIn, switches), FALSE, NULL, 3, 1024, NULL},
+  {"hosts_per_switch", FAB_CFG_UINT, offsetof(TopoIn, hosts_per_switch), FALSE, NULL, 1, 1024, NULL},
   {NULL, FAB_CFG_END, 0, FALSE, NULL, 0, 0, NULL},
 };
 
@@ -117,7 +119,7 @@ static const FabCfgKey cc_schema[] = {
 typedef struct PfcIn {
   gboolean enabled;
   const FabCfgNode *priorities, *xoff, *headroom;
-  uint64_t xon, quanta, response;
+  uint64_t xon, quanta, response, watchdog;
   double alpha;
 } PfcIn;
 
@@ -130,6 +132,7 @@ static const FabCfgKey pfc_schema[] = {
   {"headroom", FAB_CFG_NODE, offsetof(PfcIn, headroom), FALSE, NULL, 0, 0, NULL},
   {"response", FAB_CFG_TIME, offsetof(PfcIn, response), FALSE, "1us", 0, 1e12, NULL},
   {"quanta", FAB_CFG_UINT, offsetof(PfcIn, quanta), FALSE, "65535", 1, 65535, NULL},
+  {"watchdog", FAB_CFG_TIME, offsetof(PfcIn, watchdog), FALSE, "1ms", 0, 1e15, NULL},
   {NULL, FAB_CFG_END, 0, FALSE, NULL, 0, 0, NULL},
 };
 
@@ -210,6 +213,7 @@ static gboolean read_pfc(const FabCfgNode *n, uint32_t nprio, uint32_t mtu_wire,
   out->response = in.response;
   out->quanta = (uint32_t)in.quanta;
   out->mtu_wire = mtu_wire;
+  out->watchdog = in.watchdog;
   return TRUE;
 }
 
@@ -248,6 +252,9 @@ static gboolean read_topology(const FabCfgNode *node, const ClusterIn *cl, const
   if (!fab_cfg_apply(node, NULL, topo_schema, &in, err)) return FALSE;
   t->kind = (FabTopoKind)in.kind;
   const FabCfgNode *nodes_at = cl_node ? fab_cfg_get(cl_node, "nodes") : NULL;
+  if (t->kind != FAB_TOPO_RING &&
+      (!set_only_for(node, "switches", "ring", err) || !set_only_for(node, "hosts_per_switch", "ring", err)))
+    return FALSE;
   switch (t->kind) {
   case FAB_TOPO_SINGLE_SWITCH:
     if (!set_only_for(node, "hosts_per_leaf", "leaf-spine, fat-tree", err) ||
@@ -296,6 +303,21 @@ static gboolean read_topology(const FabCfgNode *node, const ClusterIn *cl, const
     if (t->hosts_per_leaf + t->spines > 65000 || t->leaves > 65000)
       return fab_cfg_fail(node, err, "a switch has at most 65000 ports");
     t->hosts = t->leaves * t->hosts_per_leaf;
+    return TRUE;
+  }
+  case FAB_TOPO_RING: {
+    if (!set_only_for(node, "hosts_per_leaf", "leaf-spine, fat-tree", err) ||
+        !set_only_for(node, "leaves", "leaf-spine", err) || !set_only_for(node, "spines", "leaf-spine", err) ||
+        !set_only_for(node, "oversubscription", "leaf-spine, fat-tree", err) ||
+        !set_only_for(node, "k", "fat-tree", err))
+      return FALSE;
+    if (!in.switches || !in.hosts_per_switch)
+      return fab_cfg_fail(node, err, "ring needs switches (>= 3) and hosts_per_switch");
+    t->leaves = (uint32_t)in.switches;
+    t->hosts_per_leaf = (uint32_t)in.hosts_per_switch;
+    t->hosts = t->leaves * t->hosts_per_leaf;
+    if (cl->nodes && cl->nodes != t->hosts)
+      return fab_cfg_fail(nodes_at, err, "%" G_GUINT64_FORMAT " nodes, but the ring has %u", cl->nodes, t->hosts);
     return TRUE;
   }
   case FAB_TOPO_FAT_TREE: {
@@ -374,6 +396,7 @@ gboolean fab_fabric_cfg_read(const FabCfgNode *root, FabFabricCfg *out, GError *
     const FabTopoSpec *t = &out->topo;
     uint32_t ports = t->kind == FAB_TOPO_SINGLE_SWITCH ? t->hosts
                      : t->kind == FAB_TOPO_LEAF_SPINE  ? MAX(t->hosts_per_leaf + t->spines, t->leaves)
+                    : t->kind == FAB_TOPO_RING        ? t->hosts_per_leaf + 2
                                                        : MAX(t->hosts_per_leaf + t->k / 2, t->k);
     const FabPfcCfg *c = &out->sw.pfc;
     uint64_t h = c->headroom ? c->headroom
@@ -458,6 +481,20 @@ static void build_leaf_spine(FabTopology *t, const FabFabricCfg *cfg) {
     for (uint32_t l = 0; l < L; l++) route_range_to_port(t->switches[L + j], l * hpl, (l + 1) * hpl, l);
 }
 
+static void build_ring(FabTopology *t, const FabFabricCfg *cfg) {
+  uint32_t n = t->spec.leaves, h = t->spec.hosts_per_leaf;
+  for (uint32_t s = 0; s < n; s++) add_switch(t, cfg, "ring", s, h + 2);
+  for (uint32_t s = 0; s < n; s++) { /* port h: clockwise out to the next; h+1: from the previous */
+    FabSwitch *sw = t->switches[s];
+    for (uint32_t i = 0; i < h; i++) {
+      link_host(t, s * h + i, sw, i);
+      route_range_to_port(sw, s * h + i, s * h + i + 1, i);
+    }
+    route_others_to_group(sw, s * h, (s + 1) * h, h, 1);
+    link_switches(t, sw, h, t->switches[(s + 1) % n], h + 1);
+  }
+}
+
 static void build_fat_tree(FabTopology *t, const FabFabricCfg *cfg) {
   uint32_t k = t->spec.k, h = k / 2, hpe = t->spec.hosts_per_leaf;
   uint32_t nedge = k * h, ncore = h * h;
@@ -501,12 +538,14 @@ FabTopology *fab_topology_build(const FabFabricCfg *cfg) {
   case FAB_TOPO_SINGLE_SWITCH: nsw = 1; break;
   case FAB_TOPO_LEAF_SPINE: nsw = cfg->topo.leaves + cfg->topo.spines; break;
   case FAB_TOPO_FAT_TREE: nsw = cfg->topo.k * cfg->topo.k + (cfg->topo.k / 2) * (cfg->topo.k / 2); break;
+  case FAB_TOPO_RING: nsw = cfg->topo.leaves; break;
   }
   t->switches = g_new0(FabSwitch *, nsw);
   switch (cfg->topo.kind) {
   case FAB_TOPO_SINGLE_SWITCH: build_single(t, cfg); break;
   case FAB_TOPO_LEAF_SPINE: build_leaf_spine(t, cfg); break;
   case FAB_TOPO_FAT_TREE: build_fat_tree(t, cfg); break;
+  case FAB_TOPO_RING: build_ring(t, cfg); break;
   }
   g_assert(t->nswitches == nsw);
   return t;
@@ -541,6 +580,8 @@ char *fab_topology_describe(const FabTopoSpec *s) {
     return g_strdup_printf("leaf-spine: %u leaves x %u hosts, %u spines (%u:%u at the leaf)", s->leaves,
                            s->hosts_per_leaf, s->spines, s->hosts_per_leaf / a, s->spines / a);
   }
+  case FAB_TOPO_RING:
+    return g_strdup_printf("ring: %u switches x %u hosts, clockwise routing", s->leaves, s->hosts_per_leaf);
   case FAB_TOPO_FAT_TREE:
     return g_strdup_printf("fat-tree: k=%u, %u hosts per edge, %u hosts, %u switches", s->k, s->hosts_per_leaf,
                            s->hosts, s->k * s->k + (s->k / 2) * (s->k / 2));

@@ -14,6 +14,12 @@
 **                  k/2 x N / M hosts on each edge switch (default 1:1,
 **                  k^3/4 hosts).
 **
+**   ring           `switches` switches in a ring with `hosts_per_switch`
+**                  hosts each, every switch joined to the next one;
+**                  traffic goes clockwise only. Not a production fabric: a
+**                  small layout with a cyclic buffer dependency, to study
+**                  PFC deadlocks.
+**
 ** Routing is one table lookup per hop: each switch maps the destination
 ** endpoint to a group of equal-cost egress ports (up: every uplink; down:
 ** the one port toward the destination), and ECMP picks within the group.
@@ -28,13 +34,13 @@
 #include "models/switch.h"
 #include "sim/config.h"
 
-typedef enum { FAB_TOPO_SINGLE_SWITCH = 0, FAB_TOPO_LEAF_SPINE, FAB_TOPO_FAT_TREE } FabTopoKind;
+typedef enum { FAB_TOPO_SINGLE_SWITCH = 0, FAB_TOPO_LEAF_SPINE, FAB_TOPO_FAT_TREE, FAB_TOPO_RING } FabTopoKind;
 
 typedef struct FabTopoSpec {
   FabTopoKind kind;
   uint32_t hosts;           /* endpoints (derived for leaf-spine / fat-tree) */
-  uint32_t hosts_per_leaf;  /* leaf-spine; fat-tree: hosts per edge switch */
-  uint32_t leaves, spines;  /* leaf-spine */
+  uint32_t hosts_per_leaf;  /* leaf-spine; fat-tree: hosts per edge switch; ring: per switch */
+  uint32_t leaves, spines;  /* leaf-spine; ring: leaves = switches in the ring */
   uint32_t k;               /* fat-tree arity */
   uint64_t link_bps;        /* switch-to-switch links */
   uint64_t host_bps;        /* host-to-switch links (the NIC rate) */

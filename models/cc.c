@@ -1,0 +1,32 @@
+/* Congestion-control dispatch and presets. See cc.h. */
+#include "cc.h"
+#include <string.h>
+
+const FabCcOps *fab_cc_ops(FabCcKind kind) {
+  switch (kind) {
+  case FAB_CC_NONE: return NULL;
+  case FAB_CC_DCQCN: return &fab_cc_dcqcn_ops;
+  }
+  g_assert_not_reached();
+}
+
+gboolean fab_cc_preset(const char *name, FabCcCfg *out) {
+  if (strcmp(name, "none") == 0) {
+    *out = (FabCcCfg){0};
+    return TRUE;
+  }
+  FabDcqcnCfg d;
+  if (fab_dcqcn_preset(name, &d)) {
+    *out = (FabCcCfg){.kind = FAB_CC_DCQCN, .dcqcn = d};
+    return TRUE;
+  }
+  return FALSE;
+}
+
+const char *fab_cc_cfg_invalid(const FabCcCfg *c) {
+  switch (c->kind) {
+  case FAB_CC_NONE: return NULL;
+  case FAB_CC_DCQCN: return fab_dcqcn_cfg_invalid(&c->dcqcn);
+  }
+  return "unknown congestion-control kind";
+}

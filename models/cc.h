@@ -1,0 +1,71 @@
+/*
+** Congestion control: the NIC's pluggable rate controller.
+**
+** An algorithm is a table of handlers (const FabCcOps), like an element type
+** is a FabOps: the NIC calls them when a flow sends a data packet, receives
+** a CNP or an ACK, when the flow's CC timer fires, and (at the receiver)
+** when a data packet arrives. The algorithm keeps its per-flow state in a
+** FabCcFlow inside the FabFlow and sets there the flow's current rate and
+** the time it next wants its timer (`timer_at`); the NIC paces the flow at
+** `rate_bps` and keeps at most one timer event per flow pending. Switches
+** and links know nothing of it: a new algorithm (HPCC, Swift, ...) is a new
+** FabCcOps and a new member of the unions below.
+**
+** FAB_CC_NONE (the zero value of FabCcCfg) means line rate with no pacing
+** and no CC state: the NIC then behaves exactly as without this module.
+*/
+#ifndef FAB_CC_H
+#define FAB_CC_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <glib.h>
+#include "sim/pool.h"
+#include "dcqcn.h"
+
+typedef enum { FAB_CC_NONE = 0, FAB_CC_DCQCN = 1 } FabCcKind;
+
+typedef struct FabCcCfg {
+  FabCcKind kind;          /* FAB_CC_NONE: line rate */
+  FabDcqcnCfg dcqcn;       /* kind == FAB_CC_DCQCN */
+} FabCcCfg;
+
+/* Per-flow CC state (sender side). */
+typedef struct FabCcFlow {
+  uint64_t rate_bps;       /* bits/s: current sending rate (line rate under none) */
+  uint64_t line_bps;       /* bits/s: the NIC's line rate, the ceiling */
+  fab_time_t timer_at;     /* ps: when the algorithm wants on_timer; FAB_TIME_MAX: never */
+  union {
+    FabDcqcnFlow dcqcn;
+  } u;
+} FabCcFlow;
+
+struct FabCcOps {
+  const char *name;        /* "dcqcn" */
+  uint8_t tx_flags;        /* FAB_PKTF_* the sender sets on its data packets (ECT) */
+  /* the flow is posted at `now`; rate_bps and line_bps are set to line rate */
+  void (*init)(FabCcFlow *s, const FabCcCfg *cfg, fab_time_t now);
+  /* a data packet of `wire` bytes was handed to the port */
+  void (*on_sent)(FabCcFlow *s, const FabCcCfg *cfg, uint32_t wire, fab_time_t now);
+  /* a CNP for the flow arrived */
+  void (*on_cnp)(FabCcFlow *s, const FabCcCfg *cfg, fab_time_t now);
+  /* optional: an ACK or NAK for the flow arrived */
+  void (*on_ack)(FabCcFlow *s, const FabCcCfg *cfg, const FabPkt *ack, fab_time_t now);
+  /* now >= s->timer_at */
+  void (*on_timer)(FabCcFlow *s, const FabCcCfg *cfg, fab_time_t now);
+  /* receiver side: a data packet `p` arrived; `*cnp_next` (ps, 0 at flow
+  ** start) is the flow's notification state. Returns true to send a CNP. */
+  bool (*rx_data)(fab_time_t *cnp_next, const FabCcCfg *cfg, const FabPkt *p, fab_time_t now);
+};
+
+/* The handler table of `kind`; NULL for FAB_CC_NONE. Transfer none. */
+const FabCcOps *fab_cc_ops(FabCcKind kind);
+
+/* A configuration by name: "none", "dcqcn-paper", "dcqcn-mlx". Returns FALSE
+** (leaving *out alone) for an unknown name. */
+gboolean fab_cc_preset(const char *name, FabCcCfg *out);
+
+/* NULL if `c` is usable; else a static message naming the bad field. */
+const char *fab_cc_cfg_invalid(const FabCcCfg *c);
+
+#endif
