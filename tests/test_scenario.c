@@ -180,3 +180,31 @@ Test(scenario, explain_names_the_parts) {
   g_free(s);
   fab_scenario_free(sc);
 }
+
+Test(scenario, pfc_deadlock_is_detected_and_reported) {
+  FabScenario *sc = load("scenarios/pfc-deadlock-ring.yaml", NULL);
+  FabResults res;
+  FabRunOpts opts = {0};
+  gint64 t0 = g_get_monotonic_time();
+  cr_assert_eq(fab_scenario_run(sc, &opts, &res), 1);
+  cr_assert_lt(g_get_monotonic_time() - t0, 10 * G_USEC_PER_SEC, "bounded wall time");
+  cr_assert(strstr(res.failure, "PFC deadlock"), "%s", res.failure);
+  cr_assert_eq(res.n_deadlock, 4, "the four ring links");
+  static const char *const ring[] = {"ring0:p2", "ring1:p2", "ring2:p2", "ring3:p2"};
+  for (uint32_t i = 0; i < 4; i++) cr_assert_str_eq(res.deadlock[i], ring[i]);
+  cr_assert_eq(res.sim_time, 2 * FAB_MS, "found at the second watchdog look");
+  char *js = fab_json_summary(&res);
+  cr_assert(strstr(js, "\"deadlock\": [\"ring0:p2\", \"ring1:p2\", \"ring2:p2\", \"ring3:p2\"]"), "%s", js);
+  g_free(js);
+  done(sc, &res);
+}
+
+Test(scenario, the_same_ring_without_pfc_completes) {
+  const char *sets[] = {"fabric.switch.pfc.enabled=false", NULL};
+  FabScenario *sc = load("scenarios/pfc-deadlock-ring.yaml", sets);
+  FabResults res;
+  run_ok(sc, &res);
+  cr_assert_gt(res.drops, 0, "lossy: the ring drops instead");
+  cr_assert_eq(res.n_deadlock, 0);
+  done(sc, &res);
+}
