@@ -2,7 +2,7 @@
 #include "port.h"
 #include <glib.h>
 
-enum { WAKE_TX_DONE = 0, WAKE_ARRIVE = 1, WAKE_RETRY = 2, WAKE_UNPAUSE = 3 };
+enum { WAKE_TX_DONE = 0, WAKE_ARRIVE = 1, WAKE_RETRY = 2, WAKE_UNPAUSE = 3, WAKE_CREDIT = 4 };
 
 static void port_wake(FabEngine *eng, void *self, uint64_t arg);
 const FabOps fab_port_ops = {"port", port_wake};
@@ -62,6 +62,7 @@ static void start(FabEngine *eng, FabPort *pt) {
     uint32_t pr = 31 - (uint32_t)__builtin_clz(m);
     m &= ~(1u << pr);
     FabPkt *h = pt->q[pr].head;
+    if (G_UNLIKELY(pt->credit_fc) && pt->credits[pr] < (int64_t)h->wire) continue; /* a credit return kicks */
     if (h->ready <= eng->now) {
       p = q_pop(pt, pr);
       pt->qbytes -= p->wire;
@@ -80,8 +81,25 @@ static void start(FabEngine *eng, FabPort *pt) {
     }
     if (!pt->owner->pull || !(p = pt->owner->pull(eng, pt->owner, pt))) return;
   }
+  if (G_UNLIKELY(pt->credit_fc)) {
+    pt->credits[p->prio] -= p->wire;
+    g_assert(pt->credits[p->prio] >= 0); /* a pull ignored nocredit, or credits went wrong */
+    if (pt->credits[p->prio] < (int64_t)pt->credit_unit) pt->nocredit |= 1u << p->prio;
+  }
   pt->tx = p;
   fab_engine_after(eng, fab_port_ser(pt, p->wire), pt, WAKE_TX_DONE);
+}
+
+void fab_port_set_credits(FabPort *pt, uint64_t bytes, uint32_t unit) {
+  g_assert(bytes >= unit && bytes <= INT64_MAX);
+  pt->credit_fc = true;
+  pt->credit_unit = unit;
+  pt->nocredit = 0;
+  for (uint32_t v = 0; v < FAB_MAX_PRIOS; v++) pt->credits[v] = (int64_t)bytes;
+}
+
+void fab_port_return_credit(FabEngine *eng, FabPort *pt, uint32_t vl, uint32_t bytes) {
+  fab_engine_after(eng, pt->latency, pt, WAKE_CREDIT | (uint64_t)vl << 8 | (uint64_t)bytes << 16);
 }
 
 void fab_port_enqueue(FabEngine *eng, FabPort *pt, FabPkt *p) {
@@ -146,7 +164,7 @@ fab_time_t fab_port_paused_time(const FabPort *pt, fab_time_t now) {
 static void port_wake(FabEngine *eng, void *self, uint64_t arg) {
   FabPort *pt = self;
   FabPkt *p;
-  switch (arg) {
+  switch (arg & 0xff) {
   case WAKE_TX_DONE:
     p = pt->tx;
     pt->tx = NULL;
@@ -177,6 +195,13 @@ static void port_wake(FabEngine *eng, void *self, uint64_t arg) {
     }
     pt->peer->owner->receive(eng, pt->peer->owner, p, pt->peer);
     break;
+  case WAKE_CREDIT: {
+    uint32_t vl = (uint32_t)(arg >> 8) & 0xff;
+    pt->credits[vl] += (int64_t)(arg >> 16);
+    if (pt->credits[vl] >= (int64_t)pt->credit_unit) pt->nocredit &= ~(1u << vl);
+    if (!pt->tx) start(eng, pt);
+    break;
+  }
   case WAKE_UNPAUSE: {
     uint32_t was = pt->paused;
     for (uint32_t m = was; m;) {

@@ -65,6 +65,11 @@ struct FabPort {
   uint32_t busy_prios;     /* bit p set: queue p is not empty */
   uint32_t paused;         /* bit p set: priority p is paused by the peer (PFC); do not send it */
   FabPkt *ctrl_head, *ctrl_tail; /* link-level frames (PFC PAUSE): sent first, never paused */
+  /* InfiniBand link-level flow control: the far end's free buffer per VL */
+  bool credit_fc;          /* this egress sends only against credits */
+  uint32_t nocredit;       /* bit v: VL v has less credit than one full packet (for pulls) */
+  uint32_t credit_unit;    /* a full packet on the wire, bytes: the nocredit threshold */
+  int64_t credits[FAB_MAX_PRIOS]; /* bytes the far end can still take, per VL (= priority) */
   fab_time_t retry_at;     /* ps: a wake for a not-yet-ready head is pending then */
   /* counters */
   uint64_t tx_bytes;       /* wire bytes serialised */
@@ -109,6 +114,14 @@ void fab_port_enqueue(FabEngine *eng, FabPort *pt, FabPkt *p);
 /* Send a PFC PAUSE frame for priority `prio` on this port's link, ahead of
 ** every queue: `quanta` x 512 bit times of pause at the peer, 0 to resume. */
 void fab_port_send_pause(FabEngine *eng, FabPort *pt, uint32_t prio, uint32_t quanta);
+
+/* Turn on credit-based flow control on this egress: `bytes` of credit per
+** VL, and a full packet of `unit` wire bytes. */
+void fab_port_set_credits(FabPort *pt, uint64_t bytes, uint32_t unit);
+
+/* The far end freed `bytes` of VL `vl` for us: the credit reaches this port
+** after the link's latency (a flow-control update travelling the wire). */
+void fab_port_return_credit(FabEngine *eng, FabPort *pt, uint32_t vl, uint32_t bytes);
 
 /* Time this port has spent with some priority paused, up to `now`, ps. */
 fab_time_t fab_port_paused_time(const FabPort *pt, fab_time_t now);

@@ -92,7 +92,10 @@ static void switch_receive(FabEngine *eng, FabNode *self, FabPkt *p, FabPort *in
   }
   uint64_t free_bytes = sw->cfg.buffer - sw->used;
   uint32_t k = in->index * sw->cfg.nprio + p->prio;
-  if (G_UNLIKELY(lossless(sw, p->prio))) {
+  if (sw->cfg.credits) {
+    /* InfiniBand: the upstream sent against our credits, so there is room */
+    sw->used += p->wire;
+  } else if (G_UNLIKELY(lossless(sw, p->prio))) {
     /* lossless: the shared buffer up to XOFF, then this (port, prio)'s headroom */
     bool over = sw->ingress[k] - sw->hdrm[k] + p->wire > xoff_limit(sw) || p->wire > free_bytes;
     if (over || sw->hdrm[k]) {
@@ -136,6 +139,7 @@ static void switch_dequeued(FabEngine *eng, FabNode *self, FabPort *port, FabPkt
     sw->used -= p->wire;
   }
   sw->ingress[k] -= p->wire;
+  if (sw->cfg.credits) fab_port_return_credit(eng, sw->ports[p->in_port].peer, p->prio, p->wire);
   if (sw->cfg.ecn.enabled && sw->cfg.ecn.on_dequeue) ecn_mark(sw, port, p, port->q[p->prio].bytes);
   if (G_UNLIKELY(sw->pause_gen[k] & 1)) check_xon(eng, sw, p->in_port, p->prio);
 }

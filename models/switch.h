@@ -70,6 +70,8 @@ typedef struct FabSwitchCfg {
   FabPfcCfg pfc;
   FabEcnCfg ecn;
   uint64_t pfc_reserved; /* bytes of the configured buffer set aside as headroom (buffer is the rest) */
+  uint64_t credits;      /* InfiniBand: buffer per (ingress port, VL) granted as credits; 0: none */
+  uint32_t mtu_wire;     /* a full packet on the wire, bytes */
 } FabSwitchCfg;
 
 typedef struct FabSwitch {

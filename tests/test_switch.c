@@ -408,3 +408,27 @@ Test(switch, ecn_marking_on_dequeue_sees_the_queue_behind) {
   cr_assert_geq(marks, 79);
   cr_assert_leq(marks, 88);
 }
+
+Test(switch, infiniband_credits_never_drop_nor_overfill) {
+  const char *yaml =
+    "cluster: {nodes: 17}\n"
+    "fabric:\n"
+    "  transport: infiniband\n"
+    "  topology: {kind: single-switch}\n"
+    "  link: {bandwidth: 200Gbps, latency: 1us, mtu: 4096}\n"
+    "  switch: {latency: 300ns, buffer: 1MiB, priorities: 1}\n"
+    "workload: {kind: incast, senders: 16, receiver: 0, size: 1MiB}\n";
+  FabScenario *sc = scenario(yaml, NULL);
+  /* 1 MiB over 17 ports x 1 VL: 61680 B of credit for each ingress */
+  cr_assert_eq(sc->fabric.sw.credits, (1 << 20) / 17);
+  FabResults res;
+  run_scenario(sc, &res);
+  cr_assert_eq(res.drops, 0, "credits: no drops by construction");
+  cr_assert_leq(res.max_queue_bytes, 1 << 20, "never more than the buffer");
+  cr_assert_gt(res.max_queue_bytes, 16 * 30000, "and the buffer is used");
+  cr_assert_eq(res.pfc_pause_frames, 0);
+  /* the bottleneck stays busy: 4096 packets of 4122 B at 40 ps/B */
+  fab_time_t ideal = 4096ULL * 4122 * 40;
+  cr_assert_leq(res.sim_time, ideal + ideal / 50 + 5 * FAB_US);
+  done_scenario(sc, &res);
+}

@@ -82,7 +82,7 @@ typedef struct SwitchIn {
   uint64_t latency, buffer, priorities, ecmp_seed;
   double alpha;
   int routing;
-  const FabCfgNode *pfc, *ecn, *sharp;
+  const FabCfgNode *pfc, *ecn, *sharp, *credits;
 } SwitchIn;
 
 static const FabCfgKey switch_schema[] = {
@@ -95,6 +95,7 @@ static const FabCfgKey switch_schema[] = {
   {"pfc", FAB_CFG_MAP, offsetof(SwitchIn, pfc), FALSE, NULL, 0, 0, NULL},
   {"ecn", FAB_CFG_MAP, offsetof(SwitchIn, ecn), FALSE, NULL, 0, 0, NULL},
   {"sharp", FAB_CFG_MAP, offsetof(SwitchIn, sharp), FALSE, NULL, 0, 0, NULL},
+  {"credits", FAB_CFG_NODE, offsetof(SwitchIn, credits), FALSE, NULL, 0, 0, NULL},
   {NULL, FAB_CFG_END, 0, FALSE, NULL, 0, 0, NULL},
 };
 
@@ -392,12 +393,33 @@ gboolean fab_fabric_cfg_read(const FabCfgNode *root, FabFabricCfg *out, GError *
   out->nic.nprio = out->sw.nprio;
   out->nic.transport = fab_transport_get((FabTransportKind)fab.transport);
   out->nic.ecmp_seed = sw.ecmp_seed;
+  const FabTopoSpec *t = &out->topo;
+  uint32_t ports = t->kind == FAB_TOPO_SINGLE_SWITCH ? t->hosts
+                   : t->kind == FAB_TOPO_LEAF_SPINE  ? MAX(t->hosts_per_leaf + t->spines, t->leaves)
+                   : t->kind == FAB_TOPO_RING        ? t->hosts_per_leaf + 2
+                                                     : MAX(t->hosts_per_leaf + t->k / 2, t->k);
+  out->sw.mtu_wire = (uint32_t)link.mtu + out->nic.transport.data_overhead;
+  if (fab.transport == FAB_TRANSPORT_INFINIBAND) {
+    /* credit-based flow control: every (ingress port, VL) owns a slice of the buffer */
+    if (out->sw.pfc.enabled)
+      return fab_cfg_fail(fab_cfg_get(sw.pfc, "enabled"), err, "infiniband uses credit-based link-level flow "
+                          "control, not PFC (PFC is for rocev2)");
+    uint64_t c = 0;
+    gboolean is_auto = TRUE;
+    if (sw.credits && !size_or(sw.credits, "auto", &c, &is_auto, err)) return FALSE;
+    if (is_auto) c = sw.buffer / ((uint64_t)ports * out->sw.nprio);
+    if (c < out->sw.mtu_wire)
+      return fab_cfg_fail(sw.credits ? sw.credits : fab_cfg_get(fab.sw, "buffer"), err, "%" G_GUINT64_FORMAT
+                          " B of credit per port and VL is less than one packet (%u B): a larger buffer, fewer "
+                          "priorities (VLs), or a smaller mtu", c, out->sw.mtu_wire);
+    if (c * ports * out->sw.nprio > sw.buffer)
+      return fab_cfg_fail(sw.credits, err, "%u ports x %u VLs x %" G_GUINT64_FORMAT " B of credit is more than the "
+                          "buffer (%" G_GUINT64_FORMAT " B)", ports, out->sw.nprio, c, sw.buffer);
+    out->sw.credits = c;
+  } else if (sw.credits) {
+    return fab_cfg_fail(sw.credits, err, "credits are for transport infiniband");
+  }
   if (out->sw.pfc.enabled) { /* reserve the headroom out of the buffer, at the worst port */
-    const FabTopoSpec *t = &out->topo;
-    uint32_t ports = t->kind == FAB_TOPO_SINGLE_SWITCH ? t->hosts
-                     : t->kind == FAB_TOPO_LEAF_SPINE  ? MAX(t->hosts_per_leaf + t->spines, t->leaves)
-                    : t->kind == FAB_TOPO_RING        ? t->hosts_per_leaf + 2
-                                                       : MAX(t->hosts_per_leaf + t->k / 2, t->k);
     const FabPfcCfg *c = &out->sw.pfc;
     uint64_t h = c->headroom ? c->headroom
                              : fab_pfc_headroom_auto(MAX(t->link_bps, t->host_bps), t->link_latency, c->response,
@@ -548,6 +570,10 @@ FabTopology *fab_topology_build(const FabFabricCfg *cfg) {
   case FAB_TOPO_RING: build_ring(t, cfg); break;
   }
   g_assert(t->nswitches == nsw);
+  if (cfg->sw.credits) /* InfiniBand: each switch ingress grants credits to the port feeding it */
+    for (uint32_t s = 0; s < t->nswitches; s++)
+      for (uint32_t i = 0; i < t->switches[s]->nports; i++)
+        fab_port_set_credits(t->switches[s]->ports[i].peer, cfg->sw.credits, cfg->sw.mtu_wire);
   return t;
 }
 
