@@ -79,7 +79,7 @@ static FabPkt *nic_pull(FabEngine *eng, FabNode *self, FabPort *port) {
       f = next;
       continue;
     }
-    if (!(nic->port.paused & (1u << f->prio))) {
+    if (!((nic->port.paused | nic->port.nocredit) & (1u << f->prio))) { /* PFC pause, IB credits */
       if (f->next_tx <= eng->now) break;
       if (f->next_tx < soonest) soonest = f->next_tx;
     }

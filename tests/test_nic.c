@@ -214,3 +214,28 @@ Test(nic, two_engines_in_one_process_do_not_interfere) {
   pair_fini(&a);
   pair_fini(&b);
 }
+
+/* PFC at the NIC: flows of a paused priority are skipped by the round robin
+** and resume when the pause lifts; other priorities run at line rate. */
+Test(nic, paused_priority_is_skipped_until_resumed) {
+  Pair p;
+  pair_init(&p, 100000000000ULL, 1000, FAB_TRANSPORT_ROCEV2);
+  p.flows[0] = testnet_flow(0, 0, 1, 100 * 1000, 2 * FAB_US, &p.cfg); /* priority 0 */
+  p.flows[1] = testnet_flow(1, 0, 1, 100 * 1000, 2 * FAB_US, &p.cfg);
+  p.flows[1].prio = 1;
+  fab_nic_post(p.eng, &p.nic[0], &p.flows[0]);
+  fab_nic_post(p.eng, &p.nic[0], &p.flows[1]);
+  fab_port_send_pause(p.eng, &p.nic[1].port, 0, 65535); /* ~335 us, reaches NIC 0 before 2 us */
+  cr_assert(fab_engine_run(p.eng, 50 * FAB_US));
+  fab_time_t pkt = 1082 * 80;
+  cr_assert_eq(p.flows[1].end, 2 * FAB_US + 100 * pkt + FAB_US, "priority 1 runs alone at line rate");
+  cr_assert_eq(p.flows[0].snd_max, 0, "priority 0 sent nothing while paused");
+  cr_assert(p.nic[0].port.paused & 1);
+  fab_time_t resume = p.eng->now;
+  fab_port_send_pause(p.eng, &p.nic[1].port, 0, 0);
+  cr_assert(fab_engine_run(p.eng, FAB_TIME_MAX));
+  fab_time_t arrives = resume + fab_port_ser(&p.nic[1].port, FAB_PAUSE_WIRE) + FAB_US;
+  cr_assert_eq(p.flows[0].end, arrives + 100 * pkt + FAB_US, "end %" G_GUINT64_FORMAT, p.flows[0].end);
+  cr_assert_eq(p.run.done, 2);
+  pair_fini(&p);
+}

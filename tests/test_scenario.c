@@ -208,3 +208,36 @@ Test(scenario, the_same_ring_without_pfc_completes) {
   cr_assert_eq(res.n_deadlock, 0);
   done(sc, &res);
 }
+
+static int cmp_u32(const void *a, const void *b) {
+  uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
+  return x < y ? -1 : x > y;
+}
+
+Test(scenario, dcqcn_keeps_the_queue_near_kmin_kmax_and_cuts_pauses) {
+  FabScenario *dc = load("scenarios/incast-dcqcn.yaml", NULL);
+  const char *sets[] = {"fabric.congestion_control={algorithm: none}", NULL};
+  FabScenario *no = load("scenarios/incast-dcqcn.yaml", sets);
+  FabResults rd, rn;
+  FabRunOpts opts = {.sample_queues = true};
+  cr_assert_eq(fab_scenario_run(dc, &opts, &rd), 0, "%s", rd.failure);
+  cr_assert_eq(fab_scenario_run(no, &opts, &rn), 0, "%s", rn.failure);
+  cr_assert_eq(rd.drops + rn.drops, 0, "PFC: lossless either way");
+  cr_assert_gt(rd.ecn_marks, 0);
+  cr_assert_eq(rn.ecn_marks, 0, "CC none does not send ECN-capable packets");
+  cr_assert_lt(rd.pfc_pause_frames * 5, rn.pfc_pause_frames, "DCQCN %" G_GUINT64_FORMAT " pauses, none %"
+               G_GUINT64_FORMAT, rd.pfc_pause_frames, rn.pfc_pause_frames);
+  /* the bottleneck (switch0:p0) after the first burst: around kmin..kmax (20..100 KiB) */
+  const FabQueueSeries *q = &rd.queues;
+  cr_assert_str_eq(q->port[0], "switch0:p0");
+  uint32_t n = q->n_samples, lo = n / 5, hi = 4 * n / 5;
+  uint32_t *v = g_new(uint32_t, hi - lo);
+  for (uint32_t s = lo; s < hi; s++) v[s - lo] = q->depth[(size_t)s * q->n_ports];
+  qsort(v, hi - lo, sizeof *v, cmp_u32);
+  uint32_t median = v[(hi - lo) / 2], p90 = v[(hi - lo) * 9 / 10];
+  g_free(v);
+  cr_assert_leq(median, 100 << 10, "median %u", median);
+  cr_assert_leq(p90, 200 << 10, "p90 %u", p90);
+  done(dc, &rd);
+  done(no, &rn);
+}

@@ -108,7 +108,8 @@ char *fab_scenario_explain(const FabScenario *sc) {
 typedef struct Run Run;
 
 /* The PFC watchdog, an element of its own: it wakes every pfc.watchdog and
-** stops the run when nothing was delivered since its last look. */
+** stops the run when nothing was delivered since its last look while some
+** port is paused. */
 typedef struct Watch {
   const FabOps *ops;
   Run *run;
@@ -232,12 +233,20 @@ static uint64_t delivered(const Run *r) {
   return n;
 }
 
+static void or_paused(FabPort *pt, void *ctx) { *(uint32_t *)ctx |= pt->paused; }
+
+static bool any_paused(Run *r) {
+  uint32_t m = 0;
+  fab_topology_foreach_port(r->topo, or_paused, &m);
+  return m != 0;
+}
+
 static void watch(FabEngine *eng, void *self, uint64_t arg) {
   Watch *w = self;
   Run *r = w->run;
   if (r->completed == r->nflows) return;
   uint64_t now = delivered(r);
-  if (now == w->last) {
+  if (now == w->last && any_paused(r)) { /* slow flows (a low DCQCN rate) are not a stall */
     r->stalled = true;
     find_deadlock(r, r->cycle);
     fab_engine_stop(eng);

@@ -1,5 +1,7 @@
 /* Fabric configuration and topology builders. See topology.h. */
 #include "topology.h"
+#include "models/cc.h"
+#include "models/dcqcn.h"
 #include <stddef.h>
 #include <string.h>
 
@@ -8,7 +10,8 @@
 static const char *const node_presets[] = {"host", NULL};
 static const char *const topo_kinds[] = {"single-switch", "leaf-spine", "fat-tree", "ring", NULL};
 static const char *const routings[] = {"ecmp", NULL};
-static const char *const cc_algorithms[] = {"none", NULL};
+static const char *const cc_algorithms[] = {"none", "dcqcn", NULL};
+static const char *const cc_presets[] = {"dcqcn-paper", "dcqcn-mlx", NULL};
 
 typedef struct ClusterIn {
   int node;
@@ -109,13 +112,64 @@ static const FabCfgKey feature_schema[] = {
 };
 
 typedef struct CcIn {
-  int algorithm;
+  int algorithm, preset;
+  uint64_t cnp_interval, alpha_timer, rate_timer, byte_counter, fast_recovery, rai, rhai, min_rate,
+      rate_reduce_period, first_cnp_rate;
+  double g, alpha_init;
 } CcIn;
 
+/* Every DCQCN parameter can be set; absent ones come from the preset. The
+** presets and the public source of each default are in models/dcqcn.c. */
 static const FabCfgKey cc_schema[] = {
   {"algorithm", FAB_CFG_ENUM, offsetof(CcIn, algorithm), FALSE, "none", 0, 0, cc_algorithms},
+  {"preset", FAB_CFG_ENUM, offsetof(CcIn, preset), FALSE, "dcqcn-paper", 0, 0, cc_presets},
+  {"cnp_interval", FAB_CFG_TIME, offsetof(CcIn, cnp_interval), FALSE, NULL, 0, 0, NULL},
+  {"g", FAB_CFG_DOUBLE, offsetof(CcIn, g), FALSE, NULL, 0, 0, NULL},
+  {"alpha_init", FAB_CFG_DOUBLE, offsetof(CcIn, alpha_init), FALSE, NULL, 0, 0, NULL},
+  {"alpha_timer", FAB_CFG_TIME, offsetof(CcIn, alpha_timer), FALSE, NULL, 0, 0, NULL},
+  {"rate_timer", FAB_CFG_TIME, offsetof(CcIn, rate_timer), FALSE, NULL, 0, 0, NULL},
+  {"byte_counter", FAB_CFG_SIZE, offsetof(CcIn, byte_counter), FALSE, NULL, 0, 0, NULL},
+  {"fast_recovery", FAB_CFG_UINT, offsetof(CcIn, fast_recovery), FALSE, NULL, 0, 1000, NULL},
+  {"rai", FAB_CFG_RATE, offsetof(CcIn, rai), FALSE, NULL, 0, 0, NULL},
+  {"rhai", FAB_CFG_RATE, offsetof(CcIn, rhai), FALSE, NULL, 0, 0, NULL},
+  {"min_rate", FAB_CFG_RATE, offsetof(CcIn, min_rate), FALSE, NULL, 0, 0, NULL},
+  {"rate_reduce_period", FAB_CFG_TIME, offsetof(CcIn, rate_reduce_period), FALSE, NULL, 0, 0, NULL},
+  {"first_cnp_rate", FAB_CFG_RATE, offsetof(CcIn, first_cnp_rate), FALSE, NULL, 0, 0, NULL},
   {NULL, FAB_CFG_END, 0, FALSE, NULL, 0, 0, NULL},
 };
+
+/* congestion_control: the algorithm, a preset, then any parameter set by hand. */
+static gboolean read_cc(const FabCfgNode *n, FabCcCfg *out, GError **err) {
+  CcIn in = {0};
+  memset(out, 0, sizeof *out);
+  if (!fab_cfg_apply(n, NULL, cc_schema, &in, err)) return FALSE;
+  if (in.algorithm == 0) { /* none: DCQCN parameters would be silently ignored */
+    for (const FabCfgKey *k = cc_schema + 1; n && k->name; k++)
+      if (fab_cfg_get(n, k->name))
+        return fab_cfg_fail(fab_cfg_get(n, k->name), err, "'%s' needs algorithm: dcqcn", k->name);
+    return TRUE;
+  }
+  out->kind = FAB_CC_DCQCN;
+  g_assert(fab_dcqcn_preset(cc_presets[in.preset], &out->dcqcn));
+  FabDcqcnCfg *d = &out->dcqcn;
+#define SET(key, field, value) if (fab_cfg_get(n, key)) d->field = value
+  SET("cnp_interval", cnp_interval, in.cnp_interval);
+  SET("g", g, in.g);
+  SET("alpha_init", alpha_init, in.alpha_init);
+  SET("alpha_timer", alpha_timer, in.alpha_timer);
+  SET("rate_timer", rate_timer, in.rate_timer);
+  SET("byte_counter", byte_counter, in.byte_counter);
+  SET("fast_recovery", fast_recovery, (uint32_t)in.fast_recovery);
+  SET("rai", rai_bps, in.rai);
+  SET("rhai", rhai_bps, in.rhai);
+  SET("min_rate", min_rate_bps, in.min_rate);
+  SET("rate_reduce_period", rate_reduce_period, in.rate_reduce_period);
+  SET("first_cnp_rate", first_cnp_rate_bps, in.first_cnp_rate);
+#undef SET
+  const char *bad = fab_cc_cfg_invalid(out);
+  if (bad) return fab_cfg_fail(n, err, "%s", bad);
+  return TRUE;
+}
 
 typedef struct PfcIn {
   gboolean enabled;
@@ -352,7 +406,6 @@ gboolean fab_fabric_cfg_read(const FabCfgNode *root, FabFabricCfg *out, GError *
   FabricIn fab = {0};
   LinkIn link = {0};
   SwitchIn sw = {0};
-  CcIn cc = {0};
   const FabCfgNode *cl_node = fab_cfg_get(root, "cluster");
   const FabCfgNode *fab_node = fab_cfg_get(root, "fabric");
   memset(out, 0, sizeof *out);
@@ -370,7 +423,7 @@ gboolean fab_fabric_cfg_read(const FabCfgNode *root, FabFabricCfg *out, GError *
   if (!read_pfc(sw.pfc, (uint32_t)sw.priorities, (uint32_t)link.mtu + tr.data_overhead, &out->sw.pfc, err) ||
       !read_ecn(sw.ecn, &out->sw.ecn, err))
     return FALSE;
-  if (!fab_cfg_apply(fab.cc, fab_node, cc_schema, &cc, err)) return FALSE;
+  if (!read_cc(fab.cc, &out->nic.cc, err)) return FALSE;
   if (!read_topology(fab.topology, &cl, cl_node, &out->topo, err)) return FALSE;
   if (sw.buffer < link.mtu + 128)
     return fab_cfg_fail(fab_cfg_get(fab.sw, "buffer"), err, "buffer %" G_GUINT64_FORMAT
