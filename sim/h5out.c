@@ -311,6 +311,24 @@ out:
   return ok;
 }
 
+/* A chunked, deflated dataset of `rank` dims (each > 0), chunks of about 64K values. */
+static gboolean write_chunked(W *w, hid_t where, const char *prefix, const char *name, hid_t ftype,
+                              hid_t mtype, int rank, const hsize_t *dims, const void *data) {
+  hsize_t chunk[3];
+  hsize_t inner = 1;
+  for (int i = rank - 1; i >= 1; i--) {
+    chunk[i] = MIN(dims[i], DEPTH_CHUNK_PORTS);
+    inner *= chunk[i];
+  }
+  chunk[0] = MIN(dims[0], MAX(1, DEPTH_CHUNK_ELEMS / inner));
+  hid_t dcpl = H5Pcopy(w->dcpl);
+  gboolean ok = dcpl >= 0 && H5Pset_chunk(dcpl, rank, chunk) >= 0 && H5Pset_deflate(dcpl, 1) >= 0;
+  if (!ok) fail_h5(w, "setting the layout of a time series");
+  else ok = dset_write(w, where, prefix, name, ftype, mtype, rank, dims, dcpl, data);
+  close_id(&dcpl);
+  return ok;
+}
+
 static gboolean write_queues(W *w, const FabResults *r) {
   const FabQueueSeries *q = &r->queues;
   hid_t g = H5I_INVALID_HID, dcpl = H5I_INVALID_HID;
@@ -345,6 +363,16 @@ static gboolean write_queues(W *w, const FabResults *r) {
   if (!dset_write(w, g, "/queues/", "depth", H5T_STD_U32LE, H5T_NATIVE_UINT32, 2, ddims,
                   dcpl >= 0 ? dcpl : w->dcpl, q->depth))
     goto out;
+  if (ns * np > 0 && q->n_prio > 1 && q->depth_prio) { /* per priority: [sample][port][priority] */
+    hsize_t pd[3] = {ns, np, q->n_prio};
+    if (!write_chunked(w, g, "/queues/", "depth_prio", H5T_STD_U32LE, H5T_NATIVE_UINT32, 3, pd, q->depth_prio))
+      goto out;
+  }
+  if (ns > 0 && r->n_flows > 0 && q->flow_rate) { /* [sample][flow], bits/s */
+    hsize_t fd[2] = {ns, r->n_flows};
+    if (!write_chunked(w, g, "/queues/", "flow_rate", H5T_STD_U64LE, H5T_NATIVE_UINT64, 2, fd, q->flow_rate))
+      goto out;
+  }
   ok = TRUE;
 out:
   close_id(&dcpl);

@@ -13,6 +13,8 @@
 **   /queues/time_ps  u64 [samples]
 **   /queues/port     string 32 [ports]
 **   /queues/depth    u32 [samples x ports], bytes; attribute interval_ps
+**   /queues/depth_prio u32 [samples x ports x priorities] (when priorities > 1)
+**   /queues/flow_rate  u64 [samples x flows], bits/s each flow sends at (0: idle)
 */
 #ifndef FAB_H5OUT_H
 #define FAB_H5OUT_H

@@ -95,6 +95,9 @@ char *fab_json_summary(const FabResults *r) {
   g_string_append_printf(s, ", \"retransmits\": %" G_GUINT64_FORMAT, r->retransmits);
   g_string_append_printf(s, ", \"pfc_pause_frames\": %" G_GUINT64_FORMAT, r->pfc_pause_frames);
   g_string_append_printf(s, ", \"ecn_marks\": %" G_GUINT64_FORMAT, r->ecn_marks);
+  g_string_append_printf(s, ", \"cnps\": %" G_GUINT64_FORMAT, r->cnps);
+  g_string_append(s, ", \"pfc_paused_s\": ");
+  put_num(s, fab_time_to_s(r->pfc_paused));
   g_string_append_printf(s, ", \"max_queue_bytes\": %" G_GUINT64_FORMAT, r->max_queue_bytes);
   g_string_append(s, ", \"deadlock\": ");
   if (r->n_deadlock) {

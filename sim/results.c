@@ -19,6 +19,8 @@ void fab_results_clear(FabResults *r) {
   g_free(r->queues.port);
   g_free(r->queues.t);
   g_free(r->queues.depth);
+  g_free(r->queues.depth_prio);
+  g_free(r->queues.flow_rate);
   memset(&r->queues, 0, sizeof r->queues);
   g_free(r->deadlock);
   r->deadlock = NULL;

@@ -45,6 +45,9 @@ typedef struct FabQueueSeries {
   uint32_t n_samples;       /* rows */
   fab_time_t *t;            /* ps, n_samples */
   uint32_t *depth;          /* bytes, n_samples * n_ports */
+  uint32_t n_prio;          /* priorities per port in depth_prio (0: not recorded) */
+  uint32_t *depth_prio;     /* bytes, n_samples * n_ports * n_prio: [s][p][q] */
+  uint64_t *flow_rate;      /* bits/s, n_samples * n_flows: each flow's sending rate (0: idle) */
 } FabQueueSeries;
 
 typedef struct FabResults {
@@ -63,6 +66,8 @@ typedef struct FabResults {
   uint32_t endpoints;
   /* fabric totals */
   uint64_t drops, retransmits, pfc_pause_frames, ecn_marks, max_queue_bytes;
+  uint64_t cnps;             /* DCQCN congestion notifications sent by receivers */
+  fab_time_t pfc_paused;     /* ps, summed over every port: time with some priority paused */
   /* tables */
   size_t n_flows;
   FabFlowRec *flows;

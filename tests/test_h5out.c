@@ -720,3 +720,49 @@ Test(results, clear_frees_tables_keeps_strings) {
   fab_results_clear(&r); /* twice is harmless */
   fab_results_clear(NULL);
 }
+
+Test(h5out, per_priority_depths_and_flow_rates) {
+  FabResults r = sample();
+  uint32_t dp[4 * 2 * 3];
+  uint64_t rate[4 * 2];
+  for (uint32_t i = 0; i < 24; i++) dp[i] = i * 11;
+  for (uint32_t i = 0; i < 8; i++) rate[i] = i * 25000000000ULL;
+  r.queues.n_prio = 3;
+  r.queues.depth_prio = dp;
+  r.queues.flow_rate = rate;
+  char *path = in_tmp("prio.h5");
+  GError *e = NULL;
+  cr_assert(fab_h5_write(&r, path, &e), "write failed: %s", e ? e->message : "?");
+  hid_t f = open_file(path);
+  hid_t d = H5Dopen2(f, "/queues/depth_prio", H5P_DEFAULT);
+  cr_assert_geq(d, 0);
+  hid_t sp = H5Dget_space(d);
+  hsize_t dims[3];
+  cr_assert_eq(H5Sget_simple_extent_ndims(sp), 3);
+  H5Sget_simple_extent_dims(sp, dims, NULL);
+  cr_assert(dims[0] == 4 && dims[1] == 2 && dims[2] == 3, "[samples][ports][priorities]");
+  uint32_t back[24];
+  cr_assert_geq(H5Dread(d, H5T_NATIVE_UINT32, H5S_ALL, H5S_ALL, H5P_DEFAULT, back), 0);
+  cr_assert_eq(memcmp(back, dp, sizeof dp), 0);
+  H5Sclose(sp);
+  H5Dclose(d);
+  d = H5Dopen2(f, "/queues/flow_rate", H5P_DEFAULT);
+  cr_assert_geq(d, 0);
+  uint64_t rb[8];
+  cr_assert_geq(H5Dread(d, H5T_NATIVE_UINT64, H5S_ALL, H5S_ALL, H5P_DEFAULT, rb), 0);
+  cr_assert_eq(memcmp(rb, rate, sizeof rate), 0);
+  H5Dclose(d);
+  H5Fclose(f);
+  g_free(path);
+}
+
+Test(h5out, no_priority_series_with_one_priority) {
+  FabResults r = sample();
+  char *path = in_tmp("noprio.h5");
+  cr_assert(fab_h5_write(&r, path, NULL));
+  hid_t f = open_file(path);
+  cr_assert_eq(H5Lexists(f, "/queues/depth_prio", H5P_DEFAULT), 0);
+  cr_assert_eq(H5Lexists(f, "/queues/flow_rate", H5P_DEFAULT), 0);
+  H5Fclose(f);
+  g_free(path);
+}

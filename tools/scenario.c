@@ -129,6 +129,9 @@ struct Run {
   uint32_t ncols;
   FabPort **cols;
   GArray *t, *depth;
+  uint32_t nprio;           /* per-priority depths recorded when > 1 */
+  GArray *depth_prio;       /* u32 [sample][port][prio] */
+  GArray *rate;             /* u64 [sample][flow], bits/s */
   /* progress */
   bool progress;
   gint64 last_report;
@@ -156,6 +159,15 @@ static void sample(FabEngine *eng, void *self, uint64_t arg) {
   for (uint32_t c = 0; c < r->ncols; c++) {
     uint32_t d = (uint32_t)MIN(r->cols[c]->qbytes, UINT32_MAX);
     g_array_append_val(r->depth, d);
+    for (uint32_t q = 0; r->nprio > 1 && q < r->nprio; q++) {
+      uint32_t dq = (uint32_t)MIN(r->cols[c]->q[q].bytes, UINT32_MAX);
+      g_array_append_val(r->depth_prio, dq);
+    }
+  }
+  for (uint32_t i = 0; i < r->nflows; i++) { /* a flow sends from its start until all is acknowledged */
+    const FabFlow *f = &r->flows[i];
+    uint64_t bps = f->start <= eng->now && !f->acked ? fab_flow_rate(f) : 0;
+    g_array_append_val(r->rate, bps);
   }
   if (r->completed < r->nflows) fab_engine_after(eng, r->interval, r, 0);
 }
@@ -260,6 +272,7 @@ static const FabOps watch_ops = {"pfc-watchdog", watch};
 
 typedef struct Totals {
   uint64_t hops, drops, drop_bytes, max_q, pauses, marks;
+  fab_time_t paused, now;
 } Totals;
 
 static void add_port(FabPort *pt, void *ctx) {
@@ -268,6 +281,7 @@ static void add_port(FabPort *pt, void *ctx) {
   t->drops += pt->drops;
   t->drop_bytes += pt->drop_bytes;
   t->pauses += pt->pause_tx;
+  t->paused += fab_port_paused_time(pt, t->now);
   if (pt->max_qbytes > t->max_q && pt->owner->pull == NULL) t->max_q = pt->max_qbytes;
 }
 
@@ -343,6 +357,9 @@ int fab_scenario_run(const FabScenario *sc, const FabRunOpts *opts, FabResults *
   /* queue sampling: every switch port */
   r.t = g_array_new(FALSE, FALSE, sizeof(fab_time_t));
   r.depth = g_array_new(FALSE, FALSE, sizeof(uint32_t));
+  r.depth_prio = g_array_new(FALSE, FALSE, sizeof(uint32_t));
+  r.rate = g_array_new(FALSE, FALSE, sizeof(uint64_t));
+  r.nprio = sc->fabric.sw.nprio;
   if (sc->hdf5 || opts->sample_queues) {
     r.interval = sc->sample_interval;
     for (uint32_t s = 0; s < r.topo->nswitches; s++) r.ncols += r.topo->switches[s]->nports;
@@ -390,6 +407,7 @@ int fab_scenario_run(const FabScenario *sc, const FabRunOpts *opts, FabResults *
   else if (r.completed < r.nflows)
     failf(&fail, "stop_time reached with %u of %u flows unfinished", r.nflows - r.completed, r.nflows);
   Totals tot = {0};
+  tot.now = r.eng->now;
   fab_topology_foreach_port(r.topo, add_port, &tot);
   uint64_t sw_drops = 0, sw_drop_bytes = 0;
   for (uint32_t s = 0; s < r.topo->nswitches; s++) {
@@ -439,6 +457,8 @@ int fab_scenario_run(const FabScenario *sc, const FabRunOpts *opts, FabResults *
   res->retransmits = retx;
   res->max_queue_bytes = tot.max_q;
   res->pfc_pause_frames = tot.pauses;
+  res->pfc_paused = tot.paused;
+  for (uint32_t h = 0; h < r.topo->nhosts; h++) res->cnps += r.topo->nics[h].cnps_sent;
   for (uint32_t s = 0; s < r.topo->nswitches; s++) res->ecn_marks += r.topo->switches[s]->ecn_marks;
   res->n_flows = r.nflows;
   res->flows = g_new0(FabFlowRec, r.nflows);
@@ -459,6 +479,9 @@ int fab_scenario_run(const FabScenario *sc, const FabRunOpts *opts, FabResults *
   q->n_samples = r.t->len;
   q->t = (fab_time_t *)(void *)g_array_free(r.t, FALSE);
   q->depth = (uint32_t *)(void *)g_array_free(r.depth, FALSE);
+  q->n_prio = r.nprio > 1 ? r.nprio : 0;
+  q->depth_prio = (uint32_t *)(void *)g_array_free(r.depth_prio, FALSE);
+  q->flow_rate = (uint64_t *)(void *)g_array_free(r.rate, FALSE);
   res->failure = fail ? g_string_free(fail, FALSE) : NULL;
   res->n_deadlock = r.cycle->len;
   res->deadlock = g_malloc0((size_t)FAB_NAME_LEN * (r.cycle->len ? r.cycle->len : 1));
