@@ -651,3 +651,27 @@ Test(cli, human_report) {
   proc_clear(&p);
   g_free(q);
 }
+
+Test(cli, a_pfc_deadlock_exits_1_and_lists_the_cycle) {
+  char *scen = src_path("scenarios/pfc-deadlock-ring.yaml");
+  const char *args[] = {"run", scen, "--json", NULL};
+  Proc p = run_argv(args);
+  cr_assert_eq(p.status, 1, "exit status %d; stderr: %s", p.status, p.err);
+  cr_assert(strstr(p.out, "\"deadlock\": [\"ring0:p2\", \"ring1:p2\", \"ring2:p2\", \"ring3:p2\"]"), "%s", p.out);
+  cr_assert(strstr(p.out, "\"status\": \"failed\""), "%s", p.out);
+  cr_assert(strstr(p.err, "PFC deadlock"), "%s", p.err);
+  proc_clear(&p);
+  g_free(scen);
+}
+
+Test(cli, validate_explains_pfc_ecn_and_dcqcn_overrides) {
+  char *scen = src_path("scenarios/incast-dcqcn.yaml");
+  const char *args[] = {"validate", scen, "--explain", "--set", "fabric.congestion_control.g=0.5", NULL};
+  Proc p = run_argv(args);
+  cr_assert_eq(p.status, 0, "%s", p.err);
+  cr_assert(strstr(p.out, "dcqcn      g 0.5, alpha_init 1, alpha_timer 55 us"), "%s", p.out);
+  cr_assert(strstr(p.out, "pfc        lossless priorities 0, XOFF 131072 B, XON 65536 B"), "%s", p.out);
+  cr_assert(strstr(p.out, "ecn        kmin 20480 B, kmax 102400 B, pmax 0.2, on enqueue"), "%s", p.out);
+  proc_clear(&p);
+  g_free(scen);
+}

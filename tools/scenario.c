@@ -1,5 +1,6 @@
 /* Scenario loading and the run driver. See scenario.h. */
 #include "scenario.h"
+#include "models/cc.h"
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
@@ -92,6 +93,33 @@ char *fab_scenario_explain(const FabScenario *sc) {
   g_string_append_printf(s, "switch     latency %.6g ns, shared buffer %" G_GUINT64_FORMAT
                          " B, alpha %g, %u priorities, ECMP seed %" G_GUINT64_FORMAT "\n",
                          (double)f->sw.latency / 1e3, f->sw.buffer, f->sw.alpha, f->sw.nprio, f->sw.ecmp_seed);
+  const FabPfcCfg *pfc = &f->sw.pfc;
+  if (pfc->enabled) {
+    g_string_append(s, "pfc        lossless priorities");
+    for (uint32_t q = 0; q < f->sw.nprio; q++)
+      if (pfc->lossless >> q & 1) g_string_append_printf(s, " %u", q);
+    if (pfc->dynamic) g_string_append_printf(s, ", XOFF dynamic (alpha %g), XON %" G_GUINT64_FORMAT " B below", pfc->alpha, pfc->xon);
+    else g_string_append_printf(s, ", XOFF %" G_GUINT64_FORMAT " B, XON %" G_GUINT64_FORMAT " B", pfc->xoff, pfc->xon);
+    if (pfc->headroom) g_string_append_printf(s, ", headroom %" G_GUINT64_FORMAT " B", pfc->headroom);
+    else g_string_append_printf(s, ", headroom auto (%" G_GUINT64_FORMAT " B at the fabric links)",
+                                fab_pfc_headroom_auto(f->topo.link_bps, f->topo.link_latency, pfc->response, pfc->mtu_wire));
+    g_string_append_printf(s, ", %" G_GUINT64_FORMAT " B reserved, quanta %u\n", f->sw.pfc_reserved, pfc->quanta);
+  }
+  if (f->sw.credits)
+    g_string_append_printf(s, "credits    %" G_GUINT64_FORMAT " B per (ingress port, VL)\n", f->sw.credits);
+  if (f->sw.ecn.enabled)
+    g_string_append_printf(s, "ecn        kmin %" G_GUINT64_FORMAT " B, kmax %" G_GUINT64_FORMAT " B, pmax %g, on %s\n",
+                           f->sw.ecn.kmin, f->sw.ecn.kmax, f->sw.ecn.pmax, f->sw.ecn.on_dequeue ? "dequeue" : "enqueue");
+  if (f->nic.cc.kind == FAB_CC_DCQCN) {
+    const FabDcqcnCfg *d = &f->nic.cc.dcqcn;
+    g_string_append_printf(s, "dcqcn      g %g, alpha_init %g, alpha_timer %.6g us, rate_timer %.6g us, byte_counter %"
+                           G_GUINT64_FORMAT " B, F %u, rai %.6g Mbps, rhai %.6g Mbps, min_rate %.6g Mbps, "
+                           "cnp_interval %.6g us\n", d->g, d->alpha_init, (double)d->alpha_timer / 1e6,
+                           (double)d->rate_timer / 1e6, d->byte_counter, d->fast_recovery, (double)d->rai_bps / 1e6,
+                           (double)d->rhai_bps / 1e6, (double)d->min_rate_bps / 1e6, (double)d->cnp_interval / 1e6);
+  } else {
+    g_string_append(s, "cc         none (line rate)\n");
+  }
   g_string_append_printf(s, "nic        rto %.6g us, ACK every %u packets, give up after %u timeouts\n",
                          (double)f->nic.rto / 1e6, f->nic.ack_interval, f->nic.max_timeouts);
   g_string_append_printf(s, "workload   %u flows, %" G_GUINT64_FORMAT " bytes\n", sc->flows->len, total);

@@ -167,7 +167,12 @@ static gboolean read_cc(const FabCfgNode *n, FabCcCfg *out, GError **err) {
   SET("first_cnp_rate", first_cnp_rate_bps, in.first_cnp_rate);
 #undef SET
   const char *bad = fab_cc_cfg_invalid(out);
-  if (bad) return fab_cfg_fail(n, err, "%s", bad);
+  if (bad) { /* the message starts with the parameter's name: point at it when it was given */
+    char *key = g_strndup(bad, strcspn(bad, " "));
+    const FabCfgNode *at = fab_cfg_get(n, key);
+    g_free(key);
+    return fab_cfg_fail(at ? at : n, err, "%s", bad);
+  }
   return TRUE;
 }
 
