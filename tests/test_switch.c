@@ -432,3 +432,19 @@ Test(switch, infiniband_credits_never_drop_nor_overfill) {
   cr_assert_leq(res.sim_time, ideal + ideal / 50 + 5 * FAB_US);
   done_scenario(sc, &res);
 }
+
+Test(switch, pfc_dynamic_xoff_is_lossless_and_pauses_earlier_with_a_smaller_alpha) {
+  const char *big[] = {"fabric.switch.pfc={enabled: true, xoff: dynamic, alpha: 1}", NULL};
+  const char *small[] = {"fabric.switch.pfc={enabled: true, xoff: dynamic, alpha: 0.01}", NULL};
+  FabScenario *a = scenario(incast16, big), *b = scenario(incast16, small);
+  cr_assert(a->fabric.sw.pfc.dynamic && a->fabric.sw.pfc.xon == 2 * 4178, "dynamic XON: two packets below");
+  FabResults ra, rb;
+  run_scenario(a, &ra);
+  run_scenario(b, &rb);
+  cr_assert_eq(ra.drops + rb.drops, 0);
+  cr_assert_gt(rb.pfc_pause_frames, ra.pfc_pause_frames, "alpha 0.01 pauses more (%" G_GUINT64_FORMAT " vs %"
+               G_GUINT64_FORMAT ")", rb.pfc_pause_frames, ra.pfc_pause_frames);
+  cr_assert_lt(rb.max_queue_bytes, ra.max_queue_bytes, "and holds a shorter queue");
+  done_scenario(a, &ra);
+  done_scenario(b, &rb);
+}
