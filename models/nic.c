@@ -18,7 +18,12 @@ uint32_t fab_flow_payload(const FabFlow *f, uint32_t mtu, uint32_t seq) {
 }
 
 void fab_flow_prepare(FabFlow *f, const FabNicCfg *cfg) {
-  uint64_t n = (f->bytes + cfg->mtu - 1) / cfg->mtu;
+  bool nvl = cfg->nvl_domain && f->src / cfg->nvl_domain == f->dst / cfg->nvl_domain;
+  f->path = nvl ? FAB_PATH_NVL : FAB_PATH_NET;
+  f->mtu = nvl ? cfg->nvl_mtu : cfg->mtu;
+  f->overhead = nvl ? cfg->nvl_overhead : cfg->transport.data_overhead;
+  uint64_t line = nvl ? cfg->nvl_bps : cfg->bps;
+  uint64_t n = (f->bytes + f->mtu - 1) / f->mtu;
   g_assert(n < UINT32_MAX);
   f->npkts = n ? (uint32_t)n : 1;
   uint16_t sport = fab_ecmp_sport(f->id, cfg->ecmp_seed);
@@ -35,22 +40,28 @@ void fab_flow_prepare(FabFlow *f, const FabNicCfg *cfg) {
   f->next_tx = 0;
   f->cc_wake_at = FAB_TIME_MAX;
   f->cnp_next = 0;
-  f->cc = (FabCcFlow){.rate_bps = cfg->bps, .line_bps = cfg->bps, .timer_at = FAB_TIME_MAX};
+  f->cc = (FabCcFlow){.rate_bps = line, .line_bps = line, .timer_at = FAB_TIME_MAX};
+}
+
+static inline FabPort *path_port(FabNic *nic, const FabFlow *f) {
+  return f->path == FAB_PATH_NVL ? &nic->nvl : &nic->port;
 }
 
 static void rr_push(FabNic *nic, FabFlow *f) {
+  uint32_t k = f->path;
   f->rr_next = NULL;
-  if (nic->rr_tail) nic->rr_tail->rr_next = f;
-  else nic->rr_head = f;
-  nic->rr_tail = f;
+  if (nic->rr_tail[k]) nic->rr_tail[k]->rr_next = f;
+  else nic->rr_head[k] = f;
+  nic->rr_tail[k] = f;
   f->in_rr = true;
 }
 
 /* Take f (whose predecessor in the round robin is prev, or NULL) out. */
 static void rr_unlink(FabNic *nic, FabFlow *prev, FabFlow *f) {
+  uint32_t k = f->path;
   if (prev) prev->rr_next = f->rr_next;
-  else nic->rr_head = f->rr_next;
-  if (nic->rr_tail == f) nic->rr_tail = prev;
+  else nic->rr_head[k] = f->rr_next;
+  if (nic->rr_tail[k] == f) nic->rr_tail[k] = prev;
   f->rr_next = NULL;
   f->in_rr = false;
 }
@@ -70,7 +81,7 @@ static void cc_arm(FabEngine *eng, FabNic *nic, FabFlow *f) {
 ** the number of flows skipped. */
 static FabPkt *nic_pull(FabEngine *eng, FabNode *self, FabPort *port) {
   FabNic *nic = (FabNic *)self;
-  FabFlow *prev = NULL, *f = nic->rr_head;
+  FabFlow *prev = NULL, *f = nic->rr_head[port == &nic->nvl ? FAB_PATH_NVL : FAB_PATH_NET];
   fab_time_t soonest = FAB_TIME_MAX;
   while (f) {
     FabFlow *next = f->rr_next;
@@ -79,7 +90,7 @@ static FabPkt *nic_pull(FabEngine *eng, FabNode *self, FabPort *port) {
       f = next;
       continue;
     }
-    if (!((nic->port.paused | nic->port.nocredit) & (1u << f->prio))) { /* PFC pause, IB credits */
+    if (!((port->paused | port->nocredit) & (1u << f->prio))) { /* PFC pause, IB credits */
       if (f->next_tx <= eng->now) break;
       if (f->next_tx < soonest) soonest = f->next_tx;
     }
@@ -103,8 +114,8 @@ static FabPkt *nic_pull(FabEngine *eng, FabNode *self, FabPort *port) {
   p->dst = f->dst;
   p->hash = f->hash_fwd;
   p->prio = f->prio;
-  p->payload = fab_flow_payload(f, nic->cfg.mtu, seq);
-  p->wire = p->payload + nic->cfg.transport.data_overhead;
+  p->payload = fab_flow_payload(f, f->mtu, seq);
+  p->wire = p->payload + f->overhead;
   p->sent = eng->now;
   if (seq + 1 == f->npkts) p->flags |= FAB_PKTF_LAST;
   if (seq < f->snd_max) {
@@ -140,11 +151,11 @@ static void send_ctrl(FabEngine *eng, FabNic *nic, FabFlow *f, uint8_t type) {
   p->dst = f->src;
   p->hash = f->hash_rev;
   p->prio = f->prio;
-  p->wire = nic->cfg.transport.ack_bytes;
+  p->wire = f->path == FAB_PATH_NVL ? nic->cfg.nvl_overhead : nic->cfg.transport.ack_bytes;
   p->ready = eng->now;
   p->sent = eng->now;
   nic->tx_ctrl_pkts++;
-  fab_port_enqueue(eng, &nic->port, p);
+  fab_port_enqueue(eng, path_port(nic, f), p);
 }
 
 static void on_data(FabEngine *eng, FabNic *nic, FabFlow *f, FabPkt *p) {
@@ -205,7 +216,7 @@ static void on_ctrl(FabEngine *eng, FabNic *nic, FabFlow *f, FabPkt *p) {
     f->snd_nxt = a; /* go back N */
     f->deadline = eng->now + nic->cfg.rto;
     if (!f->in_rr) rr_push(nic, f);
-    fab_port_kick(eng, &nic->port);
+    fab_port_kick(eng, path_port(nic, f));
   }
 }
 
@@ -227,11 +238,11 @@ static void nic_wake(FabEngine *eng, void *self, uint64_t arg) {
   FabFlow *f = (arg & 3) == WAKE_PACE ? NULL : &nic->flows[arg >> 2];
   switch (arg & 3) {
   case WAKE_START:
-    f->cc.rate_bps = f->cc.line_bps = nic->cfg.bps;
+    f->cc.rate_bps = f->cc.line_bps = f->path == FAB_PATH_NVL ? nic->cfg.nvl_bps : nic->cfg.bps;
     f->cc.timer_at = FAB_TIME_MAX;
     if (nic->cc) nic->cc->init(&f->cc, &nic->cfg.cc, eng->now);
     if (!f->in_rr) rr_push(nic, f);
-    fab_port_kick(eng, &nic->port);
+    fab_port_kick(eng, path_port(nic, f));
     break;
   case WAKE_RTO:
     if (f->acked) {
@@ -252,7 +263,7 @@ static void nic_wake(FabEngine *eng, void *self, uint64_t arg) {
     if (!f->in_rr) rr_push(nic, f);
     f->deadline = eng->now + nic->cfg.rto;
     fab_engine_at(eng, f->deadline, nic, arg);
-    fab_port_kick(eng, &nic->port);
+    fab_port_kick(eng, path_port(nic, f));
     break;
   case WAKE_CC:
     if (eng->now == f->cc_wake_at) f->cc_wake_at = FAB_TIME_MAX;
@@ -263,6 +274,7 @@ static void nic_wake(FabEngine *eng, void *self, uint64_t arg) {
   case WAKE_PACE:
     if (eng->now == nic->pace_at) nic->pace_at = FAB_TIME_MAX;
     fab_port_kick(eng, &nic->port);
+    if (nic->cfg.nvl_domain) fab_port_kick(eng, &nic->nvl);
     break;
   default:
     g_assert_not_reached();
@@ -287,6 +299,10 @@ void fab_nic_init(FabNic *nic, uint32_t id, const FabNicCfg *cfg, FabFlow *flows
   nic->cc = fab_cc_ops(cfg->cc.kind);
   nic->pace_at = FAB_TIME_MAX;
   fab_port_init(&nic->port, &nic->node, 0, cfg->bps, 0, cfg->nprio);
+  if (cfg->nvl_domain) {
+    g_assert(cfg->nvl_bps > 0 && cfg->nvl_mtu > 0);
+    fab_port_init(&nic->nvl, &nic->node, 1, cfg->nvl_bps, 0, cfg->nprio);
+  }
   fab_rng_init(&nic->rng, cfg->seed, FAB_STREAM(FAB_STREAM_NIC, id));
 }
 

@@ -47,6 +47,12 @@ typedef struct FabNicCfg {
   uint64_t ecmp_seed;      /* for the 5-tuple hash */
   uint64_t seed;           /* scenario seed: the NIC's RNG stream (CC jitter, later) */
   FabCcCfg cc;             /* congestion control; zeroed = FAB_CC_NONE (line rate) */
+  /* NVLink: endpoints r and s share a domain iff nvl_domain && r / nvl_domain == s / nvl_domain;
+  ** their flows go over the `nvl` port, in segments of nvl_mtu payload bytes */
+  uint32_t nvl_domain;     /* endpoints per NVLink domain; 0: no NVLink */
+  uint64_t nvl_bps;        /* NVLink rate per direction, bits/s */
+  uint32_t nvl_mtu;        /* payload bytes per NVLink segment (the fidelity knob) */
+  uint32_t nvl_overhead;   /* header bytes per NVLink segment (and the size of its ACKs) */
 } FabNicCfg;
 
 /* One flow: what was asked (first block) and its transport state. */
@@ -56,6 +62,9 @@ typedef struct FabFlow {
   fab_time_t start;        /* ps: posted at the sender */
   fab_time_t end;          /* ps: last byte at the receiver; 0 while running */
   uint8_t prio;            /* priority class */
+  uint8_t path;            /* FAB_PATH_NET (the NIC port) or FAB_PATH_NVL (NVLink) */
+  uint32_t mtu;            /* payload bytes per packet on its path */
+  uint32_t overhead;       /* header bytes per packet on its path */
   uint32_t npkts;          /* packets it takes, >= 1 */
   uint32_t hash_fwd, hash_rev; /* ECMP hashes of data and of ACKs */
   /* sender */
@@ -84,6 +93,8 @@ static inline uint64_t fab_flow_rate(const FabFlow *f) { return f->cc.rate_bps; 
 
 typedef struct FabNic FabNic;
 
+enum { FAB_PATH_NET = 0, FAB_PATH_NVL = 1 };
+
 /* Called when a flow's receiver has all its bytes (at eng->now). */
 typedef void (*FabFlowDoneFn)(void *ctx, FabFlow *f);
 /* Called when a flow made no progress after max_timeouts timeouts. */
@@ -93,12 +104,13 @@ struct FabNic {
   FabNode node;
   uint32_t id;             /* endpoint number */
   FabNicCfg cfg;
-  FabPort port;            /* to the fabric */
+  FabPort port;            /* to the fabric (through PCIe and the NIC, for a GPU) */
+  FabPort nvl;             /* to the NVSwitch (cfg.nvl_domain > 0 only) */
   FabRng rng;              /* stream FAB_STREAM(FAB_STREAM_NIC, id) of cfg.seed */
   const FabCcOps *cc;      /* cfg.cc's handlers; NULL under none */
   fab_time_t pace_at;      /* ps: the pending pacing wake-up (FAB_TIME_MAX: none) */
   FabFlow *flows;          /* the run's flow table (transfer none) */
-  FabFlow *rr_head, *rr_tail; /* flows with packets to send */
+  FabFlow *rr_head[2], *rr_tail[2]; /* flows with packets to send, per path */
   FabFlowDoneFn done;
   FabFlowFailFn fail;
   void *ctx;

@@ -1,5 +1,6 @@
 /* Fabric configuration and topology builders. See topology.h. */
 #include "topology.h"
+#include "presets.h"
 #include "models/cc.h"
 #include "models/dcqcn.h"
 #include <stddef.h>
@@ -7,7 +8,7 @@
 
 /* ---- configuration ----------------------------------------------------- */
 
-static const char *const node_presets[] = {"host", NULL};
+
 static const char *const topo_kinds[] = {"single-switch", "leaf-spine", "fat-tree", "ring", NULL};
 static const char *const routings[] = {"ecmp", NULL};
 static const char *const cc_algorithms[] = {"none", "dcqcn", NULL};
@@ -15,14 +16,20 @@ static const char *const cc_presets[] = {"dcqcn-paper", "dcqcn-mlx", NULL};
 
 typedef struct ClusterIn {
   int node;
-  uint64_t nodes;
-  const FabCfgNode *nic;
+  uint64_t nodes, gpus_per_node, nics_per_node, nvlink_domain;
+  const FabCfgNode *nic, *nvlink, *pcie, *gpu;
 } ClusterIn;
 
 static const FabCfgKey cluster_schema[] = {
-  {"node", FAB_CFG_ENUM, offsetof(ClusterIn, node), FALSE, "host", 0, 0, node_presets},
+  {"node", FAB_CFG_ENUM, offsetof(ClusterIn, node), FALSE, "host", 0, 0, fab_preset_names},
   {"nodes", FAB_CFG_UINT, offsetof(ClusterIn, nodes), FALSE, NULL, 1, 1 << 24, NULL},
+  {"gpus_per_node", FAB_CFG_UINT, offsetof(ClusterIn, gpus_per_node), FALSE, NULL, 1, 1024, NULL},
+  {"nics_per_node", FAB_CFG_UINT, offsetof(ClusterIn, nics_per_node), FALSE, NULL, 1, 1024, NULL},
+  {"nvlink_domain", FAB_CFG_UINT, offsetof(ClusterIn, nvlink_domain), FALSE, NULL, 0, 65536, NULL},
   {"nic", FAB_CFG_MAP, offsetof(ClusterIn, nic), FALSE, NULL, 0, 0, NULL},
+  {"nvlink", FAB_CFG_MAP, offsetof(ClusterIn, nvlink), FALSE, NULL, 0, 0, NULL},
+  {"pcie", FAB_CFG_MAP, offsetof(ClusterIn, pcie), FALSE, NULL, 0, 0, NULL},
+  {"gpu", FAB_CFG_MAP, offsetof(ClusterIn, gpu), FALSE, NULL, 0, 0, NULL},
   {NULL, FAB_CFG_END, 0, FALSE, NULL, 0, 0, NULL},
 };
 
@@ -37,6 +44,97 @@ static const FabCfgKey nic_schema[] = {
   {"max_timeouts", FAB_CFG_UINT, offsetof(NicIn, max_timeouts), FALSE, "64", 1, 1 << 20, NULL},
   {NULL, FAB_CFG_END, 0, FALSE, NULL, 0, 0, NULL},
 };
+
+typedef struct NvlinkIn {
+  uint64_t bandwidth, latency, segment;
+} NvlinkIn;
+
+static const FabCfgKey nvlink_schema[] = {
+  {"bandwidth", FAB_CFG_RATE, offsetof(NvlinkIn, bandwidth), FALSE, NULL, 0, 0, NULL},
+  {"latency", FAB_CFG_TIME, offsetof(NvlinkIn, latency), FALSE, NULL, 0, 0, NULL},
+  {"segment", FAB_CFG_SIZE, offsetof(NvlinkIn, segment), FALSE, NULL, 64, 1048576, NULL},
+  {NULL, FAB_CFG_END, 0, FALSE, NULL, 0, 0, NULL},
+};
+
+typedef struct PcieIn {
+  uint64_t bandwidth, latency, host_bandwidth, host_latency;
+  gboolean gpudirect;
+} PcieIn;
+
+static const FabCfgKey pcie_schema[] = {
+  {"bandwidth", FAB_CFG_RATE, offsetof(PcieIn, bandwidth), FALSE, NULL, 0, 0, NULL},
+  {"latency", FAB_CFG_TIME, offsetof(PcieIn, latency), FALSE, NULL, 0, 0, NULL},
+  {"gpudirect", FAB_CFG_BOOL, offsetof(PcieIn, gpudirect), FALSE, "true", 0, 0, NULL},
+  {"host_bandwidth", FAB_CFG_RATE, offsetof(PcieIn, host_bandwidth), FALSE, NULL, 0, 0, NULL},
+  {"host_latency", FAB_CFG_TIME, offsetof(PcieIn, host_latency), FALSE, NULL, 0, 0, NULL},
+  {NULL, FAB_CFG_END, 0, FALSE, NULL, 0, 0, NULL},
+};
+
+typedef struct GpuIn {
+  double peak, efficiency;
+} GpuIn;
+
+static const FabCfgKey gpu_schema[] = {
+  {"peak", FAB_CFG_DOUBLE, offsetof(GpuIn, peak), FALSE, NULL, 0, 0, NULL},
+  {"efficiency", FAB_CFG_DOUBLE, offsetof(GpuIn, efficiency), FALSE, NULL, 1e-6, 1, NULL},
+  {NULL, FAB_CFG_END, 0, FALSE, NULL, 0, 0, NULL},
+};
+
+/* NVLink segment header bytes: an assumption of this model (one 16-byte
+** header per segment), documented in README. */
+#define NVL_OVERHEAD 16
+/* NVLink segment payload when the scenario does not say: 64 KiB. */
+#define NVL_SEGMENT 65536
+
+/* cluster.node other than host: the preset, then the overrides. */
+static gboolean read_gpu_nodes(const FabCfgNode *cl_node, const ClusterIn *cl, const NicIn *nic, FabGpuSpec *g,
+                               uint64_t *nic_bps, GError **err) {
+  const FabNodePreset *p = fab_preset_find(fab_preset_names[cl->node]);
+  g_assert(p);
+  NvlinkIn nv = {p->nvlink_bps, p->nvlink_latency, NVL_SEGMENT};
+  PcieIn pc = {p->pcie_bps, p->pcie_latency, p->host_bps, p->host_latency, TRUE};
+  GpuIn gi = {p->gpu_flops, p->gpu_efficiency};
+  if (!fab_cfg_apply(cl->nvlink, cl_node, nvlink_schema, &nv, err) ||
+      !fab_cfg_apply(cl->pcie, cl_node, pcie_schema, &pc, err) ||
+      !fab_cfg_apply(cl->gpu, cl_node, gpu_schema, &gi, err))
+    return FALSE;
+  const FabCfgNode *at = cl_node;
+  if (!cl->nodes) return fab_cfg_fail(cl_node, err, "GPU nodes need cluster.nodes");
+  g->preset = p->name;
+  g->nodes = (uint32_t)cl->nodes;
+  g->gpus_per_node = cl->gpus_per_node ? (uint32_t)cl->gpus_per_node : p->gpus_per_node;
+  g->nics_per_node = cl->nics_per_node ? (uint32_t)cl->nics_per_node : p->nics_per_node;
+  g->nvlink_domain = fab_cfg_get(cl_node, "nvlink_domain") ? (uint32_t)cl->nvlink_domain
+                     : cl->gpus_per_node && p->nvlink_domain == p->gpus_per_node ? g->gpus_per_node
+                                                                               : p->nvlink_domain;
+  uint32_t G = g->gpus_per_node, N = g->nics_per_node;
+  if (G % N && N % G)
+    return fab_cfg_fail(fab_cfg_get(cl_node, "nics_per_node") ? fab_cfg_get(cl_node, "nics_per_node") : at, err,
+                        "%u GPUs and %u NICs per node: one must divide the other (GPUs share a NIC, or a GPU has "
+                        "several)", G, N);
+  if (g->nvlink_domain && g->nvlink_domain % G)
+    return fab_cfg_fail(fab_cfg_get(cl_node, "nvlink_domain") ? fab_cfg_get(cl_node, "nvlink_domain") : at, err,
+                        "an NVLink domain of %u GPUs is not a whole number of nodes of %u GPUs", g->nvlink_domain, G);
+  if ((uint64_t)g->nodes * G > (1u << 24)) return fab_cfg_fail(at, err, "too many GPUs (at most 16777216)");
+  g->nvlink_bps = nv.bandwidth;
+  g->nvlink_latency = nv.latency;
+  g->segment = (uint32_t)nv.segment;
+  g->pcie_bps = pc.bandwidth;
+  g->pcie_latency = pc.latency;
+  g->gpudirect = pc.gpudirect;
+  g->host_bps = pc.host_bandwidth;
+  g->host_latency = pc.host_latency;
+  g->gpu_flops = gi.peak;
+  g->gpu_efficiency = gi.efficiency;
+  if (g->nvlink_domain && !g->nvlink_bps)
+    return fab_cfg_fail(at, err, "an NVLink domain needs cluster.nvlink.bandwidth");
+  if (!g->pcie_bps) return fab_cfg_fail(at, err, "GPU nodes need cluster.pcie.bandwidth");
+  if (!g->gpudirect && !g->host_bps)
+    return fab_cfg_fail(fab_cfg_get(cl->pcie, "gpudirect"), err, "host staging needs pcie.host_bandwidth");
+  *nic_bps = nic->bandwidth ? nic->bandwidth : p->nic_bps;
+  return TRUE;
+}
+
 
 typedef struct FabricIn {
   int transport;
@@ -429,14 +527,31 @@ gboolean fab_fabric_cfg_read(const FabCfgNode *root, FabFabricCfg *out, GError *
       !read_ecn(sw.ecn, &out->sw.ecn, err))
     return FALSE;
   if (!read_cc(fab.cc, &out->nic.cc, err)) return FALSE;
-  if (!read_topology(fab.topology, &cl, cl_node, &out->topo, err)) return FALSE;
+  uint64_t preset_nic_bps = 0;
+  if (cl.node != 0) { /* GPU nodes: the network sees their NIC ports */
+    if (!read_gpu_nodes(cl_node, &cl, &nic, &out->gpu, &preset_nic_bps, err)) return FALSE;
+    ClusterIn att = cl;
+    att.nodes = (uint64_t)out->gpu.nodes * out->gpu.nics_per_node;
+    if (!read_topology(fab.topology, &att, NULL, &out->topo, err)) return FALSE;
+    if (out->topo.hosts != att.nodes)
+      return fab_cfg_fail(fab.topology, err, "the topology has %u NIC ports, but %u nodes x %u NICs need %" G_GUINT64_FORMAT,
+                          out->topo.hosts, out->gpu.nodes, out->gpu.nics_per_node, att.nodes);
+  } else {
+    for (const char *k = "gpus_per_node"; k; k = g_str_equal(k, "gpus_per_node") ? "nics_per_node"
+                                              : g_str_equal(k, "nics_per_node") ? "nvlink_domain"
+                                              : g_str_equal(k, "nvlink_domain") ? "nvlink"
+                                              : g_str_equal(k, "nvlink") ? "pcie" : g_str_equal(k, "pcie") ? "gpu" : NULL)
+      if (cl_node && fab_cfg_get(cl_node, k))
+        return fab_cfg_fail(fab_cfg_get(cl_node, k), err, "'%s' is for GPU nodes; node: host has one NIC and no GPU", k);
+    if (!read_topology(fab.topology, &cl, cl_node, &out->topo, err)) return FALSE;
+  }
   if (sw.buffer < link.mtu + 128)
     return fab_cfg_fail(fab_cfg_get(fab.sw, "buffer"), err, "buffer %" G_GUINT64_FORMAT
                         " B cannot hold one packet of mtu %" G_GUINT64_FORMAT " (expected at least %"
                         G_GUINT64_FORMAT " B: mtu + 128 B of headers)", sw.buffer, link.mtu, link.mtu + 128);
 
   out->topo.link_bps = link.bandwidth;
-  out->topo.host_bps = nic.bandwidth ? nic.bandwidth : link.bandwidth;
+  out->topo.host_bps = nic.bandwidth ? nic.bandwidth : preset_nic_bps ? preset_nic_bps : link.bandwidth;
   out->topo.link_latency = link.latency;
   out->sw.latency = sw.latency;
   out->sw.buffer = sw.buffer;
@@ -451,6 +566,12 @@ gboolean fab_fabric_cfg_read(const FabCfgNode *root, FabFabricCfg *out, GError *
   out->nic.nprio = out->sw.nprio;
   out->nic.transport = fab_transport_get((FabTransportKind)fab.transport);
   out->nic.ecmp_seed = sw.ecmp_seed;
+  if (out->gpu.gpus_per_node) {
+    out->nic.nvl_domain = out->gpu.nvlink_domain;
+    out->nic.nvl_bps = out->gpu.nvlink_bps;
+    out->nic.nvl_mtu = out->gpu.segment;
+    out->nic.nvl_overhead = NVL_OVERHEAD;
+  }
   const FabTopoSpec *t = &out->topo;
   uint32_t ports = t->kind == FAB_TOPO_SINGLE_SWITCH ? t->hosts
                    : t->kind == FAB_TOPO_LEAF_SPINE  ? MAX(t->hosts_per_leaf + t->spines, t->leaves)
@@ -501,17 +622,18 @@ static FabSwitch *add_switch(FabTopology *t, const FabFabricCfg *cfg, const char
                              uint32_t nports) {
   char name[FAB_NAME_LEN];
   g_snprintf(name, sizeof name, "%s%u", prefix, i);
-  FabSwitch *sw = fab_switch_new(t->nswitches, name, &cfg->sw, nports, t->nhosts);
+  FabSwitch *sw = fab_switch_new(t->nswitches, name, &cfg->sw, nports, t->nattach);
   t->switches[t->nswitches++] = sw;
   return sw;
 }
 
 /* Join host h to port `p` of `sw`. */
+/* Join network attachment h (a host's NIC, or a GPU node's NIC port) to port p of sw. */
 static void link_host(FabTopology *t, uint32_t h, FabSwitch *sw, uint32_t p) {
-  FabNic *nic = &t->nics[h];
-  fab_port_set_rate(&nic->port, t->spec.host_bps);
-  nic->port.latency = t->spec.link_latency;
-  fab_port_connect(&nic->port, fab_switch_port(sw, p, t->spec.host_bps, t->spec.link_latency));
+  FabPort *a = t->attach[h];
+  fab_port_set_rate(a, t->spec.host_bps);
+  a->latency = t->spec.link_latency;
+  fab_port_connect(a, fab_switch_port(sw, p, t->spec.host_bps, t->spec.link_latency));
 }
 
 static void link_switches(FabTopology *t, FabSwitch *a, uint32_t pa, FabSwitch *b, uint32_t pb) {
@@ -605,14 +727,150 @@ static void build_fat_tree(FabTopology *t, const FabFabricCfg *cfg) {
     for (uint32_t pod = 0; pod < k; pod++) route_range_to_port(core[c], pod * per_pod, (pod + 1) * per_pod, pod);
 }
 
+/* ---- GPU nodes ------------------------------------------------------------
+** Each group of GPUs that share NICs (or one GPU and its several NICs) hangs
+** off one PCIe element: a switch whose first ports are the GPUs' PCIe links
+** and whose last ports are the NICs' network ports. Each NVLink domain is one
+** NVSwitch element with a port per GPU. After the network is built over the
+** NIC ports, its routes are re-keyed from NIC ports to GPU ranks. */
+
+typedef struct GpuLayout {
+  uint32_t G, N;             /* GPUs and NICs per node */
+  uint32_t gpg, npg;         /* GPUs and NICs per PCIe group */
+  uint32_t groups;           /* PCIe groups per node */
+} GpuLayout;
+
+static GpuLayout gpu_layout(const FabGpuSpec *g) {
+  GpuLayout l = {g->gpus_per_node, g->nics_per_node, 1, 1, 0};
+  if (l.N >= l.G) l.npg = l.N / l.G;
+  else l.gpg = l.G / l.N;
+  l.groups = l.G / l.gpg;
+  return l;
+}
+
+/* The NIC ports (attachments) serving rank r: [*first, *first + npg). */
+static uint32_t rank_attach(const GpuLayout *l, uint32_t r, uint32_t *first) {
+  uint32_t node = r / l->G, local = r % l->G, grp = local / l->gpg;
+  *first = node * l->N + grp * l->npg;
+  return l->npg;
+}
+
+static void build_gpu_edges(FabTopology *t, const FabFabricCfg *cfg, GpuLayout *l) {
+  const FabGpuSpec *g = &cfg->gpu;
+  FabSwitchCfg sc = cfg->sw; /* PCIe and NVSwitch elements: lossless by size, no PFC/ECN/credits */
+  sc.buffer = 1ULL << 32;
+  sc.alpha = 1e6;
+  sc.latency = 0;
+  sc.pfc = (FabPfcCfg){0};
+  sc.ecn = (FabEcnCfg){0};
+  sc.credits = 0;
+  uint64_t pcie_bps = g->gpudirect ? g->pcie_bps : MIN(g->pcie_bps, g->host_bps);
+  fab_time_t pcie_lat = g->pcie_latency + (g->gpudirect ? 0 : g->host_latency);
+  char name[FAB_NAME_LEN];
+  for (uint32_t n = 0; n < g->nodes; n++)
+    for (uint32_t j = 0; j < l->groups; j++) {
+      g_snprintf(name, sizeof name, "pcie%u.%u", n, j);
+      FabSwitch *ps = fab_switch_new(t->nswitches, name, &sc, l->gpg + l->npg, t->nhosts);
+      t->switches[t->nswitches++] = ps;
+      uint32_t r0 = n * l->G + j * l->gpg;
+      uint32_t *up = g_new(uint32_t, l->npg);
+      for (uint32_t i = 0; i < l->npg; i++) {
+        up[i] = l->gpg + i;
+        t->attach[n * l->N + j * l->npg + i] = &ps->ports[l->gpg + i];
+        fab_port_init(&ps->ports[l->gpg + i], &ps->node, l->gpg + i, t->spec.host_bps, t->spec.link_latency,
+                      sc.nprio);
+      }
+      uint32_t ug = fab_switch_add_group(ps, up, l->npg);
+      g_free(up);
+      for (uint32_t r = 0; r < t->nhosts; r++) fab_switch_set_route(ps, r, ug);
+      for (uint32_t i = 0; i < l->gpg; i++) { /* the GPUs' PCIe links */
+        FabNic *gpu = &t->nics[r0 + i];
+        fab_port_set_rate(&gpu->port, pcie_bps);
+        gpu->port.latency = pcie_lat;
+        fab_port_connect(&gpu->port, fab_switch_port(ps, i, pcie_bps, pcie_lat));
+        fab_switch_set_route(ps, r0 + i, fab_switch_add_group(ps, &i, 1));
+      }
+    }
+  if (g->nvlink_domain) /* one NVSwitch element per domain; the latency is split over its two links */
+    for (uint32_t d = 0; d < t->nhosts / g->nvlink_domain; d++) {
+      g_snprintf(name, sizeof name, "nvs%u", d);
+      FabSwitch *nv = fab_switch_new(t->nswitches, name, &sc, g->nvlink_domain, t->nhosts);
+      t->switches[t->nswitches++] = nv;
+      for (uint32_t i = 0; i < g->nvlink_domain; i++) {
+        FabNic *gpu = &t->nics[d * g->nvlink_domain + i];
+        gpu->nvl.latency = g->nvlink_latency / 2;
+        fab_port_connect(&gpu->nvl, fab_switch_port(nv, i, g->nvlink_bps, g->nvlink_latency - g->nvlink_latency / 2));
+        fab_switch_set_route(nv, d * g->nvlink_domain + i, fab_switch_add_group(nv, &i, 1));
+      }
+    }
+}
+
+static int cmp_u32p(const void *a, const void *b) {
+  uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
+  return x < y ? -1 : x > y;
+}
+
+/* Re-key a network switch's routes from NIC ports to GPU ranks: a rank's
+** group is every port toward any of its NIC ports, keeping only the ports
+** straight down to them when the switch has some. */
+static void rekey_routes(FabTopology *t, FabSwitch *sw, const GpuLayout *l, GHashTable *network) {
+  uint32_t *old = sw->route, nold = sw->nendpoints;
+  sw->route = g_new(uint32_t, t->nhosts);
+  memset(sw->route, 0xff, sizeof(uint32_t) * t->nhosts);
+  sw->nendpoints = t->nhosts;
+  GHashTable *groups = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
+  GArray *ports = g_array_new(FALSE, FALSE, sizeof(uint32_t)), *down = g_array_new(FALSE, FALSE, sizeof(uint32_t));
+  for (uint32_t r = 0; r < t->nhosts; r++) {
+    uint32_t first, n = rank_attach(l, r, &first);
+    g_array_set_size(ports, 0);
+    g_array_set_size(down, 0);
+    for (uint32_t a = first; a < first + n && a < nold; a++) {
+      uint32_t grp = old[a];
+      if (grp == UINT32_MAX) continue;
+      for (uint32_t k = 0; k < sw->glen[grp]; k++) {
+        uint32_t pidx = sw->gports[sw->goff[grp] + k];
+        bool dup = false;
+        for (guint q = 0; q < ports->len; q++) dup |= g_array_index(ports, uint32_t, q) == pidx;
+        if (dup) continue;
+        g_array_append_val(ports, pidx);
+        if (!g_hash_table_contains(network, sw->ports[pidx].peer->owner)) g_array_append_val(down, pidx);
+      }
+    }
+    GArray *use = down->len ? down : ports;
+    if (!use->len) continue;
+    qsort(use->data, use->len, sizeof(uint32_t), cmp_u32p);
+    GString *key = g_string_new(NULL);
+    for (guint q = 0; q < use->len; q++) g_string_append_printf(key, "%u,", g_array_index(use, uint32_t, q));
+    gpointer gid;
+    if (!g_hash_table_lookup_extended(groups, key->str, NULL, &gid)) {
+      gid = GUINT_TO_POINTER(fab_switch_add_group(sw, (uint32_t *)(void *)use->data, use->len) + 1);
+      g_hash_table_insert(groups, g_strdup(key->str), gid);
+    }
+    g_string_free(key, TRUE);
+    sw->route[r] = GPOINTER_TO_UINT(gid) - 1;
+  }
+  g_array_free(ports, TRUE);
+  g_array_free(down, TRUE);
+  g_hash_table_destroy(groups);
+  g_free(old);
+}
+
 FabTopology *fab_topology_build(const FabFabricCfg *cfg) {
   FabTopology *t = g_new0(FabTopology, 1);
+  const FabGpuSpec *g = &cfg->gpu;
+  GpuLayout l = {0};
   t->spec = cfg->topo;
-  t->nhosts = cfg->topo.hosts;
+  t->nattach = cfg->topo.hosts;
+  t->nhosts = g->gpus_per_node ? g->nodes * g->gpus_per_node : cfg->topo.hosts;
   t->nics = g_new0(FabNic, t->nhosts);
+  t->attach = g_new0(FabPort *, t->nattach);
   FabNicCfg nc = cfg->nic;
-  nc.bps = cfg->topo.host_bps;
-  for (uint32_t h = 0; h < t->nhosts; h++) fab_nic_init(&t->nics[h], h, &nc, NULL, NULL, NULL, NULL);
+  nc.bps = g->gpus_per_node ? (g->gpudirect ? g->pcie_bps : MIN(g->pcie_bps, g->host_bps)) : cfg->topo.host_bps;
+  for (uint32_t h = 0; h < t->nhosts; h++) {
+    fab_nic_init(&t->nics[h], h, &nc, NULL, NULL, NULL, NULL);
+    if (g->gpus_per_node) g_snprintf(t->nics[h].node.name, sizeof t->nics[h].node.name, "gpu%u", h);
+    else t->attach[h] = &t->nics[h].port;
+  }
   uint32_t nsw = 0;
   switch (cfg->topo.kind) {
   case FAB_TOPO_SINGLE_SWITCH: nsw = 1; break;
@@ -620,7 +878,18 @@ FabTopology *fab_topology_build(const FabFabricCfg *cfg) {
   case FAB_TOPO_FAT_TREE: nsw = cfg->topo.k * cfg->topo.k + (cfg->topo.k / 2) * (cfg->topo.k / 2); break;
   case FAB_TOPO_RING: nsw = cfg->topo.leaves; break;
   }
-  t->switches = g_new0(FabSwitch *, nsw);
+  t->nnet = nsw;
+  uint32_t extra = 0;
+  if (g->gpus_per_node) {
+    l = gpu_layout(g);
+    extra = g->nodes * l.groups + (g->nvlink_domain ? t->nhosts / g->nvlink_domain : 0);
+  }
+  t->switches = g_new0(FabSwitch *, nsw + extra);
+  if (g->gpus_per_node) { /* the edge elements first, so the network can attach to their NIC ports */
+    t->nswitches = nsw; /* network switches take numbers 0..nsw-1 */
+    build_gpu_edges(t, cfg, &l);
+    t->nswitches = 0;
+  }
   switch (cfg->topo.kind) {
   case FAB_TOPO_SINGLE_SWITCH: build_single(t, cfg); break;
   case FAB_TOPO_LEAF_SPINE: build_leaf_spine(t, cfg); break;
@@ -628,8 +897,15 @@ FabTopology *fab_topology_build(const FabFabricCfg *cfg) {
   case FAB_TOPO_RING: build_ring(t, cfg); break;
   }
   g_assert(t->nswitches == nsw);
-  if (cfg->sw.credits) /* InfiniBand: each switch ingress grants credits to the port feeding it */
-    for (uint32_t s = 0; s < t->nswitches; s++)
+  if (g->gpus_per_node) {
+    t->nswitches = nsw + extra;
+    GHashTable *network = g_hash_table_new(NULL, NULL);
+    for (uint32_t s = 0; s < nsw; s++) g_hash_table_add(network, &t->switches[s]->node);
+    for (uint32_t s = 0; s < nsw; s++) rekey_routes(t, t->switches[s], &l, network);
+    g_hash_table_destroy(network);
+  }
+  if (cfg->sw.credits) /* InfiniBand: each network switch ingress grants credits to the port feeding it */
+    for (uint32_t s = 0; s < t->nnet; s++)
       for (uint32_t i = 0; i < t->switches[s]->nports; i++)
         fab_port_set_credits(t->switches[s]->ports[i].peer, cfg->sw.credits, cfg->sw.mtu_wire);
   return t;
@@ -640,11 +916,15 @@ void fab_topology_free(FabTopology *t) {
   for (uint32_t i = 0; i < t->nswitches; i++) fab_switch_free(t->switches[i]);
   g_free(t->switches);
   g_free(t->nics);
+  g_free(t->attach);
   g_free(t);
 }
 
 void fab_topology_foreach_port(FabTopology *t, void (*fn)(FabPort *pt, void *ctx), void *ctx) {
-  for (uint32_t h = 0; h < t->nhosts; h++) fn(&t->nics[h].port, ctx);
+  for (uint32_t h = 0; h < t->nhosts; h++) {
+    fn(&t->nics[h].port, ctx);
+    if (t->nics[h].cfg.nvl_domain) fn(&t->nics[h].nvl, ctx);
+  }
   for (uint32_t s = 0; s < t->nswitches; s++)
     for (uint32_t p = 0; p < t->switches[s]->nports; p++) fn(&t->switches[s]->ports[p], ctx);
 }

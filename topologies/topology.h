@@ -47,17 +47,42 @@ typedef struct FabTopoSpec {
   fab_time_t link_latency;  /* ps, every link */
 } FabTopoSpec;
 
+/* GPU nodes (cluster.node other than host): what a node holds and how its
+** GPUs reach each other (NVLink through NVSwitch) and the network (PCIe to
+** the NICs). Endpoints are GPU ranks: rank = node x gpus_per_node + local. */
+typedef struct FabGpuSpec {
+  const char *preset;       /* cluster.node */
+  uint32_t nodes;           /* cluster.nodes */
+  uint32_t gpus_per_node;   /* 0: host mode (no GPU) */
+  uint32_t nics_per_node;   /* network ports per node */
+  uint32_t nvlink_domain;   /* GPUs per NVLink domain (a multiple of gpus_per_node); 0: none */
+  uint64_t nvlink_bps;      /* per GPU per direction */
+  fab_time_t nvlink_latency;/* GPU to GPU through the NVSwitch, ps */
+  uint32_t segment;         /* NVLink segment payload, bytes (the fidelity knob) */
+  uint64_t pcie_bps;        /* GPU <-> NIC, per direction */
+  fab_time_t pcie_latency;  /* ps */
+  bool gpudirect;           /* false: host-staged through host memory */
+  uint64_t host_bps;        /* host-staged bounce bandwidth per GPU */
+  fab_time_t host_latency;  /* host-staged extra latency, ps */
+  double gpu_flops;         /* dense BF16 peak, FLOP/s */
+  double gpu_efficiency;
+} FabGpuSpec;
+
 /* Everything the fabric section says, in model structs. */
 typedef struct FabFabricCfg {
-  FabTopoSpec topo;
+  FabTopoSpec topo;         /* for GPU nodes, topo.hosts counts NIC ports (network attachments) */
+  FabGpuSpec gpu;
   FabSwitchCfg sw;
   FabNicCfg nic;
 } FabFabricCfg;
 
 typedef struct FabTopology {
   FabTopoSpec spec;
-  uint32_t nhosts;
-  FabNic *nics;            /* nhosts, endpoint i is nics[i] */
+  uint32_t nhosts;         /* endpoints: hosts, or GPU ranks */
+  FabNic *nics;            /* nhosts, endpoint i is nics[i] (a GPU's transport endpoint, for GPU nodes) */
+  uint32_t nattach;        /* network attachment points (= nhosts for hosts; NIC ports for GPU nodes) */
+  FabPort **attach;        /* nattach: the port each one connects to the network from */
+  uint32_t nnet;           /* switches[0 .. nnet) are the network; then PCIe/NIC elements and NVSwitches */
   uint32_t nswitches;
   FabSwitch **switches;
 } FabTopology;

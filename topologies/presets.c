@@ -1,0 +1,228 @@
+/* Node presets (cluster.node). See presets.h.
+**
+** Every number carries its public source in a comment beside it. Numbers
+** that no public document gives (latencies of one NVSwitch or PCIe hop, the
+** host-staged copy rate, the achieved fraction of peak FLOPS) are marked
+** ASSUMPTION: they are planning figures chosen for fabsim, not measurements,
+** and a scenario should override them when it has better data.
+**
+** Units: rates are bits/s per direction (1 GB/s = 8e9 bit/s, decimal, as the
+** vendors use), times are picoseconds, FLOPS are dense (no 2:4 sparsity).
+**
+** Shared figures:
+** - PCIe: 5.0 runs 32 GT/s per lane and 4.0 runs 16 GT/s, both with 128b/130b
+**   encoding (PCI-SIG PCIe 5.0 / 4.0 base specifications). One direction of
+**   an x16 link is rate x 16 x 128/130: Gen5 = 504.12 Gbit/s (63.0 GB/s),
+**   Gen4 = 252.06 Gbit/s (31.5 GB/s). Packet (TLP/DLLP) overhead is not
+**   taken off. The "128 GB/s" in NVIDIA's H100 datasheet is the Gen5 x16
+**   figure counted in both directions.
+** - nvlink_latency 500 ns, one way GPU -> NVSwitch -> GPU: ASSUMPTION. No
+**   public per-hop NVSwitch latency was found; published GPU-to-GPU
+**   latencies (e.g. Li et al., "Evaluating Modern GPU Interconnect", arXiv
+**   1903.04611) are end-to-end cudaMemcpy times that include software
+**   overhead, so they are not used. 500 ns is the SCENARIO.md example value.
+**   The NVL72 domain uses the same figure: every GPU reaches every other
+**   through one NVLink Switch hop (NVIDIA GB200 NVL72 product page: 9 switch
+**   trays, every GPU linked to every switch chip).
+** - pcie_latency 500 ns per traversal (GPU <-> PCIe switch <-> NIC):
+**   ASSUMPTION, a planning figure for one PCIe switch hop plus the endpoints.
+** - host-staged path (GPUDirect RDMA off): the GPU copies into host memory,
+**   then the NIC reads it from there. host_bps 25 GB/s per GPU on PCIe Gen5
+**   systems and 12.5 GB/s on the Gen4 p4d: ASSUMPTION (below one direction of
+**   the x16 link because the copy crosses the root complex twice and the
+**   GPUs of a socket share its memory bandwidth). host_latency 3 us extra:
+**   ASSUMPTION (one staging copy and its synchronisation; 2-5 us range).
+** - gpu_efficiency 0.55: ASSUMPTION, a typical planning MFU for large
+**   transformer training, not a measurement of any system.
+*/
+#include "topologies/presets.h"
+
+#include <stddef.h>
+#include <string.h>
+
+#define GBIT 1000000000ULL               /* 1 Gbit/s */
+#define GBYTE (8ULL * GBIT)              /* 1 GB/s in bit/s */
+/* One direction of a PCIe x16 link at `gts` GT/s per lane, 128b/130b. */
+#define PCIE_X16_BPS(gts) ((uint64_t)(gts) * GBIT * 16u * 128u / 130u)
+#define PCIE_GEN5_X16 PCIE_X16_BPS(32)   /* 504123076923 bit/s = 63.0 GB/s */
+#define PCIE_GEN4_X16 PCIE_X16_BPS(16)   /* 252061538461 bit/s = 31.5 GB/s */
+
+#define NVLINK_LATENCY (500 * FAB_NS)    /* ASSUMPTION, see above */
+#define PCIE_LATENCY (500 * FAB_NS)      /* ASSUMPTION, see above */
+#define HOST_LATENCY (3 * FAB_US)        /* ASSUMPTION, see above */
+#define GPU_EFFICIENCY 0.55              /* ASSUMPTION, see above */
+
+static const FabNodePreset presets[] = {
+    {
+        /* The plain network case: one NIC per node, no GPU. nic_bps 0 means
+        ** the NIC runs at the fabric's link rate. */
+        .name = "host",
+        .gpu = NULL,
+        .gpus_per_node = 0,
+        .nics_per_node = 1,
+        .nvlink_domain = 0,
+        .nic_bps = 0,
+        .nvlink_bps = 0,
+        .nvlink_latency = 0,
+        .pcie_bps = 0,
+        .pcie_latency = 0,
+        .host_bps = 0,
+        .host_latency = 0,
+        .gpu_flops = 0.0,
+        .gpu_efficiency = 0.0,
+        .transport = "rocev2",
+        .sources = "fabsim default (one NIC, no GPU)",
+    },
+    {
+        /* NVIDIA DGX H100. Sources: NVIDIA DGX H100 User Guide (hardware
+        ** overview; "Network Modules": 8 ConnectX-7 behind 4 OSFP ports);
+        ** NVIDIA DGX BasePOD reference architecture, "Core Components"
+        ** (DGX H100: eight Hopper GPUs, four NVSwitch chips, four OSFP
+        ** ports serving eight single-port ConnectX-7 VPI, up to 400 Gb/s
+        ** InfiniBand/Ethernet, PCIe 5.0 CPUs); NVIDIA H100 Tensor Core GPU
+        ** datasheet (SXM5: NVLink 900 GB/s, PCIe Gen5 128 GB/s, BF16
+        ** 1,979 TFLOPS with sparsity). 4 NVSwitch chips (third-generation
+        ** NVSwitch, NVLink4) form the one 8-GPU domain; fabsim models the
+        ** domain as one non-blocking switch, so the chip count is not a
+        ** field. The two extra dual-port ConnectX-7 (storage/in-band) are
+        ** not modelled. */
+        .name = "dgx-h100",
+        .gpu = "H100 SXM5",
+        .gpus_per_node = 8,              /* DGX H100 User Guide: 8x H100 */
+        .nics_per_node = 8,              /* BasePOD RA: 8 single-port ConnectX-7 for the compute fabric */
+        .nvlink_domain = 8,              /* one node: 8 GPUs on 4 NVSwitch chips */
+        .nic_bps = 400 * GBIT,           /* ConnectX-7: up to 400 Gb/s (NDR) */
+        .nvlink_bps = 18 * 25 * GBYTE,   /* NVLink4: 18 links x 25 GB/s per direction = 450 GB/s (900 GB/s bidirectional, H100 datasheet) */
+        .nvlink_latency = NVLINK_LATENCY,
+        .pcie_bps = PCIE_GEN5_X16,       /* H100 SXM5 and ConnectX-7: PCIe Gen5 x16 (datasheet 128 GB/s = both directions) */
+        .pcie_latency = PCIE_LATENCY,
+        .host_bps = 25 * GBYTE,          /* ASSUMPTION, see top */
+        .host_latency = HOST_LATENCY,
+        .gpu_flops = 989.4e12,           /* H100 SXM5 dense BF16 989.4 TFLOPS (datasheet: 1,979 with sparsity, halved) */
+        .gpu_efficiency = GPU_EFFICIENCY,
+        /* Informative only. ConnectX-7 in DGX runs InfiniBand by default
+        ** (DGX user guides: "InfiniBand (default)"), and the DGX SuperPOD
+        ** H100 reference architecture builds the compute fabric from
+        ** Quantum-2 NDR InfiniBand. */
+        .transport = "infiniband",
+        .sources = "NVIDIA DGX H100 User Guide; DGX BasePOD RA; NVIDIA H100 datasheet; PCIe 5.0 x16",
+    },
+    {
+        /* NVIDIA DGX B200. Sources: NVIDIA DGX B200 User Guide, "Introduction
+        ** to NVIDIA DGX B200 Systems" (8x B200; 2x fifth-generation NVLink
+        ** switches with 14.4 TB/s aggregate bandwidth; 4 OSFP ports for 8
+        ** ConnectX-7 single-port cards, InfiniBand (default) up to 400 Gb/s;
+        ** Intel Xeon 8570 PCIe Gen5 CPUs); NVIDIA HGX B200 specifications
+        ** (FP16/BF16 Tensor Core 36 PFLOPS per 8 GPUs with sparsity, i.e.
+        ** 2.25 PFLOPS dense per GPU). Note: 2 NVSwitch chips here, not 4. */
+        .name = "dgx-b200",
+        .gpu = "B200",
+        .gpus_per_node = 8,              /* DGX B200 User Guide: 8x B200 */
+        .nics_per_node = 8,              /* DGX B200 User Guide: 8 ConnectX-7 single-port cards (2 BlueField-3 for storage not modelled) */
+        .nvlink_domain = 8,              /* one node: 8 GPUs on 2 NVSwitch chips */
+        .nic_bps = 400 * GBIT,           /* ConnectX-7: up to 400 Gb/s */
+        .nvlink_bps = 18 * 50 * GBYTE,   /* NVLink5: 14.4 TB/s / 8 GPUs = 1.8 TB/s bidirectional = 900 GB/s per direction (18 links x 50 GB/s) */
+        .nvlink_latency = NVLINK_LATENCY,
+        .pcie_bps = PCIE_GEN5_X16,       /* ConnectX-7 and the Xeon 8570 host are PCIe Gen5 x16 (the NIC bounds the GPU<->NIC path) */
+        .pcie_latency = PCIE_LATENCY,
+        .host_bps = 25 * GBYTE,          /* ASSUMPTION, see top */
+        .host_latency = HOST_LATENCY,
+        .gpu_flops = 2.25e15,            /* B200 (HGX/DGX, 1000 W) dense BF16 2.25 PFLOPS: HGX B200 36 PFLOPS sparse / 8 / 2 */
+        .gpu_efficiency = GPU_EFFICIENCY,
+        .transport = "infiniband",       /* informative: ConnectX-7 InfiniBand is the DGX default (User Guide) */
+        .sources = "NVIDIA DGX B200 User Guide; NVIDIA HGX B200 specifications; PCIe 5.0 x16",
+    },
+    {
+        /* NVIDIA GB200 NVL72. A node is one compute tray: 2 GB200 superchips
+        ** = 2 Grace CPUs + 4 Blackwell GPUs; 18 trays share one NVLink domain
+        ** of 72 GPUs through 9 NVLink Switch trays. Sources: NVIDIA GB200
+        ** NVL72 product page (72 Blackwell GPUs and 36 Grace CPUs; 130 TB/s
+        ** NVLink = 72 x 1.8 TB/s; FP16/BF16 Tensor Core 360 PFLOPS with
+        ** sparsity, i.e. 180 PFLOPS dense per rack = 2.5 PFLOPS per GPU);
+        ** NVIDIA DGX GB200 User Guide, "Hardware" (per rack: 18 1RU compute
+        ** trays of 2 Grace + 4 Blackwell, 9 NVLink switch trays; per compute
+        ** tray: cluster network 4x ConnectX-7 single-port 400G OSFP, 2x
+        ** BlueField-3 for storage/management, not modelled; "Networking":
+        ** 1.8 TB/s bidirectional per GPU with NVLink 5.0); NVIDIA DGX
+        ** SuperPOD GB200 reference architecture (compute fabric: NDR 400
+        ** Gb/s InfiniBand). */
+        .name = "gb200-nvl72",
+        .gpu = "B200 (GB200 superchip)",
+        .gpus_per_node = 4,              /* one compute tray: 2 GB200 superchips x 2 GPUs */
+        .nics_per_node = 4,              /* DGX GB200 User Guide: 4x ConnectX-7 single-port 400G per tray, one per GPU */
+        .nvlink_domain = 72,             /* 18 trays x 4 GPUs in one NVLink domain (DGX GB200 User Guide; GB200 NVL72 page) */
+        .nic_bps = 400 * GBIT,           /* NDR 400 Gb/s InfiniBand (DGX SuperPOD GB200 RA) */
+        .nvlink_bps = 18 * 50 * GBYTE,   /* NVLink5: 1.8 TB/s bidirectional per GPU = 900 GB/s per direction (130 TB/s / 72) */
+        .nvlink_latency = NVLINK_LATENCY,
+        /* The GPU reaches Grace over NVLink-C2C (900 GB/s); the NIC hangs
+        ** off PCIe, and ConnectX-7 is a PCIe Gen5 x16 device, so Gen5 x16
+        ** bounds the GPU <-> NIC path. */
+        .pcie_bps = PCIE_GEN5_X16,
+        .pcie_latency = PCIE_LATENCY,
+        .host_bps = 25 * GBYTE,          /* ASSUMPTION, see top (staging through Grace LPDDR5X; the NIC's PCIe Gen5 still bounds it) */
+        .host_latency = HOST_LATENCY,
+        .gpu_flops = 2.5e15,             /* GB200 (1200 W) dense BF16 2.5 PFLOPS: 360 PFLOPS sparse / 72 / 2 */
+        .gpu_efficiency = GPU_EFFICIENCY,
+        .transport = "infiniband",       /* informative: DGX SuperPOD GB200 RA uses NDR InfiniBand for compute */
+        .sources = "NVIDIA DGX GB200 User Guide; NVIDIA GB200 NVL72 product page; DGX SuperPOD GB200 RA; PCIe 5.0 x16",
+    },
+    {
+        /* Amazon EC2 p5.48xlarge. Sources: AWS EC2 P5 instance page (8x
+        ** NVIDIA H100 80 GB; 900 GB/s NVSwitch GPU interconnect; 3,200 Gbps
+        ** EFAv2 networking with GPUDirect RDMA); AWS EC2 User Guide,
+        ** "Maximize network bandwidth on accelerated instances with EFA"
+        ** (P5 supports up to 32 network cards and up to 3,200 Gbps); NVIDIA
+        ** H100 datasheet for the GPU. */
+        .name = "aws-p5",
+        .gpu = "H100 SXM5",
+        .gpus_per_node = 8,              /* AWS P5 page: 8x H100 */
+        .nics_per_node = 32,             /* AWS EC2 User Guide: 32 network cards (EFA) */
+        .nvlink_domain = 8,              /* one instance: 8 GPUs on NVSwitch */
+        .nic_bps = 100 * GBIT,           /* 3,200 Gbps / 32 network cards = 100 Gbps each */
+        .nvlink_bps = 18 * 25 * GBYTE,   /* 900 GB/s NVSwitch (bidirectional, AWS P5 page) = 450 GB/s per direction */
+        .nvlink_latency = NVLINK_LATENCY,
+        .pcie_bps = PCIE_GEN5_X16,       /* H100 SXM5: PCIe Gen5 x16 (H100 datasheet) */
+        .pcie_latency = PCIE_LATENCY,
+        .host_bps = 25 * GBYTE,          /* ASSUMPTION, see top */
+        .host_latency = HOST_LATENCY,
+        .gpu_flops = 989.4e12,           /* H100 SXM5 dense BF16 (H100 datasheet, sparsity halved) */
+        .gpu_efficiency = GPU_EFFICIENCY,
+        .transport = "srd",              /* EFA runs AWS Scalable Reliable Datagram */
+        .sources = "AWS EC2 P5 instance page; AWS EC2 User Guide (EFA, P5 network cards); NVIDIA H100 datasheet",
+    },
+    {
+        /* Amazon EC2 p4d.24xlarge. Sources: AWS EC2 P4d instance page and
+        ** the AWS blog "Amazon EC2 P4d instances deep dive" (8x NVIDIA A100
+        ** 40 GB with NVSwitch; 400 Gbps EFA with GPUDirect RDMA); AWS EC2
+        ** User Guide network cards table (p4d.24xlarge: 4 network cards);
+        ** NVIDIA A100 datasheet (SXM4: NVLink 600 GB/s, PCIe Gen4, BF16
+        ** 312 TFLOPS dense / 624 with sparsity). */
+        .name = "aws-p4d",
+        .gpu = "A100 SXM4 40GB",
+        .gpus_per_node = 8,              /* AWS P4d page: 8x A100 40 GB */
+        .nics_per_node = 4,              /* AWS EC2 User Guide: 4 network cards */
+        .nvlink_domain = 8,              /* one instance: 8 GPUs on NVSwitch */
+        .nic_bps = 100 * GBIT,           /* 400 Gbps EFA / 4 network cards = 100 Gbps each */
+        .nvlink_bps = 12 * 25 * GBYTE,   /* NVLink3: 12 links x 25 GB/s = 300 GB/s per direction (600 GB/s bidirectional, A100 datasheet) */
+        .nvlink_latency = NVLINK_LATENCY,
+        .pcie_bps = PCIE_GEN4_X16,       /* A100 SXM4: PCIe Gen4 x16 = 31.5 GB/s per direction */
+        .pcie_latency = PCIE_LATENCY,
+        .host_bps = 25 * GBYTE / 2,      /* ASSUMPTION, see top (half the Gen5 figure: PCIe Gen4) */
+        .host_latency = HOST_LATENCY,
+        .gpu_flops = 312e12,             /* A100 dense BF16 312 TFLOPS (A100 datasheet) */
+        .gpu_efficiency = GPU_EFFICIENCY,
+        .transport = "srd",              /* EFA runs AWS Scalable Reliable Datagram */
+        .sources = "AWS EC2 P4d instance page; AWS P4d deep-dive blog; NVIDIA A100 datasheet; PCIe 4.0 x16",
+    },
+};
+
+const char *const fab_preset_names[] = {
+    "host", "dgx-h100", "dgx-b200", "gb200-nvl72", "aws-p5", "aws-p4d", NULL,
+};
+
+const FabNodePreset *fab_preset_find(const char *name) {
+  if (!name) return NULL;
+  for (size_t i = 0; i < sizeof presets / sizeof presets[0]; i++)
+    if (strcmp(presets[i].name, name) == 0) return &presets[i];
+  return NULL;
+}

@@ -1,0 +1,42 @@
+/*
+** Node presets: what a named server (cluster.node) holds. Every number has
+** its public source noted next to it in presets.c; every field can be
+** overridden in the scenario (cluster.gpus_per_node, cluster.nic.bandwidth,
+** cluster.nvlink.bandwidth, ...).
+**
+** Rates are per direction. "host" is the plain network case: one NIC, no
+** GPU, no NVLink.
+*/
+#ifndef FAB_PRESETS_H
+#define FAB_PRESETS_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include "sim/time.h"
+
+typedef struct FabNodePreset {
+  const char *name;          /* "dgx-h100" */
+  const char *gpu;           /* "H100 SXM5", NULL for host */
+  uint32_t gpus_per_node;    /* 0: host (no GPU) */
+  uint32_t nics_per_node;    /* scale-out NICs (network ports) per node */
+  uint32_t nvlink_domain;    /* GPUs per NVLink/NVSwitch domain (a multiple of gpus_per_node), 0: none */
+  uint64_t nic_bps;          /* per NIC, bits/s */
+  uint64_t nvlink_bps;       /* per GPU per direction into the NVSwitch fabric, bits/s */
+  fab_time_t nvlink_latency; /* GPU to GPU through NVSwitch, one way, ps */
+  uint64_t pcie_bps;         /* GPU <-> NIC per direction (PCIe generation x lanes), bits/s */
+  fab_time_t pcie_latency;   /* one PCIe traversal, ps */
+  uint64_t host_bps;         /* host-staged path: bounce through host memory, bits/s per GPU */
+  fab_time_t host_latency;   /* host-staged path: extra latency of the staging copy, ps */
+  double gpu_flops;          /* dense BF16 peak, FLOP/s */
+  double gpu_efficiency;     /* achieved fraction of peak for training compute */
+  const char *transport;     /* the scale-out transport the system uses ("rocev2", "infiniband", "srd") */
+  const char *sources;       /* where the numbers come from (short citations) */
+} FabNodePreset;
+
+/* The preset called `name`, or NULL. Transfer none. */
+const FabNodePreset *fab_preset_find(const char *name);
+
+/* All presets, NULL-terminated names in a stable order (for YAML enums). */
+extern const char *const fab_preset_names[];
+
+#endif
