@@ -617,3 +617,216 @@ Test(topology_cfg, error_buffer_below_one_packet) {
              "    buffer: 4KiB\n" /* 6: value at column 13 */,
              "t.yaml:6:13: fabric.switch.buffer: ", "cannot hold one packet");
 }
+
+/* ---- GPU nodes, on whole scenarios ---------------------------------------- */
+
+#include <glib/gstdio.h>
+#include <unistd.h>
+#include "topologies/presets.h"
+#include "tools/scenario.h"
+
+static FabScenario *gpu_scenario(const char *yaml, const char *const *sets) {
+  GError *err = NULL;
+  char *path = NULL;
+  int fd = g_file_open_tmp("fabsim-gpu-XXXXXX.yaml", &path, &err);
+  cr_assert_geq(fd, 0);
+  close(fd);
+  cr_assert(g_file_set_contents(path, yaml, -1, NULL));
+  FabScenario *sc = fab_scenario_load(path, sets, &err);
+  cr_assert_not_null(sc, "%s", err ? err->message : "?");
+  g_unlink(path);
+  g_free(path);
+  return sc;
+}
+
+static void gpu_run(FabScenario *sc, FabResults *res) {
+  FabRunOpts o = {0};
+  int rc = fab_scenario_run(sc, &o, res);
+  cr_assert_eq(rc, 0, "run failed: %s", res->failure ? res->failure : "?");
+}
+
+static void gpu_done(FabScenario *sc, FabResults *res) {
+  g_free((char *)res->failure);
+  fab_results_clear(res);
+  fab_scenario_free(sc);
+}
+
+/* bytes that left ports whose name starts with `prefix` */
+static uint64_t bytes_from(const FabResults *r, const char *prefix) {
+  uint64_t b = 0;
+  for (size_t i = 0; i < r->n_links; i++)
+    if (g_str_has_prefix(r->links[i].from, prefix)) b += r->links[i].bytes;
+  return b;
+}
+
+static const char dgx2[] =
+  "cluster: {node: dgx-h100, nodes: 2}\n"
+  "fabric:\n"
+  "  transport: infiniband\n"
+  "  topology: {kind: leaf-spine, hosts_per_leaf: 8, spines: 8}\n"
+  "  link: {bandwidth: 400Gbps, latency: 500ns, mtu: 4096}\n"
+  "  switch: {buffer: 64MiB, priorities: 1}\n"
+  "workload: {kind: flows, flows: [{src: 0, dst: 1, size: 4MiB}]}\n";
+
+Test(gpu, intra_node_transfer_is_nvlink_latency_plus_bytes_over_rate) {
+  FabScenario *sc = gpu_scenario(dgx2, NULL);
+  cr_assert_eq(sc->fabric.gpu.nvlink_bps, 3600000000000ULL, "450 GB/s per direction");
+  FabResults res;
+  gpu_run(sc, &res);
+  /* 64 segments of 64 KiB + 16 B at 3.6 Tb/s: 145672 ps each (rounded up); the
+  ** NVSwitch stores and forwards one segment, so 65 segment times + 500 ns */
+  fab_time_t seg = (65552ULL * 8 * FAB_S + 3600000000000ULL - 1) / 3600000000000ULL;
+  cr_assert_eq(seg, 145672);
+  cr_assert_eq(res.flows[0].end, 500 * FAB_NS + 65 * seg);
+  /* = NVLink latency + bytes / rate within 2% (headers and the one stored segment) */
+  double ideal = 500e-9 + (4.0 * 1048576) / 450e9;
+  cr_assert_float_eq(fab_time_to_s(res.flows[0].end), ideal, ideal * 0.02);
+  cr_assert_eq(bytes_from(&res, "leaf") + bytes_from(&res, "spine"), 0, "nothing crosses the network");
+  gpu_done(sc, &res);
+}
+
+Test(gpu, smaller_segments_cost_events_not_accuracy) {
+  const char *sets[] = {"cluster.nvlink.segment=4KiB", NULL};
+  FabScenario *a = gpu_scenario(dgx2, NULL), *b = gpu_scenario(dgx2, sets);
+  FabResults ra, rb;
+  gpu_run(a, &ra);
+  gpu_run(b, &rb);
+  cr_assert_gt(rb.events, 10 * ra.events, "16x the segments");
+  double ta = fab_time_to_s(ra.flows[0].end), tb = fab_time_to_s(rb.flows[0].end);
+  cr_assert_float_eq(ta, tb, ta * 0.03, "%g vs %g", ta, tb);
+  gpu_done(a, &ra);
+  gpu_done(b, &rb);
+}
+
+Test(gpu, gpudirect_versus_host_staged) {
+  const char *yaml =
+    "cluster: {node: dgx-h100, nodes: 2}\n"
+    "fabric:\n"
+    "  transport: infiniband\n"
+    "  topology: {kind: leaf-spine, hosts_per_leaf: 8, spines: 8}\n"
+    "  link: {bandwidth: 400Gbps, latency: 500ns, mtu: 4096}\n"
+    "  switch: {buffer: 64MiB, priorities: 1}\n"
+    "workload: {kind: flows, flows: [{src: 0, dst: 8, size: 64MiB}]}\n";
+  const char *staged[] = {"cluster.pcie.gpudirect=false", NULL};
+  FabScenario *a = gpu_scenario(yaml, NULL), *b = gpu_scenario(yaml, staged);
+  FabResults ra, rb;
+  gpu_run(a, &ra);
+  gpu_run(b, &rb);
+  double ta = fab_time_to_s(ra.flows[0].end), tb = fab_time_to_s(rb.flows[0].end);
+  /* GPUDirect: the 400 Gb/s NIC is the limit; host-staged: 25 GB/s (200 Gb/s) through host memory */
+  double bytes = 64.0 * 1048576;
+  cr_assert_float_eq(ta, bytes * 8 * (4122.0 / 4096) / 400e9, ta * 0.02, "GPUDirect %g s", ta);
+  cr_assert_float_eq(tb, bytes * 8 * (4122.0 / 4096) / 200e9, tb * 0.02, "host-staged %g s", tb);
+  cr_assert_gt(bytes_from(&ra, "leaf0:p8"), 0, "inter-node traffic goes over the network");
+  gpu_done(a, &ra);
+  gpu_done(b, &rb);
+}
+
+Test(gpu, all_to_all_inside_one_dgx_runs_at_nvlink_rate) {
+  const char *yaml =
+    "cluster: {node: dgx-h100, nodes: 1}\n"
+    "fabric:\n"
+    "  topology: {kind: single-switch}\n"
+    "  link: {bandwidth: 400Gbps}\n"
+    "workload: {kind: all-to-all, size: 8MiB}\n";
+  FabScenario *sc = gpu_scenario(yaml, NULL);
+  FabResults res;
+  gpu_run(sc, &res);
+  cr_assert_eq(res.n_flows, 56);
+  /* each GPU sends 7 x 8 MiB through its 450 GB/s NVLink port */
+  double ideal = 7 * 8.0 * 1048576 / 450e9;
+  cr_assert_float_eq(fab_time_to_s(res.sim_time), ideal, ideal * 0.03, "%g vs %g", fab_time_to_s(res.sim_time), ideal);
+  cr_assert_eq(bytes_from(&res, "switch0"), 0, "no byte on the network");
+  gpu_done(sc, &res);
+}
+
+Test(gpu, an_nvl72_domain_spans_trays) {
+  const char *yaml =
+    "cluster: {node: gb200-nvl72, nodes: 18}\n"
+    "fabric:\n"
+    "  topology: {kind: leaf-spine, hosts_per_leaf: 8, spines: 8}\n"
+    "  link: {bandwidth: 400Gbps}\n"
+    "  switch: {priorities: 1}\n"
+    "workload: {kind: flows, flows: [{src: 0, dst: 71, size: 16MiB}, {src: 4, dst: 5, size: 16MiB}]}\n";
+  FabScenario *sc = gpu_scenario(yaml, NULL);
+  cr_assert_eq(sc->fabric.gpu.nvlink_domain, 72);
+  cr_assert_eq(sc->fabric.gpu.gpus_per_node, 4, "a node is a tray of 4 GPUs");
+  FabResults res;
+  gpu_run(sc, &res);
+  cr_assert_eq(res.endpoints, 72);
+  cr_assert_eq(bytes_from(&res, "leaf") + bytes_from(&res, "spine"), 0, "tray 0 to tray 17 stays on NVLink");
+  cr_assert_gt(bytes_from(&res, "nvs0:"), 32 << 20);
+  double ideal = 500e-9 + 16.0 * 1048576 / 900e9; /* NVLink latency + bytes / rate */
+  cr_assert_float_eq(fab_time_to_s(res.flows[0].end), ideal, ideal * 0.02);
+  gpu_done(sc, &res);
+}
+
+static const char rails[] =
+  "cluster: {node: dgx-h100, nodes: 4}\n"
+  "fabric:\n"
+  "  transport: infiniband\n"
+  "  topology: {kind: rail-optimized, spines: 4}\n"
+  "  link: {bandwidth: 400Gbps, latency: 500ns, mtu: 4096}\n"
+  "  switch: {buffer: 64MiB, priorities: 1}\n"
+  "workload: {kind: flows, flows: [{src: 0, dst: 8, size: 1MiB}]}\n";
+
+Test(gpu, same_rail_traffic_crosses_one_rail_switch) {
+  FabScenario *sc = gpu_scenario(rails, NULL);
+  cr_assert_str_eq(sc->topology, "rail-optimized: 8 rails x 4 nodes, 4 spines joining the rails");
+  FabResults res;
+  gpu_run(sc, &res);
+  cr_assert_eq(bytes_from(&res, "spine"), 0, "GPU 0 of node 0 to GPU 0 of node 1: rail 0 only");
+  cr_assert_gt(bytes_from(&res, "rail0:p1"), 1 << 20, "rail 0 delivers to node 1");
+  for (int r = 1; r < 8; r++) {
+    char name[16];
+    g_snprintf(name, sizeof name, "rail%d:", r);
+    cr_assert_eq(bytes_from(&res, name), 0, "%s idle", name);
+  }
+  gpu_done(sc, &res);
+}
+
+Test(gpu, cross_rail_traffic_goes_through_the_spines) {
+  const char *sets[] = {"workload.flows[0].dst=10", NULL}; /* GPU 0 of node 0 to GPU 2 of node 1 */
+  FabScenario *sc = gpu_scenario(rails, sets);
+  FabResults res;
+  gpu_run(sc, &res);
+  cr_assert_gt(bytes_from(&res, "spine"), 1 << 20);
+  cr_assert_gt(bytes_from(&res, "rail2:p1"), 1 << 20, "rail 2 delivers to node 1's NIC 2");
+  gpu_done(sc, &res);
+}
+
+Test(gpu, every_preset_loads_and_runs) {
+  for (int i = 1; fab_preset_names[i]; i++) {
+    const FabNodePreset *p = fab_preset_find(fab_preset_names[i]);
+    uint32_t nodes = p->nvlink_domain / p->gpus_per_node + 1; /* one node beyond the first domain */
+    char *yaml = g_strdup_printf(
+      "cluster: {node: %s, nodes: %u}\n"
+      "fabric:\n"
+      "  topology: {kind: single-switch}\n"
+      "  link: {bandwidth: 100Gbps}\n"
+      "  switch: {priorities: 1}\n"
+      "workload: {kind: flows, flows: [{src: 0, dst: 1, size: 1MiB}, {src: 0, dst: %u, size: 1MiB}]}\n",
+      p->name, nodes, p->nvlink_domain);
+    FabScenario *sc = gpu_scenario(yaml, NULL);
+    cr_assert_eq(sc->fabric.gpu.gpus_per_node, p->gpus_per_node, "%s", p->name);
+    cr_assert_eq(sc->fabric.topo.host_bps, p->nic_bps, "%s: NIC rate from the preset", p->name);
+    FabResults res;
+    gpu_run(sc, &res);
+    cr_assert_eq(res.endpoints, nodes * p->gpus_per_node, "%s", p->name);
+    cr_assert_gt(bytes_from(&res, "switch0"), 1 << 20, "%s: the second flow leaves the NVLink domain", p->name);
+    gpu_done(sc, &res);
+    g_free(yaml);
+  }
+}
+
+Test(gpu, preset_fields_can_be_overridden) {
+  const char *sets[] = {"cluster.gpus_per_node=4", "cluster.nics_per_node=2", "cluster.nvlink.bandwidth=900GB/s",
+                        "cluster.nic.bandwidth=200Gbps", "fabric.topology.hosts_per_leaf=2", NULL};
+  FabScenario *sc = gpu_scenario(dgx2, sets);
+  cr_assert_eq(sc->fabric.gpu.gpus_per_node, 4);
+  cr_assert_eq(sc->fabric.gpu.nvlink_domain, 4, "the domain follows the node");
+  cr_assert_eq(sc->fabric.gpu.nics_per_node, 2);
+  cr_assert_eq(sc->fabric.gpu.nvlink_bps, 7200000000000ULL);
+  cr_assert_eq(sc->fabric.topo.host_bps, 200000000000ULL);
+  fab_scenario_free(sc);
+}

@@ -45,7 +45,9 @@ FabScenario *fab_scenario_load(const char *path, const char *const *sets, GError
   if (!fab_cfg_apply(root, NULL, top_schema, &top, err)) goto fail;
   if (!fab_cfg_apply(top.output, root, output_schema, &out, err)) goto fail;
   if (!fab_fabric_cfg_read(root, &sc->fabric, err)) goto fail;
-  sc->flows = fab_workload_read(root, sc->fabric.topo.hosts, sc->fabric.sw.nprio, top.seed, err);
+  const FabGpuSpec *g = &sc->fabric.gpu;
+  uint32_t endpoints = g->gpus_per_node ? g->nodes * g->gpus_per_node : sc->fabric.topo.hosts;
+  sc->flows = fab_workload_read(root, endpoints, sc->fabric.sw.nprio, top.seed, err);
   if (!sc->flows) goto fail;
   if (path && !top.name) { /* default name: the file name without .yaml */
     char *base = g_path_get_basename(path);
@@ -83,8 +85,35 @@ char *fab_scenario_explain(const FabScenario *sc) {
   for (guint i = 0; i < sc->flows->len; i++) total += g_array_index(sc->flows, FabFlowSpec, i).bytes;
   g_string_append_printf(s, "scenario   %s (seed %" G_GUINT64_FORMAT ")\n", sc->name, sc->seed);
   g_string_append_printf(s, "topology   %s\n", sc->topology);
-  g_string_append_printf(s, "endpoints  %u hosts, one NIC each at %.6g Gbps\n", f->topo.hosts,
-                         (double)f->topo.host_bps / 1e9);
+  const FabGpuSpec *g = &f->gpu;
+  if (g->gpus_per_node) {
+    uint32_t ranks = g->nodes * g->gpus_per_node;
+    g_string_append_printf(s, "endpoints  %u GPUs = %u x %s nodes of %u GPUs (rank = node x %u + local)\n", ranks,
+                           g->nodes, g->preset, g->gpus_per_node, g->gpus_per_node);
+    g_string_append_printf(s, "nics       %u per node at %.6g Gbps: %u NIC ports in the network, %.6g Gbps per node\n",
+                           g->nics_per_node, (double)f->topo.host_bps / 1e9, f->topo.hosts,
+                           (double)f->topo.host_bps * g->nics_per_node / 1e9);
+    if (g->nvlink_domain)
+      g_string_append_printf(s, "nvlink     %.6g GB/s per GPU per direction, %.6g ns GPU to GPU, one NVSwitch per domain "
+                             "of %u GPUs (%u domains), segments of %u B + %u B header\n",
+                             (double)g->nvlink_bps / 8e9, (double)g->nvlink_latency / 1e3, g->nvlink_domain,
+                             ranks / g->nvlink_domain, g->segment, f->nic.nvl_overhead);
+    else
+      g_string_append(s, "nvlink     none: every GPU pair goes through the network\n");
+    g_string_append_printf(s, "pcie       %.6g GB/s per direction, %.6g ns, %s", (double)g->pcie_bps / 8e9,
+                           (double)g->pcie_latency / 1e3, g->gpudirect ? "GPUDirect RDMA" : "host-staged");
+    if (!g->gpudirect)
+      g_string_append_printf(s, " (through host memory at %.6g GB/s, +%.6g us)", (double)g->host_bps / 8e9,
+                             (double)g->host_latency / 1e6);
+    uint32_t G = g->gpus_per_node, N = g->nics_per_node;
+    g_string_append_printf(s, "; %s\n", N >= G ? (N == G ? "one NIC per GPU" : "several NICs per GPU")
+                                                 : "GPUs share a NIC");
+    g_string_append_printf(s, "gpu        %.6g TFLOPS dense BF16 x %.2g efficiency\n", g->gpu_flops / 1e12,
+                           g->gpu_efficiency);
+  } else {
+    g_string_append_printf(s, "endpoints  %u hosts, one NIC each at %.6g Gbps\n", f->topo.hosts,
+                           (double)f->topo.host_bps / 1e9);
+  }
   g_string_append_printf(s, "links      %.6g Gbps, latency %.6g us, mtu %u B payload\n",
                          (double)f->topo.link_bps / 1e9, (double)f->topo.link_latency / 1e6, f->nic.mtu);
   g_string_append_printf(s, "transport  %s: %u B headers+framing per data packet, %u B per ACK/NAK\n",

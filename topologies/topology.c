@@ -9,7 +9,7 @@
 /* ---- configuration ----------------------------------------------------- */
 
 
-static const char *const topo_kinds[] = {"single-switch", "leaf-spine", "fat-tree", "ring", NULL};
+static const char *const topo_kinds[] = {"single-switch", "leaf-spine", "fat-tree", "ring", "rail-optimized", NULL};
 static const char *const routings[] = {"ecmp", NULL};
 static const char *const cc_algorithms[] = {"none", "dcqcn", NULL};
 static const char *const cc_presets[] = {"dcqcn-paper", "dcqcn-mlx", NULL};
@@ -18,6 +18,7 @@ typedef struct ClusterIn {
   int node;
   uint64_t nodes, gpus_per_node, nics_per_node, nvlink_domain;
   const FabCfgNode *nic, *nvlink, *pcie, *gpu;
+  uint32_t rails;            /* not a key: NICs per GPU node (0 for hosts), for rail-optimized */
 } ClusterIn;
 
 static const FabCfgKey cluster_schema[] = {
@@ -409,6 +410,8 @@ static gboolean read_topology(const FabCfgNode *node, const ClusterIn *cl, const
   TopoIn in = {0};
   if (!fab_cfg_apply(node, NULL, topo_schema, &in, err)) return FALSE;
   t->kind = (FabTopoKind)in.kind;
+  /* for GPU nodes the network's hosts are the NIC ports */
+  const char *what = cl->rails ? "NIC ports (nodes x nics_per_node)" : "nodes";
   const FabCfgNode *nodes_at = cl_node ? fab_cfg_get(cl_node, "nodes") : NULL;
   if (t->kind != FAB_TOPO_RING &&
       (!set_only_for(node, "switches", "ring", err) || !set_only_for(node, "hosts_per_switch", "ring", err)))
@@ -433,13 +436,13 @@ static gboolean read_topology(const FabCfgNode *node, const ClusterIn *cl, const
     if (in.leaves) {
       t->leaves = (uint32_t)in.leaves;
       if (cl->nodes && cl->nodes != in.leaves * in.hosts_per_leaf)
-        return fab_cfg_fail(nodes_at, err, "%" G_GUINT64_FORMAT " nodes, but the topology has %" G_GUINT64_FORMAT
-                            " (leaves x hosts_per_leaf)", cl->nodes, in.leaves * in.hosts_per_leaf);
+        return fab_cfg_fail(nodes_at ? nodes_at : node, err, "%" G_GUINT64_FORMAT " %s, but the topology has %" G_GUINT64_FORMAT
+                            " (leaves x hosts_per_leaf)", cl->nodes, what, in.leaves * in.hosts_per_leaf);
     } else {
       if (!cl->nodes) return fab_cfg_fail(node, err, "leaf-spine needs leaves (or cluster.nodes)");
       if (cl->nodes % in.hosts_per_leaf)
-        return fab_cfg_fail(nodes_at, err, "%" G_GUINT64_FORMAT " nodes is not a multiple of hosts_per_leaf %"
-                            G_GUINT64_FORMAT, cl->nodes, in.hosts_per_leaf);
+        return fab_cfg_fail(nodes_at ? nodes_at : node, err, "%" G_GUINT64_FORMAT " %s is not a multiple of "
+                            "hosts_per_leaf %" G_GUINT64_FORMAT, cl->nodes, what, in.hosts_per_leaf);
       t->leaves = (uint32_t)(cl->nodes / in.hosts_per_leaf);
     }
     if (in.spines && in.oversubscription > 0)
@@ -461,6 +464,21 @@ static gboolean read_topology(const FabCfgNode *node, const ClusterIn *cl, const
     if (t->hosts_per_leaf + t->spines > 65000 || t->leaves > 65000)
       return fab_cfg_fail(node, err, "a switch has at most 65000 ports");
     t->hosts = t->leaves * t->hosts_per_leaf;
+    return TRUE;
+  }
+  case FAB_TOPO_RAIL: {
+    if (!set_only_for(node, "hosts_per_leaf", "leaf-spine, fat-tree", err) ||
+        !set_only_for(node, "leaves", "leaf-spine", err) || !set_only_for(node, "k", "fat-tree", err) ||
+        !set_only_for(node, "oversubscription", "leaf-spine, fat-tree", err))
+      return FALSE;
+    if (!cl->rails)
+      return fab_cfg_fail(fab_cfg_get(node, "kind"), err, "rail-optimized needs GPU nodes (cluster.node other than "
+                          "host): rail i joins NIC i of every node");
+    t->leaves = cl->rails;                          /* rail switches */
+    t->hosts_per_leaf = (uint32_t)(cl->nodes / cl->rails); /* nodes: one port each per rail */
+    t->spines = in.spines ? (uint32_t)in.spines : cl->rails;
+    if (t->hosts_per_leaf + t->spines > 65000) return fab_cfg_fail(node, err, "a switch has at most 65000 ports");
+    t->hosts = (uint32_t)cl->nodes;
     return TRUE;
   }
   case FAB_TOPO_RING: {
@@ -532,6 +550,7 @@ gboolean fab_fabric_cfg_read(const FabCfgNode *root, FabFabricCfg *out, GError *
     if (!read_gpu_nodes(cl_node, &cl, &nic, &out->gpu, &preset_nic_bps, err)) return FALSE;
     ClusterIn att = cl;
     att.nodes = (uint64_t)out->gpu.nodes * out->gpu.nics_per_node;
+    att.rails = out->gpu.nics_per_node;
     if (!read_topology(fab.topology, &att, NULL, &out->topo, err)) return FALSE;
     if (out->topo.hosts != att.nodes)
       return fab_cfg_fail(fab.topology, err, "the topology has %u NIC ports, but %u nodes x %u NICs need %" G_GUINT64_FORMAT,
@@ -576,6 +595,7 @@ gboolean fab_fabric_cfg_read(const FabCfgNode *root, FabFabricCfg *out, GError *
   uint32_t ports = t->kind == FAB_TOPO_SINGLE_SWITCH ? t->hosts
                    : t->kind == FAB_TOPO_LEAF_SPINE  ? MAX(t->hosts_per_leaf + t->spines, t->leaves)
                    : t->kind == FAB_TOPO_RING        ? t->hosts_per_leaf + 2
+                   : t->kind == FAB_TOPO_RAIL        ? MAX(t->hosts_per_leaf + t->spines, t->leaves)
                                                      : MAX(t->hosts_per_leaf + t->k / 2, t->k);
   out->sw.mtu_wire = (uint32_t)link.mtu + out->nic.transport.data_overhead;
   if (fab.transport == FAB_TRANSPORT_INFINIBAND) {
@@ -658,8 +678,8 @@ static void route_others_to_group(FabSwitch *sw, uint32_t lo, uint32_t hi, uint3
 }
 
 static void build_single(FabTopology *t, const FabFabricCfg *cfg) {
-  FabSwitch *sw = add_switch(t, cfg, "switch", 0, t->nhosts);
-  for (uint32_t h = 0; h < t->nhosts; h++) {
+  FabSwitch *sw = add_switch(t, cfg, "switch", 0, t->nattach);
+  for (uint32_t h = 0; h < t->nattach; h++) {
     link_host(t, h, sw, h);
     route_range_to_port(sw, h, h + 1, h);
   }
@@ -694,6 +714,34 @@ static void build_ring(FabTopology *t, const FabFabricCfg *cfg) {
     }
     route_others_to_group(sw, s * h, (s + 1) * h, h, 1);
     link_switches(t, sw, h, t->switches[(s + 1) % n], h + 1);
+  }
+}
+
+/* Rail i joins NIC i of every node (attachment n x rails + i on port n); every
+** rail switch has one uplink to each spine, and spine j one port per rail. */
+static void build_rail(FabTopology *t, const FabFabricCfg *cfg) {
+  uint32_t R = t->spec.leaves, nodes = t->spec.hosts_per_leaf, S = t->spec.spines;
+  for (uint32_t r = 0; r < R; r++) add_switch(t, cfg, "rail", r, nodes + S);
+  for (uint32_t j = 0; j < S; j++) add_switch(t, cfg, "spine", j, R);
+  uint32_t *up = g_new(uint32_t, S);
+  for (uint32_t j = 0; j < S; j++) up[j] = nodes + j;
+  for (uint32_t r = 0; r < R; r++) {
+    FabSwitch *rs = t->switches[r];
+    uint32_t g = fab_switch_add_group(rs, up, S);
+    for (uint32_t a = 0; a < t->nattach; a++) fab_switch_set_route(rs, a, g);
+    for (uint32_t n = 0; n < nodes; n++) {
+      link_host(t, n * R + r, rs, n);
+      route_range_to_port(rs, n * R + r, n * R + r + 1, n);
+    }
+    for (uint32_t j = 0; j < S; j++) link_switches(t, rs, nodes + j, t->switches[R + j], r);
+  }
+  g_free(up);
+  for (uint32_t j = 0; j < S; j++) {
+    FabSwitch *sp = t->switches[R + j];
+    uint32_t *grp = g_new(uint32_t, R);
+    for (uint32_t r = 0; r < R; r++) grp[r] = fab_switch_add_group(sp, &r, 1);
+    for (uint32_t a = 0; a < t->nattach; a++) fab_switch_set_route(sp, a, grp[a % R]);
+    g_free(grp);
   }
 }
 
@@ -739,6 +787,8 @@ typedef struct GpuLayout {
   uint32_t gpg, npg;         /* GPUs and NICs per PCIe group */
   uint32_t groups;           /* PCIe groups per node */
 } GpuLayout;
+
+static uint32_t nvl_domains(uint32_t ranks, uint32_t domain) { return (ranks + domain - 1) / domain; }
 
 static GpuLayout gpu_layout(const FabGpuSpec *g) {
   GpuLayout l = {g->gpus_per_node, g->nics_per_node, 1, 1, 0};
@@ -792,11 +842,13 @@ static void build_gpu_edges(FabTopology *t, const FabFabricCfg *cfg, GpuLayout *
       }
     }
   if (g->nvlink_domain) /* one NVSwitch element per domain; the latency is split over its two links */
-    for (uint32_t d = 0; d < t->nhosts / g->nvlink_domain; d++) {
+    for (uint32_t d = 0; d < nvl_domains(t->nhosts, g->nvlink_domain); d++) {
+      /* the last domain may be partial (a few trays of an NVL72 rack) */
+      uint32_t size = MIN(g->nvlink_domain, t->nhosts - d * g->nvlink_domain);
       g_snprintf(name, sizeof name, "nvs%u", d);
-      FabSwitch *nv = fab_switch_new(t->nswitches, name, &sc, g->nvlink_domain, t->nhosts);
+      FabSwitch *nv = fab_switch_new(t->nswitches, name, &sc, size, t->nhosts);
       t->switches[t->nswitches++] = nv;
-      for (uint32_t i = 0; i < g->nvlink_domain; i++) {
+      for (uint32_t i = 0; i < size; i++) {
         FabNic *gpu = &t->nics[d * g->nvlink_domain + i];
         gpu->nvl.latency = g->nvlink_latency / 2;
         fab_port_connect(&gpu->nvl, fab_switch_port(nv, i, g->nvlink_bps, g->nvlink_latency - g->nvlink_latency / 2));
@@ -877,12 +929,13 @@ FabTopology *fab_topology_build(const FabFabricCfg *cfg) {
   case FAB_TOPO_LEAF_SPINE: nsw = cfg->topo.leaves + cfg->topo.spines; break;
   case FAB_TOPO_FAT_TREE: nsw = cfg->topo.k * cfg->topo.k + (cfg->topo.k / 2) * (cfg->topo.k / 2); break;
   case FAB_TOPO_RING: nsw = cfg->topo.leaves; break;
+  case FAB_TOPO_RAIL: nsw = cfg->topo.leaves + cfg->topo.spines; break;
   }
   t->nnet = nsw;
   uint32_t extra = 0;
   if (g->gpus_per_node) {
     l = gpu_layout(g);
-    extra = g->nodes * l.groups + (g->nvlink_domain ? t->nhosts / g->nvlink_domain : 0);
+    extra = g->nodes * l.groups + (g->nvlink_domain ? nvl_domains(t->nhosts, g->nvlink_domain) : 0);
   }
   t->switches = g_new0(FabSwitch *, nsw + extra);
   if (g->gpus_per_node) { /* the edge elements first, so the network can attach to their NIC ports */
@@ -895,6 +948,7 @@ FabTopology *fab_topology_build(const FabFabricCfg *cfg) {
   case FAB_TOPO_LEAF_SPINE: build_leaf_spine(t, cfg); break;
   case FAB_TOPO_FAT_TREE: build_fat_tree(t, cfg); break;
   case FAB_TOPO_RING: build_ring(t, cfg); break;
+  case FAB_TOPO_RAIL: build_rail(t, cfg); break;
   }
   g_assert(t->nswitches == nsw);
   if (g->gpus_per_node) {
@@ -944,6 +998,9 @@ char *fab_topology_describe(const FabTopoSpec *s) {
     return g_strdup_printf("leaf-spine: %u leaves x %u hosts, %u spines (%u:%u at the leaf)", s->leaves,
                            s->hosts_per_leaf, s->spines, s->hosts_per_leaf / a, s->spines / a);
   }
+  case FAB_TOPO_RAIL:
+    return g_strdup_printf("rail-optimized: %u rails x %u nodes, %u spines joining the rails", s->leaves,
+                           s->hosts_per_leaf, s->spines);
   case FAB_TOPO_RING:
     return g_strdup_printf("ring: %u switches x %u hosts, clockwise routing", s->leaves, s->hosts_per_leaf);
   case FAB_TOPO_FAT_TREE:

@@ -14,6 +14,9 @@
 **                  k/2 x N / M hosts on each edge switch (default 1:1,
 **                  k^3/4 hosts).
 **
+**   rail-optimized GPU nodes only: rail switch i joins NIC i of every node;
+**                  `spines` spines (default: one per rail) join the rails,
+**                  each rail switch having one uplink to every spine.
 **   ring           `switches` switches in a ring with `hosts_per_switch`
 **                  hosts each, every switch joined to the next one;
 **                  traffic goes clockwise only. Not a production fabric: a
@@ -34,7 +37,7 @@
 #include "models/switch.h"
 #include "sim/config.h"
 
-typedef enum { FAB_TOPO_SINGLE_SWITCH = 0, FAB_TOPO_LEAF_SPINE, FAB_TOPO_FAT_TREE, FAB_TOPO_RING } FabTopoKind;
+typedef enum { FAB_TOPO_SINGLE_SWITCH = 0, FAB_TOPO_LEAF_SPINE, FAB_TOPO_FAT_TREE, FAB_TOPO_RING, FAB_TOPO_RAIL } FabTopoKind;
 
 typedef struct FabTopoSpec {
   FabTopoKind kind;
