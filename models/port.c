@@ -66,6 +66,7 @@ static void start(FabEngine *eng, FabPort *pt) {
     if (h->ready <= eng->now) {
       p = q_pop(pt, pr);
       pt->qbytes -= p->wire;
+      pt->tx = p; /* busy before the owner hears of it: its callback may queue a PAUSE here */
       if (pt->owner->dequeued) pt->owner->dequeued(eng, pt->owner, pt, p);
       break;
     }
@@ -222,10 +223,17 @@ static void port_wake(FabEngine *eng, void *self, uint64_t arg) {
   }
 }
 
+/* Free a chain; count (and add the bytes of) the packets NICs sent, not the
+** PAUSE frames switches made. */
 static uint64_t free_chain(FabEngine *eng, FabPkt *p, uint64_t *bytes) {
   uint64_t n = 0;
   while (p) {
     FabPkt *next = p->next;
+    if (p->type == FAB_PKT_PAUSE) {
+      fab_pkt_free(eng->pool, p);
+      p = next;
+      continue;
+    }
     *bytes += p->wire;
     fab_pkt_free(eng->pool, p);
     p = next;
@@ -245,10 +253,9 @@ uint64_t fab_port_flush(FabEngine *eng, FabPort *pt, uint64_t *bytes) {
   n += free_chain(eng, pt->ctrl_head, bytes);
   pt->ctrl_head = pt->ctrl_tail = NULL;
   if (pt->tx) {
-    *bytes += pt->tx->wire;
-    fab_pkt_free(eng->pool, pt->tx);
+    pt->tx->next = NULL;
+    n += free_chain(eng, pt->tx, bytes);
     pt->tx = NULL;
-    n++;
   }
   n += free_chain(eng, pt->fly_head, bytes);
   pt->fly_head = pt->fly_tail = NULL;

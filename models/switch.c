@@ -5,7 +5,7 @@
 #include <string.h>
 
 /* A packet counted in headroom carries this flag while it is in the switch. */
-#define HDRM_FLAG 0x80
+#define HDRM_FLAG FAB_PKTF_HDRM
 
 static void switch_wake(FabEngine *eng, void *self, uint64_t arg);
 static const FabOps switch_ops = {"switch", switch_wake};
@@ -13,7 +13,7 @@ static const FabOps switch_ops = {"switch", switch_wake};
 uint64_t fab_pfc_headroom_auto(uint64_t bps, fab_time_t latency, fab_time_t response, uint32_t mtu_wire) {
   fab_time_t t = 2 * latency + response;
   uint64_t cable = (uint64_t)(((unsigned __int128)t * bps + 8 * FAB_S - 1) / (8 * FAB_S));
-  return cable + 2 * (uint64_t)mtu_wire + FAB_PAUSE_WIRE;
+  return cable + 3 * (uint64_t)mtu_wire + FAB_PAUSE_WIRE;
 }
 
 static inline bool lossless(const FabSwitch *sw, uint32_t prio) {

@@ -56,8 +56,9 @@ typedef struct FabEcnCfg {
 } FabEcnCfg;
 
 /* Headroom that absorbs everything that can still arrive on a link after a
-** XOFF: our packet being sent when XOFF is decided, the PAUSE frame, the
-** cable both ways, the upstream's reaction time, and its packet being sent. */
+** XOFF: the packet that crossed XOFF, our packet being sent when XOFF is
+** decided, the PAUSE frame, the cable both ways, the upstream's reaction
+** time, and its packet being sent. */
 uint64_t fab_pfc_headroom_auto(uint64_t bps, fab_time_t latency, fab_time_t response, uint32_t mtu_wire);
 
 typedef struct FabSwitchCfg {

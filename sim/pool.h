@@ -21,7 +21,8 @@
 ** the pause time in `seq` (quanta of 512 bit times; 0 resumes). */
 enum { FAB_PKT_DATA = 0, FAB_PKT_ACK = 1, FAB_PKT_NAK = 2, FAB_PKT_CNP = 3, FAB_PKT_PAUSE = 4 };
 /* ECT: the packet is ECN-capable; CE: congestion experienced (marked). */
-enum { FAB_PKTF_LAST = 1, FAB_PKTF_ECN = 2, FAB_PKTF_RETX = 4, FAB_PKTF_ECT = 8 };
+/* HDRM: a switch counted it in PFC headroom (switch-private while queued there). */
+enum { FAB_PKTF_LAST = 1, FAB_PKTF_ECN = 2, FAB_PKTF_RETX = 4, FAB_PKTF_ECT = 8, FAB_PKTF_HDRM = 0x80 };
 
 typedef struct FabPkt {
   struct FabPkt *next; /* link in whatever FIFO holds it */

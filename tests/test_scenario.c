@@ -216,7 +216,7 @@ static int cmp_u32(const void *a, const void *b) {
 
 Test(scenario, dcqcn_keeps_the_queue_near_kmin_kmax_and_cuts_pauses) {
   FabScenario *dc = load("scenarios/incast-dcqcn.yaml", NULL);
-  const char *sets[] = {"fabric.congestion_control={algorithm: none}", NULL};
+  const char *sets[] = {"fabric.congestion_control={algorithm: none}", "fabric.switch.ecn.enabled=false", NULL};
   FabScenario *no = load("scenarios/incast-dcqcn.yaml", sets);
   FabResults rd, rn;
   FabRunOpts opts = {.sample_queues = true};

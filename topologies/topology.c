@@ -338,6 +338,8 @@ static gboolean read_pfc(const FabCfgNode *n, uint32_t nprio, uint32_t mtu_wire,
   out->enabled = in.enabled;
   out->lossless = (1u << nprio) - 1; /* default: every priority */
   if (in.priorities) {
+    if (in.enabled && fab_cfg_len(in.priorities) == 0)
+      return fab_cfg_fail(in.priorities, err, "an empty list: PFC would protect nothing (list the lossless priorities)");
     out->lossless = 0;
     for (size_t i = 0; i < fab_cfg_len(in.priorities); i++) {
       const FabCfgNode *it = fab_cfg_at(in.priorities, i);
@@ -371,6 +373,12 @@ static gboolean read_pfc(const FabCfgNode *n, uint32_t nprio, uint32_t mtu_wire,
   }
   out->response = in.response;
   out->quanta = (uint32_t)in.quanta;
+  /* a refresh (sent at half the pause) may wait behind one full packet: the
+  ** pause must outlast two packets plus the frame, or it lapses between refreshes */
+  uint64_t min_quanta = (2 * ((uint64_t)mtu_wire + FAB_PAUSE_WIRE) + 63) / 64;
+  if (out->enabled && out->quanta < min_quanta)
+    return fab_cfg_fail(fab_cfg_get(n, "quanta"), err, "quanta %u (x 512 bit times) is shorter than two packets "
+                        "of %u B (expected at least %" G_GUINT64_FORMAT ")", out->quanta, mtu_wire, min_quanta);
   out->mtu_wire = mtu_wire;
   out->watchdog = in.watchdog;
   return TRUE;
@@ -585,6 +593,22 @@ gboolean fab_fabric_cfg_read(const FabCfgNode *root, FabFabricCfg *out, GError *
   out->nic.nprio = out->sw.nprio;
   out->nic.transport = fab_transport_get((FabTransportKind)fab.transport);
   out->nic.ecmp_seed = sw.ecmp_seed;
+  /* settings that would silently do nothing */
+  if (out->nic.cc.kind == FAB_CC_DCQCN && !out->sw.ecn.enabled)
+    return fab_cfg_fail(fab_cfg_get(fab.cc, "algorithm"), err, "dcqcn reacts to ECN marks: enable "
+                        "fabric.switch.ecn, or nothing will ever slow down");
+  if (out->sw.ecn.enabled && out->nic.cc.kind == FAB_CC_NONE)
+    return fab_cfg_fail(fab_cfg_get(sw.ecn, "enabled"), err, "ECN marks only ECN-capable packets, and congestion "
+                        "control none sends none: set fabric.congestion_control.algorithm: dcqcn");
+  if (out->nic.cc.kind == FAB_CC_DCQCN) {
+    const FabDcqcnCfg *d = &out->nic.cc.dcqcn;
+    uint64_t line = out->topo.host_bps;
+    const char *key = d->min_rate_bps > line ? "min_rate" : d->rai_bps > line ? "rai" : d->rhai_bps > line ? "rhai"
+                      : d->first_cnp_rate_bps > line ? "first_cnp_rate" : NULL;
+    if (key)
+      return fab_cfg_fail(fab_cfg_get(fab.cc, key) ? fab_cfg_get(fab.cc, key) : fab.cc, err,
+                          "%s is above the line rate (%.6g Gbps)", key, (double)line / 1e9);
+  }
   if (out->gpu.gpus_per_node) {
     out->nic.nvl_domain = out->gpu.nvlink_domain;
     out->nic.nvl_bps = out->gpu.nvlink_bps;
@@ -611,7 +635,7 @@ gboolean fab_fabric_cfg_read(const FabCfgNode *root, FabFabricCfg *out, GError *
       return fab_cfg_fail(sw.credits ? sw.credits : fab_cfg_get(fab.sw, "buffer"), err, "%" G_GUINT64_FORMAT
                           " B of credit per port and VL is less than one packet (%u B): a larger buffer, fewer "
                           "priorities (VLs), or a smaller mtu", c, out->sw.mtu_wire);
-    if (c * ports * out->sw.nprio > sw.buffer)
+    if (c > sw.buffer / ((uint64_t)ports * out->sw.nprio))
       return fab_cfg_fail(sw.credits, err, "%u ports x %u VLs x %" G_GUINT64_FORMAT " B of credit is more than the "
                           "buffer (%" G_GUINT64_FORMAT " B)", ports, out->sw.nprio, c, sw.buffer);
     out->sw.credits = c;
@@ -623,8 +647,9 @@ gboolean fab_fabric_cfg_read(const FabCfgNode *root, FabFabricCfg *out, GError *
     uint64_t h = c->headroom ? c->headroom
                              : fab_pfc_headroom_auto(MAX(t->link_bps, t->host_bps), t->link_latency, c->response,
                                                      c->mtu_wire);
-    uint64_t reserve = (uint64_t)ports * (uint64_t)__builtin_popcount(c->lossless) * h;
-    if (reserve + c->mtu_wire >= sw.buffer)
+    uint64_t per = (uint64_t)ports * (uint64_t)__builtin_popcount(c->lossless), reserve;
+    if (__builtin_mul_overflow(per, h, &reserve)) reserve = UINT64_MAX;
+    if (reserve >= sw.buffer - c->mtu_wire)
       return fab_cfg_fail(fab_cfg_get(fab.sw, "buffer"), err, "buffer %" G_GUINT64_FORMAT " B leaves nothing "
                           "shared after PFC headroom (%u ports x %d lossless priorities x %" G_GUINT64_FORMAT
                           " B = %" G_GUINT64_FORMAT " B; list only the lossless classes in "
