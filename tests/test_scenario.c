@@ -262,3 +262,15 @@ Test(scenario, random_ecn_marking_is_deterministic_per_seed) {
   done(b, &rb);
   done(c, &rc);
 }
+
+Test(scenario, an_infiniband_credit_loop_is_reported_as_a_deadlock) {
+  const char *sets[] = {"fabric.transport=infiniband", "fabric.switch.pfc.enabled=false", NULL};
+  FabScenario *sc = load("scenarios/pfc-deadlock-ring.yaml", sets);
+  FabResults res;
+  FabRunOpts opts = {0};
+  cr_assert_eq(fab_scenario_run(sc, &opts, &res), 1);
+  cr_assert(strstr(res.failure, "credit deadlock"), "%s", res.failure);
+  cr_assert_eq(res.n_deadlock, 4);
+  cr_assert_eq(res.drops, 0, "credits never drop");
+  done(sc, &res);
+}

@@ -254,24 +254,38 @@ typedef struct Dfs {
   GPtrArray *cycle;
 } Dfs;
 
+/* Port p cannot send priority q: paused by its peer (PFC), or its head
+** packet of q lacks credit (InfiniBand). */
+static inline bool blocked(const FabPort *p, uint32_t q) {
+  if (p->paused >> q & 1) return true;
+  return p->credit_fc && p->q[q].head && p->credits[q] < (int64_t)p->q[q].head->wire;
+}
+
 static bool dfs(Dfs *d, FabPort *p) {
   g_hash_table_insert(d->state, p, GUINT_TO_POINTER(1));
   g_ptr_array_add(d->stack, p);
-  FabPort *q = p->peer, *holders[64];
+  FabPort *q = p->peer;
   if (fab_node_is_switch(q->owner)) {
-    uint32_t n = fab_switch_holders((FabSwitch *)q->owner, q->index, d->prio, holders, 64);
-    for (uint32_t i = 0; i < MIN(n, 64u); i++) {
+    FabSwitch *t = (FabSwitch *)q->owner;
+    FabPort **holders = g_new(FabPort *, t->nports);
+    uint32_t n = fab_switch_holders(t, q->index, d->prio, holders, t->nports);
+    for (uint32_t i = 0; i < n; i++) {
       FabPort *e = holders[i];
-      if (!(e->paused >> d->prio & 1)) continue;
+      if (!blocked(e, d->prio)) continue;
       guint st = GPOINTER_TO_UINT(g_hash_table_lookup(d->state, e));
       if (st == 1) { /* back edge: the cycle is the stack from e on */
         guint at = 0;
         while (g_ptr_array_index(d->stack, at) != e) at++;
         for (; at < d->stack->len; at++) g_ptr_array_add(d->cycle, g_ptr_array_index(d->stack, at));
+        g_free(holders);
         return true;
       }
-      if (st == 0 && dfs(d, e)) return true;
+      if (st == 0 && dfs(d, e)) {
+        g_free(holders);
+        return true;
+      }
     }
+    g_free(holders);
   }
   g_ptr_array_remove_index(d->stack, d->stack->len - 1);
   g_hash_table_insert(d->state, p, GUINT_TO_POINTER(2));
@@ -286,7 +300,7 @@ static bool find_deadlock(Run *r, GPtrArray *cycle) {
       FabSwitch *sw = r->topo->switches[s];
       for (uint32_t i = 0; i < sw->nports && !found; i++) {
         FabPort *p = &sw->ports[i];
-        if ((p->paused >> prio & 1) && !g_hash_table_contains(d.state, p)) found = dfs(&d, p);
+        if (blocked(p, prio) && !g_hash_table_contains(d.state, p)) found = dfs(&d, p);
       }
     }
     g_hash_table_destroy(d.state);
@@ -302,7 +316,10 @@ static uint64_t delivered(const Run *r) {
   return n;
 }
 
-static void or_paused(FabPort *pt, void *ctx) { *(uint32_t *)ctx |= pt->paused; }
+static void or_paused(FabPort *pt, void *ctx) {
+  for (uint32_t q = 0; q < pt->nprio; q++)
+    if (blocked(pt, q)) *(uint32_t *)ctx |= 1u << q;
+}
 
 static bool any_paused(Run *r) {
   uint32_t m = 0;
@@ -428,7 +445,7 @@ int fab_scenario_run(const FabScenario *sc, const FabRunOpts *opts, FabResults *
   }
   r.cycle = g_ptr_array_new();
   const FabPfcCfg *pfc = &sc->fabric.sw.pfc;
-  if (pfc->enabled && pfc->watchdog) {
+  if ((pfc->enabled || sc->fabric.sw.credits) && pfc->watchdog) { /* lossless: PFC or InfiniBand credits */
     r.wd = (Watch){&watch_ops, &r, 0};
     fab_engine_at(r.eng, pfc->watchdog, &r.wd, pfc->watchdog);
   }
@@ -453,7 +470,9 @@ int fab_scenario_run(const FabScenario *sc, const FabRunOpts *opts, FabResults *
       name_port(name, g_ptr_array_index(r.cycle, i % r.cycle->len));
       g_string_append_printf(c, "%s%s", i ? " -> " : "", name);
     }
-    failf(&fail, "PFC deadlock at %.6f ms: a cycle of paused ports: %s", fab_time_to_s(r.eng->now) * 1e3, c->str);
+    bool ib = sc->fabric.sw.credits != 0;
+    failf(&fail, "%s deadlock at %.6f ms: a cycle of %s ports: %s", ib ? "credit" : "PFC",
+          fab_time_to_s(r.eng->now) * 1e3, ib ? "credit-starved" : "paused", c->str);
     g_string_free(c, TRUE);
   } else if (r.stalled) {
     failf(&fail, "no progress for %.6g ms with %u of %u flows unfinished (a PFC stall; no cycle of paused ports)",
