@@ -100,6 +100,7 @@ void fab_port_set_credits(FabPort *pt, uint64_t bytes, uint32_t unit) {
 }
 
 void fab_port_return_credit(FabEngine *eng, FabPort *pt, uint32_t vl, uint32_t bytes) {
+  if (!pt->credit_fc) return; /* the sender does not count credits (a NIC, or RoCE) */
   fab_engine_after(eng, pt->latency, pt, WAKE_CREDIT | (uint64_t)vl << 8 | (uint64_t)bytes << 16);
 }
 

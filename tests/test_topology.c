@@ -830,3 +830,39 @@ Test(gpu, preset_fields_can_be_overridden) {
   cr_assert_eq(sc->fabric.topo.host_bps, 200000000000ULL);
   fab_scenario_free(sc);
 }
+
+Test(gpu, gpus_sharing_a_nic_are_backpressured_over_pcie) {
+  const char *yaml =
+    "cluster: {node: aws-p4d, nodes: 2}\n"
+    "fabric:\n"
+    "  topology: {kind: single-switch}\n"
+    "  link: {bandwidth: 100Gbps, latency: 1us, mtu: 4096}\n"
+    "  switch: {buffer: 16MiB, priorities: 1}\n"
+    "workload: {kind: flows, flows: [{src: 0, dst: 8, size: 16MiB}, {src: 1, dst: 9, size: 16MiB}]}\n";
+  FabScenario *sc = gpu_scenario(yaml, NULL);
+  FabResults res;
+  gpu_run(sc, &res);
+  /* GPUs 0 and 1 share NIC 0 (100 Gb/s): 32 MiB + RoCE headers through it */
+  double ideal = 32.0 * 1048576 * 8 * (4178.0 / 4096) / 100e9;
+  cr_assert_float_eq(fab_time_to_s(res.sim_time), ideal, ideal * 0.02);
+  cr_assert_leq(res.max_queue_bytes, 256 << 10, "PCIe credits hold the GPUs back: no deep queue (%" G_GUINT64_FORMAT ")",
+                res.max_queue_bytes);
+  cr_assert_eq(res.drops, 0);
+  gpu_done(sc, &res);
+}
+
+Test(gpu, an_nvlink_incast_is_backpressured_not_queued) {
+  const char *yaml =
+    "cluster: {node: dgx-h100, nodes: 1}\n"
+    "fabric:\n"
+    "  topology: {kind: single-switch}\n"
+    "  link: {bandwidth: 400Gbps}\n"
+    "workload: {kind: incast, senders: 7, receiver: 0, size: 16MiB}\n";
+  FabScenario *sc = gpu_scenario(yaml, NULL);
+  FabResults res;
+  gpu_run(sc, &res);
+  double ideal = 7 * 16.0 * 1048576 / 450e9;
+  cr_assert_float_eq(fab_time_to_s(res.sim_time), ideal, ideal * 0.03);
+  cr_assert_leq(res.max_queue_bytes, 8 << 20, "at most the NVSwitch's credits for 7 ports");
+  gpu_done(sc, &res);
+}

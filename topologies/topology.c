@@ -813,6 +813,11 @@ typedef struct GpuLayout {
   uint32_t groups;           /* PCIe groups per node */
 } GpuLayout;
 
+/* Bytes in flight at `bps` over `rtt` ps. */
+static uint64_t bdp(uint64_t bps, fab_time_t rtt) {
+  return (uint64_t)(((unsigned __int128)bps * rtt + 8 * FAB_S - 1) / (8 * FAB_S));
+}
+
 static uint32_t nvl_domains(uint32_t ranks, uint32_t domain) { return (ranks + domain - 1) / domain; }
 
 static GpuLayout gpu_layout(const FabGpuSpec *g) {
@@ -832,19 +837,25 @@ static uint32_t rank_attach(const GpuLayout *l, uint32_t r, uint32_t *first) {
 
 static void build_gpu_edges(FabTopology *t, const FabFabricCfg *cfg, GpuLayout *l) {
   const FabGpuSpec *g = &cfg->gpu;
-  FabSwitchCfg sc = cfg->sw; /* PCIe and NVSwitch elements: lossless by size, no PFC/ECN/credits */
-  sc.buffer = 1ULL << 32;
-  sc.alpha = 1e6;
+  /* PCIe and NVLink are credit-based: a GPU sends only what the PCIe element
+  ** or the NVSwitch can hold (per port and priority: the link's bandwidth x
+  ** round trip, plus 4 full packets), so a slower NIC or a congested NVLink
+  ** port backpressures the GPU instead of queueing without bound. No PFC or
+  ** ECN there. */
+  FabSwitchCfg sc = cfg->sw;
   sc.latency = 0;
+  sc.alpha = 1e6;
   sc.pfc = (FabPfcCfg){0};
   sc.ecn = (FabEcnCfg){0};
-  sc.credits = 0;
+  uint32_t pcie_unit = cfg->sw.mtu_wire, nvl_unit = g->segment + cfg->nic.nvl_overhead;
   uint64_t pcie_bps = g->gpudirect ? g->pcie_bps : MIN(g->pcie_bps, g->host_bps);
   fab_time_t pcie_lat = g->pcie_latency + (g->gpudirect ? 0 : g->host_latency);
   char name[FAB_NAME_LEN];
   for (uint32_t n = 0; n < g->nodes; n++)
     for (uint32_t j = 0; j < l->groups; j++) {
       g_snprintf(name, sizeof name, "pcie%u.%u", n, j);
+      sc.credits = bdp(pcie_bps, 2 * pcie_lat) + 4ULL * pcie_unit;
+      sc.buffer = sc.credits * (l->gpg + l->npg) * sc.nprio;
       FabSwitch *ps = fab_switch_new(t->nswitches, name, &sc, l->gpg + l->npg, t->nhosts);
       t->switches[t->nswitches++] = ps;
       uint32_t r0 = n * l->G + j * l->gpg;
@@ -863,6 +874,7 @@ static void build_gpu_edges(FabTopology *t, const FabFabricCfg *cfg, GpuLayout *
         fab_port_set_rate(&gpu->port, pcie_bps);
         gpu->port.latency = pcie_lat;
         fab_port_connect(&gpu->port, fab_switch_port(ps, i, pcie_bps, pcie_lat));
+        fab_port_set_credits(&gpu->port, sc.credits, pcie_unit);
         fab_switch_set_route(ps, r0 + i, fab_switch_add_group(ps, &i, 1));
       }
     }
@@ -871,12 +883,15 @@ static void build_gpu_edges(FabTopology *t, const FabFabricCfg *cfg, GpuLayout *
       /* the last domain may be partial (a few trays of an NVL72 rack) */
       uint32_t size = MIN(g->nvlink_domain, t->nhosts - d * g->nvlink_domain);
       g_snprintf(name, sizeof name, "nvs%u", d);
+      sc.credits = bdp(g->nvlink_bps, g->nvlink_latency) + 4ULL * nvl_unit;
+      sc.buffer = sc.credits * size * sc.nprio;
       FabSwitch *nv = fab_switch_new(t->nswitches, name, &sc, size, t->nhosts);
       t->switches[t->nswitches++] = nv;
       for (uint32_t i = 0; i < size; i++) {
         FabNic *gpu = &t->nics[d * g->nvlink_domain + i];
         gpu->nvl.latency = g->nvlink_latency / 2;
         fab_port_connect(&gpu->nvl, fab_switch_port(nv, i, g->nvlink_bps, g->nvlink_latency - g->nvlink_latency / 2));
+        fab_port_set_credits(&gpu->nvl, sc.credits, nvl_unit);
         fab_switch_set_route(nv, d * g->nvlink_domain + i, fab_switch_add_group(nv, &i, 1));
       }
     }
