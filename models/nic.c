@@ -18,7 +18,7 @@ uint32_t fab_flow_payload(const FabFlow *f, uint32_t mtu, uint32_t seq) {
 }
 
 void fab_flow_prepare(FabFlow *f, const FabNicCfg *cfg) {
-  bool nvl = cfg->nvl_domain && f->src / cfg->nvl_domain == f->dst / cfg->nvl_domain;
+  bool nvl = f->nvls || (cfg->nvl_domain && f->src / cfg->nvl_domain == f->dst / cfg->nvl_domain);
   f->path = nvl ? FAB_PATH_NVL : FAB_PATH_NET;
   f->mtu = nvl ? cfg->nvl_mtu : cfg->mtu;
   f->overhead = nvl ? cfg->nvl_overhead : cfg->transport.data_overhead;
@@ -112,6 +112,19 @@ static FabPkt *nic_pull(FabEngine *eng, FabNode *self, FabPort *port) {
   p->seq = seq;
   p->src = f->src;
   p->dst = f->dst;
+  if (f->nvls) { /* into the switch's reduction: NVLink is lossless (credits), nothing to acknowledge */
+    p->type = FAB_PKT_NVLS_UP;
+    p->dst = f->nvls_group;
+    p->payload = fab_flow_payload(f, f->mtu, seq);
+    p->wire = p->payload + f->overhead;
+    p->prio = f->prio;
+    p->sent = eng->now;
+    nic->nvls_tx_bytes += p->wire;
+    f->snd_max = f->snd_nxt;
+    if (f->snd_nxt < f->npkts) rr_push(nic, f);
+    else f->acked = true;
+    return p;
+  }
   p->hash = f->hash_fwd;
   p->prio = f->prio;
   p->payload = fab_flow_payload(f, f->mtu, seq);
@@ -223,7 +236,16 @@ static void on_ctrl(FabEngine *eng, FabNic *nic, FabFlow *f, FabPkt *p) {
 static void nic_receive(FabEngine *eng, FabNode *self, FabPkt *p, FabPort *in) {
   FabNic *nic = (FabNic *)self;
   FabFlow *f = &nic->flows[p->flow];
-  if (p->type == FAB_PKT_DATA) {
+  if (p->type == FAB_PKT_NVLS_DOWN) { /* a reduced segment: in order on a lossless path */
+    g_assert(f->nvls && f->dst == nic->id);
+    nic->nvls_rx_bytes += p->wire;
+    f->rcv_nxt++;
+    f->rcv_bytes += p->payload;
+    if (f->rcv_nxt == f->npkts) {
+      f->end = eng->now;
+      if (nic->done) nic->done(nic->ctx, f);
+    }
+  } else if (p->type == FAB_PKT_DATA) {
     g_assert(p->dst == nic->id && f->dst == nic->id);
     on_data(eng, nic, f, p);
   } else {

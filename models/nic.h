@@ -63,6 +63,8 @@ typedef struct FabFlow {
   fab_time_t end;          /* ps: last byte at the receiver; 0 while running */
   uint8_t prio;            /* priority class */
   uint8_t path;            /* FAB_PATH_NET (the NIC port) or FAB_PATH_NVL (NVLink) */
+  bool nvls;               /* an NVLS member: src == dst, sends NVLS_UP to group nvls_group, receives the reduction */
+  uint32_t nvls_group;     /* NVLS group at the domain's NVSwitch */
   uint32_t mtu;            /* payload bytes per packet on its path */
   uint32_t overhead;       /* header bytes per packet on its path */
   uint32_t npkts;          /* packets it takes, >= 1 */
@@ -120,6 +122,7 @@ struct FabNic {
   uint64_t tx_ctrl_pkts, rx_ctrl_pkts;    /* ACK/NAK/CNP */
   uint64_t retransmits, timeouts, naks_sent;
   uint64_t cnps_sent, cnps_received;      /* CNPs (also in tx/rx_ctrl_pkts) */
+  uint64_t nvls_tx_bytes, nvls_rx_bytes;  /* NVLS: into the switch's reduction, and the results (wire bytes) */
 };
 
 /* Set up a NIC for endpoint `id`. `flows` is the table flow ids index.

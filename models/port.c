@@ -224,13 +224,14 @@ static void port_wake(FabEngine *eng, void *self, uint64_t arg) {
   }
 }
 
-/* Free a chain; count (and add the bytes of) the packets NICs sent, not the
-** PAUSE frames switches made. */
+/* Free a chain; count (and add the bytes of) the packets NICs sent and
+** receive one for one, not the PAUSE frames switches made nor NVLS segments
+** (which an NVSwitch absorbs n to 1 and multicasts 1 to n). */
 static uint64_t free_chain(FabEngine *eng, FabPkt *p, uint64_t *bytes) {
   uint64_t n = 0;
   while (p) {
     FabPkt *next = p->next;
-    if (p->type == FAB_PKT_PAUSE) {
+    if (p->type == FAB_PKT_PAUSE || p->type == FAB_PKT_NVLS_UP || p->type == FAB_PKT_NVLS_DOWN) {
       fab_pkt_free(eng->pool, p);
       p = next;
       continue;

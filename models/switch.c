@@ -80,8 +80,50 @@ static inline void ecn_mark(FabSwitch *sw, FabPort *pt, FabPkt *p, uint64_t q) {
   sw->ecn_marks++;
 }
 
+static void nvls_up(FabEngine *eng, FabSwitch *sw, FabPkt *p, FabPort *in) {
+  g_assert(sw->nvls && p->dst < sw->nvls->len);
+  FabNvlsGroup *g = g_ptr_array_index(sw->nvls, p->dst);
+  uint32_t k = p->seq, payload = p->payload, wire = p->wire;
+  uint8_t prio = p->prio;
+  fab_port_return_credit(eng, in->peer, prio, wire); /* absorbed into the reduction */
+  fab_pkt_free(eng->pool, p);
+  if (++g->arrived[k] < g->n) return;
+  g->reduced++;
+  for (uint32_t m = 0; m < g->n; m++) { /* multicast the result */
+    FabPkt *q = fab_pkt_alloc(eng->pool);
+    q->type = FAB_PKT_NVLS_DOWN;
+    q->flow = g->flow[m];
+    q->seq = k;
+    q->dst = g->rank[m];
+    q->payload = payload;
+    q->wire = wire;
+    q->prio = prio;
+    q->ready = eng->now + sw->cfg.latency;
+    fab_port_enqueue(eng, &sw->ports[g->port[m]], q);
+  }
+}
+
+uint32_t fab_switch_nvls_add(FabSwitch *sw, uint32_t n, const uint32_t *port, const uint32_t *flow,
+                             const uint32_t *rank, uint32_t npkts) {
+  g_assert(n >= 1 && n <= UINT16_MAX);
+  FabNvlsGroup *g = g_new0(FabNvlsGroup, 1);
+  g->n = n;
+  g->npkts = npkts;
+  g->port = g_memdup2(port, n * sizeof *port);
+  g->flow = g_memdup2(flow, n * sizeof *flow);
+  g->rank = g_memdup2(rank, n * sizeof *rank);
+  g->arrived = g_new0(uint16_t, npkts);
+  if (!sw->nvls) sw->nvls = g_ptr_array_new();
+  g_ptr_array_add(sw->nvls, g);
+  return sw->nvls->len - 1;
+}
+
 static void switch_receive(FabEngine *eng, FabNode *self, FabPkt *p, FabPort *in) {
   FabSwitch *sw = (FabSwitch *)self;
+  if (G_UNLIKELY(p->type == FAB_PKT_NVLS_UP)) {
+    nvls_up(eng, sw, p, in);
+    return;
+  }
   FabPort *out = fab_switch_next_hop(sw, p->dst, p->hash);
   if (G_UNLIKELY(!out)) {
     sw->unroutable++;
@@ -131,6 +173,7 @@ drop:
 
 static void switch_dequeued(FabEngine *eng, FabNode *self, FabPort *port, FabPkt *p) {
   FabSwitch *sw = (FabSwitch *)self;
+  if (G_UNLIKELY(p->type == FAB_PKT_NVLS_DOWN)) return; /* made here, never admitted to the buffer */
   uint32_t k = p->in_port * sw->cfg.nprio + p->prio;
   if (p->flags & HDRM_FLAG) {
     p->flags &= ~HDRM_FLAG;
@@ -179,6 +222,15 @@ void fab_switch_free(FabSwitch *sw) {
   g_free(sw->hdrm);
   g_free(sw->hdrm_max);
   g_free(sw->pause_gen);
+  for (guint i = 0; sw->nvls && i < sw->nvls->len; i++) {
+    FabNvlsGroup *g = g_ptr_array_index(sw->nvls, i);
+    g_free(g->port);
+    g_free(g->flow);
+    g_free(g->rank);
+    g_free(g->arrived);
+    g_free(g);
+  }
+  if (sw->nvls) g_ptr_array_free(sw->nvls, TRUE);
   g_free(sw);
 }
 

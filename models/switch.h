@@ -17,6 +17,7 @@
 #ifndef FAB_SWITCH_H
 #define FAB_SWITCH_H
 
+#include <glib.h>
 #include "port.h"
 #include "sim/rng.h"
 
@@ -100,6 +101,7 @@ typedef struct FabSwitch {
   /* counters */
   uint64_t drops, drop_bytes, unroutable;
   uint64_t hdrm_drops;  /* lossless packets dropped because headroom overflowed */
+  GPtrArray *nvls;      /* FabNvlsGroup *: in-switch reductions (NVSwitch NVLS), by group id */
   uint64_t ecn_marks;
 } FabSwitch;
 
@@ -116,6 +118,26 @@ uint32_t fab_switch_add_group(FabSwitch *sw, const uint32_t *ports, uint32_t n);
 
 /* Route packets for endpoint `dst` to group `g`. */
 void fab_switch_set_route(FabSwitch *sw, uint32_t dst, uint32_t g);
+
+/* NVLS (NVSwitch multicast and in-switch reduction): each of n members
+** sends its contribution once, segment by segment (FAB_PKT_NVLS_UP, seq = the
+** segment); when segment k has arrived from all n, the switch sends the
+** reduced segment k once to each member (FAB_PKT_NVLS_DOWN, flow = that
+** member's flow). Contributions are absorbed on arrival (their credit goes
+** back at once) and do not count against the buffer. */
+typedef struct FabNvlsGroup {
+  uint32_t n;           /* members */
+  uint32_t npkts;       /* segments */
+  uint32_t *port;       /* n: the member's port on this switch */
+  uint32_t *flow;       /* n: the member's flow id */
+  uint32_t *rank;       /* n: the member's endpoint */
+  uint16_t *arrived;    /* npkts: contributions in so far */
+  uint64_t reduced;     /* segments reduced */
+} FabNvlsGroup;
+
+/* Add an NVLS group over `n` members; returns its id. The arrays are copied. */
+uint32_t fab_switch_nvls_add(FabSwitch *sw, uint32_t n, const uint32_t *port, const uint32_t *flow,
+                             const uint32_t *rank, uint32_t npkts);
 
 /* Whether a node is a switch (for analyses that walk the fabric). */
 bool fab_node_is_switch(const FabNode *n);

@@ -110,6 +110,26 @@ char *fab_json_summary(const FabResults *r) {
   } else {
     g_string_append(s, "null");
   }
-  g_string_append(s, ", \"collectives\": [], \"step\": null}\n");
+  g_string_append(s, ", \"collectives\": [");
+  for (size_t i = 0; i < r->n_colls; i++) { /* busbw as nccl-tests: allreduce 2(n-1)/n x algbw */
+    const struct FabCollRec *c = &r->colls[i];
+    double t = c->end ? fab_time_to_s(c->end - c->start) : 0, algbw = t > 0 ? (double)c->bytes / t / 1e9 : 0;
+    g_string_append_printf(s, "%s{\"op\": ", i ? ", " : "");
+    put_str(s, c->op);
+    g_string_append_printf(s, ", \"bytes\": %" G_GUINT64_FORMAT ", \"ranks\": %u, \"algorithm\": ", c->bytes, c->ranks);
+    put_str(s, c->algorithm);
+    g_string_append(s, ", \"start_s\": ");
+    put_num(s, fab_time_to_s(c->start));
+    g_string_append(s, ", \"end_s\": ");
+    put_num(s, c->end ? fab_time_to_s(c->end) : NAN);
+    g_string_append(s, ", \"time_s\": ");
+    put_num(s, c->end ? t : NAN);
+    g_string_append(s, ", \"algbw_GBps\": ");
+    put_num(s, algbw);
+    g_string_append(s, ", \"busbw_GBps\": ");
+    put_num(s, algbw * 2.0 * (c->ranks - 1) / c->ranks);
+    g_string_append_c(s, '}');
+  }
+  g_string_append(s, "], \"step\": null}\n");
   return g_string_free(s, FALSE);
 }

@@ -19,7 +19,11 @@
 /* Packet types. CNP: a congestion notification from a receiver NIC to the
 ** sender (DCQCN). PAUSE: an IEEE 802.1Qbb PFC frame for class `prio`, with
 ** the pause time in `seq` (quanta of 512 bit times; 0 resumes). */
-enum { FAB_PKT_DATA = 0, FAB_PKT_ACK = 1, FAB_PKT_NAK = 2, FAB_PKT_CNP = 3, FAB_PKT_PAUSE = 4 };
+/* NVLS_UP: a GPU's contribution to an NVSwitch in-switch reduction (`dst` is
+** the NVLS group, `seq` the segment); NVLS_DOWN: the reduced segment the
+** switch multicasts back to each member. */
+enum { FAB_PKT_DATA = 0, FAB_PKT_ACK = 1, FAB_PKT_NAK = 2, FAB_PKT_CNP = 3, FAB_PKT_PAUSE = 4, FAB_PKT_NVLS_UP = 5,
+       FAB_PKT_NVLS_DOWN = 6 };
 /* ECT: the packet is ECN-capable; CE: congestion experienced (marked). */
 /* HDRM: a switch counted it in PFC headroom (switch-private while queued there). */
 enum { FAB_PKTF_LAST = 1, FAB_PKTF_ECN = 2, FAB_PKTF_RETX = 4, FAB_PKTF_ECT = 8, FAB_PKTF_HDRM = 0x80 };

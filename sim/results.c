@@ -22,6 +22,9 @@ void fab_results_clear(FabResults *r) {
   g_free(r->queues.depth_prio);
   g_free(r->queues.flow_rate);
   memset(&r->queues, 0, sizeof r->queues);
+  g_free(r->colls);
+  r->colls = NULL;
+  r->n_colls = 0;
   g_free(r->deadlock);
   r->deadlock = NULL;
   r->n_deadlock = 0;

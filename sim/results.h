@@ -74,6 +74,14 @@ typedef struct FabResults {
   size_t n_links;
   FabLinkRec *links;
   FabQueueSeries queues;
+  /* collectives */
+  size_t n_colls;
+  struct FabCollRec {
+    const char *op, *algorithm; /* static strings */
+    uint64_t bytes;             /* per rank */
+    uint32_t ranks;
+    fab_time_t start, end;      /* ps; end 0 = not completed */
+  } *colls;
   /* a PFC deadlock: the egress ports of the cycle of pauses, in order */
   uint32_t n_deadlock;
   char (*deadlock)[FAB_NAME_LEN];

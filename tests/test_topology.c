@@ -623,6 +623,7 @@ Test(topology_cfg, error_buffer_below_one_packet) {
 #include <glib/gstdio.h>
 #include <unistd.h>
 #include "topologies/presets.h"
+#include "sim/json.h"
 #include "tools/scenario.h"
 
 static FabScenario *gpu_scenario(const char *yaml, const char *const *sets) {
@@ -864,5 +865,54 @@ Test(gpu, an_nvlink_incast_is_backpressured_not_queued) {
   double ideal = 7 * 16.0 * 1048576 / 450e9;
   cr_assert_float_eq(fab_time_to_s(res.sim_time), ideal, ideal * 0.03);
   cr_assert_leq(res.max_queue_bytes, 8 << 20, "at most the NVSwitch's credits for 7 ports");
+  gpu_done(sc, &res);
+}
+
+Test(gpu, nvls_allreduce_sends_each_byte_once_into_the_switch) {
+  const char *yaml =
+    "cluster: {node: dgx-h100, nodes: 1}\n"
+    "fabric:\n"
+    "  topology: {kind: single-switch}\n"
+    "  link: {bandwidth: 400Gbps}\n"
+    "workload: {kind: collective, op: allreduce, algorithm: nvls, size: 64MiB}\n";
+  FabScenario *sc = gpu_scenario(yaml, NULL);
+  FabResults res;
+  gpu_run(sc, &res);
+  cr_assert_eq(res.n_colls, 1);
+  cr_assert_eq(res.colls[0].ranks, 8);
+  /* 1024 segments of 64 KiB + 16 B (145672 ps each at 450 GB/s): up to the
+  ** switch, reduced when all 8 are in, multicast back: 500 ns + 1025 segments */
+  cr_assert_eq(res.colls[0].end, 500 * FAB_NS + 1025ULL * 145672);
+  uint64_t seg_bytes = 1024ULL * (65536 + 16);
+  for (int g = 0; g < 8; g++) {
+    char up[16], down[16];
+    g_snprintf(up, sizeof up, "gpu%d:p1", g);
+    g_snprintf(down, sizeof down, "nvs0:p%d", g);
+    cr_assert_eq(bytes_from(&res, up), seg_bytes, "GPU %d sends its 64 MiB once", g);
+    cr_assert_eq(bytes_from(&res, down), seg_bytes, "and receives the reduced 64 MiB once");
+  }
+  char *js = fab_json_summary(&res);
+  cr_assert(strstr(js, "\"collectives\": [{\"op\": \"allreduce\", \"bytes\": 67108864, \"ranks\": 8, \"algorithm\": \"nvls\""),
+            "%s", js);
+  cr_assert(strstr(js, "\"busbw_GBps\": "), "%s", js);
+  g_free(js);
+  gpu_done(sc, &res);
+}
+
+Test(gpu, nvls_over_a_subset_of_ranks_across_nvl72_trays) {
+  const char *yaml =
+    "cluster: {node: gb200-nvl72, nodes: 18}\n"
+    "fabric:\n"
+    "  topology: {kind: leaf-spine, hosts_per_leaf: 8, spines: 8}\n"
+    "  link: {bandwidth: 400Gbps}\n"
+    "  switch: {priorities: 1}\n"
+    "workload: {kind: collective, algorithm: nvls, size: 1MiB, ranks: [0, 5, 40, 71]}\n";
+  FabScenario *sc = gpu_scenario(yaml, NULL);
+  FabResults res;
+  gpu_run(sc, &res);
+  cr_assert_eq(res.colls[0].ranks, 4);
+  cr_assert_neq(res.colls[0].end, 0);
+  cr_assert_eq(bytes_from(&res, "gpu1:p1"), 0, "non-members stay out");
+  cr_assert_eq(bytes_from(&res, "leaf") + bytes_from(&res, "spine"), 0);
   gpu_done(sc, &res);
 }

@@ -49,6 +49,23 @@ FabScenario *fab_scenario_load(const char *path, const char *const *sets, GError
   uint32_t endpoints = g->gpus_per_node ? g->nodes * g->gpus_per_node : sc->fabric.topo.hosts;
   sc->flows = fab_workload_read(root, endpoints, sc->fabric.sw.nprio, top.seed, err);
   if (!sc->flows) goto fail;
+  for (guint i = 0; i < sc->flows->len; i++) { /* NVLS: every rank in one NVLink domain */
+    const FabFlowSpec *f = &g_array_index(sc->flows, FabFlowSpec, i);
+    uint32_t dom = sc->fabric.nic.nvl_domain;
+    const FabCfgNode *wl = fab_cfg_get(root, "workload");
+    if (!f->nvls) continue;
+    if (!dom) {
+      fab_cfg_fail(fab_cfg_get(wl, "algorithm") ? fab_cfg_get(wl, "algorithm") : wl, err,
+                   "nvls needs GPU nodes in an NVLink domain (cluster.node with NVLink)");
+      goto fail;
+    }
+    if (f->src / dom != g_array_index(sc->flows, FabFlowSpec, 0).src / dom) {
+      fab_cfg_fail(fab_cfg_get(wl, "ranks") ? fab_cfg_get(wl, "ranks") : wl, err,
+                   "nvls reduces inside one NVLink domain: ranks %u and %u are in different domains (of %u GPUs)",
+                   g_array_index(sc->flows, FabFlowSpec, 0).src, f->src, dom);
+      goto fail;
+    }
+  }
   if (path && !top.name) { /* default name: the file name without .yaml */
     char *base = g_path_get_basename(path);
     char *dot = strrchr(base, '.');
@@ -417,7 +434,33 @@ int fab_scenario_run(const FabScenario *sc, const FabRunOpts *opts, FabResults *
     f->bytes = s->bytes;
     f->start = s->start;
     f->prio = s->prio;
+    f->nvls = s->nvls;
     fab_flow_prepare(f, &sc->fabric.nic);
+  }
+  /* NVLS collectives: one in-switch reduction group per collective at its domain's NVSwitch */
+  GArray *colls = g_array_new(FALSE, TRUE, sizeof(struct FabCollRec));
+  for (uint32_t i = 0; i < r.nflows;) {
+    const FabFlowSpec *s = &g_array_index(sc->flows, FabFlowSpec, i);
+    if (s->coll < 0) {
+      i++;
+      continue;
+    }
+    uint32_t j = i, dom = sc->fabric.nic.nvl_domain;
+    while (j < r.nflows && g_array_index(sc->flows, FabFlowSpec, j).coll == s->coll) j++;
+    uint32_t n = j - i, *port = g_new(uint32_t, n), *fid = g_new(uint32_t, n), *rank = g_new(uint32_t, n);
+    for (uint32_t m = 0; m < n; m++) {
+      rank[m] = r.flows[i + m].src;
+      fid[m] = i + m;
+      port[m] = dom ? rank[m] % dom : 0;
+    }
+    uint32_t g = fab_switch_nvls_add(r.topo->nvs[rank[0] / dom], n, port, fid, rank, r.flows[i].npkts);
+    for (uint32_t m = i; m < j; m++) r.flows[m].nvls_group = g;
+    struct FabCollRec c = {"allreduce", "nvls", s->bytes, n, s->start, 0};
+    g_array_append_val(colls, c);
+    g_free(port);
+    g_free(fid);
+    g_free(rank);
+    i = j;
   }
   for (uint32_t h = 0; h < r.topo->nhosts; h++) {
     FabNic *nic = &r.topo->nics[h];
@@ -536,6 +579,18 @@ int fab_scenario_run(const FabScenario *sc, const FabRunOpts *opts, FabResults *
   res->pfc_paused = tot.paused;
   for (uint32_t h = 0; h < r.topo->nhosts; h++) res->cnps += r.topo->nics[h].cnps_sent;
   for (uint32_t s = 0; s < r.topo->nswitches; s++) res->ecn_marks += r.topo->switches[s]->ecn_marks;
+  for (guint c = 0, i = 0; c < colls->len; c++) { /* a collective ends when its last rank has the result */
+    struct FabCollRec *cr = &g_array_index(colls, struct FabCollRec, c);
+    while (i < r.nflows && g_array_index(sc->flows, FabFlowSpec, i).coll != (int32_t)c) i++;
+    bool all = true;
+    for (uint32_t m = 0; m < cr->ranks; m++, i++) {
+      all &= r.flows[i].end != 0;
+      cr->end = MAX(cr->end, r.flows[i].end);
+    }
+    if (!all) cr->end = 0;
+  }
+  res->n_colls = colls->len;
+  res->colls = (struct FabCollRec *)(void *)g_array_free(colls, FALSE);
   res->n_flows = r.nflows;
   res->flows = g_new0(FabFlowRec, r.nflows);
   for (uint32_t i = 0; i < r.nflows; i++) {

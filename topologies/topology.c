@@ -887,6 +887,8 @@ static void build_gpu_edges(FabTopology *t, const FabFabricCfg *cfg, GpuLayout *
       sc.buffer = sc.credits * size * sc.nprio;
       FabSwitch *nv = fab_switch_new(t->nswitches, name, &sc, size, t->nhosts);
       t->switches[t->nswitches++] = nv;
+      t->nvs = g_renew(FabSwitch *, t->nvs, t->nnvs + 1);
+      t->nvs[t->nnvs++] = nv;
       for (uint32_t i = 0; i < size; i++) {
         FabNic *gpu = &t->nics[d * g->nvlink_domain + i];
         gpu->nvl.latency = g->nvlink_latency / 2;
@@ -1011,6 +1013,7 @@ void fab_topology_free(FabTopology *t) {
   g_free(t->switches);
   g_free(t->nics);
   g_free(t->attach);
+  g_free(t->nvs);
   g_free(t);
 }
 

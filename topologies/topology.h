@@ -86,6 +86,8 @@ typedef struct FabTopology {
   uint32_t nattach;        /* network attachment points (= nhosts for hosts; NIC ports for GPU nodes) */
   FabPort **attach;        /* nattach: the port each one connects to the network from */
   uint32_t nnet;           /* switches[0 .. nnet) are the network; then PCIe/NIC elements and NVSwitches */
+  uint32_t nnvs;           /* NVLink domains */
+  FabSwitch **nvs;         /* nnvs: each domain's NVSwitch (transfer none: also in switches) */
   uint32_t nswitches;
   FabSwitch **switches;
 } FabTopology;

@@ -3,12 +3,17 @@
 #include "sim/rng.h"
 #include <stddef.h>
 
-static const char *const kinds[] = {"flows", "permutation", "incast", "all-to-all", NULL};
+static const char *const kinds[] = {"flows", "permutation", "incast", "all-to-all", "collective", NULL};
+static const char *const coll_ops[] = {"allreduce", "allgather", "reduce-scatter", "broadcast", "reduce",
+                                       "all-to-all", "send-recv", NULL};
+static const char *const coll_algorithms[] = {"nvls", "auto", "ring", "tree", "nvls-tree", "hierarchical",
+                                              "pat", "pairwise", "collnet", NULL};
 
 typedef struct WorkloadIn {
   int kind;
   uint64_t size, start, receiver, priority;
-  const FabCfgNode *senders, *flows;
+  const FabCfgNode *senders, *flows, *ranks;
+  int op, algorithm;
 } WorkloadIn;
 
 static const FabCfgKey workload_schema[] = {
@@ -19,6 +24,9 @@ static const FabCfgKey workload_schema[] = {
   {"priority", FAB_CFG_UINT, offsetof(WorkloadIn, priority), FALSE, "0", 0, 7, NULL},
   {"senders", FAB_CFG_NODE, offsetof(WorkloadIn, senders), FALSE, NULL, 0, 0, NULL},
   {"flows", FAB_CFG_SEQ, offsetof(WorkloadIn, flows), FALSE, NULL, 0, 0, NULL},
+  {"ranks", FAB_CFG_NODE, offsetof(WorkloadIn, ranks), FALSE, NULL, 0, 0, NULL},
+  {"op", FAB_CFG_ENUM, offsetof(WorkloadIn, op), FALSE, "allreduce", 0, 0, coll_ops},
+  {"algorithm", FAB_CFG_ENUM, offsetof(WorkloadIn, algorithm), FALSE, "nvls", 0, 0, coll_algorithms},
   {NULL, FAB_CFG_END, 0, FALSE, NULL, 0, 0, NULL},
 };
 
@@ -68,7 +76,7 @@ static gboolean check_prio(const FabCfgNode *n, uint64_t v, uint32_t nprio, GErr
 }
 
 static void add(GArray *a, uint32_t src, uint32_t dst, uint64_t bytes, fab_time_t start, uint8_t prio) {
-  FabFlowSpec f = {src, dst, bytes, start, prio};
+  FabFlowSpec f = {src, dst, bytes, start, prio, -1, false};
   g_array_append_val(a, f);
 }
 
@@ -129,6 +137,49 @@ static gboolean read_incast(const FabCfgNode *wl, const WorkloadIn *in, uint32_t
   return TRUE;
 }
 
+/* kind: collective (so far: allreduce with algorithm nvls). */
+static gboolean read_collective(const FabCfgNode *wl, const WorkloadIn *in, uint32_t endpoints, GArray *out,
+                                GError **err) {
+  if (in->op != 0)
+    return fab_cfg_fail(fab_cfg_get(wl, "op"), err, "%s is not modelled in this version of fabsim (only allreduce)",
+                        coll_ops[in->op]);
+  if (in->algorithm != 0)
+    return fab_cfg_fail(fab_cfg_get(wl, "algorithm"), err, "%s is not modelled in this version of fabsim (only "
+                        "nvls)", coll_algorithms[in->algorithm]);
+  GArray *ranks = g_array_new(FALSE, FALSE, sizeof(uint32_t));
+  const FabCfgNode *r = in->ranks;
+  if (!r || (fab_cfg_kind(r) == FAB_CFG_NODE_SCALAR && g_str_equal(fab_cfg_scalar(r), "all"))) {
+    for (uint32_t i = 0; i < endpoints; i++) g_array_append_val(ranks, i);
+  } else if (fab_cfg_kind(r) == FAB_CFG_NODE_SEQ && fab_cfg_len(r) >= 2) {
+    for (size_t i = 0; i < fab_cfg_len(r); i++) {
+      const FabCfgNode *it = fab_cfg_at(r, i);
+      int64_t v;
+      if (fab_cfg_kind(it) != FAB_CFG_NODE_SCALAR || !fab_parse_int(fab_cfg_scalar(it), &v, NULL) || v < 0 ||
+          v >= endpoints) {
+        g_array_free(ranks, TRUE);
+        return fab_cfg_fail(it, err, "expected an endpoint from 0 to %u", endpoints - 1);
+      }
+      for (guint j = 0; j < ranks->len; j++)
+        if (g_array_index(ranks, uint32_t, j) == (uint32_t)v) {
+          g_array_free(ranks, TRUE);
+          return fab_cfg_fail(it, err, "rank %" G_GINT64_FORMAT " listed twice", v);
+        }
+      uint32_t u = (uint32_t)v;
+      g_array_append_val(ranks, u);
+    }
+  } else {
+    g_array_free(ranks, TRUE);
+    return fab_cfg_fail(r, err, "expected 'all' or a list of at least 2 ranks");
+  }
+  for (guint i = 0; i < ranks->len; i++) {
+    uint32_t k = g_array_index(ranks, uint32_t, i);
+    FabFlowSpec f = {k, k, in->size, in->start, (uint8_t)in->priority, 0, true};
+    g_array_append_val(out, f);
+  }
+  g_array_free(ranks, TRUE);
+  return TRUE;
+}
+
 GArray *fab_workload_read(const FabCfgNode *root, uint32_t endpoints, uint32_t nprio, uint64_t seed,
                           GError **err) {
   const FabCfgNode *wl = fab_cfg_get(root, "workload");
@@ -139,11 +190,12 @@ GArray *fab_workload_read(const FabCfgNode *root, uint32_t endpoints, uint32_t n
   }
   if (!fab_cfg_apply(wl, NULL, workload_schema, &in, err)) return NULL;
   const FabCfgNode *size_at = fab_cfg_get(wl, "size");
-  static const char *const allowed[][6] = {
+  static const char *const allowed[][7] = {
     [FAB_WL_FLOWS] = {"flows", NULL},
     [FAB_WL_PERMUTATION] = {"size", "start", "priority", NULL},
     [FAB_WL_INCAST] = {"size", "start", "priority", "senders", "receiver", NULL},
     [FAB_WL_ALL_TO_ALL] = {"size", "start", "priority", NULL},
+    [FAB_WL_COLLECTIVE] = {"size", "start", "priority", "op", "algorithm", "ranks"},
   };
   for (size_t i = 0; i < fab_cfg_len(wl); i++) { /* keys of other kinds are errors, not ignored */
     const char *key = fab_cfg_key_at(wl, i);
@@ -179,6 +231,9 @@ GArray *fab_workload_read(const FabCfgNode *root, uint32_t endpoints, uint32_t n
   }
   case FAB_WL_INCAST:
     ok = read_incast(wl, &in, endpoints, out, err);
+    break;
+  case FAB_WL_COLLECTIVE:
+    ok = read_collective(wl, &in, endpoints, out, err);
     break;
   case FAB_WL_ALL_TO_ALL:
     if ((uint64_t)endpoints * (endpoints - 1) > 50000000) {

@@ -10,12 +10,19 @@
 **                an explicit list
 **   all-to-all   every endpoint sends `size` to every other endpoint
 **
+**   collective   `op: allreduce` of `size` bytes over `ranks` (all, or a
+**                list) with `algorithm: nvls`: one flow per rank, src = dst
+**                = the rank, through its NVLink domain's in-switch
+**                reduction. Other ops and algorithms come with the
+**                collectives work.
+**
 ** All flows of a generated workload start at `start`.
 */
 #ifndef FAB_WORKLOAD_H
 #define FAB_WORKLOAD_H
 
 #include <glib.h>
+#include <stdbool.h>
 #include "sim/config.h"
 #include "sim/time.h"
 
@@ -24,9 +31,11 @@ typedef struct FabFlowSpec {
   uint64_t bytes;     /* payload */
   fab_time_t start;   /* ps */
   uint8_t prio;       /* priority class */
+  int32_t coll;       /* the collective it belongs to (index in workload order), -1: none */
+  bool nvls;          /* an NVLS member (src == dst): contributes to and receives an in-switch reduction */
 } FabFlowSpec;
 
-typedef enum { FAB_WL_FLOWS = 0, FAB_WL_PERMUTATION, FAB_WL_INCAST, FAB_WL_ALL_TO_ALL } FabWorkloadKind;
+typedef enum { FAB_WL_FLOWS = 0, FAB_WL_PERMUTATION, FAB_WL_INCAST, FAB_WL_ALL_TO_ALL, FAB_WL_COLLECTIVE } FabWorkloadKind;
 
 /* Read `workload:` for a fabric of `endpoints` endpoints with `nprio`
 ** priorities, and generate its flows. Returns a GArray of FabFlowSpec
