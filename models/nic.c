@@ -19,7 +19,8 @@ uint32_t fab_flow_payload(const FabFlow *f, uint32_t mtu, uint32_t seq) {
 
 void fab_flow_prepare(FabFlow *f, const FabNicCfg *cfg) {
   bool nvl = f->nvls || (cfg->nvl_domain && f->src / cfg->nvl_domain == f->dst / cfg->nvl_domain);
-  f->path = nvl ? FAB_PATH_NVL : FAB_PATH_NET;
+  bool pxn = !nvl && cfg->pxn_rails && f->src % cfg->pxn_rails != f->dst % cfg->pxn_rails;
+  f->path = nvl || pxn ? FAB_PATH_NVL : FAB_PATH_NET; /* PXN: network-sized packets over NVLink first */
   f->mtu = nvl ? cfg->nvl_mtu : cfg->mtu;
   f->overhead = nvl ? cfg->nvl_overhead : cfg->transport.data_overhead;
   uint64_t line = nvl ? cfg->nvl_bps : cfg->bps;
@@ -235,6 +236,14 @@ static void on_ctrl(FabEngine *eng, FabNic *nic, FabFlow *f, FabPkt *p) {
 
 static void nic_receive(FabEngine *eng, FabNode *self, FabPkt *p, FabPort *in) {
   FabNic *nic = (FabNic *)self;
+  if (G_UNLIKELY(p->dst != nic->id && p->type != FAB_PKT_NVLS_DOWN)) { /* a PXN relay: pass it on */
+    uint32_t dom = nic->cfg.nvl_domain;
+    FabPort *out = dom && p->dst / dom == nic->id / dom ? &nic->nvl : &nic->port;
+    p->ready = eng->now;
+    nic->pxn_relayed++;
+    fab_port_enqueue(eng, out, p);
+    return;
+  }
   FabFlow *f = &nic->flows[p->flow];
   if (p->type == FAB_PKT_NVLS_DOWN) { /* a reduced segment: in order on a lossless path */
     g_assert(f->nvls && f->dst == nic->id);

@@ -53,6 +53,9 @@ typedef struct FabNicCfg {
   uint64_t nvl_bps;        /* NVLink rate per direction, bits/s */
   uint32_t nvl_mtu;        /* payload bytes per NVLink segment (the fidelity knob) */
   uint32_t nvl_overhead;   /* header bytes per NVLink segment (and the size of its ACKs) */
+  uint32_t pxn_rails;      /* PXN: GPUs per node (= NICs, rail = rank % pxn_rails); a flow to another
+                           ** node on another rail goes over NVLink to the local GPU on the destination's
+                           ** rail, which forwards it to its NIC; 0: off */
 } FabNicCfg;
 
 /* One flow: what was asked (first block) and its transport state. */
@@ -123,6 +126,7 @@ struct FabNic {
   uint64_t retransmits, timeouts, naks_sent;
   uint64_t cnps_sent, cnps_received;      /* CNPs (also in tx/rx_ctrl_pkts) */
   uint64_t nvls_tx_bytes, nvls_rx_bytes;  /* NVLS: into the switch's reduction, and the results (wire bytes) */
+  uint64_t pxn_relayed;                   /* packets this GPU forwarded for a peer (PXN) */
 };
 
 /* Set up a NIC for endpoint `id`. `flows` is the table flow ids index.

@@ -916,3 +916,53 @@ Test(gpu, nvls_over_a_subset_of_ranks_across_nvl72_trays) {
   cr_assert_eq(bytes_from(&res, "leaf") + bytes_from(&res, "spine"), 0);
   gpu_done(sc, &res);
 }
+
+static const char multirail[] =
+  "cluster: {node: dgx-h100, nodes: 4, pxn: true}\n"
+  "fabric:\n"
+  "  transport: infiniband\n"
+  "  topology: {kind: multi-rail, hosts_per_leaf: 2, spines: 2}\n"
+  "  link: {bandwidth: 400Gbps, latency: 500ns, mtu: 4096}\n"
+  "  switch: {buffer: 64MiB, priorities: 1}\n"
+  "workload: {kind: flows, flows: [{src: 1, dst: 26, size: 4MiB}]}\n";
+
+Test(gpu, multi_rail_planes_stay_apart_and_pxn_relays_through_nvlink) {
+  FabScenario *sc = gpu_scenario(multirail, NULL);
+  cr_assert_str_eq(sc->topology, "multi-rail: 8 planes, each 2 leaves x 2 nodes, 2 spines");
+  FabResults res;
+  gpu_run(sc, &res);
+  /* GPU 1 (node 0, rail 1) -> GPU 26 (node 3, rail 2): NVLink to GPU 2 of node
+  ** 0, its NIC on plane 2, plane 2 to node 3's NIC 2, then GPU 26 */
+  cr_assert_gt(bytes_from(&res, "gpu1:p1"), 4 << 20, "out over NVLink");
+  cr_assert_gt(bytes_from(&res, "gpu2:p0"), 4 << 20, "relayed by GPU 2 to its NIC");
+  cr_assert_gt(bytes_from(&res, "p2.leaf"), 4 << 20, "across plane 2");
+  /* the ACKs relay the other way: GPU 26 -> NVLink -> GPU 25 (rail 1) -> plane 1 -> GPU 1 */
+  uint64_t acks = bytes_from(&res, "p1.leaf");
+  cr_assert(acks > 0 && acks < (4 << 20) / 20, "plane 1 carries only the ACKs (%" G_GUINT64_FORMAT " B)", acks);
+  cr_assert_gt(bytes_from(&res, "gpu25:p0"), 0, "relayed by GPU 25");
+  cr_assert_eq(bytes_from(&res, "gpu1:p0"), 0, "GPU 1's own NIC stays idle");
+  gpu_done(sc, &res);
+}
+
+Test(gpu, multi_rail_without_pxn_rejects_cross_rail_flows) {
+  const char *sets[] = {"cluster.pxn=false", NULL};
+  char *path = NULL;
+  int fd = g_file_open_tmp("fabsim-mr-XXXXXX.yaml", &path, NULL);
+  close(fd);
+  g_file_set_contents(path, multirail, -1, NULL);
+  GError *err = NULL;
+  FabScenario *sc = fab_scenario_load(path, sets, &err);
+  cr_assert_null(sc);
+  cr_assert(strstr(err->message, "workload.flows[0].dst: GPU 1 and GPU 26 are on different rails"), "%s", err->message);
+  cr_assert(strstr(err->message, ":7:"), "located at the flow: %s", err->message);
+  g_error_free(err);
+  g_unlink(path);
+  g_free(path);
+  /* the same rail needs no relay */
+  const char *same[] = {"cluster.pxn=false", "workload.flows[0].dst=25", NULL};
+  FabScenario *ok = gpu_scenario(multirail, same);
+  FabResults res;
+  gpu_run(ok, &res);
+  cr_assert_gt(bytes_from(&res, "p1.leaf"), 4 << 20);
+  gpu_done(ok, &res);
+}

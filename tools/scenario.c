@@ -49,6 +49,18 @@ FabScenario *fab_scenario_load(const char *path, const char *const *sets, GError
   uint32_t endpoints = g->gpus_per_node ? g->nodes * g->gpus_per_node : sc->fabric.topo.hosts;
   sc->flows = fab_workload_read(root, endpoints, sc->fabric.sw.nprio, top.seed, err);
   if (!sc->flows) goto fail;
+  if (sc->fabric.topo.kind == FAB_TOPO_MULTI_RAIL && !g->pxn) /* planes are not joined */
+    for (guint i = 0; i < sc->flows->len; i++) {
+      const FabFlowSpec *f = &g_array_index(sc->flows, FabFlowSpec, i);
+      uint32_t G = g->gpus_per_node, dom = g->nvlink_domain ? g->nvlink_domain : G;
+      if (f->src / dom != f->dst / dom && f->src % G != f->dst % G) {
+        const FabCfgNode *wl = fab_cfg_get(root, "workload"), *fl = fab_cfg_get(wl, "flows");
+        const FabCfgNode *at = fl && i < fab_cfg_len(fl) ? fab_cfg_get(fab_cfg_at(fl, i), "dst") : fab_cfg_get(wl, "kind");
+        fab_cfg_fail(at, err, "GPU %u and GPU %u are on different rails of a multi-rail fabric, whose planes are not "
+                     "joined: set cluster.pxn: true to relay through NVLink", f->src, f->dst);
+        goto fail;
+      }
+    }
   for (guint i = 0; i < sc->flows->len; i++) { /* NVLS: every rank in one NVLink domain */
     const FabFlowSpec *f = &g_array_index(sc->flows, FabFlowSpec, i);
     uint32_t dom = sc->fabric.nic.nvl_domain;

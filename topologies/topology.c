@@ -9,7 +9,8 @@
 /* ---- configuration ----------------------------------------------------- */
 
 
-static const char *const topo_kinds[] = {"single-switch", "leaf-spine", "fat-tree", "ring", "rail-optimized", NULL};
+static const char *const topo_kinds[] = {"single-switch", "leaf-spine", "fat-tree", "ring", "rail-optimized",
+                                         "multi-rail", NULL};
 static const char *const routings[] = {"ecmp", NULL};
 static const char *const cc_algorithms[] = {"none", "dcqcn", NULL};
 static const char *const cc_presets[] = {"dcqcn-paper", "dcqcn-mlx", NULL};
@@ -18,6 +19,7 @@ typedef struct ClusterIn {
   int node;
   uint64_t nodes, gpus_per_node, nics_per_node, nvlink_domain;
   const FabCfgNode *nic, *nvlink, *pcie, *gpu;
+  gboolean pxn;
   uint32_t rails;            /* not a key: NICs per GPU node (0 for hosts), for rail-optimized */
 } ClusterIn;
 
@@ -31,6 +33,7 @@ static const FabCfgKey cluster_schema[] = {
   {"nvlink", FAB_CFG_MAP, offsetof(ClusterIn, nvlink), FALSE, NULL, 0, 0, NULL},
   {"pcie", FAB_CFG_MAP, offsetof(ClusterIn, pcie), FALSE, NULL, 0, 0, NULL},
   {"gpu", FAB_CFG_MAP, offsetof(ClusterIn, gpu), FALSE, NULL, 0, 0, NULL},
+  {"pxn", FAB_CFG_BOOL, offsetof(ClusterIn, pxn), FALSE, "false", 0, 0, NULL},
   {NULL, FAB_CFG_END, 0, FALSE, NULL, 0, 0, NULL},
 };
 
@@ -127,6 +130,10 @@ static gboolean read_gpu_nodes(const FabCfgNode *cl_node, const ClusterIn *cl, c
   g->host_latency = pc.host_latency;
   g->gpu_flops = gi.peak;
   g->gpu_efficiency = gi.efficiency;
+  g->pxn = cl->pxn;
+  if (g->pxn && (N != G || g->nvlink_domain != G))
+    return fab_cfg_fail(fab_cfg_get(cl_node, "pxn"), err, "pxn needs one NIC per GPU and an NVLink domain of one "
+                        "node (here %u GPUs, %u NICs, a domain of %u)", G, N, g->nvlink_domain);
   if (g->nvlink_domain && !g->nvlink_bps)
     return fab_cfg_fail(at, err, "an NVLink domain needs cluster.nvlink.bandwidth");
   if (!g->pcie_bps) return fab_cfg_fail(at, err, "GPU nodes need cluster.pcie.bandwidth");
@@ -474,6 +481,27 @@ static gboolean read_topology(const FabCfgNode *node, const ClusterIn *cl, const
     t->hosts = t->leaves * t->hosts_per_leaf;
     return TRUE;
   }
+  case FAB_TOPO_MULTI_RAIL: {
+    if (!set_only_for(node, "leaves", "leaf-spine", err) || !set_only_for(node, "k", "fat-tree", err) ||
+        !set_only_for(node, "oversubscription", "leaf-spine, fat-tree", err))
+      return FALSE;
+    if (!cl->rails)
+      return fab_cfg_fail(fab_cfg_get(node, "kind"), err, "multi-rail needs GPU nodes (cluster.node other than "
+                          "host): plane i joins NIC i of every node");
+    uint64_t nodes = cl->nodes / cl->rails;
+    if (!in.hosts_per_leaf) return fab_cfg_fail(node, err, "multi-rail needs hosts_per_leaf (nodes per leaf)");
+    if (nodes % in.hosts_per_leaf)
+      return fab_cfg_fail(fab_cfg_get(node, "hosts_per_leaf"), err, "%" G_GUINT64_FORMAT " nodes is not a multiple "
+                          "of hosts_per_leaf %" G_GUINT64_FORMAT, nodes, in.hosts_per_leaf);
+    t->k = cl->rails;                               /* planes */
+    t->hosts_per_leaf = (uint32_t)in.hosts_per_leaf;
+    t->leaves = (uint32_t)(nodes / in.hosts_per_leaf); /* per plane */
+    t->spines = in.spines ? (uint32_t)in.spines : t->hosts_per_leaf;
+    if (t->hosts_per_leaf + t->spines > 65000 || t->leaves > 65000)
+      return fab_cfg_fail(node, err, "a switch has at most 65000 ports");
+    t->hosts = (uint32_t)cl->nodes;
+    return TRUE;
+  }
   case FAB_TOPO_RAIL: {
     if (!set_only_for(node, "hosts_per_leaf", "leaf-spine, fat-tree", err) ||
         !set_only_for(node, "leaves", "leaf-spine", err) || !set_only_for(node, "k", "fat-tree", err) ||
@@ -567,7 +595,8 @@ gboolean fab_fabric_cfg_read(const FabCfgNode *root, FabFabricCfg *out, GError *
     for (const char *k = "gpus_per_node"; k; k = g_str_equal(k, "gpus_per_node") ? "nics_per_node"
                                               : g_str_equal(k, "nics_per_node") ? "nvlink_domain"
                                               : g_str_equal(k, "nvlink_domain") ? "nvlink"
-                                              : g_str_equal(k, "nvlink") ? "pcie" : g_str_equal(k, "pcie") ? "gpu" : NULL)
+                                              : g_str_equal(k, "nvlink") ? "pcie" : g_str_equal(k, "pcie") ? "gpu"
+                                              : g_str_equal(k, "gpu") ? "pxn" : NULL)
       if (cl_node && fab_cfg_get(cl_node, k))
         return fab_cfg_fail(fab_cfg_get(cl_node, k), err, "'%s' is for GPU nodes; node: host has one NIC and no GPU", k);
     if (!read_topology(fab.topology, &cl, cl_node, &out->topo, err)) return FALSE;
@@ -614,12 +643,14 @@ gboolean fab_fabric_cfg_read(const FabCfgNode *root, FabFabricCfg *out, GError *
     out->nic.nvl_bps = out->gpu.nvlink_bps;
     out->nic.nvl_mtu = out->gpu.segment;
     out->nic.nvl_overhead = NVL_OVERHEAD;
+    out->nic.pxn_rails = out->gpu.pxn ? out->gpu.gpus_per_node : 0;
   }
   const FabTopoSpec *t = &out->topo;
   uint32_t ports = t->kind == FAB_TOPO_SINGLE_SWITCH ? t->hosts
                    : t->kind == FAB_TOPO_LEAF_SPINE  ? MAX(t->hosts_per_leaf + t->spines, t->leaves)
                    : t->kind == FAB_TOPO_RING        ? t->hosts_per_leaf + 2
                    : t->kind == FAB_TOPO_RAIL        ? MAX(t->hosts_per_leaf + t->spines, t->leaves)
+                   : t->kind == FAB_TOPO_MULTI_RAIL  ? MAX(t->hosts_per_leaf + t->spines, t->leaves)
                                                      : MAX(t->hosts_per_leaf + t->k / 2, t->k);
   out->sw.mtu_wire = (uint32_t)link.mtu + out->nic.transport.data_overhead;
   if (fab.transport == FAB_TRANSPORT_INFINIBAND) {
@@ -770,6 +801,46 @@ static void build_rail(FabTopology *t, const FabFabricCfg *cfg) {
   }
 }
 
+/* One leaf-spine plane per rail: leaf l of plane p holds NIC p of nodes
+** [l x hpl, (l+1) x hpl) (attachment node x planes + p). Other planes' NICs
+** have no route: the planes are not joined. */
+static void build_multi_rail(FabTopology *t, const FabFabricCfg *cfg) {
+  uint32_t P = t->spec.k, L = t->spec.leaves, H = t->spec.hosts_per_leaf, S = t->spec.spines;
+  char name[FAB_NAME_LEN];
+  for (uint32_t p = 0; p < P; p++) {
+    uint32_t base = t->nswitches;
+    for (uint32_t l = 0; l < L; l++) {
+      g_snprintf(name, sizeof name, "p%u.leaf", p);
+      add_switch(t, cfg, name, l, H + S);
+    }
+    for (uint32_t j = 0; j < S; j++) {
+      g_snprintf(name, sizeof name, "p%u.spine", p);
+      add_switch(t, cfg, name, j, L);
+    }
+    uint32_t *up = g_new(uint32_t, S);
+    for (uint32_t j = 0; j < S; j++) up[j] = H + j;
+    for (uint32_t l = 0; l < L; l++) {
+      FabSwitch *leaf = t->switches[base + l];
+      uint32_t g = fab_switch_add_group(leaf, up, S);
+      for (uint32_t n = 0; n < L * H; n++) fab_switch_set_route(leaf, n * P + p, g);
+      for (uint32_t i = 0; i < H; i++) {
+        uint32_t a = (l * H + i) * P + p;
+        link_host(t, a, leaf, i);
+        route_range_to_port(leaf, a, a + 1, i);
+      }
+      for (uint32_t j = 0; j < S; j++) link_switches(t, leaf, H + j, t->switches[base + L + j], l);
+    }
+    g_free(up);
+    for (uint32_t j = 0; j < S; j++) {
+      FabSwitch *sp = t->switches[base + L + j];
+      for (uint32_t l = 0; l < L; l++) {
+        uint32_t g = fab_switch_add_group(sp, &l, 1);
+        for (uint32_t i = 0; i < H; i++) fab_switch_set_route(sp, (l * H + i) * P + p, g);
+      }
+    }
+  }
+}
+
 static void build_fat_tree(FabTopology *t, const FabFabricCfg *cfg) {
   uint32_t k = t->spec.k, h = k / 2, hpe = t->spec.hosts_per_leaf;
   uint32_t nedge = k * h, ncore = h * h;
@@ -896,6 +967,12 @@ static void build_gpu_edges(FabTopology *t, const FabFabricCfg *cfg, GpuLayout *
         fab_port_set_credits(&gpu->nvl, sc.credits, nvl_unit);
         fab_switch_set_route(nv, d * g->nvlink_domain + i, fab_switch_add_group(nv, &i, 1));
       }
+      if (g->pxn) /* beyond the domain: to the local GPU on the destination's rail */
+        for (uint32_t r = 0; r < t->nhosts; r++)
+          if (r / g->nvlink_domain != d) {
+            uint32_t relay = r % g->gpus_per_node;
+            fab_switch_set_route(nv, r, fab_switch_add_group(nv, &relay, 1));
+          }
     }
 }
 
@@ -972,6 +1049,7 @@ FabTopology *fab_topology_build(const FabFabricCfg *cfg) {
   case FAB_TOPO_FAT_TREE: nsw = cfg->topo.k * cfg->topo.k + (cfg->topo.k / 2) * (cfg->topo.k / 2); break;
   case FAB_TOPO_RING: nsw = cfg->topo.leaves; break;
   case FAB_TOPO_RAIL: nsw = cfg->topo.leaves + cfg->topo.spines; break;
+  case FAB_TOPO_MULTI_RAIL: nsw = cfg->topo.k * (cfg->topo.leaves + cfg->topo.spines); break;
   }
   t->nnet = nsw;
   uint32_t extra = 0;
@@ -991,6 +1069,7 @@ FabTopology *fab_topology_build(const FabFabricCfg *cfg) {
   case FAB_TOPO_FAT_TREE: build_fat_tree(t, cfg); break;
   case FAB_TOPO_RING: build_ring(t, cfg); break;
   case FAB_TOPO_RAIL: build_rail(t, cfg); break;
+  case FAB_TOPO_MULTI_RAIL: build_multi_rail(t, cfg); break;
   }
   g_assert(t->nswitches == nsw);
   if (g->gpus_per_node) {
@@ -1041,6 +1120,9 @@ char *fab_topology_describe(const FabTopoSpec *s) {
     return g_strdup_printf("leaf-spine: %u leaves x %u hosts, %u spines (%u:%u at the leaf)", s->leaves,
                            s->hosts_per_leaf, s->spines, s->hosts_per_leaf / a, s->spines / a);
   }
+  case FAB_TOPO_MULTI_RAIL:
+    return g_strdup_printf("multi-rail: %u planes, each %u leaves x %u nodes, %u spines", s->k, s->leaves,
+                           s->hosts_per_leaf, s->spines);
   case FAB_TOPO_RAIL:
     return g_strdup_printf("rail-optimized: %u rails x %u nodes, %u spines joining the rails", s->leaves,
                            s->hosts_per_leaf, s->spines);

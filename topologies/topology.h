@@ -17,6 +17,11 @@
 **   rail-optimized GPU nodes only: rail switch i joins NIC i of every node;
 **                  `spines` spines (default: one per rail) join the rails,
 **                  each rail switch having one uplink to every spine.
+**   multi-rail     GPU nodes only: one independent leaf-spine plane per NIC
+**                  index (plane i joins NIC i of every node, `hosts_per_leaf`
+**                  nodes per leaf, `spines` per plane); the planes are not
+**                  joined, so a GPU reaches another rail only through a PXN
+**                  relay (cluster.pxn).
 **   ring           `switches` switches in a ring with `hosts_per_switch`
 **                  hosts each, every switch joined to the next one;
 **                  traffic goes clockwise only. Not a production fabric: a
@@ -37,14 +42,15 @@
 #include "models/switch.h"
 #include "sim/config.h"
 
-typedef enum { FAB_TOPO_SINGLE_SWITCH = 0, FAB_TOPO_LEAF_SPINE, FAB_TOPO_FAT_TREE, FAB_TOPO_RING, FAB_TOPO_RAIL } FabTopoKind;
+typedef enum { FAB_TOPO_SINGLE_SWITCH = 0, FAB_TOPO_LEAF_SPINE, FAB_TOPO_FAT_TREE, FAB_TOPO_RING, FAB_TOPO_RAIL,
+               FAB_TOPO_MULTI_RAIL } FabTopoKind;
 
 typedef struct FabTopoSpec {
   FabTopoKind kind;
   uint32_t hosts;           /* endpoints (derived for leaf-spine / fat-tree) */
   uint32_t hosts_per_leaf;  /* leaf-spine; fat-tree: hosts per edge switch; ring: per switch */
   uint32_t leaves, spines;  /* leaf-spine; ring: leaves = switches in the ring */
-  uint32_t k;               /* fat-tree arity */
+  uint32_t k;               /* fat-tree arity; multi-rail: planes */
   uint64_t link_bps;        /* switch-to-switch links */
   uint64_t host_bps;        /* host-to-switch links (the NIC rate) */
   fab_time_t link_latency;  /* ps, every link */
@@ -69,6 +75,7 @@ typedef struct FabGpuSpec {
   fab_time_t host_latency;  /* host-staged extra latency, ps */
   double gpu_flops;         /* dense BF16 peak, FLOP/s */
   double gpu_efficiency;
+  bool pxn;                 /* cross-rail traffic relays through the local GPU on the destination's rail */
 } FabGpuSpec;
 
 /* Everything the fabric section says, in model structs. */
