@@ -206,7 +206,8 @@ static gboolean write_meta(W *w, const FabResults *r) {
       !attr_u64(w, g, "/meta", "sim_time_ps", r->sim_time) ||
       !attr_write(w, g, "/meta", "wall_s", H5T_IEEE_F64LE, H5T_NATIVE_DOUBLE, &wall) ||
       !attr_u64(w, g, "/meta", "events", r->events) ||
-      !attr_u64(w, g, "/meta", "packet_hops", r->packet_hops))
+      !attr_u64(w, g, "/meta", "packet_hops", r->packet_hops) ||
+      !attr_u64(w, g, "/meta", "nvlink_segment_bytes", r->nvlink_segment))
     goto out;
   if ((t = str_type(strlen(yaml) + 1, H5T_CSET_UTF8)) < 0) {
     fail_h5(w, "making the type of dataset /meta/scenario_yaml");

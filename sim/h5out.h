@@ -4,7 +4,8 @@
 **
 ** Schema (documented in README.md):
 **   /meta            group; attributes: fabsim_version, scenario, seed (u64),
-**                    sim_time_ps (u64); dataset scenario_yaml (string)
+**                    sim_time_ps, nvlink_segment_bytes (u64, 0: no NVLink); dataset
+**                    scenario_yaml (string)
 **   /flows           compound table: id, src, dst (u32), bytes (u64),
 **                    start_ps, end_ps (u64), fct_s (f64), retransmits (u32)
 **   /links           compound table: from, to (string 32), bps, bytes,

@@ -83,6 +83,9 @@ char *fab_json_summary(const FabResults *r) {
   g_string_append(s, ", \"packet_hops_per_s\": ");
   put_num(s, r->wall_s > 0 ? round((double)r->packet_hops / r->wall_s) : 0);
   g_string_append_printf(s, ", \"endpoints\": %u", r->endpoints);
+  g_string_append(s, ", \"nvlink_segment_bytes\": ");
+  if (r->nvlink_segment) g_string_append_printf(s, "%u", r->nvlink_segment);
+  else g_string_append(s, "null");
   g_string_append_printf(s, ", \"flows\": {\"count\": %zu, \"completed\": %" G_GUINT64_FORMAT
                          ", \"bytes\": %" G_GUINT64_FORMAT ", \"fct_p50_s\": ", r->n_flows, completed, bytes);
   put_num(s, fab_results_fct_percentile(r, 50));

@@ -64,6 +64,7 @@ typedef struct FabResults {
   uint64_t events;           /* events executed */
   uint64_t packet_hops;      /* packet transmissions over all links */
   uint32_t endpoints;
+  uint32_t nvlink_segment;   /* the fidelity of NVLink transfers: payload bytes per segment (0: no NVLink) */
   /* fabric totals */
   uint64_t drops, retransmits, pfc_pause_frames, ecn_marks, max_queue_bytes;
   uint64_t cnps;             /* DCQCN congestion notifications sent by receivers */

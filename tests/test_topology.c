@@ -966,3 +966,15 @@ Test(gpu, multi_rail_without_pxn_rejects_cross_rail_flows) {
   cr_assert_gt(bytes_from(&res, "p1.leaf"), 4 << 20);
   gpu_done(ok, &res);
 }
+
+Test(gpu, rail_optimized_with_pxn_relays_instead_of_the_spines) {
+  const char *sets[] = {"workload.flows[0].dst=10", "cluster.pxn=true", NULL};
+  FabScenario *sc = gpu_scenario(rails, sets);
+  FabResults res;
+  gpu_run(sc, &res);
+  cr_assert_eq(res.nvlink_segment, 65536, "the results state the NVLink fidelity");
+  cr_assert_lt(bytes_from(&res, "spine"), 1 << 16, "the data skips the spines (ACKs may use them)");
+  cr_assert_gt(bytes_from(&res, "gpu2:p0"), 1 << 20, "GPU 2 of node 0 relays onto rail 2");
+  cr_assert_gt(bytes_from(&res, "rail2:"), 1 << 20);
+  gpu_done(sc, &res);
+}

@@ -584,6 +584,7 @@ int fab_scenario_run(const FabScenario *sc, const FabRunOpts *opts, FabResults *
   res->events = r.eng->events;
   res->packet_hops = tot.hops;
   res->endpoints = r.topo->nhosts;
+  res->nvlink_segment = sc->fabric.nic.nvl_domain ? sc->fabric.nic.nvl_mtu : 0;
   res->drops = sw_drops;
   res->retransmits = retx;
   res->max_queue_bytes = tot.max_q;
