@@ -8,6 +8,7 @@
 #include <errno.h>
 #include "sim/h5out.h"
 #include "sim/json.h"
+#include "tools/cmds.h"
 #include "tools/scenario.h"
 
 #define EXIT_FAILED 1
@@ -226,5 +227,7 @@ int main(int argc, char **argv) {
   }
   if (!strcmp(cmd, "run")) return cmd_run(argc - 2, argv + 2);
   if (!strcmp(cmd, "validate")) return cmd_validate(argc - 2, argv + 2);
+  if (!strcmp(cmd, "sweep")) return fab_cmd_sweep(argc - 2, argv + 2, argv[0]);
+  if (!strcmp(cmd, "plot")) return fab_cmd_plot(argc - 2, argv + 2);
   return usage_error(usage_main, "unknown command '%s'", cmd);
 }
