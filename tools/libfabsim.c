@@ -1,0 +1,1 @@
+/* libfabsim: stub, see fabsim.h */
