@@ -369,6 +369,11 @@ static gboolean write_queues(W *w, const FabResults *r) {
     if (!write_chunked(w, g, "/queues/", "depth_prio", H5T_STD_U32LE, H5T_NATIVE_UINT32, 3, pd, q->depth_prio))
       goto out;
   }
+  if (ns > 0 && r->n_links > 0 && q->link_bytes) { /* [sample][link], cumulative wire bytes */
+    hsize_t ld[2] = {ns, r->n_links};
+    if (!write_chunked(w, g, "/queues/", "link_bytes", H5T_STD_U64LE, H5T_NATIVE_UINT64, 2, ld, q->link_bytes))
+      goto out;
+  }
   if (ns > 0 && r->n_flows > 0 && q->flow_rate) { /* [sample][flow], bits/s */
     hsize_t fd[2] = {ns, r->n_flows};
     if (!write_chunked(w, g, "/queues/", "flow_rate", H5T_STD_U64LE, H5T_NATIVE_UINT64, 2, fd, q->flow_rate))

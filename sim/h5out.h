@@ -16,6 +16,7 @@
 **   /queues/depth    u32 [samples x ports], bytes; attribute interval_ps
 **   /queues/depth_prio u32 [samples x ports x priorities] (when priorities > 1)
 **   /queues/flow_rate  u64 [samples x flows], bits/s each flow sends at (0: idle)
+**   /queues/link_bytes u64 [samples x links]: wire bytes each /links row has sent so far
 */
 #ifndef FAB_H5OUT_H
 #define FAB_H5OUT_H

@@ -21,6 +21,7 @@ void fab_results_clear(FabResults *r) {
   g_free(r->queues.depth);
   g_free(r->queues.depth_prio);
   g_free(r->queues.flow_rate);
+  g_free(r->queues.link_bytes);
   memset(&r->queues, 0, sizeof r->queues);
   g_free(r->colls);
   r->colls = NULL;

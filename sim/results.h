@@ -48,6 +48,7 @@ typedef struct FabQueueSeries {
   uint32_t n_prio;          /* priorities per port in depth_prio (0: not recorded) */
   uint32_t *depth_prio;     /* bytes, n_samples * n_ports * n_prio: [s][p][q] */
   uint64_t *flow_rate;      /* bits/s, n_samples * n_flows: each flow's sending rate (0: idle) */
+  uint64_t *link_bytes;     /* n_samples * n_links (FabResults.links order): wire bytes sent so far */
 } FabQueueSeries;
 
 typedef struct FabResults {

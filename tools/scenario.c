@@ -218,6 +218,7 @@ struct Run {
   uint32_t nprio;           /* per-priority depths recorded when > 1 */
   GArray *depth_prio;       /* u32 [sample][port][prio] */
   GArray *rate;             /* u64 [sample][flow], bits/s */
+  GArray *link_bytes;       /* u64 [sample][link]: wire bytes each link has sent so far */
   /* progress */
   bool progress;
   gint64 last_report;
@@ -239,6 +240,8 @@ static void flow_fail(void *ctx, FabFlow *f) {
   fab_engine_stop(r->eng);
 }
 
+static void sample_link(FabPort *pt, void *ctx) { g_array_append_val((GArray *)ctx, pt->tx_bytes); }
+
 static void sample(FabEngine *eng, void *self, uint64_t arg) {
   Run *r = self;
   g_array_append_val(r->t, eng->now);
@@ -255,6 +258,7 @@ static void sample(FabEngine *eng, void *self, uint64_t arg) {
     uint64_t bps = f->start <= eng->now && !f->acked ? fab_flow_rate(f) : 0;
     g_array_append_val(r->rate, bps);
   }
+  fab_topology_foreach_port(r->topo, sample_link, r->link_bytes);
   if (r->completed < r->nflows) fab_engine_after(eng, r->interval, r, 0);
 }
 
@@ -488,6 +492,7 @@ int fab_scenario_run(const FabScenario *sc, const FabRunOpts *opts, FabResults *
   r.depth = g_array_new(FALSE, FALSE, sizeof(uint32_t));
   r.depth_prio = g_array_new(FALSE, FALSE, sizeof(uint32_t));
   r.rate = g_array_new(FALSE, FALSE, sizeof(uint64_t));
+  r.link_bytes = g_array_new(FALSE, FALSE, sizeof(uint64_t));
   r.nprio = sc->fabric.sw.nprio;
   if (sc->hdf5 || opts->sample_queues) {
     r.interval = sc->sample_interval;
@@ -626,6 +631,7 @@ int fab_scenario_run(const FabScenario *sc, const FabRunOpts *opts, FabResults *
   q->n_prio = r.nprio > 1 ? r.nprio : 0;
   q->depth_prio = (uint32_t *)(void *)g_array_free(r.depth_prio, FALSE);
   q->flow_rate = (uint64_t *)(void *)g_array_free(r.rate, FALSE);
+  q->link_bytes = (uint64_t *)(void *)g_array_free(r.link_bytes, FALSE);
   res->failure = fail ? g_string_free(fail, FALSE) : NULL;
   res->n_deadlock = r.cycle->len;
   res->deadlock = g_malloc0((size_t)FAB_NAME_LEN * (r.cycle->len ? r.cycle->len : 1));
