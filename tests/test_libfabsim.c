@@ -1,1 +1,255 @@
+/* libfabsim (tools/fabsim.h): the embedding API against a direct run. */
 #include <criterion/criterion.h>
+#include <glib.h>
+#include <glib/gstdio.h>
+#include <math.h>
+#include <string.h>
+
+#include "sim/json.h"
+#include "tools/fabsim.h"
+#include "tools/scenario.h"
+
+static char *scen(const char *file) {
+  const char *src = g_getenv("FABSIM_SRC");
+  return g_build_filename(src ? src : ".", "scenarios", file, NULL);
+}
+
+/* The JSON summary with the wall-clock fields cut out. */
+static char *strip_wall(const char *json) {
+  static const char *const keys[] = {"\"wall_s\": ", "\"events_per_s\": ", "\"packet_hops_per_s\": "};
+  char *s = g_strdup(json);
+  for (size_t k = 0; k < G_N_ELEMENTS(keys); k++) {
+    char *p = strstr(s, keys[k]);
+    cr_assert(p, "no %s in %s", keys[k], json);
+    char *q = p + strlen(keys[k]);
+    while (*q && *q != ',') q++;
+    memmove(p, q, strlen(q) + 1);
+  }
+  return s;
+}
+
+static FabsimRun *run_file(const char *file, const char *set) {
+  char *path = scen(file), *err = NULL;
+  FabsimScenario *sc = fabsim_load_file(path, &err);
+  cr_assert(sc, "load %s: %s", path, err ? err : "?");
+  if (set) cr_assert(fabsim_set(sc, set, &err), "set %s: %s", set, err ? err : "?");
+  FabsimRun *run = fabsim_run(sc, &err);
+  cr_assert(run, "run %s: %s", path, err ? err : "?");
+  fabsim_scenario_free(sc);
+  g_free(path);
+  return run;
+}
+
+Test(libfabsim, version) { cr_assert_str_eq(fabsim_version(), "0.1.0"); }
+
+Test(libfabsim, quickstart_matches_direct_run) {
+  char *path = scen("quickstart.yaml");
+  GError *e = NULL;
+  FabScenario *sc = fab_scenario_load(path, NULL, &e);
+  cr_assert(sc, "%s", e ? e->message : "?");
+  FabRunOpts opts = {0};
+  FabResults res;
+  cr_assert_eq(fab_scenario_run(sc, &opts, &res), 0);
+  char *direct = fab_json_summary(&res);
+
+  FabsimRun *run = run_file("quickstart.yaml", NULL);
+  cr_assert_eq(fabsim_run_status(run), 0);
+  cr_assert_null(fabsim_run_failure(run));
+  cr_assert(fabs(fabsim_run_number(run, "sim_time_s") - (double)res.sim_time / 1e12) < 1e-12);
+  cr_assert_eq(fabsim_run_number(run, "sim_time_s"), 0.00026431088);
+  cr_assert_eq(fabsim_run_number(run, "events"), (double)res.events);
+  cr_assert_eq(fabsim_run_number(run, "packet_hops"), (double)res.packet_hops);
+  cr_assert_eq(fabsim_run_number(run, "flows.count"), 32);
+  cr_assert_eq(fabsim_run_number(run, "flows.completed"), 32);
+  cr_assert_eq(fabsim_run_number(run, "flows.bytes"), 33554432);
+  cr_assert_eq(fabsim_run_number(run, "drops"), (double)res.drops);
+  cr_assert_eq(fabsim_run_number(run, "max_queue_bytes"), (double)res.max_queue_bytes);
+  cr_assert_eq(fabsim_run_number(run, "seed"), 1);
+  cr_assert_eq(fabsim_run_number(run, "flows.fct_p99_s"), fab_results_fct_percentile(&res, 99));
+  /* absent or non-numeric fields */
+  cr_assert(isnan(fabsim_run_number(run, "no_such_field")));
+  cr_assert(isnan(fabsim_run_number(run, "flows.nope")));
+  cr_assert(isnan(fabsim_run_number(run, "scenario")));
+  cr_assert(isnan(fabsim_run_number(run, "nvlink_segment_bytes")));
+  cr_assert(isnan(fabsim_run_number(run, "collectives.0.time_s")));
+  cr_assert(isnan(fabsim_run_number(run, "flows.")));
+  cr_assert(isnan(fabsim_run_number(run, "")));
+
+  char *js = fabsim_run_json(run);
+  char *a = strip_wall(js), *b = strip_wall(direct);
+  cr_assert_str_eq(a, b);
+  fabsim_free(js);
+  g_free(a);
+  g_free(b);
+  fabsim_run_free(run);
+  g_free(direct);
+  g_free((char *)res.failure);
+  fab_results_clear(&res);
+  fab_scenario_free(sc);
+  g_free(path);
+}
+
+Test(libfabsim, two_runs_identical) {
+  char *path = scen("incast.yaml"), *err = NULL;
+  FabsimScenario *sc = fabsim_load_file(path, &err);
+  cr_assert(sc, "%s", err ? err : "?");
+  FabsimRun *r1 = fabsim_run(sc, &err), *r2 = fabsim_run(sc, &err);
+  cr_assert(r1 && r2);
+  char *j1 = fabsim_run_json(r1), *j2 = fabsim_run_json(r2);
+  char *a = strip_wall(j1), *b = strip_wall(j2);
+  cr_assert_str_eq(a, b);
+  cr_assert_gt(fabsim_run_number(r1, "drops"), 0);
+  fabsim_free(j1);
+  fabsim_free(j2);
+  g_free(a);
+  g_free(b);
+  fabsim_run_free(r1);
+  fabsim_run_free(r2);
+  fabsim_scenario_free(sc);
+  g_free(path);
+}
+
+Test(libfabsim, load_string_and_error_location) {
+  char *path = scen("quickstart.yaml"), *text = NULL, *err = NULL;
+  cr_assert(g_file_get_contents(path, &text, NULL, NULL));
+  FabsimScenario *sc = fabsim_load_string(text, "mine.yaml", &err);
+  cr_assert(sc, "%s", err ? err : "?");
+  FabsimRun *run = fabsim_run(sc, &err);
+  cr_assert(run);
+  cr_assert_eq(fabsim_run_number(run, "flows.completed"), 32);
+  cr_assert_eq(fabsim_run_number(run, "sim_time_s"), 0.00026431088);
+  fabsim_run_free(run);
+  fabsim_scenario_free(sc);
+
+  /* a bad key on line 3, column 1 */
+  err = NULL;
+  sc = fabsim_load_string("name: x\nseed: 1\nbogus_key: 3\n", "mine.yaml", &err);
+  cr_assert_null(sc);
+  cr_assert(err);
+  cr_assert(g_str_has_prefix(err, "mine.yaml:3:1"), "message: %s", err);
+  cr_assert_null(strstr(err, "libfabsim-"), "temporary path leaked: %s", err);
+  fabsim_free(err);
+
+  /* a YAML syntax error */
+  err = NULL;
+  sc = fabsim_load_string("name: [x\n", "broken", &err);
+  cr_assert_null(sc);
+  cr_assert(err && g_str_has_prefix(err, "broken:"), "message: %s", err ? err : "(none)");
+  fabsim_free(err);
+  g_free(text);
+  g_free(path);
+}
+
+Test(libfabsim, set_bad_key_keeps_scenario) {
+  char *path = scen("quickstart.yaml"), *err = NULL;
+  FabsimScenario *sc = fabsim_load_file(path, &err);
+  cr_assert(sc);
+  cr_assert_eq(fabsim_set(sc, "fabric.switch.no_such_key=3", &err), 0);
+  cr_assert(err && strstr(err, "--set:1:"), "message: %s", err ? err : "(none)");
+  fabsim_free(err);
+  err = NULL;
+  cr_assert_eq(fabsim_set(sc, "fabric.link.bandwidth=fast", &err), 0);
+  cr_assert(err && strstr(err, "--set:1:"), "message: %s", err ? err : "(none)");
+  fabsim_free(err);
+  err = NULL;
+  /* still usable, and a good override applies */
+  cr_assert_eq(fabsim_set(sc, "fabric.topology.spines=4", &err), 1, "%s", err ? err : "?");
+  FabsimRun *run = fabsim_run(sc, &err);
+  cr_assert(run, "%s", err ? err : "?");
+  cr_assert_eq(fabsim_run_status(run), 0);
+  char *js = fabsim_run_json(run);
+  cr_assert(strstr(js, "4 spines"), "%s", js);
+  fabsim_free(js);
+  cr_assert_eq(fabsim_run_number(run, "flows.completed"), 32);
+  fabsim_run_free(run);
+  fabsim_scenario_free(sc);
+  g_free(path);
+}
+
+Test(libfabsim, flows_accessor) {
+  FabsimRun *run = run_file("quickstart.yaml", NULL);
+  size_t n = fabsim_run_flows(run);
+  cr_assert_eq(n, 32);
+  uint64_t total = 0;
+  double max_end = 0;
+  for (size_t i = 0; i < n; i++) {
+    uint32_t src, dst;
+    uint64_t bytes;
+    double start, end;
+    cr_assert_eq(fabsim_run_flow(run, i, &src, &dst, &bytes, &start, &end), 1);
+    cr_assert_neq(src, dst);
+    cr_assert_lt(src, 32);
+    cr_assert_lt(dst, 32);
+    cr_assert(!isnan(end) && end > start);
+    total += bytes;
+    if (end > max_end) max_end = end;
+  }
+  cr_assert_eq(total, 33554432);
+  cr_assert(fabs(max_end - fabsim_run_number(run, "sim_time_s")) < 1e-15);
+  cr_assert_eq(fabsim_run_flow(run, n, NULL, NULL, NULL, NULL, NULL), 0);
+  cr_assert_eq(fabsim_run_collectives(run), 0);
+  cr_assert_eq(fabsim_run_collective(run, 0, NULL, NULL, NULL, NULL, NULL, NULL), 0);
+  fabsim_run_free(run);
+}
+
+Test(libfabsim, collective_accessor) {
+  FabsimRun *run = run_file("nvls-allreduce.yaml", "workload.size=1MiB");
+  cr_assert_eq(fabsim_run_status(run), 0);
+  cr_assert_eq(fabsim_run_collectives(run), 1);
+  const char *op, *alg;
+  uint64_t bytes;
+  uint32_t ranks;
+  double t, busbw;
+  cr_assert_eq(fabsim_run_collective(run, 0, &op, &alg, &bytes, &ranks, &t, &busbw), 1);
+  cr_assert_str_eq(op, "allreduce");
+  cr_assert_str_eq(alg, "nvls");
+  cr_assert_eq(bytes, 1048576);
+  cr_assert_eq(ranks, 8);
+  cr_assert(t > 0);
+  cr_assert_eq(t, fabsim_run_number(run, "collectives.0.time_s"));
+  cr_assert_eq(busbw, fabsim_run_number(run, "collectives.0.busbw_GBps"));
+  cr_assert(busbw > 0);
+  cr_assert_eq(fabsim_run_number(run, "collectives.0.bytes"), 1048576);
+  cr_assert(isnan(fabsim_run_number(run, "collectives.1.time_s")));
+  cr_assert_eq(fabsim_run_collective(run, 1, &op, &alg, &bytes, &ranks, &t, &busbw), 0);
+  fabsim_run_free(run);
+}
+
+Test(libfabsim, failing_run) {
+  FabsimRun *run = run_file("pfc-deadlock-ring.yaml", NULL);
+  cr_assert_eq(fabsim_run_status(run), 1);
+  const char *f = fabsim_run_failure(run);
+  cr_assert(f && strstr(f, "deadlock"), "failure: %s", f ? f : "(null)");
+  char *js = fabsim_run_json(run);
+  cr_assert(strstr(js, "\"status\": \"failed\""));
+  fabsim_free(js);
+  fabsim_run_free(run);
+}
+
+Test(libfabsim, write_hdf5) {
+  FabsimRun *run = run_file("quickstart.yaml", NULL);
+  char *dir = g_dir_make_tmp("test-libfabsim-XXXXXX", NULL), *err = NULL;
+  cr_assert(dir);
+  char *h5 = g_build_filename(dir, "out.h5", NULL);
+  cr_assert_eq(fabsim_run_write_hdf5(run, h5, &err), 1, "%s", err ? err : "?");
+  GStatBuf st;
+  cr_assert_eq(g_stat(h5, &st), 0);
+  cr_assert_gt(st.st_size, 0);
+  char *bad = g_build_filename(h5, "under-a-file.h5", NULL); /* a regular file as directory */
+  cr_assert_eq(fabsim_run_write_hdf5(run, bad, &err), 0);
+  cr_assert(err);
+  fabsim_free(err);
+  g_unlink(h5);
+  g_rmdir(dir);
+  g_free(bad);
+  g_free(h5);
+  g_free(dir);
+  fabsim_run_free(run);
+}
+
+Test(libfabsim, bad_file) {
+  char *err = NULL;
+  cr_assert_null(fabsim_load_file("/nonexistent/x.yaml", &err));
+  cr_assert(err);
+  fabsim_free(err);
+}
