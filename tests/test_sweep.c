@@ -1,1 +1,300 @@
+/* fabsim sweep, run as a subprocess in a temporary directory: a 2x2 grid
+** matches 4 individual runs and resumes without rerunning; bad values and a
+** missing scenario exit 2 and write nothing; values with braces are not split;
+** a failed point is recorded (exit 1) and rerun on resume; --help.
+**
+** Environment: FABSIM is the fabsim binary (default build/fabsim), FABSIM_SRC
+** the repository root (default .); meson test sets both. */
 #include <criterion/criterion.h>
+#include <glib.h>
+#include <glib/gstdio.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+
+static char *fabsim_bin(void) {
+  const char *s = getenv("FABSIM");
+  return g_canonicalize_filename(s && *s ? s : "build/fabsim", NULL);
+}
+
+static char *quickstart(void) {
+  const char *s = getenv("FABSIM_SRC");
+  char *rel = g_build_filename(s && *s ? s : ".", "scenarios", "quickstart.yaml", NULL);
+  char *abs = g_canonicalize_filename(rel, NULL);
+  g_free(rel);
+  return abs;
+}
+
+typedef struct Proc {
+  int status;
+  char *out, *err, *cmd;
+} Proc;
+
+static void proc_clear(Proc *p) {
+  g_free(p->out);
+  g_free(p->err);
+  g_free(p->cmd);
+  memset(p, 0, sizeof *p);
+}
+
+/* Run fabsim in `cwd` with the NULL-terminated args (without argv[0]). */
+static Proc run_in(const char *cwd, const char *const *args) {
+  GPtrArray *argv = g_ptr_array_new();
+  char *bin = fabsim_bin();
+  g_ptr_array_add(argv, bin);
+  for (int i = 0; args[i]; i++) g_ptr_array_add(argv, (char *)args[i]);
+  g_ptr_array_add(argv, NULL);
+  Proc p = {0};
+  p.cmd = g_strjoinv(" ", (char **)argv->pdata);
+  int ws = 0;
+  GError *e = NULL;
+  gboolean ok = g_spawn_sync(cwd, (char **)argv->pdata, NULL, G_SPAWN_DEFAULT, NULL, NULL, &p.out, &p.err, &ws, &e);
+  cr_assert(ok, "cannot run %s: %s", p.cmd, e ? e->message : "?");
+  g_ptr_array_free(argv, TRUE);
+  g_free(bin);
+  p.status = WIFEXITED(ws) ? WEXITSTATUS(ws) : -1;
+  return p;
+}
+
+#define RUN_IN(cwd, ...) run_in(cwd, (const char *const[]){__VA_ARGS__, NULL})
+
+static char *tmpdir(void) {
+  GError *e = NULL;
+  char *d = g_dir_make_tmp("fabsim-sweep-XXXXXX", &e);
+  cr_assert(d, "cannot make a temporary directory: %s", e ? e->message : "?");
+  return d;
+}
+
+static void rm_rf(const char *path) {
+  GDir *d = g_dir_open(path, 0, NULL);
+  if (d) {
+    const char *n;
+    while ((n = g_dir_read_name(d))) {
+      char *p = g_build_filename(path, n, NULL);
+      rm_rf(p);
+      g_free(p);
+    }
+    g_dir_close(d);
+    g_rmdir(path);
+  } else {
+    g_unlink(path);
+  }
+}
+
+static int n_entries(const char *dir) {
+  GDir *d = g_dir_open(dir, 0, NULL);
+  if (!d) return -1;
+  int n = 0;
+  while (g_dir_read_name(d)) n++;
+  g_dir_close(d);
+  return n;
+}
+
+/* A CSV line split into cells (handles "quoted, cells"). */
+static GPtrArray *csv_cells(const char *line) {
+  GPtrArray *row = g_ptr_array_new_with_free_func(g_free);
+  GString *c = g_string_new(NULL);
+  gboolean q = FALSE;
+  for (const char *p = line;; p++) {
+    if (q) {
+      if (*p == '"' && p[1] == '"') g_string_append_c(c, '"'), p++;
+      else if (*p == '"') q = FALSE;
+      else if (*p) g_string_append_c(c, *p);
+      else break;
+    } else if (*p == '"') {
+      q = TRUE;
+    } else if (*p == ',' || !*p) {
+      g_ptr_array_add(row, g_string_free(c, FALSE));
+      c = g_string_new(NULL);
+      if (!*p) break;
+    } else {
+      g_string_append_c(c, *p);
+    }
+  }
+  g_string_free(c, TRUE);
+  return row;
+}
+
+static int col(GPtrArray *header, const char *name) {
+  for (guint i = 0; i < header->len; i++)
+    if (!strcmp(header->pdata[i], name)) return (int)i;
+  cr_assert_fail("no column %s in the CSV header", name);
+  return -1;
+}
+
+/* The text of the number after "key": in a JSON summary. */
+static char *json_num(const char *js, const char *key) {
+  char *pat = g_strdup_printf("\"%s\": ([-+0-9.eE]+)", key);
+  GRegex *re = g_regex_new(pat, 0, 0, NULL);
+  GMatchInfo *mi = NULL;
+  char *v = NULL;
+  if (g_regex_match(re, js, 0, &mi)) v = g_match_info_fetch(mi, 1);
+  g_match_info_free(mi);
+  g_regex_unref(re);
+  g_free(pat);
+  return v;
+}
+
+static char *read_file(const char *path) {
+  char *s = NULL;
+  cr_assert(g_file_get_contents(path, &s, NULL, NULL), "cannot read %s", path);
+  return s;
+}
+
+static gint64 mtime_ns(const char *path) {
+  struct stat st;
+  cr_assert(stat(path, &st) == 0, "no %s", path);
+  return (gint64)st.st_mtim.tv_sec * 1000000000 + st.st_mtim.tv_nsec;
+}
+
+Test(sweep, grid_2x2_matches_individual_runs_and_resumes) {
+  char *dir = tmpdir(), *sc = quickstart();
+  Proc p = RUN_IN(dir, "sweep", sc, "--set", "workload.size=64KiB,128KiB", "--set", "fabric.switch.buffer=4MiB,8MiB",
+                  "--jobs", "2");
+  cr_assert_eq(p.status, 0, "%s: exit %d; stderr:\n%s", p.cmd, p.status, p.err);
+  char *out = g_build_filename(dir, "sweep-quickstart", NULL);
+  char *csv = g_build_filename(out, "sweep.csv", NULL), *h5 = g_build_filename(out, "sweep.h5", NULL);
+  cr_assert(g_file_test(h5, G_FILE_TEST_IS_REGULAR), "no %s", h5);
+  char *text = read_file(csv);
+  char **lines = g_strsplit(text, "\n", -1);
+  cr_assert_eq(g_strv_length(lines), 6, "expected a header, 4 rows and a final newline:\n%s", text);
+  GPtrArray *hd = csv_cells(lines[0]);
+  cr_expect_str_eq(hd->pdata[0], "workload.size");
+  cr_expect_str_eq(hd->pdata[1], "fabric.switch.buffer");
+  int c_point = col(hd, "point"), c_status = col(hd, "status"), c_time = col(hd, "sim_time_s"),
+      c_events = col(hd, "events");
+  const char *sizes[] = {"64KiB", "64KiB", "128KiB", "128KiB"}, *bufs[] = {"4MiB", "8MiB", "4MiB", "8MiB"};
+  gint64 mt[4];
+  for (int i = 0; i < 4; i++) {
+    GPtrArray *row = csv_cells(lines[i + 1]);
+    cr_assert_eq(row->len, hd->len, "row %d: %s", i, lines[i + 1]);
+    cr_expect_str_eq(row->pdata[0], sizes[i]);
+    cr_expect_str_eq(row->pdata[1], bufs[i]);
+    char *num = g_strdup_printf("%d", i);
+    cr_expect_str_eq(row->pdata[c_point], num);
+    g_free(num);
+    cr_expect_str_eq(row->pdata[c_status], "ok");
+    char *s1 = g_strdup_printf("workload.size=%s", sizes[i]), *s2 = g_strdup_printf("fabric.switch.buffer=%s", bufs[i]);
+    /* with --hdf5 as the sweep's children: the HDF5 sampler's events count too */
+    char *h5one = g_build_filename(dir, "one.h5", NULL);
+    Proc one = RUN_IN(dir, "run", sc, "--json", "--set", s1, "--set", s2, "--hdf5", h5one);
+    g_unlink(h5one);
+    g_free(h5one);
+    cr_assert_eq(one.status, 0, "%s: %s", one.cmd, one.err);
+    char *t = json_num(one.out, "sim_time_s"), *ev = json_num(one.out, "events");
+    cr_assert(t && ev, "no sim_time_s / events in %s", one.out);
+    cr_expect_float_eq(g_ascii_strtod(row->pdata[c_time], NULL), g_ascii_strtod(t, NULL), 1e-15,
+                       "point %d sim_time_s: sweep %s, run %s", i, (char *)row->pdata[c_time], t);
+    cr_expect_str_eq(row->pdata[c_events], ev, "point %d events", i);
+    g_free(t), g_free(ev), g_free(s1), g_free(s2);
+    proc_clear(&one);
+    char *ph = g_strdup_printf("%s/point-%04d.h5", out, i);
+    mt[i] = mtime_ns(ph);
+    g_free(ph);
+    g_ptr_array_free(row, TRUE);
+  }
+  proc_clear(&p);
+
+  /* the same command again: nothing is rerun, the CSV is the same */
+  p = RUN_IN(dir, "sweep", sc, "--set", "workload.size=64KiB,128KiB", "--set", "fabric.switch.buffer=4MiB,8MiB",
+             "--jobs", "2");
+  cr_assert_eq(p.status, 0, "%s: exit %d; stderr:\n%s", p.cmd, p.status, p.err);
+  cr_expect(strstr(p.err, "4 of 4 points already done") != NULL, "stderr:\n%s", p.err);
+  for (int i = 0; i < 4; i++) {
+    char *ph = g_strdup_printf("%s/point-%04d.h5", out, i);
+    cr_expect_eq(mtime_ns(ph), mt[i], "%s was rewritten on resume", ph);
+    g_free(ph);
+  }
+  char *again = read_file(csv);
+  cr_expect_str_eq(again, text, "the CSV changed on resume");
+  g_free(again);
+  cr_expect(g_file_test(h5, G_FILE_TEST_IS_REGULAR));
+
+  proc_clear(&p);
+  g_ptr_array_free(hd, TRUE);
+  g_strfreev(lines);
+  g_free(text), g_free(csv), g_free(h5), g_free(out);
+  rm_rf(dir);
+  g_free(dir), g_free(sc);
+}
+
+Test(sweep, bad_value_exits_2_and_writes_nothing) {
+  char *dir = tmpdir(), *sc = quickstart();
+  Proc p = RUN_IN(dir, "sweep", sc, "--set", "fabric.switch.buffer=4MiB,bogus", "--out", "o");
+  cr_expect_eq(p.status, 2, "%s: exit %d; stderr:\n%s", p.cmd, p.status, p.err);
+  cr_expect(strstr(p.err, "bogus") != NULL, "stderr should name the bad value:\n%s", p.err);
+  cr_expect_eq(n_entries(dir), 0, "something was written in %s", dir);
+  proc_clear(&p);
+  rm_rf(dir);
+  g_free(dir), g_free(sc);
+}
+
+Test(sweep, missing_scenario_exits_2) {
+  char *dir = tmpdir();
+  Proc p = RUN_IN(dir, "sweep", "no-such-scenario.yaml", "--set", "seed=1,2");
+  cr_expect_eq(p.status, 2, "%s: exit %d; stderr:\n%s", p.cmd, p.status, p.err);
+  cr_expect_str_not_empty(p.err);
+  cr_expect_eq(n_entries(dir), 0, "something was written in %s", dir);
+  proc_clear(&p);
+  p = RUN_IN(dir, "sweep", "--bogus");
+  cr_expect_eq(p.status, 2);
+  proc_clear(&p);
+  p = RUN_IN(dir, "sweep", "--help");
+  cr_expect_eq(p.status, 0);
+  cr_expect(strstr(p.out, "usage: fabsim sweep") != NULL, "%s", p.out);
+  proc_clear(&p);
+  rm_rf(dir);
+  g_free(dir);
+}
+
+Test(sweep, braces_are_not_split) {
+  char *dir = tmpdir(), *sc = quickstart();
+  Proc p = RUN_IN(dir, "sweep", sc, "--set", "fabric.switch.pfc={enabled: true, xoff: 64KiB},{enabled: false}",
+                  "--set", "seed=1", "--out", "o", "--jobs", "2");
+  cr_assert_eq(p.status, 0, "%s: exit %d; stderr:\n%s", p.cmd, p.status, p.err);
+  char *csv = g_build_filename(dir, "o", "sweep.csv", NULL);
+  char *text = read_file(csv);
+  char **lines = g_strsplit(text, "\n", -1);
+  cr_assert_eq(g_strv_length(lines), 4, "expected 2 rows:\n%s", text);
+  GPtrArray *hd = csv_cells(lines[0]);
+  cr_expect_str_eq(hd->pdata[0], "fabric.switch.pfc");
+  cr_expect_str_eq(hd->pdata[1], "point", "the fixed --set is not a column");
+  GPtrArray *r0 = csv_cells(lines[1]), *r1 = csv_cells(lines[2]);
+  cr_expect_str_eq(r0->pdata[0], "{enabled: true, xoff: 64KiB}");
+  cr_expect_str_eq(r1->pdata[0], "{enabled: false}");
+  int c = col(hd, "pfc_pause_frames");
+  cr_expect_str_neq(r0->pdata[c], "0", "PFC on should send PAUSE frames here");
+  cr_expect_str_eq(r1->pdata[c], "0");
+  g_ptr_array_free(r0, TRUE), g_ptr_array_free(r1, TRUE), g_ptr_array_free(hd, TRUE);
+  g_strfreev(lines);
+  g_free(text), g_free(csv);
+  proc_clear(&p);
+  rm_rf(dir);
+  g_free(dir), g_free(sc);
+}
+
+Test(sweep, failed_point_is_recorded_and_rerun) {
+  char *dir = tmpdir(), *sc = quickstart();
+  const char *const args[] = {"sweep", sc, "--set", "stop_time=1us,1ms", "--out", "o", NULL};
+  Proc p = run_in(dir, args);
+  cr_expect_eq(p.status, 1, "%s: exit %d; stderr:\n%s", p.cmd, p.status, p.err);
+  char *csv = g_build_filename(dir, "o", "sweep.csv", NULL);
+  char *text = read_file(csv);
+  char **lines = g_strsplit(text, "\n", -1);
+  cr_assert_eq(g_strv_length(lines), 4, "%s", text);
+  GPtrArray *hd = csv_cells(lines[0]), *r0 = csv_cells(lines[1]), *r1 = csv_cells(lines[2]);
+  cr_expect_str_eq(r0->pdata[col(hd, "status")], "failed");
+  cr_expect_str_eq(r0->pdata[col(hd, "exit")], "1");
+  cr_expect_str_eq(r1->pdata[col(hd, "status")], "ok");
+  proc_clear(&p);
+  p = run_in(dir, args);
+  cr_expect_eq(p.status, 1);
+  cr_expect(strstr(p.err, "1 of 2 points already done") != NULL, "stderr:\n%s", p.err);
+  cr_expect(strstr(p.err, "point 0 failed") != NULL, "the failed point should be rerun:\n%s", p.err);
+  g_ptr_array_free(r0, TRUE), g_ptr_array_free(r1, TRUE), g_ptr_array_free(hd, TRUE);
+  g_strfreev(lines);
+  g_free(text), g_free(csv);
+  proc_clear(&p);
+  rm_rf(dir);
+  g_free(dir), g_free(sc);
+}
