@@ -79,3 +79,33 @@ Test(plot, bad_input_is_exit_2) {
   cr_assert_eq(run(c, &err), 0);
   g_free(err);
 }
+
+Test(plot, sweep_metrics_against_the_swept_values) {
+  char *gp = g_find_program_in_path("gnuplot");
+  if (!gp) cr_skip_test("gnuplot is not installed: fabsim plot cannot draw");
+  g_free(gp);
+  char *dir = g_dir_make_tmp("fabsim-plot-XXXXXX", NULL);
+  char *scen = g_build_filename(getenv("FABSIM_SRC") ? getenv("FABSIM_SRC") : ".", "scenarios", "quickstart.yaml", NULL);
+  char *sweep = g_build_filename(dir, "sw", NULL), *h5 = g_build_filename(sweep, "sweep.h5", NULL);
+  const char *a[] = {fabsim_bin(), "sweep", scen, "--set", "workload.size=64KiB,128KiB", "--set",
+                     "fabric.topology.spines=8,2", "--out", sweep, "--jobs", "2", NULL};
+  char *err = NULL;
+  cr_assert_eq(run(a, &err), 0, "%s", err);
+  g_free(err);
+  const char *b[] = {fabsim_bin(), "plot", h5, NULL};
+  cr_assert_eq(run(b, &err), 0, "%s", err);
+  g_free(err);
+  const char *m[] = {"sim_time_s", "fct_p99_s", "drops", "max_queue_bytes"};
+  for (int i = 0; i < 4; i++) {
+    char *p = g_strdup_printf("%s/sweep-plots/sweep-%s.png", sweep, m[i]);
+    cr_assert(is_png(p), "%s", p);
+    g_free(p);
+  }
+  char *cmd = g_strdup_printf("rm -rf '%s'", dir);
+  cr_assert_eq(system(cmd), 0);
+  g_free(cmd);
+  g_free(scen);
+  g_free(sweep);
+  g_free(h5);
+  g_free(dir);
+}

@@ -2,6 +2,9 @@
 **
 **   queues.png/.svg  egress queue depth over time of the 8 busiest switch ports
 **   links.png/.svg   utilisation heatmap: the 32 busiest links x time
+**   sweep-METRIC.*   for a sweep's sweep.h5: sim time, p99 FCT, drops and
+**                    deepest queue against the first swept key, one line
+**                    per value of the second
 **
 ** The data gnuplot reads is written next to the pictures (.dat, .gp), so a
 ** user can restyle them. Needs the queue time series, i.e. a run with
@@ -20,7 +23,8 @@ static const char usage[] =
   "\n"
   "Draw a run's HDF5 results with gnuplot, as PNG and SVG in DIR (default:\n"
   "RESULT-plots next to the file): queue depth over time of the busiest switch\n"
-  "ports (queues.*) and a link utilisation heatmap (links.*).\n";
+  "ports (queues.*) and a link utilisation heatmap (links.*). For a sweep's\n"
+  "sweep.h5: metrics against the swept values (sweep-*.*).\n";
 
 typedef struct Series {
   hsize_t ns, np, nl;          /* samples, sampled ports, links */
@@ -214,6 +218,165 @@ static gboolean links(const Series *s, const char *dir, GString *gp) {
   return TRUE;
 }
 
+/* ---- sweeps --------------------------------------------------------------- */
+
+typedef struct Sweep {
+  hsize_t n;                /* points */
+  int nkeys, nnum;
+  char **key;               /* nkeys member names (swept keys) */
+  char **num;               /* nnum member names (numeric fields) */
+  char *val;                /* n x nkeys x 64: the swept values */
+  double *x;                /* n x nnum */
+} Sweep;
+
+static void sweep_free(Sweep *w) {
+  g_strfreev(w->key);
+  g_strfreev(w->num);
+  g_free(w->val);
+  g_free(w->x);
+}
+
+static gboolean load_sweep(const char *path, Sweep *w) {
+  H5Eset_auto2(H5E_DEFAULT, NULL, NULL);
+  hid_t f = H5Fopen(path, H5F_ACC_RDONLY, H5P_DEFAULT);
+  if (f < 0) return FALSE;
+  gboolean ok = FALSE;
+  if (H5Lexists(f, "/sweep", H5P_DEFAULT) <= 0) goto out_f;
+  hid_t d = H5Dopen2(f, "/sweep", H5P_DEFAULT), ft = H5Dget_type(d), sp = H5Dget_space(d);
+  w->n = (hsize_t)H5Sget_simple_extent_npoints(sp);
+  int nm = H5Tget_nmembers(ft);
+  GPtrArray *keys = g_ptr_array_new(), *nums = g_ptr_array_new();
+  for (int i = 0; i < nm; i++) {
+    char *name = H5Tget_member_name(ft, (unsigned)i);
+    H5T_class_t c = H5Tget_member_class(ft, (unsigned)i);
+    if (c == H5T_STRING) g_ptr_array_add(keys, g_strdup(name));
+    else if (c == H5T_FLOAT && strcmp(name, "wall_s")) g_ptr_array_add(nums, g_strdup(name));
+    H5free_memory(name);
+  }
+  w->nkeys = (int)keys->len, w->nnum = (int)nums->len;
+  g_ptr_array_add(keys, NULL);
+  g_ptr_array_add(nums, NULL);
+  w->key = (char **)g_ptr_array_free(keys, FALSE);
+  w->num = (char **)g_ptr_array_free(nums, FALSE);
+  if (w->nkeys >= 1 && w->n > 0) { /* read the strings, then the numbers, one member type at a time */
+    hid_t str = H5Tcopy(H5T_C_S1);
+    H5Tset_size(str, 64);
+    w->val = g_malloc0(w->n * w->nkeys * 64);
+    w->x = g_new0(double, w->n * w->nnum);
+    ok = TRUE;
+    for (int k = 0; ok && k < w->nkeys; k++) {
+      hid_t mt = H5Tcreate(H5T_COMPOUND, 64);
+      H5Tinsert(mt, w->key[k], 0, str);
+      char *buf = g_malloc0(w->n * 64);
+      ok = H5Dread(d, mt, H5S_ALL, H5S_ALL, H5P_DEFAULT, buf) >= 0;
+      for (hsize_t i = 0; ok && i < w->n; i++) memcpy(w->val + (i * w->nkeys + k) * 64, buf + i * 64, 63);
+      g_free(buf);
+      H5Tclose(mt);
+    }
+    for (int m = 0; ok && m < w->nnum; m++) {
+      hid_t mt = H5Tcreate(H5T_COMPOUND, 8);
+      H5Tinsert(mt, w->num[m], 0, H5T_NATIVE_DOUBLE);
+      double *buf = g_new(double, w->n);
+      ok = H5Dread(d, mt, H5S_ALL, H5S_ALL, H5P_DEFAULT, buf) >= 0;
+      for (hsize_t i = 0; ok && i < w->n; i++) w->x[i * w->nnum + m] = buf[i];
+      g_free(buf);
+      H5Tclose(mt);
+    }
+    H5Tclose(str);
+  }
+  H5Sclose(sp);
+  H5Tclose(ft);
+  H5Dclose(d);
+out_f:
+  H5Fclose(f);
+  return ok;
+}
+
+/* Index of value v among the distinct values of key k, in order of appearance. */
+static int distinct(const Sweep *w, int k, GPtrArray *seen, const char *v) {
+  for (guint i = 0; i < seen->len; i++)
+    if (!strcmp(g_ptr_array_index(seen, i), v)) return (int)i;
+  g_ptr_array_add(seen, (gpointer)v);
+  return (int)seen->len - 1;
+}
+
+/* sweep.dat: one block per value of the second key; x = index of the first key's value. */
+static char *sweep_data(const Sweep *w, const char *dir, GPtrArray *xs, GPtrArray *ls) {
+  char *path = g_build_filename(dir, "sweep.dat", NULL);
+  FILE *out = fopen(path, "w");
+  for (hsize_t i = 0; i < w->n; i++) {
+    distinct(w, 0, xs, w->val + i * w->nkeys * 64);
+    if (w->nkeys > 1) distinct(w, 1, ls, w->val + (i * w->nkeys + 1) * 64);
+  }
+  if (!ls->len) g_ptr_array_add(ls, (gpointer)"");
+  for (guint b = 0; b < ls->len; b++) {
+    fprintf(out, "# %s = %s\n", w->nkeys > 1 ? w->key[1] : "", (char *)g_ptr_array_index(ls, b));
+    for (hsize_t i = 0; i < w->n; i++) {
+      if (w->nkeys > 1 && strcmp(w->val + (i * w->nkeys + 1) * 64, g_ptr_array_index(ls, b))) continue;
+      fprintf(out, "%d", distinct(w, 0, xs, w->val + i * w->nkeys * 64));
+      for (int m = 0; m < w->nnum; m++) fprintf(out, " %.9g", w->x[i * w->nnum + m]);
+      fprintf(out, "\n");
+    }
+    fprintf(out, "\n\n");
+  }
+  fclose(out);
+  return path;
+}
+
+static int num_index(const Sweep *w, const char *name) {
+  for (int m = 0; m < w->nnum; m++)
+    if (!strcmp(w->num[m], name)) return m;
+  return -1;
+}
+
+static gboolean draw(const char *gp_bin, const char *dir, const char *name, const GString *body, GString *why);
+
+static gboolean sweep_plots(const char *gp_bin, const Sweep *w, const char *dir, GString *why) {
+  static const struct { const char *field, *label; double scale; } metrics[] = {
+    {"sim_time_s", "simulated time (us)", 1e6}, {"fct_p99_s", "p99 flow completion time (us)", 1e6},
+    {"drops", "packets dropped", 1}, {"max_queue_bytes", "deepest egress queue (KiB)", 1.0 / 1024},
+  };
+  GPtrArray *xs = g_ptr_array_new(), *ls = g_ptr_array_new();
+  char *data = sweep_data(w, dir, xs, ls);
+  gboolean ok = TRUE;
+  for (size_t i = 0; ok && i < G_N_ELEMENTS(metrics); i++) {
+    int m = num_index(w, metrics[i].field);
+    if (m < 0) continue;
+    GString *gp = g_string_new(NULL);
+    g_string_append(gp, "set title \"");
+    put_title(gp, metrics[i].label);
+    g_string_append(gp, " against ");
+    put_title(gp, w->key[0]);
+    g_string_append_printf(gp, "\"\nset xlabel \"");
+    put_title(gp, w->key[0]);
+    g_string_append_printf(gp, "\"\nset ylabel \"%s\"\nset grid\nset key outside right top title \"", metrics[i].label);
+    if (w->nkeys > 1) put_title(gp, w->key[1]);
+    g_string_append(gp, "\"\nset yrange [0:*]\nset xrange [-0.5:");
+    g_string_append_printf(gp, "%u.5]\nset xtics (", xs->len - 1);
+    for (guint j = 0; j < xs->len; j++) {
+      g_string_append_printf(gp, "%s\"", j ? ", " : "");
+      put_title(gp, g_ptr_array_index(xs, j));
+      g_string_append_printf(gp, "\" %u", j);
+    }
+    g_string_append(gp, ")\nplot ");
+    for (guint b = 0; b < ls->len; b++) {
+      g_string_append_printf(gp, "%s\"%s\" index %u using 1:($%d*%g) with linespoints lw 2 pt 7 title \"", b ? ", " : "",
+                             data, b, m + 2, metrics[i].scale);
+      put_title(gp, g_ptr_array_index(ls, b));
+      g_string_append(gp, "\"");
+    }
+    g_string_append(gp, "\n");
+    char *name = g_strdup_printf("sweep-%s", metrics[i].field);
+    ok = draw(gp_bin, dir, name, gp, why);
+    g_free(name);
+    g_string_free(gp, TRUE);
+  }
+  g_free(data);
+  g_ptr_array_free(xs, TRUE);
+  g_ptr_array_free(ls, TRUE);
+  return ok;
+}
+
 /* Run a gnuplot script file. */
 static gboolean gnuplot(const char *gnuplot_bin, const char *script, GString *why) {
   char *argv[] = {(char *)gnuplot_bin, (char *)script, NULL};
@@ -280,7 +443,12 @@ int fab_cmd_plot(int argc, char **argv) {
     g_string_printf(why, "%s: no such file", file);
     goto done;
   }
-  if (!load(file, &s, why)) goto done;
+  Sweep w = {0};
+  gboolean is_sweep = load_sweep(file, &w);
+  if (!is_sweep && !load(file, &s, why)) {
+    sweep_free(&w);
+    goto done;
+  }
   char *dir = out ? g_strdup(out) : NULL;
   if (!dir) {
     char *stem = g_strdup(file);
@@ -291,9 +459,17 @@ int fab_cmd_plot(int argc, char **argv) {
   if (g_mkdir_with_parents(dir, 0755) != 0) {
     g_string_printf(why, "cannot create %s", dir);
     g_free(dir);
+    sweep_free(&w);
     goto done;
   }
   rc = 0;
+  if (is_sweep) {
+    if (!sweep_plots(gp_bin, &w, dir, why)) rc = 1;
+    sweep_free(&w);
+    g_free(dir);
+    goto done;
+  }
+  sweep_free(&w);
   GString *q = g_string_new(NULL), *l = g_string_new(NULL);
   if (queues(&s, dir, q) && !draw(gp_bin, dir, "queues", q, why)) rc = 1;
   if (rc == 0 && links(&s, dir, l) && !draw(gp_bin, dir, "links", l, why)) rc = 1;
