@@ -22,6 +22,8 @@ static const char usage_main[] =
   "commands:\n"
   "  run [SCENARIO]        simulate a scenario (the built-in quickstart if none)\n"
   "  validate SCENARIO     check a scenario without running it\n"
+  "  sweep SCENARIO --set KEY=V1,V2,...   run a grid of variants in parallel (CSV + HDF5)\n"
+  "  plot RESULT.h5        draw a run's or a sweep's results with gnuplot\n"
   "\n"
   "options:\n"
   "  -h, --help            this help (also: fabsim COMMAND --help)\n"
