@@ -109,3 +109,26 @@ Test(plot, sweep_metrics_against_the_swept_values) {
   g_free(h5);
   g_free(dir);
 }
+
+Test(plot, an_unwritable_output_directory_is_exit_2) {
+  char *gp = g_find_program_in_path("gnuplot");
+  if (!gp) cr_skip_test("gnuplot is not installed");
+  g_free(gp);
+  char *dir = g_dir_make_tmp("fabsim-plot-XXXXXX", NULL);
+  char *h5 = g_build_filename(dir, "run.h5", NULL);
+  char *scen = g_build_filename(getenv("FABSIM_SRC") ? getenv("FABSIM_SRC") : ".", "scenarios", "incast.yaml", NULL);
+  const char *a[] = {fabsim_bin(), "run", scen, "--hdf5", h5, NULL};
+  char *err = NULL;
+  cr_assert_eq(run(a, &err), 0, "%s", err);
+  g_free(err);
+  const char *b[] = {fabsim_bin(), "plot", h5, "--out", "/proc/self", NULL};
+  cr_assert_eq(run(b, &err), 2);
+  cr_assert(strstr(err, "cannot write"), "%s", err);
+  g_free(err);
+  char *cmd = g_strdup_printf("rm -rf '%s'", dir);
+  cr_assert_eq(system(cmd), 0);
+  g_free(cmd);
+  g_free(h5);
+  g_free(scen);
+  g_free(dir);
+}

@@ -298,3 +298,35 @@ Test(sweep, failed_point_is_recorded_and_rerun) {
   rm_rf(dir);
   g_free(dir), g_free(sc);
 }
+
+Test(sweep, a_directory_of_another_sweep_is_not_reused) {
+  char *dir = tmpdir(), *q = quickstart();
+  char *inc = g_build_filename(getenv("FABSIM_SRC") ? getenv("FABSIM_SRC") : ".", "scenarios", "incast.yaml", NULL);
+  char *out = g_build_filename(dir, "s", NULL);
+  Proc a = RUN_IN(dir, "sweep", q, "--set", "workload.size=64KiB,128KiB", "--out", out, "--jobs", "2");
+  cr_assert_eq(a.status, 0, "%s", a.err);
+  char *csv = g_build_filename(out, "sweep.csv", NULL), *before = read_file(csv);
+  /* another scenario, the same key and values: its results must not be taken for these */
+  Proc b = RUN_IN(dir, "sweep", inc, "--set", "workload.size=64KiB,128KiB", "--out", out);
+  cr_assert_eq(b.status, 2, "%s", b.err);
+  cr_assert(strstr(b.err, "holds another sweep"), "%s", b.err);
+  /* the same values in another order are another sweep too (points are numbered in grid order) */
+  Proc c = RUN_IN(dir, "sweep", q, "--set", "workload.size=128KiB,64KiB", "--out", out);
+  cr_assert_eq(c.status, 2, "%s", c.err);
+  char *after = read_file(csv);
+  cr_assert_str_eq(after, before, "the first sweep's results are untouched");
+  Proc d = RUN_IN(dir, "sweep", q, "--set", "workload.size=64KiB,128KiB", "--out", "/proc/self");
+  cr_assert_eq(d.status, 2, "an unwritable directory is bad input: %s", d.err);
+  proc_clear(&a);
+  proc_clear(&b);
+  proc_clear(&c);
+  proc_clear(&d);
+  g_free(before);
+  g_free(after);
+  g_free(csv);
+  g_free(out);
+  g_free(inc);
+  g_free(q);
+  rm_rf(dir);
+  g_free(dir);
+}

@@ -32,7 +32,8 @@ typedef struct FabsimRun FabsimRun;
 const char *fabsim_version(void);
 
 /* Load a scenario from a YAML file, or from text (`name` stands for the file
-** name in error locations; includes are relative to the current directory).
+** name in error locations; its include: paths must be absolute, since the
+** text is loaded through a private temporary file).
 ** NULL + *err on bad input. Overrides given later with fabsim_set apply when
 ** the scenario runs. */
 FabsimScenario *fabsim_load_file(const char *path, char **err);

@@ -10,6 +10,7 @@
 ** user can restyle them. Needs the queue time series, i.e. a run with
 ** output.hdf5 (sampled every output.sample_interval). Without gnuplot on the
 ** PATH it says so and exits 2. See cmds.h. */
+#include <errno.h>
 #include <glib.h>
 #include <glib/gstdio.h>
 #include <hdf5.h>
@@ -137,7 +138,7 @@ static void put_title(GString *gp, const char *name) {
 }
 
 /* queues.dat + the plot commands for it. Returns FALSE if nothing queued. */
-static gboolean queues(const Series *s, const char *dir, GString *gp) {
+static gboolean queues(const Series *s, const char *dir, GString *gp, GString *why) {
   Rank *r = g_new(Rank, s->np);
   for (hsize_t p = 0; p < s->np; p++) {
     uint32_t m = 0;
@@ -153,6 +154,12 @@ static gboolean queues(const Series *s, const char *dir, GString *gp) {
   }
   char *path = g_build_filename(dir, "queues.dat", NULL);
   FILE *out = fopen(path, "w");
+  if (!out) {
+    g_string_printf(why, "cannot write %s: %s", path, g_strerror(errno));
+    g_free(path);
+    g_free(r);
+    return FALSE;
+  }
   fprintf(out, "# time_us");
   for (hsize_t j = 0; j < top; j++) fprintf(out, " %s_KiB", s->port[r[j].i]);
   fprintf(out, "\n");
@@ -177,7 +184,7 @@ static gboolean queues(const Series *s, const char *dir, GString *gp) {
 }
 
 /* links.dat (time, row, utilisation %) + the heatmap commands. */
-static gboolean links(const Series *s, const char *dir, GString *gp) {
+static gboolean links(const Series *s, const char *dir, GString *gp, GString *why) {
   if (!s->link_bytes || s->ns < 2) return FALSE;
   Rank *r = g_new(Rank, s->nl);
   for (hsize_t l = 0; l < s->nl; l++) r[l] = (Rank){l, (double)s->link_bytes[(s->ns - 1) * s->nl + l]};
@@ -190,6 +197,12 @@ static gboolean links(const Series *s, const char *dir, GString *gp) {
   }
   char *path = g_build_filename(dir, "links.dat", NULL);
   FILE *out = fopen(path, "w");
+  if (!out) {
+    g_string_printf(why, "cannot write %s: %s", path, g_strerror(errno));
+    g_free(path);
+    g_free(r);
+    return FALSE;
+  }
   fprintf(out, "# time_us row utilisation_percent (row j = the j-th busiest link)\n");
   for (hsize_t k = 1; k < s->ns; k++) {
     double dt = (double)(s->t[k] - s->t[k - 1]) / 1e12;
@@ -226,6 +239,7 @@ typedef struct Sweep {
   char **key;               /* nkeys member names (swept keys) */
   char **num;               /* nnum member names (numeric fields) */
   char *val;                /* n x nkeys x 64: the swept values */
+  uint32_t *status;         /* n: 0 ok, 1 the point's run failed (NULL if absent) */
   double *x;                /* n x nnum */
 } Sweep;
 
@@ -234,6 +248,7 @@ static void sweep_free(Sweep *w) {
   g_strfreev(w->num);
   g_free(w->val);
   g_free(w->x);
+  g_free(w->status);
 }
 
 static gboolean load_sweep(const char *path, Sweep *w) {
@@ -273,6 +288,13 @@ static gboolean load_sweep(const char *path, Sweep *w) {
       g_free(buf);
       H5Tclose(mt);
     }
+    if (ok && H5Tget_member_index(ft, "status") >= 0) {
+      hid_t mt = H5Tcreate(H5T_COMPOUND, 4);
+      H5Tinsert(mt, "status", 0, H5T_NATIVE_UINT32);
+      w->status = g_new(uint32_t, w->n);
+      if (H5Dread(d, mt, H5S_ALL, H5S_ALL, H5P_DEFAULT, w->status) < 0) g_clear_pointer(&w->status, g_free);
+      H5Tclose(mt);
+    }
     for (int m = 0; ok && m < w->nnum; m++) {
       hid_t mt = H5Tcreate(H5T_COMPOUND, 8);
       H5Tinsert(mt, w->num[m], 0, H5T_NATIVE_DOUBLE);
@@ -301,9 +323,14 @@ static int distinct(const Sweep *w, int k, GPtrArray *seen, const char *v) {
 }
 
 /* sweep.dat: one block per value of the second key; x = index of the first key's value. */
-static char *sweep_data(const Sweep *w, const char *dir, GPtrArray *xs, GPtrArray *ls) {
+static char *sweep_data(const Sweep *w, const char *dir, GPtrArray *xs, GPtrArray *ls, GString *why) {
   char *path = g_build_filename(dir, "sweep.dat", NULL);
   FILE *out = fopen(path, "w");
+  if (!out) {
+    g_string_printf(why, "cannot write %s: %s", path, g_strerror(errno));
+    g_free(path);
+    return NULL;
+  }
   for (hsize_t i = 0; i < w->n; i++) {
     distinct(w, 0, xs, w->val + i * w->nkeys * 64);
     if (w->nkeys > 1) distinct(w, 1, ls, w->val + (i * w->nkeys + 1) * 64);
@@ -312,6 +339,7 @@ static char *sweep_data(const Sweep *w, const char *dir, GPtrArray *xs, GPtrArra
   for (guint b = 0; b < ls->len; b++) {
     fprintf(out, "# %s = %s\n", w->nkeys > 1 ? w->key[1] : "", (char *)g_ptr_array_index(ls, b));
     for (hsize_t i = 0; i < w->n; i++) {
+      if (w->status && w->status[i] != 0) continue; /* a failed point is not a measurement */
       if (w->nkeys > 1 && strcmp(w->val + (i * w->nkeys + 1) * 64, g_ptr_array_index(ls, b))) continue;
       fprintf(out, "%d", distinct(w, 0, xs, w->val + i * w->nkeys * 64));
       for (int m = 0; m < w->nnum; m++) fprintf(out, " %.9g", w->x[i * w->nnum + m]);
@@ -337,8 +365,8 @@ static gboolean sweep_plots(const char *gp_bin, const Sweep *w, const char *dir,
     {"drops", "packets dropped", 1}, {"max_queue_bytes", "deepest egress queue (KiB)", 1.0 / 1024},
   };
   GPtrArray *xs = g_ptr_array_new(), *ls = g_ptr_array_new();
-  char *data = sweep_data(w, dir, xs, ls);
-  gboolean ok = TRUE;
+  char *data = sweep_data(w, dir, xs, ls, why);
+  gboolean ok = data != NULL;
   for (size_t i = 0; ok && i < G_N_ELEMENTS(metrics); i++) {
     int m = num_index(w, metrics[i].field);
     if (m < 0) continue;
@@ -399,7 +427,12 @@ static gboolean draw(const char *gp_bin, const char *dir, const char *name, cons
                          body->str);
   g_string_append_printf(gp, "set terminal svg size 1200,700 font \"sans,11\"\nset output \"%s\"\nreplot\n", svg);
   char *script = g_strdup_printf("%s/%s.gp", dir, name);
-  gboolean ok = g_file_set_contents(script, gp->str, -1, NULL) && gnuplot(gp_bin, script, why);
+  GError *e = NULL;
+  gboolean ok = g_file_set_contents(script, gp->str, -1, &e) && gnuplot(gp_bin, script, why);
+  if (e) {
+    g_string_printf(why, "cannot write %s: %s", script, e->message);
+    g_error_free(e);
+  }
   if (ok) printf("%s\n%s\n", png, svg);
   g_free(script);
   g_free(png);
@@ -464,15 +497,19 @@ int fab_cmd_plot(int argc, char **argv) {
   }
   rc = 0;
   if (is_sweep) {
-    if (!sweep_plots(gp_bin, &w, dir, why)) rc = 1;
+    if (!sweep_plots(gp_bin, &w, dir, why)) rc = g_str_has_prefix(why->str, "cannot write") ? 2 : 1;
     sweep_free(&w);
     g_free(dir);
     goto done;
   }
   sweep_free(&w);
   GString *q = g_string_new(NULL), *l = g_string_new(NULL);
-  if (queues(&s, dir, q) && !draw(gp_bin, dir, "queues", q, why)) rc = 1;
-  if (rc == 0 && links(&s, dir, l) && !draw(gp_bin, dir, "links", l, why)) rc = 1;
+  if (queues(&s, dir, q, why) && !draw(gp_bin, dir, "queues", q, why)) rc = 1;
+  if (rc == 0 && why->len) rc = 2; /* could not write the data file */
+  if (rc == 0 && links(&s, dir, l, why) && !draw(gp_bin, dir, "links", l, why)) rc = 1;
+  if (rc == 0 && why->len) rc = 2;
+  if (rc == 0 && !s.link_bytes)
+    fprintf(stderr, "fabsim: plot: %s has no /queues/link_bytes (an older fabsim): no links heatmap\n", file);
   g_string_free(q, TRUE);
   g_string_free(l, TRUE);
   g_free(dir);

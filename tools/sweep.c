@@ -18,6 +18,7 @@
 ** temporary file and rename. Exit status: 0 every point ok, 1 some point's
 ** simulation failed (its row says so), 2 bad input or usage. */
 #include <glib.h>
+#include <sys/resource.h>
 #include <glib/gstdio.h>
 #include <hdf5.h>
 #include <errno.h>
@@ -329,6 +330,7 @@ static gboolean write_h5(const char *path, GPtrArray *keys, Point *pts, size_t n
   H5Tinsert(t, "status", off_status, H5T_NATIVE_UINT32);
   H5Tinsert(t, "exit", off_exit, H5T_NATIVE_INT32);
   for (size_t f = 0; f < N_FIELDS; f++) H5Tinsert(t, fields[f].name, off_num + 8 * f, H5T_NATIVE_DOUBLE);
+  H5Eset_auto2(H5E_DEFAULT, NULL, NULL); /* failures are reported by us, once */
   hid_t file = H5Fcreate(tmp, H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT);
   if (file >= 0) {
     hsize_t dims[1] = {rows};
@@ -448,12 +450,15 @@ int fab_cmd_sweep(int argc, char **argv, const char *self) {
         }
       g_ptr_array_add(all_names, name);
       GPtrArray *vals = split_top(eq + 1);
-      for (guint v = 0; v < vals->len; v++)
-        if (!*(char *)vals->pdata[v] && vals->len > 1) {
-          rc = usage_error("--set %s: empty value in the list", val);
+      for (guint v = 0; v < vals->len; v++) {
+        const char *one = vals->pdata[v];
+        if ((!*one && vals->len > 1) || (vals->len > 1 && strlen(one) >= KEY_STRLEN)) {
+          rc = usage_error(*one ? "--set %s: a swept value longer than %d characters" : "--set %s: empty value in "
+                           "the list", val, KEY_STRLEN - 1);
           g_ptr_array_free(vals, TRUE);
           goto out;
         }
+      }
       if (vals->len == 1) {
         g_ptr_array_add(fixed, g_strdup(val));
         g_ptr_array_free(vals, TRUE);
@@ -472,6 +477,11 @@ int fab_cmd_sweep(int argc, char **argv, const char *self) {
       if (s[6] == '=') val = s + 7;
       else if (i + 1 < argc) val = argv[++i];
       else { rc = usage_error("--seed needs a number"); goto out; }
+      for (guint k = 0; k < all_names->len; k++)
+        if (!strcmp(all_names->pdata[k], "seed")) {
+          rc = usage_error("--seed: the seed is given twice");
+          goto out;
+        }
       g_ptr_array_add(fixed, g_strdup_printf("seed=%s", val));
       g_ptr_array_add(all_names, g_strdup("seed"));
     } else if (!strcmp(s, "--out") || !strncmp(s, "--out=", 6)) {
@@ -508,6 +518,10 @@ int fab_cmd_sweep(int argc, char **argv, const char *self) {
     goto out;
   }
   if (!jobs) jobs = (long)g_get_num_processors();
+  struct rlimit nofile;
+  if (getrlimit(RLIMIT_NOFILE, &nofile) == 0 && nofile.rlim_cur != RLIM_INFINITY &&
+      (rlim_t)jobs > (nofile.rlim_cur - 16) / 2)
+    jobs = (long)((nofile.rlim_cur - 16) / 2); /* two pipes per child */
 
   /* the grid, first key slowest */
   n = 1;
@@ -564,6 +578,42 @@ int fab_cmd_sweep(int argc, char **argv, const char *self) {
   csv_path = g_build_filename(dir, "sweep.csv", NULL);
   h5_path = g_build_filename(dir, "sweep.h5", NULL);
   header = csv_header(keys);
+  { /* what this sweep is: a resume must be of the same scenario, settings and values */
+    GString *sig = g_string_new(NULL);
+    char *abs = g_canonicalize_filename(scenario, NULL), *text = NULL;
+    gsize len = 0;
+    g_file_get_contents(scenario, &text, &len, NULL);
+    char *sum = g_compute_checksum_for_data(G_CHECKSUM_SHA256, (const guchar *)(text ? text : ""), text ? len : 0);
+    g_string_append_printf(sig, "scenario %s\nsha256 %s\n", abs, sum);
+    for (guint f = 0; f < fixed->len; f++) g_string_append_printf(sig, "set %s\n", (char *)fixed->pdata[f]);
+    for (guint k = 0; k < keys->len; k++) {
+      Key *key = keys->pdata[k];
+      g_string_append_printf(sig, "sweep %s", key->name);
+      for (guint v = 0; v < key->values->len; v++) g_string_append_printf(sig, "%s%s", v ? "," : "=", (char *)key->values->pdata[v]);
+      g_string_append_c(sig, '\n');
+    }
+    g_free(abs);
+    g_free(text);
+    g_free(sum);
+    char *sig_path = g_build_filename(dir, "sweep.key", NULL), *old = NULL;
+    gboolean have_csv = g_file_test(csv_path, G_FILE_TEST_EXISTS);
+    gboolean same = g_file_get_contents(sig_path, &old, NULL, NULL) && !strcmp(old, sig->str);
+    GError *e = NULL;
+    if (have_csv && !same) {
+      fprintf(stderr, "fabsim sweep: %s holds another sweep (a different scenario, settings or values; see %s): "
+              "give another --out\n", dir, sig_path);
+    } else if (!g_file_set_contents(sig_path, sig->str, -1, &e)) {
+      fprintf(stderr, "fabsim sweep: cannot write in %s: %s\n", dir, e->message);
+      g_error_free(e);
+    } else {
+      same = TRUE;
+      have_csv = FALSE;
+    }
+    g_free(old);
+    g_free(sig_path);
+    g_string_free(sig, TRUE);
+    if (!same || have_csv) goto out; /* rc is still 2 */
+  }
   size_t n_done = 0;
   if (!read_previous(csv_path, header, keys, pts, n, &n_done)) goto out;
   if (n_done) fprintf(stderr, "fabsim sweep: %zu of %zu points already done\n", n_done, n);

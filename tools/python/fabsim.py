@@ -77,7 +77,11 @@ def version():
 
 
 def _enc(s):
-    return os.fsencode(s) if isinstance(s, os.PathLike) else str(s).encode()
+    if isinstance(s, bytes):
+        return s
+    if isinstance(s, (str, os.PathLike)):
+        return os.fsencode(s)
+    return str(s).encode()
 
 
 def _take_string(p):
