@@ -182,33 +182,10 @@ Test(switch, ecmp_group_spreads) {
 
 /* ---- PFC and ECN, on whole scenarios ------------------------------------ */
 
-#include "tools/scenario.h"
+#include "testscen.h"
 
-static FabScenario *scenario(const char *yaml, const char *const *sets) {
-  GError *err = NULL;
-  char *path = NULL;
-  int fd = g_file_open_tmp("fabsim-sw-XXXXXX.yaml", &path, &err);
-  cr_assert_geq(fd, 0);
-  close(fd);
-  cr_assert(g_file_set_contents(path, yaml, -1, NULL));
-  FabScenario *sc = fab_scenario_load(path, sets, &err);
-  cr_assert_not_null(sc, "%s", err ? err->message : "?");
-  g_unlink(path);
-  g_free(path);
-  return sc;
-}
 
-static void run_scenario(FabScenario *sc, FabResults *res) {
-  FabRunOpts o = {0};
-  int rc = fab_scenario_run(sc, &o, res);
-  cr_assert_eq(rc, 0, "run failed: %s", res->failure ? res->failure : "?");
-}
 
-static void done_scenario(FabScenario *sc, FabResults *res) {
-  g_free((char *)res->failure);
-  fab_results_clear(res);
-  fab_scenario_free(sc);
-}
 
 static const char incast16[] =
   "cluster: {nodes: 17}\n"
@@ -230,9 +207,9 @@ static const FabLinkRec *link_from(const FabResults *r, const char *from) {
 }
 
 Test(switch, pfc_incast_is_lossless_at_line_rate) {
-  FabScenario *sc = scenario(incast16, NULL);
+  FabScenario *sc = testscen_load(incast16, NULL);
   FabResults res;
-  run_scenario(sc, &res);
+  testscen_run(sc, &res);
   cr_assert_eq(res.drops, 0, "PFC: no drops");
   cr_assert_eq(res.retransmits, 0);
   cr_assert_gt(res.pfc_pause_frames, 0);
@@ -255,40 +232,40 @@ Test(switch, pfc_incast_is_lossless_at_line_rate) {
   }
   cr_assert_gt(paused, 0);
   cr_assert_leq(res.max_queue_bytes, 4 << 20);
-  done_scenario(sc, &res);
+  testscen_done(sc, &res);
 }
 
 Test(switch, same_incast_without_pfc_and_small_buffer_drops_and_recovers) {
   const char *sets[] = {"fabric.switch.pfc.enabled=false", "fabric.switch.buffer=256KiB", NULL};
-  FabScenario *sc = scenario(incast16, sets);
+  FabScenario *sc = testscen_load(incast16, sets);
   FabResults res;
-  run_scenario(sc, &res);
+  testscen_run(sc, &res);
   cr_assert_gt(res.drops, 0);
   cr_assert_gt(res.retransmits, 0);
   cr_assert_eq(res.pfc_pause_frames, 0);
   for (size_t i = 0; i < res.n_flows; i++) cr_assert_neq(res.flows[i].end, 0);
-  done_scenario(sc, &res);
+  testscen_done(sc, &res);
 }
 
 Test(switch, auto_headroom_absorbs_the_worst_response) {
   /* long cables and a slow response: lots in flight after XOFF */
   const char *sets[] = {"fabric.link.latency=5us", "fabric.switch.pfc.response=3us", NULL};
-  FabScenario *sc = scenario(incast16, sets);
+  FabScenario *sc = testscen_load(incast16, sets);
   FabResults res;
-  run_scenario(sc, &res);
+  testscen_run(sc, &res);
   cr_assert_eq(res.drops, 0, "auto headroom: nothing dropped");
   cr_assert_gt(res.pfc_pause_frames, 0);
-  done_scenario(sc, &res);
+  testscen_done(sc, &res);
 }
 
 Test(switch, headroom_too_small_drops) {
   const char *sets[] = {"fabric.link.latency=5us", "fabric.switch.pfc.headroom=8KiB", NULL};
-  FabScenario *sc = scenario(incast16, sets);
+  FabScenario *sc = testscen_load(incast16, sets);
   FabResults res;
-  run_scenario(sc, &res);
+  testscen_run(sc, &res);
   cr_assert_gt(res.drops, 0, "a headroom below the cable's bytes in flight overflows");
   for (size_t i = 0; i < res.n_flows; i++) cr_assert_neq(res.flows[i].end, 0, "recovered by go-back-N");
-  done_scenario(sc, &res);
+  testscen_done(sc, &res);
 }
 
 Test(switch, auto_headroom_on_paper) {
@@ -309,9 +286,9 @@ Test(switch, pauses_spread_hop_by_hop) {
     "  link: {bandwidth: 100Gbps, latency: 1us, mtu: 4096}\n"
     "  switch: {buffer: 2MiB, priorities: 1, pfc: {enabled: true, xoff: 32KiB, xon: 16KiB}}\n"
     "workload: {kind: incast, senders: [4, 5, 6, 8, 9, 10, 12, 13], receiver: 0, size: 2MiB}\n";
-  FabScenario *sc = scenario(yaml, NULL);
+  FabScenario *sc = testscen_load(yaml, NULL);
   FabResults res;
-  run_scenario(sc, &res);
+  testscen_run(sc, &res);
   cr_assert_eq(res.drops, 0);
   uint64_t leaf0_up = 0, spine_down = 0, leaf_host = 0;
   for (size_t i = 0; i < res.n_links; i++) {
@@ -324,7 +301,7 @@ Test(switch, pauses_spread_hop_by_hop) {
   cr_assert_gt(leaf0_up, 0, "leaf0 pauses the spines");
   cr_assert_gt(spine_down, 0, "the spines pause the senders' leaves");
   cr_assert_gt(leaf_host, 0, "the leaves pause the sending hosts");
-  done_scenario(sc, &res);
+  testscen_done(sc, &res);
 }
 
 
@@ -403,11 +380,11 @@ Test(switch, infiniband_credits_never_drop_nor_overfill) {
     "  link: {bandwidth: 200Gbps, latency: 1us, mtu: 4096}\n"
     "  switch: {latency: 300ns, buffer: 1MiB, priorities: 1}\n"
     "workload: {kind: incast, senders: 16, receiver: 0, size: 1MiB}\n";
-  FabScenario *sc = scenario(yaml, NULL);
+  FabScenario *sc = testscen_load(yaml, NULL);
   /* 1 MiB over 17 ports x 1 VL: 61680 B of credit for each ingress */
   cr_assert_eq(sc->fabric.sw.credits, (1 << 20) / 17);
   FabResults res;
-  run_scenario(sc, &res);
+  testscen_run(sc, &res);
   cr_assert_eq(res.drops, 0, "credits: no drops by construction");
   cr_assert_leq(res.max_queue_bytes, 1 << 20, "never more than the buffer");
   cr_assert_gt(res.max_queue_bytes, 16 * 30000, "and the buffer is used");
@@ -415,21 +392,21 @@ Test(switch, infiniband_credits_never_drop_nor_overfill) {
   /* the bottleneck stays busy: 4096 packets of 4122 B at 40 ps/B */
   fab_time_t ideal = 4096ULL * 4122 * 40;
   cr_assert_leq(res.sim_time, ideal + ideal / 50 + 5 * FAB_US);
-  done_scenario(sc, &res);
+  testscen_done(sc, &res);
 }
 
 Test(switch, pfc_dynamic_xoff_is_lossless_and_pauses_earlier_with_a_smaller_alpha) {
   const char *big[] = {"fabric.switch.pfc={enabled: true, xoff: dynamic, alpha: 1}", NULL};
   const char *small[] = {"fabric.switch.pfc={enabled: true, xoff: dynamic, alpha: 0.01}", NULL};
-  FabScenario *a = scenario(incast16, big), *b = scenario(incast16, small);
+  FabScenario *a = testscen_load(incast16, big), *b = testscen_load(incast16, small);
   cr_assert(a->fabric.sw.pfc.dynamic && a->fabric.sw.pfc.xon == 2 * 4178, "dynamic XON: two packets below");
   FabResults ra, rb;
-  run_scenario(a, &ra);
-  run_scenario(b, &rb);
+  testscen_run(a, &ra);
+  testscen_run(b, &rb);
   cr_assert_eq(ra.drops + rb.drops, 0);
   cr_assert_gt(rb.pfc_pause_frames, ra.pfc_pause_frames, "alpha 0.01 pauses more (%" G_GUINT64_FORMAT " vs %"
                G_GUINT64_FORMAT ")", rb.pfc_pause_frames, ra.pfc_pause_frames);
   cr_assert_lt(rb.max_queue_bytes, ra.max_queue_bytes, "and holds a shorter queue");
-  done_scenario(a, &ra);
-  done_scenario(b, &rb);
+  testscen_done(a, &ra);
+  testscen_done(b, &rb);
 }

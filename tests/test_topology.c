@@ -624,41 +624,11 @@ Test(topology_cfg, error_buffer_below_one_packet) {
 #include <unistd.h>
 #include "topologies/presets.h"
 #include "sim/json.h"
-#include "tools/scenario.h"
+#include "testscen.h"
 
-static FabScenario *gpu_scenario(const char *yaml, const char *const *sets) {
-  GError *err = NULL;
-  char *path = NULL;
-  int fd = g_file_open_tmp("fabsim-gpu-XXXXXX.yaml", &path, &err);
-  cr_assert_geq(fd, 0);
-  close(fd);
-  cr_assert(g_file_set_contents(path, yaml, -1, NULL));
-  FabScenario *sc = fab_scenario_load(path, sets, &err);
-  cr_assert_not_null(sc, "%s", err ? err->message : "?");
-  g_unlink(path);
-  g_free(path);
-  return sc;
-}
 
-static void gpu_run(FabScenario *sc, FabResults *res) {
-  FabRunOpts o = {0};
-  int rc = fab_scenario_run(sc, &o, res);
-  cr_assert_eq(rc, 0, "run failed: %s", res->failure ? res->failure : "?");
-}
 
-static void gpu_done(FabScenario *sc, FabResults *res) {
-  g_free((char *)res->failure);
-  fab_results_clear(res);
-  fab_scenario_free(sc);
-}
 
-/* bytes that left ports whose name starts with `prefix` */
-static uint64_t bytes_from(const FabResults *r, const char *prefix) {
-  uint64_t b = 0;
-  for (size_t i = 0; i < r->n_links; i++)
-    if (g_str_has_prefix(r->links[i].from, prefix)) b += r->links[i].bytes;
-  return b;
-}
 
 static const char dgx2[] =
   "cluster: {node: dgx-h100, nodes: 2}\n"
@@ -670,10 +640,10 @@ static const char dgx2[] =
   "workload: {kind: flows, flows: [{src: 0, dst: 1, size: 4MiB}]}\n";
 
 Test(gpu, intra_node_transfer_is_nvlink_latency_plus_bytes_over_rate) {
-  FabScenario *sc = gpu_scenario(dgx2, NULL);
+  FabScenario *sc = testscen_load(dgx2, NULL);
   cr_assert_eq(sc->fabric.gpu.nvlink_bps, 3600000000000ULL, "450 GB/s per direction");
   FabResults res;
-  gpu_run(sc, &res);
+  testscen_run(sc, &res);
   /* 64 segments of 64 KiB + 16 B at 3.6 Tb/s: 145672 ps each (rounded up); the
   ** NVSwitch stores and forwards one segment, so 65 segment times + 500 ns */
   fab_time_t seg = (65552ULL * 8 * FAB_S + 3600000000000ULL - 1) / 3600000000000ULL;
@@ -682,21 +652,21 @@ Test(gpu, intra_node_transfer_is_nvlink_latency_plus_bytes_over_rate) {
   /* = NVLink latency + bytes / rate within 2% (headers and the one stored segment) */
   double ideal = 500e-9 + (4.0 * 1048576) / 450e9;
   cr_assert_float_eq(fab_time_to_s(res.flows[0].end), ideal, ideal * 0.02);
-  cr_assert_eq(bytes_from(&res, "leaf") + bytes_from(&res, "spine"), 0, "nothing crosses the network");
-  gpu_done(sc, &res);
+  cr_assert_eq(testscen_bytes_from(&res, "leaf") + testscen_bytes_from(&res, "spine"), 0, "nothing crosses the network");
+  testscen_done(sc, &res);
 }
 
 Test(gpu, smaller_segments_cost_events_not_accuracy) {
   const char *sets[] = {"cluster.nvlink.segment=4KiB", NULL};
-  FabScenario *a = gpu_scenario(dgx2, NULL), *b = gpu_scenario(dgx2, sets);
+  FabScenario *a = testscen_load(dgx2, NULL), *b = testscen_load(dgx2, sets);
   FabResults ra, rb;
-  gpu_run(a, &ra);
-  gpu_run(b, &rb);
+  testscen_run(a, &ra);
+  testscen_run(b, &rb);
   cr_assert_gt(rb.events, 10 * ra.events, "16x the segments");
   double ta = fab_time_to_s(ra.flows[0].end), tb = fab_time_to_s(rb.flows[0].end);
   cr_assert_float_eq(ta, tb, ta * 0.03, "%g vs %g", ta, tb);
-  gpu_done(a, &ra);
-  gpu_done(b, &rb);
+  testscen_done(a, &ra);
+  testscen_done(b, &rb);
 }
 
 Test(gpu, gpudirect_versus_host_staged) {
@@ -709,18 +679,18 @@ Test(gpu, gpudirect_versus_host_staged) {
     "  switch: {buffer: 64MiB, priorities: 1}\n"
     "workload: {kind: flows, flows: [{src: 0, dst: 8, size: 64MiB}]}\n";
   const char *staged[] = {"cluster.pcie.gpudirect=false", NULL};
-  FabScenario *a = gpu_scenario(yaml, NULL), *b = gpu_scenario(yaml, staged);
+  FabScenario *a = testscen_load(yaml, NULL), *b = testscen_load(yaml, staged);
   FabResults ra, rb;
-  gpu_run(a, &ra);
-  gpu_run(b, &rb);
+  testscen_run(a, &ra);
+  testscen_run(b, &rb);
   double ta = fab_time_to_s(ra.flows[0].end), tb = fab_time_to_s(rb.flows[0].end);
   /* GPUDirect: the 400 Gb/s NIC is the limit; host-staged: 25 GB/s (200 Gb/s) through host memory */
   double bytes = 64.0 * 1048576;
   cr_assert_float_eq(ta, bytes * 8 * (4122.0 / 4096) / 400e9, ta * 0.02, "GPUDirect %g s", ta);
   cr_assert_float_eq(tb, bytes * 8 * (4122.0 / 4096) / 200e9, tb * 0.02, "host-staged %g s", tb);
-  cr_assert_gt(bytes_from(&ra, "leaf0:p8"), 0, "inter-node traffic goes over the network");
-  gpu_done(a, &ra);
-  gpu_done(b, &rb);
+  cr_assert_gt(testscen_bytes_from(&ra, "leaf0:p8"), 0, "inter-node traffic goes over the network");
+  testscen_done(a, &ra);
+  testscen_done(b, &rb);
 }
 
 Test(gpu, all_to_all_inside_one_dgx_runs_at_nvlink_rate) {
@@ -730,15 +700,15 @@ Test(gpu, all_to_all_inside_one_dgx_runs_at_nvlink_rate) {
     "  topology: {kind: single-switch}\n"
     "  link: {bandwidth: 400Gbps}\n"
     "workload: {kind: all-to-all, size: 8MiB}\n";
-  FabScenario *sc = gpu_scenario(yaml, NULL);
+  FabScenario *sc = testscen_load(yaml, NULL);
   FabResults res;
-  gpu_run(sc, &res);
+  testscen_run(sc, &res);
   cr_assert_eq(res.n_flows, 56);
   /* each GPU sends 7 x 8 MiB through its 450 GB/s NVLink port */
   double ideal = 7 * 8.0 * 1048576 / 450e9;
   cr_assert_float_eq(fab_time_to_s(res.sim_time), ideal, ideal * 0.03, "%g vs %g", fab_time_to_s(res.sim_time), ideal);
-  cr_assert_eq(bytes_from(&res, "switch0"), 0, "no byte on the network");
-  gpu_done(sc, &res);
+  cr_assert_eq(testscen_bytes_from(&res, "switch0"), 0, "no byte on the network");
+  testscen_done(sc, &res);
 }
 
 Test(gpu, an_nvl72_domain_spans_trays) {
@@ -749,17 +719,17 @@ Test(gpu, an_nvl72_domain_spans_trays) {
     "  link: {bandwidth: 400Gbps}\n"
     "  switch: {priorities: 1}\n"
     "workload: {kind: flows, flows: [{src: 0, dst: 71, size: 16MiB}, {src: 4, dst: 5, size: 16MiB}]}\n";
-  FabScenario *sc = gpu_scenario(yaml, NULL);
+  FabScenario *sc = testscen_load(yaml, NULL);
   cr_assert_eq(sc->fabric.gpu.nvlink_domain, 72);
   cr_assert_eq(sc->fabric.gpu.gpus_per_node, 4, "a node is a tray of 4 GPUs");
   FabResults res;
-  gpu_run(sc, &res);
+  testscen_run(sc, &res);
   cr_assert_eq(res.endpoints, 72);
-  cr_assert_eq(bytes_from(&res, "leaf") + bytes_from(&res, "spine"), 0, "tray 0 to tray 17 stays on NVLink");
-  cr_assert_gt(bytes_from(&res, "nvs0:"), 32 << 20);
+  cr_assert_eq(testscen_bytes_from(&res, "leaf") + testscen_bytes_from(&res, "spine"), 0, "tray 0 to tray 17 stays on NVLink");
+  cr_assert_gt(testscen_bytes_from(&res, "nvs0:"), 32 << 20);
   double ideal = 500e-9 + 16.0 * 1048576 / 900e9; /* NVLink latency + bytes / rate */
   cr_assert_float_eq(fab_time_to_s(res.flows[0].end), ideal, ideal * 0.02);
-  gpu_done(sc, &res);
+  testscen_done(sc, &res);
 }
 
 static const char rails[] =
@@ -772,28 +742,28 @@ static const char rails[] =
   "workload: {kind: flows, flows: [{src: 0, dst: 8, size: 1MiB}]}\n";
 
 Test(gpu, same_rail_traffic_crosses_one_rail_switch) {
-  FabScenario *sc = gpu_scenario(rails, NULL);
+  FabScenario *sc = testscen_load(rails, NULL);
   cr_assert_str_eq(sc->topology, "rail-optimized: 8 rails x 4 nodes, 4 spines joining the rails");
   FabResults res;
-  gpu_run(sc, &res);
-  cr_assert_eq(bytes_from(&res, "spine"), 0, "GPU 0 of node 0 to GPU 0 of node 1: rail 0 only");
-  cr_assert_gt(bytes_from(&res, "rail0:p1"), 1 << 20, "rail 0 delivers to node 1");
+  testscen_run(sc, &res);
+  cr_assert_eq(testscen_bytes_from(&res, "spine"), 0, "GPU 0 of node 0 to GPU 0 of node 1: rail 0 only");
+  cr_assert_gt(testscen_bytes_from(&res, "rail0:p1"), 1 << 20, "rail 0 delivers to node 1");
   for (int r = 1; r < 8; r++) {
     char name[16];
     g_snprintf(name, sizeof name, "rail%d:", r);
-    cr_assert_eq(bytes_from(&res, name), 0, "%s idle", name);
+    cr_assert_eq(testscen_bytes_from(&res, name), 0, "%s idle", name);
   }
-  gpu_done(sc, &res);
+  testscen_done(sc, &res);
 }
 
 Test(gpu, cross_rail_traffic_goes_through_the_spines) {
   const char *sets[] = {"workload.flows[0].dst=10", NULL}; /* GPU 0 of node 0 to GPU 2 of node 1 */
-  FabScenario *sc = gpu_scenario(rails, sets);
+  FabScenario *sc = testscen_load(rails, sets);
   FabResults res;
-  gpu_run(sc, &res);
-  cr_assert_gt(bytes_from(&res, "spine"), 1 << 20);
-  cr_assert_gt(bytes_from(&res, "rail2:p1"), 1 << 20, "rail 2 delivers to node 1's NIC 2");
-  gpu_done(sc, &res);
+  testscen_run(sc, &res);
+  cr_assert_gt(testscen_bytes_from(&res, "spine"), 1 << 20);
+  cr_assert_gt(testscen_bytes_from(&res, "rail2:p1"), 1 << 20, "rail 2 delivers to node 1's NIC 2");
+  testscen_done(sc, &res);
 }
 
 Test(gpu, every_preset_loads_and_runs) {
@@ -808,14 +778,14 @@ Test(gpu, every_preset_loads_and_runs) {
       "  switch: {priorities: 1}\n"
       "workload: {kind: flows, flows: [{src: 0, dst: 1, size: 1MiB}, {src: 0, dst: %u, size: 1MiB}]}\n",
       p->name, nodes, p->nvlink_domain);
-    FabScenario *sc = gpu_scenario(yaml, NULL);
+    FabScenario *sc = testscen_load(yaml, NULL);
     cr_assert_eq(sc->fabric.gpu.gpus_per_node, p->gpus_per_node, "%s", p->name);
     cr_assert_eq(sc->fabric.topo.host_bps, p->nic_bps, "%s: NIC rate from the preset", p->name);
     FabResults res;
-    gpu_run(sc, &res);
+    testscen_run(sc, &res);
     cr_assert_eq(res.endpoints, nodes * p->gpus_per_node, "%s", p->name);
-    cr_assert_gt(bytes_from(&res, "switch0"), 1 << 20, "%s: the second flow leaves the NVLink domain", p->name);
-    gpu_done(sc, &res);
+    cr_assert_gt(testscen_bytes_from(&res, "switch0"), 1 << 20, "%s: the second flow leaves the NVLink domain", p->name);
+    testscen_done(sc, &res);
     g_free(yaml);
   }
 }
@@ -823,7 +793,7 @@ Test(gpu, every_preset_loads_and_runs) {
 Test(gpu, preset_fields_can_be_overridden) {
   const char *sets[] = {"cluster.gpus_per_node=4", "cluster.nics_per_node=2", "cluster.nvlink.bandwidth=900GB/s",
                         "cluster.nic.bandwidth=200Gbps", "fabric.topology.hosts_per_leaf=2", NULL};
-  FabScenario *sc = gpu_scenario(dgx2, sets);
+  FabScenario *sc = testscen_load(dgx2, sets);
   cr_assert_eq(sc->fabric.gpu.gpus_per_node, 4);
   cr_assert_eq(sc->fabric.gpu.nvlink_domain, 4, "the domain follows the node");
   cr_assert_eq(sc->fabric.gpu.nics_per_node, 2);
@@ -840,16 +810,16 @@ Test(gpu, gpus_sharing_a_nic_are_backpressured_over_pcie) {
     "  link: {bandwidth: 100Gbps, latency: 1us, mtu: 4096}\n"
     "  switch: {buffer: 16MiB, priorities: 1}\n"
     "workload: {kind: flows, flows: [{src: 0, dst: 8, size: 16MiB}, {src: 1, dst: 9, size: 16MiB}]}\n";
-  FabScenario *sc = gpu_scenario(yaml, NULL);
+  FabScenario *sc = testscen_load(yaml, NULL);
   FabResults res;
-  gpu_run(sc, &res);
+  testscen_run(sc, &res);
   /* GPUs 0 and 1 share NIC 0 (100 Gb/s): 32 MiB + RoCE headers through it */
   double ideal = 32.0 * 1048576 * 8 * (4178.0 / 4096) / 100e9;
   cr_assert_float_eq(fab_time_to_s(res.sim_time), ideal, ideal * 0.02);
   cr_assert_leq(res.max_queue_bytes, 256 << 10, "PCIe credits hold the GPUs back: no deep queue (%" G_GUINT64_FORMAT ")",
                 res.max_queue_bytes);
   cr_assert_eq(res.drops, 0);
-  gpu_done(sc, &res);
+  testscen_done(sc, &res);
 }
 
 Test(gpu, an_nvlink_incast_is_backpressured_not_queued) {
@@ -859,13 +829,13 @@ Test(gpu, an_nvlink_incast_is_backpressured_not_queued) {
     "  topology: {kind: single-switch}\n"
     "  link: {bandwidth: 400Gbps}\n"
     "workload: {kind: incast, senders: 7, receiver: 0, size: 16MiB}\n";
-  FabScenario *sc = gpu_scenario(yaml, NULL);
+  FabScenario *sc = testscen_load(yaml, NULL);
   FabResults res;
-  gpu_run(sc, &res);
+  testscen_run(sc, &res);
   double ideal = 7 * 16.0 * 1048576 / 450e9;
   cr_assert_float_eq(fab_time_to_s(res.sim_time), ideal, ideal * 0.03);
   cr_assert_leq(res.max_queue_bytes, 8 << 20, "at most the NVSwitch's credits for 7 ports");
-  gpu_done(sc, &res);
+  testscen_done(sc, &res);
 }
 
 Test(gpu, nvls_allreduce_sends_each_byte_once_into_the_switch) {
@@ -875,9 +845,9 @@ Test(gpu, nvls_allreduce_sends_each_byte_once_into_the_switch) {
     "  topology: {kind: single-switch}\n"
     "  link: {bandwidth: 400Gbps}\n"
     "workload: {kind: collective, op: allreduce, algorithm: nvls, size: 64MiB}\n";
-  FabScenario *sc = gpu_scenario(yaml, NULL);
+  FabScenario *sc = testscen_load(yaml, NULL);
   FabResults res;
-  gpu_run(sc, &res);
+  testscen_run(sc, &res);
   cr_assert_eq(res.n_colls, 1);
   cr_assert_eq(res.colls[0].ranks, 8);
   /* 1024 segments of 64 KiB + 16 B (145672 ps each at 450 GB/s): up to the
@@ -888,15 +858,15 @@ Test(gpu, nvls_allreduce_sends_each_byte_once_into_the_switch) {
     char up[16], down[16];
     g_snprintf(up, sizeof up, "gpu%d:p1", g);
     g_snprintf(down, sizeof down, "nvs0:p%d", g);
-    cr_assert_eq(bytes_from(&res, up), seg_bytes, "GPU %d sends its 64 MiB once", g);
-    cr_assert_eq(bytes_from(&res, down), seg_bytes, "and receives the reduced 64 MiB once");
+    cr_assert_eq(testscen_bytes_from(&res, up), seg_bytes, "GPU %d sends its 64 MiB once", g);
+    cr_assert_eq(testscen_bytes_from(&res, down), seg_bytes, "and receives the reduced 64 MiB once");
   }
   char *js = fab_json_summary(&res);
   cr_assert(strstr(js, "\"collectives\": [{\"op\": \"allreduce\", \"bytes\": 67108864, \"ranks\": 8, \"algorithm\": \"nvls\""),
             "%s", js);
   cr_assert(strstr(js, "\"busbw_GBps\": "), "%s", js);
   g_free(js);
-  gpu_done(sc, &res);
+  testscen_done(sc, &res);
 }
 
 Test(gpu, nvls_over_a_subset_of_ranks_across_nvl72_trays) {
@@ -907,14 +877,14 @@ Test(gpu, nvls_over_a_subset_of_ranks_across_nvl72_trays) {
     "  link: {bandwidth: 400Gbps}\n"
     "  switch: {priorities: 1}\n"
     "workload: {kind: collective, algorithm: nvls, size: 1MiB, ranks: [0, 5, 40, 71]}\n";
-  FabScenario *sc = gpu_scenario(yaml, NULL);
+  FabScenario *sc = testscen_load(yaml, NULL);
   FabResults res;
-  gpu_run(sc, &res);
+  testscen_run(sc, &res);
   cr_assert_eq(res.colls[0].ranks, 4);
   cr_assert_neq(res.colls[0].end, 0);
-  cr_assert_eq(bytes_from(&res, "gpu1:p1"), 0, "non-members stay out");
-  cr_assert_eq(bytes_from(&res, "leaf") + bytes_from(&res, "spine"), 0);
-  gpu_done(sc, &res);
+  cr_assert_eq(testscen_bytes_from(&res, "gpu1:p1"), 0, "non-members stay out");
+  cr_assert_eq(testscen_bytes_from(&res, "leaf") + testscen_bytes_from(&res, "spine"), 0);
+  testscen_done(sc, &res);
 }
 
 static const char multirail[] =
@@ -927,21 +897,21 @@ static const char multirail[] =
   "workload: {kind: flows, flows: [{src: 1, dst: 26, size: 4MiB}]}\n";
 
 Test(gpu, multi_rail_planes_stay_apart_and_pxn_relays_through_nvlink) {
-  FabScenario *sc = gpu_scenario(multirail, NULL);
+  FabScenario *sc = testscen_load(multirail, NULL);
   cr_assert_str_eq(sc->topology, "multi-rail: 8 planes, each 2 leaves x 2 nodes, 2 spines");
   FabResults res;
-  gpu_run(sc, &res);
+  testscen_run(sc, &res);
   /* GPU 1 (node 0, rail 1) -> GPU 26 (node 3, rail 2): NVLink to GPU 2 of node
   ** 0, its NIC on plane 2, plane 2 to node 3's NIC 2, then GPU 26 */
-  cr_assert_gt(bytes_from(&res, "gpu1:p1"), 4 << 20, "out over NVLink");
-  cr_assert_gt(bytes_from(&res, "gpu2:p0"), 4 << 20, "relayed by GPU 2 to its NIC");
-  cr_assert_gt(bytes_from(&res, "p2.leaf"), 4 << 20, "across plane 2");
+  cr_assert_gt(testscen_bytes_from(&res, "gpu1:p1"), 4 << 20, "out over NVLink");
+  cr_assert_gt(testscen_bytes_from(&res, "gpu2:p0"), 4 << 20, "relayed by GPU 2 to its NIC");
+  cr_assert_gt(testscen_bytes_from(&res, "p2.leaf"), 4 << 20, "across plane 2");
   /* the ACKs relay the other way: GPU 26 -> NVLink -> GPU 25 (rail 1) -> plane 1 -> GPU 1 */
-  uint64_t acks = bytes_from(&res, "p1.leaf");
+  uint64_t acks = testscen_bytes_from(&res, "p1.leaf");
   cr_assert(acks > 0 && acks < (4 << 20) / 20, "plane 1 carries only the ACKs (%" G_GUINT64_FORMAT " B)", acks);
-  cr_assert_gt(bytes_from(&res, "gpu25:p0"), 0, "relayed by GPU 25");
-  cr_assert_eq(bytes_from(&res, "gpu1:p0"), 0, "GPU 1's own NIC stays idle");
-  gpu_done(sc, &res);
+  cr_assert_gt(testscen_bytes_from(&res, "gpu25:p0"), 0, "relayed by GPU 25");
+  cr_assert_eq(testscen_bytes_from(&res, "gpu1:p0"), 0, "GPU 1's own NIC stays idle");
+  testscen_done(sc, &res);
 }
 
 Test(gpu, multi_rail_without_pxn_rejects_cross_rail_flows) {
@@ -960,21 +930,21 @@ Test(gpu, multi_rail_without_pxn_rejects_cross_rail_flows) {
   g_free(path);
   /* the same rail needs no relay */
   const char *same[] = {"cluster.pxn=false", "workload.flows[0].dst=25", NULL};
-  FabScenario *ok = gpu_scenario(multirail, same);
+  FabScenario *ok = testscen_load(multirail, same);
   FabResults res;
-  gpu_run(ok, &res);
-  cr_assert_gt(bytes_from(&res, "p1.leaf"), 4 << 20);
-  gpu_done(ok, &res);
+  testscen_run(ok, &res);
+  cr_assert_gt(testscen_bytes_from(&res, "p1.leaf"), 4 << 20);
+  testscen_done(ok, &res);
 }
 
 Test(gpu, rail_optimized_with_pxn_relays_instead_of_the_spines) {
   const char *sets[] = {"workload.flows[0].dst=10", "cluster.pxn=true", NULL};
-  FabScenario *sc = gpu_scenario(rails, sets);
+  FabScenario *sc = testscen_load(rails, sets);
   FabResults res;
-  gpu_run(sc, &res);
+  testscen_run(sc, &res);
   cr_assert_eq(res.nvlink_segment, 65536, "the results state the NVLink fidelity");
-  cr_assert_lt(bytes_from(&res, "spine"), 1 << 16, "the data skips the spines (ACKs may use them)");
-  cr_assert_gt(bytes_from(&res, "gpu2:p0"), 1 << 20, "GPU 2 of node 0 relays onto rail 2");
-  cr_assert_gt(bytes_from(&res, "rail2:"), 1 << 20);
-  gpu_done(sc, &res);
+  cr_assert_lt(testscen_bytes_from(&res, "spine"), 1 << 16, "the data skips the spines (ACKs may use them)");
+  cr_assert_gt(testscen_bytes_from(&res, "gpu2:p0"), 1 << 20, "GPU 2 of node 0 relays onto rail 2");
+  cr_assert_gt(testscen_bytes_from(&res, "rail2:"), 1 << 20);
+  testscen_done(sc, &res);
 }

@@ -1,0 +1,49 @@
+/*
+** Whole scenarios from YAML text, for the tests of switch, topology and
+** friends: load (failing the test on bad input), run (failing it unless the
+** run succeeds), free. Header-only.
+*/
+#ifndef FAB_TESTSCEN_H
+#define FAB_TESTSCEN_H
+
+#include <criterion/criterion.h>
+#include <glib.h>
+#include <glib/gstdio.h>
+#include <unistd.h>
+#include "tools/scenario.h"
+
+static inline FabScenario *testscen_load(const char *yaml, const char *const *sets) {
+  GError *err = NULL;
+  char *path = NULL;
+  int fd = g_file_open_tmp("fabsim-test-XXXXXX.yaml", &path, &err);
+  cr_assert_geq(fd, 0);
+  close(fd);
+  cr_assert(g_file_set_contents(path, yaml, -1, NULL));
+  FabScenario *sc = fab_scenario_load(path, sets, &err);
+  cr_assert_not_null(sc, "%s", err ? err->message : "?");
+  g_unlink(path);
+  g_free(path);
+  return sc;
+}
+
+static inline void testscen_run(FabScenario *sc, FabResults *res) {
+  FabRunOpts o = {0};
+  int rc = fab_scenario_run(sc, &o, res);
+  cr_assert_eq(rc, 0, "run failed: %s", res->failure ? res->failure : "?");
+}
+
+static inline void testscen_done(FabScenario *sc, FabResults *res) {
+  g_free((char *)res->failure);
+  fab_results_clear(res);
+  fab_scenario_free(sc);
+}
+
+/* Wire bytes that left ports whose name starts with `prefix`. */
+static inline uint64_t testscen_bytes_from(const FabResults *r, const char *prefix) {
+  uint64_t b = 0;
+  for (size_t i = 0; i < r->n_links; i++)
+    if (g_str_has_prefix(r->links[i].from, prefix)) b += r->links[i].bytes;
+  return b;
+}
+
+#endif
