@@ -3,6 +3,7 @@
 #include <glib.h>
 #include <math.h>
 #include <stdlib.h>
+#include <string.h>
 
 static void put_str(GString *s, const char *v) {
   g_string_append_c(s, '"');
@@ -135,4 +136,111 @@ char *fab_json_summary(const FabResults *r) {
   }
   g_string_append(s, "], \"step\": null}\n");
   return g_string_free(s, FALSE);
+}
+
+/* ---- reading: a tiny walker over JSON text ---------------------------- */
+
+static const char *ws(const char *p) {
+  while (*p == ' ' || *p == '\n' || *p == '\t' || *p == '\r') p++;
+  return p;
+}
+
+/* Past the string starting at p ('"'), or NULL. */
+static const char *skip_string(const char *p) {
+  for (p++; *p; p++) {
+    if (*p == '\\' && p[1]) p++;
+    else if (*p == '"') return p + 1;
+  }
+  return NULL;
+}
+
+/* Past the value starting at p, or NULL on malformed text. */
+static const char *skip_value(const char *p) {
+  p = ws(p);
+  if (*p == '"') return skip_string(p);
+  if (*p == '{' || *p == '[') {
+    int depth = 0;
+    while (*p) {
+      if (*p == '"') {
+        p = skip_string(p);
+        if (!p) return NULL;
+        continue;
+      }
+      if (*p == '{' || *p == '[') depth++;
+      else if (*p == '}' || *p == ']') {
+        if (--depth == 0) return p + 1;
+      }
+      p++;
+    }
+    return NULL;
+  }
+  while (*p && *p != ',' && *p != '}' && *p != ']' && *p != ' ' && *p != '\n') p++;
+  return p;
+}
+
+/* The value of member `key` (length n) of the object at p, or NULL. */
+static const char *member(const char *p, const char *key, size_t n) {
+  p = ws(p);
+  if (*p != '{') return NULL;
+  p = ws(p + 1);
+  while (*p == '"') {
+    const char *k = p + 1, *e = skip_string(p);
+    if (!e) return NULL;
+    size_t kn = (size_t)(e - 1 - k);
+    p = ws(e);
+    if (*p != ':') return NULL;
+    p = ws(p + 1);
+    if (kn == n && memcmp(k, key, n) == 0) return p;
+    p = skip_value(p);
+    if (!p) return NULL;
+    p = ws(p);
+    if (*p != ',') return NULL;
+    p = ws(p + 1);
+  }
+  return NULL;
+}
+
+/* Element i of the array at p, or NULL. */
+static const char *element(const char *p, size_t i) {
+  p = ws(p);
+  if (*p != '[') return NULL;
+  p = ws(p + 1);
+  if (*p == ']') return NULL;
+  for (size_t k = 0; k < i; k++) {
+    p = skip_value(p);
+    if (!p) return NULL;
+    p = ws(p);
+    if (*p != ',') return NULL;
+    p = ws(p + 1);
+  }
+  return p;
+}
+
+/* The text of the value at dotted `path` ("flows.fct_p99_s",
+** "collectives.0.busbw_GBps") in `json`, or NULL if there is none. */
+const char *fab_json_value(const char *json, const char *path) {
+  const char *p = json;
+  const char *seg = path;
+  if (!p || !seg || !*seg) return NULL;
+  while (p && *seg) {
+    const char *dot = strchr(seg, '.');
+    size_t n = dot ? (size_t)(dot - seg) : strlen(seg);
+    if (n == 0) return NULL;
+    const char *q = ws(p);
+    if (*q == '[') {
+      char *end;
+      char buf[32];
+      if (n >= sizeof buf) return NULL;
+      memcpy(buf, seg, n);
+      buf[n] = 0;
+      unsigned long long i = g_ascii_strtoull(buf, &end, 10);
+      if (*end || end == buf) return NULL;
+      p = element(q, (size_t)i);
+    } else {
+      p = member(q, seg, n);
+    }
+    seg = dot ? dot + 1 : seg + n;
+    if (dot && !*seg) return NULL;
+  }
+  return p ? ws(p) : NULL;
 }

@@ -17,4 +17,10 @@ char *fab_json_summary(const FabResults *r);
 ** 0 when none completed. */
 double fab_results_fct_percentile(const FabResults *r, double p);
 
+/* The text of the value at dotted `path` in JSON text: object members by
+** name, array elements by index ("flows.fct_p99_s", "collectives.0.op").
+** A pointer into `json` at the value's first character, or NULL if the path
+** is absent or the text malformed. Cost: one pass over the text. */
+const char *fab_json_value(const char *json, const char *path);
+
 #endif

@@ -73,3 +73,19 @@ Test(json, fct_percentiles_nearest_rank_over_completed_flows) {
   FabResults none = sample(f, 0);
   cr_assert_eq(fab_results_fct_percentile(&none, 50), 0.0);
 }
+
+Test(json, values_by_dotted_path) {
+  const char *js = "{\"a\": 1, \"s\": \"x,}\\\"y\", \"flows\": {\"count\": 3, \"fct_p99_s\": 1.5e-06},"
+                   " \"collectives\": [{\"op\": \"allreduce\", \"busbw_GBps\": 42}, {\"busbw_GBps\": 7}], \"step\": null}";
+  cr_assert_eq(g_ascii_strtod(fab_json_value(js, "a"), NULL), 1.0);
+  cr_assert_eq(g_ascii_strtod(fab_json_value(js, "flows.count"), NULL), 3.0);
+  cr_assert_eq(g_ascii_strtod(fab_json_value(js, "flows.fct_p99_s"), NULL), 1.5e-06);
+  cr_assert_eq(g_ascii_strtod(fab_json_value(js, "collectives.1.busbw_GBps"), NULL), 7.0, "past a string with , } and \\\"");
+  cr_assert(g_str_has_prefix(fab_json_value(js, "collectives.0.op"), "\"allreduce\""));
+  cr_assert(g_str_has_prefix(fab_json_value(js, "step"), "null"));
+  cr_assert_null(fab_json_value(js, "flows.nope"));
+  cr_assert_null(fab_json_value(js, "collectives.2.op"));
+  cr_assert_null(fab_json_value(js, "count"), "members only at their own level");
+  cr_assert_null(fab_json_value(js, "flows."));
+  cr_assert_null(fab_json_value("{\"a\": ", "b"), "malformed text");
+}

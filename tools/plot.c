@@ -137,6 +137,18 @@ static void put_title(GString *gp, const char *name) {
   }
 }
 
+/* Open DIR/NAME for writing gnuplot's data; *path gets its name (transfer
+** full). NULL with `why` set when it cannot be written. */
+static FILE *open_dat(const char *dir, const char *name, char **path, GString *why) {
+  *path = g_build_filename(dir, name, NULL);
+  FILE *out = fopen(*path, "w");
+  if (!out) {
+    g_string_printf(why, "cannot write %s: %s", *path, g_strerror(errno));
+    g_clear_pointer(path, g_free);
+  }
+  return out;
+}
+
 /* queues.dat + the plot commands for it. Returns FALSE if nothing queued. */
 static gboolean queues(const Series *s, const char *dir, GString *gp, GString *why) {
   Rank *r = g_new(Rank, s->np);
@@ -152,11 +164,9 @@ static gboolean queues(const Series *s, const char *dir, GString *gp, GString *w
     g_free(r);
     return FALSE;
   }
-  char *path = g_build_filename(dir, "queues.dat", NULL);
-  FILE *out = fopen(path, "w");
+  char *path = NULL;
+  FILE *out = open_dat(dir, "queues.dat", &path, why);
   if (!out) {
-    g_string_printf(why, "cannot write %s: %s", path, g_strerror(errno));
-    g_free(path);
     g_free(r);
     return FALSE;
   }
@@ -195,11 +205,9 @@ static gboolean links(const Series *s, const char *dir, GString *gp, GString *wh
     g_free(r);
     return FALSE;
   }
-  char *path = g_build_filename(dir, "links.dat", NULL);
-  FILE *out = fopen(path, "w");
+  char *path = NULL;
+  FILE *out = open_dat(dir, "links.dat", &path, why);
   if (!out) {
-    g_string_printf(why, "cannot write %s: %s", path, g_strerror(errno));
-    g_free(path);
     g_free(r);
     return FALSE;
   }
@@ -324,13 +332,9 @@ static int distinct(const Sweep *w, int k, GPtrArray *seen, const char *v) {
 
 /* sweep.dat: one block per value of the second key; x = index of the first key's value. */
 static char *sweep_data(const Sweep *w, const char *dir, GPtrArray *xs, GPtrArray *ls, GString *why) {
-  char *path = g_build_filename(dir, "sweep.dat", NULL);
-  FILE *out = fopen(path, "w");
-  if (!out) {
-    g_string_printf(why, "cannot write %s: %s", path, g_strerror(errno));
-    g_free(path);
-    return NULL;
-  }
+  char *path = NULL;
+  FILE *out = open_dat(dir, "sweep.dat", &path, why);
+  if (!out) return NULL;
   for (hsize_t i = 0; i < w->n; i++) {
     distinct(w, 0, xs, w->val + i * w->nkeys * 64);
     if (w->nkeys > 1) distinct(w, 1, ls, w->val + (i * w->nkeys + 1) * 64);

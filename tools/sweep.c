@@ -31,6 +31,7 @@
 #include <time.h>
 #include <unistd.h>
 #include "cmds.h"
+#include "sim/json.h"
 #include "tools/scenario.h"
 
 #define EXIT_FAILED 1
@@ -135,37 +136,24 @@ static GPtrArray *split_top(const char *s) {
   return out;
 }
 
-/* ---- the JSON summary: a purpose-built scanner for "key": number ----------- */
+/* ---- the JSON summary ------------------------------------------------------ */
 
-/* The text of the number after "key": in `js` (from `from`), or NULL. */
-static char *json_number(const char *js, const char *key) {
-  char *pat = g_strdup_printf("\"%s\":", key);
-  const char *p = strstr(js, pat);
-  char *res = NULL;
-  if (p) {
-    p += strlen(pat);
-    while (*p == ' ' || *p == '\t' || *p == '\n' || *p == '\r') p++;
-    const char *q = p;
-    while (*q && strchr("0123456789+-.eE", *q)) q++;
-    if (q > p) {
-      char *v = g_strndup(p, (gsize)(q - p));
-      char *end;
-      (void)g_ascii_strtod(v, &end);
-      if (*end) g_free(v);
-      else res = v;
-    }
-  }
-  g_free(pat);
-  return res;
+/* The text of the number at `path` in `js` (copied as the child printed it), or NULL. */
+static char *json_number(const char *js, const char *path) {
+  const char *p = js ? fab_json_value(js, path) : NULL;
+  if (!p) return NULL;
+  const char *q = p;
+  while (*q && strchr("0123456789+-.eE", *q)) q++;
+  return q > p ? g_strndup(p, (gsize)(q - p)) : NULL;
 }
 
 static void point_parse_json(Point *pt, const char *js) {
-  const char *flows = js ? strstr(js, "\"flows\":") : NULL;
   for (size_t f = 0; f < N_FIELDS; f++) {
     g_free(pt->num[f]);
-    const char *in = fields[f].flows ? flows : js;
-    char *v = in ? json_number(in, fields[f].json) : NULL;
+    char *path = g_strdup_printf("%s%s", fields[f].flows ? "flows." : "", fields[f].json);
+    char *v = json_number(js, path);
     pt->num[f] = v ? v : g_strdup("");
+    g_free(path);
   }
 }
 

@@ -592,13 +592,12 @@ gboolean fab_fabric_cfg_read(const FabCfgNode *root, FabFabricCfg *out, GError *
       return fab_cfg_fail(fab.topology, err, "the topology has %u NIC ports, but %u nodes x %u NICs need %" G_GUINT64_FORMAT,
                           out->topo.hosts, out->gpu.nodes, out->gpu.nics_per_node, att.nodes);
   } else {
-    for (const char *k = "gpus_per_node"; k; k = g_str_equal(k, "gpus_per_node") ? "nics_per_node"
-                                              : g_str_equal(k, "nics_per_node") ? "nvlink_domain"
-                                              : g_str_equal(k, "nvlink_domain") ? "nvlink"
-                                              : g_str_equal(k, "nvlink") ? "pcie" : g_str_equal(k, "pcie") ? "gpu"
-                                              : g_str_equal(k, "gpu") ? "pxn" : NULL)
-      if (cl_node && fab_cfg_get(cl_node, k))
-        return fab_cfg_fail(fab_cfg_get(cl_node, k), err, "'%s' is for GPU nodes; node: host has one NIC and no GPU", k);
+    static const char *const gpu_only[] = {"gpus_per_node", "nics_per_node", "nvlink_domain", "nvlink", "pcie",
+                                           "gpu", "pxn", NULL};
+    for (int i = 0; cl_node && gpu_only[i]; i++)
+      if (fab_cfg_get(cl_node, gpu_only[i]))
+        return fab_cfg_fail(fab_cfg_get(cl_node, gpu_only[i]), err,
+                            "'%s' is for GPU nodes; node: host has one NIC and no GPU", gpu_only[i]);
     if (!read_topology(fab.topology, &cl, cl_node, &out->topo, err)) return FALSE;
   }
   if (sw.buffer < link.mtu + 128)
