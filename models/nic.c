@@ -32,7 +32,7 @@ void fab_flow_prepare(FabFlow *f, const FabNicCfg *cfg) {
   f->hash_rev = fab_ecmp_hash(f->dst, f->src, sport, 4791, 17, cfg->ecmp_seed);
   f->end = 0;
   f->snd_nxt = f->snd_una = f->snd_max = 0;
-  f->timer_armed = f->in_rr = f->acked = false;
+  f->timer_armed = f->in_rr = f->acked = f->sent_all = false;
   f->timeouts = f->retransmits = 0;
   f->rr_next = NULL;
   f->rcv_nxt = 0;
@@ -124,6 +124,10 @@ static FabPkt *nic_pull(FabEngine *eng, FabNode *self, FabPort *port) {
     f->snd_max = f->snd_nxt;
     if (f->snd_nxt < f->npkts) rr_push(nic, f);
     else f->acked = true;
+    if (f->snd_nxt == f->npkts && !f->sent_all) {
+      f->sent_all = true;
+      if (nic->sent) nic->sent(nic->ctx, f);
+    }
     return p;
   }
   p->hash = f->hash_fwd;
@@ -153,6 +157,10 @@ static FabPkt *nic_pull(FabEngine *eng, FabNode *self, FabPort *port) {
     fab_engine_at(eng, f->deadline, nic, WAKE(WAKE_RTO, f->id));
   }
   if (f->snd_nxt < f->npkts) rr_push(nic, f);
+  if (seq + 1 == f->npkts && !f->sent_all) {
+    f->sent_all = true;
+    if (nic->sent) nic->sent(nic->ctx, f);
+  }
   return p;
 }
 

@@ -80,6 +80,7 @@ typedef struct FabFlow {
   bool timer_armed;        /* a timer event is pending */
   bool in_rr;              /* in the NIC's round robin */
   bool acked;              /* every PSN acknowledged: sender done */
+  bool sent_all;           /* its last packet has left the sender once (FabNic.sent was called) */
   uint32_t timeouts;       /* consecutive timeouts without progress */
   uint32_t retransmits;    /* packets sent again */
   struct FabFlow *rr_next;
@@ -118,6 +119,7 @@ struct FabNic {
   FabFlow *rr_head[2], *rr_tail[2]; /* flows with packets to send, per path */
   FabFlowDoneFn done;
   FabFlowFailFn fail;
+  FabFlowDoneFn sent;      /* optional: the flow's last packet left the sender for the first time */
   void *ctx;
   /* counters */
   uint64_t tx_data_pkts, tx_data_bytes;   /* data packets sent (wire bytes) */

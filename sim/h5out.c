@@ -392,6 +392,168 @@ out:
 /* Write `r` to `path` through "PATH.tmp.PID" and rename(). Creates the parent
 ** directory. HDF5's automatic error printing is off during the call. Cost:
 ** one pass over each table, plus a copy of the flow, link and port tables. */
+/* ---- tables from column lists (collectives, timeline, steps, jobs) ------ */
+
+typedef enum { C_U8, C_U32, C_I32, C_U64, C_F64, C_S16, C_S32 } ColKind;
+typedef struct Col {
+  const char *name;
+  size_t off;
+  ColKind kind;
+} Col;
+
+/* Dataset /name: a compound table of n rows of `size` bytes described by cols. */
+static gboolean write_table(W *w, const char *name, const Col *cols, size_t ncols, size_t size, size_t n,
+                            const void *rows) {
+  hid_t mt = H5I_INVALID_HID, ft = H5I_INVALID_HID, s16 = H5I_INVALID_HID, s32 = H5I_INVALID_HID;
+  gboolean ok = FALSE;
+  size_t fo = 0;
+  if ((s16 = str_type(16, H5T_CSET_ASCII)) < 0 || (s32 = str_type(32, H5T_CSET_ASCII)) < 0 ||
+      (mt = H5Tcreate(H5T_COMPOUND, size)) < 0 || (ft = H5Tcreate(H5T_COMPOUND, size)) < 0)
+    goto fail;
+  for (size_t i = 0; i < ncols; i++) {
+    static const hid_t *mem[] = {&H5T_NATIVE_UINT8_g, &H5T_NATIVE_UINT32_g, &H5T_NATIVE_INT32_g,
+                                 &H5T_NATIVE_UINT64_g, &H5T_NATIVE_DOUBLE_g};
+    static const hid_t *file[] = {&H5T_STD_U8LE_g, &H5T_STD_U32LE_g, &H5T_STD_I32LE_g, &H5T_STD_U64LE_g,
+                                  &H5T_IEEE_F64LE_g};
+    ColKind k = cols[i].kind;
+    hid_t m = k == C_S16 ? s16 : k == C_S32 ? s32 : *mem[k], f = k == C_S16 ? s16 : k == C_S32 ? s32 : *file[k];
+    if (field(mt, ft, &fo, cols[i].name, cols[i].off, m, f) < 0) goto fail;
+  }
+  if (H5Tpack(ft) < 0) goto fail;
+  hsize_t dims[1] = {n};
+  ok = dset_write(w, w->file, "/", name, ft, mt, 1, dims, w->dcpl, rows);
+  goto out;
+fail:
+  fail_h5(w, "making the type of dataset /%s", name);
+out:
+  close_id(&ft);
+  close_id(&mt);
+  close_id(&s16);
+  close_id(&s32);
+  return ok;
+}
+
+static void str_copy(char *dst, size_t len, const char *src) {
+  memset(dst, 0, len);
+  if (src) memcpy(dst, src, strnlen(src, len - 1));
+}
+
+typedef struct CollRow {
+  char op[16], algorithm[16], protocol[16], tag[16];
+  uint64_t bytes, count;
+  uint32_t dtype_bytes, ranks;
+  int32_t root;
+  uint32_t channels, job, step;
+  double start_s, end_s, time_s, algbw_GBps, busbw_GBps;
+} CollRow;
+
+typedef struct SpanRow {
+  uint32_t rank, job;
+  uint8_t kind, phase;
+  int32_t coll;
+  uint32_t step;
+  double start_s, end_s;
+} SpanRow;
+
+typedef struct StepRow {
+  char job[32];
+  uint32_t step;
+  double start_s, end_s, step_time_s, compute_s, comm_s, exposed_comm_s, overlap_s, bubble_s;
+} StepRow;
+
+typedef struct JobRow {
+  char name[32], kind[16];
+  uint32_t ranks, flows, completed;
+  uint64_t bytes;
+  double start_s, end_s, time_s;
+} JobRow;
+
+#define COL(T, f, k) {#f, offsetof(T, f), k}
+
+static gboolean write_dag_tables(W *w, const FabResults *r) {
+  static const Col cc[] = {COL(CollRow, op, C_S16), COL(CollRow, algorithm, C_S16), COL(CollRow, protocol, C_S16),
+                           COL(CollRow, tag, C_S16), COL(CollRow, bytes, C_U64), COL(CollRow, count, C_U64),
+                           COL(CollRow, dtype_bytes, C_U32), COL(CollRow, ranks, C_U32), COL(CollRow, root, C_I32),
+                           COL(CollRow, channels, C_U32), COL(CollRow, job, C_U32), COL(CollRow, step, C_U32),
+                           COL(CollRow, start_s, C_F64), COL(CollRow, end_s, C_F64), COL(CollRow, time_s, C_F64),
+                           COL(CollRow, algbw_GBps, C_F64), COL(CollRow, busbw_GBps, C_F64)};
+  static const Col sc[] = {COL(SpanRow, rank, C_U32), COL(SpanRow, job, C_U32), COL(SpanRow, kind, C_U8),
+                           COL(SpanRow, phase, C_U8), COL(SpanRow, coll, C_I32), COL(SpanRow, step, C_U32),
+                           COL(SpanRow, start_s, C_F64), COL(SpanRow, end_s, C_F64)};
+  static const Col tc[] = {COL(StepRow, job, C_S32), COL(StepRow, step, C_U32), COL(StepRow, start_s, C_F64),
+                           COL(StepRow, end_s, C_F64), COL(StepRow, step_time_s, C_F64),
+                           COL(StepRow, compute_s, C_F64), COL(StepRow, comm_s, C_F64),
+                           COL(StepRow, exposed_comm_s, C_F64), COL(StepRow, overlap_s, C_F64),
+                           COL(StepRow, bubble_s, C_F64)};
+  static const Col jc[] = {COL(JobRow, name, C_S32), COL(JobRow, kind, C_S16), COL(JobRow, ranks, C_U32),
+                           COL(JobRow, flows, C_U32), COL(JobRow, completed, C_U32), COL(JobRow, bytes, C_U64),
+                           COL(JobRow, start_s, C_F64), COL(JobRow, end_s, C_F64), COL(JobRow, time_s, C_F64)};
+  CollRow *c = g_new0(CollRow, r->n_colls ? r->n_colls : 1);
+  for (size_t i = 0; i < r->n_colls; i++) {
+    const struct FabCollRec *x = &r->colls[i];
+    double t = x->end ? fab_time_to_s(x->end - x->start) : NAN, alg = t > 0 ? (double)x->bytes / t / 1e9 : NAN;
+    str_copy(c[i].op, 16, x->op);
+    str_copy(c[i].algorithm, 16, x->algorithm);
+    str_copy(c[i].protocol, 16, x->protocol);
+    str_copy(c[i].tag, 16, x->tag);
+    c[i].bytes = x->bytes;
+    c[i].count = x->count;
+    c[i].dtype_bytes = x->dtype_bytes;
+    c[i].ranks = x->ranks;
+    c[i].root = x->root;
+    c[i].channels = x->channels;
+    c[i].job = x->job;
+    c[i].step = x->step;
+    c[i].start_s = fab_time_to_s(x->start);
+    c[i].end_s = x->end ? fab_time_to_s(x->end) : NAN;
+    c[i].time_s = t;
+    c[i].algbw_GBps = alg;
+    c[i].busbw_GBps = alg * fab_busbw_factor(x->op, x->ranks);
+  }
+  SpanRow *sp = g_new0(SpanRow, r->n_spans ? r->n_spans : 1);
+  for (size_t i = 0; i < r->n_spans; i++) {
+    const struct FabSpanRec *x = &r->spans[i];
+    sp[i] = (SpanRow){x->rank, x->job, x->kind, x->phase, x->coll, x->step, fab_time_to_s(x->start),
+                      fab_time_to_s(x->end)};
+  }
+  StepRow *st = g_new0(StepRow, r->n_steps ? r->n_steps : 1);
+  for (size_t i = 0; i < r->n_steps; i++) {
+    const struct FabStepRec *x = &r->steps[i];
+    str_copy(st[i].job, 32, x->job < r->n_jobs ? r->jobs[x->job].name : "");
+    st[i].step = x->step;
+    st[i].start_s = fab_time_to_s(x->start);
+    st[i].end_s = fab_time_to_s(x->end);
+    st[i].step_time_s = fab_time_to_s(x->end - x->start);
+    st[i].compute_s = x->compute_s;
+    st[i].comm_s = x->comm_s;
+    st[i].exposed_comm_s = x->exposed_comm_s;
+    st[i].overlap_s = x->overlap_s;
+    st[i].bubble_s = x->bubble_s;
+  }
+  JobRow *jb = g_new0(JobRow, r->n_jobs ? r->n_jobs : 1);
+  for (size_t i = 0; i < r->n_jobs; i++) {
+    const struct FabJobRec *x = &r->jobs[i];
+    str_copy(jb[i].name, 32, x->name);
+    str_copy(jb[i].kind, 16, x->kind);
+    jb[i].ranks = x->ranks;
+    jb[i].flows = x->flows;
+    jb[i].completed = x->completed;
+    jb[i].bytes = x->bytes;
+    jb[i].start_s = fab_time_to_s(x->start);
+    jb[i].end_s = x->end ? fab_time_to_s(x->end) : NAN;
+    jb[i].time_s = x->end ? fab_time_to_s(x->end - x->start) : NAN;
+  }
+  gboolean ok = write_table(w, "collectives", cc, G_N_ELEMENTS(cc), sizeof(CollRow), r->n_colls, c) &&
+                write_table(w, "timeline", sc, G_N_ELEMENTS(sc), sizeof(SpanRow), r->n_spans, sp) &&
+                write_table(w, "steps", tc, G_N_ELEMENTS(tc), sizeof(StepRow), r->n_steps, st) &&
+                write_table(w, "jobs", jc, G_N_ELEMENTS(jc), sizeof(JobRow), r->n_jobs, jb);
+  g_free(c);
+  g_free(sp);
+  g_free(st);
+  g_free(jb);
+  return ok;
+}
+
 gboolean fab_h5_write(const FabResults *r, const char *path, GError **err) {
   g_return_val_if_fail(r != NULL && path != NULL, FALSE);
   g_return_val_if_fail(err == NULL || *err == NULL, FALSE);
@@ -441,7 +603,8 @@ gboolean fab_h5_write(const FabResults *r, const char *path, GError **err) {
     fail_h5(&w, "creating %s", tmp);
     goto out;
   }
-  if (!write_meta(&w, r) || !write_flows(&w, r) || !write_links(&w, r) || !write_queues(&w, r))
+  if (!write_meta(&w, r) || !write_flows(&w, r) || !write_links(&w, r) || !write_queues(&w, r) ||
+      !write_dag_tables(&w, r))
     goto out;
   herr_t st = H5Fclose(w.file);
   w.file = H5I_INVALID_HID;

@@ -4,6 +4,7 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <stdbool.h>
 
 static void put_str(GString *s, const char *v) {
   g_string_append_c(s, '"');
@@ -52,6 +53,73 @@ double fab_results_fct_percentile(const FabResults *r, double p) {
   }
   g_free(v);
   return out;
+}
+
+/* A job's training steps: averages over its steps, and totals per collective
+** type (op) and purpose (tag) over the whole run of the job. */
+static void put_step(GString *s, const FabResults *r, uint32_t job) {
+  double n = 0, step = 0, comp = 0, comm = 0, exp = 0, ovl = 0, bub = 0;
+  g_string_append(s, "{\"job\": ");
+  put_str(s, job < r->n_jobs ? r->jobs[job].name : "");
+  g_string_append(s, ", \"step_times_s\": [");
+  for (size_t k = 0; k < r->n_steps; k++) {
+    const struct FabStepRec *st = &r->steps[k];
+    if (st->job != job) continue;
+    double t = st->end > st->start ? fab_time_to_s(st->end - st->start) : 0;
+    if (n > 0) g_string_append(s, ", ");
+    put_num(s, t);
+    n++;
+    step += t;
+    comp += st->compute_s;
+    comm += st->comm_s;
+    exp += st->exposed_comm_s;
+    ovl += st->overlap_s;
+    bub += st->bubble_s;
+  }
+  g_string_append_printf(s, "], \"steps\": %.0f, \"step_time_s\": ", n);
+  put_num(s, step / n);
+  g_string_append(s, ", \"compute_s\": ");
+  put_num(s, comp / n);
+  g_string_append(s, ", \"comm_s\": ");
+  put_num(s, comm / n);
+  g_string_append(s, ", \"exposed_comm_s\": ");
+  put_num(s, exp / n);
+  g_string_append(s, ", \"overlap_s\": ");
+  put_num(s, ovl / n);
+  g_string_append(s, ", \"bubble_s\": ");
+  put_num(s, bub / n);
+  g_string_append(s, ", \"bubble_fraction\": ");
+  put_num(s, step > 0 ? bub / step : 0);
+  for (int by = 0; by < 2; by++) { /* by_op, by_tag: count, bytes, time summed over the collectives */
+    g_string_append(s, by ? ", \"by_tag\": {" : ", \"by_op\": {");
+    GPtrArray *seen = g_ptr_array_new();
+    for (size_t i = 0; i < r->n_colls; i++) {
+      const struct FabCollRec *c = &r->colls[i];
+      const char *key = by ? (c->tag ? c->tag : "none") : c->op;
+      bool dup = false;
+      for (guint k = 0; k < seen->len && !dup; k++) dup = g_str_equal(g_ptr_array_index(seen, k), key);
+      if (c->job != job || dup) continue;
+      g_ptr_array_add(seen, (gpointer)key);
+      uint64_t cnt = 0, bytes = 0;
+      double t = 0;
+      for (size_t k = i; k < r->n_colls; k++) {
+        const struct FabCollRec *o = &r->colls[k];
+        if (o->job != job || !g_str_equal(by ? (o->tag ? o->tag : "none") : o->op, key)) continue;
+        cnt++;
+        bytes += o->bytes;
+        t += o->end ? fab_time_to_s(o->end - o->start) : 0;
+      }
+      if (seen->len > 1) g_string_append(s, ", ");
+      put_str(s, key);
+      g_string_append_printf(s, ": {\"count\": %" G_GUINT64_FORMAT ", \"bytes\": %" G_GUINT64_FORMAT ", \"time_s\": ",
+                             cnt, bytes);
+      put_num(s, t);
+      g_string_append_c(s, '}');
+    }
+    g_ptr_array_free(seen, TRUE);
+    g_string_append_c(s, '}');
+  }
+  g_string_append_c(s, '}');
 }
 
 char *fab_json_summary(const FabResults *r) {
@@ -115,13 +183,21 @@ char *fab_json_summary(const FabResults *r) {
     g_string_append(s, "null");
   }
   g_string_append(s, ", \"collectives\": [");
-  for (size_t i = 0; i < r->n_colls; i++) { /* busbw as nccl-tests: allreduce 2(n-1)/n x algbw */
+  for (size_t i = 0; i < r->n_colls; i++) {
     const struct FabCollRec *c = &r->colls[i];
     double t = c->end ? fab_time_to_s(c->end - c->start) : 0, algbw = t > 0 ? (double)c->bytes / t / 1e9 : 0;
     g_string_append_printf(s, "%s{\"op\": ", i ? ", " : "");
     put_str(s, c->op);
-    g_string_append_printf(s, ", \"bytes\": %" G_GUINT64_FORMAT ", \"ranks\": %u, \"algorithm\": ", c->bytes, c->ranks);
+    g_string_append_printf(s, ", \"bytes\": %" G_GUINT64_FORMAT ", \"count\": %" G_GUINT64_FORMAT
+                           ", \"dtype_bytes\": %u, \"ranks\": %u, \"root\": %d, \"algorithm\": ", c->bytes, c->count,
+                           c->dtype_bytes, c->ranks, c->root);
     put_str(s, c->algorithm);
+    g_string_append(s, ", \"protocol\": ");
+    put_str(s, c->protocol);
+    g_string_append_printf(s, ", \"channels\": %u, \"tag\": ", c->channels);
+    if (c->tag) put_str(s, c->tag);
+    else g_string_append(s, "null");
+    g_string_append_printf(s, ", \"job\": %u, \"step\": %u", c->job, c->step);
     g_string_append(s, ", \"start_s\": ");
     put_num(s, fab_time_to_s(c->start));
     g_string_append(s, ", \"end_s\": ");
@@ -131,10 +207,41 @@ char *fab_json_summary(const FabResults *r) {
     g_string_append(s, ", \"algbw_GBps\": ");
     put_num(s, algbw);
     g_string_append(s, ", \"busbw_GBps\": ");
-    put_num(s, algbw * 2.0 * (c->ranks - 1) / c->ranks);
+    put_num(s, algbw * fab_busbw_factor(c->op, c->ranks));
     g_string_append_c(s, '}');
   }
-  g_string_append(s, "], \"step\": null}\n");
+  g_string_append(s, "], \"step\": ");
+  int first = -1;
+  for (size_t j = 0; j < r->n_jobs && first < 0; j++)
+    for (size_t k = 0; k < r->n_steps; k++)
+      if (r->steps[k].job == j) {
+        first = (int)j;
+        break;
+      }
+  if (first >= 0) put_step(s, r, (uint32_t)first);
+  else g_string_append(s, "null");
+  g_string_append(s, ", \"jobs\": [");
+  for (size_t j = 0; j < r->n_jobs; j++) {
+    const struct FabJobRec *jr = &r->jobs[j];
+    g_string_append(s, j ? ", {\"name\": " : "{\"name\": ");
+    put_str(s, jr->name);
+    g_string_append(s, ", \"kind\": ");
+    put_str(s, jr->kind);
+    g_string_append_printf(s, ", \"ranks\": %u, \"flows\": %u, \"completed\": %u, \"bytes\": %" G_GUINT64_FORMAT
+                           ", \"start_s\": ", jr->ranks, jr->flows, jr->completed, jr->bytes);
+    put_num(s, fab_time_to_s(jr->start));
+    g_string_append(s, ", \"end_s\": ");
+    put_num(s, jr->end ? fab_time_to_s(jr->end) : NAN);
+    g_string_append(s, ", \"time_s\": ");
+    put_num(s, jr->end ? fab_time_to_s(jr->end - jr->start) : NAN);
+    g_string_append(s, ", \"step\": ");
+    bool has = false;
+    for (size_t k = 0; k < r->n_steps && !has; k++) has = r->steps[k].job == j;
+    if (has) put_step(s, r, (uint32_t)j);
+    else g_string_append(s, "null");
+    g_string_append_c(s, '}');
+  }
+  g_string_append(s, "]}\n");
   return g_string_free(s, FALSE);
 }
 

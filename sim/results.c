@@ -26,7 +26,24 @@ void fab_results_clear(FabResults *r) {
   g_free(r->colls);
   r->colls = NULL;
   r->n_colls = 0;
+  g_free(r->spans);
+  r->spans = NULL;
+  r->n_spans = 0;
+  g_free(r->steps);
+  r->steps = NULL;
+  r->n_steps = 0;
+  g_free(r->jobs);
+  r->jobs = NULL;
+  r->n_jobs = 0;
   g_free(r->deadlock);
   r->deadlock = NULL;
   r->n_deadlock = 0;
+}
+
+double fab_busbw_factor(const char *op, uint32_t n) {
+  if (!op || n < 1) return 1;
+  if (g_str_equal(op, "allreduce")) return 2.0 * (n - 1) / n;
+  if (g_str_equal(op, "allgather") || g_str_equal(op, "reduce-scatter") || g_str_equal(op, "all-to-all"))
+    return (double)(n - 1) / n;
+  return 1;
 }

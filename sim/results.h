@@ -76,18 +76,63 @@ typedef struct FabResults {
   size_t n_links;
   FabLinkRec *links;
   FabQueueSeries queues;
-  /* collectives */
+  /* collectives, in workload order (FabCollDef, with times) */
   size_t n_colls;
   struct FabCollRec {
-    const char *op, *algorithm; /* static strings */
-    uint64_t bytes;             /* per rank */
+    const char *op, *algorithm, *protocol; /* static strings */
+    const char *tag;            /* what it is for: "dp", "tp", "pp", "ep", "zero", "nccl-tests", or NULL */
+    uint64_t bytes;             /* nccl-tests "size" (see workloads/dag.h FabCollDef) */
+    uint64_t count;             /* elements, as nccl-tests counts them */
+    uint32_t dtype_bytes;       /* element size */
     uint32_t ranks;
-    fab_time_t start, end;      /* ps; end 0 = not completed */
+    int32_t root;               /* broadcast/reduce root rank index, -1 */
+    uint32_t channels;
+    uint32_t job, step;
+    fab_time_t start, end;      /* ps: first rank enters, last rank has the result; end 0 = not completed */
   } *colls;
+  /* the per-rank timeline: what each rank's GPU computed and which
+  ** collectives it was in, and when (training and collective workloads) */
+  size_t n_spans;
+  struct FabSpanRec {
+    uint32_t rank;              /* endpoint */
+    uint32_t job;
+    uint8_t kind;               /* 0 compute, 1 communication (a collective), 2 p2p (pipeline send/recv) */
+    uint8_t phase;              /* compute: FabPhase (forward, backward, optimizer, compute) */
+    int32_t coll;               /* communication: index in colls; -1 */
+    uint32_t step;
+    fab_time_t start, end;      /* ps */
+  } *spans;
+  /* training steps, per job and step; the summary is `step` in JSON */
+  size_t n_steps;
+  struct FabStepRec {
+    uint32_t job, step;
+    fab_time_t start, end;      /* ps: first rank begins, last rank ends */
+    double compute_s;           /* per rank, averaged: time its GPU computed */
+    double comm_s;              /* per rank, averaged: time in collectives (union of intervals) */
+    double exposed_comm_s;      /* per rank, averaged: collective time not hidden under compute */
+    double overlap_s;           /* per rank, averaged: collective time hidden under compute */
+    double bubble_s;            /* per rank, averaged: idle during the step's window (first rank
+                                ** begins to last rank ends), neither computing nor in a collective
+                                ** (pipeline bubble: waiting for another stage) */
+  } *steps;
+  /* jobs (one, unless the workload lists several) */
+  size_t n_jobs;
+  struct FabJobRec {
+    const char *name, *kind;    /* interned / static */
+    uint32_t ranks;
+    uint32_t flows, completed;
+    uint64_t bytes;             /* payload bytes of its flows */
+    fab_time_t start, end;      /* ps: first op starts, last op done (0: not finished) */
+  } *jobs;
   /* a PFC deadlock: the egress ports of the cycle of pauses, in order */
   uint32_t n_deadlock;
   char (*deadlock)[FAB_NAME_LEN];
 } FabResults;
+
+/* nccl-tests' bus bandwidth factor for collective `op` ("allreduce", ...)
+** on n ranks: allreduce 2(n-1)/n; allgather, reduce-scatter, all-to-all
+** (n-1)/n; broadcast, reduce, send-recv (and anything else) 1. */
+double fab_busbw_factor(const char *op, uint32_t n);
 
 /* Free the arrays (not the strings, which the caller owns). */
 void fab_results_clear(FabResults *r);

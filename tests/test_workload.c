@@ -92,13 +92,18 @@ Test(workload, derangement_of_four_is_uniform) {
 
 /* ---- reading workloads --------------------------------------------------- */
 
-static FabFlowSpec *flow(GArray *a, guint i) { return &g_array_index(a, FabFlowSpec, i); }
+static FabOp *flow(FabDag *a, guint i) { return fab_dag_op(a, i); }
 
-static GArray *read_ok(const char *yaml, uint32_t endpoints, uint32_t nprio, uint64_t seed) {
+static FabDag *wl_read(const FabCfgNode *root, uint32_t endpoints, uint32_t nprio, uint64_t seed, GError **err) {
+  FabWorkloadEnv env = {.endpoints = endpoints, .nprio = nprio, .seed = seed};
+  return fab_workload_read(root, &env, err);
+}
+
+static FabDag *read_ok(const char *yaml, uint32_t endpoints, uint32_t nprio, uint64_t seed) {
   GError *err = NULL;
   FabCfg *cfg = fab_cfg_load_string(yaml, "t.yaml", &err);
   cr_assert_not_null(cfg, "YAML did not load: %s", err ? err->message : "?");
-  GArray *a = fab_workload_read(fab_cfg_root(cfg), endpoints, nprio, seed, &err);
+  FabDag *a = wl_read(fab_cfg_root(cfg), endpoints, nprio, seed, &err);
   cr_assert_not_null(a, "unexpected error: %s", err ? err->message : "?");
   cr_assert_null(err);
   fab_cfg_free(cfg); /* the flows do not point into the config */
@@ -111,7 +116,7 @@ static void read_fails(const char *yaml, uint32_t endpoints, uint32_t nprio, con
   GError *err = NULL;
   FabCfg *cfg = fab_cfg_load_string(yaml, "t.yaml", &err);
   cr_assert_not_null(cfg, "YAML did not load: %s", err ? err->message : "?");
-  GArray *a = fab_workload_read(fab_cfg_root(cfg), endpoints, nprio, 1, &err);
+  FabDag *a = wl_read(fab_cfg_root(cfg), endpoints, nprio, 1, &err);
   cr_assert_null(a, "expected an error at %s", where_path);
   cr_assert_not_null(err);
   cr_assert(err->domain == FAB_CFG_ERROR);
@@ -122,10 +127,10 @@ static void read_fails(const char *yaml, uint32_t endpoints, uint32_t nprio, con
   fab_cfg_free(cfg);
 }
 
-static void expect_flow(GArray *a, guint i, uint32_t src, uint32_t dst, uint64_t bytes, fab_time_t start,
+static void expect_flow(FabDag *a, guint i, uint32_t src, uint32_t dst, uint64_t bytes, fab_time_t start,
                         uint8_t prio) {
-  cr_assert_lt(i, a->len);
-  FabFlowSpec *f = flow(a, i);
+  cr_assert_lt(i, fab_dag_len(a));
+  FabOp *f = flow(a, i);
   cr_assert_eq(f->src, src, "flow %u: src %u, expected %u", i, f->src, src);
   cr_assert_eq(f->dst, dst, "flow %u: dst %u, expected %u", i, f->dst, dst);
   cr_assert_eq(f->bytes, bytes, "flow %u: bytes %llu", i, (unsigned long long)f->bytes);
@@ -134,18 +139,18 @@ static void expect_flow(GArray *a, guint i, uint32_t src, uint32_t dst, uint64_t
 }
 
 Test(workload, permutation_one_flow_per_endpoint) {
-  GArray *a = read_ok("workload:\n"
+  FabDag *a = read_ok("workload:\n"
                       "  kind: permutation\n"
                       "  size: 1MiB\n"
                       "  start: 2us\n"
                       "  priority: 3\n",
                       8, 4, 42);
-  cr_assert_eq(a->len, 8);
+  cr_assert_eq(fab_dag_len(a), 8);
   uint8_t dst_seen[8] = {0};
   uint32_t perm[8];
   fab_workload_derangement(perm, 8, 42);
   for (guint i = 0; i < 8; i++) {
-    FabFlowSpec *f = flow(a, i);
+    FabOp *f = flow(a, i);
     cr_assert_eq(f->src, i, "flow i is sent by endpoint i");
     cr_assert_neq(f->dst, f->src);
     cr_assert_lt(f->dst, 8);
@@ -155,12 +160,12 @@ Test(workload, permutation_one_flow_per_endpoint) {
     cr_assert_eq(f->start, 2 * FAB_US);
     cr_assert_eq(f->prio, 3);
   }
-  g_array_free(a, TRUE);
+  fab_dag_free(a);
 }
 
 Test(workload, permutation_depends_on_seed) {
   const char *y = "workload: {kind: permutation, size: 1000}\n";
-  GArray *a = read_ok(y, 16, 1, 1), *b = read_ok(y, 16, 1, 1), *c = read_ok(y, 16, 1, 2);
+  FabDag *a = read_ok(y, 16, 1, 1), *b = read_ok(y, 16, 1, 1), *c = read_ok(y, 16, 1, 2);
   int same_ab = 1, same_ac = 1;
   for (guint i = 0; i < 16; i++) {
     same_ab &= flow(a, i)->dst == flow(b, i)->dst;
@@ -170,75 +175,75 @@ Test(workload, permutation_depends_on_seed) {
   }
   cr_assert(same_ab, "same seed, same partners");
   cr_assert_not(same_ac, "different seed, different partners");
-  g_array_free(a, TRUE);
-  g_array_free(b, TRUE);
-  g_array_free(c, TRUE);
+  fab_dag_free(a);
+  fab_dag_free(b);
+  fab_dag_free(c);
 }
 
 Test(workload, incast_count_wraps) {
   /* 3 senders after receiver 5 of 8 endpoints: 6, 7, then wrap to 0 */
-  GArray *a = read_ok("workload: {kind: incast, senders: 3, receiver: 5, size: 64KiB, start: 1us}\n", 8, 1, 1);
-  cr_assert_eq(a->len, 3);
+  FabDag *a = read_ok("workload: {kind: incast, senders: 3, receiver: 5, size: 64KiB, start: 1us}\n", 8, 1, 1);
+  cr_assert_eq(fab_dag_len(a), 3);
   expect_flow(a, 0, 6, 5, 65536, FAB_US, 0);
   expect_flow(a, 1, 7, 5, 65536, FAB_US, 0);
   expect_flow(a, 2, 0, 5, 65536, FAB_US, 0);
-  g_array_free(a, TRUE);
+  fab_dag_free(a);
 }
 
 Test(workload, incast_everyone_else) {
   /* 7 senders of 8 endpoints: all but the receiver (default receiver 0) */
-  GArray *a = read_ok("workload: {kind: incast, senders: 7, size: 100}\n", 8, 1, 1);
-  cr_assert_eq(a->len, 7);
+  FabDag *a = read_ok("workload: {kind: incast, senders: 7, size: 100}\n", 8, 1, 1);
+  cr_assert_eq(fab_dag_len(a), 7);
   for (guint i = 0; i < 7; i++) expect_flow(a, i, i + 1, 0, 100, 0, 0);
-  g_array_free(a, TRUE);
+  fab_dag_free(a);
 }
 
 Test(workload, incast_list) {
-  GArray *a = read_ok("workload:\n"
+  FabDag *a = read_ok("workload:\n"
                       "  kind: incast\n"
                       "  receiver: 2\n"
                       "  senders: [7, 0, 4]\n"
                       "  size: 1KB\n"
                       "  priority: 1\n",
                       8, 2, 1);
-  cr_assert_eq(a->len, 3);
+  cr_assert_eq(fab_dag_len(a), 3);
   expect_flow(a, 0, 7, 2, 1000, 0, 1);
   expect_flow(a, 1, 0, 2, 1000, 0, 1);
   expect_flow(a, 2, 4, 2, 1000, 0, 1);
-  g_array_free(a, TRUE);
+  fab_dag_free(a);
 }
 
 Test(workload, all_to_all) {
-  GArray *a = read_ok("workload: {kind: all-to-all, size: 4KiB}\n", 4, 1, 1);
-  cr_assert_eq(a->len, 4 * 3);
+  FabDag *a = read_ok("workload: {kind: all-to-all, size: 4KiB}\n", 4, 1, 1);
+  cr_assert_eq(fab_dag_len(a), 4 * 3);
   int pair[4][4] = {{0}};
-  for (guint i = 0; i < a->len; i++) {
-    FabFlowSpec *f = flow(a, i);
+  for (guint i = 0; i < fab_dag_len(a); i++) {
+    FabOp *f = flow(a, i);
     cr_assert_neq(f->src, f->dst);
     cr_assert_eq(f->bytes, 4096);
     pair[f->src][f->dst]++;
   }
   for (int s = 0; s < 4; s++)
     for (int d = 0; d < 4; d++) cr_assert_eq(pair[s][d], s != d, "pair %d->%d: %d flows", s, d, pair[s][d]);
-  g_array_free(a, TRUE);
+  fab_dag_free(a);
   a = read_ok("workload: {kind: all-to-all, size: 1}\n", 2, 1, 1);
-  cr_assert_eq(a->len, 2);
-  g_array_free(a, TRUE);
+  cr_assert_eq(fab_dag_len(a), 2);
+  fab_dag_free(a);
 }
 
 Test(workload, flows_list_with_priorities) {
-  GArray *a = read_ok("workload:\n"
+  FabDag *a = read_ok("workload:\n"
                       "  kind: flows\n"
                       "  flows:\n"
                       "    - {src: 0, dst: 1, size: 4KiB, priority: 2}\n"
                       "    - {src: 3, dst: 2, size: 1000, start: 5us}\n"
                       "    - {src: 1, dst: 0, size: 1MB, start: 1ms, priority: 3}\n",
                       4, 4, 1);
-  cr_assert_eq(a->len, 3);
+  cr_assert_eq(fab_dag_len(a), 3);
   expect_flow(a, 0, 0, 1, 4096, 0, 2);
   expect_flow(a, 1, 3, 2, 1000, 5 * FAB_US, 0);
   expect_flow(a, 2, 1, 0, 1000000, FAB_MS, 3);
-  g_array_free(a, TRUE);
+  fab_dag_free(a);
 }
 
 /* ---- errors -------------------------------------------------------------- */
@@ -252,12 +257,12 @@ Test(workload_errors, flow_endpoint_out_of_range) {
              "  flows:\n"
              "    - {src: 0, dst: 1, size: 100}\n"
              "    - {src: 0, dst: 4, size: 100}\n", /* 5 */
-             4, 1, "t.yaml:5:21: workload.flows[1].dst: ", "endpoint 4 does not exist");
+             4, 1, "t.yaml:5:21: workload.flows[1].dst: ", "rank 4 does not exist");
   read_fails("workload:\n"
              "  kind: flows\n"
              "  flows:\n"
              "    - {src: 9, dst: 1, size: 100}\n", /* 4 */
-             4, 1, "t.yaml:4:13: workload.flows[0].src: ", "endpoint 9 does not exist");
+             4, 1, "t.yaml:4:13: workload.flows[0].src: ", "rank 9 does not exist");
 }
 
 Test(workload_errors, incast_receiver_out_of_range) {
@@ -266,7 +271,7 @@ Test(workload_errors, incast_receiver_out_of_range) {
              "  senders: 2\n"
              "  size: 100\n"
              "  receiver: 8\n", /* 5: value at column 13 */
-             8, 1, "t.yaml:5:13: workload.receiver: ", "endpoint 8 does not exist");
+             8, 1, "t.yaml:5:13: workload.receiver: ", "rank 8 does not exist");
 }
 
 Test(workload_errors, incast_list_sender_out_of_range) {
@@ -274,7 +279,7 @@ Test(workload_errors, incast_list_sender_out_of_range) {
              "  kind: incast\n"
              "  senders: [1, 12]\n" /* 3: 12 at column 16 */
              "  size: 100\n",
-             8, 1, "t.yaml:3:16: workload.senders[1]: ", "endpoint 12 does not exist");
+             8, 1, "t.yaml:3:16: workload.senders[1]: ", "rank 12 does not exist");
 }
 
 Test(workload_errors, incast_too_many_senders) {
@@ -282,7 +287,7 @@ Test(workload_errors, incast_too_many_senders) {
              "  kind: incast\n"
              "  senders: 8\n" /* 3: value at column 12 */
              "  size: 100\n",
-             8, 1, "t.yaml:3:12: workload.senders: ", "8 senders, but only 7 endpoints");
+             8, 1, "t.yaml:3:12: workload.senders: ", "8 senders, but only 7 ranks");
 }
 
 Test(workload_errors, incast_receiver_in_list) {
@@ -366,7 +371,7 @@ Test(workload_errors, missing_workload) {
 }
 
 Test(workload_errors, permutation_needs_two_endpoints) {
-  read_fails("workload: {kind: permutation, size: 100}\n", 1, 1, "t.yaml:1:1: workload: ", "at least 2 endpoints");
+  read_fails("workload: {kind: permutation, size: 100}\n", 1, 1, "t.yaml:1:1: workload: ", "at least 2 ranks");
 }
 
 Test(workload_errors, flows_kind_without_flows) {

@@ -6,10 +6,33 @@
 #ifndef FAB_CMDS_H
 #define FAB_CMDS_H
 
+#include <glib.h>
+#include <stdint.h>
+
 /* fabsim sweep SCENARIO --set KEY=V1,V2,... [--set ...] [--out DIR] [--jobs N] (tools/sweep.c) */
 int fab_cmd_sweep(int argc, char **argv, const char *self);
 
 /* fabsim plot RESULT.h5 [--out DIR] (tools/plot.c) */
 int fab_cmd_plot(int argc, char **argv);
+
+/* fabsim compare SCENARIO MEASURED.log [--out DIR] [--set KEY=VALUE]... [--op OP] [--json] (tools/compare.c) */
+int fab_cmd_compare(int argc, char **argv);
+
+/* ---- drawing, shared by plot and compare (tools/plot.c) ---------------- */
+
+/* Write DIR/NAME.gp, which runs the gnuplot commands `body` once into
+** DIR/NAME.png and once into DIR/NAME.svg (so a body may use multiplot),
+** and run `gnuplot` (a path) on it. FALSE with `why` set if the script
+** cannot be written ("cannot write ...") or gnuplot fails. Prints nothing. */
+gboolean fab_plot_draw(const char *gnuplot, const char *dir, const char *name, const char *body, GString *why);
+
+/* Append `text` to a gnuplot string literal being written into `gp` ("..."
+** quoting, and '_' shown as itself, not as a subscript). */
+void fab_plot_put_title(GString *gp, const char *text);
+
+/* Append gnuplot commands for a log2 x axis of message sizes from `lo` to
+** `hi` bytes: tics at powers of two (at most about 15), labelled "8 B",
+** "64 KiB", "1 GiB". */
+void fab_plot_size_xtics(GString *gp, uint64_t lo, uint64_t hi);
 
 #endif

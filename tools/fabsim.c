@@ -6,9 +6,12 @@
 #include <string.h>
 #include <unistd.h>
 #include <errno.h>
+#include <stdbool.h>
+#include <math.h>
 #include "sim/h5out.h"
 #include "sim/json.h"
 #include "tools/cmds.h"
+#include "tools/nccltests.h"
 #include "tools/scenario.h"
 
 #define EXIT_FAILED 1
@@ -24,6 +27,7 @@ static const char usage_main[] =
   "  validate SCENARIO     check a scenario without running it\n"
   "  sweep SCENARIO --set KEY=V1,V2,...   run a grid of variants in parallel (CSV + HDF5)\n"
   "  plot RESULT.h5        draw a run's or a sweep's results with gnuplot\n"
+  "  compare SCENARIO MEASURED.log   a measured nccl-tests log against the same sweep simulated\n"
   "\n"
   "options:\n"
   "  -h, --help            this help (also: fabsim COMMAND --help)\n"
@@ -144,8 +148,73 @@ static void report(const FabResults *r, const char *hdf5, FILE *out) {
           " (%.2f M events/s, %.2f M hops/s)\n", r->events, r->packet_hops, r->wall_s,
           r->wall_s > 0 ? (double)r->events / r->wall_s / 1e6 : 0,
           r->wall_s > 0 ? (double)r->packet_hops / r->wall_s / 1e6 : 0);
+  for (size_t j = 0; r->n_jobs > 1 && j < r->n_jobs; j++) {
+    const struct FabJobRec *jr = &r->jobs[j];
+    fprintf(out, "  job         %s (%s, %u ranks): %u/%u flows, %.3f us\n", jr->name, jr->kind, jr->ranks,
+            jr->completed, jr->flows, jr->end ? fab_time_to_s(jr->end - jr->start) * 1e6 : NAN);
+  }
+  size_t shown = 0;
+  for (size_t i = 0; i < r->n_colls; i++) { /* a few collectives by themselves; nccl-tests has its table */
+    const struct FabCollRec *c = &r->colls[i];
+    if ((c->tag && g_str_has_prefix(c->tag, "nccl-tests")) || r->n_steps || r->n_colls > 8) continue;
+    double t = c->end ? fab_time_to_s(c->end - c->start) : NAN, alg = (double)c->bytes / t / 1e9;
+    fprintf(out, "  collective  %s %" G_GUINT64_FORMAT " B on %u ranks, %s/%s x %u channels: %.3f us, algbw %.2f GB/s, "
+            "busbw %.2f GB/s\n", c->op, c->bytes, c->ranks, c->algorithm, c->protocol, c->channels, t * 1e6, alg,
+            alg * fab_busbw_factor(c->op, c->ranks));
+    shown++;
+  }
+  if (!shown && r->n_colls && !r->n_steps) fprintf(out, "  collectives %zu\n", r->n_colls);
+  for (size_t j = 0; j < r->n_jobs; j++) { /* training: the step report, averaged over steps and ranks */
+    double n = 0, step = 0, comp = 0, exp = 0, ovl = 0, bub = 0;
+    for (size_t k = 0; k < r->n_steps; k++) {
+      const struct FabStepRec *st = &r->steps[k];
+      if (st->job != j) continue;
+      n++;
+      step += fab_time_to_s(st->end - st->start);
+      comp += st->compute_s;
+      exp += st->exposed_comm_s;
+      ovl += st->overlap_s;
+      bub += st->bubble_s;
+    }
+    if (!n) continue;
+    fprintf(out, "  step        %s: %.3f ms per step (%.0f steps): compute %.3f ms, exposed communication %.3f ms, "
+            "overlapped %.3f ms, pipeline bubble %.3f ms (%.1f%%)\n", r->jobs[j].name, step / n * 1e3, n,
+            comp / n * 1e3, exp / n * 1e3, ovl / n * 1e3, bub / n * 1e3, step > 0 ? bub / step * 100 : 0);
+    GString *by = g_string_new(NULL);
+    for (size_t i = 0; i < r->n_colls; i++) { /* time in collectives per tag */
+      const struct FabCollRec *c = &r->colls[i];
+      const char *tag = c->tag ? c->tag : c->op;
+      bool seen = false;
+      for (size_t k = 0; k < i && !seen; k++)
+        seen = r->colls[k].job == j && g_str_equal(r->colls[k].tag ? r->colls[k].tag : r->colls[k].op, tag);
+      if (c->job != j || seen) continue;
+      size_t cnt = 0;
+      double t = 0;
+      for (size_t k = i; k < r->n_colls; k++)
+        if (r->colls[k].job == j && g_str_equal(r->colls[k].tag ? r->colls[k].tag : r->colls[k].op, tag)) {
+          cnt++;
+          t += r->colls[k].end ? fab_time_to_s(r->colls[k].end - r->colls[k].start) : 0;
+        }
+      g_string_append_printf(by, "%s%s %zu x %s (%.3f ms)", by->len ? ", " : "", tag, cnt, c->op, t * 1e3);
+    }
+    fprintf(out, "  collectives %s\n", by->str);
+    g_string_free(by, TRUE);
+  }
   if (hdf5) fprintf(out, "  hdf5        %s\n", hdf5);
   if (r->failure) fprintf(out, "  FAILED      %s\n", r->failure);
+}
+
+/* The nccl-tests tables of the collectives tagged "nccl-tests", as the real
+** tool prints them (the type named as workload.dtype names it). */
+static void nccltests_report(const FabScenario *sc, const FabResults *r, FILE *out) {
+  const char *dtype = fab_cfg_scalar(fab_cfg_get(fab_cfg_get(fab_cfg_root(sc->cfg), "workload"), "dtype"));
+  GPtrArray *tables = fab_nccltests_from_results(r, dtype);
+  for (guint i = 0; i < tables->len; i++) {
+    char *s = fab_nccltests_format(tables->pdata[i]);
+    fprintf(out, "\n%s", s);
+    g_free(s);
+  }
+  g_ptr_array_free(tables, TRUE);
 }
 
 static int cmd_run(int argc, char **argv) {
@@ -177,6 +246,7 @@ static int cmd_run(int argc, char **argv) {
     g_free(js);
   } else {
     report(&res, sc->hdf5, stdout);
+    nccltests_report(sc, &res, stdout);
   }
   if (res.failure) fprintf(stderr, "fabsim: run failed: %s\n", res.failure);
 done:
@@ -207,7 +277,7 @@ static int cmd_validate(int argc, char **argv) {
     fputs(s, stdout);
     g_free(s);
   } else {
-    printf("%s: ok (%s, %u flow%s)\n", a.scenario, sc->topology, sc->flows->len, sc->flows->len == 1 ? "" : "s");
+    printf("%s: ok (%s, %u flow%s)\n", a.scenario, sc->topology, fab_dag_flows(sc->dag), fab_dag_flows(sc->dag) == 1 ? "" : "s");
   }
   fab_scenario_free(sc);
   rc = 0;
@@ -231,5 +301,6 @@ int main(int argc, char **argv) {
   if (!strcmp(cmd, "validate")) return cmd_validate(argc - 2, argv + 2);
   if (!strcmp(cmd, "sweep")) return fab_cmd_sweep(argc - 2, argv + 2, argv[0]);
   if (!strcmp(cmd, "plot")) return fab_cmd_plot(argc - 2, argv + 2);
+  if (!strcmp(cmd, "compare")) return fab_cmd_compare(argc - 2, argv + 2);
   return usage_error(usage_main, "unknown command '%s'", cmd);
 }

@@ -2,30 +2,39 @@
 **
 **   queues.png/.svg  egress queue depth over time of the 8 busiest switch ports
 **   links.png/.svg   utilisation heatmap: the 32 busiest links x time
+**   busbw.png/.svg   nccl-tests runs: bus bandwidth against message size, a
+**                    line per op (the /collectives rows tagged nccl-tests)
+**   timeline.png/.svg per-rank Gantt chart from /timeline: compute (forward,
+**                    backward, optimizer) and communication (by op and tag)
 **   sweep-METRIC.*   for a sweep's sweep.h5: sim time, p99 FCT, drops and
 **                    deepest queue against the first swept key, one line
 **                    per value of the second
 **
 ** The data gnuplot reads is written next to the pictures (.dat, .gp), so a
-** user can restyle them. Needs the queue time series, i.e. a run with
-** output.hdf5 (sampled every output.sample_interval). Without gnuplot on the
-** PATH it says so and exits 2. See cmds.h. */
+** user can restyle them. The queue pictures need the queue time series
+** (sampled every output.sample_interval); each picture is skipped when its
+** data is absent or empty. Without gnuplot on the PATH it says so and exits
+** 2. See cmds.h. */
 #include <errno.h>
 #include <glib.h>
 #include <glib/gstdio.h>
 #include <hdf5.h>
+#include <math.h>
 #include <stdio.h>
 #include <string.h>
 #include "cmds.h"
 #include "sim/results.h"
+#include "tools/nccltests.h"
 
 static const char usage[] =
   "usage: fabsim plot RESULT.h5 [--out DIR]\n"
   "\n"
   "Draw a run's HDF5 results with gnuplot, as PNG and SVG in DIR (default:\n"
   "RESULT-plots next to the file): queue depth over time of the busiest switch\n"
-  "ports (queues.*) and a link utilisation heatmap (links.*). For a sweep's\n"
-  "sweep.h5: metrics against the swept values (sweep-*.*).\n";
+  "ports (queues.*), a link utilisation heatmap (links.*), for nccl-tests runs\n"
+  "the bus bandwidth against message size (busbw.*), and for collective and\n"
+  "training runs a per-rank timeline of compute and communication (timeline.*).\n"
+  "For a sweep's sweep.h5: metrics against the swept values (sweep-*.*).\n";
 
 typedef struct Series {
   hsize_t ns, np, nl;          /* samples, sampled ports, links */
@@ -129,7 +138,7 @@ static int by_key_desc(const void *a, const void *b) {
   return x->key < y->key ? 1 : x->key > y->key ? -1 : (x->i > y->i) - (x->i < y->i);
 }
 
-static void put_title(GString *gp, const char *name) {
+void fab_plot_put_title(GString *gp, const char *name) {
   for (const char *c = name; *c; c++) {
     if (*c == '"' || *c == '\\') g_string_append_c(gp, '\\');
     if (*c == '_') g_string_append(gp, "\\\\");
@@ -184,7 +193,7 @@ static gboolean queues(const Series *s, const char *dir, GString *gp, GString *w
                       "set grid\nunset colorbox\nset autoscale\nset yrange [0:*]\nplot ");
   for (hsize_t j = 0; j < top; j++) {
     g_string_append_printf(gp, "%s\"%s\" using 1:%u with lines lw 2 title \"", j ? ", " : "", path, (unsigned)(j + 2));
-    put_title(gp, s->port[r[j].i]);
+    fab_plot_put_title(gp, s->port[r[j].i]);
     g_string_append(gp, "\"");
   }
   g_string_append(gp, "\n");
@@ -230,7 +239,7 @@ static gboolean links(const Series *s, const char *dir, GString *gp, GString *wh
                          (unsigned)top, (unsigned)top - 1);
   for (hsize_t j = 0; j < top; j++) {
     g_string_append_printf(gp, "%s\"", j ? ", " : "");
-    put_title(gp, s->from[r[j].i]);
+    fab_plot_put_title(gp, s->from[r[j].i]);
     g_string_append_printf(gp, "\" %u", (unsigned)j);
   }
   g_string_append_printf(gp, ") font \",8\"\nset autoscale xfix\nplot \"%s\" using 1:2:3 with image\nset ytics auto\n", path);
@@ -376,25 +385,25 @@ static gboolean sweep_plots(const char *gp_bin, const Sweep *w, const char *dir,
     if (m < 0) continue;
     GString *gp = g_string_new(NULL);
     g_string_append(gp, "set title \"");
-    put_title(gp, metrics[i].label);
+    fab_plot_put_title(gp, metrics[i].label);
     g_string_append(gp, " against ");
-    put_title(gp, w->key[0]);
+    fab_plot_put_title(gp, w->key[0]);
     g_string_append_printf(gp, "\"\nset xlabel \"");
-    put_title(gp, w->key[0]);
+    fab_plot_put_title(gp, w->key[0]);
     g_string_append_printf(gp, "\"\nset ylabel \"%s\"\nset grid\nset key outside right top title \"", metrics[i].label);
-    if (w->nkeys > 1) put_title(gp, w->key[1]);
+    if (w->nkeys > 1) fab_plot_put_title(gp, w->key[1]);
     g_string_append(gp, "\"\nset yrange [0:*]\nset xrange [-0.5:");
     g_string_append_printf(gp, "%u.5]\nset xtics (", xs->len - 1);
     for (guint j = 0; j < xs->len; j++) {
       g_string_append_printf(gp, "%s\"", j ? ", " : "");
-      put_title(gp, g_ptr_array_index(xs, j));
+      fab_plot_put_title(gp, g_ptr_array_index(xs, j));
       g_string_append_printf(gp, "\" %u", j);
     }
     g_string_append(gp, ")\nplot ");
     for (guint b = 0; b < ls->len; b++) {
       g_string_append_printf(gp, "%s\"%s\" index %u using 1:($%d*%g) with linespoints lw 2 pt 7 title \"", b ? ", " : "",
                              data, b, m + 2, metrics[i].scale);
-      put_title(gp, g_ptr_array_index(ls, b));
+      fab_plot_put_title(gp, g_ptr_array_index(ls, b));
       g_string_append(gp, "\"");
     }
     g_string_append(gp, "\n");
@@ -406,6 +415,293 @@ static gboolean sweep_plots(const char *gp_bin, const Sweep *w, const char *dir,
   g_free(data);
   g_ptr_array_free(xs, TRUE);
   g_ptr_array_free(ls, TRUE);
+  return ok;
+}
+
+/* ---- collectives and the per-rank timeline -------------------------------- */
+
+#define STR_MEM 17 /* the file's strings are 16 bytes, null-padded: one more for the NUL */
+
+typedef struct CollRow {
+  char op[STR_MEM], algorithm[STR_MEM], protocol[STR_MEM], tag[STR_MEM];
+  uint64_t bytes, count;
+  uint32_t dtype_bytes, ranks, channels, job, step;
+  int32_t root;
+  double start_s, end_s;
+} CollRow;
+
+typedef struct SpanRow {
+  uint32_t rank, job, step;
+  uint8_t kind, phase;  /* kind 0 compute, 1 collective, 2 p2p; phase 0 forward, 1 backward, 2 optimizer, 3 compute */
+  int32_t coll;
+  double start_s, end_s;
+} SpanRow;
+
+typedef struct Events {
+  hsize_t ncolls, nspans;
+  CollRow *colls;
+  SpanRow *spans;
+} Events;
+
+static void events_free(Events *ev) {
+  g_free(ev->colls);
+  g_free(ev->spans);
+}
+
+/* Read the whole compound dataset `name` into rows of memory type `mt`
+** (HDF5 matches the members by name); NULL if it is absent or empty. A
+** dataset that exists but cannot be read (a member missing) is reported on
+** stderr and skipped. */
+static void *read_table(hid_t f, const char *file, const char *name, hid_t mt, size_t row, hsize_t *n) {
+  *n = 0;
+  hssize_t k = count(f, name);
+  if (k <= 0) return NULL;
+  hid_t d = H5Dopen2(f, name, H5P_DEFAULT);
+  void *buf = g_malloc0((size_t)k * row);
+  if (H5Dread(d, mt, H5S_ALL, H5S_ALL, H5P_DEFAULT, buf) < 0) {
+    fprintf(stderr, "fabsim: plot: %s: cannot read %s (not the layout this fabsim writes): skipped\n", file, name);
+    g_clear_pointer(&buf, g_free);
+  } else {
+    *n = (hsize_t)k;
+  }
+  H5Dclose(d);
+  return buf;
+}
+
+static void load_events(const char *path, Events *ev) {
+  H5Eset_auto2(H5E_DEFAULT, NULL, NULL);
+  hid_t f = H5Fopen(path, H5F_ACC_RDONLY, H5P_DEFAULT);
+  if (f < 0) return;
+  hid_t str = H5Tcopy(H5T_C_S1);
+  H5Tset_size(str, STR_MEM);
+  H5Tset_strpad(str, H5T_STR_NULLTERM);
+  hid_t ct = H5Tcreate(H5T_COMPOUND, sizeof(CollRow));
+  H5Tinsert(ct, "op", HOFFSET(CollRow, op), str);
+  H5Tinsert(ct, "algorithm", HOFFSET(CollRow, algorithm), str);
+  H5Tinsert(ct, "protocol", HOFFSET(CollRow, protocol), str);
+  H5Tinsert(ct, "tag", HOFFSET(CollRow, tag), str);
+  H5Tinsert(ct, "bytes", HOFFSET(CollRow, bytes), H5T_NATIVE_UINT64);
+  H5Tinsert(ct, "count", HOFFSET(CollRow, count), H5T_NATIVE_UINT64);
+  H5Tinsert(ct, "dtype_bytes", HOFFSET(CollRow, dtype_bytes), H5T_NATIVE_UINT32);
+  H5Tinsert(ct, "ranks", HOFFSET(CollRow, ranks), H5T_NATIVE_UINT32);
+  H5Tinsert(ct, "root", HOFFSET(CollRow, root), H5T_NATIVE_INT32);
+  H5Tinsert(ct, "channels", HOFFSET(CollRow, channels), H5T_NATIVE_UINT32);
+  H5Tinsert(ct, "job", HOFFSET(CollRow, job), H5T_NATIVE_UINT32);
+  H5Tinsert(ct, "step", HOFFSET(CollRow, step), H5T_NATIVE_UINT32);
+  H5Tinsert(ct, "start_s", HOFFSET(CollRow, start_s), H5T_NATIVE_DOUBLE);
+  H5Tinsert(ct, "end_s", HOFFSET(CollRow, end_s), H5T_NATIVE_DOUBLE);
+  hid_t st = H5Tcreate(H5T_COMPOUND, sizeof(SpanRow));
+  H5Tinsert(st, "rank", HOFFSET(SpanRow, rank), H5T_NATIVE_UINT32);
+  H5Tinsert(st, "job", HOFFSET(SpanRow, job), H5T_NATIVE_UINT32);
+  H5Tinsert(st, "kind", HOFFSET(SpanRow, kind), H5T_NATIVE_UINT8);
+  H5Tinsert(st, "phase", HOFFSET(SpanRow, phase), H5T_NATIVE_UINT8);
+  H5Tinsert(st, "coll", HOFFSET(SpanRow, coll), H5T_NATIVE_INT32);
+  H5Tinsert(st, "step", HOFFSET(SpanRow, step), H5T_NATIVE_UINT32);
+  H5Tinsert(st, "start_s", HOFFSET(SpanRow, start_s), H5T_NATIVE_DOUBLE);
+  H5Tinsert(st, "end_s", HOFFSET(SpanRow, end_s), H5T_NATIVE_DOUBLE);
+  ev->colls = read_table(f, path, "/collectives", ct, sizeof(CollRow), &ev->ncolls);
+  ev->spans = read_table(f, path, "/timeline", st, sizeof(SpanRow), &ev->nspans);
+  H5Tclose(st);
+  H5Tclose(ct);
+  H5Tclose(str);
+  H5Fclose(f);
+}
+
+/* ps from the file's seconds; 0 (not completed) for a missing end */
+static fab_time_t to_ps(double s) { return isfinite(s) && s > 0 ? (fab_time_t)llround(s * 1e12) : 0; }
+
+/* The nccl-tests tables of the file's collectives (as `fabsim run` prints them). */
+static GPtrArray *nccltests_tables(const Events *ev) {
+  FabResults r = {.n_colls = ev->ncolls};
+  r.colls = g_new0(struct FabCollRec, ev->ncolls);
+  for (hsize_t i = 0; i < ev->ncolls; i++) {
+    const CollRow *c = &ev->colls[i];
+    r.colls[i] = (struct FabCollRec){
+      .op = c->op, .algorithm = c->algorithm, .protocol = c->protocol, .tag = c->tag, .bytes = c->bytes,
+      .count = c->count, .dtype_bytes = c->dtype_bytes, .ranks = c->ranks, .root = c->root,
+      .channels = c->channels, .job = c->job, .step = c->step, .start = to_ps(c->start_s), .end = to_ps(c->end_s),
+    };
+  }
+  GPtrArray *t = fab_nccltests_from_results(&r, NULL);
+  g_free(r.colls);
+  return t;
+}
+
+void fab_plot_size_xtics(GString *gp, uint64_t lo, uint64_t hi) {
+  static const char *const unit[] = {"B", "KiB", "MiB", "GiB", "TiB", "PiB"};
+  int e0 = 0, e1 = 0;
+  while (e0 < 62 && (1ULL << (e0 + 1)) <= MAX(lo, 1)) e0++;
+  while (e1 < 62 && (1ULL << e1) < hi) e1++;
+  int step = MAX(1, (e1 - e0 + 13) / 14);
+  g_string_append_printf(gp, "set logscale x 2\nset xrange [%.17g:%.17g]\nset xtics (", ldexp(1, e0) / 1.2,
+                         ldexp(1, e1) * 1.2);
+  for (int e = e0; e <= e1; e += step)
+    g_string_append_printf(gp, "%s\"%llu %s\" %.17g", e > e0 ? ", " : "", 1ULL << (e % 10), unit[e / 10], ldexp(1, e));
+  g_string_append(gp, ")\n");
+}
+
+/* busbw.dat (a block per op: size, busbw, time) + the plot: bus bandwidth
+** against message size, log2 x axis. FALSE if no collective is tagged
+** nccl-tests. */
+static gboolean busbw(const Events *ev, const char *dir, GString *gp, GString *why) {
+  GPtrArray *tables = nccltests_tables(ev);
+  gboolean ok = FALSE;
+  char *path = NULL;
+  FILE *out = NULL;
+  uint64_t lo = UINT64_MAX, hi = 0; /* the sizes drawn (not 0 B: no place on a log axis) */
+  for (guint i = 0; i < tables->len; i++) {
+    const FabNcclTestsTable *t = tables->pdata[i];
+    for (guint k = 0; k < t->rows->len; k++) {
+      const FabNcclTestsRow *r = &g_array_index(t->rows, FabNcclTestsRow, k);
+      if (r->bytes && isfinite(r->busbw_GBps[0])) lo = MIN(lo, r->bytes), hi = MAX(hi, r->bytes);
+    }
+  }
+  if (!hi || !(out = open_dat(dir, "busbw.dat", &path, why))) goto done;
+  gboolean jobs = FALSE;
+  for (guint i = 1; i < tables->len; i++)
+    jobs |= ((FabNcclTestsTable *)tables->pdata[i])->job != ((FabNcclTestsTable *)tables->pdata[0])->job;
+  g_string_append(gp, "set title \"nccl-tests bus bandwidth against message size (simulated)\"\n"
+                      "set xlabel \"message size (B)\"\nset ylabel \"bus bandwidth (GB/s)\"\n"
+                      "set grid xtics ytics\nset key top left box opaque\nset yrange [0:*]\n");
+  fab_plot_size_xtics(gp, lo, hi);
+  g_string_append(gp, "plot ");
+  for (guint i = 0, b = 0; i < tables->len; i++) {
+    const FabNcclTestsTable *t = tables->pdata[i];
+    if (!t->rows->len) continue;
+    fprintf(out, "# %s, %u ranks, job %u: size_B busbw_GBps time_us algorithm protocol\n", t->op, t->ranks, t->job);
+    for (guint k = 0; k < t->rows->len; k++) {
+      const FabNcclTestsRow *r = &g_array_index(t->rows, FabNcclTestsRow, k);
+      if (!r->bytes || !isfinite(r->busbw_GBps[0])) continue;
+      fprintf(out, "%" G_GUINT64_FORMAT " %.6g %.6g %s %s\n", r->bytes, r->busbw_GBps[0], r->time_us[0],
+              r->algorithm ? r->algorithm : "-", r->protocol ? r->protocol : "-");
+    }
+    fprintf(out, "\n\n");
+    g_string_append_printf(gp, "%s\"%s\" index %u using 1:2 with linespoints lw 2 pt 7 ps 0.8 title \"", b ? ", " : "",
+                           path, b);
+    char *title = jobs ? g_strdup_printf("%s, %u ranks (job %u)", t->op, t->ranks, t->job)
+                       : g_strdup_printf("%s, %u ranks", t->op, t->ranks);
+    fab_plot_put_title(gp, title);
+    g_free(title);
+    g_string_append(gp, "\"");
+    b++;
+  }
+  g_string_append(gp, "\nunset logscale x\nset xtics autofreq\nset autoscale x\n");
+  fclose(out);
+  ok = TRUE;
+done:
+  g_free(path);
+  g_ptr_array_free(tables, TRUE);
+  return ok;
+}
+
+#define GANTT_MAX_RANKS 32
+
+static int cmp_u32(const void *a, const void *b) {
+  uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
+  return (x > y) - (x < y);
+}
+
+/* timeline.dat + the plot: a Gantt chart, a row per rank (the first 32),
+** compute in its upper lane (forward / backward / optimizer / other), the
+** collectives and pipeline transfers in its lower lane, coloured by what
+** they are. FALSE if there are no spans. */
+static gboolean timeline(const Events *ev, const char *dir, GString *gp, GString *why) {
+  if (!ev->nspans) return FALSE;
+  /* the ranks shown */
+  uint32_t *rk = g_new(uint32_t, ev->nspans);
+  for (hsize_t i = 0; i < ev->nspans; i++) rk[i] = ev->spans[i].rank;
+  qsort(rk, ev->nspans, sizeof *rk, cmp_u32);
+  uint32_t nranks = 0;
+  for (hsize_t i = 0; i < ev->nspans; i++)
+    if (!nranks || rk[nranks - 1] != rk[i]) rk[nranks++] = rk[i];
+  uint32_t shown = MIN(nranks, GANTT_MAX_RANKS);
+  GHashTable *row_of = g_hash_table_new(NULL, NULL);
+  for (uint32_t i = 0; i < shown; i++) g_hash_table_insert(row_of, GUINT_TO_POINTER(rk[i] + 1), GUINT_TO_POINTER(i + 1));
+  /* the categories: the compute phases, then what the communication is, in order of appearance */
+  static const char *const phase[] = {"forward", "backward", "optimizer", "compute"};
+  static const char *const phase_colour[] = {"#4C72B0", "#55A868", "#C44E52", "#8C8C8C"};
+  static const char *const comm_colour[] = {"#DD8452", "#8172B3", "#937860", "#DA8BC3", "#CCB974", "#64B5CD",
+                                            "#2F4F4F", "#B8860B"};
+  GPtrArray *cats = g_ptr_array_new_with_free_func(g_free);
+  for (int p = 0; p < 4; p++) g_ptr_array_add(cats, g_strdup(phase[p]));
+  double t0 = INFINITY, t1 = -INFINITY;
+  int *cat = g_new(int, ev->nspans);
+  for (hsize_t i = 0; i < ev->nspans; i++) {
+    const SpanRow *s = &ev->spans[i];
+    cat[i] = -1;
+    if (!g_hash_table_lookup(row_of, GUINT_TO_POINTER(s->rank + 1)) || !(s->end_s >= s->start_s)) continue;
+    t0 = MIN(t0, s->start_s), t1 = MAX(t1, s->end_s);
+    char *label;
+    if (s->kind == 0) {
+      cat[i] = MIN(s->phase, 3);
+      continue;
+    } else if (s->kind == 2) {
+      label = g_strdup("pipeline send/recv");
+    } else if (s->coll >= 0 && (hsize_t)s->coll < ev->ncolls) {
+      const CollRow *c = &ev->colls[s->coll];
+      label = c->tag[0] ? g_strdup_printf("%s (%s)", c->op, c->tag) : g_strdup(c->op);
+    } else {
+      label = g_strdup("collective");
+    }
+    guint k = 4;
+    while (k < cats->len && strcmp(cats->pdata[k], label)) k++;
+    if (k == cats->len) g_ptr_array_add(cats, label);
+    else g_free(label);
+    cat[i] = (int)k;
+  }
+  gboolean ok = FALSE;
+  char *path = NULL;
+  FILE *out = isfinite(t0) ? open_dat(dir, "timeline.dat", &path, why) : NULL;
+  if (!out) goto done;
+  gboolean ms = t1 - t0 >= 2e-3;
+  double scale = ms ? 1e3 : 1e6;
+  /* a block per category: x centre, y, x half-width, y half-height (boxxyerror) */
+  /* gnuplot's `index` counts the blocks that have data: write only those */
+  int *block = g_new(int, cats->len);
+  for (guint k = 0; k < cats->len; k++) block[k] = -1;
+  for (hsize_t i = 0; i < ev->nspans; i++)
+    if (cat[i] >= 0) block[cat[i]] = 0;
+  for (guint k = 0, b = 0; k < cats->len; k++) {
+    if (block[k] < 0) continue;
+    block[k] = (int)b++;
+    fprintf(out, "# %s: time_%s row half_width half_height\n", (char *)cats->pdata[k], ms ? "ms" : "us");
+    for (hsize_t i = 0; i < ev->nspans; i++) {
+      if (cat[i] != (int)k) continue;
+      const SpanRow *s = &ev->spans[i];
+      unsigned row = GPOINTER_TO_UINT(g_hash_table_lookup(row_of, GUINT_TO_POINTER(s->rank + 1))) - 1;
+      double y = row + (s->kind == 0 ? -0.2 : 0.2);
+      fprintf(out, "%.9g %.2f %.9g 0.17\n", (s->start_s + s->end_s) / 2 * scale, y, (s->end_s - s->start_s) / 2 * scale);
+    }
+    fprintf(out, "\n\n");
+  }
+  fclose(out);
+  g_string_append(gp, "set title \"Per-rank timeline: compute (upper lane of each rank), communication (lower lane)");
+  if (shown < nranks) g_string_append_printf(gp, ", the first %u of %u ranks", shown, nranks);
+  g_string_append(gp, "\"\n");
+  g_string_append_printf(gp, "set xlabel \"time (%s)\"\nset ylabel \"\"\nset yrange [%u.6:-0.6]\nset ytics (",
+                         ms ? "ms" : "us", shown - 1);
+  for (uint32_t i = 0; i < shown; i++) g_string_append_printf(gp, "%s\"rank %u\" %u", i ? ", " : "", rk[i], i);
+  g_string_append_printf(gp, ")%s\nset grid xtics\nset key outside right top\nset style fill solid 1.0 border lc rgb \"white\"\n"
+                             "set xrange [%.9g:%.9g]\nplot ", shown > 16 ? " font \",8\"" : "", t0 * scale,
+                         t1 * scale);
+  for (guint k = 0, first = 1; k < cats->len; k++) {
+    if (block[k] < 0) continue;
+    const char *colour = k < 4 ? phase_colour[k] : comm_colour[(k - 4) % G_N_ELEMENTS(comm_colour)];
+    g_string_append_printf(gp, "%s\"%s\" index %d using 1:2:3:4 with boxxyerror lc rgb \"%s\" title \"", first ? "" : ", ",
+                           path, block[k], colour);
+    fab_plot_put_title(gp, cats->pdata[k]);
+    g_string_append(gp, "\"");
+    first = 0;
+  }
+  g_string_append(gp, "\nset ytics autofreq\nset autoscale\nset grid\n");
+  g_free(block);
+  ok = TRUE;
+done:
+  g_free(path);
+  g_free(cat);
+  g_ptr_array_free(cats, TRUE);
+  g_hash_table_destroy(row_of);
+  g_free(rk);
   return ok;
 }
 
@@ -423,13 +719,12 @@ static gboolean gnuplot(const char *gnuplot_bin, const char *script, GString *wh
   return ok;
 }
 
-/* Write NAME.gp drawing `body` as NAME.png and NAME.svg, and run it. */
-static gboolean draw(const char *gp_bin, const char *dir, const char *name, const GString *body, GString *why) {
+gboolean fab_plot_draw(const char *gp_bin, const char *dir, const char *name, const char *body, GString *why) {
   GString *gp = g_string_new(NULL);
   char *png = g_strdup_printf("%s/%s.png", dir, name), *svg = g_strdup_printf("%s/%s.svg", dir, name);
-  g_string_append_printf(gp, "set terminal pngcairo size 1200,700 font \"sans,11\"\nset output \"%s\"\n%s", png,
-                         body->str);
-  g_string_append_printf(gp, "set terminal svg size 1200,700 font \"sans,11\"\nset output \"%s\"\nreplot\n", svg);
+  g_string_append_printf(gp, "set terminal pngcairo size 1200,700 font \"sans,11\"\nset output \"%s\"\n%s", png, body);
+  g_string_append_printf(gp, "set output\nset terminal svg size 1200,700 font \"sans,11\"\nset output \"%s\"\n%s"
+                         "set output\n", svg, body);
   char *script = g_strdup_printf("%s/%s.gp", dir, name);
   GError *e = NULL;
   gboolean ok = g_file_set_contents(script, gp->str, -1, &e) && gnuplot(gp_bin, script, why);
@@ -437,12 +732,18 @@ static gboolean draw(const char *gp_bin, const char *dir, const char *name, cons
     g_string_printf(why, "cannot write %s: %s", script, e->message);
     g_error_free(e);
   }
-  if (ok) printf("%s\n%s\n", png, svg);
   g_free(script);
   g_free(png);
   g_free(svg);
   g_string_free(gp, TRUE);
   return ok;
+}
+
+/* Draw `body` as DIR/NAME.png and .svg and say so on stdout. */
+static gboolean draw(const char *gp_bin, const char *dir, const char *name, const GString *body, GString *why) {
+  if (!fab_plot_draw(gp_bin, dir, name, body->str, why)) return FALSE;
+  printf("%s/%s.png\n%s/%s.svg\n", dir, name, dir, name);
+  return TRUE;
 }
 
 int fab_cmd_plot(int argc, char **argv) {
@@ -481,10 +782,19 @@ int fab_cmd_plot(int argc, char **argv) {
     goto done;
   }
   Sweep w = {0};
-  gboolean is_sweep = load_sweep(file, &w);
-  if (!is_sweep && !load(file, &s, why)) {
-    sweep_free(&w);
-    goto done;
+  Events ev = {0};
+  gboolean is_sweep = load_sweep(file, &w), have_series = FALSE;
+  if (!is_sweep) {
+    have_series = load(file, &s, why);
+    load_events(file, &ev);
+    if (!have_series && !ev.ncolls && !ev.nspans) {
+      sweep_free(&w);
+      goto done;
+    }
+    if (!have_series) { /* collectives or a timeline to draw, but no queues */
+      fprintf(stderr, "fabsim: plot: %s: no queue and link pictures\n", why->str);
+      g_string_truncate(why, 0);
+    }
   }
   char *dir = out ? g_strdup(out) : NULL;
   if (!dir) {
@@ -497,6 +807,7 @@ int fab_cmd_plot(int argc, char **argv) {
     g_string_printf(why, "cannot create %s", dir);
     g_free(dir);
     sweep_free(&w);
+    events_free(&ev);
     goto done;
   }
   rc = 0;
@@ -507,15 +818,24 @@ int fab_cmd_plot(int argc, char **argv) {
     goto done;
   }
   sweep_free(&w);
-  GString *q = g_string_new(NULL), *l = g_string_new(NULL);
-  if (queues(&s, dir, q, why) && !draw(gp_bin, dir, "queues", q, why)) rc = 1;
-  if (rc == 0 && why->len) rc = 2; /* could not write the data file */
-  if (rc == 0 && links(&s, dir, l, why) && !draw(gp_bin, dir, "links", l, why)) rc = 1;
+  GString *q = g_string_new(NULL), *l = g_string_new(NULL), *b = g_string_new(NULL), *t = g_string_new(NULL);
+  if (have_series) {
+    if (queues(&s, dir, q, why) && !draw(gp_bin, dir, "queues", q, why)) rc = 1;
+    if (rc == 0 && why->len) rc = 2; /* could not write the data file */
+    if (rc == 0 && links(&s, dir, l, why) && !draw(gp_bin, dir, "links", l, why)) rc = 1;
+    if (rc == 0 && why->len) rc = 2;
+    if (rc == 0 && !s.link_bytes)
+      fprintf(stderr, "fabsim: plot: %s has no /queues/link_bytes (an older fabsim): no links heatmap\n", file);
+  }
+  if (rc == 0 && busbw(&ev, dir, b, why) && !draw(gp_bin, dir, "busbw", b, why)) rc = 1;
   if (rc == 0 && why->len) rc = 2;
-  if (rc == 0 && !s.link_bytes)
-    fprintf(stderr, "fabsim: plot: %s has no /queues/link_bytes (an older fabsim): no links heatmap\n", file);
+  if (rc == 0 && timeline(&ev, dir, t, why) && !draw(gp_bin, dir, "timeline", t, why)) rc = 1;
+  if (rc == 0 && why->len) rc = 2;
   g_string_free(q, TRUE);
   g_string_free(l, TRUE);
+  g_string_free(b, TRUE);
+  g_string_free(t, TRUE);
+  events_free(&ev);
   g_free(dir);
 done:
   if (rc) fprintf(stderr, "fabsim: plot: %s\n", why->str);

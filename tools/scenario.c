@@ -17,7 +17,7 @@ static const FabCfgKey top_schema[] = {
   {"stop_time", FAB_CFG_TIME, offsetof(TopIn, stop_time), FALSE, NULL, 1, 1e18, NULL},
   {"cluster", FAB_CFG_MAP, offsetof(TopIn, cluster), FALSE, NULL, 0, 0, NULL},
   {"fabric", FAB_CFG_MAP, offsetof(TopIn, fabric), TRUE, NULL, 0, 0, NULL},
-  {"workload", FAB_CFG_MAP, offsetof(TopIn, workload), TRUE, NULL, 0, 0, NULL},
+  {"workload", FAB_CFG_NODE, offsetof(TopIn, workload), TRUE, NULL, 0, 0, NULL}, /* a map, or a list of jobs */
   {"output", FAB_CFG_MAP, offsetof(TopIn, output), FALSE, NULL, 0, 0, NULL},
   {NULL, FAB_CFG_END, 0, FALSE, NULL, 0, 0, NULL},
 };
@@ -33,6 +33,25 @@ static const FabCfgKey output_schema[] = {
   {NULL, FAB_CFG_END, 0, FALSE, NULL, 0, 0, NULL},
 };
 
+/* What the collective algorithms and the tuner know of the fabric. */
+static void coll_env(const FabFabricCfg *f, FabCollEnv *e) {
+  const FabGpuSpec *g = &f->gpu;
+  static const uint32_t links[] = {[FAB_TOPO_SINGLE_SWITCH] = 2, [FAB_TOPO_LEAF_SPINE] = 4, [FAB_TOPO_FAT_TREE] = 6,
+                                   [FAB_TOPO_RING] = 4, [FAB_TOPO_RAIL] = 4, [FAB_TOPO_MULTI_RAIL] = 4};
+  uint32_t l = links[f->topo.kind];
+  memset(e, 0, sizeof *e);
+  e->endpoints = g->gpus_per_node ? g->nodes * g->gpus_per_node : f->topo.hosts;
+  e->gpus_per_node = g->gpus_per_node ? g->gpus_per_node : 1;
+  e->nvl_domain = f->nic.nvl_domain;
+  e->net_bps = g->gpus_per_node ? f->topo.host_bps * g->nics_per_node / g->gpus_per_node : f->topo.host_bps;
+  e->nvl_bps = g->nvlink_domain ? g->nvlink_bps : 0;
+  /* unloaded NIC to NIC across the fabric's diameter (a tier-2 path for leaf-spine) */
+  e->net_lat = l * f->topo.link_latency + (l - 1) * f->sw.latency + (g->gpus_per_node ? 2 * g->pcie_latency : 0);
+  e->nvl_lat = g->nvlink_latency;
+  e->reduce_Bps = (double)g->reduce_bps / 8;
+  e->collnet = false;
+}
+
 FabScenario *fab_scenario_load(const char *path, const char *const *sets, GError **err) {
   FabScenario *sc = g_new0(FabScenario, 1);
   TopIn top = {0};
@@ -46,38 +65,27 @@ FabScenario *fab_scenario_load(const char *path, const char *const *sets, GError
   if (!fab_cfg_apply(top.output, root, output_schema, &out, err)) goto fail;
   if (!fab_fabric_cfg_read(root, &sc->fabric, err)) goto fail;
   const FabGpuSpec *g = &sc->fabric.gpu;
-  uint32_t endpoints = g->gpus_per_node ? g->nodes * g->gpus_per_node : sc->fabric.topo.hosts;
-  sc->flows = fab_workload_read(root, endpoints, sc->fabric.sw.nprio, top.seed, err);
-  if (!sc->flows) goto fail;
+  FabWorkloadEnv env = {0};
+  env.endpoints = g->gpus_per_node ? g->nodes * g->gpus_per_node : sc->fabric.topo.hosts;
+  env.nprio = sc->fabric.sw.nprio;
+  env.seed = top.seed;
+  coll_env(&sc->fabric, &env.coll);
+  env.gpu_flops = g->gpu_flops;
+  env.gpu_eff = g->gpu_efficiency;
+  sc->dag = fab_workload_read(root, &env, err);
+  if (!sc->dag) goto fail;
   if (sc->fabric.topo.kind == FAB_TOPO_MULTI_RAIL && !g->pxn) /* planes are not joined */
-    for (guint i = 0; i < sc->flows->len; i++) {
-      const FabFlowSpec *f = &g_array_index(sc->flows, FabFlowSpec, i);
+    for (guint i = 0; i < fab_dag_len(sc->dag); i++) {
+      const FabOp *f = fab_dag_op(sc->dag, i);
       uint32_t G = g->gpus_per_node, dom = g->nvlink_domain ? g->nvlink_domain : G;
-      if (f->src / dom != f->dst / dom && f->src % G != f->dst % G) {
+      if (f->kind == FAB_OP_FLOW && f->src / dom != f->dst / dom && f->src % G != f->dst % G) {
         const FabCfgNode *wl = fab_cfg_get(root, "workload"), *fl = fab_cfg_get(wl, "flows");
         const FabCfgNode *at = fl && i < fab_cfg_len(fl) ? fab_cfg_get(fab_cfg_at(fl, i), "dst") : fab_cfg_get(wl, "kind");
-        fab_cfg_fail(at, err, "GPU %u and GPU %u are on different rails of a multi-rail fabric, whose planes are not "
-                     "joined: set cluster.pxn: true to relay through NVLink", f->src, f->dst);
+        fab_cfg_fail(at ? at : wl, err, "GPU %u and GPU %u are on different rails of a multi-rail fabric, whose planes "
+                     "are not joined: set cluster.pxn: true to relay through NVLink", f->src, f->dst);
         goto fail;
       }
     }
-  for (guint i = 0; i < sc->flows->len; i++) { /* NVLS: every rank in one NVLink domain */
-    const FabFlowSpec *f = &g_array_index(sc->flows, FabFlowSpec, i);
-    uint32_t dom = sc->fabric.nic.nvl_domain;
-    const FabCfgNode *wl = fab_cfg_get(root, "workload");
-    if (!f->nvls) continue;
-    if (!dom) {
-      fab_cfg_fail(fab_cfg_get(wl, "algorithm") ? fab_cfg_get(wl, "algorithm") : wl, err,
-                   "nvls needs GPU nodes in an NVLink domain (cluster.node with NVLink)");
-      goto fail;
-    }
-    if (f->src / dom != g_array_index(sc->flows, FabFlowSpec, 0).src / dom) {
-      fab_cfg_fail(fab_cfg_get(wl, "ranks") ? fab_cfg_get(wl, "ranks") : wl, err,
-                   "nvls reduces inside one NVLink domain: ranks %u and %u are in different domains (of %u GPUs)",
-                   g_array_index(sc->flows, FabFlowSpec, 0).src, f->src, dom);
-      goto fail;
-    }
-  }
   if (path && !top.name) { /* default name: the file name without .yaml */
     char *base = g_path_get_basename(path);
     char *dot = strrchr(base, '.');
@@ -101,7 +109,7 @@ fail:
 
 void fab_scenario_free(FabScenario *sc) {
   if (!sc) return;
-  if (sc->flows) g_array_free(sc->flows, TRUE);
+  fab_dag_free(sc->dag);
   g_free(sc->topology);
   fab_cfg_free(sc->cfg);
   g_free(sc);
@@ -111,7 +119,12 @@ char *fab_scenario_explain(const FabScenario *sc) {
   const FabFabricCfg *f = &sc->fabric;
   GString *s = g_string_new(NULL);
   uint64_t total = 0;
-  for (guint i = 0; i < sc->flows->len; i++) total += g_array_index(sc->flows, FabFlowSpec, i).bytes;
+  uint32_t nflows = 0, ncompute = 0;
+  for (guint i = 0; i < fab_dag_len(sc->dag); i++) {
+    const FabOp *o = fab_dag_op(sc->dag, i);
+    if (o->kind <= FAB_OP_NVLS) total += o->bytes, nflows++;
+    ncompute += o->kind == FAB_OP_COMPUTE;
+  }
   g_string_append_printf(s, "scenario   %s (seed %" G_GUINT64_FORMAT ")\n", sc->name, sc->seed);
   g_string_append_printf(s, "topology   %s\n", sc->topology);
   const FabGpuSpec *g = &f->gpu;
@@ -180,7 +193,22 @@ char *fab_scenario_explain(const FabScenario *sc) {
   }
   g_string_append_printf(s, "nic        rto %.6g us, ACK every %u packets, give up after %u timeouts\n",
                          (double)f->nic.rto / 1e6, f->nic.ack_interval, f->nic.max_timeouts);
-  g_string_append_printf(s, "workload   %u flows, %" G_GUINT64_FORMAT " bytes\n", sc->flows->len, total);
+  g_string_append_printf(s, "workload   %u flows, %" G_GUINT64_FORMAT " bytes on the wire, %u compute ops, %u "
+                         "collectives\n", nflows, total, ncompute, sc->dag->colls->len);
+  for (guint j = 0; j < sc->dag->jobs->len; j++) {
+    const FabJobDef *jd = &g_array_index(sc->dag->jobs, FabJobDef, j);
+    g_string_append_printf(s, "job        %s: %s on %u ranks (endpoints %u..%u)", jd->name, jd->kind, jd->nranks,
+                           jd->ranks[0], jd->ranks[jd->nranks - 1]);
+    if (jd->steps) g_string_append_printf(s, ", %u steps of %u microbatches, pp %u", jd->steps, jd->microbatches, jd->pp);
+    g_string_append_c(s, '\n');
+  }
+  for (guint c = 0; c < sc->dag->colls->len && c < 8; c++) {
+    const FabCollDef *cd = &g_array_index(sc->dag->colls, FabCollDef, c);
+    g_string_append_printf(s, "collective %s of %" G_GUINT64_FORMAT " B on %u ranks: %s, %s, %u channels, chunk %"
+                           G_GUINT64_FORMAT " B%s%s\n", cd->op, cd->bytes, cd->nranks, cd->algorithm, cd->protocol,
+                           cd->channels, cd->chunk, cd->tag ? ", tag " : "", cd->tag ? cd->tag : "");
+  }
+  if (sc->dag->colls->len > 8) g_string_append_printf(s, "           ... and %u more collectives\n", sc->dag->colls->len - 8);
   if (sc->stop_time != FAB_TIME_MAX)
     g_string_append_printf(s, "stop_time  %.6g us\n", (double)sc->stop_time / 1e6);
   if (sc->hdf5)
@@ -202,6 +230,15 @@ typedef struct Watch {
   uint64_t last;            /* packets delivered to NICs at the last look */
 } Watch;
 
+/* The DAG executor's element: its events start ops that waited for their
+** `start` time and finish compute ops and flows' `post` delays. */
+typedef struct Exec {
+  const FabOps *ops;
+  Run *run;
+} Exec;
+
+enum { EV_READY = 0, EV_DONE = 1 };
+
 struct Run {
   const FabOps *ops;        /* the queue sampler is an element */
   FabEngine *eng;
@@ -210,6 +247,21 @@ struct Run {
   uint32_t nflows, completed;
   fab_time_t last_end;      /* ps: latest completion */
   FabFlow *failed;          /* first flow that gave up */
+  /* the DAG */
+  Exec exec;
+  const FabDag *dag;
+  uint32_t nops, ops_done;
+  uint32_t *left;           /* dependencies not yet met, per op */
+  uint32_t *out0, *out;     /* dependents: out[out0[i] .. out0[i+1]), each | FAB_DEP_SENT if it waits for the send */
+  fab_time_t *t0, *t1;      /* per op: began (posted, computing), done */
+  uint8_t *state;           /* 0 waiting, 1 running, 2 done */
+  uint32_t *flow_of, *op_of;/* op -> flow (FAB_OP_NONE), flow -> op */
+  uint32_t *sq_head, *sq_tail, *sq_next; /* per endpoint: FIFO of compute ops waiting for its stream */
+  uint8_t *busy;            /* per endpoint: its compute stream runs an op */
+  uint32_t *rq_head, *rq_tail; /* per endpoint: FIFO of received flows waiting to be reduced (links: sq_next) */
+  uint8_t *rbusy;           /* per endpoint: it is reducing a received flow */
+  GArray *todo;             /* ops to complete (a worklist, not recursion) */
+  bool draining;
   /* queue samples */
   fab_time_t interval;
   uint32_t ncols;
@@ -228,10 +280,142 @@ struct Run {
   GPtrArray *cycle;         /* FabPort *: the deadlock it found, in order */
 };
 
+/* ---- the DAG executor ----------------------------------------------------- */
+
+static void begin(Run *r, uint32_t i);
+
+/* Op i's dependencies are met now: begin it, or wait for its start time. */
+static void ready(Run *r, uint32_t i) {
+  const FabOp *o = fab_dag_op(r->dag, i);
+  if (o->start > r->eng->now && o->kind <= FAB_OP_NVLS) { /* a flow posts itself for later: no event of ours */
+    FabFlow *f = &r->flows[r->flow_of[i]];
+    r->state[i] = 1;
+    r->t0[i] = o->start;
+    f->start = o->start + o->pre;
+    fab_nic_post(r->eng, &r->topo->nics[f->src], f);
+  } else if (o->start > r->eng->now) {
+    fab_engine_at(r->eng, o->start, &r->exec, (uint64_t)i << 1 | EV_READY);
+  } else {
+    begin(r, i);
+  }
+}
+
+/* Release the dependents of op i that wait for it to be done (sent: false)
+** or for its last packet to leave (sent: true). */
+static void release(Run *r, uint32_t i, bool sent) {
+  for (uint32_t k = r->out0[i]; k < r->out0[i + 1]; k++) {
+    uint32_t d = r->out[k];
+    if (((d & FAB_DEP_SENT) != 0) != sent) continue;
+    d &= ~FAB_DEP_SENT;
+    g_assert(r->left[d] > 0);
+    if (--r->left[d] == 0) ready(r, d);
+  }
+}
+
+/* Per-endpoint FIFOs of ops (compute streams, reducers), linked through sq_next. */
+static void fifo_push(Run *r, uint32_t *head, uint32_t *tail, uint32_t e, uint32_t i) {
+  r->sq_next[i] = FAB_OP_NONE;
+  if (tail[e] != FAB_OP_NONE) r->sq_next[tail[e]] = i;
+  else head[e] = i;
+  tail[e] = i;
+}
+
+static uint32_t fifo_pop(Run *r, uint32_t *head, uint32_t *tail, uint32_t e) {
+  uint32_t n = head[e];
+  if (n != FAB_OP_NONE) {
+    head[e] = r->sq_next[n];
+    if (n == tail[e]) tail[e] = FAB_OP_NONE;
+  }
+  return n;
+}
+
+/* Op i is done now. Marks done in passing are queued, not recursed into. */
+static void complete(Run *r, uint32_t i) {
+  g_array_append_val(r->todo, i);
+  if (r->draining) return;
+  r->draining = true;
+  while (r->todo->len) {
+    uint32_t k = g_array_index(r->todo, uint32_t, r->todo->len - 1);
+    g_array_set_size(r->todo, r->todo->len - 1);
+    g_assert(r->state[k] != 2);
+    r->state[k] = 2;
+    r->t1[k] = r->eng->now;
+    r->ops_done++;
+    if (r->t1[k] > r->last_end) r->last_end = r->t1[k];
+    const FabOp *o = fab_dag_op(r->dag, k);
+    if (o->kind == FAB_OP_COMPUTE) { /* the stream takes its next op */
+      uint32_t n = fifo_pop(r, r->sq_head, r->sq_tail, o->src);
+      r->busy[o->src] = n != FAB_OP_NONE;
+      if (n != FAB_OP_NONE) {
+        r->t0[n] = r->eng->now;
+        fab_engine_after(r->eng, fab_dag_op(r->dag, n)->dur, &r->exec, (uint64_t)n << 1 | EV_DONE);
+      }
+    } else if (o->kind <= FAB_OP_NVLS && o->post) { /* the reducer takes the next received flow */
+      uint32_t n = fifo_pop(r, r->rq_head, r->rq_tail, o->dst);
+      r->rbusy[o->dst] = n != FAB_OP_NONE;
+      if (n != FAB_OP_NONE) fab_engine_after(r->eng, fab_dag_op(r->dag, n)->post, &r->exec, (uint64_t)n << 1 | EV_DONE);
+    }
+    release(r, k, false);
+  }
+  r->draining = false;
+}
+
+static void begin(Run *r, uint32_t i) {
+  const FabOp *o = fab_dag_op(r->dag, i);
+  FabEngine *eng = r->eng;
+  r->state[i] = 1;
+  r->t0[i] = eng->now;
+  switch ((FabOpKind)o->kind) {
+  case FAB_OP_FLOW:
+  case FAB_OP_NVLS: {
+    FabFlow *f = &r->flows[r->flow_of[i]];
+    f->start = eng->now + o->pre;
+    fab_nic_post(eng, &r->topo->nics[f->src], f);
+    break;
+  }
+  case FAB_OP_COMPUTE: {
+    uint32_t e = o->src;
+    if (!r->busy[e]) {
+      r->busy[e] = 1;
+      fab_engine_after(eng, o->dur, &r->exec, (uint64_t)i << 1 | EV_DONE);
+    } else { /* the stream is busy: queue behind what became ready earlier */
+      fifo_push(r, r->sq_head, r->sq_tail, e, i);
+    }
+    break;
+  }
+  case FAB_OP_MARK:
+    complete(r, i);
+    break;
+  }
+}
+
+static void exec_wake(FabEngine *eng, void *self, uint64_t arg) {
+  Run *r = ((Exec *)self)->run;
+  uint32_t i = (uint32_t)(arg >> 1);
+  if ((arg & 1) == EV_READY) begin(r, i);
+  else complete(r, i);
+}
+
+static const FabOps exec_ops = {"dag", exec_wake};
+
 static void flow_done(void *ctx, FabFlow *f) {
   Run *r = ctx;
+  uint32_t i = r->op_of[f->id];
+  const FabOp *o = fab_dag_op(r->dag, i);
   r->completed++;
-  if (f->end > r->last_end) r->last_end = f->end;
+  if (!o->post) {
+    complete(r, i);
+  } else if (r->rbusy[o->dst]) { /* the GPU reduces one received piece at a time, in arrival order */
+    fifo_push(r, r->rq_head, r->rq_tail, o->dst, i);
+  } else {
+    r->rbusy[o->dst] = 1;
+    fab_engine_after(r->eng, o->post, &r->exec, (uint64_t)i << 1 | EV_DONE);
+  }
+}
+
+static void flow_sent(void *ctx, FabFlow *f) {
+  Run *r = ctx;
+  release(r, r->op_of[f->id], true);
 }
 
 static void flow_fail(void *ctx, FabFlow *f) {
@@ -255,11 +439,11 @@ static void sample(FabEngine *eng, void *self, uint64_t arg) {
   }
   for (uint32_t i = 0; i < r->nflows; i++) { /* a flow sends from its start until all is acknowledged */
     const FabFlow *f = &r->flows[i];
-    uint64_t bps = f->start <= eng->now && !f->acked ? fab_flow_rate(f) : 0;
+    uint64_t bps = f->start <= eng->now && !f->acked && f->start != FAB_TIME_MAX ? fab_flow_rate(f) : 0;
     g_array_append_val(r->rate, bps);
   }
   fab_topology_foreach_port(r->topo, sample_link, r->link_bytes);
-  if (r->completed < r->nflows) fab_engine_after(eng, r->interval, r, 0);
+  if (r->ops_done < r->nops) fab_engine_after(eng, r->interval, r, 0);
 }
 
 static const FabOps sampler_ops = {"sampler", sample};
@@ -363,7 +547,7 @@ static bool any_paused(Run *r) {
 static void watch(FabEngine *eng, void *self, uint64_t arg) {
   Watch *w = self;
   Run *r = w->run;
-  if (r->completed == r->nflows) return;
+  if (r->ops_done == r->nops) return;
   uint64_t now = delivered(r);
   if (now == w->last && any_paused(r)) { /* slow flows (a low DCQCN rate) are not a stall */
     r->stalled = true;
@@ -432,6 +616,221 @@ static void failf(GString **fail, const char *fmt, ...) {
   va_end(ap);
 }
 
+/* ---- collectives, timeline, steps and jobs from the DAG's times --------- */
+
+typedef struct Ival {
+  fab_time_t a, b;
+} Ival;
+
+static int by_start(const void *x, const void *y) {
+  const Ival *p = x, *q = y;
+  return p->a < q->a ? -1 : p->a > q->a;
+}
+
+/* Sort and merge intervals in place; returns how many remain. */
+static size_t merge(Ival *v, size_t n) {
+  if (!n) return 0;
+  qsort(v, n, sizeof *v, by_start);
+  size_t m = 0;
+  for (size_t i = 1; i < n; i++) {
+    if (v[i].a <= v[m].b) v[m].b = MAX(v[m].b, v[i].b);
+    else v[++m] = v[i];
+  }
+  return m + 1;
+}
+
+static uint64_t total(const Ival *v, size_t n) {
+  uint64_t t = 0;
+  for (size_t i = 0; i < n; i++) t += v[i].b - v[i].a;
+  return t;
+}
+
+/* |union(a) intersected with union(b)|, both merged and sorted. */
+static uint64_t overlap(const Ival *a, size_t na, const Ival *b, size_t nb) {
+  uint64_t t = 0;
+  for (size_t i = 0, j = 0; i < na && j < nb;) {
+    fab_time_t lo = MAX(a[i].a, b[j].a), hi = MIN(a[i].b, b[j].b);
+    if (hi > lo) t += hi - lo;
+    if (a[i].b < b[j].b) i++;
+    else j++;
+  }
+  return t;
+}
+
+static int span_order(const void *x, const void *y) {
+  const struct FabSpanRec *p = x, *q = y;
+  if (p->job != q->job) return p->job < q->job ? -1 : 1;
+  if (p->step != q->step) return p->step < q->step ? -1 : 1;
+  if (p->rank != q->rank) return p->rank < q->rank ? -1 : 1;
+  return p->start < q->start ? -1 : p->start > q->start;
+}
+
+static void fill_dag_results(const Run *r, FabResults *res) {
+  const FabDag *d = r->dag;
+  uint32_t nc = d->colls->len, nj = d->jobs->len;
+  /* collectives: from the first op of theirs to begin to the last one done */
+  res->n_colls = nc;
+  res->colls = g_new0(struct FabCollRec, nc ? nc : 1);
+  bool *open = g_new0(bool, nc ? nc : 1);
+  for (uint32_t c = 0; c < nc; c++) {
+    const FabCollDef *cd = &g_array_index(d->colls, FabCollDef, c);
+    res->colls[c] = (struct FabCollRec){cd->op, cd->algorithm, cd->protocol, cd->tag, cd->bytes, cd->count,
+                                        cd->dtype_bytes, cd->nranks, cd->root, cd->channels, cd->job, cd->step,
+                                        FAB_TIME_MAX, 0};
+  }
+  res->n_jobs = nj;
+  res->jobs = g_new0(struct FabJobRec, nj ? nj : 1);
+  bool *jopen = g_new0(bool, nj ? nj : 1);
+  for (uint32_t j = 0; j < nj; j++) {
+    const FabJobDef *jd = &g_array_index(d->jobs, FabJobDef, j);
+    res->jobs[j] = (struct FabJobRec){jd->name, jd->kind, jd->nranks, 0, 0, 0, FAB_TIME_MAX, 0};
+  }
+  GArray *spans = g_array_new(FALSE, FALSE, sizeof(struct FabSpanRec));
+  GHashTable *begins = g_hash_table_new(NULL, NULL); /* (coll + 1) << 24 | rank -> COLL_BEGIN op + 1 */
+  for (uint32_t i = 0; i < r->nops; i++) {
+    const FabOp *o = fab_dag_op(d, i);
+    bool done = r->state[i] == 2;
+    struct FabJobRec *jr = &res->jobs[o->job];
+    if (r->state[i]) jr->start = MIN(jr->start, r->t0[i]);
+    if (done) jr->end = MAX(jr->end, r->t1[i]);
+    else jopen[o->job] = true;
+    if (o->kind <= FAB_OP_NVLS) {
+      jr->flows++;
+      jr->bytes += o->bytes;
+      jr->completed += r->flows[r->flow_of[i]].end != 0;
+    }
+    if (o->coll >= 0) {
+      struct FabCollRec *cr = &res->colls[o->coll];
+      if (r->state[i]) cr->start = MIN(cr->start, r->t0[i]);
+      if (done) cr->end = MAX(cr->end, r->t1[i]);
+      else open[o->coll] = true;
+    }
+    if (o->kind == FAB_OP_COMPUTE && done) {
+      struct FabSpanRec sp = {o->src, o->job, 0, o->mark, -1, o->step, r->t0[i], r->t1[i]};
+      g_array_append_val(spans, sp);
+    } else if (o->kind == FAB_OP_MARK && o->coll >= 0 && o->mark == FAB_MARK_COLL_BEGIN) {
+      g_hash_table_insert(begins, GSIZE_TO_POINTER(((gsize)o->coll + 1) << 24 | o->src), GUINT_TO_POINTER(i + 1));
+    } else if (o->kind == FAB_OP_MARK && o->coll >= 0 && o->mark == FAB_MARK_COLL_END && done) {
+      guint b = GPOINTER_TO_UINT(g_hash_table_lookup(begins, GSIZE_TO_POINTER(((gsize)o->coll + 1) << 24 | o->src)));
+      if (b && r->state[b - 1] == 2) {
+        struct FabSpanRec sp = {o->src, o->job, 1, 0, o->coll, o->step, r->t1[b - 1], r->t1[i]};
+        g_array_append_val(spans, sp);
+      }
+    } else if (o->kind == FAB_OP_FLOW && o->coll >= 0 && done) { /* pipeline send/recv: no marks, a span per send */
+      const FabCollDef *cd = &g_array_index(d->colls, FabCollDef, o->coll);
+      if (cd->tag && g_str_equal(cd->tag, "pp")) {
+        struct FabSpanRec sp = {o->src, o->job, 2, 0, o->coll, o->step, r->flows[r->flow_of[i]].start, r->t1[i]};
+        g_array_append_val(spans, sp);
+      }
+    }
+  }
+  g_hash_table_destroy(begins);
+  for (uint32_t c = 0; c < nc; c++)
+    if (open[c] || res->colls[c].start == FAB_TIME_MAX) res->colls[c].end = 0;
+  for (uint32_t c = 0; c < nc; c++)
+    if (res->colls[c].start == FAB_TIME_MAX) res->colls[c].start = 0;
+  for (uint32_t j = 0; j < nj; j++) {
+    if (jopen[j]) res->jobs[j].end = 0;
+    if (res->jobs[j].start == FAB_TIME_MAX) res->jobs[j].start = 0;
+  }
+  g_free(open);
+  g_free(jopen);
+
+  /* steps: per (job, step, rank) from its STEP_BEGIN to STEP_END marks */
+  GArray *steps = g_array_new(FALSE, TRUE, sizeof(struct FabStepRec));
+  for (uint32_t j = 0; j < nj; j++) {
+    const FabJobDef *jd = &g_array_index(d->jobs, FabJobDef, j);
+    for (uint32_t st = 0; st < jd->steps; st++) {
+      struct FabStepRec sr = {j, st, FAB_TIME_MAX, 0, 0, 0, 0, 0, 0};
+      g_array_append_val(steps, sr);
+    }
+  }
+  /* index of the first step of each job */
+  uint32_t *first = g_new0(uint32_t, nj + 1);
+  for (uint32_t j = 0; j < nj; j++) first[j + 1] = first[j] + g_array_index(d->jobs, FabJobDef, j).steps;
+  /* per (job, step, rank): begin and end */
+  GHashTable *sb = g_hash_table_new(NULL, NULL), *se = g_hash_table_new(NULL, NULL);
+  bool steps_ok = true;
+  for (uint32_t i = 0; i < r->nops && steps->len; i++) {
+    const FabOp *o = fab_dag_op(d, i);
+    if (o->kind != FAB_OP_MARK || (o->mark != FAB_MARK_STEP_BEGIN && o->mark != FAB_MARK_STEP_END)) continue;
+    if (r->state[i] != 2 || o->step >= first[o->job + 1] - first[o->job]) {
+      steps_ok = false;
+      continue;
+    }
+    gsize key = ((gsize)(first[o->job] + o->step) + 1) << 24 | o->src;
+    g_hash_table_insert(o->mark == FAB_MARK_STEP_BEGIN ? sb : se, GSIZE_TO_POINTER(key), GUINT_TO_POINTER(i + 1));
+  }
+  if (steps_ok && steps->len) {
+    /* per step: its window (first rank begins, last ends), then what filled each rank's */
+    double *len = g_new0(double, steps->len);
+    for (guint k = 0; k < steps->len; k++) {
+      struct FabStepRec *sr = &g_array_index(steps, struct FabStepRec, k);
+      const FabJobDef *jd = &g_array_index(d->jobs, FabJobDef, sr->job);
+      for (uint32_t q = 0; q < jd->nranks; q++) {
+        gsize key = ((gsize)k + 1) << 24 | jd->ranks[q];
+        guint b = GPOINTER_TO_UINT(g_hash_table_lookup(sb, GSIZE_TO_POINTER(key)));
+        guint en = GPOINTER_TO_UINT(g_hash_table_lookup(se, GSIZE_TO_POINTER(key)));
+        if (!b || !en) continue;
+        sr->start = MIN(sr->start, r->t1[b - 1]);
+        sr->end = MAX(sr->end, r->t1[en - 1]);
+      }
+      if (sr->start == FAB_TIME_MAX) sr->start = 0;
+      /* every rank's GPU is accounted over the whole step, first begin to last end:
+      ** the stage that finishes early idles until the step is over (the pipeline's tail) */
+      len[k] = fab_time_to_s(sr->end - sr->start) * jd->nranks;
+    }
+    g_array_sort(spans, span_order);
+    GArray *cv = g_array_new(FALSE, FALSE, sizeof(Ival)), *mv = g_array_new(FALSE, FALSE, sizeof(Ival));
+    double *busy = g_new0(double, steps->len);
+    for (guint x = 0; x < spans->len;) { /* one group of spans per (job, step, rank) */
+      const struct FabSpanRec *g0 = &g_array_index(spans, struct FabSpanRec, x);
+      g_array_set_size(cv, 0);
+      g_array_set_size(mv, 0);
+      guint y = x;
+      for (; y < spans->len; y++) {
+        const struct FabSpanRec *sp = &g_array_index(spans, struct FabSpanRec, y);
+        if (sp->job != g0->job || sp->step != g0->step || sp->rank != g0->rank) break;
+        Ival iv = {sp->start, sp->end};
+        if (sp->kind == 0) g_array_append_val(cv, iv);
+        else if (sp->kind == 1) g_array_append_val(mv, iv);
+      }
+      if (g0->step < first[g0->job + 1] - first[g0->job]) {
+        struct FabStepRec *sr = &g_array_index(steps, struct FabStepRec, first[g0->job] + g0->step);
+        size_t ncv = merge((Ival *)(void *)cv->data, cv->len), nmv = merge((Ival *)(void *)mv->data, mv->len);
+        uint64_t tc = total((Ival *)(void *)cv->data, ncv), tm = total((Ival *)(void *)mv->data, nmv);
+        uint64_t to = overlap((Ival *)(void *)cv->data, ncv, (Ival *)(void *)mv->data, nmv);
+        sr->compute_s += fab_time_to_s(tc);
+        sr->comm_s += fab_time_to_s(tm);
+        sr->overlap_s += fab_time_to_s(to);
+        sr->exposed_comm_s += fab_time_to_s(tm - to);
+        busy[first[g0->job] + g0->step] += fab_time_to_s(tc + tm - to);
+      }
+      x = y;
+    }
+    for (guint k = 0; k < steps->len; k++) { /* averages over the job's ranks */
+      struct FabStepRec *sr = &g_array_index(steps, struct FabStepRec, k);
+      double n = g_array_index(d->jobs, FabJobDef, sr->job).nranks;
+      sr->bubble_s = MAX(0.0, len[k] - busy[k]) / n;
+      sr->compute_s /= n;
+      sr->comm_s /= n;
+      sr->overlap_s /= n;
+      sr->exposed_comm_s /= n;
+    }
+    g_free(len);
+    g_free(busy);
+    g_array_free(cv, TRUE);
+    g_array_free(mv, TRUE);
+  }
+  g_hash_table_destroy(sb);
+  g_hash_table_destroy(se);
+  g_free(first);
+  res->n_steps = steps_ok ? steps->len : 0;
+  res->steps = (struct FabStepRec *)(void *)g_array_free(steps, FALSE);
+  res->n_spans = spans->len;
+  res->spans = (struct FabSpanRec *)(void *)g_array_free(spans, FALSE);
+}
+
 int fab_scenario_run(const FabScenario *sc, const FabRunOpts *opts, FabResults *res) {
   Run r = {0};
   GString *fail = NULL;
@@ -439,53 +838,102 @@ int fab_scenario_run(const FabScenario *sc, const FabRunOpts *opts, FabResults *
   r.ops = &sampler_ops;
   r.eng = fab_engine_new(sc->seed);
   r.topo = fab_topology_build(&sc->fabric);
-  r.nflows = sc->flows->len;
+  const FabDag *dag = sc->dag;
+  uint32_t nops = fab_dag_len(dag), ne = r.topo->nhosts;
+  r.dag = dag;
+  r.nops = nops;
+  r.exec = (Exec){&exec_ops, &r};
+  r.nflows = fab_dag_flows(dag);
   r.flows = g_new0(FabFlow, r.nflows);
-  for (uint32_t i = 0; i < r.nflows; i++) {
-    const FabFlowSpec *s = &g_array_index(sc->flows, FabFlowSpec, i);
-    FabFlow *f = &r.flows[i];
-    f->id = i;
-    f->src = s->src;
-    f->dst = s->dst;
-    f->bytes = s->bytes;
-    f->start = s->start;
-    f->prio = s->prio;
-    f->nvls = s->nvls;
+  r.flow_of = g_new(uint32_t, nops);
+  r.op_of = g_new(uint32_t, r.nflows ? r.nflows : 1);
+  r.left = g_new(uint32_t, nops);
+  r.out0 = g_new0(uint32_t, nops + 1);
+  r.out = g_new(uint32_t, dag->deps->len ? dag->deps->len : 1);
+  r.t0 = g_new0(fab_time_t, nops);
+  r.t1 = g_new0(fab_time_t, nops);
+  r.state = g_new0(uint8_t, nops);
+  r.sq_next = g_new(uint32_t, nops);
+  r.sq_head = g_new(uint32_t, ne);
+  r.sq_tail = g_new(uint32_t, ne);
+  r.busy = g_new0(uint8_t, ne);
+  r.rq_head = g_new(uint32_t, ne);
+  r.rq_tail = g_new(uint32_t, ne);
+  r.rbusy = g_new0(uint8_t, ne);
+  r.todo = g_array_new(FALSE, FALSE, sizeof(uint32_t));
+  for (uint32_t e = 0; e < ne; e++) r.sq_head[e] = r.sq_tail[e] = r.rq_head[e] = r.rq_tail[e] = FAB_OP_NONE;
+  for (uint32_t i = 0, n = 0; i < nops; i++) {
+    const FabOp *o = fab_dag_op(dag, i);
+    r.left[i] = o->ndeps;
+    for (uint32_t k = 0; k < o->ndeps; k++) r.out0[(fab_dag_dep(dag, o, k) & ~FAB_DEP_SENT) + 1]++;
+    r.flow_of[i] = FAB_OP_NONE;
+    if (o->kind > FAB_OP_NVLS) continue;
+    FabFlow *f = &r.flows[n];
+    f->id = n;
+    f->src = o->src;
+    f->dst = o->dst;
+    f->bytes = o->bytes;
+    f->prio = o->prio;
+    f->nvls = o->kind == FAB_OP_NVLS;
     fab_flow_prepare(f, &sc->fabric.nic);
+    f->start = FAB_TIME_MAX; /* not posted yet */
+    r.flow_of[i] = n;
+    r.op_of[n++] = i;
   }
-  /* NVLS collectives: one in-switch reduction group per collective at its domain's NVSwitch */
-  GArray *colls = g_array_new(FALSE, TRUE, sizeof(struct FabCollRec));
-  for (uint32_t i = 0; i < r.nflows;) {
-    const FabFlowSpec *s = &g_array_index(sc->flows, FabFlowSpec, i);
-    if (s->coll < 0) {
-      i++;
-      continue;
+  for (uint32_t i = 0; i < nops; i++) r.out0[i + 1] += r.out0[i];
+  { /* fill the dependents in op order (deterministic) */
+    uint32_t *at = g_memdup2(r.out0, sizeof(uint32_t) * nops);
+    for (uint32_t i = 0; i < nops; i++) {
+      const FabOp *o = fab_dag_op(dag, i);
+      for (uint32_t k = 0; k < o->ndeps; k++) {
+        uint32_t d = fab_dag_dep(dag, o, k);
+        r.out[at[d & ~FAB_DEP_SENT]++] = i | (d & FAB_DEP_SENT);
+      }
     }
-    uint32_t j = i, dom = sc->fabric.nic.nvl_domain;
-    while (j < r.nflows && g_array_index(sc->flows, FabFlowSpec, j).coll == s->coll) j++;
-    uint32_t n = j - i, *port = g_new(uint32_t, n), *fid = g_new(uint32_t, n), *rank = g_new(uint32_t, n);
-    for (uint32_t m = 0; m < n; m++) {
-      rank[m] = r.flows[i + m].src;
-      fid[m] = i + m;
-      port[m] = dom ? rank[m] % dom : 0;
+    g_free(at);
+  }
+  /* NVLS: one in-switch reduction group per DAG group, at its domain's NVSwitch */
+  uint32_t dom = sc->fabric.nic.nvl_domain;
+  if (dag->groups) {
+    GArray **mem = g_new0(GArray *, dag->groups); /* per group: its ops */
+    for (uint32_t i = 0; i < nops; i++) {
+      const FabOp *o = fab_dag_op(dag, i);
+      if (o->kind != FAB_OP_NVLS) continue;
+      g_assert(o->group < dag->groups);
+      if (!mem[o->group]) mem[o->group] = g_array_new(FALSE, FALSE, sizeof(uint32_t));
+      g_array_append_val(mem[o->group], i);
     }
-    uint32_t g = fab_switch_nvls_add(r.topo->nvs[rank[0] / dom], n, port, fid, rank, r.flows[i].npkts);
-    for (uint32_t m = i; m < j; m++) r.flows[m].nvls_group = g;
-    struct FabCollRec c = {"allreduce", "nvls", s->bytes, n, s->start, 0};
-    g_array_append_val(colls, c);
-    g_free(port);
-    g_free(fid);
-    g_free(rank);
-    i = j;
+    for (uint32_t g = 0; g < dag->groups; g++) {
+      if (!mem[g]) continue;
+      uint32_t n = mem[g]->len, *port = g_new(uint32_t, n), *fid = g_new(uint32_t, n), *rank = g_new(uint32_t, n);
+      uint32_t first = g_array_index(mem[g], uint32_t, 0);
+      g_assert(dom && n >= 2);
+      for (uint32_t m = 0; m < n; m++) {
+        uint32_t i = g_array_index(mem[g], uint32_t, m);
+        rank[m] = fab_dag_op(dag, i)->src;
+        g_assert(rank[m] / dom == rank[0] / dom && r.flows[r.flow_of[i]].npkts == r.flows[r.flow_of[first]].npkts);
+        port[m] = rank[m] % dom;
+        fid[m] = r.flow_of[i];
+      }
+      uint32_t sg = fab_switch_nvls_add(r.topo->nvs[rank[0] / dom], n, port, fid, rank, r.flows[fid[0]].npkts);
+      for (uint32_t m = 0; m < n; m++) r.flows[fid[m]].nvls_group = sg;
+      g_free(port);
+      g_free(fid);
+      g_free(rank);
+      g_array_free(mem[g], TRUE);
+    }
+    g_free(mem);
   }
   for (uint32_t h = 0; h < r.topo->nhosts; h++) {
     FabNic *nic = &r.topo->nics[h];
     nic->flows = r.flows;
     nic->done = flow_done;
     nic->fail = flow_fail;
+    nic->sent = flow_sent;
     nic->ctx = &r;
   }
-  for (uint32_t i = 0; i < r.nflows; i++) fab_nic_post(r.eng, &r.topo->nics[r.flows[i].src], &r.flows[i]);
+  for (uint32_t i = 0; i < nops; i++) /* the roots (not ops their release made ready meanwhile) */
+    if (!fab_dag_op(dag, i)->ndeps) ready(&r, i);
 
   /* queue sampling: every switch port */
   r.t = g_array_new(FALSE, FALSE, sizeof(fab_time_t));
@@ -540,8 +988,21 @@ int fab_scenario_run(const FabScenario *sc, const FabRunOpts *opts, FabResults *
   } else if (r.failed)
     failf(&fail, "flow %u (%u -> %u) made no progress after %u retransmission timeouts", r.failed->id,
           r.failed->src, r.failed->dst, sc->fabric.nic.max_timeouts);
-  else if (r.completed < r.nflows)
-    failf(&fail, "stop_time reached with %u of %u flows unfinished", r.nflows - r.completed, r.nflows);
+  else if (r.ops_done < r.nops)
+    failf(&fail, "stop_time reached with %u of %u flows unfinished (%u of %u operations)", r.nflows - r.completed,
+          r.nflows, r.nops - r.ops_done, r.nops);
+  for (uint32_t i = 0; i < r.nops; i++) { /* no op began before what it waits for was done */
+    const FabOp *o = fab_dag_op(dag, i);
+    for (uint32_t k = 0; r.state[i] && k < o->ndeps; k++) {
+      uint32_t d = fab_dag_dep(dag, o, k);
+      if (!(d & FAB_DEP_SENT) && (r.state[d] != 2 || r.t1[d] > r.t0[i])) {
+        failf(&fail, "internal error: op %u began at %" G_GUINT64_FORMAT " ps before op %u it depends on was done", i,
+              r.t0[i], d);
+        i = r.nops;
+        break;
+      }
+    }
+  }
   Totals tot = {0};
   tot.now = r.eng->now;
   fab_topology_foreach_port(r.topo, add_port, &tot);
@@ -583,7 +1044,7 @@ int fab_scenario_run(const FabScenario *sc, const FabRunOpts *opts, FabResults *
   res->scenario_text = fab_cfg_text(sc->cfg);
   res->topology = sc->topology;
   res->seed = sc->seed;
-  if (r.completed == r.nflows) res->sim_time = r.last_end;
+  if (r.ops_done == r.nops) res->sim_time = r.last_end;
   else if (!drained && !r.failed && sc->stop_time != FAB_TIME_MAX) res->sim_time = sc->stop_time; /* cut */
   else res->sim_time = r.eng->now;
   res->events = r.eng->events;
@@ -597,23 +1058,13 @@ int fab_scenario_run(const FabScenario *sc, const FabRunOpts *opts, FabResults *
   res->pfc_paused = tot.paused;
   for (uint32_t h = 0; h < r.topo->nhosts; h++) res->cnps += r.topo->nics[h].cnps_sent;
   for (uint32_t s = 0; s < r.topo->nswitches; s++) res->ecn_marks += r.topo->switches[s]->ecn_marks;
-  for (guint c = 0, i = 0; c < colls->len; c++) { /* a collective ends when its last rank has the result */
-    struct FabCollRec *cr = &g_array_index(colls, struct FabCollRec, c);
-    while (i < r.nflows && g_array_index(sc->flows, FabFlowSpec, i).coll != (int32_t)c) i++;
-    bool all = true;
-    for (uint32_t m = 0; m < cr->ranks; m++, i++) {
-      all &= r.flows[i].end != 0;
-      cr->end = MAX(cr->end, r.flows[i].end);
-    }
-    if (!all) cr->end = 0;
-  }
-  res->n_colls = colls->len;
-  res->colls = (struct FabCollRec *)(void *)g_array_free(colls, FALSE);
+  fill_dag_results(&r, res);
   res->n_flows = r.nflows;
   res->flows = g_new0(FabFlowRec, r.nflows);
   for (uint32_t i = 0; i < r.nflows; i++) {
     FabFlow *f = &r.flows[i];
-    res->flows[i] = (FabFlowRec){f->id, f->src, f->dst, f->bytes, f->start, f->end, f->retransmits};
+    res->flows[i] = (FabFlowRec){f->id, f->src, f->dst, f->bytes, f->start == FAB_TIME_MAX ? 0 : f->start, f->end,
+                                 f->retransmits};
   }
   GArray *links = g_array_new(FALSE, FALSE, sizeof(FabLinkRec));
   LinkFill lf = {links, res->sim_time};
@@ -640,6 +1091,22 @@ int fab_scenario_run(const FabScenario *sc, const FabRunOpts *opts, FabResults *
 
   g_free(r.cols);
   g_free(r.flows);
+  g_free(r.flow_of);
+  g_free(r.op_of);
+  g_free(r.left);
+  g_free(r.out0);
+  g_free(r.out);
+  g_free(r.t0);
+  g_free(r.t1);
+  g_free(r.state);
+  g_free(r.sq_next);
+  g_free(r.sq_head);
+  g_free(r.sq_tail);
+  g_free(r.busy);
+  g_free(r.rq_head);
+  g_free(r.rq_tail);
+  g_free(r.rbusy);
+  g_array_free(r.todo, TRUE);
   fab_topology_free(r.topo);
   fab_engine_free(r.eng);
   return res->failure ? 1 : 0;

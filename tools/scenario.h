@@ -23,7 +23,7 @@ typedef struct FabScenario {
   uint64_t seed;
   fab_time_t stop_time;     /* ps; FAB_TIME_MAX: none */
   FabFabricCfg fabric;      /* topology, switch and NIC settings */
-  GArray *flows;            /* FabFlowSpec, in workload order */
+  FabDag *dag;              /* the workload's operations (flows, compute, collectives, jobs) */
   const char *hdf5;         /* output.hdf5 or --hdf5, NULL: none */
   fab_time_t sample_interval; /* ps, queue sampling for HDF5 */
   char *topology;           /* description */

@@ -76,11 +76,13 @@ static const FabCfgKey pcie_schema[] = {
 
 typedef struct GpuIn {
   double peak, efficiency;
+  uint64_t reduce;
 } GpuIn;
 
 static const FabCfgKey gpu_schema[] = {
   {"peak", FAB_CFG_DOUBLE, offsetof(GpuIn, peak), FALSE, NULL, 0, 0, NULL},
   {"efficiency", FAB_CFG_DOUBLE, offsetof(GpuIn, efficiency), FALSE, NULL, 1e-6, 1, NULL},
+  {"reduce_bandwidth", FAB_CFG_RATE, offsetof(GpuIn, reduce), FALSE, NULL, 0, 0, NULL},
   {NULL, FAB_CFG_END, 0, FALSE, NULL, 0, 0, NULL},
 };
 
@@ -97,7 +99,7 @@ static gboolean read_gpu_nodes(const FabCfgNode *cl_node, const ClusterIn *cl, c
   g_assert(p);
   NvlinkIn nv = {p->nvlink_bps, p->nvlink_latency, NVL_SEGMENT};
   PcieIn pc = {p->pcie_bps, p->pcie_latency, p->host_bps, p->host_latency, TRUE};
-  GpuIn gi = {p->gpu_flops, p->gpu_efficiency};
+  GpuIn gi = {p->gpu_flops, p->gpu_efficiency, FAB_GPU_REDUCE_BPS};
   if (!fab_cfg_apply(cl->nvlink, cl_node, nvlink_schema, &nv, err) ||
       !fab_cfg_apply(cl->pcie, cl_node, pcie_schema, &pc, err) ||
       !fab_cfg_apply(cl->gpu, cl_node, gpu_schema, &gi, err))
@@ -130,6 +132,7 @@ static gboolean read_gpu_nodes(const FabCfgNode *cl_node, const ClusterIn *cl, c
   g->host_latency = pc.host_latency;
   g->gpu_flops = gi.peak;
   g->gpu_efficiency = gi.efficiency;
+  g->reduce_bps = gi.reduce;
   g->pxn = cl->pxn;
   if (g->pxn && (N != G || g->nvlink_domain != G))
     return fab_cfg_fail(fab_cfg_get(cl_node, "pxn"), err, "pxn needs one NIC per GPU and an NVLink domain of one "

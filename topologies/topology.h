@@ -75,8 +75,17 @@ typedef struct FabGpuSpec {
   fab_time_t host_latency;  /* host-staged extra latency, ps */
   double gpu_flops;         /* dense BF16 peak, FLOP/s */
   double gpu_efficiency;
+  uint64_t reduce_bps;      /* reduction throughput of a collective on the GPU, bits/s of input (0: free) */
   bool pxn;                 /* cross-rail traffic relays through the local GPU on the destination's rail */
 } FabGpuSpec;
+
+/* The GPU's reduction throughput when cluster.gpu.reduce_bandwidth is not
+** given: 400 GB/s. ASSUMPTION (no public figure per NCCL channel): a
+** reduction reads two inputs and writes one output, so it is bound by HBM
+** (3.35 TB/s on H100) shared with the copies, and NCCL runs it on a few
+** SMs; 400 GB/s is well above a NIC's 50 GB/s, so it matters on NVLink
+** and for LL protocols, not for network rings. */
+#define FAB_GPU_REDUCE_BPS (400ull * 8 * 1000 * 1000 * 1000)
 
 /* Everything the fabric section says, in model structs. */
 typedef struct FabFabricCfg {

@@ -2,22 +2,30 @@
 #include "workload.h"
 #include "sim/rng.h"
 #include <stddef.h>
+#include <string.h>
+#include "training.h"
 
-static const char *const kinds[] = {"flows", "permutation", "incast", "all-to-all", "collective", NULL};
-static const char *const coll_ops[] = {"allreduce", "allgather", "reduce-scatter", "broadcast", "reduce",
-                                       "all-to-all", "send-recv", NULL};
-static const char *const coll_algorithms[] = {"nvls", "auto", "ring", "tree", "nvls-tree", "hierarchical",
-                                              "pat", "pairwise", "collnet", NULL};
+static const char *const kinds[] = {"flows", "permutation", "incast", "all-to-all", "collective", "nccl-tests",
+                                   "training", NULL};
+
+/* Element types, as nccl-tests names them (-d), and their sizes. */
+static const char *const dtypes[] = {"float", "half", "bfloat16", "double", "int8", "uint8", "int32", "uint32",
+                                     "int64", "uint64", "fp8", "fp32", "fp16", "bf16", NULL};
+static const uint32_t dtype_size[] = {4, 2, 2, 8, 1, 1, 4, 4, 8, 8, 1, 4, 2, 2};
 
 typedef struct WorkloadIn {
   int kind;
+  const char *name;
   uint64_t size, start, receiver, priority;
   const FabCfgNode *senders, *flows, *ranks;
-  int op, algorithm;
+  int op, algorithm, protocol, dtype;
+  uint64_t channels, chunk, root, min, max, factor, iters, warmup;
+  const FabCfgNode *sizes;
 } WorkloadIn;
 
 static const FabCfgKey workload_schema[] = {
   {"kind", FAB_CFG_ENUM, offsetof(WorkloadIn, kind), TRUE, NULL, 0, 0, kinds},
+  {"name", FAB_CFG_STRING, offsetof(WorkloadIn, name), FALSE, NULL, 0, 0, NULL},
   {"size", FAB_CFG_SIZE, offsetof(WorkloadIn, size), FALSE, NULL, 1, 0, NULL},
   {"start", FAB_CFG_TIME, offsetof(WorkloadIn, start), FALSE, "0ns", 0, 0, NULL},
   {"receiver", FAB_CFG_UINT, offsetof(WorkloadIn, receiver), FALSE, "0", 0, 0, NULL},
@@ -25,8 +33,19 @@ static const FabCfgKey workload_schema[] = {
   {"senders", FAB_CFG_NODE, offsetof(WorkloadIn, senders), FALSE, NULL, 0, 0, NULL},
   {"flows", FAB_CFG_SEQ, offsetof(WorkloadIn, flows), FALSE, NULL, 0, 0, NULL},
   {"ranks", FAB_CFG_NODE, offsetof(WorkloadIn, ranks), FALSE, NULL, 0, 0, NULL},
-  {"op", FAB_CFG_ENUM, offsetof(WorkloadIn, op), FALSE, "allreduce", 0, 0, coll_ops},
-  {"algorithm", FAB_CFG_ENUM, offsetof(WorkloadIn, algorithm), FALSE, "nvls", 0, 0, coll_algorithms},
+  {"op", FAB_CFG_ENUM, offsetof(WorkloadIn, op), FALSE, "allreduce", 0, 0, fab_coll_op_names},
+  {"algorithm", FAB_CFG_ENUM, offsetof(WorkloadIn, algorithm), FALSE, "auto", 0, 0, fab_coll_algo_names},
+  {"protocol", FAB_CFG_ENUM, offsetof(WorkloadIn, protocol), FALSE, "auto", 0, 0, fab_proto_names},
+  {"dtype", FAB_CFG_ENUM, offsetof(WorkloadIn, dtype), FALSE, "float", 0, 0, dtypes},
+  {"channels", FAB_CFG_UINT, offsetof(WorkloadIn, channels), FALSE, "0", 0, 64, NULL},
+  {"chunk", FAB_CFG_SIZE, offsetof(WorkloadIn, chunk), FALSE, "0", 0, 0, NULL},
+  {"root", FAB_CFG_UINT, offsetof(WorkloadIn, root), FALSE, "0", 0, 0, NULL},
+  {"min", FAB_CFG_SIZE, offsetof(WorkloadIn, min), FALSE, "8", 1, 0, NULL},
+  {"max", FAB_CFG_SIZE, offsetof(WorkloadIn, max), FALSE, NULL, 1, 0, NULL},
+  {"factor", FAB_CFG_UINT, offsetof(WorkloadIn, factor), FALSE, "2", 2, 1024, NULL},
+  {"sizes", FAB_CFG_SEQ, offsetof(WorkloadIn, sizes), FALSE, NULL, 0, 0, NULL},
+  {"iters", FAB_CFG_UINT, offsetof(WorkloadIn, iters), FALSE, "1", 1, 1000, NULL},
+  {"warmup", FAB_CFG_UINT, offsetof(WorkloadIn, warmup), FALSE, "0", 0, 1000, NULL},
   {NULL, FAB_CFG_END, 0, FALSE, NULL, 0, 0, NULL},
 };
 
@@ -63,8 +82,7 @@ void fab_workload_derangement(uint32_t *perm, uint32_t n, uint64_t seed) {
 
 static gboolean check_endpoint(const FabCfgNode *n, uint64_t v, uint32_t endpoints, GError **err) {
   if (v >= endpoints)
-    return fab_cfg_fail(n, err, "endpoint %" G_GUINT64_FORMAT " does not exist (the fabric has 0..%u)", v,
-                        endpoints - 1);
+    return fab_cfg_fail(n, err, "rank %" G_GUINT64_FORMAT " does not exist (the job has 0..%u)", v, endpoints - 1);
   return TRUE;
 }
 
@@ -75,184 +93,355 @@ static gboolean check_prio(const FabCfgNode *n, uint64_t v, uint32_t nprio, GErr
   return TRUE;
 }
 
-static void add(GArray *a, uint32_t src, uint32_t dst, uint64_t bytes, fab_time_t start, uint8_t prio) {
-  FabFlowSpec f = {src, dst, bytes, start, prio, -1, false};
-  g_array_append_val(a, f);
+/* One job being generated: its DAG, index and rank -> endpoint map. */
+typedef struct Job {
+  FabDag *d;
+  uint16_t id;
+  uint32_t n;
+  const uint32_t *ep;
+} Job;
+
+static void add(Job *j, uint32_t src, uint32_t dst, uint64_t bytes, fab_time_t start, uint8_t prio) {
+  FabOp o = {.kind = FAB_OP_FLOW, .prio = prio, .job = j->id, .src = j->ep[src], .dst = j->ep[dst], .coll = -1,
+             .bytes = bytes, .start = start};
+  fab_dag_add(j->d, &o, NULL, 0);
 }
 
-static gboolean read_flows(const FabCfgNode *seq, uint32_t endpoints, uint32_t nprio, GArray *out, GError **err) {
+static gboolean read_flows(Job *j, const FabCfgNode *seq, uint32_t nprio, GError **err) {
   for (size_t i = 0; i < fab_cfg_len(seq); i++) {
     const FabCfgNode *item = fab_cfg_at(seq, i);
     FlowIn f = {0};
     if (!fab_cfg_apply(item, NULL, flow_schema, &f, err)) return FALSE;
-    if (!check_endpoint(fab_cfg_get(item, "src"), f.src, endpoints, err) ||
-        !check_endpoint(fab_cfg_get(item, "dst"), f.dst, endpoints, err) ||
+    if (!check_endpoint(fab_cfg_get(item, "src"), f.src, j->n, err) ||
+        !check_endpoint(fab_cfg_get(item, "dst"), f.dst, j->n, err) ||
         !check_prio(fab_cfg_get(item, "priority"), f.priority, nprio, err))
       return FALSE;
-    if (f.src == f.dst) return fab_cfg_fail(fab_cfg_get(item, "dst"), err, "a flow from an endpoint to itself");
-    add(out, (uint32_t)f.src, (uint32_t)f.dst, f.size, f.start, (uint8_t)f.priority);
+    if (j->ep[f.src] == j->ep[f.dst])
+      return fab_cfg_fail(fab_cfg_get(item, "dst"), err, "a flow from an endpoint to itself");
+    add(j, (uint32_t)f.src, (uint32_t)f.dst, f.size, f.start, (uint8_t)f.priority);
   }
   return TRUE;
 }
 
-static gboolean read_incast(const FabCfgNode *wl, const WorkloadIn *in, uint32_t endpoints, GArray *out,
-                            GError **err) {
-  if (!check_endpoint(fab_cfg_get(wl, "receiver"), in->receiver, endpoints, err)) return FALSE;
+static gboolean read_incast(Job *j, const FabCfgNode *wl, const WorkloadIn *in, GError **err) {
+  if (!check_endpoint(fab_cfg_get(wl, "receiver"), in->receiver, j->n, err)) return FALSE;
   uint32_t r = (uint32_t)in->receiver;
   const FabCfgNode *s = in->senders;
-  if (!s) return fab_cfg_fail(wl, err, "incast needs senders (a count or a list of endpoints)");
+  if (!s) return fab_cfg_fail(wl, err, "incast needs senders (a count or a list of ranks)");
   if (fab_cfg_kind(s) == FAB_CFG_NODE_SEQ) {
     GHashTable *seen = g_hash_table_new(NULL, NULL);
-    for (size_t i = 0; i < fab_cfg_len(s); i++) {
+    gboolean ok = TRUE;
+    for (size_t i = 0; ok && i < fab_cfg_len(s); i++) {
       const FabCfgNode *it = fab_cfg_at(s, i);
       int64_t v;
-      GError *e = NULL;
-      if (fab_cfg_kind(it) != FAB_CFG_NODE_SCALAR || !fab_parse_int(fab_cfg_scalar(it), &v, &e) || v < 0) {
-        g_clear_error(&e);
-        g_hash_table_destroy(seen);
-        return fab_cfg_fail(it, err, "expected an endpoint number");
+      if (fab_cfg_kind(it) != FAB_CFG_NODE_SCALAR || !fab_parse_int(fab_cfg_scalar(it), &v, NULL) || v < 0)
+        ok = fab_cfg_fail(it, err, "expected a rank number");
+      else if (!check_endpoint(it, (uint64_t)v, j->n, err))
+        ok = FALSE;
+      else if (v == r || g_hash_table_contains(seen, GUINT_TO_POINTER(v + 1)))
+        ok = fab_cfg_fail(it, err, v == r ? "the receiver cannot be a sender" : "rank listed twice");
+      else {
+        g_hash_table_add(seen, GUINT_TO_POINTER(v + 1));
+        add(j, (uint32_t)v, r, in->size, in->start, (uint8_t)in->priority);
       }
-      if (!check_endpoint(it, (uint64_t)v, endpoints, err)) {
-        g_hash_table_destroy(seen);
-        return FALSE;
-      }
-      if (v == r || g_hash_table_contains(seen, GUINT_TO_POINTER(v + 1))) {
-        g_hash_table_destroy(seen);
-        return fab_cfg_fail(it, err, v == r ? "the receiver cannot be a sender" : "endpoint listed twice");
-      }
-      g_hash_table_add(seen, GUINT_TO_POINTER(v + 1));
-      add(out, (uint32_t)v, r, in->size, in->start, (uint8_t)in->priority);
     }
     g_hash_table_destroy(seen);
-    if (!fab_cfg_len(s)) return fab_cfg_fail(s, err, "an empty list of senders");
-    return TRUE;
+    if (ok && !fab_cfg_len(s)) return fab_cfg_fail(s, err, "an empty list of senders");
+    return ok;
   }
   int64_t n;
   if (fab_cfg_kind(s) != FAB_CFG_NODE_SCALAR || !fab_parse_int(fab_cfg_scalar(s), &n, NULL) || n < 1)
-    return fab_cfg_fail(s, err, "expected a number of senders >= 1 or a list of endpoints");
-  if ((uint64_t)n > endpoints - 1)
-    return fab_cfg_fail(s, err, "%" G_GINT64_FORMAT " senders, but only %u endpoints besides the receiver", n,
-                        endpoints - 1);
-  for (int64_t i = 1; i <= n; i++) add(out, (uint32_t)((r + i) % endpoints), r, in->size, in->start, (uint8_t)in->priority);
+    return fab_cfg_fail(s, err, "expected a number of senders >= 1 or a list of ranks");
+  if ((uint64_t)n > j->n - 1)
+    return fab_cfg_fail(s, err, "%" G_GINT64_FORMAT " senders, but only %u ranks besides the receiver", n, j->n - 1);
+  for (int64_t i = 1; i <= n; i++) add(j, (uint32_t)((r + i) % j->n), r, in->size, in->start, (uint8_t)in->priority);
   return TRUE;
 }
 
-/* kind: collective (so far: allreduce with algorithm nvls). */
-static gboolean read_collective(const FabCfgNode *wl, const WorkloadIn *in, uint32_t endpoints, GArray *out,
-                                GError **err) {
-  if (in->op != 0)
-    return fab_cfg_fail(fab_cfg_get(wl, "op"), err, "%s is not modelled in this version of fabsim (only allreduce)",
-                        coll_ops[in->op]);
-  if (in->algorithm != 0)
-    return fab_cfg_fail(fab_cfg_get(wl, "algorithm"), err, "%s is not modelled in this version of fabsim (only "
-                        "nvls)", coll_algorithms[in->algorithm]);
-  GArray *ranks = g_array_new(FALSE, FALSE, sizeof(uint32_t));
-  const FabCfgNode *r = in->ranks;
-  if (!r || (fab_cfg_kind(r) == FAB_CFG_NODE_SCALAR && g_str_equal(fab_cfg_scalar(r), "all"))) {
-    for (uint32_t i = 0; i < endpoints; i++) g_array_append_val(ranks, i);
-  } else if (fab_cfg_kind(r) == FAB_CFG_NODE_SEQ && fab_cfg_len(r) >= 2) {
+/* `ranks:` of a job: all (the default), a list of endpoints, or "A-B". */
+static uint32_t *read_ranks(const FabCfgNode *r, uint32_t endpoints, uint32_t *n, GError **err) {
+  GArray *a = g_array_new(FALSE, FALSE, sizeof(uint32_t));
+  const char *sc = r && fab_cfg_kind(r) == FAB_CFG_NODE_SCALAR ? fab_cfg_scalar(r) : NULL;
+  int64_t lo, hi;
+  char **ab = sc ? g_strsplit(sc, "-", 2) : NULL;
+  if (!r || (sc && g_str_equal(sc, "all"))) {
+    for (uint32_t i = 0; i < endpoints; i++) g_array_append_val(a, i);
+  } else if (ab && ab[0] && ab[1] && fab_parse_int(ab[0], &lo, NULL) && fab_parse_int(ab[1], &hi, NULL)) {
+    if (lo < 0 || hi < lo || hi >= endpoints) {
+      fab_cfg_fail(r, err, "expected A-B with 0 <= A <= B <= %u, not %s", endpoints - 1, sc);
+      goto fail;
+    }
+    for (int64_t i = lo; i <= hi; i++) {
+      uint32_t u = (uint32_t)i;
+      g_array_append_val(a, u);
+    }
+  } else if (fab_cfg_kind(r) == FAB_CFG_NODE_SEQ) {
+    GHashTable *seen = g_hash_table_new(NULL, NULL);
     for (size_t i = 0; i < fab_cfg_len(r); i++) {
       const FabCfgNode *it = fab_cfg_at(r, i);
       int64_t v;
       if (fab_cfg_kind(it) != FAB_CFG_NODE_SCALAR || !fab_parse_int(fab_cfg_scalar(it), &v, NULL) || v < 0 ||
           v >= endpoints) {
-        g_array_free(ranks, TRUE);
-        return fab_cfg_fail(it, err, "expected an endpoint from 0 to %u", endpoints - 1);
+        fab_cfg_fail(it, err, "expected an endpoint from 0 to %u", endpoints - 1);
+        g_hash_table_destroy(seen);
+        goto fail;
       }
-      for (guint j = 0; j < ranks->len; j++)
-        if (g_array_index(ranks, uint32_t, j) == (uint32_t)v) {
-          g_array_free(ranks, TRUE);
-          return fab_cfg_fail(it, err, "rank %" G_GINT64_FORMAT " listed twice", v);
-        }
+      if (g_hash_table_contains(seen, GUINT_TO_POINTER(v + 1))) {
+        fab_cfg_fail(it, err, "endpoint %" G_GINT64_FORMAT " listed twice", v);
+        g_hash_table_destroy(seen);
+        goto fail;
+      }
+      g_hash_table_add(seen, GUINT_TO_POINTER(v + 1));
       uint32_t u = (uint32_t)v;
-      g_array_append_val(ranks, u);
+      g_array_append_val(a, u);
     }
+    g_hash_table_destroy(seen);
   } else {
-    g_array_free(ranks, TRUE);
-    return fab_cfg_fail(r, err, "expected 'all' or a list of at least 2 ranks");
+    fab_cfg_fail(r, err, "expected 'all', a list of endpoints or a range A-B");
+    goto fail;
   }
-  for (guint i = 0; i < ranks->len; i++) {
-    uint32_t k = g_array_index(ranks, uint32_t, i);
-    FabFlowSpec f = {k, k, in->size, in->start, (uint8_t)in->priority, 0, true};
-    g_array_append_val(out, f);
-  }
-  g_array_free(ranks, TRUE);
-  return TRUE;
+  g_strfreev(ab);
+  *n = a->len;
+  return (uint32_t *)(void *)g_array_free(a, FALSE);
+fail:
+  g_strfreev(ab);
+  g_array_free(a, TRUE);
+  return NULL;
 }
 
-GArray *fab_workload_read(const FabCfgNode *root, uint32_t endpoints, uint32_t nprio, uint64_t seed,
-                          GError **err) {
-  const FabCfgNode *wl = fab_cfg_get(root, "workload");
-  WorkloadIn in = {0};
-  if (!wl) {
-    fab_cfg_fail(root, err, "missing required key 'workload'");
-    return NULL;
+/* The node to blame for a collective the algorithms refuse. */
+static const FabCfgNode *coll_at(const FabCfgNode *wl) {
+  const FabCfgNode *at = fab_cfg_get(wl, "algorithm");
+  if (!at) at = fab_cfg_get(wl, "op");
+  return at ? at : wl;
+}
+
+static void spec_from(FabCollSpec *c, const Job *j, const WorkloadIn *in) {
+  *c = (FabCollSpec){(FabCollOp)in->op, (FabCollAlgo)in->algorithm, (FabProto)in->protocol, in->size,
+                     dtype_size[in->dtype], j->n, j->ep, (uint32_t)in->root, (uint32_t)in->channels, in->chunk,
+                     (uint8_t)in->priority, j->id, 0, NULL, in->start};
+}
+
+/* nccl-tests' size for `op` on n ranks: what its *_perf binary reports for a
+** requested size, rounded down to whole elements per rank. */
+static uint64_t ncclt_size(FabCollOp op, uint64_t want, uint32_t dt, uint32_t n) {
+  switch (op) {
+  case FAB_COLL_ALLGATHER: case FAB_COLL_REDUCE_SCATTER: case FAB_COLL_ALL_TO_ALL:
+    return want / ((uint64_t)dt * n) * dt * n;
+  default:
+    return want / dt * dt;
   }
-  if (!fab_cfg_apply(wl, NULL, workload_schema, &in, err)) return NULL;
-  const FabCfgNode *size_at = fab_cfg_get(wl, "size");
-  static const char *const allowed[][7] = {
-    [FAB_WL_FLOWS] = {"flows", NULL},
-    [FAB_WL_PERMUTATION] = {"size", "start", "priority", NULL},
-    [FAB_WL_INCAST] = {"size", "start", "priority", "senders", "receiver", NULL},
-    [FAB_WL_ALL_TO_ALL] = {"size", "start", "priority", NULL},
-    [FAB_WL_COLLECTIVE] = {"size", "start", "priority", "op", "algorithm", "ranks"},
-  };
-  for (size_t i = 0; i < fab_cfg_len(wl); i++) { /* keys of other kinds are errors, not ignored */
-    const char *key = fab_cfg_key_at(wl, i);
-    gboolean ok = g_str_equal(key, "kind");
-    for (int j = 0; !ok && allowed[in.kind][j]; j++) ok = g_str_equal(key, allowed[in.kind][j]);
-    if (!ok) {
-      fab_cfg_fail(fab_cfg_at(wl, i), err, "'%s' is not used by workload kind %s", key, kinds[in.kind]);
-      return NULL;
+}
+
+/* kind: nccl-tests: sizes one after another; within a size, `warmup` then
+** `iters` back to back on each rank (the next waits for the rank's previous
+** one, as on one CUDA stream); between sizes all ranks meet. */
+static gboolean read_ncclt(Job *j, const FabCfgNode *wl, const WorkloadIn *in, const FabWorkloadEnv *env,
+                           GError **err) {
+  GArray *sizes = g_array_new(FALSE, FALSE, sizeof(uint64_t));
+  gboolean ok = TRUE;
+  uint32_t dt = dtype_size[in->dtype];
+  if (in->sizes) {
+    if (fab_cfg_get(wl, "min") || fab_cfg_get(wl, "max"))
+      ok = fab_cfg_fail(in->sizes, err, "give either sizes or min/max/factor, not both");
+    for (size_t i = 0; ok && i < fab_cfg_len(in->sizes); i++) {
+      uint64_t v;
+      const FabCfgNode *it = fab_cfg_at(in->sizes, i);
+      if (fab_cfg_kind(it) != FAB_CFG_NODE_SCALAR || !fab_parse_size(fab_cfg_scalar(it), &v, NULL) || !v)
+        ok = fab_cfg_fail(it, err, "expected a size in bytes (e.g. 8, 1MiB)");
+      else
+        g_array_append_val(sizes, v);
+    }
+    if (ok && !sizes->len) ok = fab_cfg_fail(in->sizes, err, "an empty list of sizes");
+  } else if (!fab_cfg_get(wl, "max")) {
+    ok = fab_cfg_fail(wl, err, "workload kind nccl-tests needs max (and optionally min, factor) or sizes");
+  } else if (in->max < in->min) {
+    ok = fab_cfg_fail(fab_cfg_get(wl, "max"), err, "max %" G_GUINT64_FORMAT " is below min %" G_GUINT64_FORMAT,
+                      in->max, in->min);
+  } else {
+    for (uint64_t v = in->min; v <= in->max; v *= in->factor) {
+      g_array_append_val(sizes, v);
+      if (v > UINT64_MAX / in->factor) break;
     }
   }
-  if (in.kind != FAB_WL_FLOWS && !size_at) {
-    fab_cfg_fail(wl, err, "workload kind %s needs size", kinds[in.kind]);
-    return NULL;
+  if (ok && sizes->len > 64) ok = fab_cfg_fail(in->sizes ? in->sizes : wl, err, "%u sizes: at most 64", sizes->len);
+  uint32_t *prev = g_new(uint32_t, j->n), *end = g_new(uint32_t, j->n);
+  for (uint32_t i = 0; i < j->n; i++) prev[i] = FAB_OP_NONE;
+  uint32_t runs = 0;
+  for (guint k = 0; ok && k < sizes->len; k++) {
+    uint64_t bytes = ncclt_size((FabCollOp)in->op, g_array_index(sizes, uint64_t, k), dt, j->n);
+    if (!bytes) continue; /* less than an element per rank: nccl-tests skips it too */
+    for (uint64_t it = 0; ok && it < in->warmup + in->iters; it++) {
+      FabCollSpec c;
+      GError *e = NULL;
+      spec_from(&c, j, in);
+      c.bytes = bytes;
+      c.tag = it < in->warmup ? "nccl-tests-warmup" : "nccl-tests";
+      if (fab_coll_expand(j->d, &env->coll, &c, prev, end, &e) < 0) {
+        ok = fab_cfg_fail(coll_at(wl), err, "%s", e->message);
+        g_error_free(e);
+        break;
+      }
+      memcpy(prev, end, sizeof(uint32_t) * j->n);
+    }
+    if (!ok) break;
+    /* all ranks meet before the next size */
+    uint32_t join = fab_dag_mark(j->d, j->ep[0], FAB_MARK_JOIN, j->id, -1, prev, j->n);
+    for (uint32_t i = 0; i < j->n; i++) prev[i] = join;
+    runs++;
   }
-  if (!check_prio(fab_cfg_get(wl, "priority"), in.priority, nprio, err)) return NULL;
-  GArray *out = g_array_new(FALSE, FALSE, sizeof(FabFlowSpec));
+  if (ok && !runs)
+    ok = fab_cfg_fail(wl, err, "every size is below one %u-byte element per rank on %u ranks", dt, j->n);
+  g_free(prev);
+  g_free(end);
+  g_array_free(sizes, TRUE);
+  return ok;
+}
+
+/* The keys each kind uses besides kind, name, ranks, start. */
+static const char *const allowed[][19] = {
+  [FAB_WL_FLOWS] = {"flows", NULL},
+  [FAB_WL_PERMUTATION] = {"size", "priority", NULL},
+  [FAB_WL_INCAST] = {"size", "priority", "senders", "receiver", NULL},
+  [FAB_WL_ALL_TO_ALL] = {"size", "priority", NULL},
+  [FAB_WL_COLLECTIVE] = {"size", "priority", "op", "algorithm", "protocol", "dtype", "channels", "chunk", "root",
+                         NULL},
+  [FAB_WL_NCCL_TESTS] = {"priority", "op", "algorithm", "protocol", "dtype", "channels", "chunk", "root", "min",
+                         "max", "factor", "sizes", "iters", "warmup", NULL},
+};
+
+/* Read one job's map into d. */
+static gboolean read_job(const FabCfgNode *wl, const FabWorkloadEnv *env, FabDag *d, uint32_t index,
+                         gboolean several, GError **err) {
+  WorkloadIn in = {0};
+  const FabCfgNode *kind = fab_cfg_get(wl, "kind");
+  if (fab_cfg_kind(wl) != FAB_CFG_NODE_MAP) return fab_cfg_fail(wl, err, "expected a map (a workload)");
+  if (kind && fab_cfg_kind(kind) == FAB_CFG_NODE_SCALAR && g_str_equal(fab_cfg_scalar(kind), "training")) {
+    /* the training reader owns every key but these */
+    in.kind = FAB_WL_TRAINING;
+    const FabCfgNode *nm = fab_cfg_get(wl, "name"), *st = fab_cfg_get(wl, "start");
+    if (nm && fab_cfg_kind(nm) != FAB_CFG_NODE_SCALAR) return fab_cfg_fail(nm, err, "expected a name");
+    in.name = nm ? fab_cfg_scalar(nm) : NULL;
+    if (st) {
+      GError *e = NULL;
+      if (fab_cfg_kind(st) != FAB_CFG_NODE_SCALAR || !fab_parse_time(fab_cfg_scalar(st), &in.start, &e)) {
+        gboolean r = fab_cfg_fail(st, err, "%s", e ? e->message : "expected a time");
+        g_clear_error(&e);
+        return r;
+      }
+    }
+    in.ranks = fab_cfg_get(wl, "ranks");
+  } else {
+    if (!fab_cfg_apply(wl, NULL, workload_schema, &in, err)) return FALSE;
+    for (size_t i = 0; i < fab_cfg_len(wl); i++) { /* keys of other kinds are errors, not ignored */
+      const char *key = fab_cfg_key_at(wl, i);
+      gboolean ok = g_str_equal(key, "kind") || g_str_equal(key, "name") || g_str_equal(key, "ranks") ||
+                    g_str_equal(key, "start");
+      for (int k = 0; !ok && allowed[in.kind][k]; k++) ok = g_str_equal(key, allowed[in.kind][k]);
+      if (!ok) return fab_cfg_fail(fab_cfg_at(wl, i), err, "'%s' is not used by workload kind %s", key, kinds[in.kind]);
+    }
+    if (in.kind != FAB_WL_FLOWS && in.kind != FAB_WL_NCCL_TESTS && !fab_cfg_get(wl, "size"))
+      return fab_cfg_fail(wl, err, "workload kind %s needs size", kinds[in.kind]);
+    if (!check_prio(fab_cfg_get(wl, "priority"), in.priority, env->nprio, err)) return FALSE;
+  }
+  uint32_t n = 0;
+  uint32_t *ranks = read_ranks(in.ranks, env->endpoints, &n, err);
+  if (!ranks) return FALSE;
+  char *name = in.name ? g_strdup(in.name) : several ? g_strdup_printf("job%u", index) : g_strdup(kinds[in.kind]);
+  for (guint k = 0; k < d->jobs->len; k++)
+    if (g_str_equal(g_array_index(d->jobs, FabJobDef, k).name, name)) {
+      gboolean r = fab_cfg_fail(fab_cfg_get(wl, "name") ? fab_cfg_get(wl, "name") : wl, err,
+                                "a second job named '%s'", name);
+      g_free(name);
+      g_free(ranks);
+      return r;
+    }
+  FabJobDef jd = {g_intern_string(name), kinds[in.kind], n, ranks, 0, 0, 1};
+  g_free(name);
+  Job j = {d, fab_dag_job(d, &jd), n, ranks};
+  uint32_t before = fab_dag_len(d);
+  const FabCfgNode *at = in.ranks ? in.ranks : wl;
   gboolean ok = TRUE;
   switch ((FabWorkloadKind)in.kind) {
   case FAB_WL_FLOWS:
     if (!in.flows) ok = fab_cfg_fail(wl, err, "workload kind flows needs flows: [{src, dst, size}, ...]");
-    else ok = read_flows(in.flows, endpoints, nprio, out, err);
+    else ok = read_flows(&j, in.flows, env->nprio, err);
     break;
   case FAB_WL_PERMUTATION: {
-    if (endpoints < 2) {
-      ok = fab_cfg_fail(wl, err, "a permutation needs at least 2 endpoints");
+    if (n < 2) {
+      ok = fab_cfg_fail(at, err, "a permutation needs at least 2 ranks");
       break;
     }
-    uint32_t *perm = g_new(uint32_t, endpoints);
-    fab_workload_derangement(perm, endpoints, seed);
-    for (uint32_t i = 0; i < endpoints; i++) add(out, i, perm[i], in.size, in.start, (uint8_t)in.priority);
+    uint32_t *perm = g_new(uint32_t, n);
+    fab_workload_derangement(perm, n, env->seed + index); /* job 0 draws what a single job always drew */
+    for (uint32_t i = 0; i < n; i++) add(&j, i, perm[i], in.size, in.start, (uint8_t)in.priority);
     g_free(perm);
     break;
   }
   case FAB_WL_INCAST:
-    ok = read_incast(wl, &in, endpoints, out, err);
-    break;
-  case FAB_WL_COLLECTIVE:
-    ok = read_collective(wl, &in, endpoints, out, err);
+    ok = read_incast(&j, wl, &in, err);
     break;
   case FAB_WL_ALL_TO_ALL:
-    if ((uint64_t)endpoints * (endpoints - 1) > 50000000) {
-      ok = fab_cfg_fail(wl, err, "all-to-all over %u endpoints is more than 50 million flows", endpoints);
+    if ((uint64_t)n * (n - 1) > 50000000) {
+      ok = fab_cfg_fail(wl, err, "all-to-all over %u ranks is more than 50 million flows", n);
       break;
     }
-    for (uint32_t s = 0; s < endpoints; s++)
-      for (uint32_t d = 0; d < endpoints; d++)
-        if (s != d) add(out, s, d, in.size, in.start, (uint8_t)in.priority);
+    for (uint32_t s = 0; s < n; s++)
+      for (uint32_t t = 0; t < n; t++)
+        if (s != t) add(&j, s, t, in.size, in.start, (uint8_t)in.priority);
+    break;
+  case FAB_WL_COLLECTIVE: {
+    if (n < 2) {
+      ok = fab_cfg_fail(at, err, "a collective needs at least 2 ranks");
+      break;
+    }
+    if (in.root >= n) {
+      ok = fab_cfg_fail(fab_cfg_get(wl, "root"), err, "root %" G_GUINT64_FORMAT " is not a rank (0..%u)", in.root, n - 1);
+      break;
+    }
+    FabCollSpec c;
+    GError *e = NULL;
+    uint32_t *end = g_new(uint32_t, n);
+    spec_from(&c, &j, &in);
+    if (fab_coll_expand(d, &env->coll, &c, NULL, end, &e) < 0) {
+      ok = fab_cfg_fail(coll_at(wl), err, "%s", e->message);
+      g_error_free(e);
+    }
+    g_free(end);
     break;
   }
+  case FAB_WL_NCCL_TESTS:
+    if (n < 2) ok = fab_cfg_fail(at, err, "a collective needs at least 2 ranks");
+    else if (in.root >= n)
+      ok = fab_cfg_fail(fab_cfg_get(wl, "root"), err, "root %" G_GUINT64_FORMAT " is not a rank (0..%u)", in.root, n - 1);
+    else ok = read_ncclt(&j, wl, &in, env, err);
+    break;
+  case FAB_WL_TRAINING:
+    ok = fab_training_read(wl, d, &env->coll, ranks, n, j.id, in.start, env->gpu_flops, env->gpu_eff, err);
+    break;
+  }
+  if (ok && fab_dag_len(d) == before) ok = fab_cfg_fail(wl, err, "the workload has no flows");
+  return ok;
+}
+
+FabDag *fab_workload_read(const FabCfgNode *root, const FabWorkloadEnv *env, GError **err) {
+  const FabCfgNode *wl = fab_cfg_get(root, "workload");
+  if (!wl) {
+    fab_cfg_fail(root, err, "missing required key 'workload'");
+    return NULL;
+  }
+  FabDag *d = fab_dag_new();
+  gboolean ok = TRUE;
+  if (fab_cfg_kind(wl) == FAB_CFG_NODE_SEQ) { /* several jobs at once */
+    if (!fab_cfg_len(wl)) ok = fab_cfg_fail(wl, err, "an empty list of jobs");
+    for (size_t i = 0; ok && i < fab_cfg_len(wl); i++) ok = read_job(fab_cfg_at(wl, i), env, d, (uint32_t)i, TRUE, err);
+  } else {
+    ok = read_job(wl, env, d, 0, FALSE, err);
+  }
+  if (ok && !fab_dag_flows(d)) ok = fab_cfg_fail(wl, err, "the workload has no flows");
   if (!ok) {
-    g_array_free(out, TRUE);
+    fab_dag_free(d);
     return NULL;
   }
-  if (out->len == 0) {
-    fab_cfg_fail(wl, err, "the workload has no flows");
-    g_array_free(out, TRUE);
-    return NULL;
-  }
-  return out;
+  return d;
 }

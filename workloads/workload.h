@@ -1,22 +1,27 @@
 /*
-** Workloads: what traffic runs, as a list of flows.
+** Workloads: what runs, as an operation DAG (dag.h).
+**
+** `workload:` is one job (a map) or several jobs at once (a sequence of
+** maps, each with an optional `name` and the `ranks` it runs on). A job's
+** kind says what it generates:
 **
 **   flows        an explicit list: {src, dst, size, start, priority}
-**   permutation  every endpoint sends `size` to a partner drawn from a seeded
+**   permutation  every rank sends `size` to a partner drawn from a seeded
 **                uniform random derangement (nobody sends to itself, everyone
 **                receives once)
-**   incast       `senders` endpoints send `size` each to `receiver`; senders
-**                is a count (the endpoints after the receiver, wrapping) or
-**                an explicit list
-**   all-to-all   every endpoint sends `size` to every other endpoint
+**   incast       `senders` ranks send `size` each to `receiver`; senders is a
+**                count (the ranks after the receiver, wrapping) or a list
+**   all-to-all   every rank sends `size` to every other rank (flows at once)
+**   collective   one collective (`op`, `size`, `algorithm`, `protocol`,
+**                `channels`, `chunk`, `dtype`, `root`) expanded by
+**                collective.h
+**   nccl-tests   the same collective at each size from `min` to `max` by
+**                `factor` (or the list `sizes`), `iters` times each, one size
+**                after the other, as nccl-tests' *_perf binaries run them
+**   training     training steps (training.h)
 **
-**   collective   `op: allreduce` of `size` bytes over `ranks` (all, or a
-**                list) with `algorithm: nvls`: one flow per rank, src = dst
-**                = the rank, through its NVLink domain's in-switch
-**                reduction. Other ops and algorithms come with the
-**                collectives work.
-**
-** All flows of a generated workload start at `start`.
+** A job's `ranks` (default: all endpoints) maps its rank i to an endpoint;
+** flow lists name ranks. Generated flows start at `start`.
 */
 #ifndef FAB_WORKLOAD_H
 #define FAB_WORKLOAD_H
@@ -25,23 +30,25 @@
 #include <stdbool.h>
 #include "sim/config.h"
 #include "sim/time.h"
+#include "collective.h"
+#include "dag.h"
 
-typedef struct FabFlowSpec {
-  uint32_t src, dst;  /* endpoints */
-  uint64_t bytes;     /* payload */
-  fab_time_t start;   /* ps */
-  uint8_t prio;       /* priority class */
-  int32_t coll;       /* the collective it belongs to (index in workload order), -1: none */
-  bool nvls;          /* an NVLS member (src == dst): contributes to and receives an in-switch reduction */
-} FabFlowSpec;
+typedef enum { FAB_WL_FLOWS = 0, FAB_WL_PERMUTATION, FAB_WL_INCAST, FAB_WL_ALL_TO_ALL, FAB_WL_COLLECTIVE,
+               FAB_WL_NCCL_TESTS, FAB_WL_TRAINING } FabWorkloadKind;
 
-typedef enum { FAB_WL_FLOWS = 0, FAB_WL_PERMUTATION, FAB_WL_INCAST, FAB_WL_ALL_TO_ALL, FAB_WL_COLLECTIVE } FabWorkloadKind;
+/* What the workload needs to know of the cluster. */
+typedef struct FabWorkloadEnv {
+  uint32_t endpoints;       /* ranks of the fabric */
+  uint32_t nprio;           /* priority classes */
+  uint64_t seed;            /* the scenario seed */
+  FabCollEnv coll;          /* for the collective algorithms and the tuner */
+  double gpu_flops;         /* GPU peak FLOP/s (0: plain hosts) */
+  double gpu_eff;           /* its efficiency */
+} FabWorkloadEnv;
 
-/* Read `workload:` for a fabric of `endpoints` endpoints with `nprio`
-** priorities, and generate its flows. Returns a GArray of FabFlowSpec
-** (transfer full) or NULL + err. `seed` is the scenario seed. */
-GArray *fab_workload_read(const FabCfgNode *root, uint32_t endpoints, uint32_t nprio, uint64_t seed,
-                          GError **err);
+/* Read `workload:` and generate its DAG (transfer full), or NULL + err
+** (file:line:col, key). */
+FabDag *fab_workload_read(const FabCfgNode *root, const FabWorkloadEnv *env, GError **err);
 
 /* A uniform random derangement of 0..n-1 (n >= 2) from the workload RNG
 ** stream of `seed`: perm[i] != i for every i. */

@@ -1,0 +1,988 @@
+/*
+** Collectives (workloads/collective.h): every algorithm on small rank counts
+** (2, 3, 4, 5, 8) checked three ways. The DAG is well formed and causal (a
+** flow from rank r waits only for flows that arrived at r, its own previous
+** sends and marks of its two ends). Played in dependency order with unit-time
+** flows, no step starts at a rank before the previous step reached it. And
+** each rank receives exactly the bytes the algorithm moves on paper. Then the
+** protocols' wire bytes and latencies, the reduction cost, channels and
+** pieces, the tuner's choices, nccl-tests' bus bandwidth factors, and the
+** errors.
+*/
+#include <criterion/criterion.h>
+#include <math.h>
+#include <string.h>
+
+#include "sim/config.h"
+#include "workloads/collective.h"
+
+#define MAXR 64
+static uint32_t iota[MAXR];
+static const uint32_t sizes[] = {2, 3, 4, 5, 8};
+#define NSIZES (sizeof sizes / sizeof sizes[0])
+
+static void init_iota(void) {
+  for (uint32_t i = 0; i < MAXR; i++) iota[i] = i;
+}
+
+/* Plain hosts at 100 Gb/s, 1 us a hop. */
+static FabCollEnv hosts(uint32_t n) {
+  return (FabCollEnv){.endpoints = n, .gpus_per_node = 1, .net_bps = 100000000000ull, .net_lat = FAB_US};
+}
+
+/* GPU nodes of g GPUs, one NVLink domain per node (H100-like). */
+static FabCollEnv gpus(uint32_t nodes, uint32_t g) {
+  return (FabCollEnv){.endpoints = nodes * g, .gpus_per_node = g, .nvl_domain = g, .net_bps = 400000000000ull,
+                      .nvl_bps = 3600000000000ull, .net_lat = 2 * FAB_US, .nvl_lat = FAB_US / 2};
+}
+
+static FabCollSpec spec(FabCollOp op, FabCollAlgo a, uint64_t bytes, uint32_t n) {
+  init_iota();
+  return (FabCollSpec){.op = op, .algorithm = a, .protocol = FAB_PROTO_SIMPLE, .bytes = bytes, .dtype_bytes = 4,
+                       .nranks = n, .ranks = iota, .channels = 1, .prio = 3, .job = 0, .step = 7, .tag = "test",
+                       .start = 5 * FAB_US};
+}
+
+/* Expand into a fresh DAG, which must succeed. */
+static FabDag *expand(const FabCollEnv *env, const FabCollSpec *s, uint32_t *end, int32_t *coll) {
+  FabDag *d = fab_dag_new();
+  GError *err = NULL;
+  uint32_t e[MAXR];
+  int32_t id = fab_coll_expand(d, env, s, NULL, end ? end : e, &err);
+  cr_assert_geq(id, 0, "%s/%s n=%u: %s", fab_coll_op_names[s->op], fab_coll_algo_names[s->algorithm], s->nranks,
+                err ? err->message : "?");
+  if (coll) *coll = id;
+  return d;
+}
+
+/* Expand, which must fail; the DAG must be left as it was. Returns the message. */
+static char *expand_fails(const FabCollEnv *env, const FabCollSpec *s) {
+  FabDag *d = fab_dag_new();
+  uint32_t e[MAXR];
+  GError *err = NULL;
+  cr_assert_eq(fab_coll_expand(d, env, s, NULL, e, &err), -1, "%s/%s expanded", fab_coll_op_names[s->op],
+               fab_coll_algo_names[s->algorithm]);
+  cr_assert(err && err->domain == FAB_CFG_ERROR);
+  cr_assert_eq(fab_dag_len(d), 0);
+  cr_assert_eq(d->colls->len, 0);
+  cr_assert_eq(d->groups, 0);
+  char *msg = g_strdup(err->message);
+  g_error_free(err);
+  fab_dag_free(d);
+  return msg;
+}
+
+static FabOp *op_at(const FabDag *d, uint32_t i) { return fab_dag_op(d, i); }
+static bool is_flow(const FabOp *o) { return o->kind == FAB_OP_FLOW; }
+
+/* Unit-time play: a flow or NVLS op takes 1 (sent and arrived together), a
+** compute op its dur, a mark nothing. */
+static void play(const FabDag *d, uint64_t *ready, uint64_t *done) {
+  for (uint32_t i = 0; i < fab_dag_len(d); i++) {
+    const FabOp *o = op_at(d, i);
+    uint64_t r = 0;
+    for (uint32_t k = 0; k < o->ndeps; k++) {
+      uint32_t dep = fab_dag_dep(d, o, k) & ~FAB_DEP_SENT;
+      r = MAX(r, done[dep]);
+    }
+    ready[i] = r;
+    done[i] = r + (o->kind <= FAB_OP_NVLS ? 1 : o->kind == FAB_OP_COMPUTE ? o->dur : 0);
+  }
+}
+
+/* The checks every expansion passes: the frame, the fields, causality, and
+** each rank's END after all its arrivals. */
+static void check_dag(const FabDag *d, const FabCollEnv *env, const FabCollSpec *s, int32_t coll, const uint32_t *end) {
+  uint32_t n = s->nranks, len = fab_dag_len(d);
+  uint32_t begins = 0, ends = 0;
+  for (uint32_t i = 0; i < len; i++) {
+    const FabOp *o = op_at(d, i);
+    cr_assert_eq(o->coll, coll, "op %u", i);
+    cr_assert_eq(o->job, s->job);
+    cr_assert_eq(o->step, s->step);
+    cr_assert_eq(o->prio, s->prio);
+    cr_assert_eq(o->start, s->start);
+    for (uint32_t k = 0; k < o->ndeps; k++) {
+      uint32_t dep = fab_dag_dep(d, o, k), at = dep & ~FAB_DEP_SENT;
+      cr_assert_lt(at, i, "op %u depends on later op %u", i, at);
+      const FabOp *p = op_at(d, at);
+      if (dep & FAB_DEP_SENT) {
+        cr_assert(is_flow(p), "op %u: SENT on a non-flow", i);
+        cr_assert_eq(p->src, o->src, "op %u: SENT on another rank's flow", i);
+      } else if (o->kind == FAB_OP_FLOW && p->kind == FAB_OP_FLOW) {
+        cr_assert_eq(p->dst, o->src, "flow %u (%u->%u) waits for flow %u (%u->%u), which did not arrive at %u", i,
+                     o->src, o->dst, at, p->src, p->dst, o->src);
+      } else if (o->kind == FAB_OP_FLOW && p->kind == FAB_OP_NVLS) {
+        cr_assert_eq(p->src, o->src, "flow %u waits for another rank's NVLS part", i);
+      } else if (o->kind <= FAB_OP_NVLS && p->kind == FAB_OP_MARK) {
+        cr_assert(p->src == o->src || p->src == o->dst, "flow %u waits for a mark of a third rank", i);
+      }
+    }
+    if (o->kind == FAB_OP_FLOW) {
+      cr_assert_neq(o->src, o->dst);
+      cr_assert_gt(o->bytes, 0);
+    }
+    if (o->kind == FAB_OP_NVLS) cr_assert_eq(o->src, o->dst);
+    if (o->kind == FAB_OP_MARK && o->mark == FAB_MARK_COLL_BEGIN) {
+      cr_assert_eq(i, begins, "BEGIN marks come first");
+      cr_assert_eq(o->src, s->ranks[begins]);
+      begins++;
+    }
+    if (o->kind == FAB_OP_MARK && o->mark == FAB_MARK_COLL_END) {
+      cr_assert_eq(i, len - n + ends, "END marks come last");
+      cr_assert_eq(o->src, s->ranks[ends]);
+      cr_assert_eq(end[ends], i);
+      ends++;
+    }
+  }
+  cr_assert_eq(begins, n);
+  cr_assert_eq(ends, n);
+  uint64_t *ready = g_new(uint64_t, len), *done = g_new(uint64_t, len);
+  play(d, ready, done);
+  for (uint32_t i = 0; i < len; i++) {
+    const FabOp *o = op_at(d, i);
+    if (o->kind > FAB_OP_NVLS) continue;
+    for (uint32_t r = 0; r < n; r++)
+      if (o->dst == s->ranks[r]) cr_assert_geq(done[end[r]], done[i], "rank %u ends before op %u reached it", r, i);
+  }
+  g_free(ready);
+  g_free(done);
+  const FabCollDef *def = &g_array_index(d->colls, FabCollDef, coll);
+  cr_assert_str_eq(def->op, fab_coll_op_names[s->op]);
+  cr_assert_eq(def->nranks, n);
+  cr_assert_eq(def->bytes, s->bytes);
+  (void)env;
+}
+
+/* Payload bytes each rank received over flows (Simple: wire = payload). */
+static void received(const FabDag *d, const FabCollSpec *s, uint64_t *rx) {
+  memset(rx, 0, s->nranks * sizeof *rx);
+  for (uint32_t i = 0; i < fab_dag_len(d); i++) {
+    const FabOp *o = op_at(d, i);
+    if (!is_flow(o)) continue;
+    for (uint32_t r = 0; r < s->nranks; r++)
+      if (o->dst == s->ranks[r]) rx[r] += o->bytes;
+  }
+}
+
+static uint32_t count_kind(const FabDag *d, FabOpKind k) {
+  uint32_t c = 0;
+  for (uint32_t i = 0; i < fab_dag_len(d); i++) c += op_at(d, i)->kind == k;
+  return c;
+}
+
+static uint64_t total_bytes(const FabDag *d) {
+  uint64_t b = 0;
+  for (uint32_t i = 0; i < fab_dag_len(d); i++)
+    if (op_at(d, i)->kind <= FAB_OP_NVLS) b += op_at(d, i)->bytes;
+  return b;
+}
+
+/* The flows out of / into rank endpoint e, in op order. */
+static uint32_t flows_of(const FabDag *d, uint32_t e, bool out, uint32_t *list) {
+  uint32_t k = 0;
+  for (uint32_t i = 0; i < fab_dag_len(d); i++) {
+    const FabOp *o = op_at(d, i);
+    if (is_flow(o) && (out ? o->src : o->dst) == e) list[k++] = i;
+  }
+  return k;
+}
+
+/* Step order: the k-th piece a rank sends (k >= per_step) starts no earlier
+** than the matching piece of the previous step arrived at it, and after the
+** previous piece of its own step left. */
+static void check_steps(const FabDag *d, const FabCollSpec *s, uint32_t per_step) {
+  uint32_t len = fab_dag_len(d);
+  uint64_t *ready = g_new(uint64_t, len), *done = g_new(uint64_t, len);
+  uint32_t *in = g_new(uint32_t, len), *out = g_new(uint32_t, len);
+  play(d, ready, done);
+  for (uint32_t r = 0; r < s->nranks; r++) {
+    uint32_t no = flows_of(d, s->ranks[r], true, out), ni = flows_of(d, s->ranks[r], false, in);
+    cr_assert_eq(no, ni, "rank %u sends %u pieces, receives %u", r, no, ni);
+    for (uint32_t k = per_step; k < no; k++)
+      cr_assert_geq(ready[out[k]], done[in[k - per_step]], "rank %u: piece %u left before piece %u of the previous "
+                    "step arrived", r, k, k - per_step);
+    for (uint32_t k = 1; k < no; k++) /* a connection's pieces leave in order */
+      if (k % per_step) cr_assert_geq(ready[out[k]], done[out[k - 1]], "rank %u: piece %u overtook %u", r, k, k - 1);
+  }
+  g_free(ready);
+  g_free(done);
+  g_free(in);
+  g_free(out);
+}
+
+/* ---- ring ------------------------------------------------------------------ */
+
+Test(ring, each_rank_receives_what_the_ring_moves) {
+  for (size_t z = 0; z < NSIZES; z++) {
+    uint32_t n = sizes[z], e[MAXR];
+    FabCollEnv env = hosts(n);
+    uint64_t S = 4096ull * n, rx[MAXR];
+    int32_t coll;
+    FabCollOp ops[] = {FAB_COLL_ALLREDUCE, FAB_COLL_ALLGATHER, FAB_COLL_REDUCE_SCATTER};
+    uint64_t want[] = {2 * (n - 1) * S / n, (n - 1) * S / n, (n - 1) * S / n};
+    for (int o = 0; o < 3; o++) {
+      FabCollSpec s = spec(ops[o], FAB_ALGO_RING, S, n);
+      FabDag *d = expand(&env, &s, e, &coll);
+      check_dag(d, &env, &s, coll, e);
+      received(d, &s, rx);
+      for (uint32_t r = 0; r < n; r++)
+        cr_assert_eq(rx[r], want[o], "%s n=%u rank %u: %llu bytes, not %llu", fab_coll_op_names[ops[o]], n, r,
+                     (unsigned long long)rx[r], (unsigned long long)want[o]);
+      cr_assert_eq(count_kind(d, FAB_OP_FLOW), (o ? 1 : 2) * (n - 1) * n);
+      fab_dag_free(d);
+    }
+  }
+}
+
+Test(ring, no_step_before_the_previous_one_arrived) {
+  for (size_t z = 0; z < NSIZES; z++) {
+    uint32_t n = sizes[z], e[MAXR];
+    FabCollEnv env = hosts(n);
+    FabCollSpec s = spec(FAB_COLL_ALLREDUCE, FAB_ALGO_RING, 4096ull * n, n);
+    s.chunk = 2048; /* two pieces per segment */
+    int32_t coll;
+    FabDag *d = expand(&env, &s, e, &coll);
+    check_dag(d, &env, &s, coll, e);
+    cr_assert_eq(count_kind(d, FAB_OP_FLOW), 2 * 2 * (n - 1) * n);
+    check_steps(d, &s, 2);
+    fab_dag_free(d);
+  }
+}
+
+Test(ring, reduce_scatter_steps_pay_the_reduction) {
+  uint32_t n = 4, e[MAXR];
+  FabCollEnv env = hosts(n);
+  env.reduce_Bps = 1e11; /* 100 GB/s */
+  FabCollSpec s = spec(FAB_COLL_ALLREDUCE, FAB_ALGO_RING, 4 * 1048576, n);
+  int32_t coll;
+  FabDag *d = expand(&env, &s, e, &coll);
+  uint32_t reduced = 0;
+  for (uint32_t i = 0; i < fab_dag_len(d); i++) {
+    const FabOp *o = op_at(d, i);
+    if (!is_flow(o)) continue;
+    if (o->post) {
+      cr_assert_eq(o->post, 10485760, "1 MiB at 100 GB/s is 10.49 us, not %llu ps", (unsigned long long)o->post);
+      reduced++;
+    }
+  }
+  cr_assert_eq(reduced, n * (n - 1), "the reduce-scatter half reduces, the allgather half does not");
+  fab_dag_free(d);
+}
+
+Test(ring, broadcast_and_reduce_are_chains) {
+  for (size_t z = 0; z < NSIZES; z++) {
+    uint32_t n = sizes[z], e[MAXR];
+    FabCollEnv env = hosts(n);
+    uint64_t S = 3 * 524288, rx[MAXR];
+    for (uint32_t root = 0; root < n; root += n - 1) {
+      for (int red = 0; red < 2; red++) {
+        FabCollSpec s = spec(red ? FAB_COLL_REDUCE : FAB_COLL_BROADCAST, FAB_ALGO_RING, S, n);
+        s.root = root;
+        int32_t coll;
+        FabDag *d = expand(&env, &s, e, &coll);
+        check_dag(d, &env, &s, coll, e);
+        received(d, &s, rx);
+        uint32_t head = (root + 1) % n; /* the reduce chain starts after the root */
+        for (uint32_t r = 0; r < n; r++) {
+          uint64_t want = red ? (r == head ? 0 : S) : (r == root ? 0 : S);
+          cr_assert_eq(rx[r], want, "%s root %u n=%u rank %u: %llu", red ? "reduce" : "broadcast", root, n, r,
+                       (unsigned long long)rx[r]);
+        }
+        cr_assert_eq(count_kind(d, FAB_OP_FLOW), 3 * (n - 1), "3 pieces of 512 KiB per hop");
+        /* pipelined: piece j leaves a rank after it arrived there */
+        uint32_t len = fab_dag_len(d), in[64], out[64];
+        uint64_t *ready = g_new(uint64_t, len), *done = g_new(uint64_t, len);
+        play(d, ready, done);
+        for (uint32_t r = 0; r < n; r++) {
+          uint32_t no = flows_of(d, r, true, out), ni = flows_of(d, r, false, in);
+          if (no && ni)
+            for (uint32_t j = 0; j < 3; j++) cr_assert_geq(ready[out[j]], done[in[j]]);
+        }
+        g_free(ready);
+        g_free(done);
+        fab_dag_free(d);
+      }
+    }
+  }
+}
+
+Test(ring, multi_node_rings_stay_on_rails) {
+  /* 2 nodes of 4 GPUs, 4 channels: every channel crosses between GPUs of the
+  ** same local index, and the channels use every rail */
+  uint32_t e[MAXR];
+  FabCollEnv env = gpus(2, 4);
+  FabCollSpec s = spec(FAB_COLL_ALLREDUCE, FAB_ALGO_RING, 8 * 4 * 4096, 8);
+  s.channels = 4;
+  int32_t coll;
+  FabDag *d = expand(&env, &s, e, &coll);
+  check_dag(d, &env, &s, coll, e);
+  uint32_t rails = 0;
+  for (uint32_t i = 0; i < fab_dag_len(d); i++) {
+    const FabOp *o = op_at(d, i);
+    if (!is_flow(o) || o->src / 4 == o->dst / 4) continue;
+    cr_assert_eq(o->src % 4, o->dst % 4, "flow %u->%u changes rail", o->src, o->dst);
+    rails |= 1u << (o->src % 4);
+  }
+  cr_assert_eq(rails, 0xf, "rails used: %x", rails);
+  fab_dag_free(d);
+}
+
+/* ---- tree ------------------------------------------------------------------ */
+
+Test(tree, double_binary_tree_moves_2_n_minus_1_halves) {
+  for (size_t z = 0; z < NSIZES; z++) {
+    uint32_t n = sizes[z], e[MAXR];
+    FabCollEnv env = hosts(n);
+    env.reduce_Bps = 1e12;
+    uint64_t S = 4 * 1024 * 2 + 4, rx[MAXR]; /* odd element count: tree 0 carries one more */
+    FabCollSpec s = spec(FAB_COLL_ALLREDUCE, FAB_ALGO_TREE, S, n);
+    int32_t coll;
+    FabDag *d = expand(&env, &s, e, &coll);
+    check_dag(d, &env, &s, coll, e);
+    received(d, &s, rx);
+    uint64_t tot = 0;
+    for (uint32_t r = 0; r < n; r++) {
+      tot += rx[r];
+      cr_assert_geq(rx[r], S, "n=%u rank %u receives %llu < S", n, r, (unsigned long long)rx[r]);
+    }
+    cr_assert_eq(tot, 2ull * (n - 1) * S, "n=%u", n);
+    cr_assert_eq(count_kind(d, FAB_OP_FLOW), 2 * 2 * (n - 1));
+    /* inner ranks (receiving an up flow: reduced) of each tree, told apart by size */
+    uint64_t b0 = (S / 4 / 2 + 1) * 4, b1 = S - b0;
+    uint64_t inner[2] = {0, 0};
+    for (uint32_t i = 0; i < fab_dag_len(d); i++) {
+      const FabOp *o = op_at(d, i);
+      if (is_flow(o) && o->post) inner[o->bytes == b0 ? 0 : 1] |= 1ull << o->dst;
+      if (is_flow(o)) cr_assert(o->bytes == b0 || o->bytes == b1);
+    }
+    uint32_t both = __builtin_popcountll(inner[0] & inner[1]);
+    if (n % 2 == 0) cr_assert_eq(both, 0, "n=%u: inner in both trees: %llx", n, (unsigned long long)(inner[0] & inner[1]));
+    else cr_assert_leq(both, 1, "n=%u", n);
+    /* up: a rank sends after all its children's pieces arrived */
+    uint32_t len = fab_dag_len(d);
+    uint64_t *ready = g_new(uint64_t, len), *done = g_new(uint64_t, len);
+    play(d, ready, done);
+    for (uint32_t i = 0; i < len; i++) {
+      const FabOp *o = op_at(d, i);
+      if (!is_flow(o) || !o->post) continue;
+      for (uint32_t k = 0; k < len; k++) {
+        const FabOp *q = op_at(d, k);
+        if (is_flow(q) && q->post && q->dst == o->src && q->bytes == o->bytes)
+          cr_assert_geq(ready[i], done[k], "n=%u: up flow %u before its child's %u", n, i, k);
+      }
+    }
+    g_free(ready);
+    g_free(done);
+    fab_dag_free(d);
+  }
+}
+
+Test(tree, nodes_form_the_tree_and_chains_run_inside) {
+  uint32_t e[MAXR];
+  FabCollEnv env = gpus(3, 4);
+  FabCollSpec s = spec(FAB_COLL_ALLREDUCE, FAB_ALGO_TREE, 12 * 4 * 4096, 12);
+  s.channels = 2;
+  int32_t coll;
+  FabDag *d = expand(&env, &s, e, &coll);
+  check_dag(d, &env, &s, coll, e);
+  uint32_t inter = 0;
+  for (uint32_t i = 0; i < fab_dag_len(d); i++) {
+    const FabOp *o = op_at(d, i);
+    if (!is_flow(o)) continue;
+    if (o->src / 4 != o->dst / 4) {
+      cr_assert_eq(o->src % 4, o->dst % 4, "node hop %u->%u changes rail", o->src, o->dst);
+      inter++;
+    } else {
+      uint32_t a = o->src % 4, b = o->dst % 4;
+      cr_assert((a + 1) % 4 == b || (b + 1) % 4 == a, "chain hop %u->%u skips a GPU", o->src, o->dst);
+    }
+  }
+  /* per channel and tree, 2 node edges up and down */
+  cr_assert_eq(inter, 2 * 2 * 2 * 2);
+  fab_dag_free(d);
+}
+
+/* ---- nvls ------------------------------------------------------------------ */
+
+Test(nvls, one_part_per_rank_in_one_group) {
+  for (size_t z = 0; z < NSIZES; z++) {
+    uint32_t n = sizes[z], e[MAXR];
+    FabCollEnv env = gpus(1, 8);
+    FabCollSpec s = spec(FAB_COLL_ALLREDUCE, FAB_ALGO_NVLS, 1 << 20, n);
+    FabDag *d = fab_dag_new();
+    d->groups = 3;
+    GError *err = NULL;
+    int32_t coll = fab_coll_expand(d, &env, &s, NULL, e, &err);
+    cr_assert_geq(coll, 0);
+    check_dag(d, &env, &s, coll, e);
+    cr_assert_eq(d->groups, 4);
+    cr_assert_eq(count_kind(d, FAB_OP_NVLS), n);
+    cr_assert_eq(count_kind(d, FAB_OP_FLOW), 0);
+    for (uint32_t i = 0; i < fab_dag_len(d); i++) {
+      const FabOp *o = op_at(d, i);
+      if (o->kind != FAB_OP_NVLS) continue;
+      cr_assert_eq(o->bytes, 1 << 20);
+      cr_assert_eq(o->group, 3);
+      cr_assert_gt(o->pre, 0);
+    }
+    fab_dag_free(d);
+  }
+}
+
+Test(nvls, tree_across_domains) {
+  for (uint32_t D = 2; D <= 3; D++) {
+    uint32_t n = 4 * D, e[MAXR];
+    FabCollEnv env = gpus(D, 4);
+    uint64_t S = 4 * 4 * 8192;
+    FabCollSpec s = spec(FAB_COLL_ALLREDUCE, FAB_ALGO_NVLS_TREE, S, n);
+    int32_t coll;
+    FabDag *d = expand(&env, &s, e, &coll);
+    check_dag(d, &env, &s, coll, e);
+    cr_assert_eq(d->groups, D, "one NVLS group per domain");
+    cr_assert_eq(count_kind(d, FAB_OP_NVLS), n);
+    uint64_t intra[MAXR] = {0}, inter = 0;
+    for (uint32_t i = 0; i < fab_dag_len(d); i++) {
+      const FabOp *o = op_at(d, i);
+      if (o->kind == FAB_OP_NVLS) cr_assert_eq(o->bytes, S);
+      if (!is_flow(o)) continue;
+      if (o->src / 4 == o->dst / 4) {
+        intra[o->dst] += o->bytes;
+      } else {
+        cr_assert_eq(o->src % 4, o->dst % 4, "the tree joins ranks of one local index");
+        inter += o->bytes;
+      }
+    }
+    for (uint32_t r = 0; r < n; r++) cr_assert_eq(intra[r], 3 * S / 4, "rank %u gathers the 3 other shards", r);
+    cr_assert_eq(inter, 4 * 2 * (D - 1) * S / 4, "every shard's tree: 2(D-1) transfers");
+    fab_dag_free(d);
+  }
+}
+
+/* ---- hierarchical ---------------------------------------------------------- */
+
+Test(hierarchical, inside_across_inside) {
+  uint32_t N = 2, L = 4, n = N * L, e[MAXR];
+  FabCollEnv env = gpus(N, L);
+  uint64_t S = 8 * 4 * 4096, rx[MAXR];
+  FabCollOp ops[] = {FAB_COLL_ALLREDUCE, FAB_COLL_ALLGATHER, FAB_COLL_REDUCE_SCATTER};
+  uint64_t in_rs = (L - 1) * S / L, across = (N - 1) * (S / L) / N;
+  uint64_t want[] = {2 * in_rs + 2 * across, across + in_rs, in_rs + across};
+  for (int o = 0; o < 3; o++) {
+    FabCollSpec s = spec(ops[o], FAB_ALGO_HIERARCHICAL, S, n);
+    int32_t coll;
+    FabDag *d = expand(&env, &s, e, &coll);
+    check_dag(d, &env, &s, coll, e);
+    received(d, &s, rx);
+    for (uint32_t r = 0; r < n; r++) cr_assert_eq(rx[r], want[o], "%s rank %u: %llu", fab_coll_op_names[ops[o]], r,
+                                                  (unsigned long long)rx[r]);
+    for (uint32_t i = 0; i < fab_dag_len(d); i++) {
+      const FabOp *f = op_at(d, i);
+      if (is_flow(f) && f->src / L != f->dst / L) cr_assert_eq(f->src % L, f->dst % L);
+    }
+    fab_dag_free(d);
+  }
+}
+
+/* ---- pat ------------------------------------------------------------------- */
+
+/* Does op `from` wait, directly or not, for op `to`? */
+static bool reaches(const FabDag *d, uint32_t from, uint32_t to, uint8_t *seen) {
+  if (from == to) return true;
+  if (from < to || seen[from]) return false;
+  seen[from] = 1;
+  const FabOp *o = op_at(d, from);
+  for (uint32_t k = 0; k < o->ndeps; k++)
+    if (reaches(d, fab_dag_dep(d, o, k) & ~FAB_DEP_SENT, to, seen)) return true;
+  return false;
+}
+
+Test(pat, log_steps_and_every_block_once) {
+  for (size_t z = 0; z < NSIZES; z++) {
+    uint32_t n = sizes[z], e[MAXR], K = 0;
+    while ((1u << K) < n) K++;
+    FabCollEnv env = hosts(n);
+    env.reduce_Bps = 1e12;
+    uint64_t S = 4096ull * n, rx[MAXR];
+    for (int rs = 0; rs < 2; rs++) {
+      FabCollSpec s = spec(rs ? FAB_COLL_REDUCE_SCATTER : FAB_COLL_ALLGATHER, FAB_ALGO_PAT, S, n);
+      int32_t coll;
+      FabDag *d = expand(&env, &s, e, &coll);
+      check_dag(d, &env, &s, coll, e);
+      received(d, &s, rx);
+      for (uint32_t r = 0; r < n; r++) cr_assert_eq(rx[r], (n - 1) * S / n, "n=%u rank %u", n, r);
+      cr_assert_eq(count_kind(d, FAB_OP_FLOW), n * K, "n=%u: %u steps", n, K);
+      for (uint32_t i = 0; i < fab_dag_len(d); i++)
+        if (is_flow(op_at(d, i))) cr_assert_eq(op_at(d, i)->post > 0, rs, "only reduce-scatter reduces");
+      check_steps(d, &s, 1);
+      /* a step forwards blocks from every earlier step: it waits for all of them */
+      uint32_t len = fab_dag_len(d), *fl = g_new(uint32_t, len);
+      uint8_t *seen = g_new(uint8_t, len);
+      uint32_t nf = 0;
+      for (uint32_t i = 0; i < len; i++)
+        if (is_flow(op_at(d, i))) fl[nf++] = i;
+      for (uint32_t a = 0; a < nf; a++)
+        for (uint32_t b = 0; b < nf; b++) {
+          if (b / n >= a / n || op_at(d, fl[b])->dst != op_at(d, fl[a])->src) continue;
+          memset(seen, 0, len);
+          cr_assert(reaches(d, fl[a], fl[b], seen), "n=%u: step %u flow %u does not wait for step %u flow %u", n,
+                    a / n, fl[a], b / n, fl[b]);
+        }
+      g_free(fl);
+      g_free(seen);
+      fab_dag_free(d);
+    }
+  }
+}
+
+/* ---- pairwise, send-recv ----------------------------------------------------- */
+
+Test(pairwise, rounds_in_order) {
+  for (size_t z = 0; z < NSIZES; z++) {
+    uint32_t n = sizes[z], e[MAXR];
+    FabCollEnv env = hosts(n);
+    uint64_t S = 4096ull * n, rx[MAXR];
+    FabCollSpec s = spec(FAB_COLL_ALL_TO_ALL, FAB_ALGO_AUTO, S, n);
+    int32_t coll;
+    FabDag *d = expand(&env, &s, e, &coll);
+    cr_assert_str_eq(g_array_index(d->colls, FabCollDef, coll).algorithm, "pairwise");
+    check_dag(d, &env, &s, coll, e);
+    received(d, &s, rx);
+    for (uint32_t r = 0; r < n; r++) cr_assert_eq(rx[r], (n - 1) * S / n);
+    uint32_t len = fab_dag_len(d), out[64];
+    uint64_t *ready = g_new(uint64_t, len), *done = g_new(uint64_t, len);
+    play(d, ready, done);
+    for (uint32_t r = 0; r < n; r++) {
+      uint32_t no = flows_of(d, r, true, out);
+      cr_assert_eq(no, n - 1);
+      for (uint32_t k = 0; k < no; k++) {
+        cr_assert_eq(op_at(d, out[k])->dst, (r + k + 1) % n, "round %u goes to rank i+%u", k + 1, k + 1);
+        if (k) cr_assert_geq(ready[out[k]], done[out[k - 1]], "round %u before round %u left", k + 1, k);
+      }
+    }
+    g_free(ready);
+    g_free(done);
+    fab_dag_free(d);
+  }
+}
+
+Test(sendrecv, each_rank_to_the_next) {
+  for (size_t z = 0; z < NSIZES; z++) {
+    uint32_t n = sizes[z], e[MAXR];
+    FabCollEnv env = hosts(n);
+    uint64_t S = 1 << 20, rx[MAXR];
+    FabCollSpec s = spec(FAB_COLL_SEND_RECV, FAB_ALGO_AUTO, S, n);
+    int32_t coll;
+    FabDag *d = expand(&env, &s, e, &coll);
+    check_dag(d, &env, &s, coll, e);
+    received(d, &s, rx);
+    for (uint32_t r = 0; r < n; r++) cr_assert_eq(rx[r], S);
+    for (uint32_t i = 0; i < fab_dag_len(d); i++)
+      if (is_flow(op_at(d, i))) cr_assert_eq(op_at(d, i)->dst, (op_at(d, i)->src + 1) % n);
+    fab_dag_free(d);
+  }
+}
+
+/* ---- protocols, latency, pieces, channels ------------------------------------ */
+
+Test(protocol, wire_bytes_grow_by_the_protocol) {
+  uint32_t n = 4, e[MAXR];
+  FabCollEnv env = hosts(n);
+  FabCollAlgo algs[] = {FAB_ALGO_RING, FAB_ALGO_TREE};
+  for (int a = 0; a < 2; a++) {
+    FabCollSpec s = spec(FAB_COLL_ALLREDUCE, algs[a], 3 * 1000 * 1000 + 4, n);
+    s.chunk = 100000;
+    FabDag *ds[3];
+    FabProto ps[] = {FAB_PROTO_SIMPLE, FAB_PROTO_LL, FAB_PROTO_LL128};
+    for (int p = 0; p < 3; p++) {
+      s.protocol = ps[p];
+      ds[p] = expand(&env, &s, e, NULL);
+      cr_assert_str_eq(g_array_index(ds[p]->colls, FabCollDef, 0).protocol, fab_proto_names[ps[p]]);
+    }
+    cr_assert_eq(fab_dag_len(ds[0]), fab_dag_len(ds[1]));
+    cr_assert_eq(fab_dag_len(ds[0]), fab_dag_len(ds[2]));
+    for (uint32_t i = 0; i < fab_dag_len(ds[0]); i++) {
+      uint64_t b = op_at(ds[0], i)->bytes;
+      cr_assert_eq(op_at(ds[1], i)->bytes, 2 * b, "LL: 8 of 16 bytes are data");
+      cr_assert_eq(op_at(ds[2], i)->bytes, (b * 128 + 119) / 120, "LL128: 120 of 128");
+    }
+    for (int p = 0; p < 3; p++) fab_dag_free(ds[p]);
+  }
+}
+
+Test(protocol, step_latency_on_first_pieces_base_once) {
+  uint32_t n = 4, e[MAXR];
+  FabCollEnv env = hosts(n); /* 1 us a hop in the fabric */
+  FabCollSpec s = spec(FAB_COLL_ALLREDUCE, FAB_ALGO_RING, 4 * 2 * 1048576, n); /* 2 pieces a segment */
+  FabDag *d = expand(&env, &s, e, NULL);
+  uint32_t k = 0;
+  for (uint32_t i = 0; i < fab_dag_len(d); i++) {
+    const FabOp *o = op_at(d, i);
+    if (!is_flow(o)) continue;
+    uint32_t step = k / (2 * n), piece = (k / n) % 2;
+    fab_time_t want = piece ? 0 : (14 - 1) * FAB_US + (step == 0 ? 8400 * FAB_NS : 0);
+    cr_assert_eq(o->pre, want, "flow %u (step %u piece %u): pre %llu, not %llu", k, step, piece,
+                 (unsigned long long)o->pre, (unsigned long long)want);
+    k++;
+  }
+  cr_assert_eq(k, 2 * (n - 1) * n * 2);
+  fab_dag_free(d);
+  /* LL on NVLink: 0.6 us less the 0.5 us NVLink hop */
+  FabCollEnv g = gpus(1, 4);
+  s.protocol = FAB_PROTO_LL;
+  s.bytes = 4 * 4096;
+  d = expand(&g, &s, e, NULL);
+  for (uint32_t i = 0; i < fab_dag_len(d); i++) {
+    const FabOp *o = op_at(d, i);
+    if (is_flow(o) && i >= n + n) cr_assert_eq(o->pre, 100 * FAB_NS);
+  }
+  fab_dag_free(d);
+}
+
+Test(protocol, default_pieces_follow_nccl_buffers) {
+  uint32_t n = 4;
+  FabCollEnv env = hosts(n);
+  struct {
+    FabCollOp op;
+    FabProto p;
+    uint64_t chunk;
+  } t[] = {{FAB_COLL_ALLREDUCE, FAB_PROTO_SIMPLE, 1048576}, {FAB_COLL_ALLREDUCE, FAB_PROTO_LL, 32768},
+           {FAB_COLL_ALLREDUCE, FAB_PROTO_LL128, 576000}, {FAB_COLL_BROADCAST, FAB_PROTO_SIMPLE, 524288}};
+  for (size_t i = 0; i < sizeof t / sizeof t[0]; i++) {
+    FabCollSpec s = spec(t[i].op, FAB_ALGO_RING, 64 << 20, n);
+    s.protocol = t[i].p;
+    FabDag *d = expand(&env, &s, NULL, NULL);
+    cr_assert_eq(g_array_index(d->colls, FabCollDef, 0).chunk, t[i].chunk, "case %zu", i);
+    uint64_t maxb = 0;
+    for (uint32_t k = 0; k < fab_dag_len(d); k++)
+      if (is_flow(op_at(d, k))) maxb = MAX(maxb, op_at(d, k)->bytes);
+    cr_assert_eq(maxb, t[i].p == FAB_PROTO_LL ? 2 * t[i].chunk : t[i].p == FAB_PROTO_LL128 ? 614400 : t[i].chunk);
+    fab_dag_free(d);
+  }
+}
+
+Test(channels, four_channels_four_times_the_flows) {
+  uint32_t n = 8;
+  FabCollEnv env = hosts(n);
+  FabCollAlgo algs[] = {FAB_ALGO_RING, FAB_ALGO_TREE, FAB_ALGO_AUTO};
+  FabCollOp ops[] = {FAB_COLL_ALLREDUCE, FAB_COLL_ALLREDUCE, FAB_COLL_ALL_TO_ALL};
+  for (int a = 0; a < 3; a++) {
+    FabCollSpec s = spec(ops[a], algs[a], 8 * 4 * 4096, n);
+    FabDag *d1 = expand(&env, &s, NULL, NULL);
+    s.channels = 4;
+    FabDag *d4 = expand(&env, &s, NULL, NULL);
+    cr_assert_eq(fab_dag_flows(d4), 4 * fab_dag_flows(d1), "case %d: %u vs %u", a, fab_dag_flows(d4),
+                 fab_dag_flows(d1));
+    cr_assert_eq(total_bytes(d4), total_bytes(d1));
+    cr_assert_eq(g_array_index(d4->colls, FabCollDef, 0).channels, 4);
+    fab_dag_free(d1);
+    fab_dag_free(d4);
+  }
+}
+
+Test(channels, tiny_data_never_makes_empty_flows) {
+  for (size_t z = 0; z < NSIZES; z++) {
+    uint32_t n = sizes[z], e[MAXR];
+    FabCollEnv env = hosts(n);
+    FabCollAlgo algs[] = {FAB_ALGO_RING, FAB_ALGO_TREE};
+    for (int a = 0; a < 2; a++)
+      for (uint64_t S = 0; S <= 3; S++) {
+        FabCollSpec s = spec(FAB_COLL_ALLREDUCE, algs[a], S, n);
+        s.dtype_bytes = 1;
+        s.channels = 4;
+        int32_t coll;
+        FabDag *d = expand(&env, &s, e, &coll);
+        check_dag(d, &env, &s, coll, e); /* no zero-byte flow, every rank ends */
+        if (a == 0) cr_assert_eq(total_bytes(d), 2 * (n - 1) * S, "each byte goes round the ring twice");
+        else cr_assert_eq(total_bytes(d), 2 * (n - 1) * S);
+        fab_dag_free(d);
+      }
+  }
+}
+
+Test(channels, one_rank_is_a_no_op) {
+  uint32_t e[MAXR];
+  FabCollEnv env = hosts(4);
+  for (int op = 0; op < FAB_COLL_N; op++) {
+    FabCollSpec s = spec((FabCollOp)op, FAB_ALGO_AUTO, 1 << 20, 1);
+    int32_t coll;
+    FabDag *d = expand(&env, &s, e, &coll);
+    check_dag(d, &env, &s, coll, e);
+    cr_assert_eq(fab_dag_flows(d), 0);
+    cr_assert_eq(fab_dag_len(d), 2);
+    fab_dag_free(d);
+  }
+}
+
+/* ---- the frame: definition, start, late ranks, determinism ------------------ */
+
+Test(frame, definition_as_nccl_tests_counts) {
+  uint32_t n = 8;
+  FabCollEnv env = hosts(n);
+  struct {
+    FabCollOp op;
+    uint32_t count;
+    int32_t root;
+  } t[] = {{FAB_COLL_ALLREDUCE, 1 << 18, -1}, {FAB_COLL_ALLGATHER, (1 << 18) / 8, -1},
+           {FAB_COLL_REDUCE_SCATTER, (1 << 18) / 8, -1}, {FAB_COLL_BROADCAST, 1 << 18, 2},
+           {FAB_COLL_ALL_TO_ALL, (1 << 18) / 8, -1}, {FAB_COLL_SEND_RECV, 1 << 18, -1}};
+  for (size_t i = 0; i < sizeof t / sizeof t[0]; i++) {
+    FabCollSpec s = spec(t[i].op, FAB_ALGO_AUTO, 1 << 20, n);
+    s.protocol = FAB_PROTO_AUTO;
+    s.channels = 0;
+    s.root = 2;
+    s.job = 3;
+    FabDag *d = fab_dag_new();
+    for (int j = 0; j < 4; j++) fab_dag_job(d, &(FabJobDef){.name = "j", .kind = "collective"});
+    uint32_t e[MAXR];
+    GError *err = NULL;
+    int32_t coll = fab_coll_expand(d, &env, &s, NULL, e, &err);
+    cr_assert_geq(coll, 0, "%s", err ? err->message : "");
+    check_dag(d, &env, &s, coll, e);
+    const FabCollDef *def = &g_array_index(d->colls, FabCollDef, coll);
+    cr_assert_eq(def->count, t[i].count, "%s: count %u", def->op, def->count);
+    cr_assert_eq(def->root, t[i].root);
+    cr_assert_eq(def->dtype_bytes, 4);
+    cr_assert_eq(def->job, 3);
+    cr_assert_eq(def->step, 7);
+    cr_assert_str_eq(def->tag, "test");
+    cr_assert_gt(def->channels, 0);
+    cr_assert_gt(def->chunk, 0);
+    cr_assert_neq(strcmp(def->algorithm, "auto"), 0);
+    cr_assert_neq(strcmp(def->protocol, "auto"), 0);
+    fab_dag_free(d);
+  }
+}
+
+Test(frame, a_late_rank_holds_everyone) {
+  uint32_t n = 4;
+  FabCollEnv env = hosts(n);
+  FabCollAlgo algs[] = {FAB_ALGO_RING, FAB_ALGO_TREE};
+  for (int a = 0; a < 2; a++) {
+    FabDag *d = fab_dag_new();
+    uint32_t start[MAXR], e[MAXR];
+    for (uint32_t r = 0; r < n; r++) start[r] = r == 2 ? fab_dag_compute(d, r, 1000, FAB_PHASE_BWD, 0, 0, NULL, 0)
+                                                       : FAB_OP_NONE;
+    FabCollSpec s = spec(FAB_COLL_ALLREDUCE, algs[a], 1 << 16, n);
+    GError *err = NULL;
+    cr_assert_geq(fab_coll_expand(d, &env, &s, start, e, &err), 0);
+    const FabOp *b = op_at(d, 1 + 2);
+    cr_assert_eq(b->mark, FAB_MARK_COLL_BEGIN);
+    cr_assert_eq(b->ndeps, 1);
+    cr_assert_eq(fab_dag_dep(d, b, 0), start[2]);
+    uint32_t len = fab_dag_len(d);
+    uint64_t *ready = g_new(uint64_t, len), *done = g_new(uint64_t, len);
+    play(d, ready, done);
+    for (uint32_t r = 0; r < n; r++) cr_assert_gt(done[e[r]], 1000, "rank %u ends before rank 2 arrived", r);
+    g_free(ready);
+    g_free(done);
+    fab_dag_free(d);
+  }
+}
+
+Test(frame, deterministic) {
+  FabCollEnv env = gpus(2, 4);
+  FabCollAlgo algs[] = {FAB_ALGO_RING, FAB_ALGO_TREE, FAB_ALGO_NVLS_TREE, FAB_ALGO_HIERARCHICAL};
+  for (int a = 0; a < 4; a++) {
+    FabCollSpec s = spec(FAB_COLL_ALLREDUCE, algs[a], 3 << 20, 8);
+    s.channels = 3;
+    FabDag *d1 = expand(&env, &s, NULL, NULL), *d2 = expand(&env, &s, NULL, NULL);
+    cr_assert_eq(fab_dag_len(d1), fab_dag_len(d2));
+    cr_assert_eq(memcmp(d1->ops->data, d2->ops->data, fab_dag_len(d1) * sizeof(FabOp)), 0);
+    cr_assert_eq(d1->deps->len, d2->deps->len);
+    cr_assert_eq(memcmp(d1->deps->data, d2->deps->data, d1->deps->len * sizeof(uint32_t)), 0);
+    fab_dag_free(d1);
+    fab_dag_free(d2);
+  }
+}
+
+Test(frame, appends_after_existing_ops) {
+  FabCollEnv env = hosts(4);
+  FabDag *d = fab_dag_new();
+  uint32_t e1[MAXR], e2[MAXR];
+  FabCollSpec s = spec(FAB_COLL_ALLREDUCE, FAB_ALGO_RING, 1 << 16, 4);
+  GError *err = NULL;
+  cr_assert_eq(fab_coll_expand(d, &env, &s, NULL, e1, &err), 0);
+  cr_assert_eq(fab_coll_expand(d, &env, &s, e1, e2, &err), 1);
+  uint32_t len = fab_dag_len(d);
+  uint64_t *ready = g_new(uint64_t, len), *done = g_new(uint64_t, len);
+  play(d, ready, done);
+  for (uint32_t r = 0; r < 4; r++) cr_assert_gt(done[e2[r]], done[e1[r]]);
+  g_free(ready);
+  g_free(done);
+  fab_dag_free(d);
+}
+
+/* ---- bus bandwidth ---------------------------------------------------------- */
+
+Test(busbw, factors_as_nccl_tests) {
+  cr_assert_float_eq(fab_coll_busbw_factor(FAB_COLL_ALLREDUCE, 8), 1.75, 1e-12);
+  cr_assert_float_eq(fab_coll_busbw_factor(FAB_COLL_ALLGATHER, 8), 0.875, 1e-12);
+  cr_assert_float_eq(fab_coll_busbw_factor(FAB_COLL_REDUCE_SCATTER, 8), 0.875, 1e-12);
+  cr_assert_float_eq(fab_coll_busbw_factor(FAB_COLL_ALL_TO_ALL, 8), 0.875, 1e-12);
+  cr_assert_float_eq(fab_coll_busbw_factor(FAB_COLL_BROADCAST, 8), 1, 1e-12);
+  cr_assert_float_eq(fab_coll_busbw_factor(FAB_COLL_REDUCE, 8), 1, 1e-12);
+  cr_assert_float_eq(fab_coll_busbw_factor(FAB_COLL_SEND_RECV, 8), 1, 1e-12);
+  cr_assert_float_eq(fab_coll_busbw_factor(FAB_COLL_ALLREDUCE, 2), 1, 1e-12);
+}
+
+/* ---- the tuner -------------------------------------------------------------- */
+
+static FabCollSpec tuned(const FabCollEnv *env, FabCollOp op, uint64_t bytes, uint32_t n, double *t) {
+  FabCollSpec s = spec(op, FAB_ALGO_AUTO, bytes, n);
+  s.protocol = FAB_PROTO_AUTO;
+  s.channels = 0;
+  *t = fab_coll_tune(env, &s);
+  cr_assert(isfinite(*t) && *t > 0, "%s %llu B: %g s", fab_coll_op_names[op], (unsigned long long)bytes, *t);
+  cr_assert_neq(s.algorithm, FAB_ALGO_AUTO);
+  cr_assert_neq(s.protocol, FAB_PROTO_AUTO);
+  cr_assert_gt(s.channels, 0);
+  cr_assert_float_eq(fab_coll_model_time(env, &s), *t, *t * 1e-9);
+  return s;
+}
+
+Test(tune, tree_small_ring_large_on_64_hosts) {
+  FabCollEnv env = hosts(64);
+  double t8, t64k, t1g;
+  FabCollSpec a = tuned(&env, FAB_COLL_ALLREDUCE, 8, 64, &t8);
+  FabCollSpec b = tuned(&env, FAB_COLL_ALLREDUCE, 65536, 64, &t64k);
+  FabCollSpec c = tuned(&env, FAB_COLL_ALLREDUCE, 1ull << 30, 64, &t1g);
+  cr_assert_eq(a.algorithm, FAB_ALGO_TREE, "8 B: %s", fab_coll_algo_names[a.algorithm]);
+  cr_assert_eq(b.algorithm, FAB_ALGO_TREE, "64 KiB: %s", fab_coll_algo_names[b.algorithm]);
+  cr_assert_eq(c.algorithm, FAB_ALGO_RING, "1 GiB: %s", fab_coll_algo_names[c.algorithm]);
+  cr_assert_eq(a.protocol, FAB_PROTO_LL, "8 B: %s", fab_proto_names[a.protocol]);
+  cr_assert_eq(c.protocol, FAB_PROTO_SIMPLE, "1 GiB: %s", fab_proto_names[c.protocol]);
+  cr_assert_lt(t8, t64k);
+  cr_assert_lt(t64k, t1g);
+  /* 1 GiB at 100 Gb/s, 2(n-1)/n of it on the wire: about 170 ms */
+  cr_assert(t1g > 0.15 && t1g < 0.2, "%g s", t1g);
+  cr_assert_eq(c.channels, 2, "2 channels per NIC");
+  /* the model charges more for a forced worse choice */
+  FabCollSpec f = c;
+  f.algorithm = FAB_ALGO_TREE;
+  cr_assert_gt(fab_coll_model_time(&env, &f), t1g);
+  f = a;
+  f.protocol = FAB_PROTO_SIMPLE;
+  cr_assert_gt(fab_coll_model_time(&env, &f), t8);
+}
+
+Test(tune, medium_sizes_take_ll128_somewhere) {
+  FabCollEnv env = gpus(1, 8);
+  bool seen[FAB_PROTO_N] = {false};
+  for (uint64_t b = 8; b <= (1ull << 30); b *= 4) {
+    double t;
+    FabCollSpec s = spec(FAB_COLL_ALLGATHER, FAB_ALGO_AUTO, b, 8);
+    s.protocol = FAB_PROTO_AUTO;
+    s.channels = 0;
+    t = fab_coll_tune(&env, &s);
+    cr_assert(isfinite(t));
+    seen[s.protocol] = true;
+  }
+  cr_assert(seen[FAB_PROTO_LL] && seen[FAB_PROTO_LL128] && seen[FAB_PROTO_SIMPLE]);
+}
+
+Test(tune, nvls_inside_one_domain_nvls_tree_across) {
+  double t;
+  FabCollEnv one = gpus(1, 8);
+  FabCollSpec s = tuned(&one, FAB_COLL_ALLREDUCE, 256 << 20, 8, &t);
+  cr_assert_eq(s.algorithm, FAB_ALGO_NVLS, "%s", fab_coll_algo_names[s.algorithm]);
+  cr_assert_eq(s.protocol, FAB_PROTO_SIMPLE);
+  FabCollEnv two = gpus(2, 8);
+  s = tuned(&two, FAB_COLL_ALLREDUCE, 256 << 20, 16, &t);
+  cr_assert_eq(s.algorithm, FAB_ALGO_NVLS_TREE, "%s", fab_coll_algo_names[s.algorithm]);
+}
+
+Test(tune, other_ops) {
+  double t;
+  FabCollEnv h = hosts(64);
+  cr_assert_eq(tuned(&h, FAB_COLL_ALL_TO_ALL, 1 << 20, 64, &t).algorithm, FAB_ALGO_PAIRWISE);
+  cr_assert_eq(tuned(&h, FAB_COLL_BROADCAST, 1 << 20, 64, &t).algorithm, FAB_ALGO_RING);
+  cr_assert_eq(tuned(&h, FAB_COLL_SEND_RECV, 1 << 20, 64, &t).algorithm, FAB_ALGO_RING);
+  /* one GPU per node at scale: PAT for small allgathers, the ring for large */
+  cr_assert_eq(tuned(&h, FAB_COLL_ALLGATHER, 64 * 1024, 64, &t).algorithm, FAB_ALGO_PAT);
+  cr_assert_eq(tuned(&h, FAB_COLL_ALLGATHER, 1ull << 30, 64, &t).algorithm, FAB_ALGO_RING);
+  /* several GPUs per node: never PAT */
+  FabCollEnv g = gpus(8, 8);
+  cr_assert_eq(tuned(&g, FAB_COLL_ALLGATHER, 64 * 1024, 64, &t).algorithm, FAB_ALGO_RING);
+  /* set fields stay */
+  FabCollSpec s = spec(FAB_COLL_ALLREDUCE, FAB_ALGO_RING, 8, 64);
+  s.protocol = FAB_PROTO_SIMPLE;
+  s.channels = 5;
+  fab_coll_tune(&h, &s);
+  cr_assert_eq(s.algorithm, FAB_ALGO_RING);
+  cr_assert_eq(s.protocol, FAB_PROTO_SIMPLE);
+  cr_assert_eq(s.channels, 5);
+}
+
+Test(tune, fewer_channels_for_little_data) {
+  double t;
+  FabCollEnv g = gpus(4, 8);
+  FabCollSpec big = tuned(&g, FAB_COLL_ALLREDUCE, 1ull << 30, 32, &t);
+  FabCollSpec small = tuned(&g, FAB_COLL_ALLREDUCE, 4096, 32, &t);
+  cr_assert_eq(big.channels, 16, "2 per NIC of an 8-NIC node: %u", big.channels);
+  cr_assert_lt(small.channels, big.channels);
+}
+
+/* ---- errors ----------------------------------------------------------------- */
+
+static void fails_with(const FabCollEnv *env, const FabCollSpec *s, const char *what) {
+  char *m = expand_fails(env, s);
+  cr_assert(strstr(m, what), "expected \"%s\" in \"%s\"", what, m);
+  g_free(m);
+}
+
+Test(errors, algorithms_where_they_cannot_run) {
+  FabCollEnv two = gpus(2, 4), h = hosts(8);
+  FabCollSpec s = spec(FAB_COLL_ALLREDUCE, FAB_ALGO_NVLS, 1 << 20, 8);
+  fails_with(&two, &s, "one NVLink domain");
+  fails_with(&h, &s, "NVLink domain");
+  s = spec(FAB_COLL_ALLGATHER, FAB_ALGO_TREE, 1 << 20, 8);
+  fails_with(&h, &s, "tree runs allreduce only, as in NCCL");
+  s = spec(FAB_COLL_ALLREDUCE, FAB_ALGO_COLLNET, 1 << 20, 8);
+  fails_with(&h, &s, "collnet (SHARP in-network reduction) is not available: fabric.switch.sharp is not modelled yet");
+  h.collnet = true; /* the hook: not written yet either */
+  fails_with(&h, &s, "collnet");
+  h.collnet = false;
+  s = spec(FAB_COLL_ALLREDUCE, FAB_ALGO_PAT, 1 << 20, 8);
+  fails_with(&h, &s, "pat runs allgather and reduce-scatter only");
+  s = spec(FAB_COLL_ALL_TO_ALL, FAB_ALGO_RING, 1 << 20, 8);
+  fails_with(&h, &s, "pairwise");
+  s = spec(FAB_COLL_ALLREDUCE, FAB_ALGO_PAIRWISE, 1 << 20, 8);
+  fails_with(&h, &s, "pairwise runs all-to-all only");
+  s = spec(FAB_COLL_SEND_RECV, FAB_ALGO_TREE, 1 << 20, 8);
+  fails_with(&h, &s, "send-recv");
+  s = spec(FAB_COLL_BROADCAST, FAB_ALGO_HIERARCHICAL, 1 << 20, 8);
+  fails_with(&h, &s, "hierarchical runs");
+  s = spec(FAB_COLL_ALLREDUCE, FAB_ALGO_NVLS_TREE, 1 << 20, 4);
+  fails_with(&two, &s, "at least two NVLink domains");
+  s = spec(FAB_COLL_ALLREDUCE, FAB_ALGO_NVLS, 1 << 20, 4);
+  s.protocol = FAB_PROTO_LL;
+  fails_with(&two, &s, "simple protocol only");
+}
+
+Test(errors, uneven_groups_and_bad_ranks) {
+  FabCollEnv two = gpus(2, 4);
+  uint32_t r[] = {0, 1, 2, 4};
+  FabCollSpec s = spec(FAB_COLL_ALLREDUCE, FAB_ALGO_HIERARCHICAL, 1 << 20, 4);
+  s.ranks = r;
+  fails_with(&two, &s, "same number of ranks on every node");
+  s.algorithm = FAB_ALGO_NVLS_TREE;
+  fails_with(&two, &s, "same number of ranks in every NVLink domain");
+  uint32_t dup[] = {0, 1, 1, 3};
+  s = spec(FAB_COLL_ALLREDUCE, FAB_ALGO_RING, 1 << 20, 4);
+  s.ranks = dup;
+  fails_with(&two, &s, "both endpoint 1");
+  uint32_t far[] = {0, 1, 2, 99};
+  s.ranks = far;
+  fails_with(&two, &s, "does not exist");
+  s = spec(FAB_COLL_BROADCAST, FAB_ALGO_RING, 1 << 20, 4);
+  s.root = 4;
+  fails_with(&two, &s, "root 4 is not a rank");
+}
+
+Test(errors, too_many_ops) {
+  FabCollEnv h = hosts(8);
+  FabCollSpec s = spec(FAB_COLL_ALLREDUCE, FAB_ALGO_RING, 64 << 20, 8);
+  s.chunk = 64;
+  fails_with(&h, &s, "raise chunk");
+}

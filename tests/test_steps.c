@@ -1,0 +1,375 @@
+/* Collectives and training steps simulated end to end: the workload kinds
+** collective, nccl-tests and training, and several jobs, through the DAG
+** executor and the packet-level fabric. Cases small enough to check on
+** paper (issue 5's tests). */
+#include <criterion/criterion.h>
+#include <math.h>
+#include "testscen.h"
+#include "sim/json.h"
+
+#define US 1000000ull /* ps */
+
+/* n hosts on one switch at 100 Gbps, 1 us links, 500 ns switch: close to
+** ideal (no contention, lossless enough at these loads). */
+static char *hosts(uint32_t n, const char *workload) {
+  return g_strdup_printf("cluster: {nodes: %u}\n"
+                         "fabric:\n"
+                         "  topology: {kind: single-switch}\n"
+                         "  link: {bandwidth: 100Gbps, latency: 1us, mtu: 4096}\n"
+                         "  switch: {latency: 500ns, buffer: 256MiB}\n"
+                         "workload: %s\n", n, workload);
+}
+
+static FabResults run_yaml(char *yaml, FabScenario **out) {
+  FabScenario *sc = testscen_load(yaml, NULL);
+  g_free(yaml);
+  FabResults r;
+  testscen_run(sc, &r);
+  *out = sc;
+  return r;
+}
+
+/* Payload bytes each endpoint received, over all flows. */
+static uint64_t *rx_bytes(const FabResults *r, uint32_t n) {
+  uint64_t *b = g_new0(uint64_t, n);
+  for (size_t i = 0; i < r->n_flows; i++) b[r->flows[i].dst] += r->flows[i].bytes;
+  return b;
+}
+
+/* ---- ring allreduce against the formula ---------------------------------- */
+
+/* 2(n-1) steps of S/n bytes each, one channel, one piece per step: each
+** step costs its protocol latency (the flow's pre, read from the DAG), the
+** path (2 links, the switch, one packet's store-and-forward) and S/n at the
+** goodput B. Every NIC's egress carries its ring data and the ACKs of the
+** data it receives (86 B per 4096 B packet), so B = 100 Gbps x 4096 /
+** (4096 + 82 + 86). */
+Test(ring, allreduce_time_matches_the_formula) {
+  const uint32_t n = 8;
+  const uint64_t S = 64ull << 20;
+  FabScenario *sc;
+  char *wl = g_strdup_printf("{kind: collective, op: allreduce, size: %" G_GUINT64_FORMAT
+                             ", algorithm: ring, protocol: simple, channels: 1, chunk: %" G_GUINT64_FORMAT "}",
+                             S, S / n);
+  FabResults r = run_yaml(hosts(n, wl), &sc);
+  g_free(wl);
+  cr_assert_eq(r.n_colls, 1);
+  cr_assert_str_eq(r.colls[0].algorithm, "ring");
+  cr_assert_eq(r.n_flows, 2 * (n - 1) * n, "2(n-1) steps x n ranks, one piece each");
+  /* the protocol latencies along rank 0's chain of sends */
+  fab_time_t pre = 0;
+  for (uint32_t i = 0, k = 0; i < fab_dag_len(sc->dag); i++) {
+    const FabOp *o = fab_dag_op(sc->dag, i);
+    if (o->kind == FAB_OP_FLOW && o->src == 0) pre += o->pre, k++;
+  }
+  double B = 100e9 / 8 * 4096.0 / (4096 + 82 + 86);
+  double path = 2e-6 + 0.5e-9 * 1000 + (4096 + 82) * 8 / 100e9;
+  double want = 2.0 * (n - 1) / n * (double)S / B + 2 * (n - 1) * path + fab_time_to_s(pre);
+  double got = fab_time_to_s(r.colls[0].end - r.colls[0].start);
+  cr_assert(fabs(got - want) / want < 0.01, "ring allreduce took %.6g s, the formula says %.6g s", got, want);
+  /* each rank received exactly 2(n-1)/n x S */
+  uint64_t *rx = rx_bytes(&r, n);
+  for (uint32_t i = 0; i < n; i++) cr_assert_eq(rx[i], 2 * (n - 1) * (S / n), "rank %u received %" G_GUINT64_FORMAT, i, rx[i]);
+  g_free(rx);
+  /* busbw as nccl-tests: 2(n-1)/n x algbw */
+  char *js = fab_json_summary(&r);
+  double alg = (double)S / got / 1e9;
+  char *want_bus = g_strdup_printf("\"busbw_GBps\": %.9g", alg * 2 * (n - 1) / n);
+  cr_assert(strstr(js, want_bus), "%s not in %s", want_bus, js);
+  g_free(want_bus);
+  g_free(js);
+  testscen_done(sc, &r);
+}
+
+/* Pipelining: with pieces smaller than a step's data, the same allreduce is
+** no slower (latency is hidden behind the next piece), and each rank still
+** receives 2(n-1)/n x S. */
+Test(ring, chunked_pieces_pipeline) {
+  const uint32_t n = 4;
+  const uint64_t S = 16ull << 20;
+  double t[2];
+  for (int k = 0; k < 2; k++) {
+    FabScenario *sc;
+    char *wl = g_strdup_printf("{kind: collective, op: allreduce, size: %" G_GUINT64_FORMAT
+                               ", algorithm: ring, protocol: simple, channels: 1, chunk: %" G_GUINT64_FORMAT "}",
+                               S, k ? S / n / 8 : S / n);
+    FabResults r = run_yaml(hosts(n, wl), &sc);
+    g_free(wl);
+    cr_assert_eq(r.n_flows, 2 * (n - 1) * n * (k ? 8 : 1));
+    uint64_t *rx = rx_bytes(&r, n);
+    for (uint32_t i = 0; i < n; i++) cr_assert_eq(rx[i], 2 * (n - 1) * (S / n));
+    g_free(rx);
+    t[k] = fab_time_to_s(r.colls[0].end - r.colls[0].start);
+    testscen_done(sc, &r);
+  }
+  cr_assert_leq(t[1], t[0] * 1.001, "8 pieces per step took %g s, 1 piece %g s", t[1], t[0]);
+}
+
+/* ---- tree vs ring ----------------------------------------------------------- */
+
+static double coll_time(uint32_t n, const char *algo, uint64_t S) {
+  FabScenario *sc;
+  char *wl = g_strdup_printf("{kind: collective, op: allreduce, size: %" G_GUINT64_FORMAT
+                             ", algorithm: %s, protocol: simple, channels: 1}", S, algo);
+  FabResults r = run_yaml(hosts(n, wl), &sc);
+  g_free(wl);
+  cr_assert_str_eq(r.colls[0].algorithm, algo);
+  double t = fab_time_to_s(r.colls[0].end - r.colls[0].start);
+  testscen_done(sc, &r);
+  return t;
+}
+
+/* On 16 ranks a ring allreduce has 2(n-1) = 30 latency steps, a tree
+** 2 log2 n = 8. Fit T = a + b S to each from two sizes: the latency terms
+** keep that ratio, the tree wins where its latency saving exceeds its
+** bandwidth cost, and the simulated crossover is where the fit puts it. */
+Test(tree, crossover_where_the_latency_terms_say) {
+  const uint32_t n = 16;
+  uint64_t s0 = 4096, s1 = 4ull << 20;
+  double r0 = coll_time(n, "ring", s0), r1 = coll_time(n, "ring", s1);
+  double t0 = coll_time(n, "tree", s0), t1 = coll_time(n, "tree", s1);
+  double br = (r1 - r0) / (double)(s1 - s0), ar = r0 - br * (double)s0;
+  double bt = (t1 - t0) / (double)(s1 - s0), at = t0 - bt * (double)s0;
+  double ratio = ar / at, want = 2.0 * (n - 1) / (2 * log2(n));
+  cr_assert(ratio > want * 0.6 && ratio < want * 1.4, "latency terms ring %g s, tree %g s: ratio %g, expected about %g",
+            ar, at, ratio, want);
+  cr_assert_lt(t0, r0, "small messages: tree (%g s) beats ring (%g s)", t0, r0);
+  cr_assert_gt(bt, br, "per byte, the tree (%g s/B) costs more than the ring (%g s/B)", bt, br);
+  double cross = (ar - at) / (bt - br);
+  cr_assert_gt(cross, (double)s0);
+  double lo = coll_time(n, "tree", (uint64_t)(cross / 4)) - coll_time(n, "ring", (uint64_t)(cross / 4));
+  double hi = coll_time(n, "tree", (uint64_t)(cross * 4)) - coll_time(n, "ring", (uint64_t)(cross * 4));
+  cr_assert_lt(lo, 0, "at a quarter of the crossover (%g B) the tree is faster", cross / 4);
+  cr_assert_gt(hi, 0, "at four times the crossover (%g B) the ring is faster", cross * 4);
+}
+
+/* ---- other collectives: what each rank receives ----------------------------- */
+
+Test(collectives, bytes_each_rank_receives) {
+  const uint32_t n = 4;
+  const uint64_t S = 1 << 20;
+  struct {
+    const char *op, *algo;
+    uint64_t per_rank; /* payload received by each non-root rank */
+  } c[] = {
+    {"allgather", "ring", (n - 1) * (S / n)},
+    {"reduce-scatter", "ring", (n - 1) * (S / n)},
+    {"all-to-all", "pairwise", (n - 1) * (S / n)},
+    {"broadcast", "ring", S},
+    {"send-recv", "auto", S},
+  };
+  for (size_t k = 0; k < G_N_ELEMENTS(c); k++) {
+    FabScenario *sc;
+    char *wl = g_strdup_printf("{kind: collective, op: %s, size: %" G_GUINT64_FORMAT
+                               ", algorithm: %s, protocol: simple, channels: 1, root: 0}", c[k].op, S, c[k].algo);
+    FabResults r = run_yaml(hosts(n, wl), &sc);
+    g_free(wl);
+    uint64_t *rx = rx_bytes(&r, n);
+    for (uint32_t i = 1; i < n; i++)
+      cr_assert_eq(rx[i], c[k].per_rank, "%s: rank %u received %" G_GUINT64_FORMAT ", expected %" G_GUINT64_FORMAT,
+                   c[k].op, i, rx[i], c[k].per_rank);
+    cr_assert(r.colls[0].end > 0, "%s completed", c[k].op);
+    g_free(rx);
+    testscen_done(sc, &r);
+  }
+}
+
+/* ---- nccl-tests ------------------------------------------------------------------ */
+
+Test(nccl_tests, one_collective_per_size_and_iteration) {
+  FabScenario *sc;
+  FabResults r = run_yaml(hosts(4, "{kind: nccl-tests, op: allreduce, min: 1KiB, max: 1MiB, factor: 4, iters: 2, "
+                                   "warmup: 1, algorithm: ring}"), &sc);
+  /* 1K 4K 16K 64K 256K 1M: 6 sizes x (1 warm-up + 2 timed) */
+  cr_assert_eq(r.n_colls, 18);
+  size_t timed = 0;
+  for (size_t i = 0; i < r.n_colls; i++) {
+    const struct FabCollRec *c = &r.colls[i];
+    cr_assert_eq(c->bytes, 1024ull << (2 * (i / 3)));
+    cr_assert_eq(c->count, c->bytes / 4, "float elements");
+    timed += g_str_equal(c->tag, "nccl-tests");
+    if (i) cr_assert_geq(c->start, r.colls[i - 1].start, "in order");
+    if (i % 3 == 0 && i) cr_assert_geq(c->start, r.colls[i - 1].end, "a size starts after the previous one ended");
+  }
+  cr_assert_eq(timed, 12);
+  testscen_done(sc, &r);
+}
+
+/* ---- training --------------------------------------------------------------------- */
+
+/* A tiny transformer on 4 hosts, data parallel only, at 100 TFLOPS x 0.5. */
+static char *dp_training(const char *extra) {
+  char *wl = g_strdup_printf("\n  kind: training\n"
+                             "  model: {layers: 4, hidden: 1024, seq: 512, micro_batch: 1, global_batch: 8, dtype: bf16}\n"
+                             "  parallelism: {dp: 4}\n"
+                             "  gpu: {flops: 100TFLOPS, efficiency: 0.5}\n"
+                             "  bucket: 4MiB\n"
+                             "  steps: 2\n%s", extra);
+  char *y = hosts(4, wl);
+  g_free(wl);
+  return y;
+}
+
+Test(training, dp_without_overlap_is_compute_plus_allreduce) {
+  FabScenario *sc;
+  FabResults r = run_yaml(dp_training("  overlap: false\n"), &sc);
+  cr_assert_eq(r.n_steps, 2);
+  for (size_t k = 0; k < r.n_steps; k++) {
+    const struct FabStepRec *s = &r.steps[k];
+    double step = fab_time_to_s(s->end - s->start);
+    cr_assert_float_eq(s->overlap_s, 0, 1e-12, "nothing overlaps");
+    cr_assert(fabs(step - (s->compute_s + s->exposed_comm_s)) / step < 0.01,
+              "step %g s = compute %g s + allreduce %g s (bubble %g s)", step, s->compute_s, s->exposed_comm_s,
+              s->bubble_s);
+    cr_assert_gt(s->exposed_comm_s, 0);
+  }
+  bool dp = false;
+  for (size_t i = 0; i < r.n_colls; i++) dp |= g_str_equal(r.colls[i].tag, "dp") && g_str_equal(r.colls[i].op, "allreduce");
+  cr_assert(dp, "gradient allreduces tagged dp");
+  testscen_done(sc, &r);
+}
+
+Test(training, overlap_hides_communication) {
+  double exposed[2], step[2];
+  for (int k = 0; k < 2; k++) {
+    FabScenario *sc;
+    FabResults r = run_yaml(dp_training(k ? "  overlap: true\n" : "  overlap: false\n"), &sc);
+    exposed[k] = r.steps[1].exposed_comm_s;
+    step[k] = fab_time_to_s(r.steps[1].end - r.steps[1].start);
+    if (k) cr_assert_gt(r.steps[1].overlap_s, 0);
+    testscen_done(sc, &r);
+  }
+  cr_assert_lt(exposed[1], exposed[0], "exposed communication %g s with overlap, %g s without", exposed[1], exposed[0]);
+  cr_assert_lt(step[1], step[0]);
+}
+
+/* 1F1B on an ideal fabric (fast links, tiny activations): the bubble is
+** (pp - 1) / (microbatches + pp - 1) of the step. */
+Test(training, one_f_one_b_bubble_fraction) {
+  const uint32_t pp = 4, m = 8;
+  char *y = g_strdup_printf("cluster: {nodes: %u}\n"
+                            "fabric:\n"
+                            "  topology: {kind: single-switch}\n"
+                            "  link: {bandwidth: 100Tbps, latency: 1ns, mtu: 4096}\n"
+                            "  switch: {latency: 0ns, buffer: 256MiB}\n"
+                            "workload:\n"
+                            "  kind: training\n"
+                            "  model: {layers: 8, hidden: 256, seq: 4096, micro_batch: 1, global_batch: %u, dtype: bf16}\n"
+                            "  parallelism: {pp: %u}\n"
+                            "  gpu: {flops: 100TFLOPS, efficiency: 0.5}\n"
+                            "  steps: 1\n", pp, m, pp);
+  FabScenario *sc;
+  FabResults r = run_yaml(y, &sc);
+  cr_assert_eq(r.n_steps, 1);
+  const struct FabStepRec *s = &r.steps[0];
+  double step = fab_time_to_s(s->end - s->start), want = (double)(pp - 1) / (m + pp - 1);
+  cr_assert(fabs(s->bubble_s / step - want) < 0.02, "bubble %g of the step, expected %g", s->bubble_s / step, want);
+  testscen_done(sc, &r);
+}
+
+/* ---- several jobs ------------------------------------------------------------------ */
+
+/* 8 hosts on 2 leaves joined by one spine (4:1 oversubscribed). Two jobs
+** whose ranks alternate on both leaves cross the same uplinks: together,
+** each is slower than alone. */
+static double job_time(const char *jobs, const char *name) {
+  char *y = g_strdup_printf("cluster: {nodes: 8}\n"
+                            "fabric:\n"
+                            "  topology: {kind: leaf-spine, hosts_per_leaf: 4, spines: 1}\n"
+                            "  link: {bandwidth: 100Gbps, latency: 1us, mtu: 4096}\n"
+                            "  switch: {latency: 500ns, buffer: 256MiB}\n"
+                            "workload:\n%s", jobs);
+  FabScenario *sc;
+  FabResults r = run_yaml(y, &sc);
+  double t = -1;
+  for (size_t j = 0; j < r.n_jobs; j++)
+    if (g_str_equal(r.jobs[j].name, name)) t = fab_time_to_s(r.jobs[j].end - r.jobs[j].start);
+  cr_assert_gt(t, 0);
+  testscen_done(sc, &r);
+  return t;
+}
+
+Test(jobs, sharing_spine_links_slows_both) {
+  const char *a = "  - {name: a, kind: collective, op: allreduce, size: 8MiB, algorithm: ring, ranks: [0, 1, 4, 5]}\n";
+  const char *b = "  - {name: b, kind: collective, op: allreduce, size: 8MiB, algorithm: ring, ranks: [2, 3, 6, 7]}\n";
+  char *both = g_strconcat(a, b, NULL);
+  double alone_a = job_time(a, "a"), together_a = job_time(both, "a"), together_b = job_time(both, "b");
+  cr_assert_gt(together_a, alone_a * 1.2, "a alone %g s, with b %g s", alone_a, together_a);
+  cr_assert_gt(together_b, alone_a * 1.2);
+  g_free(both);
+}
+
+/* Four DGX H100 on a rail-optimized fabric: a job on rail 0 (local GPU 0 of
+** each node) and one on rail 1 share no link, so neither slows the other. */
+static double rail_job(const char *jobs, const char *name) {
+  char *y = g_strdup_printf("cluster: {node: dgx-h100, nodes: 4}\n"
+                            "fabric:\n"
+                            "  transport: infiniband\n"
+                            "  topology: {kind: rail-optimized, spines: 4}\n"
+                            "  link: {bandwidth: 400Gbps, latency: 500ns, mtu: 4096}\n"
+                            "  switch: {latency: 300ns, buffer: 64MiB, priorities: 1}\n"
+                            "workload:\n%s", jobs);
+  FabScenario *sc;
+  FabResults r = run_yaml(y, &sc);
+  double t = -1;
+  for (size_t j = 0; j < r.n_jobs; j++)
+    if (g_str_equal(r.jobs[j].name, name)) t = fab_time_to_s(r.jobs[j].end - r.jobs[j].start);
+  testscen_done(sc, &r);
+  return t;
+}
+
+Test(jobs, disjoint_rails_do_not_interfere) {
+  const char *a = "  - {name: a, kind: collective, op: allreduce, size: 8MiB, algorithm: ring, ranks: [0, 8, 16, 24]}\n";
+  const char *b = "  - {name: b, kind: collective, op: allreduce, size: 8MiB, algorithm: ring, ranks: [1, 9, 17, 25]}\n";
+  char *both = g_strconcat(a, b, NULL);
+  double alone_a = rail_job(a, "a"), together_a = rail_job(both, "a");
+  cr_assert_gt(alone_a, 0);
+  cr_assert(fabs(together_a - alone_a) / alone_a < 0.001, "a alone %g s, beside b %g s", alone_a, together_a);
+  g_free(both);
+}
+
+/* Background flows beside a job are a job of their own, reported apart. */
+Test(jobs, background_flows_have_their_own_results) {
+  FabScenario *sc;
+  char *y = hosts(8, "\n  - {name: ar, kind: collective, op: allreduce, size: 1MiB, algorithm: ring, ranks: 0-3}\n"
+                     "  - {name: bg, kind: permutation, size: 256KiB, ranks: 4-7}\n");
+  FabResults r = run_yaml(y, &sc);
+  cr_assert_eq(r.n_jobs, 2);
+  cr_assert_str_eq(r.jobs[1].name, "bg");
+  cr_assert_eq(r.jobs[1].flows, 4);
+  cr_assert_eq(r.jobs[1].completed, 4);
+  cr_assert_eq(r.colls[0].job, 0);
+  for (size_t i = 0; i < r.n_flows; i++) { /* each job stays on its endpoints */
+    bool bg = r.flows[i].src >= 4;
+    cr_assert_eq(bg, r.flows[i].dst >= 4);
+  }
+  testscen_done(sc, &r);
+}
+
+/* ---- the reduction's cost on the GPU --------------------------------------------- */
+
+/* A ring allreduce between two DGX H100 nodes (GPU 0 of each): each reduces
+** S/2 it received; at 1 GB/s of reduction that adds S/2 / 1 GB/s to the
+** collective, next to a GPU that reduces at 1 TB/s. */
+static double reduce_run(const char *bw) {
+  char *y = g_strdup_printf("cluster: {node: dgx-h100, nodes: 2, gpu: {reduce_bandwidth: %s}}\n"
+                            "fabric:\n"
+                            "  transport: infiniband\n"
+                            "  topology: {kind: rail-optimized}\n"
+                            "  link: {bandwidth: 400Gbps, latency: 500ns, mtu: 4096}\n"
+                            "  switch: {latency: 300ns, buffer: 64MiB, priorities: 1}\n"
+                            "workload: {kind: collective, op: allreduce, size: 4MiB, algorithm: ring, protocol: simple,"
+                            " channels: 1, ranks: [0, 8]}\n", bw);
+  FabScenario *sc;
+  FabResults r = run_yaml(y, &sc);
+  double t = fab_time_to_s(r.colls[0].end - r.colls[0].start);
+  testscen_done(sc, &r);
+  return t;
+}
+
+Test(reduction, costs_time_on_the_gpu) {
+  double fast = reduce_run("1000GB/s"), slow = reduce_run("1GB/s");
+  double want = (2.0 * 1048576) / 1e9 - (2.0 * 1048576) / 1e12; /* S/2 = 2 MiB reduced once */
+  cr_assert(fabs((slow - fast) - want) / want < 0.05, "slow %g s - fast %g s = %g s, expected about %g s", slow, fast,
+            slow - fast, want);
+}

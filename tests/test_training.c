@@ -1,0 +1,739 @@
+/*
+** Training steps (workloads/training.h): the ops a model and its
+** parallelism become, on models small enough to work out by hand: compute
+** durations, the 1F1B order, pipeline flows, TP/EP/DP/ZeRO collectives and
+** their dependencies, steps, and errors at file:line:col.
+**
+** Job rank i runs on endpoint EP(i) = 5 + i, so a mix-up of job ranks and
+** endpoints shows.
+*/
+#include <criterion/criterion.h>
+#include <string.h>
+
+#include "workloads/training.h"
+
+#define EP(i) (5u + (i))
+#define MAXR 64
+
+typedef struct Gen {
+  FabCfg *cfg;
+  FabDag *d;
+  GError *err;
+  gboolean ok;
+} Gen;
+
+static const FabCollEnv env = {.endpoints = 5 + MAXR, .gpus_per_node = 8, .nvl_domain = 0, .net_bps = 400000000000ull,
+                               .nvl_bps = 0, .net_lat = 2000000, .nvl_lat = 500000, .reduce_Bps = 0, .collnet = false};
+
+/* Generate `yaml` (a whole scenario; its workload: map is read) on n ranks. */
+static Gen gen_with(const char *yaml, uint32_t n, double flops, double eff) {
+  Gen g = {0};
+  GError *e = NULL;
+  g.cfg = fab_cfg_load_string(yaml, "t.yaml", &e);
+  cr_assert_not_null(g.cfg, "%s", e ? e->message : "?");
+  const FabCfgNode *wl = fab_cfg_get(fab_cfg_root(g.cfg), "workload");
+  cr_assert_not_null(wl);
+  g.d = fab_dag_new();
+  cr_assert_leq(n, MAXR);
+  FabJobDef j = {.name = "train", .kind = "training", .nranks = n, .ranks = g_new(uint32_t, n)};
+  for (uint32_t i = 0; i < n; i++) j.ranks[i] = EP(i);
+  uint16_t job = fab_dag_job(g.d, &j);
+  g.ok = fab_training_read(wl, g.d, &env, g_array_index(g.d->jobs, FabJobDef, job).ranks, n, job, 7000, flops, eff,
+                           &g.err);
+  return g;
+}
+
+static Gen gen(const char *yaml, uint32_t n) { return gen_with(yaml, n, 1e12, 0.5); }
+
+static Gen gen_ok(const char *yaml, uint32_t n) {
+  Gen g = gen(yaml, n);
+  cr_assert(g.ok, "%s", g.err ? g.err->message : "?");
+  return g;
+}
+
+static void done(Gen *g) {
+  g_clear_error(&g->err);
+  fab_dag_free(g->d);
+  fab_cfg_free(g->cfg);
+}
+
+/* The error of a generation that must fail, checked for `where` and `what`. */
+static void expect_error(const char *yaml, uint32_t n, double flops, const char *where, const char *what) {
+  Gen g = gen_with(yaml, n, flops, 0.5);
+  cr_assert(!g.ok, "expected an error containing '%s'", what);
+  cr_assert_not_null(g.err);
+  cr_assert(g_str_has_prefix(g.err->message, where), "'%s' does not start with '%s'", g.err->message, where);
+  cr_assert(strstr(g.err->message, what), "'%s' does not contain '%s'", g.err->message, what);
+  cr_assert_eq(fab_dag_len(g.d), 0, "a failed generation left %u ops", fab_dag_len(g.d));
+  cr_assert_eq(g.d->colls->len, 0);
+  done(&g);
+}
+
+static uint32_t count_ops(const FabDag *d, FabOpKind kind, int mark) {
+  uint32_t n = 0;
+  for (uint32_t i = 0; i < fab_dag_len(d); i++) {
+    const FabOp *o = fab_dag_op(d, i);
+    n += o->kind == kind && (mark < 0 || o->mark == mark);
+  }
+  return n;
+}
+
+/* Compute ops of endpoint ep, in DAG (= chain) order, into out; returns how many. */
+static uint32_t computes_of(const FabDag *d, uint32_t ep, uint32_t *out, uint32_t max) {
+  uint32_t n = 0;
+  for (uint32_t i = 0; i < fab_dag_len(d); i++) {
+    const FabOp *o = fab_dag_op(d, i);
+    if (o->kind == FAB_OP_COMPUTE && o->src == ep) {
+      cr_assert_lt(n, max);
+      out[n++] = i;
+    }
+  }
+  return n;
+}
+
+static gboolean depends_on(const FabDag *d, uint32_t op, uint32_t on) {
+  const FabOp *o = fab_dag_op(d, op);
+  for (uint32_t k = 0; k < o->ndeps; k++)
+    if ((fab_dag_dep(d, o, k) & ~FAB_DEP_SENT) == on) return TRUE;
+  return FALSE;
+}
+
+/* Collectives with `tag` (and op, unless NULL). */
+static uint32_t count_colls(const FabDag *d, const char *tag, const char *op) {
+  uint32_t n = 0;
+  for (guint i = 0; i < d->colls->len; i++) {
+    const FabCollDef *c = &g_array_index(d->colls, FabCollDef, i);
+    n += c->tag && g_str_equal(c->tag, tag) && (!op || g_str_equal(c->op, op));
+  }
+  return n;
+}
+
+/* ---- compute ------------------------------------------------------------- */
+
+/* h = 64, f = 256, s = 128, b = 1: a layer holds 4h^2 + 2hf = 16384 + 32768
+** = 49152 parameters; forward = 2 x 128 x 49152 + 4 x 128^2 x 64 =
+** 12582912 + 4194304 = 16777216 FLOPs; at 1 TFLOPS x 0.5 that is 33554432
+** ps, backward twice that. Optimizer: 2 layers x 49152 x 16 B at 1 TB/s =
+** 1572864 ps. */
+#define TINY                                                                                                     \
+  "workload:\n"                                                                                                  \
+  "  kind: training\n"                                                                                           \
+  "  model: {layers: 2, hidden: 64, ffn: 256, seq: 128, micro_batch: 1, global_batch: 1}\n"                       \
+  "  gpu: {memory_bandwidth: 1TB/s}\n"
+
+Test(training, compute_durations_by_hand) {
+  Gen g = gen_ok(TINY, 1);
+  uint32_t c[16];
+  uint32_t n = computes_of(g.d, EP(0), c, 16);
+  cr_assert_eq(n, 5, "2 forward, 2 backward, 1 optimizer: got %u", n);
+  const FabPhase ph[] = {FAB_PHASE_FWD, FAB_PHASE_FWD, FAB_PHASE_BWD, FAB_PHASE_BWD, FAB_PHASE_OPT};
+  const fab_time_t dur[] = {33554432, 33554432, 67108864, 67108864, 1572864};
+  for (uint32_t i = 0; i < n; i++) {
+    const FabOp *o = fab_dag_op(g.d, c[i]);
+    cr_assert_eq(o->mark, ph[i], "op %u: phase %d", i, o->mark);
+    cr_assert_eq(o->dur, dur[i], "op %u: %llu ps, expected %llu", i, (unsigned long long)o->dur,
+                 (unsigned long long)dur[i]);
+    cr_assert_eq(o->step, 0);
+    cr_assert_eq(o->job, 0);
+    if (i) cr_assert(depends_on(g.d, c[i], c[i - 1]), "compute %u does not follow %u", i, i - 1);
+  }
+  cr_assert_eq(g.d->colls->len, 0, "one rank: no collectives");
+  done(&g);
+}
+
+Test(training, gpu_flops_from_yaml_and_from_the_cluster) {
+  /* 989TFLOPS x 0.25 given in YAML overrides the cluster's 1 TFLOPS x 0.5 */
+  Gen g = gen_ok(TINY "  steps: 1\n" "  parallelism: {dp: 1}\n", 1);
+  fab_time_t base = fab_dag_op(g.d, 1)->dur; /* op 0 is the step mark */
+  cr_assert_eq(fab_dag_op(g.d, 1)->kind, FAB_OP_COMPUTE);
+  cr_assert_eq(base, 33554432);
+  done(&g);
+  g = gen_ok("workload:\n  kind: training\n  model: {layers: 2, hidden: 64, ffn: 256, seq: 128, global_batch: 1}\n"
+             "  gpu: {flops: 2.5TFLOPS, efficiency: 0.2}\n", 1);
+  /* 16777216 FLOPs at 0.5 TFLOP/s: the same as the cluster's */
+  cr_assert_eq(fab_dag_op(g.d, 1)->dur, 33554432);
+  done(&g);
+  g = gen_ok("workload:\n  kind: training\n  model: {layers: 2, hidden: 64, ffn: 256, seq: 128, global_batch: 1}\n"
+             "  gpu: {flops: 4e12}\n", 1);
+  /* 4e12 x the cluster's 0.5 */
+  cr_assert_eq(fab_dag_op(g.d, 1)->dur, 8388608);
+  done(&g);
+}
+
+Test(training, microbatches_and_steps) {
+  /* global_batch 6 / (micro_batch 2 x dp 1) = 3 microbatches; micro_batch 2
+  ** doubles a microbatch's FLOPs. 2 steps. */
+  Gen g = gen_ok("workload:\n  kind: training\n  steps: 2\n"
+                 "  model: {layers: 2, hidden: 64, ffn: 256, seq: 128, micro_batch: 2, global_batch: 6}\n", 1);
+  uint32_t c[64];
+  uint32_t n = computes_of(g.d, EP(0), c, 64);
+  cr_assert_eq(n, 2 * (3 * 4 + 1));
+  cr_assert_eq(fab_dag_op(g.d, c[0])->dur, 2 * 33554432ull);
+  cr_assert_eq(fab_dag_op(g.d, c[13])->step, 1);
+  cr_assert_eq(fab_dag_op(g.d, c[12])->step, 0);
+  cr_assert_eq(fab_dag_op(g.d, c[12])->mark, FAB_PHASE_OPT);
+  const FabJobDef *j = &g_array_index(g.d->jobs, FabJobDef, 0);
+  cr_assert(j->steps == 2 && j->microbatches == 3 && j->pp == 1, "job %u steps %u mb %u pp", j->steps,
+            j->microbatches, j->pp);
+  /* per step one STEP_BEGIN and one STEP_END; step 1 begins after step 0's end, which follows the optimizer */
+  cr_assert_eq(count_ops(g.d, FAB_OP_MARK, FAB_MARK_STEP_BEGIN), 2);
+  cr_assert_eq(count_ops(g.d, FAB_OP_MARK, FAB_MARK_STEP_END), 2);
+  uint32_t b[2] = {0}, e[2] = {0}, nb = 0, ne = 0;
+  for (uint32_t i = 0; i < fab_dag_len(g.d); i++) {
+    const FabOp *o = fab_dag_op(g.d, i);
+    if (o->kind != FAB_OP_MARK) continue;
+    if (o->mark == FAB_MARK_STEP_BEGIN) {
+      cr_assert_eq(o->step, nb);
+      b[nb++] = i;
+    }
+    if (o->mark == FAB_MARK_STEP_END) {
+      cr_assert_eq(o->step, ne);
+      e[ne++] = i;
+    }
+    cr_assert_eq(o->src, EP(0));
+  }
+  cr_assert_eq(fab_dag_op(g.d, b[0])->ndeps, 0);
+  cr_assert_eq(fab_dag_op(g.d, b[0])->start, 7000, "the job's start");
+  cr_assert(depends_on(g.d, e[0], c[12]));
+  cr_assert(depends_on(g.d, b[1], e[0]));
+  cr_assert(depends_on(g.d, c[0], b[0]) && depends_on(g.d, c[13], b[1]));
+  cr_assert(depends_on(g.d, e[1], c[25]));
+  cr_assert_eq(e[1], fab_dag_len(g.d) - 1);
+  done(&g);
+}
+
+Test(training, params_derive_a_shape) {
+  /* 7B alone: cbrt(7e9 / (12 x 128^2)) = 32.9 -> 32 layers (a multiple of 8) */
+  Gen g = gen_ok("workload:\n  kind: training\n  model: {params: 7B, seq: 16, global_batch: 1}\n", 1);
+  cr_assert_eq(count_ops(g.d, FAB_OP_COMPUTE, FAB_PHASE_FWD), 32);
+  /* the layers hold 7e9 parameters: the optimizer moves 16 B each at 2 TB/s = 56 ms (ffn is rounded) */
+  uint32_t c[80];
+  uint32_t n = computes_of(g.d, EP(0), c, 80);
+  double opt = (double)fab_dag_op(g.d, c[n - 1])->dur;
+  cr_assert(opt > 0.9999 * 56e9 && opt < 1.0001 * 56e9, "optimizer %.0f ps", opt);
+  done(&g);
+  /* with pp = 3 and layer_group 2 the layers become a multiple of 6: 30 */
+  g = gen_ok("workload:\n  kind: training\n  layer_group: 2\n  parallelism: {pp: 3, microbatches: 1}\n"
+             "  model: {params: 7B, seq: 16}\n", 3);
+  cr_assert_eq(count_ops(g.d, FAB_OP_COMPUTE, FAB_PHASE_FWD), 15, "30 layers in blocks of 2");
+  done(&g);
+  /* params with layers and hidden: ffn = (params / L - 4h^2) / 2h = (1e6/2 - 65536) / 256 = 1697 */
+  g = gen_ok("workload:\n  kind: training\n  model: {params: 1M, layers: 2, hidden: 128, seq: 8, global_batch: 1}\n"
+             "  gpu: {memory_bandwidth: 16TB/s}\n", 1);
+  n = computes_of(g.d, EP(0), c, 80);
+  /* 2 x (65536 + 256 x 1697) = 999936 parameters x 16 B at 16e12 B/s = 999936 ps */
+  cr_assert_eq(fab_dag_op(g.d, c[n - 1])->dur, 999936, "%llu", (unsigned long long)fab_dag_op(g.d, c[n - 1])->dur);
+  done(&g);
+}
+
+Test(training, layer_group_merges_layers) {
+  /* 8 layers in blocks of 4: 2 forward ops of 4 layers each */
+  Gen g = gen_ok("workload:\n  kind: training\n  layer_group: 4\n"
+                 "  model: {layers: 8, hidden: 64, ffn: 256, seq: 128, global_batch: 1}\n", 1);
+  uint32_t c[16];
+  uint32_t n = computes_of(g.d, EP(0), c, 16);
+  cr_assert_eq(n, 5);
+  cr_assert_eq(fab_dag_op(g.d, c[0])->dur, 4 * 33554432ull);
+  cr_assert_eq(fab_dag_op(g.d, c[2])->dur, 8 * 33554432ull);
+  done(&g);
+}
+
+/* ---- pipeline ------------------------------------------------------------ */
+
+/* 4 stages of 1 layer, 8 microbatches, tp = dp = 1. */
+#define PIPE                                                                                                      \
+  "workload:\n"                                                                                                   \
+  "  kind: training\n"                                                                                            \
+  "  model: {layers: 4, hidden: 64, ffn: 256, seq: 128, micro_batch: 1, global_batch: 8}\n"                        \
+  "  parallelism: {dp: 1, tp: 1, pp: 4}\n"
+
+Test(training, one_f_one_b_order) {
+  Gen g = gen_ok(PIPE, 4);
+  /* stage s: min(3 - s, 8) warm-up forwards, 1F1B, then the rest backwards */
+  const char *want[] = {"FFFFBFBFBFBFBBBB", "FFFBFBFBFBFBFBBB", "FFBFBFBFBFBFBFBB", "FBFBFBFBFBFBFBFB"};
+  uint32_t c[4][17];
+  for (uint32_t s = 0; s < 4; s++) {
+    uint32_t n = computes_of(g.d, EP(s), c[s], 17);
+    cr_assert_eq(n, 17);
+    char seq[17] = {0};
+    for (uint32_t i = 0; i < 16; i++) seq[i] = fab_dag_op(g.d, c[s][i])->mark == FAB_PHASE_FWD ? 'F' : 'B';
+    cr_assert_str_eq(seq, want[s], "stage %u", s);
+    cr_assert_eq(fab_dag_op(g.d, c[s][16])->mark, FAB_PHASE_OPT);
+  }
+  /* microbatch ids: forward j on stage s+1 waits for a flow whose sender is
+  ** forward j on stage s; backward j on stage s for the flow from backward j on s+1 */
+  for (uint32_t s = 0; s < 3; s++) {
+    uint32_t fa[8], fb[8], ba[8], bb[8], nf = 0, nfb = 0, nb = 0, nbb = 0;
+    for (uint32_t i = 0; i < 16; i++) {
+      if (fab_dag_op(g.d, c[s][i])->mark == FAB_PHASE_FWD) fa[nf++] = c[s][i];
+      else ba[nb++] = c[s][i];
+      if (fab_dag_op(g.d, c[s + 1][i])->mark == FAB_PHASE_FWD) fb[nfb++] = c[s + 1][i];
+      else bb[nbb++] = c[s + 1][i];
+    }
+    for (uint32_t j = 0; j < 8; j++) {
+      const FabOp *o = fab_dag_op(g.d, fb[j]);
+      gboolean found = FALSE;
+      for (uint32_t k = 0; k < o->ndeps; k++) {
+        const FabOp *f = fab_dag_op(g.d, fab_dag_dep(g.d, o, k));
+        if (f->kind != FAB_OP_FLOW) continue;
+        found = TRUE;
+        cr_assert(f->src == EP(s) && f->dst == EP(s + 1));
+        cr_assert(depends_on(g.d, fab_dag_dep(g.d, o, k), fa[j]), "stage %u forward %u: wrong activation", s + 1, j);
+      }
+      cr_assert(found, "stage %u forward %u waits for no activation", s + 1, j);
+      o = fab_dag_op(g.d, ba[j]);
+      found = FALSE;
+      for (uint32_t k = 0; k < o->ndeps; k++) {
+        const FabOp *f = fab_dag_op(g.d, fab_dag_dep(g.d, o, k));
+        if (f->kind != FAB_OP_FLOW) continue;
+        found = TRUE;
+        cr_assert(f->src == EP(s + 1) && f->dst == EP(s));
+        cr_assert(depends_on(g.d, fab_dag_dep(g.d, o, k), bb[j]), "stage %u backward %u: wrong gradient", s, j);
+      }
+      cr_assert(found, "stage %u backward %u waits for no gradient", s, j);
+    }
+  }
+  const FabJobDef *j = &g_array_index(g.d->jobs, FabJobDef, 0);
+  cr_assert(j->microbatches == 8 && j->pp == 4);
+  done(&g);
+}
+
+Test(training, fewer_microbatches_than_stages) {
+  /* m = 2 < pp - 1: warm-up is min(pp-1-s, m) */
+  Gen g = gen_ok("workload:\n  kind: training\n"
+                 "  model: {layers: 4, hidden: 64, ffn: 256, seq: 128, global_batch: 2}\n"
+                 "  parallelism: {pp: 4}\n", 4);
+  const char *want[] = {"FFBB", "FFBB", "FFBB", "FBFB"};
+  for (uint32_t s = 0; s < 4; s++) {
+    uint32_t c[8];
+    cr_assert_eq(computes_of(g.d, EP(s), c, 8), 5);
+    char seq[5] = {0};
+    for (uint32_t i = 0; i < 4; i++) seq[i] = fab_dag_op(g.d, c[i])->mark == FAB_PHASE_FWD ? 'F' : 'B';
+    cr_assert_str_eq(seq, want[s], "stage %u", s);
+  }
+  done(&g);
+}
+
+Test(training, pipeline_flows) {
+  Gen g = gen_ok(PIPE "  steps: 2\n", 4);
+  /* 2 (pp-1) m tp dp = 2 x 3 x 8 = 48 per step, each b s h B = 128 x 64 x 2 = 16384 bytes */
+  uint32_t flows = 0;
+  uint32_t per_step[2] = {0};
+  for (uint32_t i = 0; i < fab_dag_len(g.d); i++) {
+    const FabOp *o = fab_dag_op(g.d, i);
+    if (o->kind != FAB_OP_FLOW) continue;
+    flows++;
+    per_step[o->step]++;
+    cr_assert_eq(o->bytes, 16384);
+    cr_assert(o->src >= EP(0) && o->src <= EP(3) && (o->dst == o->src + 1 || o->dst + 1 == o->src));
+    cr_assert_geq(o->coll, 0);
+    const FabCollDef *c = &g_array_index(g.d->colls, FabCollDef, o->coll);
+    cr_assert_str_eq(c->op, "send-recv");
+    cr_assert_str_eq(c->tag, "pp");
+    cr_assert_eq(c->step, o->step);
+    cr_assert_eq(c->bytes, 16384);
+  }
+  cr_assert_eq(flows, 96);
+  cr_assert(per_step[0] == 48 && per_step[1] == 48);
+  /* one definition per step, boundary and direction: 2 x 3 x 2 */
+  cr_assert_eq(count_colls(g.d, "pp", "send-recv"), 12);
+  cr_assert_eq(g.d->colls->len, 12);
+  cr_assert_eq(count_ops(g.d, FAB_OP_MARK, FAB_MARK_COLL_BEGIN), 0, "no collective marks for pp");
+  done(&g);
+}
+
+/* ---- errors -------------------------------------------------------------- */
+
+Test(training, error_parallelism_does_not_fit) {
+  expect_error("workload:\n"
+               "  kind: training\n"
+               "  model: {layers: 4, hidden: 64, seq: 128, global_batch: 8}\n"
+               "  parallelism: {dp: 2, tp: 2, pp: 2}\n",
+               6, 1e12, "t.yaml:4:3: workload.parallelism:", "dp x tp x pp = 2 x 2 x 2 = 8, but the job has 6 ranks");
+}
+
+Test(training, error_unknown_keys) {
+  expect_error("workload:\n"
+               "  kind: training\n"
+               "  model: {layers: 4, hidden: 64, seq: 128, global_batch: 8}\n"
+               "  overlapp: true\n",
+               1, 1e12, "t.yaml:4:3:", "unknown key 'overlapp'");
+  expect_error("workload:\n"
+               "  kind: training\n"
+               "  model: {layers: 4, hidden: 64, seq: 128, global_batch: 8, hiden: 3}\n",
+               1, 1e12, "t.yaml:3:61:", "unknown key 'hiden'");
+  expect_error("workload:\n"
+               "  kind: training\n"
+               "  model: {layers: 4, hidden: 64, seq: 128, global_batch: 8}\n"
+               "  parallelism: {dp: 1, zero: 1, sharding: 2}\n",
+               1, 1e12, "t.yaml:4:33:", "unknown key 'sharding'");
+  expect_error("workload:\n"
+               "  kind: training\n"
+               "  model: {layers: 4, hidden: 64, seq: 128, global_batch: 8}\n"
+               "  gpu: {flop: 1}\n",
+               1, 1e12, "t.yaml:4:9:", "unknown key 'flop'");
+}
+
+Test(training, caller_keys_are_accepted) {
+  Gen g = gen_ok("workload:\n  kind: training\n  name: job-a\n  ranks: all\n  start: 10us\n"
+                 "  model: {layers: 2, hidden: 64, ffn: 256, seq: 128, global_batch: 1}\n", 1);
+  done(&g);
+}
+
+Test(training, error_ep_does_not_divide_dp) {
+  expect_error("workload:\n"
+               "  kind: training\n"
+               "  model: {layers: 4, hidden: 64, seq: 128, global_batch: 8, experts: 6}\n"
+               "  parallelism: {dp: 4, ep: 3}\n",
+               4, 1e12, "t.yaml:4:28: workload.parallelism.ep:", "ep = 3 does not divide dp = 4");
+}
+
+Test(training, error_missing_gpu_flops) {
+  expect_error("workload:\n"
+               "  kind: training\n"
+               "  model: {layers: 4, hidden: 64, seq: 128, global_batch: 8}\n",
+               1, 0, "t.yaml:1:1: workload:", "missing gpu.flops");
+  expect_error("workload:\n"
+               "  kind: training\n"
+               "  model: {layers: 4, hidden: 64, seq: 128, global_batch: 8}\n"
+               "  gpu: {efficiency: 0.5}\n",
+               1, 0, "t.yaml:4:3: workload.gpu:", "missing gpu.flops");
+  expect_error("workload:\n"
+               "  kind: training\n"
+               "  model: {layers: 4, hidden: 64, seq: 128, global_batch: 8}\n"
+               "  gpu: {flops: 989TFLOP}\n",
+               1, 0, "t.yaml:4:16: workload.gpu.flops:", "is not a FLOP rate");
+}
+
+Test(training, error_shapes) {
+  expect_error("workload:\n  kind: training\n  model: {layers: 6, hidden: 64, seq: 128, global_batch: 8}\n"
+               "  parallelism: {pp: 4}\n",
+               4, 1e12, "t.yaml:3:19: workload.model.layers:", "6 layers cannot be split evenly into pp = 4");
+  expect_error("workload:\n  kind: training\n  model: {layers: 8, hidden: 64, seq: 128, global_batch: 8}\n"
+               "  parallelism: {pp: 2}\n  layer_group: 3\n",
+               2, 1e12, "t.yaml:5:16: workload.layer_group:", "layer_group = 3 does not divide the 4 layers");
+  expect_error("workload:\n  kind: training\n  model: {layers: 8, hidden: 64, seq: 128, global_batch: 9}\n"
+               "  parallelism: {dp: 2}\n",
+               2, 1e12, "t.yaml:3:58: workload.model.global_batch:", "not a multiple of micro_batch x dp = 2");
+  expect_error("workload:\n  kind: training\n  model: {params: 7X, seq: 128, global_batch: 8}\n",
+               1, 1e12, "t.yaml:3:19: workload.model.params:", "not a parameter count");
+  expect_error("workload:\n  kind: training\n  model: {hidden: 64, seq: 128, global_batch: 8}\n",
+               1, 1e12, "t.yaml:3:3: workload.model:", "give params, or layers and hidden");
+  expect_error("workload:\n  kind: training\n  model: {layers: 8, hidden: 64, seq: 128}\n",
+               1, 1e12, "t.yaml:3:3: workload.model:", "global_batch");
+  expect_error("workload:\n  kind: training\n  model: {layers: 8, hidden: 64, seq: 128, global_batch: 4}\n"
+               "  parallelism: {microbatches: 3}\n",
+               1, 1e12, "t.yaml:4:31: workload.parallelism.microbatches:", "but model.global_batch is 4");
+  expect_error("workload:\n  kind: training\n  model: {layers: 8, hidden: 64, seq: 128, global_batch: 4}\n"
+               "  parallelism: {dp: 1, ep: 2}\n",
+               2, 1e12, "t.yaml:4:3: workload.parallelism:", "dp x tp x pp = 1 x 1 x 1 = 1");
+  expect_error("workload:\n  kind: training\n  model: {layers: 8, hidden: 64, seq: 128, global_batch: 4}\n"
+               "  parallelism: {dp: 2, ep: 2}\n",
+               2, 1e12, "t.yaml:4:28: workload.parallelism.ep:", "needs an MoE model");
+}
+
+Test(training, error_too_many_buckets) {
+  expect_error("workload:\n  kind: training\n  model: {params: 175B, seq: 128, global_batch: 2}\n"
+               "  parallelism: {dp: 2}\n  bucket: 1KiB\n",
+               2, 1e12, "t.yaml:5:11: workload.bucket:", "use a larger bucket");
+}
+
+Test(training, error_too_many_ops) {
+  /* 4096 microbatches x 1024 layers x 2 = 8 million computes */
+  expect_error("workload:\n  kind: training\n  model: {layers: 1024, hidden: 64, seq: 128, global_batch: 4096}\n",
+               1, 1e12, "t.yaml:1:1: workload:", "raise layer_group");
+}
+
+/* ---- collectives (need workloads/collective.c) --------------------------- */
+
+/* The COLL_BEGIN or COLL_END mark of collective c on endpoint ep. */
+static uint32_t coll_mark(const FabDag *d, int32_t c, FabMarkKind kind, uint32_t ep) {
+  for (uint32_t i = 0; i < fab_dag_len(d); i++) {
+    const FabOp *o = fab_dag_op(d, i);
+    if (o->kind == FAB_OP_MARK && o->mark == kind && o->coll == c && o->src == ep) return i;
+  }
+  cr_assert_fail("collective %d has no %s mark on endpoint %u", c, kind == FAB_MARK_COLL_BEGIN ? "begin" : "end", ep);
+  return FAB_OP_NONE;
+}
+
+/* Indices of the collectives with `tag`, in order, into out; returns how many. */
+static uint32_t colls_tagged(const FabDag *d, const char *tag, int32_t *out, uint32_t max) {
+  uint32_t n = 0;
+  for (guint i = 0; i < d->colls->len; i++) {
+    const FabCollDef *c = &g_array_index(d->colls, FabCollDef, i);
+    if (c->tag && g_str_equal(c->tag, tag)) {
+      cr_assert_lt(n, max);
+      out[n++] = (int32_t)i;
+    }
+  }
+  return n;
+}
+
+/* dp = 4, 4 layers of 49152 parameters: 98304 gradient bytes each, 393216 in
+** all; global_batch 8 -> 2 microbatches. A rank's computes: F0..F3 B3..B0
+** per microbatch, then the optimizer: the last microbatch's backward is
+** c[12..15] = B3, B2, B1, B0. */
+#define DP4                                                                                                       \
+  "workload:\n"                                                                                                   \
+  "  kind: training\n"                                                                                            \
+  "  model: {layers: 4, hidden: 64, ffn: 256, seq: 128, micro_batch: 1, global_batch: 8}\n"                        \
+  "  parallelism: {dp: 4}\n"
+
+Test(training, dp_buckets_without_overlap) {
+  /* ceil(393216 / 100000) = 4 buckets: 3 x 100000 + 93216; per step, both after the whole backward */
+  Gen g = gen_ok(DP4 "  bucket: 100000\n  overlap: false\n  steps: 2\n", 4);
+  int32_t c[16];
+  uint32_t n = colls_tagged(g.d, "dp", c, 16);
+  cr_assert_eq(n, 8, "%u dp collectives", n);
+  cr_assert_eq(g.d->colls->len, 8, "nothing else");
+  const uint64_t bytes[] = {100000, 100000, 100000, 93216};
+  for (uint32_t i = 0; i < n; i++) {
+    const FabCollDef *def = &g_array_index(g.d->colls, FabCollDef, c[i]);
+    cr_assert_str_eq(def->op, "allreduce");
+    cr_assert_eq(def->bytes, bytes[i % 4], "bucket %u: %llu bytes", i, (unsigned long long)def->bytes);
+    cr_assert_eq(def->nranks, 4);
+    cr_assert_eq(def->step, i / 4);
+    for (uint32_t r = 0; r < 4; r++) {
+      uint32_t comp[40];
+      cr_assert_eq(computes_of(g.d, EP(r), comp, 40), 34);
+      uint32_t last_bwd = comp[(i / 4) * 17 + 15], opt = comp[(i / 4) * 17 + 16];
+      cr_assert_eq(fab_dag_op(g.d, last_bwd)->mark, FAB_PHASE_BWD);
+      uint32_t b = coll_mark(g.d, c[i], FAB_MARK_COLL_BEGIN, EP(r));
+      cr_assert(depends_on(g.d, b, last_bwd), "bucket %u on rank %u does not wait for the backward", i, r);
+      cr_assert(depends_on(g.d, opt, coll_mark(g.d, c[i], FAB_MARK_COLL_END, EP(r))),
+                "the optimizer does not wait for bucket %u on rank %u", i, r);
+    }
+  }
+  done(&g);
+}
+
+Test(training, dp_buckets_with_overlap) {
+  /* a bucket of exactly one layer: bucket i waits for the last microbatch's backward of layer 3 - i only */
+  Gen g = gen_ok(DP4 "  bucket: 98304\n", 4);
+  int32_t c[8];
+  cr_assert_eq(colls_tagged(g.d, "dp", c, 8), 4);
+  for (uint32_t r = 0; r < 4; r++) {
+    uint32_t comp[20];
+    cr_assert_eq(computes_of(g.d, EP(r), comp, 20), 17);
+    for (uint32_t i = 0; i < 4; i++) {
+      uint32_t b = coll_mark(g.d, c[i], FAB_MARK_COLL_BEGIN, EP(r));
+      cr_assert_eq(fab_dag_op(g.d, b)->ndeps, 1);
+      cr_assert_eq(fab_dag_dep(g.d, fab_dag_op(g.d, b), 0), comp[12 + i], "bucket %u on rank %u", i, r);
+    }
+  }
+  done(&g);
+  /* 150000-byte buckets: the first holds layer 3 and part of layer 2 (ready at B2),
+  ** the second reaches into layer 0 (ready at B0), and so does the rest (93216) */
+  g = gen_ok(DP4 "  bucket: 150000\n", 4);
+  cr_assert_eq(colls_tagged(g.d, "dp", c, 8), 3);
+  uint32_t comp[20];
+  computes_of(g.d, EP(2), comp, 20);
+  const uint32_t at[] = {13, 15, 15};
+  const uint64_t bytes[] = {150000, 150000, 93216};
+  for (uint32_t i = 0; i < 3; i++) {
+    cr_assert_eq(g_array_index(g.d->colls, FabCollDef, c[i]).bytes, bytes[i]);
+    uint32_t b = coll_mark(g.d, c[i], FAB_MARK_COLL_BEGIN, EP(2));
+    cr_assert_eq(fab_dag_dep(g.d, fab_dag_op(g.d, b), 0), comp[at[i]], "bucket %u", i);
+  }
+  done(&g);
+}
+
+Test(training, tp_allreduces) {
+  /* tp = 4, 2 layers, 2 microbatches: 2 allreduces per layer forward and 2
+  ** backward = 16, of b s h B = 16384 bytes over 4 ranks. attention forward
+  ** (2 x 128 x 16384 + 4 x 128^2 x 64) / 4 = 2097152 FLOPs = 4194304 ps; the
+  ** MLP 2 x 128 x 32768 / 4 the same. */
+  Gen g = gen_ok("workload:\n  kind: training\n"
+                 "  model: {layers: 2, hidden: 64, ffn: 256, seq: 128, global_batch: 2}\n"
+                 "  parallelism: {tp: 4}\n", 4);
+  int32_t c[32];
+  cr_assert_eq(colls_tagged(g.d, "tp", c, 32), 16);
+  cr_assert_eq(g.d->colls->len, 16);
+  for (uint32_t i = 0; i < 16; i++) {
+    const FabCollDef *def = &g_array_index(g.d->colls, FabCollDef, c[i]);
+    cr_assert_str_eq(def->op, "allreduce");
+    cr_assert_eq(def->bytes, 16384);
+    cr_assert_eq(def->nranks, 4);
+  }
+  for (uint32_t r = 0; r < 4; r++) {
+    uint32_t comp[20];
+    cr_assert_eq(computes_of(g.d, EP(r), comp, 20), 2 * 2 * 4 + 1);
+    for (uint32_t i = 0; i < 16; i++) {
+      const FabOp *o = fab_dag_op(g.d, comp[i]);
+      cr_assert_eq(o->dur, (o->mark == FAB_PHASE_FWD ? 1 : 2) * 4194304ull, "op %u", i);
+    }
+    /* the MLP forward of layer 0 waits for the attention's allreduce on this rank */
+    uint32_t mlp = comp[1], e = coll_mark(g.d, c[0], FAB_MARK_COLL_END, EP(r));
+    cr_assert(depends_on(g.d, mlp, e));
+    cr_assert(depends_on(g.d, coll_mark(g.d, c[0], FAB_MARK_COLL_BEGIN, EP(r)), comp[0]));
+  }
+  done(&g);
+}
+
+Test(training, pipeline_flows_with_tp_and_dp) {
+  /* pp = 2, tp = 2, dp = 2; 4 microbatches: 2 x 1 x 4 x 2 x 2 = 32 flows, of 16384 / tp = 8192 bytes,
+  ** from job rank r to r + 4 (forward) and back */
+  Gen g = gen_ok("workload:\n  kind: training\n"
+                 "  model: {layers: 2, hidden: 64, ffn: 256, seq: 128, global_batch: 8}\n"
+                 "  parallelism: {dp: 2, tp: 2, pp: 2}\n", 8);
+  uint32_t flows = 0, fwd = 0;
+  for (uint32_t i = 0; i < fab_dag_len(g.d); i++) {
+    const FabOp *o = fab_dag_op(g.d, i);
+    if (o->kind != FAB_OP_FLOW || o->coll < 0) continue;
+    const FabCollDef *c = &g_array_index(g.d->colls, FabCollDef, o->coll);
+    if (!c->tag || !g_str_equal(c->tag, "pp")) continue;
+    flows++;
+    cr_assert_eq(o->bytes, 8192);
+    cr_assert(o->dst == o->src + 4 || o->src == o->dst + 4, "%u -> %u", o->src, o->dst);
+    fwd += o->dst == o->src + 4;
+  }
+  cr_assert_eq(flows, 32);
+  cr_assert_eq(fwd, 16);
+  cr_assert_eq(count_colls(g.d, "pp", NULL), 2);
+  /* tp: 2 layers / 2 stages x 4 x 4 microbatches per (stage, dp) group = 16, x 4 groups */
+  cr_assert_eq(count_colls(g.d, "tp", "allreduce"), 64);
+  /* dp: one bucket per (stage, tp rank) */
+  cr_assert_eq(count_colls(g.d, "dp", "allreduce"), 4);
+  done(&g);
+}
+
+Test(training, moe_all_to_all) {
+  /* 4 experts, ep = 2 = dp, moe_every 2: layer 0 is MoE, layer 1 dense; 1
+  ** microbatch: 4 all-to-alls (2 forward, 2 backward) of b s h B k = 32768
+  ** bytes over 2 ranks. Gradients: dense (2 x 4h^2 + 2hf) x 2 B = 131072 over
+  ** dp in one bucket; experts (2 per rank) over dp / ep = 1 rank: none. */
+  Gen g = gen_ok("workload:\n  kind: training\n"
+                 "  model: {layers: 2, hidden: 64, ffn: 256, seq: 128, global_batch: 2, experts: 4, moe_every: 2}\n"
+                 "  parallelism: {dp: 2, ep: 2}\n", 2);
+  int32_t c[8];
+  cr_assert_eq(colls_tagged(g.d, "ep", c, 8), 4);
+  for (uint32_t i = 0; i < 4; i++) {
+    const FabCollDef *def = &g_array_index(g.d->colls, FabCollDef, c[i]);
+    cr_assert_str_eq(def->op, "all-to-all");
+    cr_assert_eq(def->bytes, 32768);
+    cr_assert_eq(def->nranks, 2);
+  }
+  cr_assert_eq(colls_tagged(g.d, "dp", c, 8), 1);
+  cr_assert_eq(g_array_index(g.d->colls, FabCollDef, c[0]).bytes, 131072);
+  /* MoE forward: attention (8388608 FLOPs: 16777216 ps), then the experts, top 2 of 2 x 128 x 32768 FLOPs each */
+  uint32_t comp[16];
+  cr_assert_eq(computes_of(g.d, EP(1), comp, 16), 2 + 1 + 1 + 2 + 1,
+               "MoE layer: 2 computes each way (around the all-to-alls), dense layer 1, optimizer 1");
+  cr_assert_eq(fab_dag_op(g.d, comp[0])->dur, 16777216);
+  cr_assert_eq(fab_dag_op(g.d, comp[1])->dur, 33554432);
+  done(&g);
+  /* dp = 4, ep = 2: 2 ep groups; expert gradients 2 experts x 2hf x 2 B = 131072 over dp / ep = 2 ranks */
+  g = gen_ok("workload:\n  kind: training\n"
+             "  model: {layers: 2, hidden: 64, ffn: 256, seq: 128, global_batch: 4, experts: 4, moe_every: 2}\n"
+             "  parallelism: {dp: 4, ep: 2}\n", 4);
+  cr_assert_eq(count_colls(g.d, "ep", "all-to-all"), 8);
+  cr_assert_eq(colls_tagged(g.d, "dp", c, 8), 3);
+  uint32_t n4 = 0, n2 = 0;
+  for (uint32_t i = 0; i < 3; i++) {
+    const FabCollDef *def = &g_array_index(g.d->colls, FabCollDef, c[i]);
+    cr_assert_eq(def->bytes, 131072);
+    n4 += def->nranks == 4, n2 += def->nranks == 2;
+  }
+  cr_assert(n4 == 1 && n2 == 2, "%u over dp, %u over expert dp", n4, n2);
+  done(&g);
+  /* ep = 1: no all-to-all, all experts' gradients with the rest */
+  g = gen_ok("workload:\n  kind: training\n"
+             "  model: {layers: 2, hidden: 64, ffn: 256, seq: 128, global_batch: 2, experts: 4, moe_every: 2}\n"
+             "  parallelism: {dp: 2}\n", 2);
+  cr_assert_eq(count_colls(g.d, "ep", NULL), 0);
+  cr_assert_eq(colls_tagged(g.d, "dp", c, 8), 1);
+  cr_assert_eq(g_array_index(g.d->colls, FabCollDef, c[0]).bytes, 131072 + 4 * 65536);
+  done(&g);
+}
+
+Test(training, zero1_reduce_scatter_then_allgather) {
+  /* dp = 2, bucket one layer: 4 reduce-scatters, then after the optimizer 4 allgathers; the step ends after them */
+  Gen g = gen_ok("workload:\n  kind: training\n"
+                 "  model: {layers: 4, hidden: 64, ffn: 256, seq: 128, global_batch: 2}\n"
+                 "  parallelism: {dp: 2, zero: 1}\n  bucket: 98304\n", 2);
+  cr_assert_eq(count_colls(g.d, "dp", "reduce-scatter"), 4);
+  cr_assert_eq(count_colls(g.d, "dp", NULL), 4);
+  int32_t c[8];
+  cr_assert_eq(colls_tagged(g.d, "zero", c, 8), 4);
+  uint32_t comp[20];
+  cr_assert_eq(computes_of(g.d, EP(0), comp, 20), 9);
+  /* optimizer: 4 x 49152 / dp 2 parameters x 16 B at 2e12 B/s = 786432 ps */
+  cr_assert_eq(fab_dag_op(g.d, comp[8])->dur, 786432);
+  uint32_t end = FAB_OP_NONE;
+  for (uint32_t i = 0; i < fab_dag_len(g.d); i++)
+    if (fab_dag_op(g.d, i)->kind == FAB_OP_MARK && fab_dag_op(g.d, i)->mark == FAB_MARK_STEP_END &&
+        fab_dag_op(g.d, i)->src == EP(0))
+      end = i;
+  for (uint32_t i = 0; i < 4; i++) {
+    const FabCollDef *def = &g_array_index(g.d->colls, FabCollDef, c[i]);
+    cr_assert_str_eq(def->op, "allgather");
+    cr_assert_eq(def->bytes, 98304);
+    cr_assert(depends_on(g.d, coll_mark(g.d, c[i], FAB_MARK_COLL_BEGIN, EP(0)), comp[8]));
+    cr_assert(depends_on(g.d, end, coll_mark(g.d, c[i], FAB_MARK_COLL_END, EP(0))));
+  }
+  done(&g);
+}
+
+Test(training, zero3_gathers_per_layer_and_microbatch) {
+  /* dp = 2, 2 layers, 2 microbatches: an allgather of a layer (98304 bytes)
+  ** before each forward and backward = 8, a reduce-scatter after each
+  ** backward = 4; no buckets */
+  Gen g = gen_ok("workload:\n  kind: training\n"
+                 "  model: {layers: 2, hidden: 64, ffn: 256, seq: 128, global_batch: 4}\n"
+                 "  parallelism: {dp: 2, zero: 3}\n", 2);
+  cr_assert_eq(count_colls(g.d, "zero", "allgather"), 8);
+  cr_assert_eq(count_colls(g.d, "zero", "reduce-scatter"), 4);
+  cr_assert_eq(count_colls(g.d, "dp", NULL), 0);
+  int32_t c[16];
+  cr_assert_eq(colls_tagged(g.d, "zero", c, 16), 12);
+  for (uint32_t i = 0; i < 12; i++) cr_assert_eq(g_array_index(g.d->colls, FabCollDef, c[i]).bytes, 98304);
+  /* every compute of a layer waits for its gather: the first forward for the first allgather */
+  uint32_t comp[16];
+  cr_assert_eq(computes_of(g.d, EP(1), comp, 16), 9);
+  cr_assert(depends_on(g.d, comp[0], coll_mark(g.d, c[0], FAB_MARK_COLL_END, EP(1))));
+  uint32_t waits = 0;
+  for (uint32_t k = 0; k < 8; k++)
+    for (uint32_t i = 0; i < 12; i++)
+      if (g_str_equal(g_array_index(g.d->colls, FabCollDef, c[i]).op, "allgather"))
+        waits += depends_on(g.d, comp[k], coll_mark(g.d, c[i], FAB_MARK_COLL_END, EP(1)));
+  cr_assert_eq(waits, 8, "each of the 8 layer computes waits for one gather");
+  /* optimizer: 2 x 49152 / 2 x 16 B at 2e12 B/s */
+  cr_assert_eq(fab_dag_op(g.d, comp[8])->dur, 393216);
+  done(&g);
+  /* fsdp is the same */
+  g = gen_ok("workload:\n  kind: training\n"
+             "  model: {layers: 2, hidden: 64, ffn: 256, seq: 128, global_batch: 4}\n"
+             "  parallelism: {dp: 2, zero: fsdp}\n", 2);
+  cr_assert_eq(count_colls(g.d, "zero", "allgather"), 8);
+  done(&g);
+}
+
+Test(training, collective_settings_and_step_numbers) {
+  Gen g = gen_ok(DP4 "  bucket: 98304\n  steps: 3\n  algorithm: ring\n  protocol: simple\n  channels: 2\n"
+                 "  chunk: 16KiB\n", 4);
+  int32_t c[16];
+  cr_assert_eq(colls_tagged(g.d, "dp", c, 16), 12);
+  for (uint32_t i = 0; i < 12; i++) {
+    const FabCollDef *def = &g_array_index(g.d->colls, FabCollDef, c[i]);
+    cr_assert_str_eq(def->algorithm, "ring");
+    cr_assert_str_eq(def->protocol, "simple");
+    cr_assert_eq(def->channels, 2);
+    cr_assert_eq(def->chunk, 16384);
+    cr_assert_eq(def->step, i / 4);
+    cr_assert_eq(fab_dag_op(g.d, coll_mark(g.d, c[i], FAB_MARK_COLL_BEGIN, EP(3)))->step, i / 4);
+  }
+  done(&g);
+}
+
+Test(training, collective_error_leaves_the_dag_as_it_was) {
+  /* collnet without SHARP cannot run: the error points at `algorithm`, and nothing is added */
+  Gen g = gen(DP4 "  algorithm: collnet\n", 4);
+  cr_assert(!g.ok);
+  cr_assert(g_str_has_prefix(g.err->message, "t.yaml:5:14: workload.algorithm:"), "%s", g.err->message);
+  cr_assert(strstr(g.err->message, "dp allreduce"), "%s", g.err->message);
+  cr_assert_eq(fab_dag_len(g.d), 0);
+  cr_assert_eq(g.d->deps->len, 0);
+  cr_assert_eq(g.d->colls->len, 0);
+  cr_assert_eq(g_array_index(g.d->jobs, FabJobDef, 0).steps, 0);
+  done(&g);
+}

@@ -1,0 +1,478 @@
+/* fabsim compare SCENARIO MEASURED.log: a measured nccl-tests run against
+** the same sweep simulated on SCENARIO.
+**
+** The log gives the op, the sizes, the type (and the root); the scenario is
+** loaded with those forced onto an nccl-tests workload (the user's --set
+** first, so they can tune it but not change what is compared), run in this
+** process, and its table matched with the log's size by size. See cmds.h
+** and tools/nccltests.h. */
+#include <errno.h>
+#include <glib.h>
+#include <glib/gstdio.h>
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+#include "cmds.h"
+#include "sim/json.h"
+#include "tools/nccltests.h"
+#include "tools/scenario.h"
+
+static const char usage[] =
+  "usage: fabsim compare SCENARIO MEASURED.log [--out DIR] [--set KEY=VALUE]... [--op OP] [--json]\n"
+  "\n"
+  "Compare a measured nccl-tests run (the output of all_reduce_perf, all_gather_perf,\n"
+  "reduce_scatter_perf, broadcast_perf, reduce_perf, alltoall_perf or sendrecv_perf)\n"
+  "with the same sweep simulated on SCENARIO: the op, the sizes, the type and the root\n"
+  "come from the log (workload.kind=nccl-tests, workload.op, workload.sizes,\n"
+  "workload.dtype are set after your --set). Prints the two tables side by side with\n"
+  "the error per size, (simulated - measured) / measured, and the mean and max |error|.\n"
+  "\n"
+  "  --out DIR          also write DIR/compare.csv and, with gnuplot, DIR/compare.png/.svg\n"
+  "  --set KEY=VALUE    override a scenario key, e.g. --set workload.algorithm=ring\n"
+  "  --op OP            the op, for a log that does not name its test (allreduce,\n"
+  "                     allgather, reduce-scatter, broadcast, reduce, all-to-all, send-recv)\n"
+  "  --json             print the comparison as one JSON object on stdout\n"
+  "  --no-progress      no progress line on stderr (it is shown only on a terminal)\n"
+  "\n"
+  "The measured values are the out-of-place ones. A log from another number of ranks\n"
+  "than the scenario's is compared anyway, with a warning.\n"
+  "exit status: 0 compared, 1 the simulation failed, 2 bad input or usage\n";
+
+static int usage_error(const char *fmt, ...) G_GNUC_PRINTF(1, 2);
+static int usage_error(const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  fputs("fabsim: compare: ", stderr);
+  vfprintf(stderr, fmt, ap);
+  fputs("\n\n", stderr);
+  fputs(usage, stderr);
+  va_end(ap);
+  return 2;
+}
+
+/* `n` in YAML flow style (plain scalars where that is safe, else quoted). */
+static void yaml_flow(GString *s, const FabCfgNode *n) {
+  if (fab_cfg_kind(n) == FAB_CFG_NODE_SCALAR) {
+    const char *v = fab_cfg_scalar(n);
+    gboolean plain = *v != 0;
+    for (const char *c = v; *c; c++) plain &= g_ascii_isalnum(*c) || strchr("._-+/%", *c) != NULL;
+    if (plain) {
+      g_string_append(s, v);
+      return;
+    }
+    g_string_append_c(s, '"');
+    for (const char *c = v; *c; c++) {
+      if (*c == '"' || *c == '\\') g_string_append_c(s, '\\');
+      g_string_append_c(s, *c);
+    }
+    g_string_append_c(s, '"');
+    return;
+  }
+  gboolean map = fab_cfg_kind(n) == FAB_CFG_NODE_MAP;
+  g_string_append_c(s, map ? '{' : '[');
+  for (size_t i = 0; i < fab_cfg_len(n); i++) {
+    if (i) g_string_append(s, ", ");
+    if (map) g_string_append_printf(s, "%s: ", fab_cfg_key_at(n, i));
+    yaml_flow(s, fab_cfg_at(n, i));
+  }
+  g_string_append_c(s, map ? '}' : ']');
+}
+
+/* What the scenario's workload (after the user's --set) is: its kind
+** (transfer full, NULL if the file does not load: the loader will say why)
+** and, when it is an nccl-tests sweep given by min/max/factor, the rest of
+** its keys in flow style ("algorithm: ring, iters: 5, "), to rebuild it
+** with sizes instead (*rest NULL otherwise). */
+static char *scenario_workload(const char *path, GPtrArray *sets, char **rest) {
+  static const char *const forced[] = {"kind", "op", "dtype", "sizes", "root", "min", "max", "factor", NULL};
+  *rest = NULL;
+  FabCfg *cfg = fab_cfg_load_file(path, NULL);
+  if (!cfg) return NULL;
+  for (guint i = 0; i < sets->len; i++)
+    if (!fab_cfg_set(cfg, sets->pdata[i], NULL)) break;
+  const FabCfgNode *wl = fab_cfg_get(fab_cfg_root(cfg), "workload");
+  char *kind = g_strdup(fab_cfg_scalar(fab_cfg_get(wl, "kind")));
+  if (!g_strcmp0(kind, "nccl-tests") &&
+      (fab_cfg_get(wl, "min") || fab_cfg_get(wl, "max") || fab_cfg_get(wl, "factor"))) {
+    GString *r = g_string_new(NULL);
+    for (size_t i = 0; i < fab_cfg_len(wl); i++) {
+      const char *k = fab_cfg_key_at(wl, i);
+      if (g_strv_contains(forced, k)) continue;
+      g_string_append_printf(r, "%s: ", k);
+      yaml_flow(r, fab_cfg_at(wl, i));
+      g_string_append(r, ", ");
+    }
+    *rest = g_string_free(r, FALSE);
+  }
+  fab_cfg_free(cfg);
+  return kind;
+}
+
+/* workload.dtype's spelling of an nccl-tests type */
+static const char *wl_dtype(const char *type) {
+  if (!strcmp(type, "f8e4m3") || !strcmp(type, "f8e5m2")) return "fp8";
+  return type;
+}
+
+static void json_num(GString *s, double v) {
+  if (isfinite(v)) g_string_append_printf(s, "%.9g", v);
+  else g_string_append(s, "null");
+}
+
+static void json_str(GString *s, const char *v) {
+  if (!v) {
+    g_string_append(s, "null");
+    return;
+  }
+  g_string_append_c(s, '"');
+  for (const char *c = v; *c; c++) {
+    if (*c == '"' || *c == '\\') g_string_append_c(s, '\\');
+    if ((unsigned char)*c < 0x20) g_string_append_printf(s, "\\u%04x", *c);
+    else g_string_append_c(s, *c);
+  }
+  g_string_append_c(s, '"');
+}
+
+static char *to_json(const FabNcclTestsTable *m, const FabNcclTestsTable *sim, const FabNcclTestsCmp *c,
+                     const char *log, const FabScenario *sc) {
+  GString *s = g_string_new("{\"fabsim_version\": ");
+  json_str(s, FABSIM_VERSION);
+  g_string_append(s, ", \"scenario\": ");
+  json_str(s, sc->name);
+  g_string_append(s, ", \"log\": ");
+  json_str(s, log);
+  g_string_append(s, ", \"op\": ");
+  json_str(s, m->op);
+  g_string_append(s, ", \"binary\": ");
+  json_str(s, m->binary);
+  g_string_append(s, ", \"type\": ");
+  json_str(s, m->type);
+  g_string_append_printf(s, ", \"measured_ranks\": %u, \"simulated_ranks\": %u, \"sizes\": [", m->ranks,
+                         sim ? sim->ranks : 0);
+  for (guint i = 0; i < c->rows->len; i++) {
+    const FabNcclTestsCmpRow *r = &g_array_index(c->rows, FabNcclTestsCmpRow, i);
+    g_string_append_printf(s, "%s{\"bytes\": %" G_GUINT64_FORMAT ", \"count\": %" G_GUINT64_FORMAT
+                           ", \"measured\": {\"time_us\": ", i ? ", " : "", r->bytes, r->count);
+    json_num(s, r->meas_time_us);
+    g_string_append(s, ", \"algbw_GBps\": ");
+    json_num(s, r->meas_algbw_GBps);
+    g_string_append(s, ", \"busbw_GBps\": ");
+    json_num(s, r->meas_busbw_GBps);
+    g_string_append(s, "}, \"simulated\": ");
+    if (isnan(r->sim_time_us)) {
+      g_string_append(s, "null");
+    } else {
+      g_string_append(s, "{\"time_us\": ");
+      json_num(s, r->sim_time_us);
+      g_string_append(s, ", \"algbw_GBps\": ");
+      json_num(s, r->sim_algbw_GBps);
+      g_string_append(s, ", \"busbw_GBps\": ");
+      json_num(s, r->sim_busbw_GBps);
+      g_string_append(s, ", \"algorithm\": ");
+      json_str(s, r->algorithm);
+      g_string_append(s, ", \"protocol\": ");
+      json_str(s, r->protocol);
+      g_string_append(s, "}");
+    }
+    g_string_append(s, ", \"time_error_pct\": ");
+    json_num(s, 100 * r->time_err);
+    g_string_append(s, ", \"busbw_error_pct\": ");
+    json_num(s, 100 * r->busbw_err);
+    g_string_append(s, "}");
+  }
+  g_string_append_printf(s, "], \"matched\": %u, \"time_error_pct\": {\"mean_abs\": ", c->matched);
+  json_num(s, 100 * c->mean_abs_time_err);
+  g_string_append(s, ", \"max_abs\": ");
+  json_num(s, 100 * c->max_abs_time_err);
+  g_string_append(s, ", \"max_at_bytes\": ");
+  if (c->matched) g_string_append_printf(s, "%" G_GUINT64_FORMAT, c->max_time_err_bytes);
+  else g_string_append(s, "null");
+  g_string_append(s, "}, \"busbw_error_pct\": {\"mean_abs\": ");
+  json_num(s, 100 * c->mean_abs_busbw_err);
+  g_string_append(s, ", \"max_abs\": ");
+  json_num(s, 100 * c->max_abs_busbw_err);
+  g_string_append(s, ", \"max_at_bytes\": ");
+  if (c->matched) g_string_append_printf(s, "%" G_GUINT64_FORMAT, c->max_busbw_err_bytes);
+  else g_string_append(s, "null");
+  g_string_append(s, "}}\n");
+  return g_string_free(s, FALSE);
+}
+
+static void csv_num(FILE *f, double v) {
+  if (isfinite(v)) fprintf(f, ",%.9g", v);
+  else fputs(",", f);
+}
+
+/* DIR/compare.csv: a row per measured size. */
+static gboolean write_csv(const FabNcclTestsCmp *c, const char *dir, GString *why) {
+  char *path = g_build_filename(dir, "compare.csv", NULL);
+  FILE *f = fopen(path, "w");
+  if (!f) {
+    g_string_printf(why, "cannot write %s: %s", path, g_strerror(errno));
+    g_free(path);
+    return FALSE;
+  }
+  fputs("size_B,count,measured_time_us,measured_algbw_GBps,measured_busbw_GBps,simulated_time_us,"
+        "simulated_algbw_GBps,simulated_busbw_GBps,time_error_pct,busbw_error_pct,algorithm,protocol\n", f);
+  for (guint i = 0; i < c->rows->len; i++) {
+    const FabNcclTestsCmpRow *r = &g_array_index(c->rows, FabNcclTestsCmpRow, i);
+    fprintf(f, "%" G_GUINT64_FORMAT ",%" G_GUINT64_FORMAT, r->bytes, r->count);
+    csv_num(f, r->meas_time_us);
+    csv_num(f, r->meas_algbw_GBps);
+    csv_num(f, r->meas_busbw_GBps);
+    csv_num(f, r->sim_time_us);
+    csv_num(f, r->sim_algbw_GBps);
+    csv_num(f, r->sim_busbw_GBps);
+    csv_num(f, 100 * r->time_err);
+    csv_num(f, 100 * r->busbw_err);
+    fprintf(f, ",%s,%s\n", r->algorithm ? r->algorithm : "", r->protocol ? r->protocol : "");
+  }
+  gboolean ok = fclose(f) == 0;
+  if (!ok) g_string_printf(why, "cannot write %s: %s", path, g_strerror(errno));
+  g_free(path);
+  return ok;
+}
+
+/* DIR/compare.dat and .png/.svg: busbw against size, measured and simulated
+** (upper panel), and the time per operation on log-log axes (lower panel,
+** where the small sizes' latencies show). */
+static gboolean write_plot(const char *gp_bin, const FabNcclTestsCmp *c, const FabNcclTestsTable *m,
+                           const FabNcclTestsTable *sim, const char *dir, GString *why) {
+  char *path = g_build_filename(dir, "compare.dat", NULL);
+  FILE *f = fopen(path, "w");
+  if (!f) {
+    g_string_printf(why, "cannot write %s: %s", path, g_strerror(errno));
+    g_free(path);
+    return FALSE;
+  }
+  fprintf(f, "# size_B measured_busbw_GBps simulated_busbw_GBps measured_time_us simulated_time_us\n");
+  uint64_t lo = UINT64_MAX, hi = 0;
+  for (guint i = 0; i < c->rows->len; i++) {
+    const FabNcclTestsCmpRow *r = &g_array_index(c->rows, FabNcclTestsCmpRow, i);
+    if (!r->bytes) continue; /* no place on a log axis */
+    lo = MIN(lo, r->bytes), hi = MAX(hi, r->bytes);
+    fprintf(f, "%" G_GUINT64_FORMAT, r->bytes);
+    double v[4] = {r->meas_busbw_GBps, r->sim_busbw_GBps, r->meas_time_us, r->sim_time_us};
+    for (int k = 0; k < 4; k++) {
+      if (isfinite(v[k])) fprintf(f, " %.9g", v[k]);
+      else fputs(" NaN", f);
+    }
+    fputc('\n', f);
+  }
+  fclose(f);
+  GString *gp = g_string_new(NULL);
+  char *what = g_strdup_printf("%s (%s): measured on %u ranks, fabsim on %u ranks", m->binary ? m->binary : m->op,
+                               m->type, m->ranks, sim ? sim->ranks : 0);
+  char *sum = fab_nccltests_cmp_summary(c);
+  g_string_append(gp, "set multiplot layout 2,1 title \"");
+  fab_plot_put_title(gp, what);
+  g_string_append(gp, "\\n");
+  fab_plot_put_title(gp, sum);
+  g_string_append(gp, "\"\n");
+  fab_plot_size_xtics(gp, lo, hi);
+  g_string_append_printf(gp, "set lmargin 12\nset rmargin 4\nset grid xtics ytics\nset key top left box opaque\n"
+                             "set xlabel \"message size (B)\"\nset ylabel \"bus bandwidth (GB/s)\"\nset yrange [0:*]\n"
+                             "plot \"%s\" using 1:2 with linespoints lw 2 pt 7 ps 0.8 title \"measured\", "
+                             "\"%s\" using 1:3 with linespoints lw 2 pt 5 ps 0.8 dt 2 title \"fabsim\"\n"
+                             "set logscale y 10\nset yrange [*:*]\nset format y \"%%g\"\nset ylabel \"time (us)\"\n"
+                             "plot \"%s\" using 1:4 with linespoints lw 2 pt 7 ps 0.8 title \"measured\", "
+                             "\"%s\" using 1:5 with linespoints lw 2 pt 5 ps 0.8 dt 2 title \"fabsim\"\n"
+                             "unset multiplot\nunset logscale\nset lmargin -1\nset rmargin -1\n",
+                         path, path, path, path);
+  gboolean ok = fab_plot_draw(gp_bin, dir, "compare", gp->str, why);
+  g_free(what);
+  g_free(sum);
+  g_string_free(gp, TRUE);
+  g_free(path);
+  return ok;
+}
+
+int fab_cmd_compare(int argc, char **argv) {
+  const char *scen = NULL, *log = NULL, *out = NULL, *op_opt = NULL;
+  gboolean json = FALSE, no_progress = FALSE;
+  int rc = 2;
+  GPtrArray *sets = g_ptr_array_new_with_free_func(g_free), *tables = NULL;
+  FabNcclTestsTable *meas = NULL;
+  FabNcclTestsCmp *cmp = NULL;
+  FabScenario *sc = NULL;
+  FabResults res = {0};
+  GError *err = NULL;
+  for (int i = 0; i < argc; i++) {
+    const char *s = argv[i], *val = NULL;
+    if (!strcmp(s, "-h") || !strcmp(s, "--help")) {
+      fputs(usage, stdout);
+      rc = 0;
+      goto out_args;
+    } else if (!strcmp(s, "--set") || !strncmp(s, "--set=", 6)) {
+      val = s[5] == '=' ? s + 6 : i + 1 < argc ? argv[++i] : NULL;
+      if (!val || !strchr(val, '=')) {
+        rc = usage_error("--set needs KEY=VALUE");
+        goto out_args;
+      }
+      g_ptr_array_add(sets, g_strdup(val));
+    } else if (!strcmp(s, "--out") || !strncmp(s, "--out=", 6)) {
+      out = s[5] == '=' ? s + 6 : i + 1 < argc ? argv[++i] : NULL;
+      if (!out || !*out) {
+        rc = usage_error("--out needs a directory");
+        goto out_args;
+      }
+    } else if (!strcmp(s, "--op") || !strncmp(s, "--op=", 5)) {
+      op_opt = s[4] == '=' ? s + 5 : i + 1 < argc ? argv[++i] : NULL;
+      if (!op_opt || !fab_nccltests_binary(op_opt)) {
+        rc = usage_error("--op %s: expected allreduce, allgather, reduce-scatter, broadcast, reduce, all-to-all or "
+                         "send-recv", op_opt ? op_opt : "(nothing)");
+        goto out_args;
+      }
+    } else if (!strcmp(s, "--json")) {
+      json = TRUE;
+    } else if (!strcmp(s, "--no-progress")) {
+      no_progress = TRUE;
+    } else if (s[0] == '-' && s[1]) {
+      rc = usage_error("unknown option '%s'", s);
+      goto out_args;
+    } else if (!scen) {
+      scen = s;
+    } else if (!log) {
+      log = s;
+    } else {
+      rc = usage_error("more than a SCENARIO and a MEASURED.log given ('%s')", s);
+      goto out_args;
+    }
+  }
+  if (!scen || !log) {
+    rc = usage_error("needs a SCENARIO and a MEASURED.log (nccl-tests output)");
+    goto out_args;
+  }
+
+  /* the measured table */
+  meas = fab_nccltests_parse_file(log, &err);
+  if (!meas) {
+    fprintf(stderr, "fabsim: compare: %s\n", err->message);
+    g_error_free(err);
+    goto out_args;
+  }
+  if (op_opt && meas->op && strcmp(op_opt, meas->op)) {
+    fprintf(stderr, "fabsim: compare: --op %s, but %s is the output of %s (%s)\n", op_opt, log, meas->binary, meas->op);
+    goto out_args;
+  }
+  if (!meas->op) {
+    if (!op_opt) {
+      fprintf(stderr, "fabsim: compare: %s: cannot tell which test this is: no all_reduce_perf (all_gather_perf, ...) "
+              "command line and no '# Collective test starting:' line; say it with --op\n", log);
+      goto out_args;
+    }
+    meas->op = op_opt;
+    meas->binary = fab_nccltests_binary(op_opt);
+  }
+
+  /* the sets: the user's, then what the log fixes */
+  GString *sizes = g_string_new("[");
+  guint nsizes = 0;
+  for (guint i = 0; i < meas->rows->len; i++) {
+    uint64_t b = g_array_index(meas->rows, FabNcclTestsRow, i).bytes;
+    gboolean dup = FALSE;
+    for (guint k = 0; k < i; k++) dup |= g_array_index(meas->rows, FabNcclTestsRow, k).bytes == b;
+    if (!b || dup) continue; /* nccl-tests prints 0 B rows when a size is below one element per rank */
+    g_string_append_printf(sizes, "%s%" G_GUINT64_FORMAT, nsizes++ ? "," : "", b);
+  }
+  g_string_append_c(sizes, ']');
+  if (!nsizes) {
+    fprintf(stderr, "fabsim: compare: %s: every row has size 0: nothing to simulate\n", log);
+    g_string_free(sizes, TRUE);
+    goto out_args;
+  }
+  char *root = meas->root >= 0 && (!strcmp(meas->op, "broadcast") || !strcmp(meas->op, "reduce"))
+                   ? g_strdup_printf(", root: %d", meas->root) : g_strdup("");
+  char *rest = NULL, *kind = scenario_workload(scen, sets, &rest);
+  if (kind && (strcmp(kind, "nccl-tests") || rest)) { /* replace the workload whole */
+    if (strcmp(kind, "nccl-tests") && !json)
+      fprintf(stderr, "fabsim: compare: %s's workload is '%s': compared with an nccl-tests sweep of %s instead\n", scen,
+              kind, meas->op);
+    g_ptr_array_add(sets, g_strdup_printf("workload={%skind: nccl-tests, op: %s, dtype: %s, sizes: %s%s}",
+                                          rest ? rest : "", meas->op, wl_dtype(meas->type), sizes->str, root));
+  } else {
+    g_ptr_array_add(sets, g_strdup("workload.kind=nccl-tests"));
+    g_ptr_array_add(sets, g_strdup_printf("workload.op=%s", meas->op));
+    g_ptr_array_add(sets, g_strdup_printf("workload.dtype=%s", wl_dtype(meas->type)));
+    g_ptr_array_add(sets, g_strdup_printf("workload.sizes=%s", sizes->str));
+    if (*root) g_ptr_array_add(sets, g_strdup_printf("workload.root=%d", meas->root));
+  }
+  g_free(rest);
+  g_free(kind);
+  g_free(root);
+  g_string_free(sizes, TRUE);
+  g_ptr_array_add(sets, NULL);
+
+  sc = fab_scenario_load(scen, (const char *const *)sets->pdata, &err);
+  if (!sc) {
+    fprintf(stderr, "fabsim: compare: %s\n", err->message);
+    g_error_free(err);
+    goto out_args;
+  }
+
+  /* the simulation */
+  FabRunOpts opts = {.progress = !no_progress && !json && isatty(STDERR_FILENO)};
+  rc = fab_scenario_run(sc, &opts, &res);
+  if (res.failure) fprintf(stderr, "fabsim: compare: the simulation failed: %s\n", res.failure);
+  tables = fab_nccltests_from_results(&res, meas->type);
+  const FabNcclTestsTable *sim = NULL;
+  for (guint i = 0; i < tables->len && !sim; i++)
+    if (!g_strcmp0(((FabNcclTestsTable *)tables->pdata[i])->op, meas->op)) sim = tables->pdata[i];
+  if (!sim) {
+    fprintf(stderr, "fabsim: compare: the simulation of %s produced no %s collectives tagged nccl-tests\n", scen,
+            meas->op);
+    rc = 1;
+    goto done;
+  }
+  if (meas->ranks && sim->ranks != meas->ranks)
+    fprintf(stderr, "fabsim: compare: warning: %s ran on %u ranks, %s simulates %u: the times are not like for like "
+            "(set cluster.nodes / workload.ranks to match)\n", log, meas->ranks, scen, sim->ranks);
+  cmp = fab_nccltests_compare(meas, sim);
+
+  /* the report */
+  if (json) {
+    char *js = to_json(meas, sim, cmp, log, sc);
+    fputs(js, stdout);
+    g_free(js);
+  } else {
+    printf("fabsim compare: %s (%s, %s) of %s against %s\n", meas->binary, meas->type,
+           meas->rows->len ? g_array_index(meas->rows, FabNcclTestsRow, 0).redop : "?", log, scen);
+    if (meas->ranks) printf("  measured   %u ranks", meas->ranks);
+    else printf("  measured   ranks not given");
+    printf(" (out-of-place)\n  simulated  %u ranks: %s, %s\n", sim->ranks, sc->name, sc->topology);
+    char *tab = fab_nccltests_cmp_format(cmp);
+    fputs(tab, stdout);
+    g_free(tab);
+  }
+  if (out) {
+    GString *why = g_string_new(NULL);
+    char *gp_bin = g_find_program_in_path("gnuplot");
+    if (g_mkdir_with_parents(out, 0755) != 0) {
+      g_string_printf(why, "cannot create %s: %s", out, g_strerror(errno));
+    } else if (write_csv(cmp, out, why)) {
+      if (!json) printf("  wrote      %s/compare.csv\n", out);
+      if (!gp_bin)
+        fprintf(stderr, "fabsim: compare: gnuplot is not on the PATH: no %s/compare.png (Debian: apt-get install "
+                "gnuplot-nox)\n", out);
+      else if (write_plot(gp_bin, cmp, meas, sim, out, why) && !json)
+        printf("  plotted    %s/compare.png, %s/compare.svg\n", out, out);
+    }
+    if (why->len) {
+      fprintf(stderr, "fabsim: compare: %s\n", why->str);
+      if (rc == 0) rc = g_str_has_prefix(why->str, "cannot") ? 2 : 1;
+    }
+    g_free(gp_bin);
+    g_string_free(why, TRUE);
+  }
+done:
+  fab_nccltests_cmp_free(cmp);
+  if (tables) g_ptr_array_free(tables, TRUE);
+  g_free((char *)res.failure);
+  fab_results_clear(&res);
+  fab_scenario_free(sc);
+out_args:
+  fab_nccltests_table_free(meas);
+  g_ptr_array_free(sets, TRUE);
+  return rc;
+}

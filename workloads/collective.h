@@ -1,0 +1,101 @@
+/*
+** Collectives expanded into flows the way NCCL runs them.
+**
+** fab_coll_expand turns one collective on a set of ranks into FabDag ops:
+** per rank a FAB_MARK_COLL_BEGIN mark (waiting on that rank's `start` op)
+** and a FAB_MARK_COLL_END mark (done when the rank holds its result), and
+** between them the flows of the algorithm, chained by dependencies.
+**
+** Algorithms (FabCollAlgo): ring, double binary tree, NVLS (in-switch
+** reduction inside one NVLink domain), NVLS+tree (NVLS inside each domain,
+** a tree across domains), hierarchical (inside each node, then across nodes,
+** then inside again), PAT (allgather, reduce-scatter), pairwise all-to-all,
+** collnet (the in-network reduction hook: until the SHARP issue lands it is
+** rejected as not available), and the ring / direct pattern of send-recv.
+**
+** Channels split the data into parallel rings or trees; chunking cuts each
+** step's data into pieces of `chunk` bytes that pipeline (a piece moves on
+** when it has arrived; pieces of one connection keep their order through
+** FAB_DEP_SENT). Protocols cost a per-step latency (the flow's `pre`) and a
+** bandwidth efficiency (LL carries 8 bytes of data per 16 on the wire,
+** LL128 120 per 128, Simple all of it: the flow's wire bytes grow by that).
+** The reduction costs bytes / env->reduce_Bps after each received piece that
+** is reduced (the flow's `post`).
+*/
+#ifndef FAB_COLLECTIVE_H
+#define FAB_COLLECTIVE_H
+
+#include <glib.h>
+#include "dag.h"
+
+typedef enum {
+  FAB_COLL_ALLREDUCE = 0, FAB_COLL_ALLGATHER, FAB_COLL_REDUCE_SCATTER, FAB_COLL_BROADCAST, FAB_COLL_REDUCE,
+  FAB_COLL_ALL_TO_ALL, FAB_COLL_SEND_RECV, FAB_COLL_N
+} FabCollOp;
+extern const char *const fab_coll_op_names[FAB_COLL_N + 1];  /* "allreduce", ..., NULL (YAML enum) */
+
+typedef enum {
+  FAB_ALGO_AUTO = 0, FAB_ALGO_RING, FAB_ALGO_TREE, FAB_ALGO_NVLS, FAB_ALGO_NVLS_TREE, FAB_ALGO_HIERARCHICAL,
+  FAB_ALGO_PAT, FAB_ALGO_PAIRWISE, FAB_ALGO_COLLNET, FAB_ALGO_N
+} FabCollAlgo;
+extern const char *const fab_coll_algo_names[FAB_ALGO_N + 1]; /* "auto", "ring", "tree", "nvls", "nvls-tree",
+                                                              ** "hierarchical", "pat", "pairwise", "collnet", NULL */
+
+typedef enum { FAB_PROTO_AUTO = 0, FAB_PROTO_SIMPLE, FAB_PROTO_LL128, FAB_PROTO_LL, FAB_PROTO_N } FabProto;
+extern const char *const fab_proto_names[FAB_PROTO_N + 1];   /* "auto", "simple", "ll128", "ll", NULL */
+
+/* What the algorithms and the tuner know of the cluster. */
+typedef struct FabCollEnv {
+  uint32_t endpoints;
+  uint32_t gpus_per_node;   /* endpoints per node; 1 for plain hosts */
+  uint32_t nvl_domain;      /* endpoints per NVLink domain (consecutive); 0: no NVLink */
+  uint64_t net_bps;         /* a rank's network bandwidth, bits/s (its share of the node's NICs) */
+  uint64_t nvl_bps;         /* NVLink per GPU per direction, bits/s (0: none) */
+  fab_time_t net_lat;       /* one network hop end to end, unloaded (NIC to NIC), ps */
+  fab_time_t nvl_lat;       /* one NVLink hop GPU to GPU, ps */
+  double reduce_Bps;        /* GPU reduction throughput, bytes/s of input reduced (0: free) */
+  bool collnet;             /* in-network reduction (SHARP) available */
+} FabCollEnv;
+
+typedef struct FabCollSpec {
+  FabCollOp op;
+  FabCollAlgo algorithm;    /* FAB_ALGO_AUTO: the tuner chooses */
+  FabProto protocol;        /* FAB_PROTO_AUTO: the tuner chooses */
+  uint64_t bytes;           /* nccl-tests size (see FabCollDef.bytes) */
+  uint32_t dtype_bytes;     /* element size (2 for bf16, 4 for float) */
+  uint32_t nranks;
+  const uint32_t *ranks;    /* rank i is endpoint ranks[i] */
+  uint32_t root;            /* broadcast, reduce: the root's rank index */
+  uint32_t channels;        /* 0: the tuner's choice */
+  uint64_t chunk;           /* bytes per pipelined piece; 0: the protocol's default */
+  uint8_t prio;
+  uint16_t job, step;
+  const char *tag;          /* FabCollDef.tag (interned or static) */
+  fab_time_t start;         /* not before this (absolute ps) */
+} FabCollSpec;
+
+/* Expand `c` into `d`. start[i] (NULL, or entries FAB_OP_NONE: none) is the
+** op rank i waits for before it enters; end[i] receives rank i's
+** FAB_MARK_COLL_END mark. Returns the FabCollDef index, or -1 + err
+** (FAB_CFG_ERROR, plain message without location: the caller adds where)
+** when the algorithm cannot run this collective here (NVLS without an
+** NVLink domain, collnet without SHARP, PAT on an op other than allgather
+** and reduce-scatter, ...). */
+int32_t fab_coll_expand(FabDag *d, const FabCollEnv *env, const FabCollSpec *c, const uint32_t *start,
+                        uint32_t *end, GError **err);
+
+/* The tuner: the algorithm, protocol and channels NCCL's cost model would
+** pick for `c` on `env` (fills the AUTO fields of *c; leaves set ones), and
+** the time it predicts, in seconds. */
+double fab_coll_tune(const FabCollEnv *env, FabCollSpec *c);
+
+/* The time the cost model predicts for `c` with its algorithm and protocol
+** set (no AUTO), seconds: latency terms + bytes / bandwidth. */
+double fab_coll_model_time(const FabCollEnv *env, const FabCollSpec *c);
+
+/* nccl-tests' bus bandwidth factor for `op` on n ranks: allreduce
+** 2(n-1)/n; allgather, reduce-scatter, all-to-all (n-1)/n; broadcast,
+** reduce, send-recv 1. */
+double fab_coll_busbw_factor(FabCollOp op, uint32_t n);
+
+#endif

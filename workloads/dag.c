@@ -1,0 +1,80 @@
+/* The operation DAG. See dag.h. */
+#include "dag.h"
+
+const char *const fab_phase_names[FAB_PHASE_N] = {"forward", "backward", "optimizer", "compute"};
+
+FabDag *fab_dag_new(void) {
+  FabDag *d = g_new0(FabDag, 1);
+  d->ops = g_array_new(FALSE, TRUE, sizeof(FabOp));
+  d->deps = g_array_new(FALSE, FALSE, sizeof(uint32_t));
+  d->colls = g_array_new(FALSE, TRUE, sizeof(FabCollDef));
+  d->jobs = g_array_new(FALSE, TRUE, sizeof(FabJobDef));
+  return d;
+}
+
+void fab_dag_free(FabDag *d) {
+  if (!d) return;
+  for (guint i = 0; i < d->jobs->len; i++) g_free(g_array_index(d->jobs, FabJobDef, i).ranks);
+  g_array_free(d->ops, TRUE);
+  g_array_free(d->deps, TRUE);
+  g_array_free(d->colls, TRUE);
+  g_array_free(d->jobs, TRUE);
+  g_free(d);
+}
+
+uint32_t fab_dag_add(FabDag *d, const FabOp *op, const uint32_t *deps, uint32_t ndeps) {
+  uint32_t idx = d->ops->len;
+  FabOp o = *op;
+  g_assert(idx < FAB_DEP_SENT);
+  o.dep0 = d->deps->len;
+  o.ndeps = 0;
+  for (uint32_t k = 0; k < ndeps; k++) {
+    if (deps[k] == FAB_OP_NONE) continue;
+    uint32_t on = deps[k] & ~FAB_DEP_SENT;
+    g_assert(on < idx); /* earlier ops only: acyclic by construction */
+    g_assert(!(deps[k] & FAB_DEP_SENT) || fab_dag_op(d, on)->kind <= FAB_OP_NVLS);
+    g_array_append_val(d->deps, deps[k]);
+    o.ndeps++;
+  }
+  g_array_append_val(d->ops, o);
+  return idx;
+}
+
+uint32_t fab_dag_flow(FabDag *d, uint32_t src, uint32_t dst, uint64_t bytes, uint8_t prio, uint16_t job,
+                      int32_t coll, fab_time_t pre, fab_time_t post, const uint32_t *deps, uint32_t ndeps) {
+  FabOp o = {.kind = FAB_OP_FLOW, .prio = prio, .job = job, .src = src, .dst = dst, .coll = coll,
+             .bytes = bytes, .pre = pre, .post = post};
+  g_assert(src != dst && bytes > 0);
+  return fab_dag_add(d, &o, deps, ndeps);
+}
+
+uint32_t fab_dag_compute(FabDag *d, uint32_t rank, fab_time_t dur, FabPhase phase, uint16_t job, uint16_t step,
+                         const uint32_t *deps, uint32_t ndeps) {
+  FabOp o = {.kind = FAB_OP_COMPUTE, .mark = (uint8_t)phase, .job = job, .step = step, .src = rank, .dst = rank,
+             .coll = -1, .dur = dur};
+  return fab_dag_add(d, &o, deps, ndeps);
+}
+
+uint32_t fab_dag_mark(FabDag *d, uint32_t rank, FabMarkKind mark, uint16_t job, int32_t coll,
+                      const uint32_t *deps, uint32_t ndeps) {
+  FabOp o = {.kind = FAB_OP_MARK, .mark = (uint8_t)mark, .job = job, .src = rank, .dst = rank, .coll = coll};
+  if (coll >= 0) o.step = g_array_index(d->colls, FabCollDef, coll).step;
+  return fab_dag_add(d, &o, deps, ndeps);
+}
+
+int32_t fab_dag_coll(FabDag *d, const FabCollDef *c) {
+  g_array_append_val(d->colls, *c);
+  return (int32_t)d->colls->len - 1;
+}
+
+uint16_t fab_dag_job(FabDag *d, const FabJobDef *j) {
+  g_assert(d->jobs->len < UINT16_MAX);
+  g_array_append_val(d->jobs, *j);
+  return (uint16_t)(d->jobs->len - 1);
+}
+
+uint32_t fab_dag_flows(const FabDag *d) {
+  uint32_t n = 0;
+  for (guint i = 0; i < d->ops->len; i++) n += fab_dag_op(d, i)->kind <= FAB_OP_NVLS;
+  return n;
+}

@@ -1,0 +1,147 @@
+/*
+** The operation DAG: what a workload asks the fabric and the GPUs to do.
+**
+** Every workload (a flow list, a collective, an nccl-tests sweep, training
+** steps, several jobs at once) becomes one FabDag: a list of operations,
+** each with the operations it waits for.
+**
+**   FAB_OP_FLOW     `bytes` from endpoint src to endpoint dst over the fabric
+**                   (or NVLink inside a domain). It is posted `pre` after its
+**                   dependencies are done (a protocol's per-step latency) and
+**                   counts as done `post` after the receiver holds the last
+**                   byte (the reduction of what it received). A GPU reduces
+**                   one received flow at a time, in arrival order, so `post`
+**                   delays queue per receiving endpoint.
+**   FAB_OP_NVLS     one rank's part of an in-switch (NVLS) reduction: its
+**                   `bytes` go up into the NVSwitch of its domain, the reduced
+**                   result comes back; src == dst. The NVLS ops of one
+**                   collective form one group (same `coll`, same `group`).
+**   FAB_OP_COMPUTE  `dur` ps of work on rank src's compute stream. A rank
+**                   runs one compute op at a time, in the order they become
+**                   ready (FIFO); communication does not occupy the stream.
+**   FAB_OP_MARK     no work: a join point (done as soon as its dependencies).
+**                   `mark` says what it marks, for the reports.
+**
+** Dependencies are op indices *earlier* in the list (so the graph is acyclic
+** by construction). A dependency with FAB_DEP_SENT set on a flow waits only
+** until that flow's last packet has left its sender, not until it arrived:
+** that keeps the pieces of one connection in order (NCCL sends a channel's
+** chunks first-in first-out) while they pipeline.
+**
+** An op with no dependencies starts at `start`; with dependencies, at
+** max(start, when the last of them is done).
+*/
+#ifndef FAB_DAG_H
+#define FAB_DAG_H
+
+#include <glib.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include "sim/time.h"
+
+typedef enum { FAB_OP_FLOW = 0, FAB_OP_NVLS, FAB_OP_COMPUTE, FAB_OP_MARK } FabOpKind;
+
+/* What a FAB_OP_MARK marks (FabOp.mark). */
+typedef enum {
+  FAB_MARK_JOIN = 0,    /* nothing: a plain join */
+  FAB_MARK_COLL_BEGIN,  /* rank src enters collective `coll` */
+  FAB_MARK_COLL_END,    /* rank src has collective `coll`'s result */
+  FAB_MARK_STEP_BEGIN,  /* rank src begins training step `step` */
+  FAB_MARK_STEP_END,    /* rank src ended training step `step` */
+} FabMarkKind;
+
+/* What a FAB_OP_COMPUTE computes (FabOp.mark), for the timeline. */
+typedef enum { FAB_PHASE_FWD = 0, FAB_PHASE_BWD, FAB_PHASE_OPT, FAB_PHASE_OTHER, FAB_PHASE_N } FabPhase;
+extern const char *const fab_phase_names[FAB_PHASE_N];
+
+#define FAB_DEP_SENT 0x80000000u /* dependency flag: wait for the flow's last packet to leave, not arrive */
+#define FAB_OP_NONE UINT32_MAX   /* "no op" in arrays of op indices */
+
+typedef struct FabOp {
+  uint8_t kind;         /* FabOpKind */
+  uint8_t prio;         /* FLOW/NVLS: priority class */
+  uint8_t mark;         /* MARK: FabMarkKind; COMPUTE: FabPhase */
+  uint8_t pad;
+  uint16_t job;         /* index in FabDag.jobs */
+  uint16_t step;        /* training step (0 outside training) */
+  uint32_t src, dst;    /* endpoints; COMPUTE/MARK/NVLS: src == dst = the rank's endpoint */
+  int32_t coll;         /* index in FabDag.colls, -1: none */
+  uint32_t group;       /* NVLS: the group (all members of one reduction share it) */
+  uint64_t bytes;       /* FLOW/NVLS: payload bytes the flow carries on the wire (protocol overhead included) */
+  fab_time_t start;     /* ps: not before this (absolute) */
+  fab_time_t pre;       /* FLOW/NVLS: ps from ready to posted */
+  fab_time_t post;      /* FLOW/NVLS: ps from received to done */
+  fab_time_t dur;       /* COMPUTE: ps on the compute stream */
+  uint32_t dep0, ndeps; /* its dependencies: FabDag.deps[dep0 .. dep0 + ndeps) */
+} FabOp;
+
+/* One collective as the reports see it (nccl-tests conventions). */
+typedef struct FabCollDef {
+  const char *op;        /* "allreduce", "allgather", "reduce-scatter", "broadcast", "reduce", "all-to-all",
+                         ** "send-recv" (static) */
+  const char *algorithm; /* the one used, after `auto` (static) */
+  const char *protocol;  /* "simple", "ll128", "ll" (static) */
+  const char *tag;       /* what it is for (interned): "dp", "tp", "pp", "ep", "zero", "nccl-tests", NULL */
+  uint64_t bytes;        /* nccl-tests "size": allreduce/broadcast/reduce the buffer; allgather the output
+                         ** (all ranks' parts); reduce-scatter the input; all-to-all one rank's buffer;
+                         ** send-recv what each rank sends */
+  uint32_t count;        /* elements (bytes / dtype size; allgather, reduce-scatter: per rank... as nccl-tests) */
+  uint32_t dtype_bytes;  /* element size */
+  uint32_t nranks;
+  int32_t root;          /* broadcast, reduce: the root's rank index; -1 otherwise */
+  uint32_t channels;
+  uint64_t chunk;        /* bytes per pipelined piece */
+  uint16_t job;
+  uint16_t step;
+} FabCollDef;
+
+/* One job: a workload on its own endpoints (which may overlap another's). */
+typedef struct FabJobDef {
+  const char *name;      /* interned */
+  const char *kind;      /* workload kind (static) */
+  uint32_t nranks;
+  uint32_t *ranks;       /* rank i runs on endpoint ranks[i] (owned) */
+  uint32_t steps;        /* training steps (0: not training) */
+  uint32_t microbatches; /* training: per step and pipeline (0: not training) */
+  uint32_t pp;           /* training: pipeline stages (1: none) */
+} FabJobDef;
+
+typedef struct FabDag {
+  GArray *ops;     /* FabOp */
+  GArray *deps;    /* uint32_t: op index, | FAB_DEP_SENT */
+  GArray *colls;   /* FabCollDef */
+  GArray *jobs;    /* FabJobDef */
+  uint32_t groups; /* NVLS groups handed out */
+} FabDag;
+
+FabDag *fab_dag_new(void);
+void fab_dag_free(FabDag *d);
+
+/* Append `op` (its dep0/ndeps are set here) with `ndeps` dependencies
+** (entries FAB_OP_NONE are skipped; each must be an earlier op). Returns its
+** index. */
+uint32_t fab_dag_add(FabDag *d, const FabOp *op, const uint32_t *deps, uint32_t ndeps);
+
+/* Shorthands. */
+uint32_t fab_dag_flow(FabDag *d, uint32_t src, uint32_t dst, uint64_t bytes, uint8_t prio, uint16_t job,
+                      int32_t coll, fab_time_t pre, fab_time_t post, const uint32_t *deps, uint32_t ndeps);
+uint32_t fab_dag_compute(FabDag *d, uint32_t rank, fab_time_t dur, FabPhase phase, uint16_t job, uint16_t step,
+                         const uint32_t *deps, uint32_t ndeps);
+uint32_t fab_dag_mark(FabDag *d, uint32_t rank, FabMarkKind mark, uint16_t job, int32_t coll,
+                      const uint32_t *deps, uint32_t ndeps);
+
+static inline FabOp *fab_dag_op(const FabDag *d, uint32_t i) { return &g_array_index(d->ops, FabOp, i); }
+static inline uint32_t fab_dag_len(const FabDag *d) { return d->ops->len; }
+static inline uint32_t fab_dag_dep(const FabDag *d, const FabOp *op, uint32_t k) {
+  return g_array_index(d->deps, uint32_t, op->dep0 + k);
+}
+
+/* Add a collective definition; returns its index (for FabOp.coll). */
+int32_t fab_dag_coll(FabDag *d, const FabCollDef *c);
+/* Add a job (takes ownership of j->ranks); returns its index. */
+uint16_t fab_dag_job(FabDag *d, const FabJobDef *j);
+
+/* Number of flows (FLOW and NVLS ops). */
+uint32_t fab_dag_flows(const FabDag *d);
+
+#endif

@@ -1,0 +1,858 @@
+/*
+** Training steps turned into a FabDag. See training.h for the YAML.
+**
+** Shape. h = hidden, f = ffn (default 4h), L = layers, s = seq, b =
+** micro_batch, B = dtype bytes (bf16/fp16 2, fp32 4, fp8 1), E = experts,
+** k = top_k. A dense layer holds 4h^2 (Q, K, V, O) + 2hf (the two MLP
+** matrices) parameters; biases, norms, the router and the embeddings are
+** not modelled. Layer l (0-based) is an MoE layer when E > 0 and
+** l % moe_every == 0 (Megatron's moe_layer_freq); it holds 4h^2 + E x 2hf.
+** `params` (dense models only) fixes the total instead:
+**  - with layers and hidden: f = (params/L - 4h^2) / 2h;
+**  - with layers only: h = sqrt(params / 12L) rounded to a multiple of 128;
+**  - with hidden only: L = params / 12h^2;
+**  - alone: L = cbrt(params / (12 x 128^2)) (hidden/layers ~ 128, as GPT-3,
+**    Llama-7B/13B), rounded to a multiple of 8, then h as above;
+**  L is then rounded to a multiple of pp x layer_group and f derived from
+**  params as in the first case, so the total stays `params`.
+**
+** Compute, per block of G = layer_group layers, per microbatch, per rank:
+**   attention part  A = G x (2bs x 4h^2 + 4bs^2h) / tp   (projections, then
+**                   QK^T and AV without causal halving)
+**   MLP part        M = 2bs x 2hf x (dense layers + k x MoE layers) / tp
+**   forward = A + M FLOPs; backward = 2 (A + M); time = FLOPs / (flops x
+**   efficiency), rounded to the picosecond. A forward block is
+**   attn [TP allreduce] [EP all-to-all] mlp [EP all-to-all] [TP allreduce],
+**   a backward block [EP a2a] mlp [EP a2a] [TP allreduce] attn [TP allreduce];
+**   adjacent compute parts with no collective between them are one op.
+**   TP allreduce: G x b s h B bytes over the tp group; EP all-to-all:
+**   (MoE layers in the block) x b s h B k bytes over the ep group. With
+**   G > 1 a block's G layers act as one (the collectives carry G layers'
+**   bytes at once): fewer, larger ops.
+** Optimizer: 16 bytes of state traffic per parameter the rank updates
+** (params of its stage / tp, / dp with ZeRO >= 1) at gpu.memory_bandwidth.
+**
+** Ranks: r = tp_i + tp (dp_i + dp pp_i). Groups (all on one stage):
+**   tp   same dp_i;                  ep   dp_i = g ep + e, e = 0..ep-1
+**   dp   same tp_i, all dp_i;        edp  same tp_i, same dp_i % ep
+** Expert parameters (ep > 1) are sharded E/ep per rank and their gradients
+** reduced over edp (dp/ep ranks); all other gradients over dp.
+**
+** Pipeline: per stage 1F1B: warm-up min(pp-1-stage, m) forwards, then one
+** forward one backward, then the remaining backwards; the compute ops of a
+** rank are chained in that order. After the forward of microbatch j on stage
+** s < pp-1 each rank sends ceil(b s h B / tp) bytes to the same (tp_i, dp_i)
+** on stage s+1, whose forward of j waits for it; backward gradients go back
+** the same way. These flows carry a FabCollDef "send-recv", tag "pp", one per
+** (step, stage boundary, direction).
+**
+** Data parallel (dp > 1): a stage's gradient bytes per rank (params / tp x
+** B), walked in backward order (last block first), are cut into buckets of
+** exactly `bucket` bytes (the last holds the rest), so there are
+** ceil(bytes / bucket) per group. A bucket is ready when the last
+** microbatch's backward of the block holding its last byte is done
+** (overlap: true), or when the whole backward is (overlap: false).
+**   zero 0   allreduce per bucket; the optimizer waits for all of them;
+**   zero 1,2 reduce-scatter per bucket, the optimizer, then an allgather
+**            per bucket of the updated parameters (2 differs from 1 only in
+**            memory, which is not modelled);
+**   zero 3 / fsdp  (as FSDP without no_sync, per microbatch): allgather of
+**            the block's parameters before its forward and again before
+**            its backward (prefetched: issued when the previous block
+**            starts), reduce-scatter of its gradients after its backward;
+**            no buckets.
+** A step ends (FAB_MARK_STEP_END) after the optimizer and the allgathers
+** that follow it; the next step begins (FAB_MARK_STEP_BEGIN) on that.
+**
+** Approximate: no embeddings or loss; no sequence parallelism; no
+** interleaved (virtual) pipeline stages; p2p sends do not block the sender;
+** no cross-stage synchronization before the optimizer (grad-norm, etc.);
+** MoE load is perfectly balanced; blocks of G > 1 layers merge collectives.
+*/
+#include "training.h"
+#include <math.h>
+#include <stddef.h>
+#include <string.h>
+
+#define MAX_OPS 4000000u /* guard: ops one training job may add */
+/* A key's node, or the map's when the key is absent (for errors). */
+#define AT_KEY(map, key) (fab_cfg_get((map), (key)) ? fab_cfg_get((map), (key)) : (map))
+
+/* ---- YAML ----------------------------------------------------------------- */
+
+static const char *const dtype_names[] = {"bf16", "fp16", "fp32", "fp8", NULL};
+static const uint32_t dtype_bytes[] = {2, 2, 4, 1};
+static const char *const zero_names[] = {"0", "1", "2", "3", "fsdp", NULL};
+
+typedef struct TrainIn {
+  const FabCfgNode *kind, *name, *ranks, *start; /* the caller's */
+  const FabCfgNode *model, *parallelism, *gpu;
+  uint64_t bucket, steps, layer_group, channels, chunk;
+  gboolean overlap;
+  int algorithm, protocol;
+} TrainIn;
+
+static const FabCfgKey train_schema[] = {
+  {"kind", FAB_CFG_NODE, offsetof(TrainIn, kind), FALSE, NULL, 0, 0, NULL},
+  {"name", FAB_CFG_NODE, offsetof(TrainIn, name), FALSE, NULL, 0, 0, NULL},
+  {"ranks", FAB_CFG_NODE, offsetof(TrainIn, ranks), FALSE, NULL, 0, 0, NULL},
+  {"start", FAB_CFG_NODE, offsetof(TrainIn, start), FALSE, NULL, 0, 0, NULL},
+  {"model", FAB_CFG_MAP, offsetof(TrainIn, model), TRUE, NULL, 0, 0, NULL},
+  {"parallelism", FAB_CFG_MAP, offsetof(TrainIn, parallelism), FALSE, NULL, 0, 0, NULL},
+  {"gpu", FAB_CFG_MAP, offsetof(TrainIn, gpu), FALSE, NULL, 0, 0, NULL},
+  {"bucket", FAB_CFG_SIZE, offsetof(TrainIn, bucket), FALSE, "25MiB", 1, 0, NULL},
+  {"overlap", FAB_CFG_BOOL, offsetof(TrainIn, overlap), FALSE, "true", 0, 0, NULL},
+  {"steps", FAB_CFG_UINT, offsetof(TrainIn, steps), FALSE, "1", 1, 65535, NULL},
+  {"layer_group", FAB_CFG_UINT, offsetof(TrainIn, layer_group), FALSE, "1", 1, 1e6, NULL},
+  {"algorithm", FAB_CFG_ENUM, offsetof(TrainIn, algorithm), FALSE, "auto", 0, 0, fab_coll_algo_names},
+  {"protocol", FAB_CFG_ENUM, offsetof(TrainIn, protocol), FALSE, "auto", 0, 0, fab_proto_names},
+  {"channels", FAB_CFG_UINT, offsetof(TrainIn, channels), FALSE, "0", 0, 64, NULL},
+  {"chunk", FAB_CFG_SIZE, offsetof(TrainIn, chunk), FALSE, "0", 0, 0, NULL},
+  {NULL, FAB_CFG_END, 0, FALSE, NULL, 0, 0, NULL},
+};
+
+typedef struct ModelIn {
+  const FabCfgNode *params;
+  uint64_t layers, hidden, ffn, heads, seq, micro_batch, global_batch, experts, top_k, moe_every;
+  int dtype;
+} ModelIn;
+
+static const FabCfgKey model_schema[] = {
+  {"params", FAB_CFG_NODE, offsetof(ModelIn, params), FALSE, NULL, 0, 0, NULL},
+  {"layers", FAB_CFG_UINT, offsetof(ModelIn, layers), FALSE, NULL, 1, 1e6, NULL},
+  {"hidden", FAB_CFG_UINT, offsetof(ModelIn, hidden), FALSE, NULL, 1, 1e7, NULL},
+  {"ffn", FAB_CFG_UINT, offsetof(ModelIn, ffn), FALSE, NULL, 1, 1e8, NULL},
+  {"heads", FAB_CFG_UINT, offsetof(ModelIn, heads), FALSE, NULL, 1, 1e6, NULL},
+  {"seq", FAB_CFG_UINT, offsetof(ModelIn, seq), TRUE, NULL, 1, 1e8, NULL},
+  {"micro_batch", FAB_CFG_UINT, offsetof(ModelIn, micro_batch), FALSE, "1", 1, 1e6, NULL},
+  {"global_batch", FAB_CFG_UINT, offsetof(ModelIn, global_batch), FALSE, NULL, 1, 1e9, NULL},
+  {"dtype", FAB_CFG_ENUM, offsetof(ModelIn, dtype), FALSE, "bf16", 0, 0, dtype_names},
+  {"experts", FAB_CFG_UINT, offsetof(ModelIn, experts), FALSE, "0", 0, 1e6, NULL},
+  {"top_k", FAB_CFG_UINT, offsetof(ModelIn, top_k), FALSE, "2", 1, 1e3, NULL},
+  {"moe_every", FAB_CFG_UINT, offsetof(ModelIn, moe_every), FALSE, "1", 1, 1e6, NULL},
+  {NULL, FAB_CFG_END, 0, FALSE, NULL, 0, 0, NULL},
+};
+
+typedef struct ParIn {
+  uint64_t dp, tp, pp, ep;
+  int zero;
+  const FabCfgNode *microbatches;
+} ParIn;
+
+static const FabCfgKey par_schema[] = {
+  {"dp", FAB_CFG_UINT, offsetof(ParIn, dp), FALSE, NULL, 1, 1e7, NULL},
+  {"tp", FAB_CFG_UINT, offsetof(ParIn, tp), FALSE, "1", 1, 1e6, NULL},
+  {"pp", FAB_CFG_UINT, offsetof(ParIn, pp), FALSE, "1", 1, 1e6, NULL},
+  {"ep", FAB_CFG_UINT, offsetof(ParIn, ep), FALSE, "1", 1, 1e6, NULL},
+  {"zero", FAB_CFG_ENUM, offsetof(ParIn, zero), FALSE, "0", 0, 0, zero_names},
+  {"microbatches", FAB_CFG_NODE, offsetof(ParIn, microbatches), FALSE, NULL, 0, 0, NULL},
+  {NULL, FAB_CFG_END, 0, FALSE, NULL, 0, 0, NULL},
+};
+
+typedef struct GpuIn {
+  const FabCfgNode *flops;
+  double efficiency;
+  uint64_t memory_bps;
+} GpuIn;
+
+static const FabCfgKey gpu_schema[] = {
+  {"flops", FAB_CFG_NODE, offsetof(GpuIn, flops), FALSE, NULL, 0, 0, NULL},
+  {"efficiency", FAB_CFG_DOUBLE, offsetof(GpuIn, efficiency), FALSE, NULL, 1e-6, 1, NULL},
+  {"memory_bandwidth", FAB_CFG_RATE, offsetof(GpuIn, memory_bps), FALSE, "2TB/s", 0, 0, NULL},
+  {NULL, FAB_CFG_END, 0, FALSE, NULL, 0, 0, NULL},
+};
+
+/* A positive number followed by an optional multiplier letter (from
+** `letters`, case-insensitive, worth 10^(3 (i+1)) for letter i, except that
+** `alias` also means 10^9) and then an optional `unit` word
+** (case-insensitive). "7B" -> 7e9, "989TFLOPS" -> 9.89e14. */
+static gboolean parse_scaled(const char *s, const char *letters, char alias, const char *const *units, double *out) {
+  if (!s || !*s || g_ascii_isspace(*s) || *s == '-' || *s == '+') return FALSE;
+  char *end = NULL;
+  double v = g_ascii_strtod(s, &end);
+  if (end == s || !isfinite(v) || !(v > 0)) return FALSE;
+  for (const char *p = s; p < end; p++)
+    if (!g_ascii_isdigit(*p) && *p != '.' && *p != 'e' && *p != 'E' && *p != '-' && *p != '+') return FALSE;
+  while (*end == ' ') end++;
+  if (*end) {
+    char c = g_ascii_toupper(*end);
+    const char *hit = strchr(letters, c);
+    if (c && hit) {
+      v *= pow(10, 3.0 * (double)(hit - letters + 1));
+      end++;
+    } else if (c && c == alias) {
+      v *= 1e9;
+      end++;
+    }
+  }
+  if (*end) {
+    gboolean ok = FALSE;
+    for (int i = 0; units && units[i] && !ok; i++) ok = g_ascii_strcasecmp(end, units[i]) == 0;
+    if (!ok) return FALSE;
+  }
+  *out = v;
+  return isfinite(v);
+}
+
+static gboolean read_params(const FabCfgNode *n, double *v, GError **err) {
+  if (fab_cfg_kind(n) != FAB_CFG_NODE_SCALAR || !parse_scaled(fab_cfg_scalar(n), "KMBT", 'G', NULL, v) ||
+      *v < 1)
+    return fab_cfg_fail(n, err, "'%s' is not a parameter count (expected a number with K, M, B or T, e.g. 7B, "
+                        "175B or 350M, or a plain number)", fab_cfg_kind(n) == FAB_CFG_NODE_SCALAR ?
+                        fab_cfg_scalar(n) : "(not a scalar)");
+  return TRUE;
+}
+
+static gboolean read_flops(const FabCfgNode *n, double *v, GError **err) {
+  static const char *const units[] = {"FLOPS", "FLOP/s", NULL};
+  if (fab_cfg_kind(n) != FAB_CFG_NODE_SCALAR || !parse_scaled(fab_cfg_scalar(n), "KMGTPE", 0, units, v))
+    return fab_cfg_fail(n, err, "'%s' is not a FLOP rate (expected a number with KFLOPS, MFLOPS, GFLOPS, "
+                        "TFLOPS or PFLOPS, e.g. 989TFLOPS, or a plain number of FLOP/s)",
+                        fab_cfg_kind(n) == FAB_CFG_NODE_SCALAR ? fab_cfg_scalar(n) : "(not a scalar)");
+  return TRUE;
+}
+
+/* ---- the plan ------------------------------------------------------------- */
+
+enum { GK_TP, GK_EP, GK_DP, GK_EDP };         /* rank groups, see the top */
+enum { SEG_COMPUTE, SEG_TP, SEG_EP };         /* parts of a block */
+enum { DENSE = 0, EXPERT = 1, NSTREAMS = 2 }; /* gradient streams: over dp, over edp */
+
+typedef struct Seg {
+  int kind;
+  double flops;   /* SEG_COMPUTE */
+  uint64_t bytes; /* collectives */
+} Seg;
+
+typedef struct Block {
+  Seg fwd[6], bwd[6];
+  uint32_t nfwd, nbwd;
+  double params[NSTREAMS];    /* parameters per rank (after tp and ep split) */
+  uint64_t gbytes[NSTREAMS];  /* their gradient (and parameter) bytes per rank */
+} Block;
+
+typedef struct Bucket {
+  uint32_t block; /* ready after the last microbatch's backward of this block */
+  uint64_t bytes;
+} Bucket;
+
+typedef struct Train {
+  /* the job */
+  FabDag *d;
+  const FabCollEnv *env;
+  const uint32_t *ranks;
+  uint32_t nranks;
+  uint16_t job, step;
+  fab_time_t start;
+  const FabCfgNode *wl, *coll_at; /* where errors are reported */
+  /* the model */
+  uint32_t dp, tp, pp, ep, edp, zero, m, nb, steps;
+  uint32_t dtype;
+  uint64_t act_bytes;  /* PP flow per rank per microbatch */
+  double rate;         /* FLOP/s achieved */
+  double mem_Bps;      /* optimizer memory bandwidth, bytes/s */
+  uint64_t bucket;
+  gboolean too_many_buckets; /* more than MAX_OPS buckets in a stage */
+  gboolean overlap;
+  FabCollAlgo algo;
+  FabProto proto;
+  uint32_t channels;
+  uint64_t chunk;      /* bytes per pipelined piece of a collective; 0: the protocol's */
+  Block *blk;          /* [pp * nb] */
+  GArray **buckets;    /* [pp * NSTREAMS] of Bucket */
+  /* state while generating (per job rank) */
+  uint32_t *tail;      /* the rank's last op in schedule order */
+  uint32_t *lastc;     /* its last compute op */
+  uint32_t *x[3];      /* deps the next compute (or collective) must add: pp flow, zero-3 gathers */
+  uint32_t *gnext[NSTREAMS]; /* zero-3: prefetched gathers for the next block */
+  uint32_t *act, *grad; /* [(pp-1) * m * tp*dp] pp flows: into stage s+1 / back into stage s */
+  GArray **pending;    /* per rank: ops the optimizer waits for */
+  GArray **post;       /* per rank: ops the step end waits for */
+  int32_t coll_fwd_base, coll_bwd_base; /* FabCollDef of the pp transfers of this step, per boundary */
+  uint32_t *mem, *eps, *st, *en; /* scratch, nranks each */
+  uint32_t ops0;       /* ops in d before this job */
+  uint64_t ops_by[4];  /* ops added by the collectives tagged tp, ep, dp, zero (for the guard's message) */
+} Train;
+
+static const char *const tags[] = {"tp", "ep", "dp", "zero"};
+
+static inline uint32_t rank_of(const Train *t, uint32_t tp_i, uint32_t dp_i, uint32_t s) {
+  return tp_i + t->tp * (dp_i + t->dp * s);
+}
+
+static uint32_t ngroups(const Train *t, int gk) {
+  switch (gk) {
+  case GK_TP: return t->dp;
+  case GK_EP: return t->tp * (t->dp / t->ep);
+  case GK_DP: return t->tp;
+  default: return t->tp * t->ep;
+  }
+}
+
+/* Members (job ranks) of group g of kind gk on stage s into out; returns how many. */
+static uint32_t members(const Train *t, int gk, uint32_t s, uint32_t g, uint32_t *out) {
+  uint32_t n = 0;
+  switch (gk) {
+  case GK_TP:
+    for (uint32_t i = 0; i < t->tp; i++) out[n++] = rank_of(t, i, g, s);
+    break;
+  case GK_EP:
+    for (uint32_t e = 0; e < t->ep; e++) out[n++] = rank_of(t, g % t->tp, (g / t->tp) * t->ep + e, s);
+    break;
+  case GK_DP:
+    for (uint32_t i = 0; i < t->dp; i++) out[n++] = rank_of(t, g, i, s);
+    break;
+  default:
+    for (uint32_t k = 0; k < t->edp; k++) out[n++] = rank_of(t, g % t->tp, k * t->ep + g / t->tp, s);
+    break;
+  }
+  return n;
+}
+
+static gboolean too_many(Train *t, GError **err) {
+  uint32_t all = fab_dag_len(t->d) - t->ops0;
+  if (all <= MAX_OPS) return FALSE;
+  GString *by = g_string_new(NULL);
+  uint64_t rest = all;
+  for (int i = 0; i < 4; i++) {
+    if (t->ops_by[i]) g_string_append_printf(by, "%s collectives %" G_GUINT64_FORMAT ", ", tags[i], t->ops_by[i]);
+    rest -= t->ops_by[i];
+  }
+  fab_cfg_fail(t->wl, err, "this training job needs more than %u operations (%u steps x %u microbatches x %u blocks "
+               "per stage x %u ranks; after step %u: %scompute and the rest %" G_GUINT64_FORMAT "); raise "
+               "chunk (fewer pieces per collective), layer_group (fewer tp/ep/zero collectives), bucket (fewer dp "
+               "collectives), or lower channels, steps or microbatches", MAX_OPS, t->steps, t->m, t->nb, t->nranks, t->step, by->str, rest);
+  g_string_free(by, TRUE);
+  return TRUE;
+}
+
+static uint32_t mark(Train *t, uint32_t r, FabMarkKind kind, const uint32_t *deps, uint32_t ndeps) {
+  FabOp o = {.kind = FAB_OP_MARK, .mark = (uint8_t)kind, .job = t->job, .step = t->step, .src = t->ranks[r],
+             .dst = t->ranks[r], .coll = -1, .start = t->start};
+  return fab_dag_add(t->d, &o, deps, ndeps);
+}
+
+/* Fold the rank's pending extra deps into its tail (before a collective). */
+static void absorb(Train *t, uint32_t r) {
+  uint32_t deps[4] = {t->tail[r], t->x[0][r], t->x[1][r], t->x[2][r]};
+  if (deps[1] == FAB_OP_NONE && deps[2] == FAB_OP_NONE && deps[3] == FAB_OP_NONE) return;
+  t->tail[r] = mark(t, r, FAB_MARK_JOIN, deps, 4);
+  t->x[0][r] = t->x[1][r] = t->x[2][r] = FAB_OP_NONE;
+}
+
+/* One collective per group of kind gk on stage s. Rank r enters after
+** from[r]; its end goes to to[r] (if to) and onto collect[r] (if collect).
+** Groups of one rank do nothing. */
+static gboolean coll(Train *t, int gk, uint32_t s, FabCollOp op, uint64_t bytes, const char *tag,
+                     const uint32_t *from, uint32_t *to, GArray **collect, GError **err) {
+  if (!bytes) return TRUE;
+  for (uint32_t g = 0; g < ngroups(t, gk); g++) {
+    uint32_t n = members(t, gk, s, g, t->mem);
+    if (n < 2) return TRUE;
+    for (uint32_t i = 0; i < n; i++) {
+      if (to == t->tail) absorb(t, t->mem[i]); /* in the rank's chain: it waits for what the chain waits for */
+      t->eps[i] = t->ranks[t->mem[i]];
+      t->st[i] = from[t->mem[i]];
+    }
+    FabCollSpec c = {.op = op, .algorithm = t->algo, .protocol = t->proto, .bytes = bytes,
+                     .dtype_bytes = t->dtype, .nranks = n, .ranks = t->eps, .channels = t->channels, .chunk = t->chunk,
+                     .job = t->job, .step = t->step, .tag = tag, .start = t->start};
+    GError *e = NULL;
+    uint32_t before = fab_dag_len(t->d);
+    if (fab_coll_expand(t->d, t->env, &c, t->st, t->en, &e) < 0) {
+      fab_cfg_fail(t->coll_at, err, "%s %s of %" G_GUINT64_FORMAT " bytes over %u ranks: %s", tag,
+                   fab_coll_op_names[op], bytes, n, e ? e->message : "failed");
+      g_clear_error(&e);
+      return FALSE;
+    }
+    for (int i = 0; i < 4; i++) t->ops_by[i] += (tag == tags[i]) * (uint64_t)(fab_dag_len(t->d) - before);
+    for (uint32_t i = 0; i < n; i++) {
+      if (to) to[t->mem[i]] = t->en[i];
+      if (collect) g_array_append_val(collect[t->mem[i]], t->en[i]);
+    }
+    if (too_many(t, err)) return FALSE;
+  }
+  return TRUE;
+}
+
+static fab_time_t compute_ps(const Train *t, double flops) { return (fab_time_t)llround(flops / t->rate * 1e12); }
+
+/* A stream's collectives over the rank's stream group (dp or edp). */
+static inline int stream_group(int st) { return st == DENSE ? GK_DP : GK_EDP; }
+
+/* ZeRO-3: gather block k's parameters of stage s for every rank: ends into gnext[]. */
+static gboolean gather(Train *t, uint32_t s, uint32_t k, GError **err) {
+  const Block *b = &t->blk[s * t->nb + k];
+  for (int st = 0; st < NSTREAMS; st++) {
+    for (uint32_t q = 0; q < t->tp * t->dp; q++) t->gnext[st][s * t->tp * t->dp + q] = FAB_OP_NONE;
+    if (!coll(t, stream_group(st), s, FAB_COLL_ALLGATHER, b->gbytes[st], tags[3], t->tail, t->gnext[st], NULL, err))
+      return FALSE;
+  }
+  return TRUE;
+}
+
+/* The DP collectives of buckets that are ready at block k of stage s (all
+** buckets when k == UINT32_MAX), entered after each rank's last compute. */
+static gboolean buckets(Train *t, uint32_t s, uint32_t k, GError **err) {
+  FabCollOp op = t->zero ? FAB_COLL_REDUCE_SCATTER : FAB_COLL_ALLREDUCE;
+  for (int st = 0; st < NSTREAMS; st++) {
+    GArray *bl = t->buckets[s * NSTREAMS + st];
+    for (guint i = 0; i < bl->len; i++) {
+      const Bucket *bk = &g_array_index(bl, Bucket, i);
+      if (k != UINT32_MAX && bk->block != k) continue;
+      if (!coll(t, stream_group(st), s, op, bk->bytes, tags[2], t->lastc, NULL, t->pending, err)) return FALSE;
+    }
+  }
+  return TRUE;
+}
+
+/* One pp transfer from job rank a to job rank b after a's tail; returns the op. */
+static uint32_t pp_flow(Train *t, uint32_t a, uint32_t b, int32_t coll_idx) {
+  if (t->ranks[a] == t->ranks[b]) return mark(t, a, FAB_MARK_JOIN, &t->tail[a], 1);
+  uint32_t f = fab_dag_flow(t->d, t->ranks[a], t->ranks[b], t->act_bytes, 0, t->job, coll_idx, 0, 0, &t->tail[a], 1);
+  fab_dag_op(t->d, f)->step = t->step;
+  fab_dag_op(t->d, f)->start = t->start;
+  return f;
+}
+
+/* The forward (fwd) or backward of microbatch j on stage s, for all its ranks. */
+static gboolean item(Train *t, uint32_t s, gboolean fwd, uint32_t j, GError **err) {
+  const uint32_t nq = t->tp * t->dp, base = s * nq;
+  const gboolean zero3 = t->zero == 3 && t->dp > 1;
+  if (fwd && s > 0)
+    for (uint32_t q = 0; q < nq; q++) t->x[0][base + q] = t->act[((size_t)(s - 1) * t->m + j) * nq + q];
+  if (!fwd && s + 1 < t->pp)
+    for (uint32_t q = 0; q < nq; q++) t->x[0][base + q] = t->grad[((size_t)s * t->m + j) * nq + q];
+  if (zero3 && !gather(t, s, fwd ? 0 : t->nb - 1, err)) return FALSE;
+  for (uint32_t n = 0; n < t->nb; n++) {
+    uint32_t k = fwd ? n : t->nb - 1 - n;
+    const Block *b = &t->blk[s * t->nb + k];
+    if (zero3) {
+      for (uint32_t q = 0; q < nq; q++) { /* this block's gathers become deps; prefetch the next block's */
+        t->x[1][base + q] = t->gnext[DENSE][base + q];
+        t->x[2][base + q] = t->gnext[EXPERT][base + q];
+      }
+      if (n + 1 < t->nb && !gather(t, s, fwd ? k + 1 : k - 1, err)) return FALSE;
+    }
+    const Seg *seg = fwd ? b->fwd : b->bwd;
+    for (uint32_t i = 0; i < (fwd ? b->nfwd : b->nbwd); i++) {
+      if (seg[i].kind == SEG_COMPUTE) {
+        fab_time_t dur = compute_ps(t, seg[i].flops);
+        for (uint32_t q = 0; q < nq; q++) {
+          uint32_t r = base + q;
+          uint32_t deps[4] = {t->tail[r], t->x[0][r], t->x[1][r], t->x[2][r]};
+          FabOp o = {.kind = FAB_OP_COMPUTE, .mark = fwd ? FAB_PHASE_FWD : FAB_PHASE_BWD, .job = t->job,
+                     .step = t->step, .src = t->ranks[r], .dst = t->ranks[r], .coll = -1, .start = t->start,
+                     .dur = dur};
+          t->tail[r] = t->lastc[r] = fab_dag_add(t->d, &o, deps, 4);
+          t->x[0][r] = t->x[1][r] = t->x[2][r] = FAB_OP_NONE;
+        }
+      } else if (!coll(t, seg[i].kind == SEG_TP ? GK_TP : GK_EP, s,
+                       seg[i].kind == SEG_TP ? FAB_COLL_ALLREDUCE : FAB_COLL_ALL_TO_ALL, seg[i].bytes,
+                       seg[i].kind == SEG_TP ? tags[0] : tags[1], t->tail, t->tail, NULL, err)) {
+        return FALSE;
+      }
+    }
+    if (!fwd && zero3) { /* FSDP: this microbatch's gradients of the block, reduce-scattered */
+      for (int st = 0; st < NSTREAMS; st++)
+        if (!coll(t, stream_group(st), s, FAB_COLL_REDUCE_SCATTER, b->gbytes[st], tags[3], t->lastc, NULL,
+                  t->pending, err))
+          return FALSE;
+    } else if (!fwd && t->overlap && j + 1 == t->m && t->dp > 1 && !buckets(t, s, k, err)) {
+      return FALSE;
+    }
+  }
+  if (!fwd && !zero3 && !t->overlap && j + 1 == t->m && t->dp > 1 && !buckets(t, s, UINT32_MAX, err))
+    return FALSE;
+  for (uint32_t q = 0; q < nq; q++) { /* the activation on, or the gradient back */
+    uint32_t r = base + q;
+    if (fwd && s + 1 < t->pp)
+      t->act[((size_t)s * t->m + j) * nq + q] = pp_flow(t, r, r + nq, t->coll_fwd_base + (int32_t)s);
+    if (!fwd && s > 0)
+      t->grad[((size_t)(s - 1) * t->m + j) * nq + q] = pp_flow(t, r, r - nq, t->coll_bwd_base + (int32_t)s - 1);
+  }
+  return !too_many(t, err);
+}
+
+/* Item i of stage s's 1F1B sequence: *fwd and microbatch *j. */
+static void schedule_at(const Train *t, uint32_t s, uint32_t i, gboolean *fwd, uint32_t *j) {
+  uint32_t warm = t->pp - 1 - s < t->m ? t->pp - 1 - s : t->m;
+  if (i < warm) {
+    *fwd = TRUE, *j = i;
+  } else if (i < warm + 2 * (t->m - warm)) {
+    uint32_t k = i - warm;
+    *fwd = k % 2 == 0;
+    *j = *fwd ? warm + k / 2 : k / 2;
+  } else {
+    *fwd = FALSE, *j = i - warm - (t->m - warm); /* cool-down: B(m - warm) .. B(m-1) */
+  }
+}
+
+static gboolean step(Train *t, GError **err) {
+  const uint32_t n = t->nranks;
+  /* the pp transfers' definitions: per boundary, forward then backward */
+  for (uint32_t dir = 0; dir < 2 && t->pp > 1; dir++) {
+    for (uint32_t s = 0; s + 1 < t->pp; s++) {
+      FabCollDef c = {.op = "send-recv", .algorithm = "direct", .protocol = "simple", .tag = "pp",
+                      .bytes = t->act_bytes, .count = (uint32_t)(t->act_bytes / t->dtype), .dtype_bytes = t->dtype,
+                      .nranks = 2 * t->tp * t->dp, .root = -1, .channels = 1, .chunk = t->act_bytes, .job = t->job,
+                      .step = t->step};
+      int32_t idx = fab_dag_coll(t->d, &c);
+      if (s == 0) *(dir ? &t->coll_bwd_base : &t->coll_fwd_base) = idx;
+    }
+  }
+  for (uint32_t r = 0; r < n; r++) {
+    g_array_set_size(t->pending[r], 0);
+    g_array_set_size(t->post[r], 0);
+    t->lastc[r] = t->tail[r] = mark(t, r, FAB_MARK_STEP_BEGIN, &t->tail[r], 1);
+  }
+  /* 1F1B items of all stages, in an order where every cross-stage dependency exists already */
+  uint32_t *pos = g_new0(uint32_t, t->pp);
+  gboolean *fdone = g_new0(gboolean, (size_t)t->pp * t->m), *bdone = g_new0(gboolean, (size_t)t->pp * t->m);
+  gboolean ok = TRUE, progress = TRUE;
+  while (ok && progress) {
+    progress = FALSE;
+    for (uint32_t s = 0; ok && s < t->pp; s++) {
+      while (ok && pos[s] < 2 * t->m) {
+        gboolean fwd;
+        uint32_t j;
+        schedule_at(t, s, pos[s], &fwd, &j);
+        if (fwd ? s > 0 && !fdone[(s - 1) * t->m + j] : s + 1 < t->pp && !bdone[(s + 1) * t->m + j]) break;
+        ok = item(t, s, fwd, j, err);
+        (fwd ? fdone : bdone)[s * t->m + j] = TRUE;
+        pos[s]++;
+        progress = TRUE;
+      }
+    }
+  }
+  for (uint32_t s = 0; ok && s < t->pp; s++) g_assert(pos[s] == 2 * t->m); /* 1F1B never deadlocks */
+  g_free(pos);
+  g_free(fdone);
+  g_free(bdone);
+  if (!ok) return FALSE;
+  /* optimizer, ZeRO-1/2 allgathers, step end */
+  uint32_t *opt = g_new(uint32_t, n);
+  for (uint32_t r = 0; r < n; r++) {
+    uint32_t s = r / (t->tp * t->dp);
+    double p = 0;
+    for (uint32_t k = 0; k < t->nb; k++) {
+      const Block *b = &t->blk[s * t->nb + k];
+      p += b->params[DENSE] / (t->zero ? t->dp : 1) + b->params[EXPERT] / (t->zero ? t->edp : 1);
+    }
+    g_array_prepend_val(t->pending[r], t->tail[r]);
+    FabOp o = {.kind = FAB_OP_COMPUTE, .mark = FAB_PHASE_OPT, .job = t->job, .step = t->step, .src = t->ranks[r],
+               .dst = t->ranks[r], .coll = -1, .start = t->start,
+               .dur = (fab_time_t)llround(16.0 * p / t->mem_Bps * 1e12)};
+    opt[r] = fab_dag_add(t->d, &o, (const uint32_t *)t->pending[r]->data, t->pending[r]->len);
+  }
+  if ((t->zero == 1 || t->zero == 2) && t->dp > 1)
+    for (uint32_t s = 0; ok && s < t->pp; s++)
+      for (int st = 0; ok && st < NSTREAMS; st++) {
+        GArray *bl = t->buckets[s * NSTREAMS + st];
+        for (guint i = 0; ok && i < bl->len; i++)
+          ok = coll(t, stream_group(st), s, FAB_COLL_ALLGATHER, g_array_index(bl, Bucket, i).bytes, tags[3], opt,
+                    NULL, t->post, err);
+      }
+  for (uint32_t r = 0; ok && r < n; r++) {
+    g_array_prepend_val(t->post[r], opt[r]);
+    t->tail[r] = mark(t, r, FAB_MARK_STEP_END, (const uint32_t *)t->post[r]->data, t->post[r]->len);
+  }
+  g_free(opt);
+  return ok && !too_many(t, err);
+}
+
+/* ---- reading ---------------------------------------------------------------- */
+
+/* Round x to a multiple of u, at least u. */
+static uint64_t round_to(double x, uint64_t u) {
+  double k = floor(x / (double)u + 0.5);
+  return k < 1 ? u : (uint64_t)k * u;
+}
+
+typedef struct Shape {
+  uint64_t layers, hidden, ffn;
+} Shape;
+
+static gboolean read_shape(const FabCfgNode *model, const ModelIn *mi, uint64_t unit, Shape *sh, GError **err) {
+  sh->layers = mi->layers, sh->hidden = mi->hidden, sh->ffn = mi->ffn;
+  if (!mi->params) {
+    if (!mi->layers || !mi->hidden) return fab_cfg_fail(model, err, "give params, or layers and hidden");
+    if (!mi->ffn) sh->ffn = 4 * mi->hidden;
+    return TRUE;
+  }
+  double p;
+  if (!read_params(mi->params, &p, err)) return FALSE;
+  if (mi->experts)
+    return fab_cfg_fail(mi->params, err, "params cannot size an MoE model: give layers, hidden and ffn (the "
+                        "size of one expert's MLP) instead");
+  if (mi->ffn)
+    return fab_cfg_fail(fab_cfg_get(model, "ffn"), err, "give ffn or params, not both (with params, ffn is "
+                        "derived so that the layers hold params)");
+  if (!sh->layers && !sh->hidden) sh->layers = round_to(cbrt(p / (12.0 * 128 * 128)), 8);
+  if (!sh->layers) sh->layers = (uint64_t)llround(p / (12.0 * (double)sh->hidden * (double)sh->hidden));
+  if (!mi->layers) sh->layers = round_to((double)sh->layers, unit);
+  if (!sh->hidden) sh->hidden = round_to(sqrt(p / (12.0 * (double)sh->layers)), 128);
+  double h = (double)sh->hidden, f = (p / (double)sh->layers - 4 * h * h) / (2 * h);
+  if (f < 1)
+    return fab_cfg_fail(mi->params, err, "%s parameters are too few for %" G_GUINT64_FORMAT " layers of hidden %"
+                        G_GUINT64_FORMAT " (their attention alone holds %.4g)", fab_cfg_scalar(mi->params),
+                        sh->layers, sh->hidden, 4 * h * h * (double)sh->layers);
+  sh->ffn = (uint64_t)llround(f);
+  return TRUE;
+}
+
+static uint64_t ceil_div(uint64_t a, uint64_t b) { return a / b + (a % b != 0); }
+
+/* Per stage and block: segments, parameters, gradient bytes; buckets. */
+static void plan(Train *t, const ModelIn *mi, const Shape *sh, uint32_t G) {
+  const double h = (double)sh->hidden, f = (double)sh->ffn, s = (double)mi->seq, b = (double)mi->micro_batch;
+  const double tp = t->tp, tokens = b * s;
+  const uint64_t act = mi->micro_batch * mi->seq * sh->hidden * t->dtype; /* b s h B */
+  t->blk = g_new0(Block, (size_t)t->pp * t->nb);
+  t->buckets = g_new(GArray *, (size_t)t->pp * NSTREAMS);
+  for (uint32_t st = 0; st < t->pp; st++) {
+    for (uint32_t k = 0; k < t->nb; k++) {
+      Block *bk = &t->blk[st * t->nb + k];
+      uint32_t nmoe = 0;
+      for (uint32_t l = 0; l < G; l++) {
+        uint64_t layer = ((uint64_t)st * t->nb + k) * G + l;
+        nmoe += mi->experts && layer % mi->moe_every == 0;
+      }
+      double ndense = G - nmoe;
+      double attn = G * (2 * tokens * 4 * h * h + 4 * b * s * s * h) / tp;
+      double mlp = 2 * tokens * 2 * h * f * (ndense + (double)nmoe * (double)mi->top_k) / tp;
+      double p_dense = (G * 4 * h * h + ndense * 2 * h * f) / tp, p_exp = nmoe * (double)mi->experts * 2 * h * f / tp;
+      if (t->ep > 1) {
+        bk->params[DENSE] = p_dense, bk->params[EXPERT] = p_exp / t->ep;
+      } else {
+        bk->params[DENSE] = p_dense + p_exp;
+      }
+      for (int i = 0; i < NSTREAMS; i++) bk->gbytes[i] = (uint64_t)ceil(bk->params[i] * t->dtype);
+      uint64_t tpb = t->tp > 1 ? G * act : 0, epb = t->ep > 1 ? nmoe * act * mi->top_k : 0;
+      const Seg fwd[] = {{SEG_COMPUTE, attn, 0},       {SEG_TP, 0, tpb}, {SEG_EP, 0, epb}, {SEG_COMPUTE, mlp, 0},
+                         {SEG_EP, 0, epb},              {SEG_TP, 0, tpb}};
+      const Seg bwd[] = {{SEG_EP, 0, epb},              {SEG_COMPUTE, 2 * mlp, 0}, {SEG_EP, 0, epb},
+                         {SEG_TP, 0, tpb},              {SEG_COMPUTE, 2 * attn, 0}, {SEG_TP, 0, tpb}};
+      for (int pass = 0; pass < 2; pass++) { /* drop empty collectives, merge adjacent computes */
+        const Seg *in = pass ? bwd : fwd;
+        Seg *out = pass ? bk->bwd : bk->fwd;
+        uint32_t n = 0;
+        for (int i = 0; i < 6; i++) {
+          if (in[i].kind != SEG_COMPUTE && !in[i].bytes) continue;
+          if (in[i].kind == SEG_COMPUTE && n && out[n - 1].kind == SEG_COMPUTE) out[n - 1].flops += in[i].flops;
+          else out[n++] = in[i];
+        }
+        *(pass ? &bk->nbwd : &bk->nfwd) = n;
+      }
+    }
+    for (int i = 0; i < NSTREAMS; i++) { /* buckets in backward order */
+      GArray *bl = g_array_new(FALSE, FALSE, sizeof(Bucket));
+      t->buckets[st * NSTREAMS + i] = bl;
+      uint64_t acc = 0, total = 0;
+      for (uint32_t k = 0; k < t->nb; k++) total += t->blk[st * t->nb + k].gbytes[i];
+      if (total / t->bucket > MAX_OPS) { /* reported by the caller; do not build billions */
+        t->too_many_buckets = TRUE;
+        continue;
+      }
+      for (uint32_t k = t->nb; k-- > 0;) {
+        acc += t->blk[st * t->nb + k].gbytes[i];
+        for (; acc >= t->bucket; acc -= t->bucket) g_array_append_val(bl, ((Bucket){k, t->bucket}));
+      }
+      if (acc) g_array_append_val(bl, ((Bucket){0, acc}));
+    }
+  }
+}
+
+static void train_free(Train *t) {
+  for (uint32_t i = 0; t->buckets && i < t->pp * NSTREAMS; i++) g_array_free(t->buckets[i], TRUE);
+  g_free(t->buckets);
+  g_free(t->blk);
+  for (uint32_t r = 0; t->pending && r < t->nranks; r++) {
+    g_array_free(t->pending[r], TRUE);
+    g_array_free(t->post[r], TRUE);
+  }
+  g_free(t->pending);
+  g_free(t->post);
+  g_free(t->tail);
+  g_free(t->lastc);
+  for (int i = 0; i < 3; i++) g_free(t->x[i]);
+  for (int i = 0; i < NSTREAMS; i++) g_free(t->gnext[i]);
+  g_free(t->act);
+  g_free(t->grad);
+  g_free(t->mem);
+  g_free(t->eps);
+  g_free(t->st);
+  g_free(t->en);
+}
+
+/* Everything about the job that YAML says, checked; t's model fields filled. */
+static gboolean configure(Train *t, const FabCfgNode *wl, ModelIn *mi, Shape *sh, uint32_t *G, double gpu_flops,
+                          double gpu_eff, GError **err) {
+  TrainIn in = {0};
+  ParIn pi = {0};
+  GpuIn gi = {0};
+  if (!fab_cfg_apply(wl, NULL, train_schema, &in, err) || !fab_cfg_apply(in.model, NULL, model_schema, mi, err) ||
+      !fab_cfg_apply(in.parallelism, wl, par_schema, &pi, err) || !fab_cfg_apply(in.gpu, wl, gpu_schema, &gi, err))
+    return FALSE;
+  const FabCfgNode *par = in.parallelism ? in.parallelism : wl;
+  /* parallelism */
+  t->tp = (uint32_t)pi.tp, t->pp = (uint32_t)pi.pp, t->ep = (uint32_t)pi.ep;
+  uint64_t tpp = pi.tp * pi.pp;
+  if (!pi.dp) {
+    if (t->nranks % tpp)
+      return fab_cfg_fail(par, err, "tp x pp = %" G_GUINT64_FORMAT " does not divide the job's %u ranks", tpp,
+                          t->nranks);
+    pi.dp = t->nranks / tpp;
+  }
+  if (pi.dp * tpp != t->nranks)
+    return fab_cfg_fail(par, err, "dp x tp x pp = %" G_GUINT64_FORMAT " x %" G_GUINT64_FORMAT " x %" G_GUINT64_FORMAT
+                        " = %" G_GUINT64_FORMAT ", but the job has %u ranks", pi.dp, pi.tp, pi.pp, pi.dp * tpp,
+                        t->nranks);
+  t->dp = (uint32_t)pi.dp;
+  if (t->dp % t->ep)
+    return fab_cfg_fail(AT_KEY(par, "ep"), err, "ep = %u does not divide dp = %u (expert groups are made of dp ranks)",
+                        t->ep, t->dp);
+  if (t->ep > 1 && !mi->experts)
+    return fab_cfg_fail(AT_KEY(par, "ep"), err, "ep = %u needs an MoE model (model.experts)", t->ep);
+  if (t->ep > 1 && mi->experts % t->ep)
+    return fab_cfg_fail(AT_KEY(in.model, "experts"), err, "%" G_GUINT64_FORMAT " experts cannot be split evenly over "
+                        "ep = %u ranks", mi->experts, t->ep);
+  if (mi->experts && mi->top_k > mi->experts)
+    return fab_cfg_fail(AT_KEY(in.model, "top_k"), err, "top_k = %" G_GUINT64_FORMAT " is more than the %"
+                        G_GUINT64_FORMAT " experts", mi->top_k, mi->experts);
+  t->edp = t->dp / t->ep;
+  t->zero = pi.zero == 4 ? 3 : (uint32_t)pi.zero;
+  /* model */
+  *G = (uint32_t)in.layer_group;
+  if (!read_shape(in.model, mi, pi.pp * in.layer_group, sh, err)) return FALSE;
+  if (sh->layers % pi.pp)
+    return fab_cfg_fail(AT_KEY(in.model, "layers"), err, "%" G_GUINT64_FORMAT " layers cannot be split evenly "
+                        "into pp = %u pipeline stages", sh->layers, t->pp);
+  if ((sh->layers / pi.pp) % in.layer_group)
+    return fab_cfg_fail(AT_KEY(wl, "layer_group"), err, "layer_group = %u does not divide the %" G_GUINT64_FORMAT
+                        " layers of a pipeline stage", *G, sh->layers / pi.pp);
+  if (mi->heads && (sh->hidden % mi->heads || mi->heads % pi.tp))
+    return fab_cfg_fail(fab_cfg_get(in.model, "heads"), err, "%" G_GUINT64_FORMAT " heads must divide hidden (%"
+                        G_GUINT64_FORMAT ") and be divisible by tp (%u)", mi->heads, sh->hidden, t->tp);
+  t->nb = (uint32_t)(sh->layers / pi.pp / in.layer_group);
+  t->dtype = dtype_bytes[mi->dtype];
+  /* microbatches */
+  uint64_t per = mi->micro_batch * pi.dp, m = 0;
+  const FabCfgNode *mbn = pi.microbatches;
+  if (mbn && !(fab_cfg_kind(mbn) == FAB_CFG_NODE_SCALAR && g_str_equal(fab_cfg_scalar(mbn), "auto"))) {
+    int64_t v;
+    if (fab_cfg_kind(mbn) != FAB_CFG_NODE_SCALAR || !fab_parse_int(fab_cfg_scalar(mbn), &v, NULL) || v < 1 ||
+        v > 1000000)
+      return fab_cfg_fail(mbn, err, "expected 'auto' or a number of microbatches from 1 to 1000000");
+    m = (uint64_t)v;
+    if (mi->global_batch && mi->global_batch != m * per)
+      return fab_cfg_fail(mbn, err, "%" G_GUINT64_FORMAT " microbatches x micro_batch %" G_GUINT64_FORMAT " x dp %u = %"
+                          G_GUINT64_FORMAT ", but model.global_batch is %" G_GUINT64_FORMAT, m, mi->micro_batch, t->dp,
+                          m * per, mi->global_batch);
+  } else {
+    if (!mi->global_batch)
+      return fab_cfg_fail(in.model, err, "missing required key 'global_batch' (or give parallelism.microbatches)");
+    if (mi->global_batch % per)
+      return fab_cfg_fail(AT_KEY(in.model, "global_batch"), err, "global_batch %" G_GUINT64_FORMAT " is not a "
+                          "multiple of micro_batch x dp = %" G_GUINT64_FORMAT, mi->global_batch, per);
+    m = mi->global_batch / per;
+    if (m > 1000000) return fab_cfg_fail(AT_KEY(in.model, "global_batch"), err, "more than 10^6 microbatches per step");
+  }
+  t->m = (uint32_t)m;
+  /* gpu */
+  double flops = gpu_flops, eff = gpu_eff;
+  if (gi.flops && !read_flops(gi.flops, &flops, err)) return FALSE;
+  if (gi.efficiency > 0) eff = gi.efficiency;
+  if (!(flops > 0))
+    return fab_cfg_fail(in.gpu ? in.gpu : wl, err, "missing gpu.flops: the cluster gives no GPU peak (set "
+                        "cluster.node to a GPU preset or gpu: {flops: 989TFLOPS, efficiency: 0.4})");
+  if (!(eff > 0) || eff > 1)
+    return fab_cfg_fail(in.gpu ? in.gpu : wl, err, "missing gpu.efficiency: the cluster gives none (expected a "
+                        "fraction of peak, e.g. efficiency: 0.4)");
+  t->rate = flops * eff;
+  t->mem_Bps = (double)gi.memory_bps / 8;
+  /* the rest */
+  t->steps = (uint32_t)in.steps;
+  t->bucket = in.bucket;
+  t->overlap = in.overlap;
+  t->algo = (FabCollAlgo)in.algorithm;
+  t->proto = (FabProto)in.protocol;
+  t->channels = (uint32_t)in.channels;
+  t->chunk = in.chunk;
+  t->coll_at = fab_cfg_get(wl, "algorithm") ? fab_cfg_get(wl, "algorithm") : wl;
+  t->act_bytes = ceil_div(mi->micro_batch * mi->seq * sh->hidden * t->dtype, t->tp);
+  if (!mi->micro_batch || !mi->seq || !sh->hidden) return fab_cfg_fail(in.model, err, "an empty model");
+  return TRUE;
+}
+
+gboolean fab_training_read(const FabCfgNode *wl, FabDag *d, const FabCollEnv *env, const uint32_t *ranks,
+                           uint32_t nranks, uint16_t job, fab_time_t start, double gpu_flops, double gpu_eff,
+                           GError **err) {
+  g_assert(wl && d && env && (ranks || !nranks) && job < d->jobs->len);
+  Train t = {.d = d, .env = env, .ranks = ranks, .nranks = nranks, .job = job, .start = start, .wl = wl,
+             .ops0 = fab_dag_len(d)};
+  ModelIn mi = {0};
+  Shape sh = {0};
+  uint32_t G = 1;
+  if (!nranks) return fab_cfg_fail(wl, err, "a training job needs ranks");
+  if (!configure(&t, wl, &mi, &sh, &G, gpu_flops, gpu_eff, err)) return FALSE;
+  plan(&t, &mi, &sh, G);
+  /* a lower bound on the ops before building any: computes, pp flows, two marks per rank per bucket */
+  double est = (double)t.steps * ((double)nranks * ((double)t.m * t.nb * 2 + 3) +
+                                  2.0 * (t.pp - 1) * t.m * t.tp * t.dp);
+  for (uint32_t s = 0; s < t.pp * NSTREAMS && t.dp > 1 && t.zero != 3; s++)
+    est += (double)t.steps * t.tp * t.dp * 2 * t.buckets[s]->len * (t.zero ? 2 : 1) * (s % 2 == DENSE || t.edp > 1);
+  if (t.too_many_buckets && t.dp > 1 && t.zero != 3) {
+    fab_cfg_fail(AT_KEY(wl, "bucket"), err, "bucket %" G_GUINT64_FORMAT " bytes cuts the gradients into more than %u "
+                 "buckets: use a larger bucket", t.bucket, MAX_OPS);
+    train_free(&t);
+    return FALSE;
+  }
+  if (est > MAX_OPS) {
+    fab_cfg_fail(wl, err, "this training job needs more than %u operations (%u steps x %u microbatches x %u "
+                 "blocks per stage x %u ranks); raise layer_group, lower steps or microbatches, or use a larger "
+                 "bucket", MAX_OPS, t.steps, t.m, t.nb, nranks);
+    train_free(&t);
+    return FALSE;
+  }
+  const guint deps0 = d->deps->len, colls0 = d->colls->len, groups0 = d->groups;
+  t.tail = g_new(uint32_t, nranks);
+  t.lastc = g_new(uint32_t, nranks);
+  for (int i = 0; i < 3; i++) t.x[i] = g_new(uint32_t, nranks);
+  for (int i = 0; i < NSTREAMS; i++) t.gnext[i] = g_new(uint32_t, nranks);
+  for (uint32_t r = 0; r < nranks; r++) {
+    t.tail[r] = t.lastc[r] = FAB_OP_NONE;
+    t.x[0][r] = t.x[1][r] = t.x[2][r] = t.gnext[0][r] = t.gnext[1][r] = FAB_OP_NONE;
+  }
+  size_t nflows = (size_t)(t.pp - 1) * t.m * t.tp * t.dp;
+  t.act = g_new(uint32_t, nflows ? nflows : 1);
+  t.grad = g_new(uint32_t, nflows ? nflows : 1);
+  t.pending = g_new(GArray *, nranks);
+  t.post = g_new(GArray *, nranks);
+  for (uint32_t r = 0; r < nranks; r++) {
+    t.pending[r] = g_array_new(FALSE, FALSE, sizeof(uint32_t));
+    t.post[r] = g_array_new(FALSE, FALSE, sizeof(uint32_t));
+  }
+  t.mem = g_new(uint32_t, nranks);
+  t.eps = g_new(uint32_t, nranks);
+  t.st = g_new(uint32_t, nranks);
+  t.en = g_new(uint32_t, nranks);
+  gboolean ok = TRUE;
+  for (uint32_t s = 0; ok && s < t.steps; s++) {
+    t.step = (uint16_t)s;
+    ok = step(&t, err);
+  }
+  train_free(&t);
+  if (!ok) { /* leave d as it was */
+    g_array_set_size(d->ops, t.ops0);
+    g_array_set_size(d->deps, deps0);
+    g_array_set_size(d->colls, colls0);
+    d->groups = groups0;
+    return FALSE;
+  }
+  FabJobDef *jd = &g_array_index(d->jobs, FabJobDef, job);
+  jd->steps = t.steps;
+  jd->microbatches = t.m;
+  jd->pp = t.pp;
+  return TRUE;
+}

@@ -1,0 +1,53 @@
+/*
+** Training steps: a model and its parallelism turned into compute and
+** collectives, per rank, in a FabDag.
+**
+** workload:
+**   kind: training
+**   model: {params: 7B | layers: 32, hidden: 4096, [ffn: 16384], [heads: 32],
+**           seq: 4096, micro_batch: 1, global_batch: 512, dtype: bf16,
+**           [experts: 8, top_k: 2, moe_every: 1]}
+**   parallelism: {dp: 8, tp: 8, pp: 4, ep: 1, zero: 0..3 | fsdp, microbatches: auto}
+**   gpu: {flops: 989TFLOPS, efficiency: 0.4}   (default: the cluster preset's)
+**   bucket: 25MiB                               (DDP gradient bucket)
+**   overlap: true                               (gradient reduction overlaps backward)
+**   steps: 2
+**
+** Ranks are laid out as Megatron does: tp fastest, then dp, then pp
+** (rank = tp_i + tp x (dp_i + dp x pp_i)); ep groups split dp.
+**
+** Per step and rank:
+**  - forward then backward per layer of its stage, per microbatch, in the
+**    1F1B order (warm-up forwards, steady one-forward-one-backward,
+**    cool-down backwards); compute time = FLOPs / (peak x efficiency) / tp;
+**  - TP: per layer two allreduces of micro_batch x seq x hidden x dtype in
+**    forward and two in backward, over the rank's tp group;
+**  - PP: the activation (micro_batch x seq x hidden x dtype) is sent to the
+**    next stage after each forward, and its gradient back after each
+**    backward, as flows between the stages (simulated, not a formula);
+**  - EP (MoE layers): an all-to-all before and after the expert MLP, in
+**    forward and backward, over the ep group;
+**  - DP: gradients in buckets of `bucket` bytes, each allreduced over the dp
+**    group as soon as the last microbatch's backward has produced it (with
+**    overlap), or all after the backward (without); ZeRO-1/2 reduce-scatter
+**    the gradients and allgather the updated parameters; ZeRO-3/FSDP also
+**    allgather each layer's parameters before its forward and backward;
+**  - an optimizer step, then the next step.
+*/
+#ifndef FAB_TRAINING_H
+#define FAB_TRAINING_H
+
+#include "collective.h"
+#include "sim/config.h"
+
+/* Read the training workload map `wl` (kind: training) and append its ops
+** to `d` as job `job`, whose rank i is endpoint ranks[i]. gpu_flops is the
+** cluster's GPU peak FLOP/s (0: none known; then wl must give gpu.flops),
+** gpu_eff its efficiency. Collectives use algorithm/protocol `auto` unless
+** wl says otherwise. Returns FALSE + err (file:line:col, key) on bad input,
+** including a parallelism that does not fit nranks. */
+gboolean fab_training_read(const FabCfgNode *wl, FabDag *d, const FabCollEnv *env, const uint32_t *ranks,
+                           uint32_t nranks, uint16_t job, fab_time_t start, double gpu_flops, double gpu_eff,
+                           GError **err);
+
+#endif
