@@ -1084,7 +1084,7 @@ static double model(const FabCollEnv *env, const Topo *t, FabCollOp op, FabCollA
     return seconds(m, bytes);
   }
   case FAB_ALGO_NVLS_TREE: {
-    if (!ar || t->domains < 2 || !t->per_domain || t->nvl <= 0) return HUGE_VAL;
+    if (!ar || t->domains < 2 || t->per_domain < 2 || t->nvl <= 0) return HUGE_VAL; /* NVLS needs 2+ per domain */
     uint32_t D = t->domains;
     double intra = 2 * nvls_efficiency * t->nvl / 1e9;
     double inter = (double)t->per_domain * t->net / 1e9 * (D <= 2 ? 2 : 1);
@@ -1217,6 +1217,19 @@ double fab_coll_busbw_factor(FabCollOp op, uint32_t n) {
 /* NCCL's pipelining unit for algorithm a, protocol p (see the top). */
 static uint64_t default_chunk(const Ex *x, const Topo *t) {
   if (x->proto == FAB_PROTO_LL) return 32768;
+  if (x->proto == FAB_PROTO_LL128 && x->algo == FAB_ALGO_TREE) {
+    /* NCCL halves an LL128 tree's step (614400 bytes of lines) while a
+    ** channel holds few pieces per tree step (enqueue.cc: nstepsLL128 =
+    ** 1 + log2 nNodes + 0.1 ppn; while nBytes / (nChannels x chunk) <
+    ** nsteps x 64 / ppn, down to 128 KiB; < nsteps x 16 / ppn, down to
+    ** 32 KiB of lines); the data is 120 of every 128 bytes */
+    uint64_t ch = 614400, per = x->c->bytes / MAX(x->channels, 1u);
+    uint32_t N = MAX(t->nodes, 1u);
+    double ppn = (double)t->n / N, nsteps = 1 + MAX(log2i(N), 0) + 0.1 * ppn;
+    while ((double)(per / ch) < nsteps * 64 / ppn && ch > 131072) ch /= 2;
+    while ((double)(per / ch) < nsteps * 16 / ppn && ch > 32768) ch /= 2;
+    return ch / 128 * 120;
+  }
   if (x->proto == FAB_PROTO_LL128) return 576000;
   FabCollOp op = x->c->op;
   switch (x->algo) {
@@ -1337,6 +1350,8 @@ static gboolean check(const Ex *x, const Topo *t, const Groups *nodes, const Gro
     if (x->n > 1 && dom->ng < 2)
       return fail(err, "nvls-tree needs ranks in at least two NVLink domains (all %u are in one: use nvls)", x->n);
     if (!even_groups(dom)) return fail(err, "nvls-tree needs the same number of ranks in every NVLink domain");
+    if (x->n > 1 && x->n / dom->ng < 2)
+      return fail(err, "nvls-tree needs at least 2 ranks in each NVLink domain (here one per domain: use tree or ring)");
     break;
   case FAB_ALGO_HIERARCHICAL:
     if (op != FAB_COLL_ALLREDUCE && op != FAB_COLL_ALLGATHER && op != FAB_COLL_REDUCE_SCATTER)

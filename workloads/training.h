@@ -4,14 +4,20 @@
 **
 ** workload:
 **   kind: training
-**   model: {params: 7B | layers: 32, hidden: 4096, [ffn: 16384], [heads: 32],
+**   model: {params: 7B | layers: 32, hidden: 4096, [ffn: 4*hidden], [heads],
 **           seq: 4096, micro_batch: 1, global_batch: 512, dtype: bf16,
 **           [experts: 8, top_k: 2, moe_every: 1]}
-**   parallelism: {dp: 8, tp: 8, pp: 4, ep: 1, zero: 0..3 | fsdp, microbatches: auto}
-**   gpu: {flops: 989TFLOPS, efficiency: 0.4}   (default: the cluster preset's)
-**   bucket: 25MiB                               (DDP gradient bucket)
-**   overlap: true                               (gradient reduction overlaps backward)
-**   steps: 2
+**   parallelism: {dp (default: ranks / (tp x pp)), tp: 1, pp: 1, ep: 1,
+**                 zero: 0..3 | fsdp, microbatches: global_batch / (micro_batch x dp)}
+**   gpu: {flops: 989TFLOPS, efficiency: 0.4, memory_bandwidth: 2TB/s}
+**                                (flops and efficiency default to the cluster preset's)
+**   bucket: 25MiB                (DDP gradient bucket)
+**   overlap: true                (gradient reduction overlaps backward)
+**   steps: 1
+**   layer_group: 1               (fidelity: this many layers form one block)
+**   algorithm, protocol, channels, chunk   (for every collective of the job; auto)
+**
+** With `params` alone, a GPT-like shape is derived (training.c says how).
 **
 ** Ranks are laid out as Megatron does: tp fastest, then dp, then pp
 ** (rank = tp_i + tp x (dp_i + dp x pp_i)); ep groups split dp.
