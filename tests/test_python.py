@@ -113,6 +113,10 @@ class TestFabsim(unittest.TestCase):
         self.assertIn(out["oversubscription"], (1, 2, 4, 8))
         ratios = [r for r, _ in out["points"]]
         self.assertEqual(ratios, [1, 2, 4, 8])
+        # step times of the MoE training step: slower with every halving of the spines
+        times = [t for _, t in out["points"]]
+        self.assertEqual(times, sorted(times))
+        self.assertGreater(times[-1], 2 * times[0])
 
 
 if __name__ == "__main__":
