@@ -94,7 +94,10 @@
 ** MiB; 1 for chains and trees, which NCCL halves down to 64 KiB while a
 ** channel has fewer than a few pieces per tree level); LL one step of its
 ** 512 KiB buffer, 64 KiB of lines = 32 KiB of data; LL128 one step of its
-** 4.7 MB buffer, 614400 bytes = 576000 of data; p2p (pairwise, send-recv)
+** 4.7 MB buffer, 614400 bytes = 576000 of data (a tree's halved, as NCCL
+** does, while a channel holds few pieces per tree step: down to 19200 bytes
+** = 18000 of data, so the pieces pipeline up and down the tree instead of
+** crossing every level whole); p2p (pairwise, send-recv)
 ** NCCL_P2P_NET_CHUNKSIZE 128 KiB, or NCCL_P2P_NVL_CHUNKSIZE 512 KiB inside
 ** one NVLink domain.
 **
@@ -272,6 +275,7 @@ typedef struct Ex {
   GArray *tmp;      /* uint32_t: dependency scratch */
   uint32_t limit;   /* refuse ops from this index on */
   bool over;
+  bool exposed;     /* one rank per node: a ring's network steps pay the exposed (tree-row) latency */
 } Ex;
 
 /* Part i of `total` cut into `parts` near-equal parts of whole units. */
@@ -298,6 +302,7 @@ static fab_time_t us_ps(double us) { return (fab_time_t)llround(us * 1e6); }
 static fab_time_t step_lat(const Ex *x, uint32_t s, uint32_t r, int row, unsigned flags) {
   bool nvl = same_domain(x->env, x->ep[s], x->ep[r]);
   int p = pidx(x->proto);
+  if (!nvl && row == ROW_RING && x->exposed) row = ROW_TREE; /* NCCL: at one rank per node, latencies are exposed */
   fab_time_t hop = us_ps(hw_lat[nvl ? HW_NVL : HW_NET][row][p]);
   fab_time_t wire = nvl ? x->env->nvl_lat : x->env->net_lat;
   fab_time_t pre = hop > wire ? hop - wire : 0;
@@ -1406,7 +1411,7 @@ int32_t fab_coll_expand(FabDag *d, const FabCollEnv *env, const FabCollSpec *c, 
   topo_make(&t, env, &s);
   uint32_t dt = c->dtype_bytes ? c->dtype_bytes : 1;
   Ex x = {.d = d, .env = env, .c = c, .algo = s.algorithm, .proto = s.protocol, .n = n, .ep = c->ranks,
-          .channels = MAX(s.channels, 1u), .unit = c->bytes % dt == 0 ? dt : 1};
+          .channels = MAX(s.channels, 1u), .unit = c->bytes % dt == 0 ? dt : 1, .exposed = t.nodes >= n};
   uint32_t *all = g_new(uint32_t, n);
   for (uint32_t i = 0; i < n; i++) all[i] = i;
   Groups nodes, dom;
