@@ -394,7 +394,7 @@ out:
 ** one pass over each table, plus a copy of the flow, link and port tables. */
 /* ---- tables from column lists (collectives, timeline, steps, jobs) ------ */
 
-typedef enum { C_U8, C_U32, C_I32, C_U64, C_F64, C_S16, C_S32 } ColKind;
+typedef enum { C_U8, C_U32, C_I32, C_U64, C_F64, C_S16, C_S32, C_S64 } ColKind;
 typedef struct Col {
   const char *name;
   size_t off;
@@ -404,10 +404,12 @@ typedef struct Col {
 /* Dataset /name: a compound table of n rows of `size` bytes described by cols. */
 static gboolean write_table(W *w, const char *name, const Col *cols, size_t ncols, size_t size, size_t n,
                             const void *rows) {
-  hid_t mt = H5I_INVALID_HID, ft = H5I_INVALID_HID, s16 = H5I_INVALID_HID, s32 = H5I_INVALID_HID;
+  hid_t mt = H5I_INVALID_HID, ft = H5I_INVALID_HID, s16 = H5I_INVALID_HID, s32 = H5I_INVALID_HID,
+        s64 = H5I_INVALID_HID;
   gboolean ok = FALSE;
   size_t fo = 0;
   if ((s16 = str_type(16, H5T_CSET_ASCII)) < 0 || (s32 = str_type(32, H5T_CSET_ASCII)) < 0 ||
+      (s64 = str_type(64, H5T_CSET_ASCII)) < 0 ||
       (mt = H5Tcreate(H5T_COMPOUND, size)) < 0 || (ft = H5Tcreate(H5T_COMPOUND, size)) < 0)
     goto fail;
   for (size_t i = 0; i < ncols; i++) {
@@ -416,7 +418,8 @@ static gboolean write_table(W *w, const char *name, const Col *cols, size_t ncol
     static const hid_t *file[] = {&H5T_STD_U8LE_g, &H5T_STD_U32LE_g, &H5T_STD_I32LE_g, &H5T_STD_U64LE_g,
                                   &H5T_IEEE_F64LE_g};
     ColKind k = cols[i].kind;
-    hid_t m = k == C_S16 ? s16 : k == C_S32 ? s32 : *mem[k], f = k == C_S16 ? s16 : k == C_S32 ? s32 : *file[k];
+    hid_t str = k == C_S16 ? s16 : k == C_S32 ? s32 : k == C_S64 ? s64 : H5I_INVALID_HID;
+    hid_t m = k >= C_S16 ? str : *mem[k], f = k >= C_S16 ? str : *file[k];
     if (field(mt, ft, &fo, cols[i].name, cols[i].off, m, f) < 0) goto fail;
   }
   if (H5Tpack(ft) < 0) goto fail;
@@ -430,6 +433,7 @@ out:
   close_id(&mt);
   close_id(&s16);
   close_id(&s32);
+  close_id(&s64);
   return ok;
 }
 
@@ -439,7 +443,7 @@ static void str_copy(char *dst, size_t len, const char *src) {
 }
 
 typedef struct CollRow {
-  char op[16], algorithm[16], protocol[16], tag[16];
+  char op[16], algorithm[16], protocol[16], tag[32];
   uint64_t bytes, count;
   uint32_t dtype_bytes, ranks;
   int32_t root;
@@ -456,13 +460,13 @@ typedef struct SpanRow {
 } SpanRow;
 
 typedef struct StepRow {
-  char job[32];
-  uint32_t step;
+  char job_name[64];
+  uint32_t job, step;
   double start_s, end_s, step_time_s, compute_s, comm_s, exposed_comm_s, overlap_s, bubble_s;
 } StepRow;
 
 typedef struct JobRow {
-  char name[32], kind[16];
+  char name[64], kind[16];
   uint32_t ranks, flows, completed;
   uint64_t bytes;
   double start_s, end_s, time_s;
@@ -472,7 +476,7 @@ typedef struct JobRow {
 
 static gboolean write_dag_tables(W *w, const FabResults *r) {
   static const Col cc[] = {COL(CollRow, op, C_S16), COL(CollRow, algorithm, C_S16), COL(CollRow, protocol, C_S16),
-                           COL(CollRow, tag, C_S16), COL(CollRow, bytes, C_U64), COL(CollRow, count, C_U64),
+                           COL(CollRow, tag, C_S32), COL(CollRow, bytes, C_U64), COL(CollRow, count, C_U64),
                            COL(CollRow, dtype_bytes, C_U32), COL(CollRow, ranks, C_U32), COL(CollRow, root, C_I32),
                            COL(CollRow, channels, C_U32), COL(CollRow, job, C_U32), COL(CollRow, step, C_U32),
                            COL(CollRow, start_s, C_F64), COL(CollRow, end_s, C_F64), COL(CollRow, time_s, C_F64),
@@ -480,12 +484,12 @@ static gboolean write_dag_tables(W *w, const FabResults *r) {
   static const Col sc[] = {COL(SpanRow, rank, C_U32), COL(SpanRow, job, C_U32), COL(SpanRow, kind, C_U8),
                            COL(SpanRow, phase, C_U8), COL(SpanRow, coll, C_I32), COL(SpanRow, step, C_U32),
                            COL(SpanRow, start_s, C_F64), COL(SpanRow, end_s, C_F64)};
-  static const Col tc[] = {COL(StepRow, job, C_S32), COL(StepRow, step, C_U32), COL(StepRow, start_s, C_F64),
+  static const Col tc[] = {COL(StepRow, job, C_U32), COL(StepRow, job_name, C_S64), COL(StepRow, step, C_U32), COL(StepRow, start_s, C_F64),
                            COL(StepRow, end_s, C_F64), COL(StepRow, step_time_s, C_F64),
                            COL(StepRow, compute_s, C_F64), COL(StepRow, comm_s, C_F64),
                            COL(StepRow, exposed_comm_s, C_F64), COL(StepRow, overlap_s, C_F64),
                            COL(StepRow, bubble_s, C_F64)};
-  static const Col jc[] = {COL(JobRow, name, C_S32), COL(JobRow, kind, C_S16), COL(JobRow, ranks, C_U32),
+  static const Col jc[] = {COL(JobRow, name, C_S64), COL(JobRow, kind, C_S16), COL(JobRow, ranks, C_U32),
                            COL(JobRow, flows, C_U32), COL(JobRow, completed, C_U32), COL(JobRow, bytes, C_U64),
                            COL(JobRow, start_s, C_F64), COL(JobRow, end_s, C_F64), COL(JobRow, time_s, C_F64)};
   CollRow *c = g_new0(CollRow, r->n_colls ? r->n_colls : 1);
@@ -495,7 +499,7 @@ static gboolean write_dag_tables(W *w, const FabResults *r) {
     str_copy(c[i].op, 16, x->op);
     str_copy(c[i].algorithm, 16, x->algorithm);
     str_copy(c[i].protocol, 16, x->protocol);
-    str_copy(c[i].tag, 16, x->tag);
+    str_copy(c[i].tag, 32, x->tag);
     c[i].bytes = x->bytes;
     c[i].count = x->count;
     c[i].dtype_bytes = x->dtype_bytes;
@@ -519,7 +523,8 @@ static gboolean write_dag_tables(W *w, const FabResults *r) {
   StepRow *st = g_new0(StepRow, r->n_steps ? r->n_steps : 1);
   for (size_t i = 0; i < r->n_steps; i++) {
     const struct FabStepRec *x = &r->steps[i];
-    str_copy(st[i].job, 32, x->job < r->n_jobs ? r->jobs[x->job].name : "");
+    str_copy(st[i].job_name, 64, x->job < r->n_jobs ? r->jobs[x->job].name : "");
+    st[i].job = x->job;
     st[i].step = x->step;
     st[i].start_s = fab_time_to_s(x->start);
     st[i].end_s = fab_time_to_s(x->end);
@@ -533,7 +538,7 @@ static gboolean write_dag_tables(W *w, const FabResults *r) {
   JobRow *jb = g_new0(JobRow, r->n_jobs ? r->n_jobs : 1);
   for (size_t i = 0; i < r->n_jobs; i++) {
     const struct FabJobRec *x = &r->jobs[i];
-    str_copy(jb[i].name, 32, x->name);
+    str_copy(jb[i].name, 64, x->name);
     str_copy(jb[i].kind, 16, x->kind);
     jb[i].ranks = x->ranks;
     jb[i].flows = x->flows;

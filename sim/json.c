@@ -204,10 +204,10 @@ char *fab_json_summary(const FabResults *r) {
     put_num(s, c->end ? fab_time_to_s(c->end) : NAN);
     g_string_append(s, ", \"time_s\": ");
     put_num(s, c->end ? t : NAN);
-    g_string_append(s, ", \"algbw_GBps\": ");
-    put_num(s, algbw);
+    g_string_append(s, ", \"algbw_GBps\": "); /* null for a collective that did not complete */
+    put_num(s, c->end ? algbw : NAN);
     g_string_append(s, ", \"busbw_GBps\": ");
-    put_num(s, algbw * fab_busbw_factor(c->op, c->ranks));
+    put_num(s, c->end ? algbw * fab_busbw_factor(c->op, c->ranks) : NAN);
     g_string_append_c(s, '}');
   }
   g_string_append(s, "], \"step\": ");

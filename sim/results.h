@@ -121,7 +121,7 @@ typedef struct FabResults {
     const char *name, *kind;    /* interned / static */
     uint32_t ranks;
     uint32_t flows, completed;
-    uint64_t bytes;             /* payload bytes of its flows */
+    uint64_t bytes;             /* bytes its flows carry (LL/LL128 protocol overhead included) */
     fab_time_t start, end;      /* ps: first op starts, last op done (0: not finished) */
   } *jobs;
   /* a PFC deadlock: the egress ports of the cycle of pauses, in order */

@@ -401,3 +401,27 @@ Test(reduction, costs_time_on_the_gpu) {
   cr_assert(fabs((slow - fast) - want) / want < 0.05, "slow %g s - fast %g s = %g s, expected about %g s", slow, fast,
             slow - fast, want);
 }
+
+/* A step cut off by stop_time is left out of the report; the steps before
+** it, which every rank finished, stay. */
+Test(training, whole_steps_survive_a_cut_run) {
+  char *y = dp_training("  overlap: true\n");
+  FabScenario *sc = testscen_load(y, NULL);
+  g_free(y);
+  FabResults full;
+  testscen_run(sc, &full);
+  cr_assert_eq(full.n_steps, 2);
+  fab_time_t cut = full.steps[1].start + (full.steps[1].end - full.steps[1].start) / 2;
+  struct FabStepRec first = full.steps[0];
+  g_free((char *)full.failure);
+  fab_results_clear(&full);
+  sc->stop_time = cut;
+  FabResults r;
+  FabRunOpts o = {0};
+  cr_assert_eq(fab_scenario_run(sc, &o, &r), 1, "the run is cut in step 1");
+  cr_assert_eq(r.n_steps, 1);
+  cr_assert_eq(r.steps[0].step, 0);
+  cr_assert_eq(r.steps[0].end, first.end);
+  cr_assert_float_eq(r.steps[0].compute_s, first.compute_s, 1e-12);
+  testscen_done(sc, &r);
+}

@@ -335,9 +335,14 @@ Test(training, pipeline_flows) {
   }
   cr_assert_eq(flows, 96);
   cr_assert(per_step[0] == 48 && per_step[1] == 48);
-  /* one definition per step, boundary and direction: 2 x 3 x 2 */
-  cr_assert_eq(count_colls(g.d, "pp", "send-recv"), 12);
-  cr_assert_eq(g.d->colls->len, 12);
+  /* one definition per step, boundary, direction and microbatch: 2 x 3 x 2 x 8, one flow each */
+  cr_assert_eq(count_colls(g.d, "pp", "send-recv"), 96);
+  cr_assert_eq(g.d->colls->len, 96);
+  uint32_t *uses = g_new0(uint32_t, g.d->colls->len);
+  for (uint32_t i = 0; i < fab_dag_len(g.d); i++)
+    if (fab_dag_op(g.d, i)->kind == FAB_OP_FLOW) uses[fab_dag_op(g.d, i)->coll]++;
+  for (guint c = 0; c < g.d->colls->len; c++) cr_assert_eq(uses[c], 1, "pp definition %u carries one transfer", c);
+  g_free(uses);
   cr_assert_eq(count_ops(g.d, FAB_OP_MARK, FAB_MARK_COLL_BEGIN), 0, "no collective marks for pp");
   done(&g);
 }
@@ -589,7 +594,7 @@ Test(training, pipeline_flows_with_tp_and_dp) {
   }
   cr_assert_eq(flows, 32);
   cr_assert_eq(fwd, 16);
-  cr_assert_eq(count_colls(g.d, "pp", NULL), 2);
+  cr_assert_eq(count_colls(g.d, "pp", NULL), 8, "1 boundary x 2 directions x 4 microbatches");
   /* tp: 2 layers / 2 stages x 4 x 4 microbatches per (stage, dp) group = 16, x 4 groups */
   cr_assert_eq(count_colls(g.d, "tp", "allreduce"), 64);
   /* dp: one bucket per (stage, tp rank) */

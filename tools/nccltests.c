@@ -36,13 +36,7 @@ static int op_index(const char *op) {
   return -1;
 }
 
-double fab_nccltests_busbw_factor(const char *op, uint32_t n) {
-  if (n == 0) return 1;
-  if (op && !strcmp(op, "allreduce")) return 2.0 * (n - 1) / n;
-  if (op && (!strcmp(op, "allgather") || !strcmp(op, "reduce-scatter") || !strcmp(op, "all-to-all")))
-    return (double)(n - 1) / n;
-  return 1;
-}
+double fab_nccltests_busbw_factor(const char *op, uint32_t n) { return fab_busbw_factor(op, n); }
 
 const char *fab_nccltests_binary(const char *op) {
   int i = op_index(op);
@@ -100,8 +94,11 @@ static FabNcclTestsTable *table_new(void) {
 
 /* ---- simulated tables ---------------------------------------------------- */
 
-static void row_finish(FabNcclTestsRow *row, double sum_us, const char *op, uint32_t ranks) {
-  double t = row->completed ? sum_us / row->completed : NAN;
+/* nccl-tests' time: from the first timed iteration's start to the last
+** one's end, over the iterations (they run back to back, and may overlap
+** from rank to rank); `span_us` is that span, NaN unless all completed. */
+static void row_finish(FabNcclTestsRow *row, double span_us, const char *op, uint32_t ranks) {
+  double t = row->completed == row->iters && row->iters ? span_us / row->iters : NAN;
   double algbw = t > 0 ? (double)row->bytes / t / 1e3 : t == 0 ? INFINITY : NAN; /* B/us / 1e3 = GB/s */
   double busbw = algbw * fab_nccltests_busbw_factor(op, ranks);
   for (int g = 0; g < 2; g++) {
@@ -116,13 +113,14 @@ GPtrArray *fab_nccltests_from_results(const FabResults *r, const char *type) {
   GPtrArray *tables = g_ptr_array_new_with_free_func((GDestroyNotify)fab_nccltests_table_free);
   FabNcclTestsTable *t = NULL;
   FabNcclTestsRow *row = NULL;
-  double sum_us = 0;
+  fab_time_t lo = FAB_TIME_MAX, hi = 0; /* the current row's first start, last end */
+#define SPAN_US (lo < hi ? fab_time_to_s(hi - lo) * 1e6 : NAN)
   for (size_t i = 0; i < r->n_colls; i++) {
     const struct FabCollRec *c = &r->colls[i];
     if (!c->tag || strcmp(c->tag, "nccl-tests")) continue;
     gboolean same_table = t && t->job == c->job && t->ranks == c->ranks && !g_strcmp0(t->op, c->op);
     if (row && (!same_table || row->bytes != c->bytes)) {
-      row_finish(row, sum_us, t->op, t->ranks);
+      row_finish(row, SPAN_US, t->op, t->ranks);
       row = NULL;
     }
     if (!same_table) {
@@ -145,17 +143,20 @@ GPtrArray *fab_nccltests_from_results(const FabResults *r, const char *type) {
       if (k >= 0 && !ops[k].rooted) nr.root = -1;
       g_array_append_val(t->rows, nr);
       row = &g_array_index(t->rows, FabNcclTestsRow, t->rows->len - 1);
-      sum_us = 0;
+      lo = FAB_TIME_MAX;
+      hi = 0;
     }
     row->iters++;
     row->algorithm = c->algorithm;
     row->protocol = c->protocol;
     if (c->end) {
       row->completed++;
-      sum_us += fab_time_to_s(c->end - c->start) * 1e6;
+      lo = MIN(lo, c->start);
+      hi = MAX(hi, c->end);
     }
   }
-  if (row) row_finish(row, sum_us, t->op, t->ranks);
+  if (row) row_finish(row, SPAN_US, t->op, t->ranks);
+#undef SPAN_US
   return tables;
 }
 

@@ -420,7 +420,7 @@ static gboolean sweep_plots(const char *gp_bin, const Sweep *w, const char *dir,
 
 /* ---- collectives and the per-rank timeline -------------------------------- */
 
-#define STR_MEM 17 /* the file's strings are 16 bytes, null-padded: one more for the NUL */
+#define STR_MEM 65 /* the file's strings are up to 64 bytes, null-padded: one more for the NUL */
 
 typedef struct CollRow {
   char op[STR_MEM], algorithm[STR_MEM], protocol[STR_MEM], tag[STR_MEM];

@@ -239,6 +239,11 @@ typedef struct Exec {
 
 enum { EV_READY = 0, EV_DONE = 1 };
 
+/* Per-flow rates are sampled (HDF5 /queues/flow_rate, a dense samples x
+** flows table) only up to this many flows: a training run's tens of
+** thousands of flows over tens of thousands of samples would not fit. */
+#define FAB_RATE_FLOWS 4096
+
 struct Run {
   const FabOps *ops;        /* the queue sampler is an element */
   FabEngine *eng;
@@ -269,7 +274,8 @@ struct Run {
   GArray *t, *depth;
   uint32_t nprio;           /* per-priority depths recorded when > 1 */
   GArray *depth_prio;       /* u32 [sample][port][prio] */
-  GArray *rate;             /* u64 [sample][flow], bits/s */
+  GArray *rate;             /* u64 [sample][flow], bits/s (sample_rates only) */
+  bool sample_rates;        /* few enough flows to sample every flow's rate (FAB_RATE_FLOWS) */
   GArray *link_bytes;       /* u64 [sample][link]: wire bytes each link has sent so far */
   /* progress */
   bool progress;
@@ -334,9 +340,8 @@ static void complete(Run *r, uint32_t i) {
   g_array_append_val(r->todo, i);
   if (r->draining) return;
   r->draining = true;
-  while (r->todo->len) {
-    uint32_t k = g_array_index(r->todo, uint32_t, r->todo->len - 1);
-    g_array_set_size(r->todo, r->todo->len - 1);
+  for (guint at = 0; at < r->todo->len; at++) { /* first in, first out: dependents in op order */
+    uint32_t k = g_array_index(r->todo, uint32_t, at);
     g_assert(r->state[k] != 2);
     r->state[k] = 2;
     r->t1[k] = r->eng->now;
@@ -357,6 +362,7 @@ static void complete(Run *r, uint32_t i) {
     }
     release(r, k, false);
   }
+  g_array_set_size(r->todo, 0);
   r->draining = false;
 }
 
@@ -437,7 +443,7 @@ static void sample(FabEngine *eng, void *self, uint64_t arg) {
       g_array_append_val(r->depth_prio, dq);
     }
   }
-  for (uint32_t i = 0; i < r->nflows; i++) { /* a flow sends from its start until all is acknowledged */
+  for (uint32_t i = 0; r->sample_rates && i < r->nflows; i++) { /* a flow sends from its start until all is acked */
     const FabFlow *f = &r->flows[i];
     uint64_t bps = f->start <= eng->now && !f->acked && f->start != FAB_TIME_MAX ? fab_flow_rate(f) : 0;
     g_array_append_val(r->rate, bps);
@@ -686,7 +692,8 @@ static void fill_dag_results(const Run *r, FabResults *res) {
     res->jobs[j] = (struct FabJobRec){jd->name, jd->kind, jd->nranks, 0, 0, 0, FAB_TIME_MAX, 0};
   }
   GArray *spans = g_array_new(FALSE, FALSE, sizeof(struct FabSpanRec));
-  GHashTable *begins = g_hash_table_new(NULL, NULL); /* (coll + 1) << 24 | rank -> COLL_BEGIN op + 1 */
+  G_STATIC_ASSERT(sizeof(gsize) >= 8); /* keys pack an index and an endpoint in 32 bits each */
+  GHashTable *begins = g_hash_table_new(NULL, NULL); /* (coll + 1) << 32 | rank -> COLL_BEGIN op + 1 */
   for (uint32_t i = 0; i < r->nops; i++) {
     const FabOp *o = fab_dag_op(d, i);
     bool done = r->state[i] == 2;
@@ -709,9 +716,9 @@ static void fill_dag_results(const Run *r, FabResults *res) {
       struct FabSpanRec sp = {o->src, o->job, 0, o->mark, -1, o->step, r->t0[i], r->t1[i]};
       g_array_append_val(spans, sp);
     } else if (o->kind == FAB_OP_MARK && o->coll >= 0 && o->mark == FAB_MARK_COLL_BEGIN) {
-      g_hash_table_insert(begins, GSIZE_TO_POINTER(((gsize)o->coll + 1) << 24 | o->src), GUINT_TO_POINTER(i + 1));
+      g_hash_table_insert(begins, GSIZE_TO_POINTER(((gsize)o->coll + 1) << 32 | o->src), GUINT_TO_POINTER(i + 1));
     } else if (o->kind == FAB_OP_MARK && o->coll >= 0 && o->mark == FAB_MARK_COLL_END && done) {
-      guint b = GPOINTER_TO_UINT(g_hash_table_lookup(begins, GSIZE_TO_POINTER(((gsize)o->coll + 1) << 24 | o->src)));
+      guint b = GPOINTER_TO_UINT(g_hash_table_lookup(begins, GSIZE_TO_POINTER(((gsize)o->coll + 1) << 32 | o->src)));
       if (b && r->state[b - 1] == 2) {
         struct FabSpanRec sp = {o->src, o->job, 1, 0, o->coll, o->step, r->t1[b - 1], r->t1[i]};
         g_array_append_val(spans, sp);
@@ -750,28 +757,33 @@ static void fill_dag_results(const Run *r, FabResults *res) {
   for (uint32_t j = 0; j < nj; j++) first[j + 1] = first[j] + g_array_index(d->jobs, FabJobDef, j).steps;
   /* per (job, step, rank): begin and end */
   GHashTable *sb = g_hash_table_new(NULL, NULL), *se = g_hash_table_new(NULL, NULL);
-  bool steps_ok = true;
+  bool *whole = g_new(bool, steps->len + 1); /* every rank began and ended the step (not cut by stop_time) */
+  for (guint k = 0; k < steps->len; k++) whole[k] = true;
   for (uint32_t i = 0; i < r->nops && steps->len; i++) {
     const FabOp *o = fab_dag_op(d, i);
     if (o->kind != FAB_OP_MARK || (o->mark != FAB_MARK_STEP_BEGIN && o->mark != FAB_MARK_STEP_END)) continue;
-    if (r->state[i] != 2 || o->step >= first[o->job + 1] - first[o->job]) {
-      steps_ok = false;
+    if (o->step >= first[o->job + 1] - first[o->job]) continue;
+    if (r->state[i] != 2) {
+      whole[first[o->job] + o->step] = false;
       continue;
     }
-    gsize key = ((gsize)(first[o->job] + o->step) + 1) << 24 | o->src;
+    gsize key = ((gsize)(first[o->job] + o->step) + 1) << 32 | o->src;
     g_hash_table_insert(o->mark == FAB_MARK_STEP_BEGIN ? sb : se, GSIZE_TO_POINTER(key), GUINT_TO_POINTER(i + 1));
   }
-  if (steps_ok && steps->len) {
+  if (steps->len) {
     /* per step: its window (first rank begins, last ends), then what filled each rank's */
     double *len = g_new0(double, steps->len);
     for (guint k = 0; k < steps->len; k++) {
       struct FabStepRec *sr = &g_array_index(steps, struct FabStepRec, k);
       const FabJobDef *jd = &g_array_index(d->jobs, FabJobDef, sr->job);
       for (uint32_t q = 0; q < jd->nranks; q++) {
-        gsize key = ((gsize)k + 1) << 24 | jd->ranks[q];
+        gsize key = ((gsize)k + 1) << 32 | jd->ranks[q];
         guint b = GPOINTER_TO_UINT(g_hash_table_lookup(sb, GSIZE_TO_POINTER(key)));
         guint en = GPOINTER_TO_UINT(g_hash_table_lookup(se, GSIZE_TO_POINTER(key)));
-        if (!b || !en) continue;
+        if (!b || !en) {
+          whole[k] = false;
+          continue;
+        }
         sr->start = MIN(sr->start, r->t1[b - 1]);
         sr->end = MAX(sr->end, r->t1[en - 1]);
       }
@@ -825,7 +837,10 @@ static void fill_dag_results(const Run *r, FabResults *res) {
   g_hash_table_destroy(sb);
   g_hash_table_destroy(se);
   g_free(first);
-  res->n_steps = steps_ok ? steps->len : 0;
+  for (guint k = steps->len; k-- > 0;) /* report only whole steps */
+    if (!whole[k]) g_array_remove_index(steps, k);
+  g_free(whole);
+  res->n_steps = steps->len;
   res->steps = (struct FabStepRec *)(void *)g_array_free(steps, FALSE);
   res->n_spans = spans->len;
   res->spans = (struct FabSpanRec *)(void *)g_array_free(spans, FALSE);
@@ -893,6 +908,7 @@ int fab_scenario_run(const FabScenario *sc, const FabRunOpts *opts, FabResults *
     g_free(at);
   }
   /* NVLS: one in-switch reduction group per DAG group, at its domain's NVSwitch */
+  char *setup = NULL;       /* why the DAG cannot run (a generator's mistake), NULL: it can */
   uint32_t dom = sc->fabric.nic.nvl_domain;
   if (dag->groups) {
     GArray **mem = g_new0(GArray *, dag->groups); /* per group: its ops */
@@ -907,16 +923,21 @@ int fab_scenario_run(const FabScenario *sc, const FabRunOpts *opts, FabResults *
       if (!mem[g]) continue;
       uint32_t n = mem[g]->len, *port = g_new(uint32_t, n), *fid = g_new(uint32_t, n), *rank = g_new(uint32_t, n);
       uint32_t first = g_array_index(mem[g], uint32_t, 0);
-      g_assert(dom && n >= 2);
-      for (uint32_t m = 0; m < n; m++) {
+      bool ok = dom && n >= 2;
+      for (uint32_t m = 0; ok && m < n; m++) {
         uint32_t i = g_array_index(mem[g], uint32_t, m);
         rank[m] = fab_dag_op(dag, i)->src;
-        g_assert(rank[m] / dom == rank[0] / dom && r.flows[r.flow_of[i]].npkts == r.flows[r.flow_of[first]].npkts);
+        ok = rank[m] / dom == rank[0] / dom && r.flows[r.flow_of[i]].npkts == r.flows[r.flow_of[first]].npkts;
         port[m] = rank[m] % dom;
         fid[m] = r.flow_of[i];
       }
-      uint32_t sg = fab_switch_nvls_add(r.topo->nvs[rank[0] / dom], n, port, fid, rank, r.flows[fid[0]].npkts);
-      for (uint32_t m = 0; m < n; m++) r.flows[fid[m]].nvls_group = sg;
+      if (ok) {
+        uint32_t sg = fab_switch_nvls_add(r.topo->nvs[rank[0] / dom], n, port, fid, rank, r.flows[fid[0]].npkts);
+        for (uint32_t m = 0; m < n; m++) r.flows[fid[m]].nvls_group = sg;
+      } else if (!setup) { /* a generator's mistake: fail the run, do not abort the process */
+        setup = g_strdup_printf("internal error: NVLS group %u (op %u) has %u members, not 2 or more of one NVLink "
+                                "domain with equal sizes", g, first, n);
+      }
       g_free(port);
       g_free(fid);
       g_free(rank);
@@ -940,6 +961,7 @@ int fab_scenario_run(const FabScenario *sc, const FabRunOpts *opts, FabResults *
   r.depth = g_array_new(FALSE, FALSE, sizeof(uint32_t));
   r.depth_prio = g_array_new(FALSE, FALSE, sizeof(uint32_t));
   r.rate = g_array_new(FALSE, FALSE, sizeof(uint64_t));
+  r.sample_rates = r.nflows <= FAB_RATE_FLOWS;
   r.link_bytes = g_array_new(FALSE, FALSE, sizeof(uint64_t));
   r.nprio = sc->fabric.sw.nprio;
   if (sc->hdf5 || opts->sample_queues) {
@@ -964,7 +986,7 @@ int fab_scenario_run(const FabScenario *sc, const FabRunOpts *opts, FabResults *
   }
 
   gint64 t0 = g_get_monotonic_time();
-  bool time_ok = fab_engine_run(r.eng, sc->stop_time);
+  bool time_ok = setup ? true : fab_engine_run(r.eng, sc->stop_time);
   res->wall_s = (double)(g_get_monotonic_time() - t0) / 1e6;
   if (opts->progress) fprintf(stderr, "\r%70s\r", "");
 
@@ -988,7 +1010,14 @@ int fab_scenario_run(const FabScenario *sc, const FabRunOpts *opts, FabResults *
   } else if (r.failed)
     failf(&fail, "flow %u (%u -> %u) made no progress after %u retransmission timeouts", r.failed->id,
           r.failed->src, r.failed->dst, sc->fabric.nic.max_timeouts);
-  else if (r.ops_done < r.nops)
+  else if (setup)
+    failf(&fail, "%s", setup);
+  else if (r.ops_done < r.nops && drained && sc->stop_time == FAB_TIME_MAX) {
+    uint32_t i = 0;
+    while (i < r.nops && r.state[i]) i++;
+    failf(&fail, "internal error: %u of %u operations never became ready (the first, op %u, waits for %u more)",
+          r.nops - r.ops_done, r.nops, i < r.nops ? i : 0, i < r.nops ? r.left[i] : 0);
+  } else if (r.ops_done < r.nops)
     failf(&fail, "stop_time reached with %u of %u flows unfinished (%u of %u operations)", r.nflows - r.completed,
           r.nflows, r.nops - r.ops_done, r.nops);
   for (uint32_t i = 0; i < r.nops; i++) { /* no op began before what it waits for was done */
@@ -1081,7 +1110,8 @@ int fab_scenario_run(const FabScenario *sc, const FabRunOpts *opts, FabResults *
   q->depth = (uint32_t *)(void *)g_array_free(r.depth, FALSE);
   q->n_prio = r.nprio > 1 ? r.nprio : 0;
   q->depth_prio = (uint32_t *)(void *)g_array_free(r.depth_prio, FALSE);
-  q->flow_rate = (uint64_t *)(void *)g_array_free(r.rate, FALSE);
+  q->flow_rate = r.sample_rates ? (uint64_t *)(void *)g_array_free(r.rate, FALSE) : NULL;
+  if (!r.sample_rates) g_array_free(r.rate, TRUE);
   q->link_bytes = (uint64_t *)(void *)g_array_free(r.link_bytes, FALSE);
   res->failure = fail ? g_string_free(fail, FALSE) : NULL;
   res->n_deadlock = r.cycle->len;
@@ -1089,6 +1119,7 @@ int fab_scenario_run(const FabScenario *sc, const FabRunOpts *opts, FabResults *
   for (guint i = 0; i < r.cycle->len; i++) name_port(res->deadlock[i], g_ptr_array_index(r.cycle, i));
   g_ptr_array_free(r.cycle, TRUE);
 
+  g_free(setup);
   g_free(r.cols);
   g_free(r.flows);
   g_free(r.flow_of);

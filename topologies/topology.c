@@ -80,7 +80,7 @@ typedef struct GpuIn {
 } GpuIn;
 
 static const FabCfgKey gpu_schema[] = {
-  {"peak", FAB_CFG_DOUBLE, offsetof(GpuIn, peak), FALSE, NULL, 0, 0, NULL},
+  {"peak", FAB_CFG_DOUBLE, offsetof(GpuIn, peak), FALSE, NULL, 1e9, 1e18, NULL}, /* FLOP/s: 989e12, not 989 */
   {"efficiency", FAB_CFG_DOUBLE, offsetof(GpuIn, efficiency), FALSE, NULL, 1e-6, 1, NULL},
   {"reduce_bandwidth", FAB_CFG_RATE, offsetof(GpuIn, reduce), FALSE, NULL, 0, 0, NULL},
   {NULL, FAB_CFG_END, 0, FALSE, NULL, 0, 0, NULL},

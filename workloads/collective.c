@@ -118,6 +118,7 @@
 ** hashing, and ops are emitted in a fixed loop order.
 */
 #include "collective.h"
+#include "sim/results.h"
 #include "sim/config.h"
 #include <math.h>
 #include <stdarg.h>
@@ -1203,17 +1204,7 @@ double fab_coll_model_time(const FabCollEnv *env, const FabCollSpec *c) {
 }
 
 double fab_coll_busbw_factor(FabCollOp op, uint32_t n) {
-  if (n == 0) return 0;
-  switch (op) {
-  case FAB_COLL_ALLREDUCE:
-    return 2.0 * (n - 1) / n;
-  case FAB_COLL_ALLGATHER:
-  case FAB_COLL_REDUCE_SCATTER:
-  case FAB_COLL_ALL_TO_ALL:
-    return (double)(n - 1) / n;
-  default:
-    return 1;
-  }
+  return n ? fab_busbw_factor(fab_coll_op_names[op], n) : 0;
 }
 
 /* ------------------------------------------------------------------------ */

@@ -54,6 +54,8 @@ typedef enum {
 typedef enum { FAB_PHASE_FWD = 0, FAB_PHASE_BWD, FAB_PHASE_OPT, FAB_PHASE_OTHER, FAB_PHASE_N } FabPhase;
 extern const char *const fab_phase_names[FAB_PHASE_N];
 
+#define FAB_DAG_MAX_OPS 8000000u /* a whole workload's operations, at most (memory: ~100 B each) */
+#define FAB_DAG_MAX_JOBS 65535u  /* FabOp.job is 16 bits */
 #define FAB_DEP_SENT 0x80000000u /* dependency flag: wait for the flow's last packet to leave, not arrive */
 #define FAB_OP_NONE UINT32_MAX   /* "no op" in arrays of op indices */
 

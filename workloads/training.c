@@ -44,7 +44,7 @@
 ** s < pp-1 each rank sends ceil(b s h B / tp) bytes to the same (tp_i, dp_i)
 ** on stage s+1, whose forward of j waits for it; backward gradients go back
 ** the same way. These flows carry a FabCollDef "send-recv", tag "pp", one per
-** (step, stage boundary, direction).
+** (step, stage boundary, direction, microbatch).
 **
 ** Data parallel (dp > 1): a stage's gradient bytes per rank (params / tp x
 ** B), walked in backward order (last block first), are cut into buckets of
@@ -467,9 +467,9 @@ static gboolean item(Train *t, uint32_t s, gboolean fwd, uint32_t j, GError **er
   for (uint32_t q = 0; q < nq; q++) { /* the activation on, or the gradient back */
     uint32_t r = base + q;
     if (fwd && s + 1 < t->pp)
-      t->act[((size_t)s * t->m + j) * nq + q] = pp_flow(t, r, r + nq, t->coll_fwd_base + (int32_t)s);
+      t->act[((size_t)s * t->m + j) * nq + q] = pp_flow(t, r, r + nq, t->coll_fwd_base + (int32_t)(s * t->m + j));
     if (!fwd && s > 0)
-      t->grad[((size_t)(s - 1) * t->m + j) * nq + q] = pp_flow(t, r, r - nq, t->coll_bwd_base + (int32_t)s - 1);
+      t->grad[((size_t)(s - 1) * t->m + j) * nq + q] = pp_flow(t, r, r - nq, t->coll_bwd_base + (int32_t)((s - 1) * t->m + j));
   }
   return !too_many(t, err);
 }
@@ -490,16 +490,18 @@ static void schedule_at(const Train *t, uint32_t s, uint32_t i, gboolean *fwd, u
 
 static gboolean step(Train *t, GError **err) {
   const uint32_t n = t->nranks;
-  /* the pp transfers' definitions: per boundary, forward then backward */
+  /* the pp transfers' definitions: per boundary and microbatch, forward then backward (one
+  ** transfer's time and bandwidth, not a span over the whole pipeline) */
   for (uint32_t dir = 0; dir < 2 && t->pp > 1; dir++) {
-    for (uint32_t s = 0; s + 1 < t->pp; s++) {
-      FabCollDef c = {.op = "send-recv", .algorithm = "direct", .protocol = "simple", .tag = "pp",
-                      .bytes = t->act_bytes, .count = (uint32_t)(t->act_bytes / t->dtype), .dtype_bytes = t->dtype,
-                      .nranks = 2 * t->tp * t->dp, .root = -1, .channels = 1, .chunk = t->act_bytes, .job = t->job,
-                      .step = t->step};
-      int32_t idx = fab_dag_coll(t->d, &c);
-      if (s == 0) *(dir ? &t->coll_bwd_base : &t->coll_fwd_base) = idx;
-    }
+    for (uint32_t s = 0; s + 1 < t->pp; s++)
+      for (uint32_t j = 0; j < t->m; j++) {
+        FabCollDef c = {.op = "send-recv", .algorithm = "direct", .protocol = "simple", .tag = "pp",
+                        .bytes = t->act_bytes, .count = (uint32_t)(t->act_bytes / t->dtype), .dtype_bytes = t->dtype,
+                        .nranks = 2 * t->tp * t->dp, .root = -1, .channels = 1, .chunk = t->act_bytes, .job = t->job,
+                        .step = t->step};
+        int32_t idx = fab_dag_coll(t->d, &c);
+        if (s == 0 && j == 0) *(dir ? &t->coll_bwd_base : &t->coll_fwd_base) = idx;
+      }
   }
   for (uint32_t r = 0; r < n; r++) {
     g_array_set_size(t->pending[r], 0);
@@ -769,6 +771,11 @@ static gboolean configure(Train *t, const FabCfgNode *wl, ModelIn *mi, Shape *sh
   if (!(eff > 0) || eff > 1)
     return fab_cfg_fail(in.gpu ? in.gpu : wl, err, "missing gpu.efficiency: the cluster gives none (expected a "
                         "fraction of peak, e.g. efficiency: 0.4)");
+  if (flops < 1e9) /* a peak without its unit (989 for 989 TFLOPS) would give days of compute per layer */
+    return fab_cfg_fail(gi.flops ? gi.flops : in.gpu ? in.gpu : wl, err, "a GPU of %g FLOP/s: expected at least 1e9 "
+                        "(say 989TFLOPS, or 989e12)", flops);
+  if (gi.memory_bps < 8000000000ull)
+    return fab_cfg_fail(AT_KEY(in.gpu, "memory_bandwidth"), err, "memory bandwidth below 1 GB/s");
   t->rate = flops * eff;
   t->mem_Bps = (double)gi.memory_bps / 8;
   /* the rest */

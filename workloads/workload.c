@@ -274,6 +274,7 @@ static gboolean read_ncclt(Job *j, const FabCfgNode *wl, const WorkloadIn *in, c
     for (uint64_t it = 0; ok && it < in->warmup + in->iters; it++) {
       FabCollSpec c;
       GError *e = NULL;
+      uint32_t before = fab_dag_len(j->d);
       spec_from(&c, j, in);
       c.bytes = bytes;
       c.tag = it < in->warmup ? "nccl-tests-warmup" : "nccl-tests";
@@ -283,6 +284,18 @@ static gboolean read_ncclt(Job *j, const FabCfgNode *wl, const WorkloadIn *in, c
         break;
       }
       memcpy(prev, end, sizeof(uint32_t) * j->n);
+      /* the size's first iteration tells what all of them will take: refuse before building them */
+      uint64_t need = fab_dag_len(j->d) + (uint64_t)(fab_dag_len(j->d) - before) * (in->warmup + in->iters - it - 1);
+      if (need > FAB_DAG_MAX_OPS) {
+        ok = fab_cfg_fail(wl, err, "the sweep needs more than %u operations (%" G_GUINT64_FORMAT " by the end of "
+                          "%" G_GUINT64_FORMAT " B): fewer sizes, iters or warmup, or a larger chunk", FAB_DAG_MAX_OPS,
+                          need, bytes);
+        break;
+      }
+      if (it + 1 == in->warmup) { /* timing starts after the warm-up, all ranks together (a barrier) */
+        uint32_t join = fab_dag_mark(j->d, j->ep[0], FAB_MARK_JOIN, j->id, -1, prev, j->n);
+        for (uint32_t i = 0; i < j->n; i++) prev[i] = join;
+      }
     }
     if (!ok) break;
     /* all ranks meet before the next size */
@@ -312,7 +325,7 @@ static const char *const allowed[][19] = {
 
 /* Read one job's map into d. */
 static gboolean read_job(const FabCfgNode *wl, const FabWorkloadEnv *env, FabDag *d, uint32_t index,
-                         gboolean several, GError **err) {
+                         gboolean several, GHashTable *names, GError **err) {
   WorkloadIn in = {0};
   const FabCfgNode *kind = fab_cfg_get(wl, "kind");
   if (fab_cfg_kind(wl) != FAB_CFG_NODE_MAP) return fab_cfg_fail(wl, err, "expected a map (a workload)");
@@ -348,14 +361,14 @@ static gboolean read_job(const FabCfgNode *wl, const FabWorkloadEnv *env, FabDag
   uint32_t *ranks = read_ranks(in.ranks, env->endpoints, &n, err);
   if (!ranks) return FALSE;
   char *name = in.name ? g_strdup(in.name) : several ? g_strdup_printf("job%u", index) : g_strdup(kinds[in.kind]);
-  for (guint k = 0; k < d->jobs->len; k++)
-    if (g_str_equal(g_array_index(d->jobs, FabJobDef, k).name, name)) {
-      gboolean r = fab_cfg_fail(fab_cfg_get(wl, "name") ? fab_cfg_get(wl, "name") : wl, err,
-                                "a second job named '%s'", name);
-      g_free(name);
-      g_free(ranks);
-      return r;
-    }
+  if (g_hash_table_contains(names, name)) {
+    gboolean r = fab_cfg_fail(fab_cfg_get(wl, "name") ? fab_cfg_get(wl, "name") : wl, err, "a second job named '%s'",
+                              name);
+    g_free(name);
+    g_free(ranks);
+    return r;
+  }
+  g_hash_table_add(names, (gpointer)g_intern_string(name));
   FabJobDef jd = {g_intern_string(name), kinds[in.kind], n, ranks, 0, 0, 1};
   g_free(name);
   Job j = {d, fab_dag_job(d, &jd), n, ranks};
@@ -421,6 +434,9 @@ static gboolean read_job(const FabCfgNode *wl, const FabWorkloadEnv *env, FabDag
     break;
   }
   if (ok && fab_dag_len(d) == before) ok = fab_cfg_fail(wl, err, "the workload has no flows");
+  if (ok && fab_dag_len(d) > FAB_DAG_MAX_OPS)
+    ok = fab_cfg_fail(wl, err, "the workload needs %u operations, more than %u: make its jobs smaller (a larger "
+                      "chunk or layer_group, fewer steps or sizes)", fab_dag_len(d), FAB_DAG_MAX_OPS);
   return ok;
 }
 
@@ -431,13 +447,18 @@ FabDag *fab_workload_read(const FabCfgNode *root, const FabWorkloadEnv *env, GEr
     return NULL;
   }
   FabDag *d = fab_dag_new();
+  GHashTable *names = g_hash_table_new(g_str_hash, g_str_equal); /* of the jobs so far (interned) */
   gboolean ok = TRUE;
   if (fab_cfg_kind(wl) == FAB_CFG_NODE_SEQ) { /* several jobs at once */
     if (!fab_cfg_len(wl)) ok = fab_cfg_fail(wl, err, "an empty list of jobs");
-    for (size_t i = 0; ok && i < fab_cfg_len(wl); i++) ok = read_job(fab_cfg_at(wl, i), env, d, (uint32_t)i, TRUE, err);
+    if (fab_cfg_len(wl) > FAB_DAG_MAX_JOBS)
+      ok = fab_cfg_fail(wl, err, "%zu jobs: at most %u", fab_cfg_len(wl), FAB_DAG_MAX_JOBS);
+    for (size_t i = 0; ok && i < fab_cfg_len(wl); i++)
+      ok = read_job(fab_cfg_at(wl, i), env, d, (uint32_t)i, TRUE, names, err);
   } else {
-    ok = read_job(wl, env, d, 0, FALSE, err);
+    ok = read_job(wl, env, d, 0, FALSE, names, err);
   }
+  g_hash_table_destroy(names);
   if (ok && !fab_dag_flows(d)) ok = fab_cfg_fail(wl, err, "the workload has no flows");
   if (!ok) {
     fab_dag_free(d);
