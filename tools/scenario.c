@@ -202,13 +202,39 @@ char *fab_scenario_explain(const FabScenario *sc) {
     if (jd->steps) g_string_append_printf(s, ", %u steps of %u microbatches, pp %u", jd->steps, jd->microbatches, jd->pp);
     g_string_append_c(s, '\n');
   }
-  for (guint c = 0; c < sc->dag->colls->len && c < 8; c++) {
+  /* the collectives, alike ones counted together (a training step has thousands) */
+  GArray *kinds = g_array_new(FALSE, FALSE, sizeof(guint)); /* first collective of each kind */
+  GArray *counts = g_array_new(FALSE, TRUE, sizeof(guint));
+  for (guint c = 0; c < sc->dag->colls->len; c++) {
     const FabCollDef *cd = &g_array_index(sc->dag->colls, FabCollDef, c);
-    g_string_append_printf(s, "collective %s of %" G_GUINT64_FORMAT " B on %u ranks: %s, %s, %u channels, chunk %"
-                           G_GUINT64_FORMAT " B%s%s\n", cd->op, cd->bytes, cd->nranks, cd->algorithm, cd->protocol,
+    guint k = 0;
+    for (; k < kinds->len; k++) {
+      const FabCollDef *o = &g_array_index(sc->dag->colls, FabCollDef, g_array_index(kinds, guint, k));
+      if (g_str_equal(o->op, cd->op) && o->bytes == cd->bytes && o->nranks == cd->nranks &&
+          g_str_equal(o->algorithm, cd->algorithm) && g_str_equal(o->protocol, cd->protocol) &&
+          o->channels == cd->channels && o->chunk == cd->chunk && g_strcmp0(o->tag, cd->tag) == 0 && o->job == cd->job)
+        break;
+    }
+    if (k == kinds->len) {
+      if (kinds->len == 16) continue; /* enough to show; the rest are summed below */
+      g_array_append_val(kinds, c);
+      g_array_set_size(counts, kinds->len);
+    }
+    g_array_index(counts, guint, k)++;
+  }
+  guint shown = 0;
+  for (guint k = 0; k < kinds->len; k++) {
+    const FabCollDef *cd = &g_array_index(sc->dag->colls, FabCollDef, g_array_index(kinds, guint, k));
+    guint n = g_array_index(counts, guint, k);
+    shown += n;
+    g_string_append_printf(s, "collective %u x %s of %" G_GUINT64_FORMAT " B on %u ranks: %s, %s, %u channels, chunk %"
+                           G_GUINT64_FORMAT " B%s%s\n", n, cd->op, cd->bytes, cd->nranks, cd->algorithm, cd->protocol,
                            cd->channels, cd->chunk, cd->tag ? ", tag " : "", cd->tag ? cd->tag : "");
   }
-  if (sc->dag->colls->len > 8) g_string_append_printf(s, "           ... and %u more collectives\n", sc->dag->colls->len - 8);
+  g_array_free(kinds, TRUE);
+  g_array_free(counts, TRUE);
+  if (shown < sc->dag->colls->len)
+    g_string_append_printf(s, "           ... and %u more collectives\n", sc->dag->colls->len - shown);
   if (sc->stop_time != FAB_TIME_MAX)
     g_string_append_printf(s, "stop_time  %.6g us\n", (double)sc->stop_time / 1e6);
   if (sc->hdf5)
