@@ -330,3 +330,51 @@ Test(sweep, a_directory_of_another_sweep_is_not_reused) {
   rm_rf(dir);
   g_free(dir);
 }
+
+/* A sweep of a training scenario carries the step report in its columns
+** (empty for runs that are not training): the step time of each point is
+** the one its own run reports. */
+Test(sweep, training_points_carry_the_step_time) {
+  char *dir = tmpdir();
+  const char *y = "cluster: {nodes: 4}\n"
+                  "fabric:\n"
+                  "  topology: {kind: single-switch}\n"
+                  "  link: {bandwidth: 100Gbps, latency: 1us, mtu: 4096}\n"
+                  "workload:\n"
+                  "  kind: training\n"
+                  "  model: {layers: 2, hidden: 512, seq: 256, micro_batch: 1, global_batch: 4, dtype: bf16}\n"
+                  "  parallelism: {dp: 4}\n"
+                  "  gpu: {flops: 100TFLOPS, efficiency: 0.5}\n";
+  char *sc = g_build_filename(dir, "train.yaml", NULL);
+  cr_assert(g_file_set_contents(sc, y, -1, NULL));
+  Proc p = RUN_IN(dir, "sweep", sc, "--set", "fabric.link.bandwidth=100Gbps,25Gbps", "--out", "sw");
+  cr_assert_eq(p.status, 0, "%s: exit %d; stderr:\n%s", p.cmd, p.status, p.err);
+  char *csv = g_build_filename(dir, "sw", "sweep.csv", NULL), *text = read_file(csv);
+  char **lines = g_strsplit(text, "\n", -1);
+  GPtrArray *hd = csv_cells(lines[0]);
+  int c_step = col(hd, "step_time_s"), c_exp = col(hd, "exposed_comm_s");
+  double step[2];
+  const char *bw[] = {"fabric.link.bandwidth=100Gbps", "fabric.link.bandwidth=25Gbps"};
+  for (int i = 0; i < 2; i++) {
+    GPtrArray *row = csv_cells(lines[i + 1]);
+    cr_assert(*(char *)row->pdata[c_step] && *(char *)row->pdata[c_exp], "row %d has the step: %s", i, lines[i + 1]);
+    step[i] = g_ascii_strtod(row->pdata[c_step], NULL);
+    Proc one = RUN_IN(dir, "run", sc, "--json", "--set", bw[i]);
+    cr_assert_eq(one.status, 0, "%s: %s", one.cmd, one.err);
+    char *t = json_num(one.out, "step_time_s");
+    cr_assert(t, "no step_time_s in %s", one.out);
+    cr_expect_float_eq(step[i], g_ascii_strtod(t, NULL), 1e-15);
+    g_free(t);
+    proc_clear(&one);
+    g_ptr_array_free(row, TRUE);
+  }
+  cr_assert_gt(step[1], step[0], "a slower fabric, a longer step");
+  g_ptr_array_free(hd, TRUE);
+  g_strfreev(lines);
+  g_free(text);
+  g_free(csv);
+  g_free(sc);
+  proc_clear(&p);
+  rm_rf(dir);
+  g_free(dir);
+}

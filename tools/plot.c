@@ -20,6 +20,7 @@
 #include <glib/gstdio.h>
 #include <hdf5.h>
 #include <math.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
 #include "cmds.h"
@@ -376,6 +377,7 @@ static gboolean sweep_plots(const char *gp_bin, const Sweep *w, const char *dir,
   static const struct { const char *field, *label; double scale; } metrics[] = {
     {"sim_time_s", "simulated time (us)", 1e6}, {"fct_p99_s", "p99 flow completion time (us)", 1e6},
     {"drops", "packets dropped", 1}, {"max_queue_bytes", "deepest egress queue (KiB)", 1.0 / 1024},
+    {"step_time_s", "training step time (ms)", 1e3}, {"exposed_comm_s", "exposed communication per step (ms)", 1e3},
   };
   GPtrArray *xs = g_ptr_array_new(), *ls = g_ptr_array_new();
   char *data = sweep_data(w, dir, xs, ls, why);
@@ -383,6 +385,9 @@ static gboolean sweep_plots(const char *gp_bin, const Sweep *w, const char *dir,
   for (size_t i = 0; ok && i < G_N_ELEMENTS(metrics); i++) {
     int m = num_index(w, metrics[i].field);
     if (m < 0) continue;
+    bool any = false; /* step columns are empty (NaN) unless the runs are training */
+    for (hsize_t k = 0; k < w->n && !any; k++) any = !isnan(w->x[k * w->nnum + m]);
+    if (!any) continue;
     GString *gp = g_string_new(NULL);
     g_string_append(gp, "set title \"");
     fab_plot_put_title(gp, metrics[i].label);

@@ -61,21 +61,24 @@ static const char usage_sweep[] =
   "exit status: 0 every point ran ok, 1 some point's simulation failed,\n"
   "2 bad input or usage\n";
 
-/* The numeric summary fields, in column order. `flows` marks those read
-** inside the JSON "flows" object, under the name `json`. */
+/* The numeric summary fields, in column order: the CSV/HDF5 column name and
+** the field's dotted path in the JSON summary. The step columns are empty
+** for runs that are not training. */
 typedef struct Field {
   const char *name, *json;
-  gboolean flows;
 } Field;
 static const Field fields[] = {
-  {"sim_time_s", "sim_time_s", FALSE},   {"events", "events", FALSE},
-  {"packet_hops", "packet_hops", FALSE}, {"drops", "drops", FALSE},
-  {"retransmits", "retransmits", FALSE}, {"pfc_pause_frames", "pfc_pause_frames", FALSE},
-  {"ecn_marks", "ecn_marks", FALSE},     {"cnps", "cnps", FALSE},
-  {"max_queue_bytes", "max_queue_bytes", FALSE},
-  {"flows_completed", "completed", TRUE}, {"flows_count", "count", TRUE},
-  {"fct_p50_s", "fct_p50_s", TRUE},      {"fct_p99_s", "fct_p99_s", TRUE},
-  {"fct_max_s", "fct_max_s", TRUE},      {"wall_s", "wall_s", FALSE},
+  {"sim_time_s", "sim_time_s"},       {"events", "events"},
+  {"packet_hops", "packet_hops"},     {"drops", "drops"},
+  {"retransmits", "retransmits"},     {"pfc_pause_frames", "pfc_pause_frames"},
+  {"ecn_marks", "ecn_marks"},         {"cnps", "cnps"},
+  {"max_queue_bytes", "max_queue_bytes"},
+  {"flows_completed", "flows.completed"}, {"flows_count", "flows.count"},
+  {"fct_p50_s", "flows.fct_p50_s"},   {"fct_p99_s", "flows.fct_p99_s"},
+  {"fct_max_s", "flows.fct_max_s"},
+  {"step_time_s", "step.step_time_s"}, {"compute_s", "step.compute_s"},
+  {"exposed_comm_s", "step.exposed_comm_s"}, {"bubble_fraction", "step.bubble_fraction"},
+  {"wall_s", "wall_s"},
 };
 #define N_FIELDS (sizeof fields / sizeof fields[0])
 
@@ -150,10 +153,8 @@ static char *json_number(const char *js, const char *path) {
 static void point_parse_json(Point *pt, const char *js) {
   for (size_t f = 0; f < N_FIELDS; f++) {
     g_free(pt->num[f]);
-    char *path = g_strdup_printf("%s%s", fields[f].flows ? "flows." : "", fields[f].json);
-    char *v = json_number(js, path);
+    char *v = json_number(js, fields[f].json);
     pt->num[f] = v ? v : g_strdup("");
-    g_free(path);
   }
 }
 
