@@ -253,3 +253,30 @@ Test(libfabsim, bad_file) {
   cr_assert(err);
   fabsim_free(err);
 }
+
+/* A training step's report through the library, without parsing text: the
+** step time is compute + exposed communication + bubble. */
+Test(libfabsim, training_step_by_name) {
+  const char *y = "cluster: {nodes: 4}\n"
+                  "fabric: {topology: {kind: single-switch}, link: {bandwidth: 100Gbps}}\n"
+                  "workload:\n"
+                  "  kind: training\n"
+                  "  model: {layers: 2, hidden: 512, seq: 256, micro_batch: 1, global_batch: 8, dtype: bf16}\n"
+                  "  parallelism: {pp: 2, dp: 2}\n"
+                  "  gpu: {flops: 100TFLOPS, efficiency: 0.5}\n"
+                  "  steps: 2\n";
+  char *err = NULL;
+  FabsimScenario *sc = fabsim_load_string(y, "train", &err);
+  cr_assert_not_null(sc, "%s", err ? err : "?");
+  FabsimRun *run = fabsim_run(sc, &err);
+  cr_assert_not_null(run, "%s", err ? err : "?");
+  cr_assert_eq(fabsim_run_status(run), 0);
+  double step = fabsim_run_number(run, "step.step_time_s"), comp = fabsim_run_number(run, "step.compute_s"),
+         exp = fabsim_run_number(run, "step.exposed_comm_s"), bub = fabsim_run_number(run, "step.bubble_s");
+  cr_assert(step > 0 && comp > 0 && bub > 0, "step %g, compute %g, bubble %g", step, comp, bub);
+  cr_assert_float_eq(comp + exp + bub, step, step * 1e-7); /* JSON keeps 9 digits */
+  cr_assert_eq(fabsim_run_number(run, "step.steps"), 2);
+  cr_assert_eq(fabsim_run_number(run, "jobs.0.ranks"), 4);
+  fabsim_run_free(run);
+  fabsim_scenario_free(sc);
+}
