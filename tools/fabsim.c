@@ -195,7 +195,7 @@ static void report(const FabResults *r, const char *hdf5, FILE *out) {
           cnt++;
           t += r->colls[k].end ? fab_time_to_s(r->colls[k].end - r->colls[k].start) : 0;
         }
-      g_string_append_printf(by, "%s%s %zu x %s (%.3f ms)", by->len ? ", " : "", tag, cnt, c->op, t * 1e3);
+      g_string_append_printf(by, "%s%s %zu x %s (%.3f ms summed)", by->len ? ", " : "", tag, cnt, c->op, t * 1e3);
     }
     fprintf(out, "  collectives %s\n", by->str);
     g_string_free(by, TRUE);
