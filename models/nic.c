@@ -92,8 +92,9 @@ static FabPkt *nic_pull(FabEngine *eng, FabNode *self, FabPort *port) {
       continue;
     }
     if (!((port->paused | port->nocredit) & (1u << f->prio))) { /* PFC pause, IB credits */
-      if (f->next_tx <= eng->now) break;
-      if (f->next_tx < soonest) soonest = f->next_tx;
+      fab_time_t at = f->max_bps && nic->cap_next > f->next_tx ? nic->cap_next : f->next_tx;
+      if (at <= eng->now) break;
+      if (at < soonest) soonest = at;
     }
     prev = f;
     f = next;
@@ -151,6 +152,8 @@ static FabPkt *nic_pull(FabEngine *eng, FabNode *self, FabPort *port) {
     nic->cc->on_sent(&f->cc, &nic->cfg.cc, p->wire, eng->now);
     cc_arm(eng, nic, f);
   }
+  if (f->max_bps) /* the GPU's own limit on its capped flows together, below whatever CC allows */
+    nic->cap_next = eng->now + fab_time_ser(p->wire, f->max_bps);
   if (!f->timer_armed) {
     f->timer_armed = true;
     f->deadline = eng->now + nic->cfg.rto;

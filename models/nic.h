@@ -71,6 +71,8 @@ typedef struct FabFlow {
   uint32_t mtu;            /* payload bytes per packet on its path */
   uint32_t overhead;       /* header bytes per packet on its path */
   uint32_t npkts;          /* packets it takes, >= 1 */
+  uint64_t max_bps;        /* the sender's flows with a limit share one pacing gate at this rate (a GPU-side
+                           ** protocol limit, such as LL's), 0: none */
   uint32_t hash_fwd, hash_rev; /* ECMP hashes of data and of ACKs */
   /* sender */
   uint32_t snd_nxt;        /* next PSN to send */
@@ -115,6 +117,7 @@ struct FabNic {
   FabRng rng;              /* stream FAB_STREAM(FAB_STREAM_NIC, id) of cfg.seed */
   const FabCcOps *cc;      /* cfg.cc's handlers; NULL under none */
   fab_time_t pace_at;      /* ps: the pending pacing wake-up (FAB_TIME_MAX: none) */
+  fab_time_t cap_next;     /* ps: the next packet of a flow with max_bps may not leave before this */
   FabFlow *flows;          /* the run's flow table (transfer none) */
   FabFlow *rr_head[2], *rr_tail[2]; /* flows with packets to send, per path */
   FabFlowDoneFn done;

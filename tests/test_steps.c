@@ -425,3 +425,32 @@ Test(training, whole_steps_survive_a_cut_run) {
   cr_assert_float_eq(r.steps[0].compute_s, first.compute_s, 1e-12);
   testscen_done(sc, &r);
 }
+
+/* ---- protocol limits on the GPU ---------------------------------------------------- */
+
+/* LL moves at most NCCL's llMaxBw of data per rank (45 GB/s across two
+** NVLink islands), whatever the links could carry: an 8 MiB allgather on two
+** DGX H100 forced to LL stays under it, LL128 does not. */
+static double dgx2_allgather_busbw(const char *proto) {
+  char *y = g_strdup_printf("cluster: {node: dgx-h100, nodes: 2}\n"
+                            "fabric:\n"
+                            "  transport: infiniband\n"
+                            "  topology: {kind: rail-optimized}\n"
+                            "  link: {bandwidth: 400Gbps, latency: 500ns, mtu: 4096}\n"
+                            "  switch: {latency: 300ns, buffer: 64MiB, priorities: 1}\n"
+                            "workload: {kind: collective, op: allgather, size: 8MiB, algorithm: ring, protocol: %s}\n",
+                            proto);
+  FabScenario *sc;
+  FabResults r = run_yaml(y, &sc);
+  double t = fab_time_to_s(r.colls[0].end - r.colls[0].start);
+  double bus = 8388608.0 / t / 1e9 * 15 / 16;
+  testscen_done(sc, &r);
+  return bus;
+}
+
+Test(protocol, ll_is_limited_on_the_gpu) {
+  double ll = dgx2_allgather_busbw("ll"), ll128 = dgx2_allgather_busbw("ll128");
+  cr_assert_leq(ll, 45.0, "LL at %g GB/s of bus bandwidth, above NCCL's 45 GB/s across two islands", ll);
+  cr_assert_gt(ll, 25.0, "but not far below it: %g GB/s", ll);
+  cr_assert_gt(ll128, 100.0, "LL128 is not limited so: %g GB/s", ll128);
+}

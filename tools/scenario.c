@@ -917,6 +917,7 @@ int fab_scenario_run(const FabScenario *sc, const FabRunOpts *opts, FabResults *
     f->prio = o->prio;
     f->nvls = o->kind == FAB_OP_NVLS;
     fab_flow_prepare(f, &sc->fabric.nic);
+    f->max_bps = o->max_bps;
     f->start = FAB_TIME_MAX; /* not posted yet */
     r.flow_of[i] = n;
     r.op_of[n++] = i;

@@ -277,6 +277,7 @@ typedef struct Ex {
   uint32_t limit;   /* refuse ops from this index on */
   bool over;
   bool exposed;     /* one rank per node: a ring's network steps pay the exposed (tree-row) latency */
+  uint64_t cap_bps; /* the sending GPU's limit for its flows (LL: NCCL's per-rank LL bandwidth), 0: none */
 } Ex;
 
 /* Part i of `total` cut into `parts` near-equal parts of whole units. */
@@ -355,7 +356,7 @@ static uint32_t flow(Ex *x, uint32_t s, uint32_t r, uint64_t payload, unsigned f
   FabOp o = {.kind = FAB_OP_FLOW, .prio = c->prio, .job = c->job, .step = c->step, .src = x->ep[s], .dst = x->ep[r],
              .coll = x->coll, .bytes = wire_bytes(x->proto, payload), .start = c->start,
              .pre = (flags & F_LAT) ? step_lat(x, s, r, row, flags) : 0,
-             .post = (flags & F_REDUCE) ? reduce_ps(x, payload) : 0};
+             .post = (flags & F_REDUCE) ? reduce_ps(x, payload) : 0, .max_bps = x->cap_bps};
   return add_op(x, &o, s, r, deps, nd, flags);
 }
 
@@ -1403,6 +1404,9 @@ int32_t fab_coll_expand(FabDag *d, const FabCollEnv *env, const FabCollSpec *c, 
   uint32_t dt = c->dtype_bytes ? c->dtype_bytes : 1;
   Ex x = {.d = d, .env = env, .c = c, .algo = s.algorithm, .proto = s.protocol, .n = n, .ep = c->ranks,
           .channels = MAX(s.channels, 1u), .unit = c->bytes % dt == 0 ? dt : 1, .exposed = t.nodes >= n};
+  if (x.proto == FAB_PROTO_LL) /* LL moves at most ll_max_bw of data per rank (NCCL's llMaxBws), twice that on the
+                               ** wire, over all its channels: a GPU-side limit the wire alone would not give */
+    x.cap_bps = (uint64_t)(2 * ll_max_bw[isl_idx(t.islands)] * 8e9);
   uint32_t *all = g_new(uint32_t, n);
   for (uint32_t i = 0; i < n; i++) all[i] = i;
   Groups nodes, dom;

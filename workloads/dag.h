@@ -74,6 +74,8 @@ typedef struct FabOp {
   fab_time_t pre;       /* FLOW/NVLS: ps from ready to posted */
   fab_time_t post;      /* FLOW/NVLS: ps from received to done */
   fab_time_t dur;       /* COMPUTE: ps on the compute stream */
+  uint64_t max_bps;     /* FLOW: the sending GPU's limit, bits/s on the wire, for all its flows that have one
+                        ** together (a protocol's throughput on the GPU, such as LL's); 0: line rate */
   uint32_t dep0, ndeps; /* its dependencies: FabDag.deps[dep0 .. dep0 + ndeps) */
 } FabOp;
 
