@@ -92,7 +92,8 @@ static FabPkt *nic_pull(FabEngine *eng, FabNode *self, FabPort *port) {
       continue;
     }
     if (!((port->paused | port->nocredit) & (1u << f->prio))) { /* PFC pause, IB credits */
-      fab_time_t at = f->max_bps && nic->cap_next > f->next_tx ? nic->cap_next : f->next_tx;
+      fab_time_t at = f->next_tx;
+      if (G_UNLIKELY(f->max_bps) && nic->cap_next > at) at = nic->cap_next;
       if (at <= eng->now) break;
       if (at < soonest) soonest = at;
     }
