@@ -383,6 +383,7 @@ Test(tree, nodes_form_the_tree_and_chains_run_inside) {
   FabCollEnv env = gpus(3, 4);
   FabCollSpec s = spec(FAB_COLL_ALLREDUCE, FAB_ALGO_TREE, 12 * 4 * 4096, 12);
   s.channels = 2;
+  s.chunk = 1 << 20; /* one piece per tree half: the structure, not the piece size, is under test */
   int32_t coll;
   FabDag *d = expand(&env, &s, e, &coll);
   check_dag(d, &env, &s, coll, e);
@@ -703,6 +704,7 @@ Test(channels, four_channels_four_times_the_flows) {
   FabCollOp ops[] = {FAB_COLL_ALLREDUCE, FAB_COLL_ALLREDUCE, FAB_COLL_ALL_TO_ALL};
   for (int a = 0; a < 3; a++) {
     FabCollSpec s = spec(ops[a], algs[a], 8 * 4 * 4096, n);
+    s.chunk = 1 << 20; /* whole parts: the default piece shrinks with the bytes per channel */
     FabDag *d1 = expand(&env, &s, NULL, NULL);
     s.channels = 4;
     FabDag *d4 = expand(&env, &s, NULL, NULL);

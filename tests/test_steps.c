@@ -110,7 +110,7 @@ Test(ring, chunked_pieces_pipeline) {
 static double coll_time(uint32_t n, const char *algo, uint64_t S) {
   FabScenario *sc;
   char *wl = g_strdup_printf("{kind: collective, op: allreduce, size: %" G_GUINT64_FORMAT
-                             ", algorithm: %s, protocol: simple, channels: 1}", S, algo);
+                             ", algorithm: %s, protocol: simple, channels: 1, chunk: 64KiB}", S, algo);
   FabResults r = run_yaml(hosts(n, wl), &sc);
   g_free(wl);
   cr_assert_str_eq(r.colls[0].algorithm, algo);
@@ -122,7 +122,9 @@ static double coll_time(uint32_t n, const char *algo, uint64_t S) {
 /* On 16 ranks a ring allreduce has 2(n-1) = 30 latency steps, a tree
 ** 2 log2 n = 8. Fit T = a + b S to each from two sizes: the latency terms
 ** keep that ratio, the tree wins where its latency saving exceeds its
-** bandwidth cost, and the simulated crossover is where the fit puts it. */
+** bandwidth cost, and the simulated crossover is where the fit puts it.
+** The pieces are 64 KiB for both at every size (the default piece of a
+** tree shrinks with the size, which would bend the lines). */
 Test(tree, crossover_where_the_latency_terms_say) {
   const uint32_t n = 16;
   uint64_t s0 = 4096, s1 = 4ull << 20;

@@ -181,22 +181,35 @@ static void report(const FabResults *r, const char *hdf5, FILE *out) {
             "overlapped %.3f ms, pipeline bubble %.3f ms (%.1f%%)\n", r->jobs[j].name, step / n * 1e3, n,
             comp / n * 1e3, exp / n * 1e3, ovl / n * 1e3, bub / n * 1e3, step > 0 ? bub / step * 100 : 0);
     GString *by = g_string_new(NULL);
-    for (size_t i = 0; i < r->n_colls; i++) { /* time in collectives per tag */
+    GHashTable *at = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL); /* "tag op" -> index + 1 */
+    struct Sum {
+      size_t first, cnt;
+      double t;
+    } *sums = NULL;
+    size_t nk = 0;
+    for (size_t i = 0; i < r->n_colls; i++) {
       const struct FabCollRec *c = &r->colls[i];
-      const char *tag = c->tag ? c->tag : c->op;
-      bool seen = false;
-      for (size_t k = 0; k < i && !seen; k++)
-        seen = r->colls[k].job == j && g_str_equal(r->colls[k].tag ? r->colls[k].tag : r->colls[k].op, tag);
-      if (c->job != j || seen) continue;
-      size_t cnt = 0;
-      double t = 0;
-      for (size_t k = i; k < r->n_colls; k++)
-        if (r->colls[k].job == j && g_str_equal(r->colls[k].tag ? r->colls[k].tag : r->colls[k].op, tag)) {
-          cnt++;
-          t += r->colls[k].end ? fab_time_to_s(r->colls[k].end - r->colls[k].start) : 0;
-        }
-      g_string_append_printf(by, "%s%s %zu x %s (%.3f ms summed)", by->len ? ", " : "", tag, cnt, c->op, t * 1e3);
+      if (c->job != j) continue;
+      char *key = g_strdup_printf("%s %s", c->tag ? c->tag : "-", c->op);
+      guint k = GPOINTER_TO_UINT(g_hash_table_lookup(at, key));
+      if (!k) {
+        sums = g_renew(struct Sum, sums, nk + 1);
+        sums[nk] = (struct Sum){i, 0, 0};
+        k = (guint)++nk;
+        g_hash_table_insert(at, key, GUINT_TO_POINTER(k));
+      } else {
+        g_free(key);
+      }
+      sums[k - 1].cnt++;
+      sums[k - 1].t += c->end ? fab_time_to_s(c->end - c->start) : 0;
     }
+    for (size_t k = 0; k < nk; k++) {
+      const struct FabCollRec *c = &r->colls[sums[k].first];
+      g_string_append_printf(by, "%s%s %zu x %s (%.3f ms summed)", by->len ? ", " : "", c->tag ? c->tag : c->op,
+                             sums[k].cnt, c->op, sums[k].t * 1e3);
+    }
+    g_free(sums);
+    g_hash_table_destroy(at);
     fprintf(out, "  collectives %s\n", by->str);
     g_string_free(by, TRUE);
   }

@@ -88,10 +88,12 @@
 ** for that hop (env nvl_lat / net_lat, since the simulator models the wire),
 ** and the first step also pays NCCL's base latency (baseLat) once. Later
 ** pieces stream behind the first: NCCL overlaps a connection's per-step
-** latency with its FIFO of in-flight steps. The default piece is NCCL's
+** latency with its FIFO of in-flight steps. A ring connection is first in,
+** first out: a step's first piece also waits for the previous step's last
+** piece to leave (NCCL's primitives run one step after the other). The default piece is NCCL's
 ** pipelining unit: Simple a slice of NCCL_BUFFSIZE (4 MiB) / NCCL_STEPS (8)
 ** = 512 KiB x SLICESTEPS (2 for ring allreduce, allgather, reduce-scatter: 1
-** MiB; 1 for chains and trees, which NCCL halves down to 64 KiB while a
+** MiB; 1 for chains and trees, which NCCL halves down to 32 KiB while a
 ** channel has fewer than a few pieces per tree level); LL one step of its
 ** 512 KiB buffer, 64 KiB of lines = 32 KiB of data; LL128 one step of its
 ** 4.7 MB buffer, 614400 bytes = 576000 of data (a tree's halved, as NCCL
@@ -471,21 +473,31 @@ static void ring(Ex *x, const uint32_t *mem, uint32_t k, uint64_t bytes, uint32_
   }
   poff[(size_t)C * k] = (uint32_t)tot;
   uint32_t *last = g_new(uint32_t, MAX(tot, 1)); /* per (channel, segment, piece): its latest flow */
-  for (uint32_t s = 0; s < nsteps && !x->over; s++)
+  /* per (channel, ring position): the last piece it sent in the step before, and in this one. A
+  ** connection is first in, first out, as NCCL's: all of a step's pieces leave before the next
+  ** step's first one (whose data may have arrived earlier), so steps pipeline but do not mix. */
+  uint32_t *prev_tail = g_new(uint32_t, (size_t)C * k), *tail = g_new(uint32_t, (size_t)C * k);
+  for (size_t i = 0; i < (size_t)C * k; i++) prev_tail[i] = tail[i] = FAB_OP_NONE;
+  for (uint32_t s = 0; s < nsteps && !x->over; s++) {
     for (uint64_t j = 0; j < pmax && !x->over; j++)
       for (uint32_t c = 0; c < C; c++)
         for (uint32_t p = 0; p < k; p++) {
           uint32_t sg = (uint32_t)((p + k - s % k) % k);
-          size_t at = (size_t)c * k + sg;
+          size_t at = (size_t)c * k + sg, pos = (size_t)c * k + p;
           uint64_t b = seg[at];
           if (j >= ceil_div(b, x->chunk)) continue;
-          uint32_t deps[2] = {FAB_OP_NONE, FAB_OP_NONE};
+          uint32_t deps[3] = {FAB_OP_NONE, FAB_OP_NONE, FAB_OP_NONE};
           if (s > 0) deps[0] = last[poff[at] + j];                   /* the piece arrived here a step ago */
           if (j > 0) deps[1] = last[poff[at] + j - 1] | FAB_DEP_SENT; /* this step's previous piece left */
+          else if (prev_tail[pos] != FAB_OP_NONE) deps[2] = prev_tail[pos] | FAB_DEP_SENT; /* the last step's left */
           unsigned fl = (j == 0 ? F_FIRST : 0) | (s < nreduce ? F_REDUCE : 0) | (base && s == 0 ? F_BASE : 0);
-          last[poff[at] + j] = flow(x, ord[(size_t)c * k + p], ord[(size_t)c * k + (p + 1) % k],
-                                    piece_size(b, x->chunk, j), fl, ROW_RING, deps, 2);
+          last[poff[at] + j] = tail[pos] = flow(x, ord[(size_t)c * k + p], ord[(size_t)c * k + (p + 1) % k],
+                                                piece_size(b, x->chunk, j), fl, ROW_RING, deps, 3);
         }
+    memcpy(prev_tail, tail, sizeof(uint32_t) * C * k);
+  }
+  g_free(prev_tail);
+  g_free(tail);
   g_free(last);
   g_free(poff);
   g_free(seg);
@@ -1241,9 +1253,9 @@ static uint64_t default_chunk(const Ex *x, const Topo *t) {
     uint64_t ch = 524288, per = x->c->bytes / MAX(x->channels, 1u);
     uint32_t N = MAX(t->nodes, 1u), depth = t->n / N - 1 + (uint32_t)MAX(log2i(N), 0);
     depth = MAX(depth, 1u);
-    if (per / ch < (uint64_t)depth * 8 && ch > 131072) ch /= 2;
-    if (per / ch < (uint64_t)depth * 4 && ch > 65536) ch /= 2;
-    if (per / ch < (uint64_t)depth && ch > 32768) ch /= 2;
+    while (per / ch < (uint64_t)depth * 8 && ch > 131072) ch /= 2;
+    while (per / ch < (uint64_t)depth * 4 && ch > 65536) ch /= 2;
+    while (per / ch < (uint64_t)depth && ch > 32768) ch /= 2;
     return ch;
   }
   case FAB_ALGO_NVLS:
