@@ -6,7 +6,7 @@
 #include <string.h>
 #include <stdbool.h>
 
-static void put_str(GString *s, const char *v) {
+void fab_json_put_str(GString *s, const char *v) {
   g_string_append_c(s, '"');
   for (const unsigned char *p = (const unsigned char *)(v ? v : ""); *p; p++) {
     switch (*p) {
@@ -23,7 +23,7 @@ static void put_str(GString *s, const char *v) {
   g_string_append_c(s, '"');
 }
 
-static void put_num(GString *s, double v) {
+void fab_json_put_num(GString *s, double v) {
   if (!isfinite(v)) {
     g_string_append(s, "null");
     return;
@@ -60,14 +60,14 @@ double fab_results_fct_percentile(const FabResults *r, double p) {
 static void put_step(GString *s, const FabResults *r, uint32_t job) {
   double n = 0, step = 0, comp = 0, comm = 0, exp = 0, ovl = 0, bub = 0;
   g_string_append(s, "{\"job\": ");
-  put_str(s, job < r->n_jobs ? r->jobs[job].name : "");
+  fab_json_put_str(s, job < r->n_jobs ? r->jobs[job].name : "");
   g_string_append(s, ", \"step_times_s\": [");
   for (size_t k = 0; k < r->n_steps; k++) {
     const struct FabStepRec *st = &r->steps[k];
     if (st->job != job) continue;
     double t = st->end > st->start ? fab_time_to_s(st->end - st->start) : 0;
     if (n > 0) g_string_append(s, ", ");
-    put_num(s, t);
+    fab_json_put_num(s, t);
     n++;
     step += t;
     comp += st->compute_s;
@@ -77,19 +77,19 @@ static void put_step(GString *s, const FabResults *r, uint32_t job) {
     bub += st->bubble_s;
   }
   g_string_append_printf(s, "], \"steps\": %.0f, \"step_time_s\": ", n);
-  put_num(s, step / n);
+  fab_json_put_num(s, step / n);
   g_string_append(s, ", \"compute_s\": ");
-  put_num(s, comp / n);
+  fab_json_put_num(s, comp / n);
   g_string_append(s, ", \"comm_s\": ");
-  put_num(s, comm / n);
+  fab_json_put_num(s, comm / n);
   g_string_append(s, ", \"exposed_comm_s\": ");
-  put_num(s, exp / n);
+  fab_json_put_num(s, exp / n);
   g_string_append(s, ", \"overlap_s\": ");
-  put_num(s, ovl / n);
+  fab_json_put_num(s, ovl / n);
   g_string_append(s, ", \"bubble_s\": ");
-  put_num(s, bub / n);
+  fab_json_put_num(s, bub / n);
   g_string_append(s, ", \"bubble_fraction\": ");
-  put_num(s, step > 0 ? bub / step : 0);
+  fab_json_put_num(s, step > 0 ? bub / step : 0);
   for (int by = 0; by < 2; by++) { /* by_op, by_tag: count, bytes, time summed over the collectives */
     g_string_append(s, by ? ", \"by_tag\": {" : ", \"by_op\": {");
     GPtrArray *seen = g_ptr_array_new();
@@ -110,10 +110,10 @@ static void put_step(GString *s, const FabResults *r, uint32_t job) {
         t += o->end ? fab_time_to_s(o->end - o->start) : 0;
       }
       if (seen->len > 1) g_string_append(s, ", ");
-      put_str(s, key);
+      fab_json_put_str(s, key);
       g_string_append_printf(s, ": {\"count\": %" G_GUINT64_FORMAT ", \"bytes\": %" G_GUINT64_FORMAT ", \"time_s\": ",
                              cnt, bytes);
-      put_num(s, t);
+      fab_json_put_num(s, t);
       g_string_append_c(s, '}');
     }
     g_ptr_array_free(seen, TRUE);
@@ -130,38 +130,38 @@ char *fab_json_summary(const FabResults *r) {
     completed += r->flows[i].end != 0;
   }
   g_string_append(s, "\"fabsim_version\": ");
-  put_str(s, r->version);
+  fab_json_put_str(s, r->version);
   g_string_append(s, ", \"scenario\": ");
-  put_str(s, r->scenario);
+  fab_json_put_str(s, r->scenario);
   g_string_append_printf(s, ", \"seed\": %" G_GUINT64_FORMAT, r->seed);
   g_string_append(s, ", \"status\": ");
-  put_str(s, r->failure ? "failed" : "ok");
+  fab_json_put_str(s, r->failure ? "failed" : "ok");
   g_string_append(s, ", \"failure\": ");
-  if (r->failure) put_str(s, r->failure);
+  if (r->failure) fab_json_put_str(s, r->failure);
   else g_string_append(s, "null");
   g_string_append(s, ", \"topology\": ");
-  put_str(s, r->topology);
+  fab_json_put_str(s, r->topology);
   g_string_append(s, ", \"sim_time_s\": ");
-  put_num(s, fab_time_to_s(r->sim_time));
+  fab_json_put_num(s, fab_time_to_s(r->sim_time));
   g_string_append(s, ", \"wall_s\": ");
-  put_num(s, r->wall_s);
+  fab_json_put_num(s, r->wall_s);
   g_string_append_printf(s, ", \"events\": %" G_GUINT64_FORMAT, r->events);
   g_string_append(s, ", \"events_per_s\": ");
-  put_num(s, r->wall_s > 0 ? round((double)r->events / r->wall_s) : 0);
+  fab_json_put_num(s, r->wall_s > 0 ? round((double)r->events / r->wall_s) : 0);
   g_string_append_printf(s, ", \"packet_hops\": %" G_GUINT64_FORMAT, r->packet_hops);
   g_string_append(s, ", \"packet_hops_per_s\": ");
-  put_num(s, r->wall_s > 0 ? round((double)r->packet_hops / r->wall_s) : 0);
+  fab_json_put_num(s, r->wall_s > 0 ? round((double)r->packet_hops / r->wall_s) : 0);
   g_string_append_printf(s, ", \"endpoints\": %u", r->endpoints);
   g_string_append(s, ", \"nvlink_segment_bytes\": ");
   if (r->nvlink_segment) g_string_append_printf(s, "%u", r->nvlink_segment);
   else g_string_append(s, "null");
   g_string_append_printf(s, ", \"flows\": {\"count\": %zu, \"completed\": %" G_GUINT64_FORMAT
                          ", \"bytes\": %" G_GUINT64_FORMAT ", \"fct_p50_s\": ", r->n_flows, completed, bytes);
-  put_num(s, fab_results_fct_percentile(r, 50));
+  fab_json_put_num(s, fab_results_fct_percentile(r, 50));
   g_string_append(s, ", \"fct_p99_s\": ");
-  put_num(s, fab_results_fct_percentile(r, 99));
+  fab_json_put_num(s, fab_results_fct_percentile(r, 99));
   g_string_append(s, ", \"fct_max_s\": ");
-  put_num(s, fab_results_fct_percentile(r, 100));
+  fab_json_put_num(s, fab_results_fct_percentile(r, 100));
   g_string_append(s, "}");
   g_string_append_printf(s, ", \"drops\": %" G_GUINT64_FORMAT, r->drops);
   g_string_append_printf(s, ", \"retransmits\": %" G_GUINT64_FORMAT, r->retransmits);
@@ -169,14 +169,14 @@ char *fab_json_summary(const FabResults *r) {
   g_string_append_printf(s, ", \"ecn_marks\": %" G_GUINT64_FORMAT, r->ecn_marks);
   g_string_append_printf(s, ", \"cnps\": %" G_GUINT64_FORMAT, r->cnps);
   g_string_append(s, ", \"pfc_paused_s\": ");
-  put_num(s, fab_time_to_s(r->pfc_paused));
+  fab_json_put_num(s, fab_time_to_s(r->pfc_paused));
   g_string_append_printf(s, ", \"max_queue_bytes\": %" G_GUINT64_FORMAT, r->max_queue_bytes);
   g_string_append(s, ", \"deadlock\": ");
   if (r->n_deadlock) {
     g_string_append_c(s, '[');
     for (uint32_t i = 0; i < r->n_deadlock; i++) {
       if (i) g_string_append(s, ", ");
-      put_str(s, r->deadlock[i]);
+      fab_json_put_str(s, r->deadlock[i]);
     }
     g_string_append_c(s, ']');
   } else {
@@ -187,27 +187,27 @@ char *fab_json_summary(const FabResults *r) {
     const struct FabCollRec *c = &r->colls[i];
     double t = c->end ? fab_time_to_s(c->end - c->start) : 0, algbw = t > 0 ? (double)c->bytes / t / 1e9 : 0;
     g_string_append_printf(s, "%s{\"op\": ", i ? ", " : "");
-    put_str(s, c->op);
+    fab_json_put_str(s, c->op);
     g_string_append_printf(s, ", \"bytes\": %" G_GUINT64_FORMAT ", \"count\": %" G_GUINT64_FORMAT
                            ", \"dtype_bytes\": %u, \"ranks\": %u, \"root\": %d, \"algorithm\": ", c->bytes, c->count,
                            c->dtype_bytes, c->ranks, c->root);
-    put_str(s, c->algorithm);
+    fab_json_put_str(s, c->algorithm);
     g_string_append(s, ", \"protocol\": ");
-    put_str(s, c->protocol);
+    fab_json_put_str(s, c->protocol);
     g_string_append_printf(s, ", \"channels\": %u, \"tag\": ", c->channels);
-    if (c->tag) put_str(s, c->tag);
+    if (c->tag) fab_json_put_str(s, c->tag);
     else g_string_append(s, "null");
     g_string_append_printf(s, ", \"job\": %u, \"step\": %u", c->job, c->step);
     g_string_append(s, ", \"start_s\": ");
-    put_num(s, fab_time_to_s(c->start));
+    fab_json_put_num(s, fab_time_to_s(c->start));
     g_string_append(s, ", \"end_s\": ");
-    put_num(s, c->end ? fab_time_to_s(c->end) : NAN);
+    fab_json_put_num(s, c->end ? fab_time_to_s(c->end) : NAN);
     g_string_append(s, ", \"time_s\": ");
-    put_num(s, c->end ? t : NAN);
+    fab_json_put_num(s, c->end ? t : NAN);
     g_string_append(s, ", \"algbw_GBps\": "); /* null for a collective that did not complete */
-    put_num(s, c->end ? algbw : NAN);
+    fab_json_put_num(s, c->end ? algbw : NAN);
     g_string_append(s, ", \"busbw_GBps\": ");
-    put_num(s, c->end ? algbw * fab_busbw_factor(c->op, c->ranks) : NAN);
+    fab_json_put_num(s, c->end ? algbw * fab_busbw_factor(c->op, c->ranks) : NAN);
     g_string_append_c(s, '}');
   }
   g_string_append(s, "], \"step\": ");
@@ -224,16 +224,16 @@ char *fab_json_summary(const FabResults *r) {
   for (size_t j = 0; j < r->n_jobs; j++) {
     const struct FabJobRec *jr = &r->jobs[j];
     g_string_append(s, j ? ", {\"name\": " : "{\"name\": ");
-    put_str(s, jr->name);
+    fab_json_put_str(s, jr->name);
     g_string_append(s, ", \"kind\": ");
-    put_str(s, jr->kind);
+    fab_json_put_str(s, jr->kind);
     g_string_append_printf(s, ", \"ranks\": %u, \"flows\": %u, \"completed\": %u, \"bytes\": %" G_GUINT64_FORMAT
                            ", \"start_s\": ", jr->ranks, jr->flows, jr->completed, jr->bytes);
-    put_num(s, fab_time_to_s(jr->start));
+    fab_json_put_num(s, fab_time_to_s(jr->start));
     g_string_append(s, ", \"end_s\": ");
-    put_num(s, jr->end ? fab_time_to_s(jr->end) : NAN);
+    fab_json_put_num(s, jr->end ? fab_time_to_s(jr->end) : NAN);
     g_string_append(s, ", \"time_s\": ");
-    put_num(s, jr->end ? fab_time_to_s(jr->end - jr->start) : NAN);
+    fab_json_put_num(s, jr->end ? fab_time_to_s(jr->end - jr->start) : NAN);
     g_string_append(s, ", \"step\": ");
     bool has = false;
     for (size_t k = 0; k < r->n_steps && !has; k++) has = r->steps[k].job == j;

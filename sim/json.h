@@ -7,11 +7,17 @@
 #ifndef FAB_JSON_H
 #define FAB_JSON_H
 
+#include <glib.h>
 #include "results.h"
 
 /* The summary as a NUL-terminated string ending in a newline. Transfer full
 ** (g_free). */
 char *fab_json_summary(const FabResults *r);
+
+/* Append a JSON string (escaped; NULL as "") or number (%.9g, locale-free;
+** NaN and infinities as null) to s: for other JSON writers (compare). */
+void fab_json_put_str(GString *s, const char *v);
+void fab_json_put_num(GString *s, double v);
 
 /* FCT percentile (nearest rank, p in (0,100]) over completed flows, seconds;
 ** 0 when none completed. */

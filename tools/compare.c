@@ -115,23 +115,10 @@ static const char *wl_dtype(const char *type) {
   return type;
 }
 
-static void json_num(GString *s, double v) {
-  if (isfinite(v)) g_string_append_printf(s, "%.9g", v);
-  else g_string_append(s, "null");
-}
-
+/* A string, or null for none (sim/json.c writes the rest). */
 static void json_str(GString *s, const char *v) {
-  if (!v) {
-    g_string_append(s, "null");
-    return;
-  }
-  g_string_append_c(s, '"');
-  for (const char *c = v; *c; c++) {
-    if (*c == '"' || *c == '\\') g_string_append_c(s, '\\');
-    if ((unsigned char)*c < 0x20) g_string_append_printf(s, "\\u%04x", *c);
-    else g_string_append_c(s, *c);
-  }
-  g_string_append_c(s, '"');
+  if (v) fab_json_put_str(s, v);
+  else g_string_append(s, "null");
 }
 
 static char *to_json(const FabNcclTestsTable *m, const FabNcclTestsTable *sim, const FabNcclTestsCmp *c,
@@ -154,21 +141,21 @@ static char *to_json(const FabNcclTestsTable *m, const FabNcclTestsTable *sim, c
     const FabNcclTestsCmpRow *r = &g_array_index(c->rows, FabNcclTestsCmpRow, i);
     g_string_append_printf(s, "%s{\"bytes\": %" G_GUINT64_FORMAT ", \"count\": %" G_GUINT64_FORMAT
                            ", \"measured\": {\"time_us\": ", i ? ", " : "", r->bytes, r->count);
-    json_num(s, r->meas_time_us);
+    fab_json_put_num(s, r->meas_time_us);
     g_string_append(s, ", \"algbw_GBps\": ");
-    json_num(s, r->meas_algbw_GBps);
+    fab_json_put_num(s, r->meas_algbw_GBps);
     g_string_append(s, ", \"busbw_GBps\": ");
-    json_num(s, r->meas_busbw_GBps);
+    fab_json_put_num(s, r->meas_busbw_GBps);
     g_string_append(s, "}, \"simulated\": ");
     if (isnan(r->sim_time_us)) {
       g_string_append(s, "null");
     } else {
       g_string_append(s, "{\"time_us\": ");
-      json_num(s, r->sim_time_us);
+      fab_json_put_num(s, r->sim_time_us);
       g_string_append(s, ", \"algbw_GBps\": ");
-      json_num(s, r->sim_algbw_GBps);
+      fab_json_put_num(s, r->sim_algbw_GBps);
       g_string_append(s, ", \"busbw_GBps\": ");
-      json_num(s, r->sim_busbw_GBps);
+      fab_json_put_num(s, r->sim_busbw_GBps);
       g_string_append(s, ", \"algorithm\": ");
       json_str(s, r->algorithm);
       g_string_append(s, ", \"protocol\": ");
@@ -176,22 +163,22 @@ static char *to_json(const FabNcclTestsTable *m, const FabNcclTestsTable *sim, c
       g_string_append(s, "}");
     }
     g_string_append(s, ", \"time_error_pct\": ");
-    json_num(s, 100 * r->time_err);
+    fab_json_put_num(s, 100 * r->time_err);
     g_string_append(s, ", \"busbw_error_pct\": ");
-    json_num(s, 100 * r->busbw_err);
+    fab_json_put_num(s, 100 * r->busbw_err);
     g_string_append(s, "}");
   }
   g_string_append_printf(s, "], \"matched\": %u, \"time_error_pct\": {\"mean_abs\": ", c->matched);
-  json_num(s, 100 * c->mean_abs_time_err);
+  fab_json_put_num(s, 100 * c->mean_abs_time_err);
   g_string_append(s, ", \"max_abs\": ");
-  json_num(s, 100 * c->max_abs_time_err);
+  fab_json_put_num(s, 100 * c->max_abs_time_err);
   g_string_append(s, ", \"max_at_bytes\": ");
   if (c->matched) g_string_append_printf(s, "%" G_GUINT64_FORMAT, c->max_time_err_bytes);
   else g_string_append(s, "null");
   g_string_append(s, "}, \"busbw_error_pct\": {\"mean_abs\": ");
-  json_num(s, 100 * c->mean_abs_busbw_err);
+  fab_json_put_num(s, 100 * c->mean_abs_busbw_err);
   g_string_append(s, ", \"max_abs\": ");
-  json_num(s, 100 * c->max_abs_busbw_err);
+  fab_json_put_num(s, 100 * c->max_abs_busbw_err);
   g_string_append(s, ", \"max_at_bytes\": ");
   if (c->matched) g_string_append_printf(s, "%" G_GUINT64_FORMAT, c->max_busbw_err_bytes);
   else g_string_append(s, "null");
