@@ -20,7 +20,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 #include <glib.h>
-#include "sim/pool.h"
+#include "packet.h"
 #include "dcqcn.h"
 
 typedef enum { FAB_CC_NONE = 0, FAB_CC_DCQCN = 1 } FabCcKind;

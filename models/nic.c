@@ -108,7 +108,7 @@ static FabPkt *nic_pull(FabEngine *eng, FabNode *self, FabPort *port) {
     return NULL;
   }
   rr_unlink(nic, prev, f);
-  FabPkt *p = fab_pkt_alloc(eng->pool);
+  FabPkt *p = fab_pkt_alloc(eng);
   uint32_t seq = f->snd_nxt++;
   p->type = FAB_PKT_DATA;
   p->flow = f->id;
@@ -169,7 +169,7 @@ static FabPkt *nic_pull(FabEngine *eng, FabNode *self, FabPort *port) {
 }
 
 static void send_ctrl(FabEngine *eng, FabNic *nic, FabFlow *f, uint8_t type) {
-  FabPkt *p = fab_pkt_alloc(eng->pool);
+  FabPkt *p = fab_pkt_alloc(eng);
   p->type = type;
   p->flow = f->id;
   p->seq = f->rcv_nxt;
@@ -273,7 +273,7 @@ static void nic_receive(FabEngine *eng, FabNode *self, FabPkt *p, FabPort *in) {
     g_assert(p->dst == nic->id && f->src == nic->id);
     on_ctrl(eng, nic, f, p);
   }
-  fab_pkt_free(eng->pool, p);
+  fab_pkt_free(eng, p);
 }
 
 static void nic_wake(FabEngine *eng, void *self, uint64_t arg) {
@@ -329,7 +329,7 @@ void fab_nic_init(FabNic *nic, uint32_t id, const FabNicCfg *cfg, FabFlow *flows
   g_assert(cfg->mtu > 0 && cfg->ack_interval >= 1 && cfg->rto > 0);
   g_assert(fab_cc_cfg_invalid(&cfg->cc) == NULL);
   *nic = (FabNic){0};
-  nic->node.ops = &nic_ops;
+  fab_elem_init(&nic->node.el, &nic_ops);
   nic->node.receive = nic_receive;
   nic->node.pull = nic_pull;
   g_snprintf(nic->node.name, sizeof nic->node.name, "host%u", id);
@@ -346,7 +346,7 @@ void fab_nic_init(FabNic *nic, uint32_t id, const FabNicCfg *cfg, FabFlow *flows
     g_assert(cfg->nvl_bps > 0 && cfg->nvl_mtu > 0);
     fab_port_init(&nic->nvl, &nic->node, 1, cfg->nvl_bps, 0, cfg->nprio);
   }
-  fab_rng_init(&nic->rng, cfg->seed, FAB_STREAM(FAB_STREAM_NIC, id));
+  fab_rng_init(&nic->rng, cfg->seed, FAB_STREAM(3, id)); /* TEMP(identity) */
 }
 
 void fab_nic_post(FabEngine *eng, FabNic *nic, FabFlow *f) {

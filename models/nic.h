@@ -114,7 +114,7 @@ struct FabNic {
   FabNicCfg cfg;
   FabPort port;            /* to the fabric (through PCIe and the NIC, for a GPU) */
   FabPort nvl;             /* to the NVSwitch (cfg.nvl_domain > 0 only) */
-  FabRng rng;              /* stream FAB_STREAM(FAB_STREAM_NIC, id) of cfg.seed */
+  FabRng rng;              /* its own stream of cfg.seed */
   const FabCcOps *cc;      /* cfg.cc's handlers; NULL under none */
   fab_time_t pace_at;      /* ps: the pending pacing wake-up (FAB_TIME_MAX: none) */
   fab_time_t cap_next;     /* ps: the next packet of a flow with max_bps may not leave before this */

@@ -11,7 +11,7 @@ void fab_port_init(FabPort *pt, FabNode *owner, uint32_t index, uint64_t bps, fa
                    uint32_t nprio) {
   g_assert(bps > 0 && nprio >= 1 && nprio <= FAB_MAX_PRIOS);
   *pt = (FabPort){0};
-  pt->ops = &fab_port_ops;
+  fab_elem_init(&pt->el, &fab_port_ops);
   pt->owner = owner;
   pt->index = index;
   fab_port_set_rate(pt, bps);
@@ -146,7 +146,7 @@ static void pause_rx(FabEngine *eng, FabPort *pt, uint32_t prio, uint32_t quanta
 }
 
 void fab_port_send_pause(FabEngine *eng, FabPort *pt, uint32_t prio, uint32_t quanta) {
-  FabPkt *p = fab_pkt_alloc(eng->pool);
+  FabPkt *p = fab_pkt_alloc(eng);
   p->type = FAB_PKT_PAUSE;
   p->prio = (uint8_t)prio;
   p->seq = quanta;
@@ -192,7 +192,7 @@ static void port_wake(FabEngine *eng, void *self, uint64_t arg) {
     p->next = NULL;
     if (G_UNLIKELY(p->type == FAB_PKT_PAUSE)) { /* link level: the far port obeys it */
       pause_rx(eng, pt->peer, p->prio, p->seq);
-      fab_pkt_free(eng->pool, p);
+      fab_pkt_free(eng, p);
       break;
     }
     pt->peer->owner->receive(eng, pt->peer->owner, p, pt->peer);
@@ -232,12 +232,12 @@ static uint64_t free_chain(FabEngine *eng, FabPkt *p, uint64_t *bytes) {
   while (p) {
     FabPkt *next = p->next;
     if (p->type == FAB_PKT_PAUSE || p->type == FAB_PKT_NVLS_UP || p->type == FAB_PKT_NVLS_DOWN) {
-      fab_pkt_free(eng->pool, p);
+      fab_pkt_free(eng, p);
       p = next;
       continue;
     }
     *bytes += p->wire;
-    fab_pkt_free(eng->pool, p);
+    fab_pkt_free(eng, p);
     p = next;
     n++;
   }

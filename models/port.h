@@ -23,8 +23,8 @@
 
 #include <stdbool.h>
 #include <stdint.h>
+#include "packet.h"
 #include "sim/engine.h"
-#include "sim/results.h"
 
 #define FAB_MAX_PRIOS 8
 
@@ -32,7 +32,7 @@ typedef struct FabNode FabNode;
 typedef struct FabPort FabPort;
 
 struct FabNode {
-  const FabOps *ops; /* wake(): the node's own timers */
+  FabElem el;        /* its handlers (wake: the node's own timers) and tie key */
   /* a packet arrived over `in` (in->owner == this node); the node owns it now */
   void (*receive)(FabEngine *eng, FabNode *self, FabPkt *p, FabPort *in);
   /* optional: the next packet to send on `port` when its queues are empty */
@@ -49,8 +49,8 @@ typedef struct FabPktQ {
 } FabPktQ;
 
 struct FabPort {
-  /* hot: touched by every packet (first cache line) */
-  const FabOps *ops;       /* fab_port_ops */
+  /* hot: touched by every packet */
+  FabElem el;              /* fab_port_ops, tie key */
   FabNode *owner;          /* the node this port sends from */
   FabPort *peer;           /* the port at the far end; its owner receives */
   FabPkt *tx;              /* being serialised, or NULL */
@@ -97,7 +97,8 @@ void fab_port_set_rate(FabPort *pt, uint64_t bps);
 
 extern const FabOps fab_port_ops;
 
-/* Set up `pt` as port `index` of `owner` with an idle, empty link. */
+/* Set up `pt` as port `index` of `owner` with an idle, empty link (its
+** element id is 0 until the builder numbers it). */
 void fab_port_init(FabPort *pt, FabNode *owner, uint32_t index, uint64_t bps, fab_time_t latency,
                    uint32_t nprio);
 

@@ -1,8 +1,33 @@
 /* Shared-buffer switch with dynamic-threshold admission. See switch.h. */
 #include "switch.h"
 #include "ecmp.h"
+#include "nvls.h"
 #include <glib.h>
 #include <string.h>
+
+struct FabSwitch {
+  FabNode node;
+  uint32_t id;          /* switch number, for the salt */
+  FabSwitchCfg cfg;
+  uint32_t salt;        /* ECMP salt */
+  FabRng rng;           /* its own stream of cfg.seed (random marking) */
+  uint32_t nports;
+  FabPort *ports;       /* nports */
+  /* routing: route[dst] -> group; group g = gports[goff[g] .. goff[g]+glen[g]) */
+  uint32_t nendpoints;
+  uint32_t *route;      /* UINT32_MAX: no route */
+  uint32_t ngroups;
+  uint32_t *goff, *glen;
+  uint32_t *gports;
+  uint32_t ngports;
+  /* buffer */
+  uint64_t *ingress;    /* bytes held per (ingress port * nprio + prio), shared and headroom */
+  uint64_t *hdrm;       /* of which in headroom, per (ingress port * nprio + prio) */
+  uint64_t *hdrm_max;   /* headroom size per ingress port (PFC) */
+  uint32_t *pause_gen;  /* per (port, prio): XOFF state generation; odd = XOFF sent */
+  FabSwitchStats st;    /* counters, and the buffer in use (st.used) */
+  FabNvls *nvls;        /* in-switch reductions (NVSwitch NVLS), NULL: none */
+};
 
 /* A packet counted in headroom carries this flag while it is in the switch. */
 #define HDRM_FLAG FAB_PKTF_HDRM
@@ -24,7 +49,7 @@ static inline bool lossless(const FabSwitch *sw, uint32_t prio) {
 static inline uint64_t xoff_limit(const FabSwitch *sw) {
   const FabPfcCfg *c = &sw->cfg.pfc;
   if (!c->dynamic) return c->xoff;
-  return (uint64_t)(c->alpha * (double)(sw->cfg.buffer - sw->used));
+  return (uint64_t)(c->alpha * (double)(sw->cfg.buffer - sw->st.used));
 }
 
 static inline uint64_t xon_limit(const FabSwitch *sw) {
@@ -77,86 +102,48 @@ static inline void ecn_mark(FabSwitch *sw, FabPort *pt, FabPkt *p, uint64_t q) {
   }
   p->flags |= FAB_PKTF_ECN;
   pt->ecn_marks++;
-  sw->ecn_marks++;
-}
-
-static void nvls_up(FabEngine *eng, FabSwitch *sw, FabPkt *p, FabPort *in) {
-  g_assert(sw->nvls && p->dst < sw->nvls->len);
-  FabNvlsGroup *g = g_ptr_array_index(sw->nvls, p->dst);
-  uint32_t k = p->seq, payload = p->payload, wire = p->wire;
-  uint8_t prio = p->prio;
-  fab_port_return_credit(eng, in->peer, prio, wire); /* absorbed into the reduction */
-  fab_pkt_free(eng->pool, p);
-  if (++g->arrived[k] < g->n) return;
-  g->reduced++;
-  for (uint32_t m = 0; m < g->n; m++) { /* multicast the result */
-    FabPkt *q = fab_pkt_alloc(eng->pool);
-    q->type = FAB_PKT_NVLS_DOWN;
-    q->flow = g->flow[m];
-    q->seq = k;
-    q->dst = g->rank[m];
-    q->payload = payload;
-    q->wire = wire;
-    q->prio = prio;
-    q->ready = eng->now + sw->cfg.latency;
-    fab_port_enqueue(eng, &sw->ports[g->port[m]], q);
-  }
-}
-
-uint32_t fab_switch_nvls_add(FabSwitch *sw, uint32_t n, const uint32_t *port, const uint32_t *flow,
-                             const uint32_t *rank, uint32_t npkts) {
-  g_assert(n >= 1 && n <= UINT16_MAX);
-  FabNvlsGroup *g = g_new0(FabNvlsGroup, 1);
-  g->n = n;
-  g->npkts = npkts;
-  g->port = g_memdup2(port, n * sizeof *port);
-  g->flow = g_memdup2(flow, n * sizeof *flow);
-  g->rank = g_memdup2(rank, n * sizeof *rank);
-  g->arrived = g_new0(uint16_t, npkts);
-  if (!sw->nvls) sw->nvls = g_ptr_array_new();
-  g_ptr_array_add(sw->nvls, g);
-  return sw->nvls->len - 1;
+  sw->st.ecn_marks++;
 }
 
 static void switch_receive(FabEngine *eng, FabNode *self, FabPkt *p, FabPort *in) {
   FabSwitch *sw = (FabSwitch *)self;
   if (G_UNLIKELY(p->type == FAB_PKT_NVLS_UP)) {
-    nvls_up(eng, sw, p, in);
+    fab_nvls_up(eng, sw->nvls, p, in);
     return;
   }
   FabPort *out = fab_switch_next_hop(sw, p->dst, p->hash);
   if (G_UNLIKELY(!out)) {
-    sw->unroutable++;
-    sw->drops++;
-    sw->drop_bytes += p->wire;
-    fab_pkt_free(eng->pool, p);
+    sw->st.unroutable++;
+    sw->st.drops++;
+    sw->st.drop_bytes += p->wire;
+    fab_pkt_free(eng, p);
     return;
   }
-  uint64_t free_bytes = sw->cfg.buffer - sw->used;
+  uint64_t free_bytes = sw->cfg.buffer - sw->st.used;
   uint32_t k = in->index * sw->cfg.nprio + p->prio;
   if (sw->cfg.credits) {
     /* InfiniBand: the upstream sent against our credits, so there is room */
-    sw->used += p->wire;
+    sw->st.used += p->wire;
   } else if (G_UNLIKELY(lossless(sw, p->prio))) {
     /* lossless: the shared buffer up to XOFF, then this (port, prio)'s headroom */
     bool over = sw->ingress[k] - sw->hdrm[k] + p->wire > xoff_limit(sw) || p->wire > free_bytes;
     if (over || sw->hdrm[k]) {
       if (sw->hdrm[k] + p->wire > sw->hdrm_max[in->index]) {
-        sw->hdrm_drops++;
+        sw->st.hdrm_drops++;
         goto drop;
       }
       sw->hdrm[k] += p->wire;
       p->flags |= HDRM_FLAG;
     } else {
-      sw->used += p->wire;
+      sw->st.used += p->wire;
     }
     if (over && !(sw->pause_gen[k] & 1)) send_xoff(eng, sw, in, p->prio);
   } else {
     uint64_t limit = (uint64_t)(sw->cfg.alpha * (double)free_bytes);
     if (p->wire > free_bytes || out->q[p->prio].bytes + p->wire > limit) goto drop;
-    sw->used += p->wire;
+    sw->st.used += p->wire;
   }
-  if (sw->used > sw->max_used) sw->max_used = sw->used;
+  if (sw->st.used > sw->st.max_used) sw->st.max_used = sw->st.used;
   p->in_port = (uint16_t)in->index;
   sw->ingress[k] += p->wire;
   p->ready = eng->now + sw->cfg.latency;
@@ -166,9 +153,9 @@ static void switch_receive(FabEngine *eng, FabNode *self, FabPkt *p, FabPort *in
 drop:
   out->drops++;
   out->drop_bytes += p->wire;
-  sw->drops++;
-  sw->drop_bytes += p->wire;
-  fab_pkt_free(eng->pool, p);
+  sw->st.drops++;
+  sw->st.drop_bytes += p->wire;
+  fab_pkt_free(eng, p);
 }
 
 static void switch_dequeued(FabEngine *eng, FabNode *self, FabPort *port, FabPkt *p) {
@@ -179,7 +166,7 @@ static void switch_dequeued(FabEngine *eng, FabNode *self, FabPort *port, FabPkt
     p->flags &= ~HDRM_FLAG;
     sw->hdrm[k] -= p->wire;
   } else {
-    sw->used -= p->wire;
+    sw->st.used -= p->wire;
   }
   sw->ingress[k] -= p->wire;
   if (sw->cfg.credits) fab_port_return_credit(eng, sw->ports[p->in_port].peer, p->prio, p->wire);
@@ -191,14 +178,14 @@ FabSwitch *fab_switch_new(uint32_t id, const char *name, const FabSwitchCfg *cfg
                           uint32_t nendpoints) {
   g_assert(nports > 0 && nports <= UINT16_MAX && cfg->nprio >= 1 && cfg->nprio <= FAB_MAX_PRIOS);
   FabSwitch *sw = g_new0(FabSwitch, 1);
-  sw->node.ops = &switch_ops;
+  fab_elem_init(&sw->node.el, &switch_ops);
   sw->node.receive = switch_receive;
   sw->node.dequeued = switch_dequeued;
   g_strlcpy(sw->node.name, name, sizeof sw->node.name);
   sw->id = id;
   sw->cfg = *cfg;
   sw->salt = fab_ecmp_salt(id, cfg->ecmp_seed);
-  fab_rng_init(&sw->rng, cfg->seed, FAB_STREAM(FAB_STREAM_SWITCH, id));
+  fab_rng_init(&sw->rng, cfg->seed, FAB_STREAM(2, id)); /* TEMP(identity): by number until streams come from names */
   sw->nports = nports;
   sw->ports = g_new0(FabPort, nports);
   sw->nendpoints = nendpoints;
@@ -222,19 +209,11 @@ void fab_switch_free(FabSwitch *sw) {
   g_free(sw->hdrm);
   g_free(sw->hdrm_max);
   g_free(sw->pause_gen);
-  for (guint i = 0; sw->nvls && i < sw->nvls->len; i++) {
-    FabNvlsGroup *g = g_ptr_array_index(sw->nvls, i);
-    g_free(g->port);
-    g_free(g->flow);
-    g_free(g->rank);
-    g_free(g->arrived);
-    g_free(g);
-  }
-  if (sw->nvls) g_ptr_array_free(sw->nvls, TRUE);
+  fab_nvls_free(sw->nvls);
   g_free(sw);
 }
 
-FabPort *fab_switch_port(FabSwitch *sw, uint32_t i, uint64_t bps, fab_time_t latency) {
+FabPort *fab_switch_port_init(FabSwitch *sw, uint32_t i, uint64_t bps, fab_time_t latency) {
   g_assert(i < sw->nports);
   fab_port_init(&sw->ports[i], &sw->node, i, bps, latency, sw->cfg.nprio);
   const FabPfcCfg *c = &sw->cfg.pfc;
@@ -262,9 +241,52 @@ void fab_switch_set_route(FabSwitch *sw, uint32_t dst, uint32_t g) {
   sw->route[dst] = g;
 }
 
-bool fab_node_is_switch(const FabNode *n) { return n->ops == &switch_ops; }
+FabSwitch *fab_switch_of(FabNode *n) { return n->el.ops == &switch_ops ? (FabSwitch *)n : NULL; }
+FabNode *fab_switch_node(FabSwitch *sw) { return &sw->node; }
+const char *fab_switch_name(const FabSwitch *sw) { return sw->node.name; }
+uint32_t fab_switch_nports(const FabSwitch *sw) { return sw->nports; }
+const FabSwitchCfg *fab_switch_cfg(const FabSwitch *sw) { return &sw->cfg; }
+const FabSwitchStats *fab_switch_stats(const FabSwitch *sw) { return &sw->st; }
+uint32_t fab_switch_nendpoints(const FabSwitch *sw) { return sw->nendpoints; }
 
-uint32_t fab_switch_holders(const FabSwitch *sw, uint32_t in, uint32_t prio, FabPort **out, uint32_t max) {
+FabPort *fab_switch_port_at(FabSwitch *sw, uint32_t i) {
+  g_assert(i < sw->nports);
+  return &sw->ports[i];
+}
+
+uint64_t fab_switch_ingress_bytes(const FabSwitch *sw, uint32_t in, uint32_t prio) {
+  g_assert(in < sw->nports && prio < sw->cfg.nprio);
+  return sw->ingress[in * sw->cfg.nprio + prio];
+}
+
+uint64_t fab_switch_headroom_bytes(const FabSwitch *sw, uint32_t in, uint32_t prio) {
+  g_assert(in < sw->nports && prio < sw->cfg.nprio);
+  return sw->hdrm[in * sw->cfg.nprio + prio];
+}
+
+FabNvls *fab_switch_nvls(FabSwitch *sw) {
+  if (!sw->nvls) sw->nvls = fab_nvls_new(sw);
+  return sw->nvls;
+}
+
+uint32_t fab_switch_route_group(const FabSwitch *sw, uint32_t dst) {
+  return dst < sw->nendpoints ? sw->route[dst] : UINT32_MAX;
+}
+
+const uint32_t *fab_switch_group_ports(const FabSwitch *sw, uint32_t g, uint32_t *n) {
+  g_assert(g < sw->ngroups);
+  *n = sw->glen[g];
+  return &sw->gports[sw->goff[g]];
+}
+
+void fab_switch_reset_routes(FabSwitch *sw, uint32_t nendpoints) {
+  g_free(sw->route);
+  sw->nendpoints = nendpoints;
+  sw->route = g_new(uint32_t, nendpoints ? nendpoints : 1);
+  memset(sw->route, 0xff, sizeof(uint32_t) * nendpoints);
+}
+
+uint32_t fab_switch_holders(FabSwitch *sw, uint32_t in, uint32_t prio, FabPort **out, uint32_t max) {
   uint32_t n = 0;
   for (uint32_t i = 0; i < sw->nports; i++) {
     if (prio >= sw->ports[i].nprio) continue;

@@ -13,6 +13,9 @@
 ** it is tail-dropped (lossy mode). Occupancy is also accounted per ingress
 ** port and priority (what PFC will need), and released when the packet
 ** starts serialisation at egress.
+**
+** The struct is private (switch.c): builders, watchdogs and reports go
+** through the functions below.
 */
 #ifndef FAB_SWITCH_H
 #define FAB_SWITCH_H
@@ -76,42 +79,41 @@ typedef struct FabSwitchCfg {
   uint32_t mtu_wire;     /* a full packet on the wire, bytes */
 } FabSwitchCfg;
 
-typedef struct FabSwitch {
-  FabNode node;
-  uint32_t id;          /* switch number, for the salt and names */
-  FabSwitchCfg cfg;
-  uint32_t salt;        /* ECMP salt */
-  FabRng rng;           /* stream FAB_STREAM(FAB_STREAM_SWITCH, id) of cfg.seed */
-  uint32_t nports;
-  FabPort *ports;       /* nports */
-  /* routing: route[dst] -> group; group g = gports[goff[g] .. goff[g]+glen[g]) */
-  uint32_t nendpoints;
-  uint32_t *route;      /* UINT32_MAX: no route */
-  uint32_t ngroups;
-  uint32_t *goff, *glen;
-  uint32_t *gports;
-  uint32_t ngports;
-  /* buffer */
-  uint64_t used;        /* bytes held in egress queues */
-  uint64_t *ingress;    /* bytes held per (ingress port * nprio + prio), shared and headroom */
-  uint64_t *hdrm;       /* of which in headroom, per (ingress port * nprio + prio) */
-  uint64_t *hdrm_max;   /* headroom size per ingress port (PFC) */
-  uint32_t *pause_gen;  /* per (port, prio): XOFF state generation; odd = XOFF sent */
-  uint64_t max_used;    /* high-water mark of `used` */
-  /* counters */
-  uint64_t drops, drop_bytes, unroutable;
-  uint64_t hdrm_drops;  /* lossless packets dropped because headroom overflowed */
-  GPtrArray *nvls;      /* FabNvlsGroup *: in-switch reductions (NVSwitch NVLS), by group id */
-  uint64_t ecn_marks;
-} FabSwitch;
+/* What a switch counted. */
+typedef struct FabSwitchStats {
+  uint64_t drops, drop_bytes; /* packets (and their wire bytes) dropped here, for any reason */
+  uint64_t unroutable;        /* of which: no route to their destination */
+  uint64_t hdrm_drops;        /* of which: lossless packets whose PFC headroom overflowed */
+  uint64_t ecn_marks;         /* packets marked CE */
+  uint64_t used;              /* bytes held in egress queues now */
+  uint64_t max_used;          /* high-water mark of `used` */
+} FabSwitchStats;
 
-/* A switch with `nports` unconnected ports; routes to `nendpoints`. */
+typedef struct FabSwitch FabSwitch;
+
+/* A switch with `nports` unconnected ports that routes to `nendpoints`
+** endpoints. `id` seeds its ECMP salt and RNG stream; `name` ("leaf3") names
+** it and its ports ("leaf3:p7") in outputs. Transfer full. */
 FabSwitch *fab_switch_new(uint32_t id, const char *name, const FabSwitchCfg *cfg, uint32_t nports,
                           uint32_t nendpoints);
 void fab_switch_free(FabSwitch *sw);
 
-/* Set port `i` up with the link's rate and latency. */
-FabPort *fab_switch_port(FabSwitch *sw, uint32_t i, uint64_t bps, fab_time_t latency);
+/* Set port `i` up with the link's rate and latency; returns it. */
+FabPort *fab_switch_port_init(FabSwitch *sw, uint32_t i, uint64_t bps, fab_time_t latency);
+
+/* ---- what the switch is ----------------------------------------------- */
+
+FabNode *fab_switch_node(FabSwitch *sw);                 /* its node (name, element header) */
+const char *fab_switch_name(const FabSwitch *sw);
+uint32_t fab_switch_nports(const FabSwitch *sw);
+FabPort *fab_switch_port_at(FabSwitch *sw, uint32_t i);  /* port i, i < nports */
+const FabSwitchCfg *fab_switch_cfg(const FabSwitch *sw);
+const FabSwitchStats *fab_switch_stats(const FabSwitch *sw);
+
+/* The switch a node is, or NULL when it is another kind of node. */
+FabSwitch *fab_switch_of(FabNode *n);
+
+/* ---- routing ----------------------------------------------------------- */
 
 /* A group of equal-cost egress ports; returns its id. */
 uint32_t fab_switch_add_group(FabSwitch *sw, const uint32_t *ports, uint32_t n);
@@ -119,34 +121,38 @@ uint32_t fab_switch_add_group(FabSwitch *sw, const uint32_t *ports, uint32_t n);
 /* Route packets for endpoint `dst` to group `g`. */
 void fab_switch_set_route(FabSwitch *sw, uint32_t dst, uint32_t g);
 
-/* NVLS (NVSwitch multicast and in-switch reduction): each of n members
-** sends its contribution once, segment by segment (FAB_PKT_NVLS_UP, seq = the
-** segment); when segment k has arrived from all n, the switch sends the
-** reduced segment k once to each member (FAB_PKT_NVLS_DOWN, flow = that
-** member's flow). Contributions are absorbed on arrival (their credit goes
-** back at once) and do not count against the buffer. */
-typedef struct FabNvlsGroup {
-  uint32_t n;           /* members */
-  uint32_t npkts;       /* segments */
-  uint32_t *port;       /* n: the member's port on this switch */
-  uint32_t *flow;       /* n: the member's flow id */
-  uint32_t *rank;       /* n: the member's endpoint */
-  uint16_t *arrived;    /* npkts: contributions in so far */
-  uint64_t reduced;     /* segments reduced */
-} FabNvlsGroup;
+/* The group endpoint `dst` is routed to, UINT32_MAX when it has none. */
+uint32_t fab_switch_route_group(const FabSwitch *sw, uint32_t dst);
 
-/* Add an NVLS group over `n` members; returns its id. The arrays are copied. */
-uint32_t fab_switch_nvls_add(FabSwitch *sw, uint32_t n, const uint32_t *port, const uint32_t *flow,
-                             const uint32_t *rank, uint32_t npkts);
+/* The ports of group g (*n of them). Valid until the next fab_switch_add_group. */
+const uint32_t *fab_switch_group_ports(const FabSwitch *sw, uint32_t g, uint32_t *n);
 
-/* Whether a node is a switch (for analyses that walk the fabric). */
-bool fab_node_is_switch(const FabNode *n);
+/* Endpoints the route table covers. */
+uint32_t fab_switch_nendpoints(const FabSwitch *sw);
 
-/* The egress ports of sw whose priority-`prio` queue holds packets that came
-** in on port `in`: up to `max` into out; returns how many there are. */
-uint32_t fab_switch_holders(const FabSwitch *sw, uint32_t in, uint32_t prio, FabPort **out, uint32_t max);
+/* A new, empty route table for `nendpoints` endpoints (the groups stay). */
+void fab_switch_reset_routes(FabSwitch *sw, uint32_t nendpoints);
 
 /* The egress port a packet to `dst` with `hash` takes, or NULL. */
 FabPort *fab_switch_next_hop(const FabSwitch *sw, uint32_t dst, uint32_t hash);
+
+/* ---- the switch API of watchdogs and analyses ----------------------------- */
+
+/* The egress ports of sw whose priority-`prio` queue holds packets that came
+** in on port `in`: up to `max` into out; returns how many there are. Cost:
+** every packet queued at that priority. */
+uint32_t fab_switch_holders(FabSwitch *sw, uint32_t in, uint32_t prio, FabPort **out, uint32_t max);
+
+/* Bytes held from ingress port `in` at priority `prio` (shared buffer and
+** headroom), and of those in PFC headroom. */
+uint64_t fab_switch_ingress_bytes(const FabSwitch *sw, uint32_t in, uint32_t prio);
+uint64_t fab_switch_headroom_bytes(const FabSwitch *sw, uint32_t in, uint32_t prio);
+
+/* ---- NVLS (models/nvls.h) ------------------------------------------------ */
+
+typedef struct FabNvls FabNvls;
+
+/* The switch's in-switch reduction groups, made on first use. */
+FabNvls *fab_switch_nvls(FabSwitch *sw);
 
 #endif

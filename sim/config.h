@@ -14,11 +14,51 @@
 **   GB/s or TB/s, e.g. 100Gbps)
 ** Values given with --set are located as "--set:1:COL" (COL is the column of
 ** the value inside the KEY=VALUE argument, 1-based).
+**
+** Choices made where the rules above leave room:
+**
+** - Memory: every node, key, text, path and location string belongs to the
+**   FabCfg and lives until fab_cfg_free(). Nodes that an include merge or a
+**   --set replaces stay allocated, so pointers callers hold never dangle.
+** - Null: a plain scalar written as nothing, `~`, `null`, `Null` or `NULL`
+**   is kept as a scalar whose text is "" (quoted "null" is the string
+**   "null"). fab_cfg_apply treats it as:
+**     FAB_CFG_STRING        stores NULL (so `hdf5: ~` can switch off a path an
+**                           include set); an error if the key is required;
+**     FAB_CFG_MAP, _SEQ     absent: NULL (so `sharp:` means "all defaults");
+**                           an error if the key is required;
+**     FAB_CFG_NODE          stores the null scalar itself;
+**     the value kinds       an error ("an empty value is not a rate (...)").
+**   A null passed to fab_cfg_apply as the map counts as an absent map.
+**   A null document root is an empty map.
+** - Anchors (&a) and aliases (*a) are rejected with a located error: a node
+**   shared between two places would have two key paths, and the `<<` merge
+**   keys that usually come with them are not YAML 1.2. Use include: instead.
+**   Tags are ignored. Map keys must be non-empty scalars.
+** - Bounds (FabCfgKey.min/max): none when both are 0; otherwise the value
+**   must be >= min, and <= max unless max < min (so {1, 0} is "at least 1").
+** - Paths: the root's path is "" and is left out of messages, so a root
+**   error reads "file:1:1: missing required key 'name'". A map key node has
+**   the path of its value ("fabric.link.bandwdth").
+** - --set: KEY may index sequences that exist ("workload.flows[2].size=1MiB");
+**   maps are created on the way, a null on the way becomes a map, any other
+**   scalar or a sequence on the way is an error. A replaced map entry gets a
+**   new key node located at --set as well. An empty VALUE is null. The root
+**   `include` key cannot be set.
+** - Unit aliases accepted beyond config.h: kbps, kB/s, kB (SI lowercase k),
+**   µs/μs for us. A bare number is bytes for sizes ("2.0" -> 2, "1.5" is an
+**   error), needs a unit for rates, and must be 0 for times.
+** - fab_cfg_text: the main text, a '\n' added if it does not end with one,
+**   then "# --set K=V\n" per override (newlines inside V written as "\n").
+** - A bad `def` in a schema is reported as an "internal error" GError naming
+**   the key rather than aborting.
 */
+
 #ifndef FAB_CONFIG_H
 #define FAB_CONFIG_H
 
 #include <glib.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -43,6 +83,9 @@ FabCfg *fab_cfg_load_file(const char *path, GError **err);
 /* The same from a string; `name` stands for the file name in locations.
 ** Includes are relative to the current directory. */
 FabCfg *fab_cfg_load_string(const char *text, const char *name, GError **err);
+
+/* The same with includes relative to `dir` (NULL: the current directory). */
+FabCfg *fab_cfg_load_string_in(const char *text, const char *name, const char *dir, GError **err);
 
 /* Apply one "dotted.key.path=VALUE" override. VALUE is parsed as YAML (so
 ** `[1,2]`, `{a: 1}`, `32MiB` all work). Missing intermediate maps are created;
@@ -92,39 +135,68 @@ gboolean fab_parse_double(const char *s, double *v, GError **err);
 
 typedef enum {
   FAB_CFG_END = 0, /* terminates a schema */
-  FAB_CFG_INT,     /* int64_t */
-  FAB_CFG_UINT,    /* uint64_t (rejects negatives) */
-  FAB_CFG_BOOL,    /* gboolean */
+  FAB_CFG_INT,     /* a signed integer field of 1, 2, 4 or 8 bytes */
+  FAB_CFG_UINT,    /* an unsigned integer field of 1, 2, 4 or 8 bytes (rejects negatives) */
+  FAB_CFG_BOOL,    /* bool (or gboolean) */
   FAB_CFG_DOUBLE,  /* double */
-  FAB_CFG_RATE,    /* uint64_t bits per second */
-  FAB_CFG_TIME,    /* uint64_t picoseconds */
-  FAB_CFG_SIZE,    /* uint64_t bytes */
+  FAB_CFG_RATE,    /* unsigned integer: bits per second */
+  FAB_CFG_TIME,    /* unsigned integer: picoseconds */
+  FAB_CFG_SIZE,    /* unsigned integer: bytes */
   FAB_CFG_RATIO,   /* double */
   FAB_CFG_PROB,    /* double in [0,1] */
   FAB_CFG_STRING,  /* const char * owned by the FabCfg (default: static) */
-  FAB_CFG_ENUM,    /* int: index into choices[] */
+  FAB_CFG_ENUM,    /* int (or an unsigned field of 1, 2 or 4 bytes): index into choices[] */
   FAB_CFG_NODE,    /* const FabCfgNode * (any kind; NULL if absent): read by the caller */
   FAB_CFG_MAP,     /* const FabCfgNode * that must be a map */
   FAB_CFG_SEQ,     /* const FabCfgNode * that must be a sequence */
+  FAB_CFG_SPLICE,  /* no key: the rows of `more` are read as if they stood here (a prefix
+                   ** shared by several schemas); may nest */
 } FabCfgType;
 
+/* One row of a schema table: one key of a map and the struct field it fills
+** (Redis's static_configs). Integer values are stored in the field's own
+** width, and a value that does not fit it is an error like any other bound.
+** Build rows with FAB_CFG_KEY, which takes the field's offset and size from
+** the struct, so a row cannot write a field of another width. */
 typedef struct FabCfgKey {
   const char *name;            /* key in the map */
   FabCfgType type;
-  size_t offset;               /* offsetof(target struct, field) */
-  gboolean required;           /* error when absent */
-  const char *def;             /* default as YAML text, parsed like a value; NULL: leave field */
+  size_t offset;               /* offsetof(target struct, field); nested fields allowed (topo.link_bps) */
+  size_t size;                 /* sizeof the field */
+  bool required;               /* error when absent */
+  const char *def;             /* default as YAML text, parsed like a value; NULL: leave the field as it is */
   double min, max;             /* numeric bounds in stored units; min == max == 0: none */
   const char *const *choices;  /* FAB_CFG_ENUM: NULL-terminated names */
+  const struct FabCfgKey *more;/* FAB_CFG_SPLICE: the rows to read here */
 } FabCfgKey;
 
-/* Fill `target` from `map` following `schema` (terminated by type FAB_CFG_END):
+/* A row for STRUCT.FIELD: FAB_CFG_KEY("mtu", FAB_CFG_SIZE, FabFabricCfg, nic.mtu, .def = "4096",
+** .min = 64, .max = 1048576). */
+#define FAB_CFG_KEY(NAME, TYPE, STRUCT, FIELD, ...)                                                     \
+  {.name = (NAME), .type = (TYPE), .offset = offsetof(STRUCT, FIELD), .size = sizeof(((STRUCT *)0)->FIELD), \
+   __VA_ARGS__}
+/* The rows of another schema, spliced in (same target struct). */
+#define FAB_CFG_SPLICE_OF(ROWS) {.name = "", .type = FAB_CFG_SPLICE, .more = (ROWS)}
+/* The end of a schema. */
+#define FAB_CFG_END_ROW {.name = NULL, .type = FAB_CFG_END}
+
+/* Fill `target` from `map` following `schema` (terminated by FAB_CFG_END):
 ** defaults first, then the values present. `map` may be NULL (all defaults;
 ** a required key then is reported at `where_if_null`, which may be NULL too).
 ** Errors: map not a map, a key not in the schema ("unknown key 'x' (expected
 ** one of: a, b, c)"), a missing required key, a bad value, a value out of
-** bounds, an unknown enum choice (listing the choices). Returns FALSE + err. */
+** bounds or beyond its field's width, an unknown enum choice (listing the
+** choices). Returns FALSE + err. A row whose size does not suit its type is
+** a programming error (assert). */
 gboolean fab_cfg_apply(const FabCfgNode *map, const FabCfgNode *where_if_null,
                        const FabCfgKey *schema, void *target, GError **err);
+
+/* One enum value read outside a schema (to choose the schema of the rest):
+** the index of n's text in `choices`, or -1 + err with the messages a schema
+** row gives ("'x' is not a valid choice (expected one of: ...)"). */
+int fab_cfg_enum(const FabCfgNode *n, const char *const *choices, GError **err);
+
+/* Whether `key` is a key of `schema` (splices followed). */
+bool fab_cfg_schema_has(const FabCfgKey *schema, const char *key);
 
 #endif

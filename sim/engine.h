@@ -1,19 +1,40 @@
 /*
-** The engine: simulated time, the event loop and the packet pool of one
+** The engine: simulated time, the event loop and the object pool of one
 ** simulation. Everything of a run hangs off one FabEngine; there is no global
 ** mutable state, so several engines can live in one process.
 **
-** An element (port, switch, NIC, ...) is any struct whose first member is a
-** `const FabOps *`. The engine knows nothing else about it: an event names a
-** target element and a 64-bit argument, and the loop calls the element's
-** `wake` handler with both. Elements schedule only their next wake-up (the end
-** of the head packet's serialisation, the head arrival on a link), so the
-** pending-event count grows with busy elements, not with packets in flight.
+** An element (a port, a switch, a NIC, a GPU, the workload's executor ...)
+** is any struct whose first member is a FabElem: its handler table and its
+** tie key. The engine knows nothing else about it. An event names a target
+** element and a 64-bit argument; the loop calls the target's `wake` handler
+** with both. Elements schedule only their next wake-up (the end of the head
+** packet's serialisation, the head arrival on a link), so the pending-event
+** count grows with busy elements, not with packets in flight.
+**
+** Event order. Events run in time order. Events of equal time run in the
+** order of their tie keys, and an event's tie key is made by the element
+** that scheduled it:
+**
+**     tie = (scheduler's stable id << FAB_TIE_SEQ_BITS) | scheduler's counter
+**
+** where the scheduler is the element whose handler is running when the
+** event is scheduled (or, before the loop starts, the target itself), and
+** its counter counts the events it has scheduled so far. So among equal
+** times the element with the smaller id goes first, and one element's
+** events go in the order it scheduled them. The key depends only on what
+** each element did, never on the order in which all elements scheduled:
+** any partition of the elements into processes that exchange events would
+** replay exactly the same order (the parallel-runs design rests on this).
+** Ids are given by the builders in a fixed order of stable positions (every
+** process building the same scenario gives the same ids); an id has
+** 32 - (FAB_TIE_SEQ_BITS - 32) = 24 bits, a counter 40 (10^12 events per
+** element).
 */
 #ifndef FAB_ENGINE_H
 #define FAB_ENGINE_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 #include "evq.h"
 #include "pool.h"
@@ -27,40 +48,68 @@ typedef struct FabOps {
   void (*wake)(FabEngine *eng, void *self, uint64_t arg);  /* an event for it fired */
 } FabOps;
 
+#define FAB_TIE_SEQ_BITS 40
+#define FAB_ELEM_MAX_ID ((1u << (64 - FAB_TIE_SEQ_BITS)) - 1) /* 16777215 */
+
+/* The header of every element. */
+typedef struct FabElem {
+  const FabOps *ops;   /* its handlers */
+  uint64_t tie;        /* the tie key its next scheduled event gets: id << FAB_TIE_SEQ_BITS | counter */
+} FabElem;
+
+/* Set up an element's header: its handlers, id 0 and counter 0. */
+static inline void fab_elem_init(FabElem *e, const FabOps *ops) {
+  e->ops = ops;
+  e->tie = 0;
+}
+
+/* Give the element its stable id (<= FAB_ELEM_MAX_ID) and reset its counter. */
+void fab_elem_set_id(FabElem *e, uint32_t id);
+
+/* The element's stable id. */
+static inline uint32_t fab_elem_id(const FabElem *e) { return (uint32_t)(e->tie >> FAB_TIE_SEQ_BITS); }
+
 struct FabEngine {
   fab_time_t now;     /* ps: time of the event being handled */
   uint64_t seed;      /* scenario seed: elements derive RNG streams from it */
   uint64_t events;    /* events executed so far */
   FabEvq *evq;        /* pending events */
-  FabPool *pool;      /* packets */
+  FabPool *pool;      /* the run's small fixed-size objects (models/: packets) */
+  FabElem *cur;       /* the element whose handler runs; NULL outside the loop */
   bool stopped;       /* fab_engine_stop() was called */
+  uint64_t legacy_seq; /* TEMP(order) */
   /* optional: called every 2^20 events (progress reports); must not schedule */
   void (*tick)(FabEngine *eng, void *ctx);
   void *tick_ctx;
 };
 
-/* A new engine at time 0. Transfer full. */
-FabEngine *fab_engine_new(uint64_t seed);
+/* A new engine at time 0 whose pool holds objects of `obj_size` bytes.
+** Transfer full. */
+FabEngine *fab_engine_new(uint64_t seed, size_t obj_size);
 
-/* Free the engine, its queue and its pool (packets still live are gone). */
+/* Free the engine, its queue and its pool (objects still live are gone). */
 void fab_engine_free(FabEngine *eng);
 
-/* Schedule `target`'s wake(arg) at absolute time t >= now. */
+/* Schedule `target`'s wake(arg) at absolute time t >= now. `target` is an
+** element (its first member is a FabElem). The tie key comes from the
+** running element (see the top of this file). Cost: O(1) into the wheel. */
 static inline void fab_engine_at(FabEngine *eng, fab_time_t t, void *target, uint64_t arg) {
 #ifdef FAB_DEBUG_CHECKS
   if (t < eng->now) __builtin_trap();
 #endif
-  fab_evq_push(eng->evq, t, target, arg);
+  FabElem *by = eng->cur ? eng->cur : (FabElem *)target;
+  (void)by; /* TEMP(order): global push order until the element keys land */
+  fab_evq_push(eng->evq, t, eng->legacy_seq++, target, arg);
 }
 
 /* Schedule after a delay. */
 static inline void fab_engine_after(FabEngine *eng, fab_time_t dt, void *target, uint64_t arg) {
-  fab_evq_push(eng->evq, eng->now + dt, target, arg);
+  fab_engine_at(eng, eng->now + dt, target, arg);
 }
 
 static inline fab_time_t fab_engine_now(const FabEngine *eng) { return eng->now; }
 
-/* Run events in (time, seq) order until none is left, the next one is later
+/* Run events in (time, tie) order until none is left, the next one is later
 ** than `until`, or fab_engine_stop() is called. Returns false if time would
 ** have gone back (an internal invariant; the run is then unusable). */
 bool fab_engine_run(FabEngine *eng, fab_time_t until);

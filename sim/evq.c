@@ -12,10 +12,11 @@
 **     move into the wheel when it comes within reach.
 **
 ** Build with -DFAB_EVQ_HEAP_ONLY to use the heap alone (the benchmark's
-** baseline). Both order events by (time, seq): keys are 16 bytes
-** {time, seq, slot}; target and arg wait in a side table indexed by slot.
-** seq is 32 bits: before it would wrap, pending keys are renumbered 0..n-1 in
-** (time, seq) order, which changes no comparison. */
+** baseline). Both order events by (time, tie): keys are 24 bytes
+** {time, tie, slot}; target and arg wait in a side table indexed by slot.
+** The tie key is the caller's (engine.h says how the engine makes it); the
+** queue only compares it, so events with equal time and tie pop in no
+** particular order. */
 #include "evq.h"
 #include <glib.h>
 #include <stdlib.h>
@@ -30,7 +31,7 @@
 
 typedef struct Key {
   fab_time_t time; /* ps */
-  uint32_t seq;    /* push order */
+  uint64_t tie;    /* breaks ties of equal time */
   uint32_t slot;   /* index of target and arg in the side table */
 } Key;
 
@@ -40,7 +41,7 @@ typedef struct Slot {
   void *target;
   uint64_t arg;
   fab_time_t time;
-  uint32_t seq;
+  uint64_t tie;
   uint32_t next;   /* NIL ends a bucket's list */
 } Slot;
 
@@ -60,7 +61,6 @@ struct FabEvq {
   Slot *slots;       /* side table */
   uint32_t *free;    /* stack of free slots */
   size_t nfree, nslots;
-  uint32_t seq;      /* next sequence number */
   Heap far;          /* beyond the horizon (or everything, heap-only) */
 #ifndef FAB_EVQ_HEAP_ONLY
   Bucket *wheel;     /* NB buckets */
@@ -71,7 +71,7 @@ struct FabEvq {
 };
 
 static inline bool before(const Key *x, const Key *y) {
-  return x->time < y->time || (x->time == y->time && x->seq < y->seq);
+  return x->time < y->time || (x->time == y->time && x->tie < y->tie);
 }
 
 /* ---- 4-ary heap --------------------------------------------------------- */
@@ -151,51 +151,6 @@ void fab_evq_free(FabEvq *q) {
 
 size_t fab_evq_size(const FabEvq *q) { return q->n; }
 
-static int cmp_key(const void *x, const void *y) {
-  return before(x, y) ? -1 : before(y, x) ? 1 : 0;
-}
-
-static void relabel(Key *a, size_t n, const Key *sorted, size_t total) {
-  for (size_t i = 0; i < n; i++) {
-    size_t lo = 0, hi = total;
-    while (lo < hi) {
-      size_t mid = (lo + hi) / 2;
-      if (before(&sorted[mid], &a[i])) lo = mid + 1;
-      else hi = mid;
-    }
-    a[i].seq = (uint32_t)lo;
-  }
-}
-
-/* Renumber every pending key 0..n-1 in (time, seq) order. */
-static void renumber(FabEvq *q) {
-  Key *all = g_new(Key, q->n ? q->n : 1);
-  size_t k = 0;
-  memcpy(all + k, q->far.a, q->far.n * sizeof(Key));
-  k += q->far.n;
-#ifndef FAB_EVQ_HEAP_ONLY
-  memcpy(all + k, q->act.a, q->act.n * sizeof(Key));
-  k += q->act.n;
-  for (uint32_t i = 0; i < NB; i++)
-    for (uint32_t j = q->wheel[i].head; j != NIL; j = q->slots[j].next)
-      all[k++] = (Key){q->slots[j].time, q->slots[j].seq, j};
-#endif
-  g_assert(k == q->n);
-  qsort(all, k, sizeof(Key), cmp_key);
-  relabel(q->far.a, q->far.n, all, k);
-#ifndef FAB_EVQ_HEAP_ONLY
-  relabel(q->act.a, q->act.n, all, k);
-  for (uint32_t i = 0; i < NB; i++)
-    for (uint32_t j = q->wheel[i].head; j != NIL; j = q->slots[j].next) {
-      Key key = {q->slots[j].time, q->slots[j].seq, j};
-      relabel(&key, 1, all, k);
-      q->slots[j].seq = key.seq;
-    }
-#endif
-  q->seq = (uint32_t)k;
-  g_free(all);
-}
-
 static uint32_t slot_get(FabEvq *q) {
   if (G_UNLIKELY(q->nfree == 0)) {
     size_t old = q->nslots, cap = old ? old * 2 : 1024;
@@ -217,7 +172,7 @@ static inline void wheel_put(FabEvq *q, Key e) {
     Bucket *w = &q->wheel[i];
     Slot *s = &q->slots[e.slot];
     s->time = e.time;
-    s->seq = e.seq;
+    s->tie = e.tie;
     s->next = NIL;
     if (w->tail != NIL) {
       q->slots[w->tail].next = e.slot;
@@ -266,7 +221,7 @@ static void advance(FabEvq *q) {
         q->act.cap = q->act.cap ? q->act.cap * 2 : 64;
         q->act.a = g_renew(Key, q->act.a, q->act.cap);
       }
-      q->act.a[q->act.n++] = (Key){q->slots[j].time, q->slots[j].seq, j};
+      q->act.a[q->act.n++] = (Key){q->slots[j].time, q->slots[j].tie, j};
     }
     *w = (Bucket){NIL, NIL};
     q->bits[i >> 6] &= ~(1ull << (i & 63));
@@ -276,11 +231,10 @@ static void advance(FabEvq *q) {
 }
 #endif
 
-void fab_evq_push(FabEvq *q, fab_time_t t, void *target, uint64_t arg) {
-  if (G_UNLIKELY(q->seq == UINT32_MAX)) renumber(q);
+void fab_evq_push(FabEvq *q, fab_time_t t, uint64_t tie, void *target, uint64_t arg) {
   uint32_t slot = slot_get(q);
   q->slots[slot] = (Slot){target, arg};
-  Key e = {t, q->seq++, slot};
+  Key e = {t, tie, slot};
   q->n++;
 #ifdef FAB_EVQ_HEAP_ONLY
   heap_push(&q->far, e);
@@ -310,7 +264,7 @@ bool fab_evq_pop(FabEvq *q, FabEvent *out) {
   q->n--;
   Slot *s = &q->slots[top.slot];
   out->time = top.time;
-  out->seq = top.seq;
+  out->tie = top.tie;
   out->target = s->target;
   out->arg = s->arg;
   q->free[q->nfree++] = top.slot;

@@ -1,18 +1,20 @@
 /*
-** The event queue: a priority queue of (time, sequence number, target, arg).
+** The event queue: a priority queue of (time, tie key, target, arg).
 **
-** Events pop in time order; events with equal time pop in the order they were
-** pushed (the sequence number is assigned by push, as libuv's timer heap
-** does), so a run is deterministic. The structure, chosen by the hold-model
-** benchmark in tests/bench_evq.c (README "Event queue"), is a timing wheel of
-** 2^16 buckets of 2.048 ns for the next 134 us, whose active bucket is a 4-ary
+** Events pop in time order; events of equal time pop in the order of their
+** tie keys, which the caller gives (the engine builds them from the
+** scheduling element's stable id and that element's own counter: see
+** engine.h), so the order never depends on when, globally, an event was
+** pushed. The structure, chosen by the hold-model benchmark in
+** tests/bench_evq.c (README "Event queue"), is a timing wheel of 2^16
+** buckets of 2.048 ns for the next 134 us, whose active bucket is a 4-ary
 ** heap, plus a 4-ary heap for events further out (see evq.c). Many events at
 ** one timestamp fall in one bucket and cost what a heap costs: O(log n).
 **
 ** Cost: push O(1) into the wheel, O(log n) into a heap; pop O(log k) for k
 ** events in the active bucket, plus a bitmap scan to the next non-empty
 ** bucket. Memory: about 520 KB for the wheel, allocated by fab_evq_new, plus
-** 48 bytes per pending event (grown by doubling).
+** about 64 bytes per pending event (grown by doubling).
 */
 #ifndef FAB_EVQ_H
 #define FAB_EVQ_H
@@ -24,7 +26,7 @@
 
 typedef struct FabEvent {
   fab_time_t time; /* ps */
-  uint64_t seq;    /* push order, unique */
+  uint64_t tie;    /* orders events of equal time (smaller first) */
   void *target;    /* who handles it (the engine calls its ops) */
   uint64_t arg;    /* handler-defined */
 } FabEvent;
@@ -36,8 +38,9 @@ typedef struct FabEvq FabEvq;
 FabEvq *fab_evq_new(size_t cap);
 void fab_evq_free(FabEvq *q);
 
-/* Insert an event. */
-void fab_evq_push(FabEvq *q, fab_time_t t, void *target, uint64_t arg);
+/* Insert an event. Two pending events should not share (time, tie): their
+** order would be unspecified. */
+void fab_evq_push(FabEvq *q, fab_time_t t, uint64_t tie, void *target, uint64_t arg);
 
 /* Remove the earliest event into *out. false if the queue is empty. */
 bool fab_evq_pop(FabEvq *q, FabEvent *out);

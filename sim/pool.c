@@ -1,19 +1,29 @@
-/* Packet pool: slabs + free list. See pool.h. */
+/* Object pool: slabs + a free list. See pool.h. */
 #include "pool.h"
 #include <glib.h>
 #include <string.h>
 
+typedef struct Free {
+  struct Free *next;
+} Free;
+
 struct FabPool {
-  FabPkt *free;      /* free list through ->next */
-  GPtrArray *slabs;  /* owned blocks of `slab` packets */
-  size_t slab;       /* packets per slab */
-  size_t live;       /* allocated, not freed */
-  size_t capacity;   /* packets in all slabs */
-  uint64_t allocs;   /* total fab_pkt_alloc calls */
+  Free *free;        /* free list through the first word of each object */
+  GPtrArray *slabs;  /* owned blocks of `slab` objects */
+  size_t size;       /* bytes per object, rounded up to a pointer's alignment */
+  size_t want;       /* bytes per object as asked (what is zeroed) */
+  size_t slab;       /* objects per slab */
+  size_t live;       /* handed out, not returned */
+  size_t capacity;   /* objects in all slabs */
+  uint64_t allocs;   /* total fab_pool_get calls */
 };
 
-FabPool *fab_pool_new(size_t slab) {
+FabPool *fab_pool_new(size_t size, size_t slab) {
+  g_assert(size > 0);
   FabPool *pool = g_new0(FabPool, 1);
+  size_t a = sizeof(void *) > sizeof(uint64_t) ? sizeof(void *) : sizeof(uint64_t);
+  pool->want = size;
+  pool->size = (MAX(size, sizeof(Free)) + a - 1) / a * a;
   pool->slab = slab ? slab : 4096;
   pool->slabs = g_ptr_array_new_with_free_func(g_free);
   return pool;
@@ -26,35 +36,38 @@ void fab_pool_free(FabPool *pool) {
 }
 
 static void grow(FabPool *pool) {
-  FabPkt *s = g_new(FabPkt, pool->slab);
+  char *s = g_malloc_n(pool->slab, pool->size);
   g_ptr_array_add(pool->slabs, s);
-  for (size_t i = pool->slab; i-- > 0;) {
-    s[i].next = pool->free;
-    pool->free = &s[i];
+  for (size_t i = pool->slab; i-- > 0;) { /* the slab's first object ends up first in the list */
+    Free *f = (Free *)(void *)(s + i * pool->size);
+    f->next = pool->free;
+    pool->free = f;
   }
   pool->capacity += pool->slab;
 }
 
-FabPkt *fab_pkt_alloc(FabPool *pool) {
+void *fab_pool_get(FabPool *pool) {
   if (G_UNLIKELY(!pool->free)) grow(pool);
-  FabPkt *p = pool->free;
-  pool->free = p->next;
-  memset(p, 0, sizeof *p);
+  Free *f = pool->free;
+  pool->free = f->next;
+  memset(f, 0, pool->want);
   pool->live++;
   pool->allocs++;
-  return p;
+  return f;
 }
 
-void fab_pkt_free(FabPool *pool, FabPkt *p) {
+void fab_pool_put(FabPool *pool, void *obj) {
   g_assert(pool->live > 0);
 #ifdef FAB_DEBUG_CHECKS
-  memset(p, 0xa5, sizeof *p);
+  memset(obj, 0xa5, pool->want);
 #endif
-  p->next = pool->free;
-  pool->free = p;
+  Free *f = obj;
+  f->next = pool->free;
+  pool->free = f;
   pool->live--;
 }
 
+size_t fab_pool_size(const FabPool *pool) { return pool->want; }
 size_t fab_pool_live(const FabPool *pool) { return pool->live; }
 size_t fab_pool_capacity(const FabPool *pool) { return pool->capacity; }
 uint64_t fab_pool_allocs(const FabPool *pool) { return pool->allocs; }

@@ -41,3 +41,19 @@ uint64_t fab_rng_below(FabRng *r, uint64_t n) {
 }
 
 double fab_rng_double(FabRng *r) { return (double)(fab_rng_next(r) >> 11) * 0x1.0p-53; }
+
+#define FNV_OFFSET 0xcbf29ce484222325ULL
+#define FNV_PRIME 0x100000001b3ULL
+
+static uint64_t fnv(uint64_t h, const char *s) {
+  for (const unsigned char *p = (const unsigned char *)s; *p; p++) h = (h ^ *p) * FNV_PRIME;
+  return h;
+}
+
+uint64_t fab_rng_stream_of(const char *name) { return fab_mix64(fnv(FNV_OFFSET, name ? name : "")); }
+
+uint64_t fab_rng_stream_of2(const char *prefix, const char *name) {
+  uint64_t h = fnv(FNV_OFFSET, prefix ? prefix : "");
+  h = (h ^ ':') * FNV_PRIME;
+  return fab_mix64(fnv(h, name ? name : ""));
+}

@@ -18,10 +18,13 @@
 **   dist=uniform: increments uniform in [0, 2 us) (in ps), few ties.
 **   dist=ties:    increments drawn from {0, 0, 0, 1000} ps, so nearly all
 **                 pending events share one of two timestamps.
-** Every pop is checked to come out in strictly increasing (time, seq) order
-** (a hold never pushes before the popped event), and the queue is drained and
-** checked at the end. A separate check verifies that equal-time events pop in
-** push (FIFO) order. Any violation prints a message and aborts.
+** Every push passes the next value of a counter as its tie key (what the
+** queue's own sequence number used to be), so equal times pop first in,
+** first out. Every pop is checked to come out in strictly increasing
+** (time, tie) order (a hold never pushes before the popped event), and the
+** queue is drained and checked at the end. A separate check verifies that
+** equal-time events pop in push (FIFO) order. Any violation prints a message
+** and aborts.
 */
 #include "sim/evq.h"
 
@@ -65,6 +68,10 @@ static inline fab_time_t draw_inc(Rng *r, Dist d) {
   return (rng_next(r) & 3) == 3 ? 1000 : 0; /* {0, 0, 0, 1000} */
 }
 
+/* The tie key of the next push: a counter, restarted with each queue, so
+** (time, tie) is the old (time, push sequence number). */
+static uint64_t next_tie;
+
 static double now_ns(void) {
   struct timespec ts;
   clock_gettime(CLOCK_MONOTONIC, &ts);
@@ -73,15 +80,15 @@ static double now_ns(void) {
 
 static void fail(const char *what, const FabEvent *prev, const FabEvent *e) {
   fprintf(stderr,
-          "bench_evq (arity %d): %s: popped (time %" PRIu64 ", seq %" PRIu64 ") after (time %" PRIu64
-          ", seq %" PRIu64 ")\n",
-          FAB_EVQ_ARITY, what, e->time, e->seq, prev->time, prev->seq);
+          "bench_evq (arity %d): %s: popped (time %" PRIu64 ", tie %" PRIu64 ") after (time %" PRIu64
+          ", tie %" PRIu64 ")\n",
+          FAB_EVQ_ARITY, what, e->time, e->tie, prev->time, prev->tie);
   abort();
 }
 
-/* Order check between consecutive pops: (time, seq) strictly increasing. */
+/* Order check between consecutive pops: (time, tie) strictly increasing. */
 static inline void check_order(const FabEvent *prev, const FabEvent *e) {
-  if (e->time < prev->time || (e->time == prev->time && e->seq <= prev->seq))
+  if (e->time < prev->time || (e->time == prev->time && e->tie <= prev->tie))
     fail("pop order violated", prev, e);
 }
 
@@ -96,7 +103,7 @@ static double hold_round(FabEvq *q, Rng *r, Dist d, uint64_t m, FabEvent *prev) 
     }
     check_order(prev, &e);
     *prev = e;
-    fab_evq_push(q, e.time + draw_inc(r, d), e.target, e.arg + 1);
+    fab_evq_push(q, e.time + draw_inc(r, d), next_tie++, e.target, e.arg + 1);
   }
   return now_ns() - t0;
 }
@@ -105,10 +112,11 @@ static void bench(uint64_t n, Dist d) {
   Rng r = {0x5eed0000ULL + n * 2 + (uint64_t)d};
   uint64_t m = 4 * n > 2000000 ? 4 * n : 2000000;
   FabEvq *q = fab_evq_new((size_t)n);
+  next_tie = 0;
 
   for (uint64_t i = 0; i < n; i++) {
     fab_time_t t = d == DIST_UNIFORM ? rng_below(&r, 2 * MEAN_INC) : 1000 * rng_below(&r, 2);
-    fab_evq_push(q, t, NULL, i);
+    fab_evq_push(q, t, next_tie++, NULL, i);
   }
   if (fab_evq_size(q) != n) {
     fprintf(stderr, "bench_evq: size %zu after %" PRIu64 " pushes\n", fab_evq_size(q), n);
@@ -120,7 +128,7 @@ static void bench(uint64_t n, Dist d) {
   /* The first pop has no predecessor: it only has to be the minimum time. */
   if (fab_evq_peek_time(q) == FAB_TIME_MAX || !fab_evq_pop(q, &first)) abort();
   prev = first;
-  fab_evq_push(q, first.time + draw_inc(&r, d), NULL, first.arg + 1);
+  fab_evq_push(q, first.time + draw_inc(&r, d), next_tie++, NULL, first.arg + 1);
 
   hold_round(q, &r, d, n, &prev); /* warm-up: reach the steady-state shape */
   double best = -1;
@@ -154,6 +162,7 @@ static void check_fifo(void) {
   enum { T = 7, PER = 2000 };
   Rng r = {0xf1f0};
   FabEvq *q = fab_evq_new(4);
+  next_tie = 0;
   uint64_t pushed[T] = {0};
   uint64_t popped[T] = {0};
   FabEvent e, prev;
@@ -161,7 +170,7 @@ static void check_fifo(void) {
   /* Phase 1: T timestamps, pushed in random interleaving; arg = per-time index. */
   for (int i = 0; i < T * PER / 2; i++) {
     unsigned k = (unsigned)rng_below(&r, T);
-    fab_evq_push(q, 1000 * (fab_time_t)k, NULL, ((uint64_t)k << 32) | pushed[k]++);
+    fab_evq_push(q, 1000 * (fab_time_t)k, next_tie++, NULL, ((uint64_t)k << 32) | pushed[k]++);
   }
   /* Phase 2: pop some, then push more at the current minimum and later times. */
   int have_prev = 0;
@@ -177,7 +186,7 @@ static void check_fifo(void) {
   unsigned kmin = (unsigned)(prev.time / 1000);
   for (int i = 0; i < T * PER / 2; i++) {
     unsigned k = kmin + (unsigned)rng_below(&r, T - kmin);
-    fab_evq_push(q, 1000 * (fab_time_t)k, NULL, ((uint64_t)k << 32) | pushed[k]++);
+    fab_evq_push(q, 1000 * (fab_time_t)k, next_tie++, NULL, ((uint64_t)k << 32) | pushed[k]++);
   }
   while (fab_evq_pop(q, &e)) {
     unsigned k = (unsigned)(e.arg >> 32);

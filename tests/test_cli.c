@@ -105,6 +105,32 @@ static void expect_err_has(const Proc *p, const char *what) {
   cr_expect(strstr(p->err, what) != NULL, "%s: stderr should contain \"%s\"; it is:\n%s", p->cmd, what, p->err);
 }
 
+/* `fabsim CMD --help`'s text (stdout), checked to have exited 0 with nothing on stderr. */
+static char *help_of(const char *cmd) {
+  const char *const args[] = {cmd, "--help", NULL};
+  Proc p = run_argv(args);
+  cr_assert_eq(p.status, 0, "%s: exit status %d; stderr:\n%s", p.cmd, p.status, p.err);
+  cr_assert_str_empty(p.err, "%s: stderr:\n%s", p.cmd, p.err);
+  char *out = p.out;
+  p.out = NULL;
+  proc_clear(&p);
+  return out;
+}
+
+/* A usage error of the one argument parser: "fabsim CMD: message", a blank
+** line, then the command's usage, the same text as its --help. */
+static void expect_usage_of(const Proc *p, const char *cmd, const char *message) {
+  expect_usage_error(p);
+  char *head = g_strdup_printf("fabsim %s: %s\n\n", cmd, message);
+  cr_expect(g_str_has_prefix(p->err, head), "%s: stderr should start with \"%s\"; it is:\n%s", p->cmd, head, p->err);
+  if (g_str_has_prefix(p->err, head)) {
+    char *help = help_of(cmd);
+    cr_expect_str_eq(p->err + strlen(head), help, "%s: the usage after the message is not the --help text", p->cmd);
+    g_free(help);
+  }
+  g_free(head);
+}
+
 /* g_ptr_array_sort comparator for char* elements */
 static gint cmp_str(gconstpointer a, gconstpointer b) {
   return strcmp(*(char *const *)a, *(char *const *)b);
@@ -269,10 +295,12 @@ Test(cli, unknown_option) {
   Proc p = RUN("run", q, "--frob");
   expect_usage_error(&p);
   expect_err_has(&p, "unknown option '--frob'");
+  expect_usage_of(&p, "run", "unknown option '--frob'");
   proc_clear(&p);
   p = RUN("validate", "--frob", q);
   expect_usage_error(&p);
   expect_err_has(&p, "unknown option '--frob'");
+  expect_usage_of(&p, "validate", "unknown option '--frob'");
   proc_clear(&p);
   g_free(q);
 }
@@ -282,10 +310,12 @@ Test(cli, set_without_equals) {
   Proc p = RUN("run", q, "--set", "fabric.link.bandwidth");
   expect_usage_error(&p);
   expect_err_has(&p, "--set fabric.link.bandwidth: expected KEY=VALUE");
+  expect_usage_of(&p, "run", "--set fabric.link.bandwidth: expected KEY=VALUE");
   proc_clear(&p);
   p = RUN("run", q, "--set");
   expect_usage_error(&p);
   expect_err_has(&p, "--set needs KEY=VALUE");
+  expect_usage_of(&p, "run", "--set needs KEY=VALUE");
   proc_clear(&p);
   g_free(q);
 }
@@ -296,6 +326,7 @@ Test(cli, bad_seed) {
   expect_usage_error(&p);
   expect_err_has(&p, "--seed abc");
   expect_err_has(&p, "non-negative integer");
+  expect_usage_of(&p, "run", "--seed abc: expected a non-negative integer");
   proc_clear(&p);
   p = RUN("run", q, "--seed", "-1");
   expect_usage_error(&p);
@@ -304,6 +335,10 @@ Test(cli, bad_seed) {
   p = RUN("run", q, "--seed");
   expect_usage_error(&p);
   expect_err_has(&p, "--seed needs a number");
+  expect_usage_of(&p, "run", "--seed needs a number");
+  proc_clear(&p);
+  p = RUN("validate", q, "--seed", "1x");
+  expect_usage_of(&p, "validate", "--seed 1x: expected a non-negative integer");
   proc_clear(&p);
   g_free(q);
 }
@@ -315,6 +350,9 @@ Test(cli, two_scenarios) {
   expect_usage_error(&p);
   expect_err_has(&p, "more than one scenario");
   expect_err_has(&p, i);
+  char *msg = g_strdup_printf("more than one scenario given ('%s' and '%s')", q, i);
+  expect_usage_of(&p, "run", msg);
+  g_free(msg);
   proc_clear(&p);
   p = RUN("validate", q, i);
   expect_usage_error(&p);
@@ -344,6 +382,7 @@ Test(cli, validate_without_file) {
   expect_usage_error(&p);
   expect_err_has(&p, "validate needs a SCENARIO");
   expect_err_has(&p, "usage: fabsim validate");
+  expect_usage_of(&p, "validate", "validate needs a SCENARIO file");
   proc_clear(&p);
 }
 
@@ -393,6 +432,72 @@ Test(cli, help) {
   expect_help((const char *const[]){"-h", NULL}, "usage: fabsim COMMAND");
   expect_help((const char *const[]){"run", "--help", NULL}, "usage: fabsim run [SCENARIO]");
   expect_help((const char *const[]){"validate", "--help", NULL}, "usage: fabsim validate SCENARIO");
+}
+
+/* Every subcommand's --help has the one layout (tools/args.h):
+**   usage: fabsim CMD POSITIONALS [--opt VALUE]...
+**   (blank line, a paragraph about the command, blank line)
+**   options:
+**     --opt VALUE        help
+**     -h, --help         this help
+** and every option listed under options: is on the usage line. */
+Test(cli, help_layout_of_every_command) {
+  static const char *const cmds[][2] = {
+    {"run", "[SCENARIO]"}, {"validate", "SCENARIO"}, {"sweep", "SCENARIO"}, {"plot", "RESULT.h5"},
+    {"compare", "SCENARIO MEASURED.log"},
+  };
+  for (size_t c = 0; c < G_N_ELEMENTS(cmds); c++) {
+    const char *cmd = cmds[c][0];
+    char *out = help_of(cmd);
+    char *start = g_strdup_printf("usage: fabsim %s %s", cmd, cmds[c][1]);
+    cr_expect(g_str_has_prefix(out, start), "fabsim %s --help should start with \"%s\":\n%s", cmd, start, out);
+    g_free(start);
+    char **lines = g_strsplit(out, "\n", -1);
+    guint n = g_strv_length(lines);
+    cr_assert_geq(n, 5, "fabsim %s --help:\n%s", cmd, out);
+    cr_expect_str_empty(lines[1], "fabsim %s --help: a blank line after the usage line:\n%s", cmd, out);
+    cr_expect_str_not_empty(lines[2], "fabsim %s --help: the paragraph about it:\n%s", cmd, out);
+    guint at = 0;
+    for (guint i = 0; i < n; i++)
+      if (!strcmp(lines[i], "options:")) at = i;
+    cr_assert_gt(at, 2, "fabsim %s --help has no \"options:\" line:\n%s", cmd, out);
+    cr_expect_str_empty(lines[at - 1], "fabsim %s --help: a blank line before options:\n%s", cmd, out);
+    gboolean help_line = FALSE;
+    guint nopts = 0;
+    for (guint i = at + 1; i < n && lines[i][0]; i++) {
+      const char *l = lines[i];
+      cr_expect(g_str_has_prefix(l, "  -"), "fabsim %s --help: option line \"%s\" is not indented by two", cmd, l);
+      if (g_str_has_prefix(l, "  -h, --help ")) {
+        help_line = TRUE;
+        continue;
+      }
+      /* "  --opt METAVAR   help" or "  -j, --opt METAVAR   help": the long name is on the usage line */
+      const char *name = strstr(l, "--");
+      cr_assert_not_null(name, "fabsim %s --help: no long option in \"%s\"", cmd, l);
+      char *opt = g_strndup(name, strcspn(name, " "));
+      char *in_usage = g_strdup_printf("[%s", opt);
+      cr_expect(strstr(lines[0], in_usage), "fabsim %s --help: %s is not on the usage line: %s", cmd, opt, lines[0]);
+      g_free(in_usage);
+      g_free(opt);
+      nopts++;
+    }
+    cr_expect(help_line, "fabsim %s --help has no \"-h, --help\" line under options:\n%s", cmd, out);
+    cr_expect_gt(nopts, 0, "fabsim %s --help lists no options:\n%s", cmd, out);
+    cr_expect(strstr(out, "options:") && strstr(out, "-h, --help"), "fabsim %s --help:\n%s", cmd, out);
+    /* -h is the same help */
+    const char *const args[] = {cmd, "-h", NULL};
+    Proc h = run_argv(args);
+    cr_expect_eq(h.status, 0, "%s: exit %d", h.cmd, h.status);
+    cr_expect_str_eq(h.out, out, "fabsim %s -h differs from --help", cmd);
+    proc_clear(&h);
+    /* and a usage error shows the same text after "fabsim CMD: message" */
+    const char *const bad[] = {cmd, "--no-such-option", NULL};
+    Proc u = run_argv(bad);
+    expect_usage_of(&u, cmd, "unknown option '--no-such-option'");
+    proc_clear(&u);
+    g_strfreev(lines);
+    g_free(out);
+  }
 }
 
 Test(cli, version) {

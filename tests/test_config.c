@@ -1,5 +1,6 @@
-/* Tests for sim/config.c: unit parsers, the located YAML tree, includes,
-** --set overrides and schema tables. */
+/* Tests for sim/config.h (sim/cfg_*.c): unit parsers, the located YAML tree,
+** includes, --set overrides and schema tables (rows built with FAB_CFG_KEY,
+** which records each field's width). */
 #include <criterion/criterion.h>
 #include <glib.h>
 #include <glib/gstdio.h>
@@ -495,23 +496,34 @@ typedef struct {
 
 static const char *const modes[] = {"ecmp", "adaptive", "spray", NULL};
 
+/* Small targets for single-purpose schemas. */
+typedef struct {
+  uint64_t v;
+} One;
+typedef struct {
+  uint64_t bw, lat, buf;
+} Link;
+typedef struct {
+  const char *name;
+  const FabCfgNode *seed, *fabric;
+} Named;
+
 static const FabCfgKey all_schema[] = {
-    {.name = "i", .type = FAB_CFG_INT, .offset = offsetof(All, i), .def = "-3"},
-    {.name = "u", .type = FAB_CFG_UINT, .offset = offsetof(All, u), .def = "8"},
-    {.name = "b", .type = FAB_CFG_BOOL, .offset = offsetof(All, b), .def = "on"},
-    {.name = "d", .type = FAB_CFG_DOUBLE, .offset = offsetof(All, d), .def = "0.25"},
-    {.name = "rate", .type = FAB_CFG_RATE, .offset = offsetof(All, rate_bps), .def = "100Gbps"},
-    {.name = "time", .type = FAB_CFG_TIME, .offset = offsetof(All, time_ps), .def = "1us"},
-    {.name = "size", .type = FAB_CFG_SIZE, .offset = offsetof(All, size_bytes), .def = "4KiB"},
-    {.name = "ratio", .type = FAB_CFG_RATIO, .offset = offsetof(All, ratio), .def = "2:1"},
-    {.name = "prob", .type = FAB_CFG_PROB, .offset = offsetof(All, prob), .def = "1%"},
-    {.name = "str", .type = FAB_CFG_STRING, .offset = offsetof(All, str), .def = "dflt"},
-    {.name = "mode", .type = FAB_CFG_ENUM, .offset = offsetof(All, mode), .def = "spray",
-     .choices = modes},
-    {.name = "node", .type = FAB_CFG_NODE, .offset = offsetof(All, node)},
-    {.name = "map", .type = FAB_CFG_MAP, .offset = offsetof(All, map)},
-    {.name = "seq", .type = FAB_CFG_SEQ, .offset = offsetof(All, seq)},
-    {.type = FAB_CFG_END},
+    FAB_CFG_KEY("i", FAB_CFG_INT, All, i, .def = "-3"),
+    FAB_CFG_KEY("u", FAB_CFG_UINT, All, u, .def = "8"),
+    FAB_CFG_KEY("b", FAB_CFG_BOOL, All, b, .def = "on"),
+    FAB_CFG_KEY("d", FAB_CFG_DOUBLE, All, d, .def = "0.25"),
+    FAB_CFG_KEY("rate", FAB_CFG_RATE, All, rate_bps, .def = "100Gbps"),
+    FAB_CFG_KEY("time", FAB_CFG_TIME, All, time_ps, .def = "1us"),
+    FAB_CFG_KEY("size", FAB_CFG_SIZE, All, size_bytes, .def = "4KiB"),
+    FAB_CFG_KEY("ratio", FAB_CFG_RATIO, All, ratio, .def = "2:1"),
+    FAB_CFG_KEY("prob", FAB_CFG_PROB, All, prob, .def = "1%"),
+    FAB_CFG_KEY("str", FAB_CFG_STRING, All, str, .def = "dflt"),
+    FAB_CFG_KEY("mode", FAB_CFG_ENUM, All, mode, .def = "spray", .choices = modes),
+    FAB_CFG_KEY("node", FAB_CFG_NODE, All, node),
+    FAB_CFG_KEY("map", FAB_CFG_MAP, All, map),
+    FAB_CFG_KEY("seq", FAB_CFG_SEQ, All, seq),
+    FAB_CFG_END_ROW,
 };
 
 /* Apply all_schema to the map at `key` of `text`; returns the error message
@@ -625,14 +637,11 @@ Test(schema, unknown_key) {
                       "rate, time, size, ratio, prob, str, mode, node, map, seq)");
   g_free(m);
   /* at the top level, located at the key, 3:5 */
-  static const FabCfgKey s[] = {{.name = "bandwidth", .type = FAB_CFG_RATE},
-                                {.name = "latency", .type = FAB_CFG_TIME},
-                                {.type = FAB_CFG_END}};
+  static const FabCfgKey s[] = {FAB_CFG_KEY("bandwidth", FAB_CFG_RATE, Link, bw),
+                                FAB_CFG_KEY("latency", FAB_CFG_TIME, Link, lat), FAB_CFG_END_ROW};
   FabCfg *cfg = load_ok("fabric:\n  link:\n    bandwith: 100Gbps\n");
   const FabCfgNode *link = fab_cfg_get(fab_cfg_get(fab_cfg_root(cfg), "fabric"), "link");
-  struct {
-    uint64_t bw, lat;
-  } t;
+  Link t;
   GError *e = NULL;
   cr_assert_not(fab_cfg_apply(link, NULL, s, &t, &e));
   cr_assert_eq(e->code, FAB_CFG_ERROR_KEY);
@@ -643,19 +652,17 @@ Test(schema, unknown_key) {
 }
 
 Test(schema, missing_required) {
-  static const FabCfgKey s[] = {
-      {.name = "name", .type = FAB_CFG_STRING, .offset = 0, .required = TRUE},
-      {.type = FAB_CFG_END}};
-  const char *name = NULL;
+  static const FabCfgKey s[] = {FAB_CFG_KEY("name", FAB_CFG_STRING, Named, name, .required = TRUE),
+                                FAB_CFG_END_ROW};
+  Named name = {NULL};
   FabCfg *cfg = load_ok("seed: 1\nfabric:\n  link:\n    mtu: 4000\n");
   const FabCfgNode *root = fab_cfg_root(cfg);
   GError *e = NULL;
   const FabCfgNode *link = fab_cfg_get(fab_cfg_get(root, "fabric"), "link");
-  static const FabCfgKey s2[] = {
-      {.name = "mtu", .type = FAB_CFG_SIZE, .offset = 0},
-      {.name = "bandwidth", .type = FAB_CFG_RATE, .offset = 0, .required = TRUE},
-      {.type = FAB_CFG_END}};
-  uint64_t v;
+  static const FabCfgKey s2[] = {FAB_CFG_KEY("mtu", FAB_CFG_SIZE, Link, buf),
+                                 FAB_CFG_KEY("bandwidth", FAB_CFG_RATE, Link, bw, .required = TRUE),
+                                 FAB_CFG_END_ROW};
+  Link v;
   cr_assert_not(fab_cfg_apply(link, NULL, s2, &v, &e));
   cr_assert_eq(e->code, FAB_CFG_ERROR_KEY);
   assert_has(e->message, "t.yaml:3:3: fabric.link: missing required key 'bandwidth'");
@@ -670,13 +677,10 @@ Test(schema, missing_required) {
   cr_assert(g_str_has_prefix(e->message, "missing required key 'name'"), "%s", e->message);
   g_clear_error(&e);
   /* the root map: no path */
-  static const FabCfgKey s3[] = {
-      {.name = "name", .type = FAB_CFG_STRING, .offset = 0, .required = TRUE},
-      {.name = "seed", .type = FAB_CFG_NODE, .offset = sizeof(void *)},
-      {.name = "fabric", .type = FAB_CFG_NODE, .offset = sizeof(void *)},
-      {.type = FAB_CFG_END}};
-  const void *two[2];
-  cr_assert_not(fab_cfg_apply(root, NULL, s3, two, &e));
+  static const FabCfgKey s3[] = {FAB_CFG_KEY("name", FAB_CFG_STRING, Named, name, .required = TRUE),
+                                 FAB_CFG_KEY("seed", FAB_CFG_NODE, Named, seed),
+                                 FAB_CFG_KEY("fabric", FAB_CFG_NODE, Named, fabric), FAB_CFG_END_ROW};
+  cr_assert_not(fab_cfg_apply(root, NULL, s3, &name, &e));
   cr_assert(g_str_has_prefix(e->message, "t.yaml:1:1: missing required key 'name'"), "%s",
             e->message);
   g_clear_error(&e);
@@ -703,12 +707,12 @@ typedef struct {
 } Bnd;
 
 static const FabCfgKey bounds_schema[] = {
-    {.name = "bw", .type = FAB_CFG_RATE, .offset = offsetof(Bnd, bw), .min = 1e9, .max = 1.6e12},
-    {.name = "lat", .type = FAB_CFG_TIME, .offset = offsetof(Bnd, lat), .min = 0, .max = 2.5e9},
-    {.name = "buf", .type = FAB_CFG_SIZE, .offset = offsetof(Bnd, buf), .min = 65536, .max = 0},
-    {.name = "n", .type = FAB_CFG_INT, .offset = offsetof(Bnd, n), .min = -5, .max = 10},
-    {.name = "p", .type = FAB_CFG_PROB, .offset = offsetof(Bnd, p), .min = 0, .max = 0.5},
-    {.type = FAB_CFG_END}};
+    FAB_CFG_KEY("bw", FAB_CFG_RATE, Bnd, bw, .min = 1e9, .max = 1.6e12),
+    FAB_CFG_KEY("lat", FAB_CFG_TIME, Bnd, lat, .min = 0, .max = 2.5e9),
+    FAB_CFG_KEY("buf", FAB_CFG_SIZE, Bnd, buf, .min = 65536, .max = 0),
+    FAB_CFG_KEY("n", FAB_CFG_INT, Bnd, n, .min = -5, .max = 10),
+    FAB_CFG_KEY("p", FAB_CFG_PROB, Bnd, p, .min = 0, .max = 0.5),
+    FAB_CFG_END_ROW};
 
 static char *bounds_err(const char *text) {
   FabCfg *cfg = load_ok(text);
@@ -782,9 +786,8 @@ Test(schema, null_values) {
 }
 
 Test(schema, bad_default_is_reported) {
-  static const FabCfgKey s[] = {{.name = "t", .type = FAB_CFG_TIME, .offset = 0, .def = "5"},
-                                {.type = FAB_CFG_END}};
-  uint64_t t;
+  static const FabCfgKey s[] = {FAB_CFG_KEY("t", FAB_CFG_TIME, One, v, .def = "5"), FAB_CFG_END_ROW};
+  One t;
   GError *e = NULL;
   cr_assert_not(fab_cfg_apply(NULL, NULL, s, &t, &e));
   assert_has(e->message, "internal error: schema default of 't'");
@@ -805,6 +808,419 @@ Test(schema, fail_helper) {
   cr_assert_str_eq(e->message, "plain 3");
   g_clear_error(&e);
   cr_assert_not(fab_cfg_fail(kmin, NULL, "no error wanted"));
+  fab_cfg_free(cfg);
+}
+
+/* ---- field widths ------------------------------------------------------ */
+
+/* Integer fields of every width, with a guard byte after each narrow one so
+** a store that writes too wide is caught. */
+typedef struct {
+  uint8_t u8;
+  uint8_t g1;
+  uint16_t u16;
+  uint16_t g2;
+  uint32_t u32;
+  uint32_t g3;
+  uint64_t u64;
+  int8_t i8;
+  uint8_t g4;
+  int16_t i16;
+  int32_t i32;
+  int64_t i64;
+  uint32_t size32;
+  uint32_t time32;
+  uint32_t rate32;
+  uint8_t mode8;
+  uint8_t g5;
+  uint16_t mode16;
+} Widths;
+
+static const FabCfgKey widths_schema[] = {
+    FAB_CFG_KEY("u8", FAB_CFG_UINT, Widths, u8),
+    FAB_CFG_KEY("u16", FAB_CFG_UINT, Widths, u16),
+    FAB_CFG_KEY("u32", FAB_CFG_UINT, Widths, u32),
+    FAB_CFG_KEY("u64", FAB_CFG_UINT, Widths, u64),
+    FAB_CFG_KEY("i8", FAB_CFG_INT, Widths, i8),
+    FAB_CFG_KEY("i16", FAB_CFG_INT, Widths, i16),
+    FAB_CFG_KEY("i32", FAB_CFG_INT, Widths, i32),
+    FAB_CFG_KEY("i64", FAB_CFG_INT, Widths, i64),
+    FAB_CFG_KEY("size32", FAB_CFG_SIZE, Widths, size32),
+    FAB_CFG_KEY("time32", FAB_CFG_TIME, Widths, time32),
+    FAB_CFG_KEY("rate32", FAB_CFG_RATE, Widths, rate32),
+    FAB_CFG_KEY("mode8", FAB_CFG_ENUM, Widths, mode8, .choices = modes),
+    FAB_CFG_KEY("mode16", FAB_CFG_ENUM, Widths, mode16, .choices = modes),
+    FAB_CFG_END_ROW};
+
+/* Apply widths_schema to the root of `text` over a struct filled with 0xa5;
+** the error message (g_free) or NULL. */
+static char *widths_apply(const char *text, Widths *w) {
+  FabCfg *cfg = load_ok(text);
+  memset(w, 0xa5, sizeof *w);
+  GError *e = NULL;
+  char *m = NULL;
+  if (!fab_cfg_apply(fab_cfg_root(cfg), NULL, widths_schema, w, &e)) {
+    cr_assert_not_null(e);
+    cr_assert_eq(e->code, FAB_CFG_ERROR_VALUE);
+    m = g_strdup(e->message);
+    g_error_free(e);
+  }
+  fab_cfg_free(cfg);
+  return m;
+}
+
+static void guards_intact(const Widths *w) {
+  cr_assert_eq(w->g1, 0xa5, "the byte after u8 was written");
+  cr_assert_eq(w->g2, 0xa5a5, "the bytes after u16 were written");
+  cr_assert_eq(w->g3, 0xa5a5a5a5u, "the bytes after u32 were written");
+  cr_assert_eq(w->g4, 0xa5, "the byte after i8 was written");
+  cr_assert_eq(w->g5, 0xa5, "the byte after mode8 was written");
+}
+
+Test(schema, key_macro_records_offset_and_size) {
+  cr_assert_eq(widths_schema[0].offset, offsetof(Widths, u8));
+  cr_assert_eq(widths_schema[0].size, 1);
+  cr_assert_eq(widths_schema[1].size, 2);
+  cr_assert_eq(widths_schema[2].size, 4);
+  cr_assert_eq(widths_schema[3].size, 8);
+  cr_assert_eq(widths_schema[2].offset, offsetof(Widths, u32));
+  cr_assert_eq(all_schema[2].size, sizeof(gboolean));
+  cr_assert_eq(all_schema[10].size, sizeof(int));
+  cr_assert_str_eq(all_schema[10].name, "mode");
+  cr_assert_eq(all_schema[10].choices, modes);
+  cr_assert_null(all_schema[14].name);
+  cr_assert_eq(all_schema[14].type, FAB_CFG_END);
+}
+
+Test(schema, integer_widths_store_exactly) {
+  Widths w;
+  char *m = widths_apply("u8: 255\nu16: 65535\nu32: 4294967295\nu64: 18446744073709551615\n"
+                         "i8: -128\ni16: 32767\ni32: -2147483648\ni64: -9223372036854775808\n"
+                         "size32: 4KiB\ntime32: 4ms\nrate32: 4Gbps\nmode8: spray\nmode16: adaptive\n",
+                         &w);
+  cr_assert_null(m, "%s", m);
+  cr_assert_eq(w.u8, 255);
+  cr_assert_eq(w.u16, 65535);
+  cr_assert_eq(w.u32, 4294967295u);
+  cr_assert_eq(w.u64, UINT64_MAX);
+  cr_assert_eq(w.i8, -128);
+  cr_assert_eq(w.i16, 32767);
+  cr_assert_eq(w.i32, INT32_MIN);
+  cr_assert_eq(w.i64, INT64_MIN);
+  cr_assert_eq(w.size32, 4096);
+  cr_assert_eq(w.time32, 4000000000u);
+  cr_assert_eq(w.rate32, 4000000000u);
+  cr_assert_eq(w.mode8, 2);
+  cr_assert_eq(w.mode16, 1);
+  guards_intact(&w);
+  /* small values leave the other bytes of the field zero, not stale */
+  m = widths_apply("u16: 1\nu32: 2\ni16: -1\ni8: 0\n", &w);
+  cr_assert_null(m, "%s", m);
+  cr_assert_eq(w.u16, 1);
+  cr_assert_eq(w.u32, 2);
+  cr_assert_eq(w.i16, -1);
+  cr_assert_eq(w.i8, 0);
+  cr_assert_eq(w.u8, 0xa5, "absent key without default: field left as it is");
+  guards_intact(&w);
+}
+
+Test(schema, value_beyond_field_width_names_the_bound) {
+  static const struct {
+    const char *text, *msg;
+  } c[] = {
+      {"u8: 256\n", "t.yaml:1:5: u8: '256' is out of range (expected at most 255)"},
+      {"u8: 1000\n", "t.yaml:1:5: u8: '1000' is out of range (expected at most 255)"},
+      {"u16: 65536\n", "t.yaml:1:6: u16: '65536' is out of range (expected at most 65535)"},
+      {"u32: 4294967296\n", "t.yaml:1:6: u32: '4294967296' is out of range (expected at most 4294967295)"},
+      {"i8: 128\n", "t.yaml:1:5: i8: '128' is out of range (expected an integer from -128 to 127)"},
+      {"i8: -129\n", "t.yaml:1:5: i8: '-129' is out of range (expected an integer from -128 to 127)"},
+      {"i16: 32768\n", "t.yaml:1:6: i16: '32768' is out of range (expected an integer from -32768 to 32767)"},
+      {"i32: -2147483649\n",
+       "t.yaml:1:6: i32: '-2147483649' is out of range (expected an integer from -2147483648 to 2147483647)"},
+      {"size32: 4GiB\n", "t.yaml:1:9: size32: '4GiB' is out of range (expected at most 4.294967295GB)"},
+      {"time32: 5ms\n", "t.yaml:1:9: time32: '5ms' is out of range (expected at most 4.294967295ms)"},
+      {"rate32: 5Gbps\n", "t.yaml:1:9: rate32: '5Gbps' is out of range (expected at most 4.294967295Gbps)"},
+  };
+  for (size_t i = 0; i < G_N_ELEMENTS(c); i++) {
+    Widths w;
+    char *m = widths_apply(c[i].text, &w);
+    cr_assert_not_null(m, "'%s' accepted", c[i].text);
+    cr_assert_str_eq(m, c[i].msg);
+    g_free(m);
+  }
+  /* u64 holds everything a uint parses; beyond it is a parse error */
+  Widths w;
+  char *m = widths_apply("u64: 18446744073709551616\n", &w);
+  assert_has(m, "u64: '18446744073709551616' is out of range");
+  g_free(m);
+}
+
+Test(schema, width_applies_to_defaults_and_within_bounds) {
+  /* a row's own bounds are checked first; the width still applies within them */
+  typedef struct {
+    uint8_t small;
+  } S;
+  static const FabCfgKey s[] = {FAB_CFG_KEY("small", FAB_CFG_UINT, S, small, .min = 1, .max = 1000),
+                                FAB_CFG_END_ROW};
+  FabCfg *cfg = load_ok("small: 300\n");
+  S v = {0};
+  GError *e = NULL;
+  cr_assert_not(fab_cfg_apply(fab_cfg_root(cfg), NULL, s, &v, &e));
+  cr_assert_str_eq(e->message, "t.yaml:1:8: small: '300' is out of range (expected at most 255)");
+  g_clear_error(&e);
+  cr_assert_eq(v.small, 0);
+  fab_cfg_free(cfg);
+  cfg = load_ok("small: 1001\n");
+  cr_assert_not(fab_cfg_apply(fab_cfg_root(cfg), NULL, s, &v, &e));
+  cr_assert_str_eq(e->message, "t.yaml:1:8: small: '1001' is out of range (expected 1 to 1000)");
+  g_clear_error(&e);
+  fab_cfg_free(cfg);
+  /* a default beyond the width is the schema's bug: an internal error naming the key */
+  static const FabCfgKey bad[] = {FAB_CFG_KEY("small", FAB_CFG_UINT, S, small, .def = "256"), FAB_CFG_END_ROW};
+  cr_assert_not(fab_cfg_apply(NULL, NULL, bad, &v, &e));
+  assert_has(e->message, "internal error: schema default of 'small'");
+  assert_has(e->message, "expected at most 255");
+  g_clear_error(&e);
+}
+
+/* ---- bool and gboolean fields ------------------------------------------ */
+
+typedef struct {
+  bool flag;
+  uint8_t guard;
+  gboolean gflag;
+  bool dflag;
+  gboolean gdflag;
+} Bools;
+
+static const FabCfgKey bools_schema[] = {
+    FAB_CFG_KEY("flag", FAB_CFG_BOOL, Bools, flag),
+    FAB_CFG_KEY("gflag", FAB_CFG_BOOL, Bools, gflag),
+    FAB_CFG_KEY("dflag", FAB_CFG_BOOL, Bools, dflag, .def = "yes"),
+    FAB_CFG_KEY("gdflag", FAB_CFG_BOOL, Bools, gdflag, .def = "off"),
+    FAB_CFG_END_ROW};
+
+Test(schema, bool_and_gboolean_fields) {
+  cr_assert_eq(bools_schema[0].size, sizeof(bool));
+  cr_assert_eq(bools_schema[1].size, sizeof(gboolean));
+  static const struct {
+    const char *text;
+    bool flag;
+    gboolean gflag;
+  } c[] = {{"flag: true\ngflag: true\n", true, TRUE},
+           {"flag: off\ngflag: no\n", false, FALSE},
+           {"flag: Yes\ngflag: on\n", true, TRUE},
+           {"flag: no\ngflag: yes\n", false, TRUE}};
+  for (size_t i = 0; i < G_N_ELEMENTS(c); i++) {
+    FabCfg *cfg = load_ok(c[i].text);
+    Bools b;
+    memset(&b, 0x5a, sizeof b);
+    b.flag = !c[i].flag; /* a valid bool to start from */
+    GError *e = NULL;
+    cr_assert(fab_cfg_apply(fab_cfg_root(cfg), NULL, bools_schema, &b, &e), "%s", e ? e->message : "");
+    cr_assert_eq(b.flag, c[i].flag, "case %zu: bool", i);
+    cr_assert_eq(b.gflag, c[i].gflag, "case %zu: gboolean", i);
+    cr_assert_eq(b.dflag, true, "bool default");
+    cr_assert_eq(b.gdflag, FALSE, "gboolean default");
+    cr_assert_eq(b.guard, 0x5a, "a bool store wrote past its byte");
+    fab_cfg_free(cfg);
+  }
+  /* bad values are errors for both kinds of field */
+  FabCfg *cfg = load_ok("flag: maybe\n");
+  Bools b = {0};
+  GError *e = NULL;
+  cr_assert_not(fab_cfg_apply(fab_cfg_root(cfg), NULL, bools_schema, &b, &e));
+  cr_assert(g_str_has_prefix(e->message, "t.yaml:1:7: flag: 'maybe' is not a boolean"), "%s", e->message);
+  g_clear_error(&e);
+  fab_cfg_free(cfg);
+  cfg = load_ok("gflag: 1\n");
+  cr_assert_not(fab_cfg_apply(fab_cfg_root(cfg), NULL, bools_schema, &b, &e));
+  cr_assert(g_str_has_prefix(e->message, "t.yaml:1:8: gflag: '1' is not a boolean"), "%s", e->message);
+  g_clear_error(&e);
+  fab_cfg_free(cfg);
+}
+
+/* ---- splices ------------------------------------------------------------ */
+
+typedef struct {
+  const char *name;
+  uint64_t bw, lat;
+  uint32_t mtu;
+  uint8_t prio;
+  int mode;
+} Spliced;
+
+static const FabCfgKey splice_inner[] = {
+    FAB_CFG_KEY("prio", FAB_CFG_UINT, Spliced, prio, .def = "3", .max = 7),
+    FAB_CFG_END_ROW};
+static const FabCfgKey splice_empty[] = {FAB_CFG_END_ROW};
+static const FabCfgKey splice_link[] = {
+    FAB_CFG_KEY("bandwidth", FAB_CFG_RATE, Spliced, bw, .required = true),
+    FAB_CFG_KEY("latency", FAB_CFG_TIME, Spliced, lat, .def = "1us"),
+    FAB_CFG_SPLICE_OF(splice_inner), /* nested */
+    FAB_CFG_END_ROW};
+static const FabCfgKey splice_schema[] = {
+    FAB_CFG_KEY("name", FAB_CFG_STRING, Spliced, name),
+    FAB_CFG_SPLICE_OF(splice_link),
+    FAB_CFG_SPLICE_OF(splice_empty),
+    FAB_CFG_KEY("mtu", FAB_CFG_SIZE, Spliced, mtu, .def = "4KiB"),
+    FAB_CFG_KEY("mode", FAB_CFG_ENUM, Spliced, mode, .def = "ecmp", .choices = modes),
+    FAB_CFG_END_ROW};
+/* the same keys written in place */
+static const FabCfgKey splice_flat[] = {
+    FAB_CFG_KEY("name", FAB_CFG_STRING, Spliced, name),
+    FAB_CFG_KEY("bandwidth", FAB_CFG_RATE, Spliced, bw, .required = true),
+    FAB_CFG_KEY("latency", FAB_CFG_TIME, Spliced, lat, .def = "1us"),
+    FAB_CFG_KEY("prio", FAB_CFG_UINT, Spliced, prio, .def = "3", .max = 7),
+    FAB_CFG_KEY("mtu", FAB_CFG_SIZE, Spliced, mtu, .def = "4KiB"),
+    FAB_CFG_KEY("mode", FAB_CFG_ENUM, Spliced, mode, .def = "ecmp", .choices = modes),
+    FAB_CFG_END_ROW};
+
+/* Apply `schema` to the root of `text`: the message (g_free) or NULL. The
+** document is freed, so out->name is copied into name_copy (or NULL). */
+static char name_copy[32];
+
+static char *spliced_apply(const FabCfgKey *schema, const char *text, Spliced *out) {
+  FabCfg *cfg = load_ok(text);
+  memset(out, 0, sizeof *out);
+  GError *e = NULL;
+  char *m = NULL;
+  if (!fab_cfg_apply(fab_cfg_root(cfg), NULL, schema, out, &e)) {
+    m = g_strdup(e->message);
+    g_error_free(e);
+  }
+  if (out->name) {
+    g_strlcpy(name_copy, out->name, sizeof name_copy);
+    out->name = name_copy;
+  }
+  fab_cfg_free(cfg);
+  return m;
+}
+
+Test(schema, splice_reads_rows_in_place) {
+  Spliced a, b;
+  const char *text = "name: l0\nbandwidth: 400Gbps\nprio: 5\nmtu: 9000\nmode: spray\n";
+  char *m = spliced_apply(splice_schema, text, &a);
+  cr_assert_null(m, "%s", m);
+  cr_assert_str_eq(a.name, "l0", "a row before the splices");
+  cr_assert_null(spliced_apply(splice_flat, text, &b));
+  cr_assert_eq(a.bw, 400000000000ULL);
+  cr_assert_eq(a.lat, 1000000, "a spliced row's default");
+  cr_assert_eq(a.prio, 5, "a row of a nested splice");
+  cr_assert_eq(a.mtu, 9000, "a row after the splices");
+  cr_assert_eq(a.mode, 2);
+  cr_assert_eq(a.bw, b.bw);
+  cr_assert_eq(a.lat, b.lat);
+  cr_assert_eq(a.prio, b.prio);
+  cr_assert_eq(a.mtu, b.mtu);
+  cr_assert_eq(a.mode, b.mode);
+  cr_assert_str_eq(b.name, "l0");
+  /* defaults of every level */
+  m = spliced_apply(splice_schema, "bandwidth: 1Gbps\n", &a);
+  cr_assert_null(m, "%s", m);
+  cr_assert_null(a.name, "a string without default stays as it was (zeroed)");
+  cr_assert_eq(a.prio, 3);
+  cr_assert_eq(a.mtu, 4096);
+  cr_assert_eq(a.mode, 0);
+}
+
+Test(schema, splice_errors_as_if_in_place) {
+  /* every message equals the one the flat schema gives */
+  static const char *const texts[] = {
+      "name: x\n",                            /* a required key of a splice is missing */
+      "bandwidth: 1Gbps\nprio: 8\n",          /* a nested splice's bound */
+      "bandwidth: 1Gbps\nprio: 300\n",        /* a nested splice's width (uint8_t) */
+      "bandwidth: 1Gbps\nlatency: 5\n",       /* a spliced row's value */
+      "bandwidth: 1Gbps\nmode: ecmpp\n",
+      "bandwidth: 1Gbps\ncolour: red\n",      /* unknown key: lists spliced keys in place */
+      "bandwidth: 1Gbps\nlatncy: 1us\n",      /* did you mean a spliced key */
+  };
+  for (size_t i = 0; i < G_N_ELEMENTS(texts); i++) {
+    Spliced a, b;
+    char *m1 = spliced_apply(splice_schema, texts[i], &a);
+    char *m2 = spliced_apply(splice_flat, texts[i], &b);
+    cr_assert_not_null(m1, "'%s' accepted", texts[i]);
+    cr_assert_not_null(m2);
+    cr_assert_str_eq(m1, m2, "text %zu", i);
+    g_free(m1);
+    g_free(m2);
+  }
+  Spliced a;
+  char *m = spliced_apply(splice_schema, "bandwidth: 1Gbps\ncolour: red\n", &a);
+  cr_assert_str_eq(m, "t.yaml:2:1: colour: unknown key 'colour' (expected one of: name, bandwidth, latency, "
+                      "prio, mtu, mode)");
+  g_free(m);
+  m = spliced_apply(splice_schema, "bandwidth: 1Gbps\nlatncy: 1us\n", &a);
+  cr_assert_str_eq(m, "t.yaml:2:1: latncy: unknown key 'latncy' (expected one of: name, bandwidth, latency, "
+                      "prio, mtu, mode); did you mean 'latency'?");
+  g_free(m);
+  m = spliced_apply(splice_schema, "name: x\n", &a);
+  assert_has(m, "missing required key 'bandwidth'");
+  g_free(m);
+  m = spliced_apply(splice_schema, "bandwidth: 1Gbps\nprio: 300\n", &a);
+  cr_assert_str_eq(m, "t.yaml:2:7: prio: '300' is out of range (expected at most 7)");
+  g_free(m);
+}
+
+Test(schema, schema_has_follows_splices) {
+  static const char *const have[] = {"name", "bandwidth", "latency", "prio", "mtu", "mode"};
+  for (size_t i = 0; i < G_N_ELEMENTS(have); i++) {
+    cr_assert(fab_cfg_schema_has(splice_schema, have[i]), "'%s' not found", have[i]);
+    cr_assert(fab_cfg_schema_has(splice_flat, have[i]));
+  }
+  cr_assert(fab_cfg_schema_has(splice_link, "prio"), "a nested splice");
+  cr_assert_not(fab_cfg_schema_has(splice_link, "name"), "not a key of that schema");
+  cr_assert_not(fab_cfg_schema_has(splice_schema, "colour"));
+  cr_assert_not(fab_cfg_schema_has(splice_schema, "Name"), "case matters");
+  cr_assert_not(fab_cfg_schema_has(splice_schema, "band"), "no prefix match");
+  cr_assert_not(fab_cfg_schema_has(splice_schema, ""), "a splice row is not a key");
+  cr_assert_not(fab_cfg_schema_has(splice_empty, "name"));
+  cr_assert(fab_cfg_schema_has(all_schema, "seq"));
+  cr_assert(fab_cfg_schema_has(all_schema, "i"));
+  cr_assert_not(fab_cfg_schema_has(all_schema, "x"));
+}
+
+/* ---- fab_cfg_enum ---------------------------------------------------------- */
+
+Test(schema, enum_outside_a_schema) {
+  FabCfg *cfg = load_ok("a: adaptive\nb: ecmp\nc: spray\nd: ecmpp\ne: [ecmp]\nf:\ng: {x: 1}\nh: ECMP\n");
+  const FabCfgNode *r = fab_cfg_root(cfg);
+  GError *e = NULL;
+  cr_assert_eq(fab_cfg_enum(fab_cfg_get(r, "a"), modes, &e), 1);
+  cr_assert_null(e);
+  cr_assert_eq(fab_cfg_enum(fab_cfg_get(r, "b"), modes, &e), 0);
+  cr_assert_eq(fab_cfg_enum(fab_cfg_get(r, "c"), modes, &e), 2);
+  cr_assert_null(e);
+  /* the messages a schema row gives, located at the node */
+  cr_assert_eq(fab_cfg_enum(fab_cfg_get(r, "d"), modes, &e), -1);
+  cr_assert_not_null(e);
+  cr_assert_eq(e->domain, FAB_CFG_ERROR);
+  cr_assert_str_eq(e->message, "t.yaml:4:4: d: 'ecmpp' is not a valid choice (expected one of: ecmp, adaptive, "
+                               "spray)");
+  g_clear_error(&e);
+  cr_assert_eq(fab_cfg_enum(fab_cfg_get(r, "h"), modes, &e), -1, "choices are case-sensitive");
+  assert_has(e->message, "h: 'ECMP' is not a valid choice");
+  g_clear_error(&e);
+  cr_assert_eq(fab_cfg_enum(fab_cfg_get(r, "e"), modes, &e), -1);
+  assert_has(e->message, "e: expected one of: ecmp, adaptive, spray, found a sequence");
+  g_clear_error(&e);
+  cr_assert_eq(fab_cfg_enum(fab_cfg_get(r, "g"), modes, &e), -1);
+  assert_has(e->message, "g: expected one of: ecmp, adaptive, spray, found a map");
+  g_clear_error(&e);
+  cr_assert_eq(fab_cfg_enum(fab_cfg_get(r, "f"), modes, &e), -1);
+  assert_has(e->message, "f: an empty value is not a valid choice (expected one of: ecmp, adaptive, spray)");
+  g_clear_error(&e);
+  /* the same as the schema row reports */
+  All a;
+  char *m = apply_text("x: {mode: ecmpp}\n", "x", &a);
+  FabCfg *c2 = load_ok("x: {mode: ecmpp}\n");
+  cr_assert_eq(fab_cfg_enum(fab_cfg_get(fab_cfg_get(fab_cfg_root(c2), "x"), "mode"), modes, &e), -1);
+  cr_assert_str_eq(e->message, m);
+  g_clear_error(&e);
+  g_free(m);
+  fab_cfg_free(c2);
+  /* no error wanted */
+  cr_assert_eq(fab_cfg_enum(fab_cfg_get(r, "d"), modes, NULL), -1);
   fab_cfg_free(cfg);
 }
 
@@ -893,8 +1309,8 @@ Test(include, error_located_in_included_file) {
   GError *e = NULL;
   FabCfg *cfg = fab_cfg_load_file(main, &e);
   cr_assert_not_null(cfg, "%s", e ? e->message : "");
-  static const FabCfgKey s[] = {{.name = "bandwidth", .type = FAB_CFG_RATE}, {.type = FAB_CFG_END}};
-  uint64_t bw;
+  static const FabCfgKey s[] = {FAB_CFG_KEY("bandwidth", FAB_CFG_RATE, One, v), FAB_CFG_END_ROW};
+  One bw;
   const FabCfgNode *link = fab_cfg_get(fab_cfg_get(fab_cfg_root(cfg), "fabric"), "link");
   cr_assert_not(fab_cfg_apply(link, NULL, s, &bw, &e));
   char *want = g_strdup_printf("%s/frag.yaml:3:16: fabric.link.bandwidth: '100Gbs' is not a rate",
@@ -1014,8 +1430,8 @@ Test(set, unknown_key_reported_at_set) {
   /* the unknown key is reported where it is written in the argument: column 6 */
   FabCfg *cfg = load_ok("link:\n  bandwidth: 1Gbps\n");
   cr_assert(fab_cfg_set(cfg, "link.colour=red", NULL));
-  static const FabCfgKey s[] = {{.name = "bandwidth", .type = FAB_CFG_RATE}, {.type = FAB_CFG_END}};
-  uint64_t bw;
+  static const FabCfgKey s[] = {FAB_CFG_KEY("bandwidth", FAB_CFG_RATE, One, v), FAB_CFG_END_ROW};
+  One bw;
   GError *e = NULL;
   cr_assert_not(fab_cfg_apply(fab_cfg_get(fab_cfg_root(cfg), "link"), NULL, s, &bw, &e));
   cr_assert_str_eq(e->message, "--set:1:6: link.colour: unknown key 'colour' (expected one of: "

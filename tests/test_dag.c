@@ -1,11 +1,12 @@
-/* The operation DAG and its executor (workloads/dag.c, tools/scenario.c):
+/* The operation DAG and its executor run whole (workloads/dag.c, exec.c, through
+** tools/libfabsim/driver.c; test_exec.c tests the executor alone):
 ** dependencies, compute streams, pre/post delays, send-order dependencies,
 ** and the step report, on cases worked out by hand. */
 #include <criterion/criterion.h>
 #include <math.h>
 #include "testscen.h"
 #include "workloads/dag.h"
-#include "sim/json.h"
+#include "tools/libfabsim/json.h"
 
 #define US 1000000ull /* ps */
 
@@ -171,7 +172,7 @@ Test(dag, step_report_compute_overlap_exposed_bubble) {
   testscen_run(sc, &r);
   double t = fab_time_to_s(T), us = 1e-6;
   cr_assert_eq(r.n_steps, 1);
-  const struct FabStepRec *st = &r.steps[0];
+  const FabStepRec *st = &r.steps[0];
   cr_assert_eq(st->end - st->start, T + 4 * US);
   cr_assert_float_eq(st->compute_s, 7 * us, 1e-12);
   cr_assert_float_eq(st->comm_s, t, 1e-12);
@@ -205,7 +206,7 @@ Test(dag, waiting_outside_collectives_is_bubble) {
   FabScenario *sc = with_dag(d);
   FabResults r;
   testscen_run(sc, &r);
-  const struct FabStepRec *st = &r.steps[0];
+  const FabStepRec *st = &r.steps[0];
   fab_time_t step = r.flows[0].end + 20 * US;
   cr_assert_eq(st->end - st->start, step);
   cr_assert_float_eq(st->compute_s, 20e-6, 1e-12);
@@ -228,7 +229,9 @@ Test(dag, deterministic) {
     FabScenario *sc = with_dag(d);
     FabResults r;
     testscen_run(sc, &r);
-    r.wall_s = 0;
+    r.wall_s = 0; /* and the rates fab_run derived from it */
+    r.events_per_s = 0;
+    r.packet_hops_per_s = 0;
     r.scenario = "same"; /* the temporary file's name differs */
     js[k] = fab_json_summary(&r);
     testscen_done(sc, &r);

@@ -38,7 +38,7 @@ static void merge_receive(FabEngine *eng, FabNode *self, FabPkt *p, FabPort *in)
 
 static void merge_init(Merge *m, uint32_t nports) {
   memset(m, 0, sizeof *m);
-  m->node.ops = &merge_ops;
+  fab_elem_init(&m->node.el, &merge_ops);
   m->node.receive = merge_receive;
   g_strlcpy(m->node.name, "merge", sizeof m->node.name);
   m->nports = nports;
@@ -73,7 +73,7 @@ static FabNicCfg cc_cfg(const char *preset) {
 
 /* NIC i gets cfg[i] (set them before). */
 static void net_init(Net *t, uint32_t n) {
-  t->eng = fab_engine_new(1);
+  t->eng = testnet_engine(1);
   t->n = n;
   merge_init(&t->sw, n);
   for (uint32_t i = 0; i < n; i++) {
@@ -341,7 +341,7 @@ typedef struct Pair {
 
 static void pair_init(Pair *p, const FabCcOps *sender_cc) {
   memset(p, 0, sizeof *p);
-  p->eng = fab_engine_new(1);
+  p->eng = testnet_engine(1);
   p->cfg = testnet_nic_cfg(G100, 1000, FAB_TRANSPORT_ROCEV2);
   for (uint32_t i = 0; i < 2; i++) testnet_nic(&p->nic[i], i, &p->cfg, p->flows, &p->run, FAB_US);
   p->nic[0].cc = sender_cc;

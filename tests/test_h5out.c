@@ -1,7 +1,9 @@
-/* Tests for sim/h5out.c (and fab_results_clear in sim/results.c): write small
-** hand-built results, read them back with the HDF5 API, check every value and
-** every file type; empty tables; failures leave nothing behind; the same
-** results give the same bytes. */
+/* Tests for tools/libfabsim/h5out.c (and fab_results_clear in results.c):
+** write small hand-built results (finalized, as the driver does), read them
+** back with the HDF5 API, check every value and every file type; empty
+** tables; failures leave nothing behind; the same results give the same
+** bytes; the tables read back with the h5table.h reader give the records
+** written. */
 #include <criterion/criterion.h>
 #include <glib.h>
 #include <glib/gstdio.h>
@@ -9,12 +11,14 @@
 #include <math.h>
 #include <string.h>
 
-#include "sim/h5out.h"
-#include "sim/results.h"
+#include "tools/libfabsim/h5out.h"
+#include "tools/libfabsim/h5table.h"
+#include "tools/libfabsim/results.h"
 
 /* ---- scratch directory, one per test ------------------------------------ */
 
 static char *tmpdir;
+static GPtrArray *finalized; /* what fab_results_finalize allocated in results the tests own */
 
 static void rm_rf(const char *path) {
   if (g_file_test(path, G_FILE_TEST_IS_DIR) && !g_file_test(path, G_FILE_TEST_IS_SYMLINK)) {
@@ -36,9 +40,12 @@ static void setup(void) {
   GError *e = NULL;
   tmpdir = g_dir_make_tmp("fabsim-h5out-XXXXXX", &e);
   cr_assert_not_null(tmpdir, "mkdtemp: %s", e ? e->message : "?");
+  finalized = g_ptr_array_new_with_free_func(g_free);
 }
 
 static void teardown(void) {
+  g_ptr_array_free(finalized, TRUE);
+  finalized = NULL;
   rm_rf(tmpdir);
   g_free(tmpdir);
   tmpdir = NULL;
@@ -89,11 +96,23 @@ static FabLinkRec links[3] = {
     {LONG_NAME, "leaf0:p3", 400000000000ULL, UINT64_MAX, 1, 2, 3, 4, 5, 6, 7},
 };
 
-static char ports[2][FAB_NAME_LEN] = {"leaf0:p0", "leaf0:p1"};
+static char ports[2][FAB_FIELD_NAME_LEN] = {"leaf0:p0", "leaf0:p1"};
 static fab_time_t times[4] = {0, FAB_US, 2 * FAB_US, 3 * FAB_US};
 static uint32_t depth[8]; /* filled by sample() */
 
-static FabResults sample(void) {
+/* Derive what the writers print (fct_s, status, ...), as the driver does
+** before anything is written. The tables stay the test's; the step
+** summaries (none here: no jobs) are freed at teardown. */
+static FabResults finalize(FabResults r) {
+  cr_assert_eq(r.n_jobs, 0);
+  fab_results_finalize(&r);
+  if (finalized) g_ptr_array_add(finalized, r.summaries);
+  else g_free(r.summaries);
+  r.summaries = NULL;
+  return r;
+}
+
+static FabResults raw_sample(void) {
   for (uint32_t s = 0; s < 4; s++)
     for (uint32_t p = 0; p < 2; p++) depth[s * 2 + p] = s * 1000 + p * 7 + (s == 3 ? 4000000000u : 0);
   FabResults r = {
@@ -116,10 +135,12 @@ static FabResults sample(void) {
   return r;
 }
 
+static FabResults sample(void) { return finalize(raw_sample()); }
+
 /* Results with no tables at all. */
 static FabResults empty(void) {
   FabResults r = {.version = "0.1.0", .scenario = "", .scenario_text = "", .seed = 1};
-  return r;
+  return finalize(r);
 }
 
 /* ---- reading back ---------------------------------------------------------- */
@@ -229,7 +250,7 @@ static void assert_members(hid_t t, int n, const char *const *names, const hid_t
 
 static hid_t name32(void) {
   hid_t t = H5Tcopy(H5T_C_S1);
-  H5Tset_size(t, FAB_NAME_LEN);
+  H5Tset_size(t, FAB_FIELD_NAME_LEN);
   H5Tset_strpad(t, H5T_STR_NULLTERM);
   return t;
 }
@@ -242,7 +263,7 @@ typedef struct RFlow {
 } RFlow;
 
 typedef struct RLink {
-  char from[FAB_NAME_LEN], to[FAB_NAME_LEN];
+  char from[FAB_FIELD_NAME_LEN], to[FAB_FIELD_NAME_LEN];
   uint64_t bps, bytes, packets, drops, max_queue_bytes, pause_tx, pause_rx, paused_ps, ecn_marks;
 } RLink;
 
@@ -295,7 +316,7 @@ static void check_link_type(hid_t d) {
   hid_t types[11] = {s, s, H5T_STD_U64LE, H5T_STD_U64LE, H5T_STD_U64LE, H5T_STD_U64LE,
                      H5T_STD_U64LE, H5T_STD_U64LE, H5T_STD_U64LE, H5T_STD_U64LE, H5T_STD_U64LE};
   hid_t t = H5Dget_type(d);
-  assert_members(t, 11, link_names, types, 2 * FAB_NAME_LEN + 9 * 8);
+  assert_members(t, 11, link_names, types, 2 * FAB_FIELD_NAME_LEN + 9 * 8);
   H5Tclose(t);
   H5Tclose(s);
 }
@@ -433,7 +454,7 @@ Test(h5out, full_roundtrip) {
   hid_t s32 = name32();
   assert_type(t, s32, "port");
   H5Tclose(t);
-  char pn[2][FAB_NAME_LEN];
+  char pn[2][FAB_FIELD_NAME_LEN];
   cr_assert_geq(H5Dread(d, s32, H5S_ALL, H5S_ALL, H5P_DEFAULT, pn), 0);
   H5Tclose(s32);
   H5Dclose(d);
@@ -668,15 +689,15 @@ Test(h5out, same_results_same_bytes) {
   /* bytes after the terminator of a name never reach the file */
   FabLinkRec lk[3];
   memcpy(lk, links, sizeof lk);
-  char pt[2][FAB_NAME_LEN];
+  char pt[2][FAB_FIELD_NAME_LEN];
   memcpy(pt, ports, sizeof pt);
   for (int i = 0; i < 3; i++) {
     size_t n = strlen(lk[i].from) + 1;
-    memset(lk[i].from + n, 'Z', FAB_NAME_LEN - n);
+    memset(lk[i].from + n, 'Z', FAB_FIELD_NAME_LEN - n);
     n = strlen(lk[i].to) + 1;
-    memset(lk[i].to + n, 'Z', FAB_NAME_LEN - n);
+    memset(lk[i].to + n, 'Z', FAB_FIELD_NAME_LEN - n);
   }
-  memset(pt[1] + 9, 'Z', FAB_NAME_LEN - 9);
+  memset(pt[1] + 9, 'Z', FAB_FIELD_NAME_LEN - 9);
   r.links = lk;
   r.queues.port = pt;
   cr_assert(fab_h5_write(&r, c, &e), "write failed: %s", e ? e->message : "?");
@@ -697,12 +718,33 @@ Test(h5out, same_results_same_bytes) {
 }
 
 Test(results, clear_frees_tables_keeps_strings) {
-  FabResults r = sample();
+  FabResults r = raw_sample();
+  /* borrowed strings the test owns: freeing them in clear would be a double free below */
+  char *version = g_strdup("0.1.0"), *scenario = g_strdup("two-hosts"), *text = g_strdup(YAML);
+  r.version = version;
+  r.scenario = scenario;
+  r.scenario_text = text;
+  r.failure = g_strdup("stop_time reached"); /* owned by r: clear frees it */
   r.flows = g_memdup2(flows, sizeof flows);
   r.links = g_memdup2(links, sizeof links);
   r.queues.port = g_memdup2(ports, sizeof ports);
   r.queues.t = g_memdup2(times, sizeof times);
   r.queues.depth = g_memdup2(depth, sizeof depth);
+  r.colls = g_new0(FabCollRec, 1);
+  r.colls[0] = (FabCollRec){.op = "allreduce", .ranks = 2, .end = FAB_US};
+  r.n_colls = 1;
+  r.jobs = g_new0(FabJobRec, 1);
+  r.jobs[0] = (FabJobRec){.name = "j", .kind = "training", .end = 2 * FAB_US};
+  r.n_jobs = 1;
+  r.steps = g_new0(FabStepRec, 1);
+  r.steps[0] = (FabStepRec){.job = 0, .end = FAB_US};
+  r.n_steps = 1;
+  r.spans = g_new0(FabSpanRec, 1);
+  r.n_spans = 1;
+  r.deadlock = g_malloc0(FAB_FIELD_NAME_LEN);
+  r.n_deadlock = 1;
+  fab_results_finalize(&r); /* what it derives (the step summaries) is freed too */
+  cr_assert_not_null(r.step);
   fab_results_clear(&r);
   cr_assert_null(r.flows);
   cr_assert_eq(r.n_flows, 0);
@@ -713,12 +755,29 @@ Test(results, clear_frees_tables_keeps_strings) {
   cr_assert_null(r.queues.depth);
   cr_assert_eq(r.queues.n_ports, 0);
   cr_assert_eq(r.queues.n_samples, 0);
-  cr_assert_str_eq(r.version, "0.1.0");
-  cr_assert_str_eq(r.scenario, "two-hosts");
-  cr_assert_str_eq(r.scenario_text, YAML);
-  cr_assert_eq(r.seed, 0xDEADBEEFCAFEF00DULL);
+  cr_assert_null(r.colls);
+  cr_assert_eq(r.n_colls, 0);
+  cr_assert_null(r.jobs);
+  cr_assert_null(r.steps);
+  cr_assert_null(r.spans);
+  cr_assert_null(r.summaries);
+  cr_assert_null(r.step);
+  cr_assert_null(r.failure);
+  cr_assert_null(r.deadlock);
+  /* the borrowed strings are left alone (still readable, freed by their owner below); r itself is
+  ** zeroed (results.h: "Free everything r owns ... and zero it") */
+  cr_assert_str_eq(version, "0.1.0");
+  cr_assert_str_eq(scenario, "two-hosts");
+  cr_assert_str_eq(text, YAML);
+  cr_assert_null(r.version);
+  cr_assert_null(r.scenario);
+  cr_assert_null(r.scenario_text);
+  cr_assert_eq(r.seed, 0);
   fab_results_clear(&r); /* twice is harmless */
   fab_results_clear(NULL);
+  g_free(version);
+  g_free(scenario);
+  g_free(text);
 }
 
 Test(h5out, per_priority_depths_and_flow_rates) {
@@ -763,6 +822,346 @@ Test(h5out, no_priority_series_with_one_priority) {
   hid_t f = open_file(path);
   cr_assert_eq(H5Lexists(f, "/queues/depth_prio", H5P_DEFAULT), 0);
   cr_assert_eq(H5Lexists(f, "/queues/flow_rate", H5P_DEFAULT), 0);
+  H5Fclose(f);
+  g_free(path);
+}
+
+/* ---- the collective, timeline, step and job tables ---------------------------- */
+
+#define TAG31 "abcdefghijklmnopqrstuvwxyz01234" /* 31 bytes: the most a 32-byte column holds */
+
+static FabCollRec dcolls[3];
+static FabSpanRec dspans[4];
+static FabStepRec dsteps[2];
+static FabJobRec djobs[2];
+
+/* sample() plus a training job's collectives, timeline and steps, and a
+** benchmark job that did not finish. Finalized; the step summaries are
+** freed at teardown. */
+static FabResults dag_sample(void) {
+  FabResults r = raw_sample();
+  dcolls[0] = (FabCollRec){.op = "allreduce", .algorithm = "ring", .protocol = "simple", .tag = "dp",
+                           .bytes = 1048576, .count = 262144, .dtype_bytes = 4, .ranks = 8, .root = -1,
+                           .channels = 4, .job = 0, .step = 0, .start = FAB_US + 7, .end = 101 * FAB_US + 3};
+  dcolls[1] = (FabCollRec){.op = "broadcast", .algorithm = "tree", .protocol = "ll128", .tag = NULL,
+                           .bytes = 4096, .count = 2048, .dtype_bytes = 2, .ranks = 8, .root = 3,
+                           .channels = 1, .job = 1, .step = 2, .start = 200 * FAB_US, .end = 0};
+  dcolls[2] = (FabCollRec){.op = "reduce-scatter", .algorithm = "collnet_direct", .protocol = "ll", .tag = TAG31,
+                           .bytes = 123456789, .count = 3858024, .dtype_bytes = 4, .ranks = 4, .root = -1,
+                           .channels = 32, .job = 0, .step = 1, .start = 150 * FAB_US,
+                           .end = 1000 * FAB_MS + 1};
+  dspans[0] = (FabSpanRec){.rank = 0, .job = 0, .kind = 0, .phase = 1, .coll = -1, .step = 0, .start = 0,
+                           .end = FAB_US};
+  dspans[1] = (FabSpanRec){.rank = 7, .job = 0, .kind = 1, .phase = 0, .coll = 0, .step = 0, .start = FAB_US + 7,
+                           .end = 101 * FAB_US + 3};
+  dspans[2] = (FabSpanRec){.rank = 3, .job = 0, .kind = 2, .phase = 3, .coll = -1, .step = 5,
+                           .start = 999 * FAB_S + 1, .end = 999 * FAB_S + 2};
+  dspans[3] = (FabSpanRec){.rank = 255, .job = 1, .kind = 1, .phase = 2, .coll = 2, .step = 1,
+                           .start = 150 * FAB_US, .end = 1000 * FAB_MS + 1};
+  dsteps[0] = (FabStepRec){.job = 0, .step = 0, .start = 0, .end = 110 * FAB_US, .compute_s = 50e-6,
+                           .comm_s = 100e-6, .exposed_comm_s = 60e-6, .overlap_s = 40e-6, .bubble_s = 0};
+  dsteps[1] = (FabStepRec){.job = 0, .step = 1, .start = 110 * FAB_US, .end = 1000 * FAB_MS + 1,
+                           .compute_s = 0.25, .comm_s = 0.5, .exposed_comm_s = 0.125, .overlap_s = 0.375,
+                           .bubble_s = 1.0 / 3};
+  djobs[0] = (FabJobRec){.name = "train-a-model-with-a-rather-long-name-of-63-bytes-exactly-xxxxx", .kind = "training",
+                         .ranks = 8, .flows = 100, .completed = 100, .bytes = 1ULL << 40, .start = 0,
+                         .end = 1000 * FAB_MS + 1};
+  djobs[1] = (FabJobRec){.name = "bench", .kind = "nccl-tests", .ranks = 8, .flows = 7, .completed = 3,
+                         .bytes = 4096, .start = 200 * FAB_US, .end = 0};
+  cr_assert_eq(strlen(djobs[0].name), 63);
+  r.colls = dcolls, r.n_colls = 3;
+  r.spans = dspans, r.n_spans = 4;
+  r.steps = dsteps, r.n_steps = 2;
+  r.jobs = djobs, r.n_jobs = 2;
+  fab_results_finalize(&r);
+  for (size_t j = 0; j < r.n_jobs; j++) {
+    FabStepSummary *s = &r.summaries[j];
+    if (s->steps) {
+      g_ptr_array_add(finalized, s->step_times_s);
+      g_ptr_array_add(finalized, s->by_op);
+      g_ptr_array_add(finalized, s->by_tag);
+    }
+  }
+  g_ptr_array_add(finalized, r.summaries);
+  return r;
+}
+
+static hid_t str_n(size_t n) {
+  hid_t t = H5Tcopy(H5T_C_S1);
+  H5Tset_size(t, n);
+  H5Tset_strpad(t, H5T_STR_NULLTERM);
+  return t;
+}
+
+/* The file types of the four tables: columns in the JSON order, packed. */
+Test(h5out, dag_tables_layout) {
+  FabResults r = dag_sample();
+  char *path = in_tmp("dag.h5");
+  GError *e = NULL;
+  cr_assert(fab_h5_write(&r, path, &e), "write failed: %s", e ? e->message : "?");
+  hid_t f = open_file(path);
+  hid_t s16 = str_n(16), s32 = str_n(32), s64 = str_n(64);
+  hsize_t n3[1] = {3}, n4[1] = {4}, n2[1] = {2};
+
+  static const char *const cn[] = {"op", "bytes", "count", "dtype_bytes", "ranks", "root", "algorithm", "protocol",
+                                   "channels", "tag", "job", "step", "start_s", "end_s", "time_s", "algbw_GBps",
+                                   "busbw_GBps"};
+  hid_t ct[] = {s16, H5T_STD_U64LE, H5T_STD_U64LE, H5T_STD_U32LE, H5T_STD_U32LE, H5T_STD_I32LE, s16, s16,
+                H5T_STD_U32LE, s32, H5T_STD_U32LE, H5T_STD_U32LE, H5T_IEEE_F64LE, H5T_IEEE_F64LE, H5T_IEEE_F64LE,
+                H5T_IEEE_F64LE, H5T_IEEE_F64LE};
+  hid_t d = open_dset(f, "collectives", 1, n3);
+  hid_t t = H5Dget_type(d);
+  assert_members(t, 17, cn, ct, 16 + 8 + 8 + 4 + 4 + 4 + 16 + 16 + 4 + 32 + 4 + 4 + 5 * 8);
+  H5Tclose(t);
+  H5Dclose(d);
+  /* the JSON order is the order of the collectives' JSON objects */
+  char *js = NULL;
+  {
+    GString *g = g_string_new(NULL);
+    fab_fields_json(g, &fab_coll_table, &dcolls[0]);
+    js = g_string_free(g, FALSE);
+  }
+  const char *at = js;
+  for (size_t i = 0; i < G_N_ELEMENTS(cn); i++) {
+    char *k = g_strdup_printf("\"%s\": ", cn[i]);
+    const char *p = strstr(at, k);
+    cr_assert_not_null(p, "column %s is not next in the JSON %s", cn[i], js);
+    at = p;
+    g_free(k);
+  }
+  g_free(js);
+
+  static const char *const sn[] = {"rank", "job", "kind", "phase", "coll", "step", "start_s", "end_s"};
+  hid_t st[] = {H5T_STD_U32LE, H5T_STD_U32LE, H5T_STD_U8LE,   H5T_STD_U8LE,
+                H5T_STD_I32LE, H5T_STD_U32LE, H5T_IEEE_F64LE, H5T_IEEE_F64LE};
+  d = open_dset(f, "timeline", 1, n4);
+  t = H5Dget_type(d);
+  assert_members(t, 8, sn, st, 4 + 4 + 1 + 1 + 4 + 4 + 8 + 8);
+  H5Tclose(t);
+  H5Dclose(d);
+
+  static const char *const tn[] = {"job", "job_name", "step", "start_s", "end_s", "step_time_s", "compute_s",
+                                   "comm_s", "exposed_comm_s", "overlap_s", "bubble_s"};
+  hid_t tt[] = {H5T_STD_U32LE, s64, H5T_STD_U32LE, H5T_IEEE_F64LE, H5T_IEEE_F64LE, H5T_IEEE_F64LE,
+                H5T_IEEE_F64LE, H5T_IEEE_F64LE, H5T_IEEE_F64LE, H5T_IEEE_F64LE, H5T_IEEE_F64LE};
+  d = open_dset(f, "steps", 1, n2);
+  t = H5Dget_type(d);
+  assert_members(t, 11, tn, tt, 4 + 64 + 4 + 8 * 8);
+  H5Tclose(t);
+  H5Dclose(d);
+
+  static const char *const jn[] = {"name", "kind", "ranks", "flows", "completed", "bytes", "start_s", "end_s",
+                                   "time_s"};
+  hid_t jt[] = {s64, s16, H5T_STD_U32LE, H5T_STD_U32LE, H5T_STD_U32LE, H5T_STD_U64LE, H5T_IEEE_F64LE,
+                H5T_IEEE_F64LE, H5T_IEEE_F64LE};
+  d = open_dset(f, "jobs", 1, n2);
+  t = H5Dget_type(d);
+  assert_members(t, 9, jn, jt, 64 + 16 + 4 * 3 + 8 + 3 * 8);
+  H5Tclose(t);
+  H5Dclose(d);
+
+  /* with the HDF5 API, by name: NaN where the JSON has null */
+  typedef struct {
+    double end_s, time_s, busbw_GBps;
+    char tag[32];
+  } CRow;
+  hid_t mt = H5Tcreate(H5T_COMPOUND, sizeof(CRow));
+  H5Tinsert(mt, "end_s", offsetof(CRow, end_s), H5T_NATIVE_DOUBLE);
+  H5Tinsert(mt, "time_s", offsetof(CRow, time_s), H5T_NATIVE_DOUBLE);
+  H5Tinsert(mt, "busbw_GBps", offsetof(CRow, busbw_GBps), H5T_NATIVE_DOUBLE);
+  H5Tinsert(mt, "tag", offsetof(CRow, tag), s32);
+  CRow cr[3];
+  d = H5Dopen2(f, "collectives", H5P_DEFAULT);
+  cr_assert_geq(H5Dread(d, mt, H5S_ALL, H5S_ALL, H5P_DEFAULT, cr), 0);
+  H5Dclose(d);
+  H5Tclose(mt);
+  cr_assert_eq(cr[0].time_s, 99999996 / 1e12);
+  cr_assert_eq(cr[0].end_s, 101000003 / 1e12);
+  /* 1 MiB on 8 ranks in 99.999996 us; busbw = algbw x 2*7/8 */
+  cr_assert_float_eq(cr[0].busbw_GBps, 1048576 / 99.999996e-6 / 1e9 * 1.75, 1e-9);
+  cr_assert(isnan(cr[1].end_s) && isnan(cr[1].time_s) && isnan(cr[1].busbw_GBps), "incomplete: NaN");
+  cr_assert_str_eq(cr[0].tag, "dp");
+  cr_assert_str_eq(cr[1].tag, "", "no tag: an empty string");
+  cr_assert_str_eq(cr[2].tag, TAG31);
+
+  H5Tclose(s16);
+  H5Tclose(s32);
+  H5Tclose(s64);
+  H5Fclose(f);
+  g_free(path);
+}
+
+static void *read_table(hid_t f, const char *name, const FabFieldTable *t, GStringChunk *strs, size_t *n) {
+  FabH5Layout l;
+  cr_assert(fab_h5_layout(&l, t), "layout of %s", t->name);
+  gboolean bad = TRUE;
+  void *recs = fab_h5_read_records(f, name, &l, strs, n, &bad);
+  cr_assert_not(bad, "/%s cannot be read with its own layout", name);
+  fab_h5_layout_free(&l);
+  return recs;
+}
+
+static void str_or_null_eq(const char *got, const char *want, const char *what) {
+  if (!want) cr_assert_null(got, "%s: %s, want NULL", what, got);
+  else {
+    cr_assert_not_null(got, "%s: NULL, want %s", what, want);
+    cr_assert_str_eq(got, want, "%s", what);
+  }
+}
+
+/* What the writer wrote, the h5table reader (the one plot uses) reads back
+** into the same records: strings, numbers, and times (ps, through seconds). */
+Test(h5out, tables_read_back_with_the_h5table_reader) {
+  FabResults r = dag_sample();
+  char *path = in_tmp("dag.h5");
+  GError *e = NULL;
+  cr_assert(fab_h5_write(&r, path, &e), "write failed: %s", e ? e->message : "?");
+  ssize_t ids = open_ids();
+  hid_t f = open_file(path);
+  GStringChunk *strs = g_string_chunk_new(256);
+  size_t n = 99;
+
+  FabCollRec *c = read_table(f, "collectives", &fab_coll_table, strs, &n);
+  cr_assert_eq(n, 3);
+  for (size_t i = 0; i < n; i++) {
+    const FabCollRec *w = &r.colls[i], *g = &c[i];
+    str_or_null_eq(g->op, w->op, "op");
+    str_or_null_eq(g->algorithm, w->algorithm, "algorithm");
+    str_or_null_eq(g->protocol, w->protocol, "protocol");
+    str_or_null_eq(g->tag, w->tag, "tag"); /* NULL stays NULL: the column is nullable */
+    cr_assert_eq(g->bytes, w->bytes);
+    cr_assert_eq(g->count, w->count);
+    cr_assert_eq(g->dtype_bytes, w->dtype_bytes);
+    cr_assert_eq(g->ranks, w->ranks);
+    cr_assert_eq(g->root, w->root);
+    cr_assert_eq(g->channels, w->channels);
+    cr_assert_eq(g->job, w->job);
+    cr_assert_eq(g->step, w->step);
+    cr_assert_eq(g->start, w->start, "collective %zu start %" G_GUINT64_FORMAT " ps, want %" G_GUINT64_FORMAT, i,
+                 g->start, w->start);
+    cr_assert_eq(g->end, w->end, "collective %zu end %" G_GUINT64_FORMAT " ps, want %" G_GUINT64_FORMAT, i, g->end,
+                 w->end);
+    if (w->end) {
+      cr_assert_eq(g->time_s, w->time_s);
+      cr_assert_eq(g->algbw_GBps, w->algbw_GBps);
+      cr_assert_eq(g->busbw_GBps, w->busbw_GBps);
+    } else {
+      cr_assert(isnan(g->time_s) && isnan(g->algbw_GBps) && isnan(g->busbw_GBps));
+    }
+  }
+  cr_assert_eq(c[1].root, 3);
+  cr_assert_str_eq(c[2].tag, TAG31);
+  g_free(c);
+
+  FabSpanRec *s = read_table(f, "timeline", &fab_span_table, strs, &n);
+  cr_assert_eq(n, 4);
+  for (size_t i = 0; i < n; i++) {
+    const FabSpanRec *w = &r.spans[i], *g = &s[i];
+    cr_assert_eq(g->rank, w->rank);
+    cr_assert_eq(g->job, w->job);
+    cr_assert_eq(g->kind, w->kind);
+    cr_assert_eq(g->phase, w->phase);
+    cr_assert_eq(g->coll, w->coll);
+    cr_assert_eq(g->step, w->step);
+    cr_assert_eq(g->start, w->start, "span %zu start %" G_GUINT64_FORMAT, i, g->start);
+    cr_assert_eq(g->end, w->end, "span %zu end %" G_GUINT64_FORMAT, i, g->end);
+  }
+  g_free(s);
+
+  FabStepRec *st = read_table(f, "steps", &fab_step_table, strs, &n);
+  cr_assert_eq(n, 2);
+  for (size_t i = 0; i < n; i++) {
+    const FabStepRec *w = &r.steps[i], *g = &st[i];
+    str_or_null_eq(g->job_name, djobs[0].name, "job_name");
+    cr_assert_eq(g->job, w->job);
+    cr_assert_eq(g->step, w->step);
+    cr_assert_eq(g->start, w->start);
+    cr_assert_eq(g->end, w->end);
+    cr_assert_eq(g->step_time_s, w->step_time_s);
+    cr_assert_eq(g->compute_s, w->compute_s);
+    cr_assert_eq(g->comm_s, w->comm_s);
+    cr_assert_eq(g->exposed_comm_s, w->exposed_comm_s);
+    cr_assert_eq(g->overlap_s, w->overlap_s);
+    cr_assert_eq(g->bubble_s, w->bubble_s);
+  }
+  g_free(st);
+
+  FabJobRec *j = read_table(f, "jobs", &fab_job_table, strs, &n);
+  cr_assert_eq(n, 2);
+  for (size_t i = 0; i < n; i++) {
+    const FabJobRec *w = &r.jobs[i], *g = &j[i];
+    str_or_null_eq(g->name, w->name, "name");
+    str_or_null_eq(g->kind, w->kind, "kind");
+    cr_assert_eq(g->ranks, w->ranks);
+    cr_assert_eq(g->flows, w->flows);
+    cr_assert_eq(g->completed, w->completed);
+    cr_assert_eq(g->bytes, w->bytes);
+    cr_assert_eq(g->start, w->start);
+    cr_assert_eq(g->end, w->end);
+    if (w->end) cr_assert_eq(g->time_s, w->time_s);
+    else cr_assert(isnan(g->time_s));
+    cr_assert_null(g->step, "not in the table");
+  }
+  g_free(j);
+
+  /* flows and links too (names in place) */
+  FabFlowRec *fl = read_table(f, "flows", &fab_flow_table, strs, &n);
+  cr_assert_eq(n, 2);
+  for (size_t i = 0; i < n; i++) {
+    cr_assert_eq(fl[i].id, flows[i].id);
+    cr_assert_eq(fl[i].src, flows[i].src);
+    cr_assert_eq(fl[i].dst, flows[i].dst);
+    cr_assert_eq(fl[i].bytes, flows[i].bytes);
+    cr_assert_eq(fl[i].start, flows[i].start);
+    cr_assert_eq(fl[i].end, flows[i].end);
+    cr_assert_eq(fl[i].retransmits, flows[i].retransmits);
+  }
+  cr_assert_eq(fl[0].fct_s, flows[0].fct_s);
+  cr_assert(isnan(fl[1].fct_s));
+  g_free(fl);
+  FabLinkRec *lk = read_table(f, "links", &fab_link_table, strs, &n);
+  cr_assert_eq(n, 3);
+  for (size_t i = 0; i < n; i++) {
+    cr_assert_str_eq(lk[i].from, links[i].from);
+    cr_assert_str_eq(lk[i].to, links[i].to);
+    cr_assert_eq(lk[i].bytes, links[i].bytes);
+    cr_assert_eq(lk[i].paused, links[i].paused);
+  }
+  g_free(lk);
+
+  /* an absent table: nothing, and not bad */
+  FabH5Layout l;
+  cr_assert(fab_h5_layout(&l, &fab_coll_table));
+  gboolean bad = TRUE;
+  n = 99;
+  cr_assert_null(fab_h5_read_records(f, "no_such_table", &l, strs, &n, &bad));
+  cr_assert_eq(n, 0);
+  cr_assert_not(bad);
+  fab_h5_layout_free(&l);
+
+  g_string_chunk_free(strs);
+  cr_assert_eq(H5Fclose(f), 0);
+  cr_assert_eq(open_ids(), ids, "HDF5 objects left open");
+  g_free(path);
+}
+
+/* Empty tables read back as no records. */
+Test(h5out, empty_dag_tables_read_back_empty) {
+  FabResults r = empty();
+  char *path = in_tmp("e.h5");
+  cr_assert(fab_h5_write(&r, path, NULL));
+  hid_t f = open_file(path);
+  hsize_t z1[1] = {0};
+  static const char *const names[] = {"collectives", "timeline", "steps", "jobs"};
+  const FabFieldTable *tables[] = {&fab_coll_table, &fab_span_table, &fab_step_table, &fab_job_table};
+  GStringChunk *strs = g_string_chunk_new(64);
+  for (int i = 0; i < 4; i++) {
+    H5Dclose(open_dset(f, names[i], 1, z1));
+    size_t n = 99;
+    cr_assert_null(read_table(f, names[i], tables[i], strs, &n));
+    cr_assert_eq(n, 0, "%s", names[i]);
+  }
+  g_string_chunk_free(strs);
   H5Fclose(f);
   g_free(path);
 }

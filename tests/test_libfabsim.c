@@ -1,13 +1,15 @@
-/* libfabsim (tools/fabsim.h): the embedding API against a direct run. */
+/* libfabsim (tools/libfabsim/fabsim.h): the embedding API against a direct run. */
 #include <criterion/criterion.h>
 #include <glib.h>
 #include <glib/gstdio.h>
 #include <math.h>
 #include <string.h>
+#include <unistd.h>
 
-#include "sim/json.h"
-#include "tools/fabsim.h"
-#include "tools/scenario.h"
+#include "tools/libfabsim/driver.h"
+#include "tools/libfabsim/fabsim.h"
+#include "tools/libfabsim/json.h"
+#include "tools/libfabsim/scenario.h"
 
 static char *scen(const char *file) {
   const char *src = g_getenv("FABSIM_SRC");
@@ -49,7 +51,7 @@ Test(libfabsim, quickstart_matches_direct_run) {
   cr_assert(sc, "%s", e ? e->message : "?");
   FabRunOpts opts = {0};
   FabResults res;
-  cr_assert_eq(fab_scenario_run(sc, &opts, &res), 0);
+  cr_assert_eq(fab_run(sc, &opts, &res), 0);
   char *direct = fab_json_summary(&res);
 
   FabsimRun *run = run_file("quickstart.yaml", NULL);
@@ -83,8 +85,7 @@ Test(libfabsim, quickstart_matches_direct_run) {
   g_free(b);
   fabsim_run_free(run);
   g_free(direct);
-  g_free((char *)res.failure);
-  fab_results_clear(&res);
+  fab_results_clear(&res); /* frees res.failure too */
   fab_scenario_free(sc);
   g_free(path);
 }
@@ -279,4 +280,180 @@ Test(libfabsim, training_step_by_name) {
   cr_assert_eq(fabsim_run_number(run, "jobs.0.ranks"), 4);
   fabsim_run_free(run);
   fabsim_scenario_free(sc);
+}
+
+/* The by_op and by_tag groups of a training step, a job's own step report
+** and the step times by index, through fabsim_run_number, each what the
+** JSON summary says (to its 9 digits). */
+Test(libfabsim, training_step_groups_by_path) {
+  const char *y = "cluster: {nodes: 4}\n"
+                  "fabric: {topology: {kind: single-switch}, link: {bandwidth: 100Gbps}}\n"
+                  "workload:\n"
+                  "  kind: training\n"
+                  "  model: {layers: 2, hidden: 512, seq: 256, micro_batch: 1, global_batch: 8, dtype: bf16}\n"
+                  "  parallelism: {pp: 2, dp: 2}\n"
+                  "  gpu: {flops: 100TFLOPS, efficiency: 0.5}\n"
+                  "  steps: 2\n";
+  char *err = NULL;
+  FabsimScenario *sc = fabsim_load_string(y, "train", &err);
+  cr_assert_not_null(sc, "%s", err ? err : "?");
+  FabsimRun *run = fabsim_run(sc, &err);
+  cr_assert_not_null(run, "%s", err ? err : "?");
+  cr_assert_eq(fabsim_run_status(run), 0);
+  char *js = fabsim_run_json(run);
+  FabJsonIndex *ix = fab_json_index_new(js);
+  cr_assert_not_null(ix, "%s", js);
+  static const char *const paths[] = {
+    "step.by_op.allreduce.count", "step.by_op.allreduce.bytes", "step.by_op.allreduce.time_s",
+    "step.by_tag.dp.count",       "step.by_tag.dp.time_s",      "step.step_times_s.0",
+    "step.step_times_s.1",        "jobs.0.step.step_time_s",    "jobs.0.step.by_op.allreduce.count",
+    "jobs.0.time_s",              "step.bubble_fraction",       "flows.fct_p99_s",
+  };
+  for (size_t i = 0; i < G_N_ELEMENTS(paths); i++) {
+    double v = fabsim_run_number(run, paths[i]);
+    const char *t = fab_json_index_get(ix, paths[i]);
+    cr_assert_not_null(t, "%s is not in the JSON summary: %s", paths[i], js);
+    cr_assert(!isnan(v), "%s: NaN, the JSON has %s", paths[i], t);
+    char buf[G_ASCII_DTOSTR_BUF_SIZE];
+    if (strpbrk(t, ".eE")) /* a double: the JSON has 9 significant digits */
+      g_ascii_formatd(buf, sizeof buf, "%.9g", v);
+    else /* an integer: exactly */
+      g_ascii_formatd(buf, sizeof buf, "%.17g", v);
+    cr_assert_eq(g_ascii_strtod(buf, NULL), g_ascii_strtod(t, NULL), "%s: %s by number, %s in the JSON", paths[i],
+                 buf, t);
+  }
+  /* 2 steps, each with the dp allreduce of the gradients */
+  double n = fabsim_run_number(run, "step.by_op.allreduce.count");
+  cr_assert(n >= 2 && n == floor(n), "allreduce count %g", n);
+  cr_assert_eq(fabsim_run_number(run, "step.by_tag.dp.count"), n);
+  cr_assert_gt(fabsim_run_number(run, "step.by_op.allreduce.time_s"), 0);
+  cr_assert_eq(fabsim_run_number(run, "jobs.0.step.step_time_s"), fabsim_run_number(run, "step.step_time_s"));
+  cr_assert_float_eq(fabsim_run_number(run, "step.step_times_s.0") + fabsim_run_number(run, "step.step_times_s.1"),
+                     2 * fabsim_run_number(run, "step.step_time_s"), 1e-15);
+  /* groups and steps that are not there */
+  cr_assert(isnan(fabsim_run_number(run, "step.by_op.broadcast.count")));
+  cr_assert(isnan(fabsim_run_number(run, "step.by_tag.nope.count")));
+  cr_assert(isnan(fabsim_run_number(run, "step.by_op.allreduce")));
+  cr_assert(isnan(fabsim_run_number(run, "step.by_op.allreduce.nope")));
+  cr_assert(isnan(fabsim_run_number(run, "step.step_times_s.2")));
+  cr_assert(isnan(fabsim_run_number(run, "step.job")), "a string");
+  cr_assert(isnan(fabsim_run_number(run, "jobs.1.step.step_time_s")));
+  fab_json_index_free(ix);
+  fabsim_free(js);
+  fabsim_run_free(run);
+  fabsim_scenario_free(sc);
+}
+
+/* A string scenario's include: paths are relative to the current directory;
+** errors name the string's name (never a temporary file), or the fragment
+** as it was named. */
+Test(libfabsim, string_scenario_relative_include) {
+  char *dir = g_dir_make_tmp("fabsim-libinc-XXXXXX", NULL);
+  cr_assert_not_null(dir);
+  char *frag = g_build_filename(dir, "frag.yaml", NULL), *bad = g_build_filename(dir, "bad-frag.yaml", NULL);
+  cr_assert(g_file_set_contents(frag,
+                                "seed: 7\n"
+                                "fabric:\n"
+                                "  topology: {kind: single-switch}\n"
+                                "  link: {bandwidth: 100Gbps, latency: 1us}\n",
+                                -1, NULL));
+  cr_assert(g_file_set_contents(bad, "fabric:\n  topology: {kind: single-switch}\n  bogus_key: 1\n", -1, NULL));
+  const char *y = "include: frag.yaml\n"
+                  "cluster: {nodes: 4}\n"
+                  "workload:\n"
+                  "  kind: flows\n"
+                  "  flows: [{src: 0, dst: 1, size: 64KiB}]\n";
+  char *cwd = g_get_current_dir();
+  cr_assert_eq(chdir(dir), 0);
+
+  char *err = NULL;
+  FabsimScenario *sc = fabsim_load_string(y, "mine.yaml", &err);
+  FabsimRun *run = sc ? fabsim_run(sc, &err) : NULL;
+  char *err2 = NULL;
+  const char *yb = "include: [bad-frag.yaml]\n"
+                   "cluster: {nodes: 4}\n"
+                   "workload:\n"
+                   "  kind: flows\n"
+                   "  flows: [{src: 0, dst: 1, size: 64KiB}]\n";
+  FabsimScenario *scb = fabsim_load_string(yb, "mine.yaml", &err2);
+  cr_assert_eq(chdir(cwd), 0); /* back before any assertion can end the test */
+
+  cr_assert_not_null(sc, "%s", err ? err : "?");
+  cr_assert_not_null(run, "%s", err ? err : "?");
+  cr_assert_eq(fabsim_run_status(run), 0, "%s", fabsim_run_failure(run));
+  cr_assert_eq(fabsim_run_number(run, "seed"), 7, "the fragment's seed applies");
+  cr_assert_eq(fabsim_run_number(run, "flows.completed"), 1);
+  char *js = fabsim_run_json(run);
+  cr_assert(strstr(js, "\"scenario\": \"mine\""), "the default name comes from the string's name: %s", js);
+  fabsim_free(js);
+  fabsim_run_free(run);
+  fabsim_scenario_free(sc);
+
+  /* an error inside the fragment: located in the fragment, as the include named it */
+  cr_assert_null(scb);
+  cr_assert_not_null(err2);
+  cr_assert(g_str_has_prefix(err2, "bad-frag.yaml:3:3: "), "message: %s", err2);
+  cr_assert(strstr(err2, "bogus_key"), "message: %s", err2);
+  cr_assert_null(strstr(err2, dir), "the temporary directory in: %s", err2);
+  cr_assert_null(strstr(err2, "libfabsim-"), "temporary path leaked: %s", err2);
+  fabsim_free(err2);
+
+  /* from another directory the fragment is not there: the error is at the include: line of
+  ** the string, named by the string's name */
+  err = NULL;
+  sc = fabsim_load_string(y, "mine.yaml", &err);
+  cr_assert_null(sc);
+  cr_assert_not_null(err);
+  cr_assert(g_str_has_prefix(err, "mine.yaml:1:"), "message: %s", err);
+  cr_assert(strstr(err, "frag.yaml"), "message: %s", err);
+  cr_assert_null(strstr(err, dir), "the temporary directory in: %s", err);
+  cr_assert_null(strstr(err, "libfabsim-"), "temporary path leaked: %s", err);
+  fabsim_free(err);
+
+  /* a bad key in the string itself, with an include that loads */
+  cr_assert_eq(chdir(dir), 0);
+  err = NULL;
+  sc = fabsim_load_string("include: frag.yaml\nname: x\nbogus_key: 3\n", "mine.yaml", &err);
+  cr_assert_eq(chdir(cwd), 0);
+  cr_assert_null(sc);
+  cr_assert(err && g_str_has_prefix(err, "mine.yaml:3:1"), "message: %s", err ? err : "(none)");
+  cr_assert_null(strstr(err, dir), "the temporary directory in: %s", err);
+  fabsim_free(err);
+
+  g_unlink(frag);
+  g_unlink(bad);
+  g_rmdir(dir);
+  g_free(frag);
+  g_free(bad);
+  g_free(cwd);
+  g_free(dir);
+}
+
+/* A string scenario's includes are relative to the directory it was loaded
+** in, even when it runs after the process changed directory. */
+Test(libfabsim, string_includes_resolve_where_loaded) {
+  char *dir = g_dir_make_tmp("fabsim-incl-XXXXXX", NULL);
+  cr_assert_not_null(dir);
+  char *frag = g_build_filename(dir, "frag.yaml", NULL);
+  cr_assert(g_file_set_contents(frag, "seed: 9\nfabric:\n  topology: {kind: single-switch}\n  link: {bandwidth: 100Gbps}\n",
+                                -1, NULL));
+  char *cwd = g_get_current_dir();
+  cr_assert_eq(chdir(dir), 0);
+  char *err = NULL;
+  FabsimScenario *sc = fabsim_load_string("include: frag.yaml\ncluster: {nodes: 2}\nworkload: {kind: flows, flows: "
+                                          "[{src: 0, dst: 1, size: 4KiB}]}\n", "s.yaml", &err);
+  cr_assert_eq(chdir(cwd), 0);
+  cr_assert_not_null(sc, "%s", err ? err : "?");
+  FabsimRun *run = fabsim_run(sc, &err); /* elsewhere now */
+  cr_assert_not_null(run, "%s", err ? err : "?");
+  cr_assert_eq(fabsim_run_status(run), 0);
+  cr_assert_eq(fabsim_run_number(run, "seed"), 9);
+  cr_assert_eq(fabsim_set(sc, "seed=3", &err), 1, "%s", err ? err : "?");
+  fabsim_run_free(run);
+  fabsim_scenario_free(sc);
+  g_unlink(frag);
+  g_rmdir(dir);
+  g_free(frag);
+  g_free(dir);
+  g_free(cwd);
 }

@@ -1,4 +1,4 @@
-/* Tests for tools/nccltests.c (nccl-tests tables) and the commands built on
+/* Tests for tools/libfabsim/nccltests.c (nccl-tests tables) and the commands built on
 ** it: the table of a hand-filled FabResults with values worked out on paper,
 ** the parsing of stored logs in the real format (tests/data/ *_perf_*.log),
 ** the error computation, bad logs giving file:line errors; and, as
@@ -13,7 +13,7 @@
 #include <string.h>
 #include <sys/wait.h>
 
-#include "tools/nccltests.h"
+#include "tools/libfabsim/nccltests.h"
 
 #define US 1000000ULL /* ps */
 
@@ -74,9 +74,9 @@ Test(nccltests, names) {
 
 /* ---- simulated tables -------------------------------------------------------- */
 
-static struct FabCollRec coll(const char *op, uint64_t bytes, uint64_t count, uint32_t ranks, fab_time_t start,
+static FabCollRec coll(const char *op, uint64_t bytes, uint64_t count, uint32_t ranks, fab_time_t start,
                               fab_time_t end) {
-  return (struct FabCollRec){.op = op, .algorithm = "ring", .protocol = "simple", .tag = "nccl-tests",
+  return (FabCollRec){.op = op, .algorithm = "ring", .protocol = "simple", .tag = "nccl-tests",
                              .bytes = bytes, .count = count, .dtype_bytes = 4, .ranks = ranks, .root = -1,
                              .channels = 8, .start = start, .end = end};
 }
@@ -84,7 +84,7 @@ static struct FabCollRec coll(const char *op, uint64_t bytes, uint64_t count, ui
 /* 8 ranks: allreduce 1 MiB, two iterations of 100 us (one row), then 2 MiB
 ** in 160 and 200 us (mean 180). A dp-tagged collective in between is not
 ** part of the sweep. */
-static FabResults allreduce_results(struct FabCollRec *c) {
+static FabResults allreduce_results(FabCollRec *c) {
   c[0] = coll("allreduce", 1048576, 262144, 8, 0, 100 * US);
   c[1] = coll("allreduce", 1048576, 262144, 8, 100 * US, 200 * US);
   c[2] = coll("allreduce", 4096, 1024, 8, 200 * US, 210 * US);
@@ -95,7 +95,7 @@ static FabResults allreduce_results(struct FabCollRec *c) {
 }
 
 Test(nccltests, rows_average_the_iterations_of_a_size) {
-  struct FabCollRec c[5];
+  FabCollRec c[5];
   FabResults r = allreduce_results(c);
   GPtrArray *tables = fab_nccltests_from_results(&r, NULL);
   cr_assert_eq(tables->len, 1);
@@ -131,7 +131,7 @@ Test(nccltests, rows_average_the_iterations_of_a_size) {
 }
 
 Test(nccltests, table_has_nccl_tests_columns) {
-  struct FabCollRec c[5];
+  FabCollRec c[5];
   FabResults r = allreduce_results(c);
   GPtrArray *tables = fab_nccltests_from_results(&r, NULL);
   char *s = fab_nccltests_format(tables->pdata[0]);
@@ -156,7 +156,7 @@ Test(nccltests, table_has_nccl_tests_columns) {
 }
 
 Test(nccltests, other_ops_redop_root_and_number_widths) {
-  struct FabCollRec c[6];
+  FabCollRec c[6];
   /* allgather 8 MiB on 8 ranks in 200 us: algbw 41.94304, busbw x 7/8 = 36.70016; count is per rank */
   c[0] = coll("allgather", 8388608, 262144, 8, 0, 200 * US);
   /* broadcast from rank 3: 64 MiB in 12345.6 us (5 digits: one decimal in 7 columns), 1 GiB in 123456 us
@@ -195,7 +195,7 @@ Test(nccltests, other_ops_redop_root_and_number_widths) {
 }
 
 Test(nccltests, no_nccl_tests_collectives_no_tables) {
-  struct FabCollRec c[1] = {coll("allreduce", 1024, 256, 8, 0, US)};
+  FabCollRec c[1] = {coll("allreduce", 1024, 256, 8, 0, US)};
   c[0].tag = NULL;
   FabResults r = {.n_colls = 1, .colls = c};
   GPtrArray *t = fab_nccltests_from_results(&r, NULL);
@@ -374,7 +374,7 @@ Test(nccltests, errors_per_size_and_summary) {
   cr_assert_not_null(m, "%s", msg);
   cr_assert_eq(m->ranks, 8);
   /* simulated: 1 MiB in 110 us (+10%), 2 MiB in 135 us (-10%), no 4 MiB */
-  struct FabCollRec c[2] = {coll("allreduce", 1048576, 262144, 8, 0, 110 * US),
+  FabCollRec c[2] = {coll("allreduce", 1048576, 262144, 8, 0, 110 * US),
                             coll("allreduce", 2097152, 524288, 8, 200 * US, 335 * US)};
   FabResults r = {.n_colls = 2, .colls = c};
   GPtrArray *tables = fab_nccltests_from_results(&r, NULL);
@@ -425,7 +425,7 @@ Test(nccltests, a_stored_log_against_a_simulated_table) {
   FabNcclTestsTable *m = fab_nccltests_parse_file(path, NULL);
   cr_assert_not_null(m);
   /* a simulated sweep at exactly the measured out-of-place times: every error is 0 */
-  struct FabCollRec *c = g_new0(struct FabCollRec, m->rows->len);
+  FabCollRec *c = g_new0(FabCollRec, m->rows->len);
   fab_time_t t = 0;
   for (guint i = 0; i < m->rows->len; i++) {
     const FabNcclTestsRow *r = row(m, i);
@@ -486,10 +486,15 @@ Test(nccltests_cli, compare_usage_and_bad_input_exit_2) {
   p = FABSIM("compare", "only-one.yaml");
   cr_assert_eq(p.status, 2);
   cr_assert(strstr(p.err, "needs a SCENARIO and a MEASURED.log"), "%s", p.err);
+  /* the one parser's usage error: "fabsim compare: message", a blank line, the usage */
+  cr_assert(g_str_has_prefix(p.err, "fabsim compare: needs a SCENARIO and a MEASURED.log"), "%s", p.err);
+  cr_assert(strstr(p.err, "\n\nusage: fabsim compare SCENARIO MEASURED.log"), "%s", p.err);
   proc_clear(&p);
   p = FABSIM("compare", "a.yaml", "b.log", "--frobnicate");
   cr_assert_eq(p.status, 2);
   cr_assert(strstr(p.err, "unknown option '--frobnicate'"), "%s", p.err);
+  cr_assert(g_str_has_prefix(p.err, "fabsim compare: unknown option '--frobnicate'\n\nusage: fabsim compare "), "%s",
+            p.err);
   proc_clear(&p);
   /* a bad log: file:line, exit 2, nothing on stdout */
   char *scen = data_path("nccl-tests-8hosts.yaml"), *bad = data_path("all_reduce_perf_truncated.log");

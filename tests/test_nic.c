@@ -12,7 +12,7 @@ typedef struct Pair {
 
 static void pair_init(Pair *p, uint64_t bps, uint32_t mtu, FabTransportKind tr) {
   memset(p, 0, sizeof *p);
-  p->eng = fab_engine_new(1);
+  p->eng = testnet_engine(1);
   p->cfg = testnet_nic_cfg(bps, mtu, tr);
   for (uint32_t i = 0; i < 2; i++) testnet_nic(&p->nic[i], i, &p->cfg, p->flows, &p->run, FAB_US);
   fab_port_connect(&p->nic[0].port, &p->nic[1].port);
@@ -118,7 +118,7 @@ typedef struct Lossy {
 
 static void lossy_init(Lossy *l, bool (*drop)(Tap *, const FabPkt *), uint32_t param) {
   memset(l, 0, sizeof *l);
-  l->eng = fab_engine_new(1);
+  l->eng = testnet_engine(1);
   l->cfg = testnet_nic_cfg(100000000000ULL, 1000, FAB_TRANSPORT_ROCEV2);
   for (uint32_t i = 0; i < 2; i++) testnet_nic(&l->nic[i], i, &l->cfg, l->flows, &l->run, FAB_US);
   testnet_tap(&l->tap, 100000000000ULL, FAB_US, 2);

@@ -74,6 +74,18 @@ Test(plot, bad_input_is_exit_2) {
   const char *b[] = {fabsim_bin(), "plot", NULL};
   cr_assert_eq(run(b, &err), 2);
   cr_assert(strstr(err, "needs a RESULT.h5"), "%s", err);
+  /* the one parser's usage error: "fabsim plot: message", a blank line, the usage */
+  cr_assert(g_str_has_prefix(err, "fabsim plot: plot needs a RESULT.h5 file\n\nusage: fabsim plot RESULT.h5"), "%s",
+            err);
+  g_free(err);
+  const char *b2[] = {fabsim_bin(), "plot", "a.h5", "b.h5", NULL};
+  cr_assert_eq(run(b2, &err), 2);
+  cr_assert(g_str_has_prefix(err, "fabsim plot: more than one file given ('a.h5' and 'b.h5')\n\nusage: fabsim plot "),
+            "%s", err);
+  g_free(err);
+  const char *b3[] = {fabsim_bin(), "plot", "a.h5", "--out", NULL};
+  cr_assert_eq(run(b3, &err), 2);
+  cr_assert(g_str_has_prefix(err, "fabsim plot: --out needs a directory\n\nusage: fabsim plot "), "%s", err);
   g_free(err);
   const char *c[] = {fabsim_bin(), "plot", "--help", NULL};
   cr_assert_eq(run(c, &err), 0);
@@ -134,7 +146,7 @@ Test(plot, an_unwritable_output_directory_is_exit_2) {
 }
 
 /* ---- busbw against size and the per-rank timeline, from a file written here
-** with the layouts sim/h5out.c writes (/collectives, /timeline) ----------- */
+** with the layouts tools/libfabsim/h5out.c writes (/collectives, /timeline) ----------- */
 
 #include <hdf5.h>
 #include <math.h>

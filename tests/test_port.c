@@ -18,7 +18,7 @@ static void sink_receive(FabEngine *eng, FabNode *self, FabPkt *p, FabPort *in) 
   cr_assert_lt(s->n, 64);
   s->at[s->n] = eng->now;
   s->seq[s->n++] = p->seq;
-  fab_pkt_free(eng->pool, p);
+  fab_pkt_free(eng, p);
 }
 
 /* A source node with one port (nothing to pull) and a sink at the far end. */
@@ -29,10 +29,10 @@ typedef struct Line {
 
 static void line_init(Line *l, uint64_t bps, fab_time_t latency) {
   memset(l, 0, sizeof *l);
-  l->eng = fab_engine_new(1);
+  l->eng = testnet_engine(1);
   Sink *s[2] = {&l->src, &l->dst};
   for (int i = 0; i < 2; i++) {
-    s[i]->node.ops = &sink_ops;
+    fab_elem_init(&s[i]->node.el, &sink_ops);
     s[i]->node.receive = sink_receive;
     fab_port_init(&s[i]->port, &s[i]->node, 0, bps, latency, 4);
   }
@@ -40,7 +40,7 @@ static void line_init(Line *l, uint64_t bps, fab_time_t latency) {
 }
 
 static FabPkt *pkt(Line *l, uint32_t seq, uint32_t wire, uint8_t prio, fab_time_t ready) {
-  FabPkt *p = fab_pkt_alloc(l->eng->pool);
+  FabPkt *p = fab_pkt_alloc(l->eng);
   p->seq = seq;
   p->wire = wire;
   p->prio = prio;

@@ -5,8 +5,9 @@
 #include <criterion/criterion.h>
 #include <glib.h>
 #include <glib/gstdio.h>
-#include "sim/json.h"
-#include "tools/scenario.h"
+#include "tools/libfabsim/driver.h"
+#include "tools/libfabsim/json.h"
+#include "tools/libfabsim/scenario.h"
 
 static const char *src_dir(void) {
   const char *s = getenv("FABSIM_SRC");
@@ -34,13 +35,12 @@ static char *stable_json(const FabResults *r) {
 
 static void run_ok(const FabScenario *sc, FabResults *res) {
   FabRunOpts opts = {0};
-  int rc = fab_scenario_run(sc, &opts, res);
+  int rc = fab_run(sc, &opts, res);
   cr_assert_eq(rc, 0, "run failed: %s", res->failure ? res->failure : "?");
 }
 
 static void done(FabScenario *sc, FabResults *res) {
-  g_free((char *)res->failure);
-  fab_results_clear(res);
+  fab_results_clear(res); /* frees res->failure too */
   fab_scenario_free(sc);
 }
 
@@ -122,7 +122,7 @@ Test(scenario, stop_time_cuts_the_run_and_reports_it) {
   FabScenario *sc = load("scenarios/quickstart.yaml", sets);
   FabResults res;
   FabRunOpts opts = {0};
-  cr_assert_eq(fab_scenario_run(sc, &opts, &res), 1);
+  cr_assert_eq(fab_run(sc, &opts, &res), 1);
   cr_assert_not_null(res.failure);
   cr_assert(strstr(res.failure, "stop_time reached with 32 of 32 flows unfinished"), "%s", res.failure);
   cr_assert_null(strstr(res.failure, "internal"), "no invariant broken: %s", res.failure);
@@ -157,7 +157,7 @@ Test(scenario, queue_series_is_sampled) {
   FabScenario *sc = load("scenarios/quickstart.yaml", sets);
   FabResults res;
   FabRunOpts opts = {.sample_queues = true};
-  cr_assert_eq(fab_scenario_run(sc, &opts, &res), 0);
+  cr_assert_eq(fab_run(sc, &opts, &res), 0);
   FabQueueSeries *q = &res.queues;
   cr_assert_eq(q->interval, 5 * FAB_US);
   cr_assert_eq(q->n_ports, 4 * 16 + 8 * 4, "every switch port");
@@ -186,7 +186,7 @@ Test(scenario, pfc_deadlock_is_detected_and_reported) {
   FabResults res;
   FabRunOpts opts = {0};
   gint64 t0 = g_get_monotonic_time();
-  cr_assert_eq(fab_scenario_run(sc, &opts, &res), 1);
+  cr_assert_eq(fab_run(sc, &opts, &res), 1);
   cr_assert_lt(g_get_monotonic_time() - t0, 10 * G_USEC_PER_SEC, "bounded wall time");
   cr_assert(strstr(res.failure, "PFC deadlock"), "%s", res.failure);
   cr_assert_eq(res.n_deadlock, 4, "the four ring links");
@@ -220,8 +220,8 @@ Test(scenario, dcqcn_keeps_the_queue_near_kmin_kmax_and_cuts_pauses) {
   FabScenario *no = load("scenarios/incast-dcqcn.yaml", sets);
   FabResults rd, rn;
   FabRunOpts opts = {.sample_queues = true};
-  cr_assert_eq(fab_scenario_run(dc, &opts, &rd), 0, "%s", rd.failure);
-  cr_assert_eq(fab_scenario_run(no, &opts, &rn), 0, "%s", rn.failure);
+  cr_assert_eq(fab_run(dc, &opts, &rd), 0, "%s", rd.failure);
+  cr_assert_eq(fab_run(no, &opts, &rn), 0, "%s", rn.failure);
   cr_assert_eq(rd.drops + rn.drops, 0, "PFC: lossless either way");
   cr_assert_gt(rd.ecn_marks, 0);
   cr_assert_eq(rn.ecn_marks, 0, "CC none does not send ECN-capable packets");
@@ -268,7 +268,7 @@ Test(scenario, an_infiniband_credit_loop_is_reported_as_a_deadlock) {
   FabScenario *sc = load("scenarios/pfc-deadlock-ring.yaml", sets);
   FabResults res;
   FabRunOpts opts = {0};
-  cr_assert_eq(fab_scenario_run(sc, &opts, &res), 1);
+  cr_assert_eq(fab_run(sc, &opts, &res), 1);
   cr_assert(strstr(res.failure, "credit deadlock"), "%s", res.failure);
   cr_assert_eq(res.n_deadlock, 4);
   cr_assert_eq(res.drops, 0, "credits never drop");

@@ -5,7 +5,7 @@
 #include <criterion/criterion.h>
 #include <math.h>
 #include "testscen.h"
-#include "sim/json.h"
+#include "tools/libfabsim/json.h"
 
 #define US 1000000ull /* ps */
 
@@ -214,7 +214,7 @@ Test(nccl_tests, one_collective_per_size_and_iteration) {
   cr_assert_eq(r.n_colls, 18);
   size_t timed = 0;
   for (size_t i = 0; i < r.n_colls; i++) {
-    const struct FabCollRec *c = &r.colls[i];
+    const FabCollRec *c = &r.colls[i];
     cr_assert_eq(c->bytes, 1024ull << (2 * (i / 3)));
     cr_assert_eq(c->count, c->bytes / 4, "float elements");
     timed += g_str_equal(c->tag, "nccl-tests");
@@ -245,7 +245,7 @@ Test(training, dp_without_overlap_is_compute_plus_allreduce) {
   FabResults r = run_yaml(dp_training("  overlap: false\n"), &sc);
   cr_assert_eq(r.n_steps, 2);
   for (size_t k = 0; k < r.n_steps; k++) {
-    const struct FabStepRec *s = &r.steps[k];
+    const FabStepRec *s = &r.steps[k];
     double step = fab_time_to_s(s->end - s->start);
     cr_assert_float_eq(s->overlap_s, 0, 1e-12, "nothing overlaps");
     cr_assert(fabs(step - (s->compute_s + s->exposed_comm_s)) / step < 0.01,
@@ -291,7 +291,7 @@ Test(training, one_f_one_b_bubble_fraction) {
   FabScenario *sc;
   FabResults r = run_yaml(y, &sc);
   cr_assert_eq(r.n_steps, 1);
-  const struct FabStepRec *s = &r.steps[0];
+  const FabStepRec *s = &r.steps[0];
   double step = fab_time_to_s(s->end - s->start), want = (double)(pp - 1) / (m + pp - 1);
   cr_assert(fabs(s->bubble_s / step - want) < 0.02, "bubble %g of the step, expected %g", s->bubble_s / step, want);
   testscen_done(sc, &r);
@@ -414,13 +414,12 @@ Test(training, whole_steps_survive_a_cut_run) {
   testscen_run(sc, &full);
   cr_assert_eq(full.n_steps, 2);
   fab_time_t cut = full.steps[1].start + (full.steps[1].end - full.steps[1].start) / 2;
-  struct FabStepRec first = full.steps[0];
-  g_free((char *)full.failure);
-  fab_results_clear(&full);
+  FabStepRec first = full.steps[0];
+  fab_results_clear(&full); /* frees full.failure too */
   sc->stop_time = cut;
   FabResults r;
   FabRunOpts o = {0};
-  cr_assert_eq(fab_scenario_run(sc, &o, &r), 1, "the run is cut in step 1");
+  cr_assert_eq(fab_run(sc, &o, &r), 1, "the run is cut in step 1");
   cr_assert_eq(r.n_steps, 1);
   cr_assert_eq(r.steps[0].step, 0);
   cr_assert_eq(r.steps[0].end, first.end);

@@ -161,6 +161,12 @@ Test(sweep, grid_2x2_matches_individual_runs_and_resumes) {
   GPtrArray *hd = csv_cells(lines[0]);
   cr_expect_str_eq(hd->pdata[0], "workload.size");
   cr_expect_str_eq(hd->pdata[1], "fabric.switch.buffer");
+  /* then point, status, exit and the summary columns (the sweep columns of the results' field table) */
+  cr_expect_str_eq(lines[0],
+                   "workload.size,fabric.switch.buffer,point,status,exit,sim_time_s,events,packet_hops,drops,"
+                   "retransmits,pfc_pause_frames,ecn_marks,cnps,max_queue_bytes,flows_completed,flows_count,"
+                   "fct_p50_s,fct_p99_s,fct_max_s,step_time_s,compute_s,exposed_comm_s,bubble_fraction,wall_s",
+                   "the CSV header");
   int c_point = col(hd, "point"), c_status = col(hd, "status"), c_time = col(hd, "sim_time_s"),
       c_events = col(hd, "events");
   const char *sizes[] = {"64KiB", "64KiB", "128KiB", "128KiB"}, *bufs[] = {"4MiB", "8MiB", "4MiB", "8MiB"};
@@ -238,10 +244,29 @@ Test(sweep, missing_scenario_exits_2) {
   proc_clear(&p);
   p = RUN_IN(dir, "sweep", "--bogus");
   cr_expect_eq(p.status, 2);
+  /* the one parser's usage error: "fabsim sweep: message", a blank line, the usage */
+  cr_expect(g_str_has_prefix(p.err, "fabsim sweep: unknown option '--bogus'\n\nusage: fabsim sweep SCENARIO "),
+            "%s", p.err);
+  char *usage_err = g_strdup(p.err);
+  proc_clear(&p);
+  p = RUN_IN(dir, "sweep");
+  cr_expect_eq(p.status, 2);
+  cr_expect(g_str_has_prefix(p.err, "fabsim sweep: sweep needs a SCENARIO file\n\nusage: fabsim sweep "), "%s", p.err);
+  proc_clear(&p);
+  p = RUN_IN(dir, "sweep", "q.yaml", "--jobs", "0");
+  cr_expect_eq(p.status, 2);
+  cr_expect(g_str_has_prefix(p.err, "fabsim sweep: --jobs 0: expected a positive integer\n\nusage: fabsim sweep "),
+            "%s", p.err);
   proc_clear(&p);
   p = RUN_IN(dir, "sweep", "--help");
   cr_expect_eq(p.status, 0);
   cr_expect(strstr(p.out, "usage: fabsim sweep") != NULL, "%s", p.out);
+  cr_expect(g_str_has_prefix(p.out, "usage: fabsim sweep SCENARIO"), "%s", p.out);
+  cr_expect(strstr(p.out, "\noptions:\n") && strstr(p.out, "\n  -h, --help "), "%s", p.out);
+  cr_expect(strstr(p.out, "\n  -j, --jobs N "), "%s", p.out);
+  const char *after = strstr(usage_err, "\n\n");
+  cr_expect(after && strcmp(after + 2, p.out) == 0, "the usage after an error is the --help text:\n%s", usage_err);
+  g_free(usage_err);
   proc_clear(&p);
   rm_rf(dir);
   g_free(dir);

@@ -20,13 +20,13 @@ typedef struct Star {
 static void star_init(Star *s, uint32_t n, uint64_t buffer, double alpha, fab_time_t sw_latency) {
   memset(s, 0, sizeof *s);
   s->n = n;
-  s->eng = fab_engine_new(1);
+  s->eng = testnet_engine(1);
   s->cfg = testnet_nic_cfg(GBPS100, 4096, FAB_TRANSPORT_ROCEV2);
   FabSwitchCfg sc = {sw_latency, buffer, alpha, 2, 0};
   s->sw = fab_switch_new(0, "switch0", &sc, n, n);
   for (uint32_t i = 0; i < n; i++) {
     testnet_nic(&s->nic[i], i, &s->cfg, s->flows, &s->run, FAB_US);
-    fab_port_connect(&s->nic[i].port, fab_switch_port(s->sw, i, GBPS100, FAB_US));
+    fab_port_connect(&s->nic[i].port, fab_switch_port_init(s->sw, i, GBPS100, FAB_US));
     fab_switch_set_route(s->sw, i, fab_switch_add_group(s->sw, &i, 1));
   }
 }
@@ -38,8 +38,22 @@ static void star_flow(Star *s, uint32_t id, uint32_t src, uint32_t dst, uint64_t
 }
 
 static void star_fini(Star *s) {
-  cr_assert_eq(s->sw->used, 0, "buffer released");
-  for (uint32_t i = 0; i < s->n * s->sw->cfg.nprio; i++) cr_assert_eq(s->sw->ingress[i], 0);
+  cr_assert_eq(fab_switch_stats(s->sw)->used, 0, "buffer released");
+  /* per-ingress accounting drained: no egress queue holds a packet from any
+  ** (ingress port, priority), and every queue is empty */
+  uint32_t nprio = fab_switch_cfg(s->sw)->nprio;
+  for (uint32_t i = 0; i < s->n; i++) {
+    FabPort *pt = fab_switch_port_at(s->sw, i);
+    cr_assert_eq(pt->qbytes, 0, "port %u drained", i);
+    for (uint32_t q = 0; q < nprio; q++) {
+      FabPort *holders[17];
+      cr_assert_eq(fab_switch_holders(s->sw, i, q, holders, 17), 0, "ingress %u prio %u released", i, q);
+      cr_assert_eq(fab_switch_ingress_bytes(s->sw, i, q), 0, "ingress %u prio %u accounted back to 0", i, q);
+      cr_assert_eq(fab_switch_headroom_bytes(s->sw, i, q), 0);
+      cr_assert_eq(pt->q[q].bytes, 0);
+      cr_assert_eq(pt->q[q].n, 0);
+    }
+  }
   cr_assert_eq(fab_pool_live(s->eng->pool), 0, "packets leaked");
   fab_switch_free(s->sw);
   fab_engine_free(s->eng);
@@ -71,7 +85,7 @@ Test(switch, incast_shares_the_bottleneck_at_line_rate) {
   for (uint32_t i = 0; i < 4; i++) star_flow(&s, i, i + 1, 0, 64 * 4096, 0);
   cr_assert(fab_engine_run(s.eng, FAB_TIME_MAX));
   cr_assert_eq(s.run.done, 4);
-  cr_assert_eq(s.sw->drops, 0);
+  cr_assert_eq(fab_switch_stats(s.sw)->drops, 0);
   /* the port to host 0 starts when the first packet is in (one packet time +
   ** 1 us) and never idles: 256 packets of 4178 B back to back, then 1 us */
   fab_time_t pkt = 4178 * 80;
@@ -94,11 +108,11 @@ Test(switch, dynamic_threshold_caps_one_queue_at_half_the_buffer) {
   star_flow(&s, 1, 2, 0, 2000 * 4096, 0);
   cr_assert(fab_engine_run(s.eng, FAB_TIME_MAX));
   cr_assert_eq(s.run.done, 2);
-  cr_assert_gt(s.sw->drops, 0, "2:1 overload for 8 MB must overflow a 1 MiB buffer");
-  uint64_t q = s.sw->ports[0].max_qbytes;
+  cr_assert_gt(fab_switch_stats(s.sw)->drops, 0, "2:1 overload for 8 MB must overflow a 1 MiB buffer");
+  uint64_t q = fab_switch_port_at(s.sw, 0)->max_qbytes;
   cr_assert_leq(q, B / 2 + 4178, "max queue %" G_GUINT64_FORMAT, q);
   cr_assert_geq(q, B / 2 - 2 * 4178, "max queue %" G_GUINT64_FORMAT, q);
-  cr_assert_eq(s.sw->ports[0].drops, s.sw->drops, "all drops at the congested port");
+  cr_assert_eq(fab_switch_port_at(s.sw, 0)->drops, fab_switch_stats(s.sw)->drops, "all drops at the congested port");
   star_fini(&s);
 }
 
@@ -109,7 +123,7 @@ Test(switch, alpha_sets_the_share) {
   star_flow(&s, 0, 1, 0, 1000 * 4096, 0);
   star_flow(&s, 1, 2, 0, 1000 * 4096, 0);
   cr_assert(fab_engine_run(s.eng, FAB_TIME_MAX));
-  uint64_t q = s.sw->ports[0].max_qbytes;
+  uint64_t q = fab_switch_port_at(s.sw, 0)->max_qbytes;
   cr_assert_leq(q, B / 4 + 4178);
   cr_assert_geq(q, B / 4 - 2 * 4178);
   star_fini(&s);
@@ -122,7 +136,7 @@ Test(switch, lossy_incast_drops_and_still_completes) {
   cr_assert(fab_engine_run(s.eng, FAB_TIME_MAX));
   cr_assert_eq(s.run.done, 8, "every flow completes through retransmission");
   cr_assert_eq(s.run.failed, 0);
-  cr_assert_gt(s.sw->drops, 0);
+  cr_assert_gt(fab_switch_stats(s.sw)->drops, 0);
   uint64_t retx = 0;
   for (uint32_t i = 0; i < 8; i++) {
     retx += s.flows[i].retransmits;
@@ -135,7 +149,7 @@ Test(switch, lossy_incast_drops_and_still_completes) {
     sent += s.nic[i].tx_data_pkts + s.nic[i].tx_ctrl_pkts;
     recv += s.nic[i].rx_data_pkts + s.nic[i].rx_ctrl_pkts;
   }
-  cr_assert_eq(sent, recv + s.sw->drops);
+  cr_assert_eq(sent, recv + fab_switch_stats(s.sw)->drops);
   star_fini(&s);
 }
 
@@ -155,16 +169,21 @@ Test(switch, high_priority_flow_is_not_slowed_by_low) {
 Test(switch, no_route_drops_and_counts) {
   Star s;
   star_init(&s, 2, 1 << 20, 1.0, 0);
-  s.sw->route[1] = UINT32_MAX; /* forget host 1 */
+  /* forget host 1: a fresh route table with host 0's route only */
+  uint32_t g0 = fab_switch_route_group(s.sw, 0);
+  cr_assert_neq(g0, UINT32_MAX);
+  fab_switch_reset_routes(s.sw, 2);
+  fab_switch_set_route(s.sw, 0, g0);
+  cr_assert_eq(fab_switch_route_group(s.sw, 1), UINT32_MAX);
   cr_assert_null(fab_switch_next_hop(s.sw, 1, 0));
   cr_assert_null(fab_switch_next_hop(s.sw, 7, 0), "beyond the endpoint range");
-  cr_assert_eq(fab_switch_next_hop(s.sw, 0, 0), &s.sw->ports[0]);
+  cr_assert_eq(fab_switch_next_hop(s.sw, 0, 0), fab_switch_port_at(s.sw, 0));
   s.cfg.max_timeouts = 1;
   s.nic[0].cfg.max_timeouts = 1;
   star_flow(&s, 0, 0, 1, 1000, 0);
   cr_assert(fab_engine_run(s.eng, FAB_TIME_MAX));
   cr_assert_eq(s.run.failed, 1);
-  cr_assert_eq(s.sw->unroutable, 2, "the first try and one retransmission");
+  cr_assert_eq(fab_switch_stats(s.sw)->unroutable, 2, "the first try and one retransmission");
   star_fini(&s);
 }
 
@@ -172,7 +191,7 @@ Test(switch, ecmp_group_spreads) {
   FabSwitchCfg sc = {0, 1 << 20, 1.0, 1, 7};
   FabSwitch *sw = fab_switch_new(3, "leaf3", &sc, 4, 1);
   uint32_t ports[] = {0, 1, 2, 3};
-  for (uint32_t i = 0; i < 4; i++) fab_switch_port(sw, i, GBPS100, 0);
+  for (uint32_t i = 0; i < 4; i++) fab_switch_port_init(sw, i, GBPS100, 0);
   fab_switch_set_route(sw, 0, fab_switch_add_group(sw, ports, 4));
   int count[4] = {0};
   for (uint32_t h = 0; h < 4000; h++) count[fab_switch_next_hop(sw, 0, h * 2654435761u)->index]++;
@@ -317,34 +336,35 @@ static void count_receive(FabEngine *eng, FabNode *self, FabPkt *p, FabPort *in)
   Count *c = (Count *)self;
   c->n++;
   c->ce += (p->flags & FAB_PKTF_ECN) != 0;
-  fab_pkt_free(eng->pool, p);
+  fab_pkt_free(eng, p);
 }
 
 static int ecn_burst(bool on_dequeue, uint64_t seed, int *seen_ce) {
-  FabEngine *eng = fab_engine_new(seed);
+  FabEngine *eng = testnet_engine(seed);
   FabSwitchCfg sc = {0, 16 << 20, 1.0, 1, 0, seed};
   sc.ecn = (FabEcnCfg){true, 10000, 20000, 1.0, on_dequeue};
   FabSwitch *sw = fab_switch_new(0, "sw", &sc, 2, 2);
   Count sink[2];
   memset(sink, 0, sizeof sink);
   for (uint32_t i = 0; i < 2; i++) {
-    sink[i].node.ops = &tap_ops;
+    fab_elem_init(&sink[i].node.el, &tap_ops);
     sink[i].node.receive = count_receive;
     fab_port_init(&sink[i].port, &sink[i].node, 0, GBPS100, 0, 1);
-    fab_port_connect(&sink[i].port, fab_switch_port(sw, i, GBPS100, 0));
+    fab_port_connect(&sink[i].port, fab_switch_port_init(sw, i, GBPS100, 0));
     fab_switch_set_route(sw, i, fab_switch_add_group(sw, &i, 1));
   }
   for (int i = 0; i < 100; i++) {
-    FabPkt *p = fab_pkt_alloc(eng->pool);
+    FabPkt *p = fab_pkt_alloc(eng);
     p->dst = 1;
     p->wire = 1000;
     p->flags = FAB_PKTF_ECT;
-    sw->node.receive(eng, &sw->node, p, &sw->ports[0]);
+    FabNode *node = fab_switch_node(sw);
+    node->receive(eng, node, p, fab_switch_port_at(sw, 0));
   }
   cr_assert(fab_engine_run(eng, FAB_TIME_MAX));
   cr_assert_eq(sink[1].n, 100);
-  int marks = (int)sw->ecn_marks;
-  cr_assert_eq(marks, (int)sw->ports[1].ecn_marks);
+  int marks = (int)fab_switch_stats(sw)->ecn_marks;
+  cr_assert_eq(marks, (int)fab_switch_port_at(sw, 1)->ecn_marks);
   *seen_ce = sink[1].ce;
   cr_assert_eq(fab_pool_live(eng->pool), 0);
   fab_switch_free(sw);

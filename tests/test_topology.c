@@ -74,7 +74,7 @@ static int nic_of(const FabTopology *t, const FabNode *n) {
 /* Index in t->switches of the switch that is node n, or -1. */
 static int switch_of(const FabTopology *t, const FabNode *n) {
   for (uint32_t s = 0; s < t->nswitches; s++)
-    if (&t->switches[s]->node == n) return (int)s;
+    if (fab_switch_node(t->switches[s]) == n) return (int)s;
   return -1;
 }
 
@@ -99,10 +99,33 @@ static int walk(const FabTopology *t, uint32_t src, uint32_t dst, uint32_t hash,
     cr_assert_geq(s, 0, "a port owned by neither a NIC nor a switch");
     if (via) via[links - 1] = s;
     out = fab_switch_next_hop(t->switches[s], dst, hash);
-    cr_assert_not_null(out, "%u->%u: no route at %s", src, dst, t->switches[s]->node.name);
-    cr_assert_neq(out, in, "%u->%u: U-turn at %s", src, dst, t->switches[s]->node.name);
-    cr_assert_eq(out->owner, &t->switches[s]->node);
+    cr_assert_not_null(out, "%u->%u: no route at %s", src, dst, fab_switch_name(t->switches[s]));
+    cr_assert_neq(out, in, "%u->%u: U-turn at %s", src, dst, fab_switch_name(t->switches[s]));
+    cr_assert_eq(out->owner, fab_switch_node(t->switches[s]));
   }
+}
+
+/* The switch number of switch s (which seeds its ECMP salt) is `number`: in
+** every group of more than one port, next_hop picks the port that
+** fab_ecmp_pick gives with fab_ecmp_salt(number, seed), for 64 hashes.
+** Returns how many such groups were checked (0: the number does not show
+** in routing, the switch has only single-port groups). */
+static uint32_t check_switch_number(const FabTopology *t, uint32_t s, uint32_t number, uint64_t seed) {
+  FabSwitch *sw = t->switches[s];
+  uint32_t salt = fab_ecmp_salt(number, seed), checked = 0;
+  for (uint32_t d = 0; d < fab_switch_nendpoints(sw); d++) {
+    uint32_t g = fab_switch_route_group(sw, d), n;
+    if (g == UINT32_MAX) continue;
+    const uint32_t *ports = fab_switch_group_ports(sw, g, &n);
+    if (n < 2) continue;
+    for (uint32_t i = 0; i < 64; i++) {
+      uint32_t h = i * 2654435761u + 12345;
+      cr_assert_eq(fab_switch_next_hop(sw, d, h), fab_switch_port_at(sw, ports[fab_ecmp_pick(h, salt, n)]),
+                   "%s: ECMP salted as switch number %u (dst %u, hash %x)", fab_switch_name(sw), number, d, h);
+    }
+    checked++;
+  }
+  return checked;
 }
 
 static const uint32_t hashes[] = {0, 1, 2, 3, 0x9e3779b9u, 0xdeadbeefu, 0x7fffffffu, 0xffffffffu};
@@ -139,7 +162,7 @@ static size_t check_links(FabTopology *t) {
   cr_assert_eq(c.nopeer, 0, "%zu ports without a peer", c.nopeer);
   cr_assert_eq(c.unpaired, 0, "%zu ports whose peer's peer is not themselves", c.unpaired);
   size_t want = t->nhosts;
-  for (uint32_t s = 0; s < t->nswitches; s++) want += t->switches[s]->nports;
+  for (uint32_t s = 0; s < t->nswitches; s++) want += fab_switch_nports(t->switches[s]);
   cr_assert_eq(c.ports, want, "foreach_port visited %zu ports of %zu", c.ports, want);
   return c.ports;
 }
@@ -153,15 +176,15 @@ Test(topology, single_switch_4_hosts) {
   cr_assert_eq(t->nhosts, 4);
   cr_assert_eq(t->nswitches, 1);
   FabSwitch *sw = t->switches[0];
-  cr_assert_eq(sw->nports, 4);
-  cr_assert_str_eq(sw->node.name, "switch0");
+  cr_assert_eq(fab_switch_nports(sw), 4);
+  cr_assert_str_eq(fab_switch_name(sw), "switch0");
   for (uint32_t h = 0; h < 4; h++) {
     cr_assert_eq(t->nics[h].id, h);
-    cr_assert_eq(t->nics[h].port.peer, &sw->ports[h], "host %u is on port %u", h, h);
-    cr_assert_eq(sw->ports[h].peer, &t->nics[h].port);
-    cr_assert_eq(sw->ports[h].owner, &sw->node);
+    cr_assert_eq(t->nics[h].port.peer, fab_switch_port_at(sw, h), "host %u is on port %u", h, h);
+    cr_assert_eq(fab_switch_port_at(sw, h)->peer, &t->nics[h].port);
+    cr_assert_eq(fab_switch_port_at(sw, h)->owner, fab_switch_node(sw));
     cr_assert_eq(t->nics[h].port.owner, &t->nics[h].node);
-    for (size_t i = 0; i < NHASH; i++) cr_assert_eq(fab_switch_next_hop(sw, h, hashes[i]), &sw->ports[h]);
+    for (size_t i = 0; i < NHASH; i++) cr_assert_eq(fab_switch_next_hop(sw, h, hashes[i]), fab_switch_port_at(sw, h));
   }
   cr_assert_null(fab_switch_next_hop(sw, 4, 0), "endpoint 4 does not exist");
   cr_assert_eq(check_links(t), 8);
@@ -179,10 +202,10 @@ Test(topology, link_rates_and_latency) {
     cr_assert_eq(t->nics[h].port.peer->latency, 500 * FAB_NS);
   }
   FabSwitch *leaf0 = t->switches[0];
-  cr_assert_eq(leaf0->ports[2].bps, 400000000000ULL, "leaf uplink");
-  cr_assert_eq(leaf0->ports[2].peer->bps, 400000000000ULL, "spine downlink");
-  cr_assert_eq(leaf0->ports[2].latency, 500 * FAB_NS);
-  cr_assert_eq(leaf0->ports[2].peer->latency, 500 * FAB_NS);
+  cr_assert_eq(fab_switch_port_at(leaf0, 2)->bps, 400000000000ULL, "leaf uplink");
+  cr_assert_eq(fab_switch_port_at(leaf0, 2)->peer->bps, 400000000000ULL, "spine downlink");
+  cr_assert_eq(fab_switch_port_at(leaf0, 2)->latency, 500 * FAB_NS);
+  cr_assert_eq(fab_switch_port_at(leaf0, 2)->peer->latency, 500 * FAB_NS);
   fab_topology_free(t);
 }
 
@@ -202,14 +225,17 @@ Test(topology, leaf_spine_structure) {
   const char *names[] = {"leaf0", "leaf1", "spine0", "spine1"};
   const uint32_t nports[] = {6, 6, 2, 2};
   for (uint32_t s = 0; s < 4; s++) {
-    cr_assert_str_eq(t->switches[s]->node.name, names[s]);
-    cr_assert_eq(t->switches[s]->nports, nports[s], "%s", names[s]);
-    cr_assert_eq(t->switches[s]->id, s);
+    cr_assert_str_eq(fab_switch_name(t->switches[s]), names[s]);
+    cr_assert_eq(fab_switch_nports(t->switches[s]), nports[s], "%s", names[s]);
+    /* the switch number: leaves have the up groups (2 spines) where it shows */
+    uint32_t groups = check_switch_number(t, s, s, 1);
+    if (s < 2) cr_assert_gt(groups, 0, "%s has ECMP groups", names[s]);
   }
   for (uint32_t l = 0; l < 2; l++) {
     FabSwitch *leaf = t->switches[l];
-    for (uint32_t i = 0; i < 4; i++) cr_assert_eq(leaf->ports[i].peer, &t->nics[l * 4 + i].port);
-    for (uint32_t j = 0; j < 2; j++) cr_assert_eq(leaf->ports[4 + j].peer, &t->switches[2 + j]->ports[l]);
+    for (uint32_t i = 0; i < 4; i++) cr_assert_eq(fab_switch_port_at(leaf, i)->peer, &t->nics[l * 4 + i].port);
+    for (uint32_t j = 0; j < 2; j++)
+      cr_assert_eq(fab_switch_port_at(leaf, 4 + j)->peer, fab_switch_port_at(t->switches[2 + j], l));
   }
   cr_assert_eq(check_links(t), 8 + 6 + 6 + 2 + 2);
   fab_topology_free(t);
@@ -227,8 +253,8 @@ Test(topology, leaf_spine_uneven_shape) {
   /* 3 leaves x 2 hosts, 3 spines (routing groups of 3) */
   FabTopology *t = leaf_spine(3, 2, 3, 4);
   cr_assert_eq(t->nswitches, 6);
-  cr_assert_eq(t->switches[0]->nports, 5);
-  cr_assert_eq(t->switches[3]->nports, 3);
+  cr_assert_eq(fab_switch_nports(t->switches[0]), 5);
+  cr_assert_eq(fab_switch_nports(t->switches[3]), 3);
   check_links(t);
   all_pairs(t, ls_links);
   fab_topology_free(t);
@@ -239,11 +265,11 @@ Test(topology, leaf_spine_routes) {
   FabTopology *t = leaf_spine(2, 4, 2, 1);
   FabSwitch *leaf0 = t->switches[0], *spine1 = t->switches[3];
   for (uint32_t h = 0; h < 1000; h++) {
-    cr_assert_eq(fab_switch_next_hop(leaf0, 2, h), &leaf0->ports[2], "local host: its own port");
+    cr_assert_eq(fab_switch_next_hop(leaf0, 2, h), fab_switch_port_at(leaf0, 2), "local host: its own port");
     FabPort *up = fab_switch_next_hop(leaf0, 6, h);
-    cr_assert(up == &leaf0->ports[4] || up == &leaf0->ports[5], "remote host: an uplink");
-    cr_assert_eq(fab_switch_next_hop(spine1, 6, h), &spine1->ports[1], "spine: the leaf of host 6");
-    cr_assert_eq(fab_switch_next_hop(spine1, 1, h), &spine1->ports[0]);
+    cr_assert(up == fab_switch_port_at(leaf0, 4) || up == fab_switch_port_at(leaf0, 5), "remote host: an uplink");
+    cr_assert_eq(fab_switch_next_hop(spine1, 6, h), fab_switch_port_at(spine1, 1), "spine: the leaf of host 6");
+    cr_assert_eq(fab_switch_next_hop(spine1, 1, h), fab_switch_port_at(spine1, 0));
   }
   fab_topology_free(t);
 }
@@ -286,12 +312,14 @@ Test(topology, fat_tree_k4) {
     if (s < 8) g_snprintf(want, sizeof want, "edge%u", s);
     else if (s < 16) g_snprintf(want, sizeof want, "agg%u", s - 8);
     else g_snprintf(want, sizeof want, "core%u", s - 16);
-    cr_assert_str_eq(t->switches[s]->node.name, want);
-    cr_assert_eq(t->switches[s]->nports, 4, "%s", want);
-    cr_assert_eq(t->switches[s]->id, s);
+    cr_assert_str_eq(fab_switch_name(t->switches[s]), want);
+    cr_assert_eq(fab_switch_nports(t->switches[s]), 4, "%s", want);
+    /* the switch number: edges and aggs have the up groups where it shows */
+    uint32_t groups = check_switch_number(t, s, s, 1);
+    if (s < 16) cr_assert_gt(groups, 0, "%s has ECMP groups", want);
   }
   /* host h on edge h/2, port h%2 */
-  for (uint32_t h = 0; h < 16; h++) cr_assert_eq(t->nics[h].port.peer, &t->switches[h / 2]->ports[h % 2]);
+  for (uint32_t h = 0; h < 16; h++) cr_assert_eq(t->nics[h].port.peer, fab_switch_port_at(t->switches[h / 2], h % 2));
   cr_assert_eq(check_links(t), 16 + 20 * 4);
   all_pairs(t, ft_links);
   fab_topology_free(t);
@@ -333,10 +361,10 @@ Test(topology, fat_tree_k4_oversubscribed) {
   FabTopology *t = fat_tree(4, 4, 1);
   cr_assert_eq(t->nhosts, 32);
   cr_assert_eq(t->nswitches, 20);
-  cr_assert_eq(t->switches[0]->nports, 6, "edge: 4 hosts + 2 aggs");
-  cr_assert_eq(t->switches[8]->nports, 4, "agg: 2 edges + 2 cores");
-  cr_assert_eq(t->switches[16]->nports, 4, "core: one per pod");
-  for (uint32_t h = 0; h < 32; h++) cr_assert_eq(t->nics[h].port.peer, &t->switches[h / 4]->ports[h % 4]);
+  cr_assert_eq(fab_switch_nports(t->switches[0]), 6, "edge: 4 hosts + 2 aggs");
+  cr_assert_eq(fab_switch_nports(t->switches[8]), 4, "agg: 2 edges + 2 cores");
+  cr_assert_eq(fab_switch_nports(t->switches[16]), 4, "core: one per pod");
+  for (uint32_t h = 0; h < 32; h++) cr_assert_eq(t->nics[h].port.peer, fab_switch_port_at(t->switches[h / 4], h % 4));
   cr_assert_eq(check_links(t), 32 + 8 * 6 + 8 * 4 + 4 * 4);
   all_pairs(t, ft_links);
   fab_topology_free(t);
@@ -430,9 +458,9 @@ Test(topology_cfg, leaf_spine_oversubscription_2_to_1) {
   /* and it builds: 4 leaves of 8 + 4 ports, 4 spines of 4 ports */
   FabTopology *t = fab_topology_build(&f);
   cr_assert_eq(t->nswitches, 8);
-  cr_assert_eq(t->switches[0]->nports, 12);
-  cr_assert_eq(t->switches[7]->nports, 4);
-  cr_assert_str_eq(t->switches[7]->node.name, "spine3");
+  cr_assert_eq(fab_switch_nports(t->switches[0]), 12);
+  cr_assert_eq(fab_switch_nports(t->switches[7]), 4);
+  cr_assert_str_eq(fab_switch_name(t->switches[7]), "spine3");
   check_links(t);
   for (uint32_t s = 0; s < 32; s += 5)
     for (uint32_t d = 0; d < 32; d += 3)
@@ -623,7 +651,7 @@ Test(topology_cfg, error_buffer_below_one_packet) {
 #include <glib/gstdio.h>
 #include <unistd.h>
 #include "topologies/presets.h"
-#include "sim/json.h"
+#include "tools/libfabsim/json.h"
 #include "testscen.h"
 
 

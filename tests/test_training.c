@@ -38,8 +38,13 @@ static Gen gen_with(const char *yaml, uint32_t n, double flops, double eff) {
   FabJobDef j = {.name = "train", .kind = "training", .nranks = n, .ranks = g_new(uint32_t, n)};
   for (uint32_t i = 0; i < n; i++) j.ranks[i] = EP(i);
   uint16_t job = fab_dag_job(g.d, &j);
-  g.ok = fab_training_read(wl, g.d, &env, g_array_index(g.d->jobs, FabJobDef, job).ranks, n, job, 7000, flops, eff,
-                           &g.err);
+  /* the job's keys as the workload reader applies them; the caller's start is 7000 ps */
+  FabTrainIn in = {0};
+  g.ok = fab_cfg_apply(wl, NULL, fab_training_schema, &in, &g.err);
+  in.job.start = 7000;
+  if (g.ok)
+    g.ok = fab_training_build(&in, wl, g.d, &env, g_array_index(g.d->jobs, FabJobDef, job).ranks, n, job, flops, eff,
+                              &g.err);
   return g;
 }
 

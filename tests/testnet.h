@@ -12,6 +12,9 @@
 #include "models/switch.h"
 #include "sim/engine.h"
 
+/* An engine whose pool holds packets. */
+static inline FabEngine *testnet_engine(uint64_t seed) { return fab_engine_new(seed, sizeof(FabPkt)); }
+
 static inline FabNicCfg testnet_nic_cfg(uint64_t bps, uint32_t mtu, FabTransportKind tr) {
   FabNicCfg c = {0};
   c.bps = bps;
@@ -79,7 +82,7 @@ static void tap_receive(FabEngine *eng, FabNode *self, FabPkt *p, FabPort *in) {
   if (t->drop && t->drop(t, p)) {
     t->dropped++;
     t->port[in->index ^ 1].drops++;
-    fab_pkt_free(eng->pool, p);
+    fab_pkt_free(eng, p);
     return;
   }
   p->ready = eng->now;
@@ -88,7 +91,7 @@ static void tap_receive(FabEngine *eng, FabNode *self, FabPkt *p, FabPort *in) {
 
 static inline void testnet_tap(Tap *t, uint64_t bps, fab_time_t latency, uint32_t nprio) {
   memset(t, 0, sizeof *t);
-  t->node.ops = &tap_ops;
+  fab_elem_init(&t->node.el, &tap_ops);
   t->node.receive = tap_receive;
   g_strlcpy(t->node.name, "tap", sizeof t->node.name);
   fab_port_init(&t->port[0], &t->node, 0, bps, latency, nprio);

@@ -10,30 +10,23 @@
 #include <glib.h>
 #include <glib/gstdio.h>
 #include <unistd.h>
-#include "tools/scenario.h"
+#include "tools/libfabsim/driver.h"
+#include "tools/libfabsim/scenario.h"
 
 static inline FabScenario *testscen_load(const char *yaml, const char *const *sets) {
   GError *err = NULL;
-  char *path = NULL;
-  int fd = g_file_open_tmp("fabsim-test-XXXXXX.yaml", &path, &err);
-  cr_assert_geq(fd, 0);
-  close(fd);
-  cr_assert(g_file_set_contents(path, yaml, -1, NULL));
-  FabScenario *sc = fab_scenario_load(path, sets, &err);
+  FabScenario *sc = fab_scenario_load_string(yaml, "test.yaml", NULL, sets, &err);
   cr_assert_not_null(sc, "%s", err ? err->message : "?");
-  g_unlink(path);
-  g_free(path);
   return sc;
 }
 
 static inline void testscen_run(FabScenario *sc, FabResults *res) {
   FabRunOpts o = {0};
-  int rc = fab_scenario_run(sc, &o, res);
+  int rc = fab_run(sc, &o, res);
   cr_assert_eq(rc, 0, "run failed: %s", res->failure ? res->failure : "?");
 }
 
 static inline void testscen_done(FabScenario *sc, FabResults *res) {
-  g_free((char *)res->failure);
   fab_results_clear(res);
   fab_scenario_free(sc);
 }

@@ -8,14 +8,19 @@
 
 #include <glib.h>
 #include <stdint.h>
+#include "args.h"
 
-/* fabsim sweep SCENARIO --set KEY=V1,V2,... [--set ...] [--out DIR] [--jobs N] (tools/sweep.c) */
-int fab_cmd_sweep(int argc, char **argv, const char *self);
+/* fabsim sweep SCENARIO --set KEY=V1,V2,... [--set ...] [--out DIR] [--jobs N] (tools/sweep.c); it runs
+** its points as children of the program g_get_prgname() names (main sets it from argv[0]) */
+extern const FabCmd fab_sweep_cmd;
+int fab_cmd_sweep(int argc, char **argv);
 
 /* fabsim plot RESULT.h5 [--out DIR] (tools/plot.c) */
+extern const FabCmd fab_plot_cmd;
 int fab_cmd_plot(int argc, char **argv);
 
 /* fabsim compare SCENARIO MEASURED.log [--out DIR] [--set KEY=VALUE]... [--op OP] [--json] (tools/compare.c) */
+extern const FabCmd fab_compare_cmd;
 int fab_cmd_compare(int argc, char **argv);
 
 /* ---- drawing, shared by plot and compare (tools/plot.c) ---------------- */

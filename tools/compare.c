@@ -5,7 +5,7 @@
 ** loaded with those forced onto an nccl-tests workload (the user's --set
 ** first, so they can tune it but not change what is compared), run in this
 ** process, and its table matched with the log's size by size. See cmds.h
-** and tools/nccltests.h. */
+** and tools/libfabsim/nccltests.h. */
 #include <errno.h>
 #include <glib.h>
 #include <glib/gstdio.h>
@@ -14,42 +14,39 @@
 #include <string.h>
 #include <unistd.h>
 #include "cmds.h"
-#include "sim/json.h"
-#include "tools/nccltests.h"
-#include "tools/scenario.h"
+#include "tools/libfabsim/driver.h"
+#include "tools/libfabsim/json.h"
+#include "tools/libfabsim/nccltests.h"
+#include "tools/libfabsim/scenario.h"
 
-static const char usage[] =
-  "usage: fabsim compare SCENARIO MEASURED.log [--out DIR] [--set KEY=VALUE]... [--op OP] [--json]\n"
-  "\n"
+enum { CMP_OUT, CMP_OP, CMP_JSON, CMP_NO_PROGRESS };
+
+static const FabOpt compare_opts[] = {
+  {"--out", 0, FAB_OPT_VALUE, CMP_OUT, "DIR", "a directory", 0, 0,
+   "also write DIR/compare.csv and, with gnuplot, DIR/compare.png/.svg"},
+  {"--set", 0, FAB_OPT_SET, 0, "KEY=VALUE", "KEY=VALUE", 0, 0, "override a scenario key, e.g. --set workload.algorithm=ring"},
+  {"--op", 0, FAB_OPT_VALUE, CMP_OP, "OP", "an op", 0, 0,
+   "the op, for a log that does not name its test (allreduce, allgather, ...)"},
+  {"--json", 0, FAB_OPT_FLAG, CMP_JSON, NULL, NULL, 0, 0, "print the comparison as one JSON object on stdout"},
+  {"--no-progress", 0, FAB_OPT_FLAG, CMP_NO_PROGRESS, NULL, NULL, 0, 0,
+   "no progress line on stderr (it is shown only on a terminal)"},
+  {NULL},
+};
+
+const FabCmd fab_compare_cmd = {
+  "compare", "a measured nccl-tests log against the same sweep simulated", "SCENARIO MEASURED.log", 2, 2,
+  "needs a SCENARIO and a MEASURED.log (nccl-tests output)", "a SCENARIO and a MEASURED.log",
   "Compare a measured nccl-tests run (the output of all_reduce_perf, all_gather_perf,\n"
   "reduce_scatter_perf, broadcast_perf, reduce_perf, alltoall_perf or sendrecv_perf)\n"
   "with the same sweep simulated on SCENARIO: the op, the sizes, the type and the root\n"
   "come from the log (workload.kind=nccl-tests, workload.op, workload.sizes,\n"
   "workload.dtype are set after your --set). Prints the two tables side by side with\n"
-  "the error per size, (simulated - measured) / measured, and the mean and max |error|.\n"
-  "\n"
-  "  --out DIR          also write DIR/compare.csv and, with gnuplot, DIR/compare.png/.svg\n"
-  "  --set KEY=VALUE    override a scenario key, e.g. --set workload.algorithm=ring\n"
-  "  --op OP            the op, for a log that does not name its test (allreduce,\n"
-  "                     allgather, reduce-scatter, broadcast, reduce, all-to-all, send-recv)\n"
-  "  --json             print the comparison as one JSON object on stdout\n"
-  "  --no-progress      no progress line on stderr (it is shown only on a terminal)\n"
-  "\n"
+  "the error per size, (simulated - measured) / measured, and the mean and max |error|.",
+  compare_opts,
   "The measured values are the out-of-place ones. A log from another number of ranks\n"
   "than the scenario's is compared anyway, with a warning.\n"
-  "exit status: 0 compared, 1 the simulation failed, 2 bad input or usage\n";
-
-static int usage_error(const char *fmt, ...) G_GNUC_PRINTF(1, 2);
-static int usage_error(const char *fmt, ...) {
-  va_list ap;
-  va_start(ap, fmt);
-  fputs("fabsim: compare: ", stderr);
-  vfprintf(stderr, fmt, ap);
-  fputs("\n\n", stderr);
-  fputs(usage, stderr);
-  va_end(ap);
-  return 2;
-}
+  "exit status: 0 compared, 1 the simulation failed, 2 bad input or usage\n",
+};
 
 /* `n` in YAML flow style (plain scalars where that is safe, else quoted). */
 static void yaml_flow(GString *s, const FabCfgNode *n) {
@@ -275,85 +272,36 @@ static gboolean write_plot(const char *gp_bin, const FabNcclTestsCmp *c, const F
   return ok;
 }
 
-int fab_cmd_compare(int argc, char **argv) {
-  const char *scen = NULL, *log = NULL, *out = NULL, *op_opt = NULL;
-  gboolean json = FALSE, no_progress = FALSE;
-  int rc = 2;
-  GPtrArray *sets = g_ptr_array_new_with_free_func(g_free), *tables = NULL;
-  FabNcclTestsTable *meas = NULL;
-  FabNcclTestsCmp *cmp = NULL;
-  FabScenario *sc = NULL;
-  FabResults res = {0};
+/* The measured table of `log` (its op from --op when the log does not say);
+** NULL after printing why. */
+static FabNcclTestsTable *measured(const char *log, const char *op_opt) {
   GError *err = NULL;
-  for (int i = 0; i < argc; i++) {
-    const char *s = argv[i], *val = NULL;
-    if (!strcmp(s, "-h") || !strcmp(s, "--help")) {
-      fputs(usage, stdout);
-      rc = 0;
-      goto out_args;
-    } else if (!strcmp(s, "--set") || !strncmp(s, "--set=", 6)) {
-      val = s[5] == '=' ? s + 6 : i + 1 < argc ? argv[++i] : NULL;
-      if (!val || !strchr(val, '=')) {
-        rc = usage_error("--set needs KEY=VALUE");
-        goto out_args;
-      }
-      g_ptr_array_add(sets, g_strdup(val));
-    } else if (!strcmp(s, "--out") || !strncmp(s, "--out=", 6)) {
-      out = s[5] == '=' ? s + 6 : i + 1 < argc ? argv[++i] : NULL;
-      if (!out || !*out) {
-        rc = usage_error("--out needs a directory");
-        goto out_args;
-      }
-    } else if (!strcmp(s, "--op") || !strncmp(s, "--op=", 5)) {
-      op_opt = s[4] == '=' ? s + 5 : i + 1 < argc ? argv[++i] : NULL;
-      if (!op_opt || !fab_nccltests_binary(op_opt)) {
-        rc = usage_error("--op %s: expected allreduce, allgather, reduce-scatter, broadcast, reduce, all-to-all or "
-                         "send-recv", op_opt ? op_opt : "(nothing)");
-        goto out_args;
-      }
-    } else if (!strcmp(s, "--json")) {
-      json = TRUE;
-    } else if (!strcmp(s, "--no-progress")) {
-      no_progress = TRUE;
-    } else if (s[0] == '-' && s[1]) {
-      rc = usage_error("unknown option '%s'", s);
-      goto out_args;
-    } else if (!scen) {
-      scen = s;
-    } else if (!log) {
-      log = s;
-    } else {
-      rc = usage_error("more than a SCENARIO and a MEASURED.log given ('%s')", s);
-      goto out_args;
-    }
-  }
-  if (!scen || !log) {
-    rc = usage_error("needs a SCENARIO and a MEASURED.log (nccl-tests output)");
-    goto out_args;
-  }
-
-  /* the measured table */
-  meas = fab_nccltests_parse_file(log, &err);
+  FabNcclTestsTable *meas = fab_nccltests_parse_file(log, &err);
   if (!meas) {
     fprintf(stderr, "fabsim: compare: %s\n", err->message);
     g_error_free(err);
-    goto out_args;
+    return NULL;
   }
   if (op_opt && meas->op && strcmp(op_opt, meas->op)) {
     fprintf(stderr, "fabsim: compare: --op %s, but %s is the output of %s (%s)\n", op_opt, log, meas->binary, meas->op);
-    goto out_args;
-  }
-  if (!meas->op) {
-    if (!op_opt) {
-      fprintf(stderr, "fabsim: compare: %s: cannot tell which test this is: no all_reduce_perf (all_gather_perf, ...) "
-              "command line and no '# Collective test starting:' line; say it with --op\n", log);
-      goto out_args;
+  } else if (!meas->op && !op_opt) {
+    fprintf(stderr, "fabsim: compare: %s: cannot tell which test this is: no all_reduce_perf (all_gather_perf, ...) "
+            "command line and no '# Collective test starting:' line; say it with --op\n", log);
+  } else {
+    if (!meas->op) {
+      meas->op = op_opt;
+      meas->binary = fab_nccltests_binary(op_opt);
     }
-    meas->op = op_opt;
-    meas->binary = fab_nccltests_binary(op_opt);
+    return meas;
   }
+  fab_nccltests_table_free(meas);
+  return NULL;
+}
 
-  /* the sets: the user's, then what the log fixes */
+/* The overrides that make the scenario the log's sweep: the user's, then
+** what the log fixes (op, sizes, type, root). FALSE after printing why. */
+static gboolean log_sets(const FabNcclTestsTable *meas, const char *scen, const char *log, gboolean json,
+                         GPtrArray *sets) {
   GString *sizes = g_string_new("[");
   guint nsizes = 0;
   for (guint i = 0; i < meas->rows->len; i++) {
@@ -367,10 +315,11 @@ int fab_cmd_compare(int argc, char **argv) {
   if (!nsizes) {
     fprintf(stderr, "fabsim: compare: %s: every row has size 0: nothing to simulate\n", log);
     g_string_free(sizes, TRUE);
-    goto out_args;
+    return FALSE;
   }
   char *root = meas->root >= 0 && (!strcmp(meas->op, "broadcast") || !strcmp(meas->op, "reduce"))
                    ? g_strdup_printf(", root: %d", meas->root) : g_strdup("");
+  g_ptr_array_remove_index(sets, sets->len - 1); /* the NULL at the end */
   char *rest = NULL, *kind = scenario_workload(scen, sets, &rest);
   if (kind && (strcmp(kind, "nccl-tests") || rest)) { /* replace the workload whole */
     if (strcmp(kind, "nccl-tests") && !json)
@@ -385,24 +334,66 @@ int fab_cmd_compare(int argc, char **argv) {
     g_ptr_array_add(sets, g_strdup_printf("workload.sizes=%s", sizes->str));
     if (*root) g_ptr_array_add(sets, g_strdup_printf("workload.root=%d", meas->root));
   }
+  g_ptr_array_add(sets, NULL);
   g_free(rest);
   g_free(kind);
   g_free(root);
   g_string_free(sizes, TRUE);
-  g_ptr_array_add(sets, NULL);
+  return TRUE;
+}
 
-  sc = fab_scenario_load(scen, (const char *const *)sets->pdata, &err);
-  if (!sc) {
-    fprintf(stderr, "fabsim: compare: %s\n", err->message);
-    g_error_free(err);
-    goto out_args;
+/* The comparison on stdout, as text or JSON. */
+static void print_cmp(const FabNcclTestsTable *meas, const FabNcclTestsTable *sim, const FabNcclTestsCmp *cmp,
+                      const char *log, const char *scen, const FabScenario *sc, gboolean json) {
+  if (json) {
+    char *js = to_json(meas, sim, cmp, log, sc);
+    fputs(js, stdout);
+    g_free(js);
+    return;
   }
+  printf("fabsim compare: %s (%s, %s) of %s against %s\n", meas->binary, meas->type,
+         meas->rows->len ? g_array_index(meas->rows, FabNcclTestsRow, 0).redop : "?", log, scen);
+  if (meas->ranks) printf("  measured   %u ranks", meas->ranks);
+  else printf("  measured   ranks not given");
+  printf(" (out-of-place)\n  simulated  %u ranks: %s, %s\n", sim->ranks, sc->name, sc->topology);
+  char *tab = fab_nccltests_cmp_format(cmp);
+  fputs(tab, stdout);
+  g_free(tab);
+}
 
-  /* the simulation */
-  FabRunOpts opts = {.progress = !no_progress && !json && isatty(STDERR_FILENO)};
-  rc = fab_scenario_run(sc, &opts, &res);
+/* --out DIR: the CSV and, with gnuplot, the plot. The exit status so far, updated. */
+static int write_out(const char *out, const FabNcclTestsCmp *cmp, const FabNcclTestsTable *meas,
+                     const FabNcclTestsTable *sim, gboolean json, int rc) {
+  GString *why = g_string_new(NULL);
+  char *gp_bin = g_find_program_in_path("gnuplot");
+  if (g_mkdir_with_parents(out, 0755) != 0) {
+    g_string_printf(why, "cannot create %s: %s", out, g_strerror(errno));
+  } else if (write_csv(cmp, out, why)) {
+    if (!json) printf("  wrote      %s/compare.csv\n", out);
+    if (!gp_bin)
+      fprintf(stderr, "fabsim: compare: gnuplot is not on the PATH: no %s/compare.png (Debian: apt-get install "
+              "gnuplot-nox)\n", out);
+    else if (write_plot(gp_bin, cmp, meas, sim, out, why) && !json)
+      printf("  plotted    %s/compare.png, %s/compare.svg\n", out, out);
+  }
+  if (why->len) {
+    fprintf(stderr, "fabsim: compare: %s\n", why->str);
+    if (rc == 0) rc = g_str_has_prefix(why->str, "cannot") ? 2 : 1;
+  }
+  g_free(gp_bin);
+  g_string_free(why, TRUE);
+  return rc;
+}
+
+/* Simulate the log's sweep on the scenario and compare; the exit status. */
+static int simulate(const FabArgs *a, const FabNcclTestsTable *meas, FabScenario *sc) {
+  const char *scen = fab_args_pos(a, 0), *log = fab_args_pos(a, 1);
+  gboolean json = a->flag[CMP_JSON];
+  FabRunOpts opts = {.progress = !a->flag[CMP_NO_PROGRESS] && !json && isatty(STDERR_FILENO)};
+  FabResults res;
+  int rc = fab_run(sc, &opts, &res);
   if (res.failure) fprintf(stderr, "fabsim: compare: the simulation failed: %s\n", res.failure);
-  tables = fab_nccltests_from_results(&res, meas->type);
+  GPtrArray *tables = fab_nccltests_from_results(&res, meas->type);
   const FabNcclTestsTable *sim = NULL;
   for (guint i = 0; i < tables->len && !sim; i++)
     if (!g_strcmp0(((FabNcclTestsTable *)tables->pdata[i])->op, meas->op)) sim = tables->pdata[i];
@@ -410,56 +401,45 @@ int fab_cmd_compare(int argc, char **argv) {
     fprintf(stderr, "fabsim: compare: the simulation of %s produced no %s collectives tagged nccl-tests\n", scen,
             meas->op);
     rc = 1;
-    goto done;
-  }
-  if (meas->ranks && sim->ranks != meas->ranks)
-    fprintf(stderr, "fabsim: compare: warning: %s ran on %u ranks, %s simulates %u: the times are not like for like "
-            "(set cluster.nodes / workload.ranks to match)\n", log, meas->ranks, scen, sim->ranks);
-  cmp = fab_nccltests_compare(meas, sim);
-
-  /* the report */
-  if (json) {
-    char *js = to_json(meas, sim, cmp, log, sc);
-    fputs(js, stdout);
-    g_free(js);
   } else {
-    printf("fabsim compare: %s (%s, %s) of %s against %s\n", meas->binary, meas->type,
-           meas->rows->len ? g_array_index(meas->rows, FabNcclTestsRow, 0).redop : "?", log, scen);
-    if (meas->ranks) printf("  measured   %u ranks", meas->ranks);
-    else printf("  measured   ranks not given");
-    printf(" (out-of-place)\n  simulated  %u ranks: %s, %s\n", sim->ranks, sc->name, sc->topology);
-    char *tab = fab_nccltests_cmp_format(cmp);
-    fputs(tab, stdout);
-    g_free(tab);
+    if (meas->ranks && sim->ranks != meas->ranks)
+      fprintf(stderr, "fabsim: compare: warning: %s ran on %u ranks, %s simulates %u: the times are not like for "
+              "like (set cluster.nodes / workload.ranks to match)\n", log, meas->ranks, scen, sim->ranks);
+    FabNcclTestsCmp *cmp = fab_nccltests_compare(meas, sim);
+    print_cmp(meas, sim, cmp, log, scen, sc, json);
+    if (a->value[CMP_OUT]) rc = write_out(a->value[CMP_OUT], cmp, meas, sim, json, rc);
+    fab_nccltests_cmp_free(cmp);
   }
-  if (out) {
-    GString *why = g_string_new(NULL);
-    char *gp_bin = g_find_program_in_path("gnuplot");
-    if (g_mkdir_with_parents(out, 0755) != 0) {
-      g_string_printf(why, "cannot create %s: %s", out, g_strerror(errno));
-    } else if (write_csv(cmp, out, why)) {
-      if (!json) printf("  wrote      %s/compare.csv\n", out);
-      if (!gp_bin)
-        fprintf(stderr, "fabsim: compare: gnuplot is not on the PATH: no %s/compare.png (Debian: apt-get install "
-                "gnuplot-nox)\n", out);
-      else if (write_plot(gp_bin, cmp, meas, sim, out, why) && !json)
-        printf("  plotted    %s/compare.png, %s/compare.svg\n", out, out);
-    }
-    if (why->len) {
-      fprintf(stderr, "fabsim: compare: %s\n", why->str);
-      if (rc == 0) rc = g_str_has_prefix(why->str, "cannot") ? 2 : 1;
-    }
-    g_free(gp_bin);
-    g_string_free(why, TRUE);
-  }
-done:
-  fab_nccltests_cmp_free(cmp);
-  if (tables) g_ptr_array_free(tables, TRUE);
-  g_free((char *)res.failure);
+  g_ptr_array_free(tables, TRUE);
   fab_results_clear(&res);
-  fab_scenario_free(sc);
-out_args:
+  return rc;
+}
+
+int fab_cmd_compare(int argc, char **argv) {
+  FabArgs a;
+  int rc = fab_args_parse(&fab_compare_cmd, argc, argv, &a);
+  if (rc >= 0) goto out;
+  const char *op = a.value[CMP_OP];
+  if (op && !fab_nccltests_binary(op)) {
+    rc = fab_args_error(&fab_compare_cmd, "--op %s: expected allreduce, allgather, reduce-scatter, broadcast, reduce, "
+                        "all-to-all or send-recv", op);
+    goto out;
+  }
+  rc = EXIT_USAGE;
+  FabNcclTestsTable *meas = measured(fab_args_pos(&a, 1), op);
+  if (meas && log_sets(meas, fab_args_pos(&a, 0), fab_args_pos(&a, 1), a.flag[CMP_JSON], a.sets)) {
+    GError *err = NULL;
+    FabScenario *sc = fab_scenario_load(fab_args_pos(&a, 0), fab_args_sets(&a), &err);
+    if (!sc) {
+      fprintf(stderr, "fabsim: compare: %s\n", err->message);
+      g_error_free(err);
+    } else {
+      rc = simulate(&a, meas, sc);
+      fab_scenario_free(sc);
+    }
+  }
   fab_nccltests_table_free(meas);
-  g_ptr_array_free(sets, TRUE);
+out:
+  fab_args_clear(&a);
   return rc;
 }

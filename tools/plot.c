@@ -24,25 +24,34 @@
 #include <stdio.h>
 #include <string.h>
 #include "cmds.h"
-#include "sim/results.h"
-#include "tools/nccltests.h"
+#include "tools/libfabsim/h5table.h"
+#include "tools/libfabsim/nccltests.h"
+#include "tools/libfabsim/results.h"
 
-static const char usage[] =
-  "usage: fabsim plot RESULT.h5 [--out DIR]\n"
-  "\n"
+enum { PLOT_OUT };
+
+static const FabOpt plot_opts[] = {
+  {"--out", 0, FAB_OPT_VALUE, PLOT_OUT, "DIR", "a directory", 0, 0, "where to draw (default: RESULT-plots)"},
+  {NULL},
+};
+
+const FabCmd fab_plot_cmd = {
+  "plot", "draw a run's or a sweep's results with gnuplot", "RESULT.h5", 1, 1, "plot needs a RESULT.h5 file", "file",
   "Draw a run's HDF5 results with gnuplot, as PNG and SVG in DIR (default:\n"
   "RESULT-plots next to the file): queue depth over time of the busiest switch\n"
   "ports (queues.*), a link utilisation heatmap (links.*), for nccl-tests runs\n"
   "the bus bandwidth against message size (busbw.*), and for collective and\n"
   "training runs a per-rank timeline of compute and communication (timeline.*).\n"
-  "For a sweep's sweep.h5: metrics against the swept values (sweep-*.*).\n";
+  "For a sweep's sweep.h5: metrics against the swept values (sweep-*.*).",
+  plot_opts, NULL,
+};
 
 typedef struct Series {
   hsize_t ns, np, nl;          /* samples, sampled ports, links */
   uint64_t *t;                 /* ps, ns */
-  char (*port)[FAB_NAME_LEN];  /* np */
+  char (*port)[FAB_FIELD_NAME_LEN];  /* np */
   uint32_t *depth;             /* ns x np */
-  char (*from)[FAB_NAME_LEN];  /* nl */
+  char (*from)[FAB_FIELD_NAME_LEN];  /* nl */
   uint64_t *bps;               /* nl */
   uint64_t *link_bytes;        /* ns x nl, cumulative; NULL if absent */
 } Series;
@@ -89,10 +98,9 @@ static gboolean load(const char *path, Series *s, GString *why) {
   }
   gboolean ok = FALSE;
   hid_t str = H5Tcopy(H5T_C_S1);
-  H5Tset_size(str, FAB_NAME_LEN);
-  hid_t lt = H5Tcreate(H5T_COMPOUND, FAB_NAME_LEN + 8);
-  H5Tinsert(lt, "from", 0, str);
-  H5Tinsert(lt, "bps", FAB_NAME_LEN, H5T_NATIVE_UINT64);
+  H5Tset_size(str, FAB_FIELD_NAME_LEN);
+  FabH5Layout ll;
+  gboolean have_layout = fab_h5_layout(&ll, &fab_link_table);
   hssize_t ns = count(f, "/queues/time_ps"), np = count(f, "/queues/port"), nl = count(f, "/links");
   if (ns <= 0 || np <= 0 || nl <= 0) {
     g_string_printf(why, "%s has no queue time series: run the scenario with output.hdf5 (or --hdf5) to sample "
@@ -101,21 +109,23 @@ static gboolean load(const char *path, Series *s, GString *why) {
   }
   s->ns = (hsize_t)ns, s->np = (hsize_t)np, s->nl = (hsize_t)nl;
   s->t = g_new(uint64_t, s->ns);
-  s->port = g_malloc0(s->np * FAB_NAME_LEN);
+  s->port = g_malloc0(s->np * FAB_FIELD_NAME_LEN);
   s->depth = g_new(uint32_t, s->ns * s->np);
-  s->from = g_malloc0(s->nl * FAB_NAME_LEN);
+  s->from = g_malloc0(s->nl * FAB_FIELD_NAME_LEN);
   s->bps = g_new(uint64_t, s->nl);
-  struct { char from[FAB_NAME_LEN]; uint64_t bps; } *rows = g_malloc0(s->nl * (FAB_NAME_LEN + 8));
+  size_t nrows = 0;
+  gboolean bad = FALSE;
+  GStringChunk *strs = g_string_chunk_new(256);
+  FabLinkRec *rows = have_layout ? fab_h5_read_records(f, "/links", &ll, strs, &nrows, &bad) : NULL;
   ok = read_all(f, "/queues/time_ps", H5T_NATIVE_UINT64, s->ns, s->t) &&
        read_all(f, "/queues/port", str, s->np, s->port) &&
-       read_all(f, "/queues/depth", H5T_NATIVE_UINT32, s->ns * s->np, s->depth) &&
-       read_all(f, "/links", lt, s->nl, rows);
+       read_all(f, "/queues/depth", H5T_NATIVE_UINT32, s->ns * s->np, s->depth) && nrows == s->nl;
   for (hsize_t i = 0; ok && i < s->nl; i++) {
-    memcpy(s->from[i], rows[i].from, FAB_NAME_LEN);
-    s->from[i][FAB_NAME_LEN - 1] = 0;
+    memcpy(s->from[i], rows[i].from, FAB_FIELD_NAME_LEN);
     s->bps[i] = rows[i].bps;
   }
   g_free(rows);
+  g_string_chunk_free(strs);
   if (ok) {
     s->link_bytes = g_new(uint64_t, s->ns * s->nl);
     if (!read_all(f, "/queues/link_bytes", H5T_NATIVE_UINT64, s->ns * s->nl, s->link_bytes)) g_clear_pointer(&s->link_bytes, g_free);
@@ -123,7 +133,7 @@ static gboolean load(const char *path, Series *s, GString *why) {
     g_string_printf(why, "%s: cannot read its /queues and /links datasets", path);
   }
 out:
-  H5Tclose(lt);
+  if (have_layout) fab_h5_layout_free(&ll);
   H5Tclose(str);
   H5Fclose(f);
   return ok;
@@ -425,111 +435,47 @@ static gboolean sweep_plots(const char *gp_bin, const Sweep *w, const char *dir,
 
 /* ---- collectives and the per-rank timeline -------------------------------- */
 
-#define STR_MEM 65 /* the file's strings are up to 64 bytes, null-padded: one more for the NUL */
-
-typedef struct CollRow {
-  char op[STR_MEM], algorithm[STR_MEM], protocol[STR_MEM], tag[STR_MEM];
-  uint64_t bytes, count;
-  uint32_t dtype_bytes, ranks, channels, job, step;
-  int32_t root;
-  double start_s, end_s;
-} CollRow;
-
-typedef struct SpanRow {
-  uint32_t rank, job, step;
-  uint8_t kind, phase;  /* kind 0 compute, 1 collective, 2 p2p; phase 0 forward, 1 backward, 2 optimizer, 3 compute */
-  int32_t coll;
-  double start_s, end_s;
-} SpanRow;
-
 typedef struct Events {
-  hsize_t ncolls, nspans;
-  CollRow *colls;
-  SpanRow *spans;
+  size_t ncolls, nspans;
+  FabCollRec *colls;        /* /collectives, as the field table describes it */
+  FabSpanRec *spans;        /* /timeline */
+  GStringChunk *strs;       /* their strings */
 } Events;
 
 static void events_free(Events *ev) {
   g_free(ev->colls);
   g_free(ev->spans);
+  if (ev->strs) g_string_chunk_free(ev->strs);
 }
 
-/* Read the whole compound dataset `name` into rows of memory type `mt`
-** (HDF5 matches the members by name); NULL if it is absent or empty. A
-** dataset that exists but cannot be read (a member missing) is reported on
-** stderr and skipped. */
-static void *read_table(hid_t f, const char *file, const char *name, hid_t mt, size_t row, hsize_t *n) {
+/* Table t's rows of the file, or NULL (a table of another layout is reported and skipped). */
+static void *read_rows(hid_t f, const char *file, const FabFieldTable *t, GStringChunk *strs, size_t *n) {
+  FabH5Layout l;
   *n = 0;
-  hssize_t k = count(f, name);
-  if (k <= 0) return NULL;
-  hid_t d = H5Dopen2(f, name, H5P_DEFAULT);
-  void *buf = g_malloc0((size_t)k * row);
-  if (H5Dread(d, mt, H5S_ALL, H5S_ALL, H5P_DEFAULT, buf) < 0) {
-    fprintf(stderr, "fabsim: plot: %s: cannot read %s (not the layout this fabsim writes): skipped\n", file, name);
-    g_clear_pointer(&buf, g_free);
-  } else {
-    *n = (hsize_t)k;
-  }
-  H5Dclose(d);
-  return buf;
+  if (!fab_h5_layout(&l, t)) return NULL;
+  gboolean bad = FALSE;
+  char *name = g_strdup_printf("/%s", t->name);
+  void *rows = fab_h5_read_records(f, name, &l, strs, n, &bad);
+  if (bad) fprintf(stderr, "fabsim: plot: %s: cannot read %s (not the layout this fabsim writes): skipped\n", file, name);
+  g_free(name);
+  fab_h5_layout_free(&l);
+  return rows;
 }
 
 static void load_events(const char *path, Events *ev) {
   H5Eset_auto2(H5E_DEFAULT, NULL, NULL);
   hid_t f = H5Fopen(path, H5F_ACC_RDONLY, H5P_DEFAULT);
   if (f < 0) return;
-  hid_t str = H5Tcopy(H5T_C_S1);
-  H5Tset_size(str, STR_MEM);
-  H5Tset_strpad(str, H5T_STR_NULLTERM);
-  hid_t ct = H5Tcreate(H5T_COMPOUND, sizeof(CollRow));
-  H5Tinsert(ct, "op", HOFFSET(CollRow, op), str);
-  H5Tinsert(ct, "algorithm", HOFFSET(CollRow, algorithm), str);
-  H5Tinsert(ct, "protocol", HOFFSET(CollRow, protocol), str);
-  H5Tinsert(ct, "tag", HOFFSET(CollRow, tag), str);
-  H5Tinsert(ct, "bytes", HOFFSET(CollRow, bytes), H5T_NATIVE_UINT64);
-  H5Tinsert(ct, "count", HOFFSET(CollRow, count), H5T_NATIVE_UINT64);
-  H5Tinsert(ct, "dtype_bytes", HOFFSET(CollRow, dtype_bytes), H5T_NATIVE_UINT32);
-  H5Tinsert(ct, "ranks", HOFFSET(CollRow, ranks), H5T_NATIVE_UINT32);
-  H5Tinsert(ct, "root", HOFFSET(CollRow, root), H5T_NATIVE_INT32);
-  H5Tinsert(ct, "channels", HOFFSET(CollRow, channels), H5T_NATIVE_UINT32);
-  H5Tinsert(ct, "job", HOFFSET(CollRow, job), H5T_NATIVE_UINT32);
-  H5Tinsert(ct, "step", HOFFSET(CollRow, step), H5T_NATIVE_UINT32);
-  H5Tinsert(ct, "start_s", HOFFSET(CollRow, start_s), H5T_NATIVE_DOUBLE);
-  H5Tinsert(ct, "end_s", HOFFSET(CollRow, end_s), H5T_NATIVE_DOUBLE);
-  hid_t st = H5Tcreate(H5T_COMPOUND, sizeof(SpanRow));
-  H5Tinsert(st, "rank", HOFFSET(SpanRow, rank), H5T_NATIVE_UINT32);
-  H5Tinsert(st, "job", HOFFSET(SpanRow, job), H5T_NATIVE_UINT32);
-  H5Tinsert(st, "kind", HOFFSET(SpanRow, kind), H5T_NATIVE_UINT8);
-  H5Tinsert(st, "phase", HOFFSET(SpanRow, phase), H5T_NATIVE_UINT8);
-  H5Tinsert(st, "coll", HOFFSET(SpanRow, coll), H5T_NATIVE_INT32);
-  H5Tinsert(st, "step", HOFFSET(SpanRow, step), H5T_NATIVE_UINT32);
-  H5Tinsert(st, "start_s", HOFFSET(SpanRow, start_s), H5T_NATIVE_DOUBLE);
-  H5Tinsert(st, "end_s", HOFFSET(SpanRow, end_s), H5T_NATIVE_DOUBLE);
-  ev->colls = read_table(f, path, "/collectives", ct, sizeof(CollRow), &ev->ncolls);
-  ev->spans = read_table(f, path, "/timeline", st, sizeof(SpanRow), &ev->nspans);
-  H5Tclose(st);
-  H5Tclose(ct);
-  H5Tclose(str);
+  ev->strs = g_string_chunk_new(1024);
+  ev->colls = read_rows(f, path, &fab_coll_table, ev->strs, &ev->ncolls);
+  ev->spans = read_rows(f, path, &fab_span_table, ev->strs, &ev->nspans);
   H5Fclose(f);
 }
 
-/* ps from the file's seconds; 0 (not completed) for a missing end */
-static fab_time_t to_ps(double s) { return isfinite(s) && s > 0 ? (fab_time_t)llround(s * 1e12) : 0; }
-
 /* The nccl-tests tables of the file's collectives (as `fabsim run` prints them). */
 static GPtrArray *nccltests_tables(const Events *ev) {
-  FabResults r = {.n_colls = ev->ncolls};
-  r.colls = g_new0(struct FabCollRec, ev->ncolls);
-  for (hsize_t i = 0; i < ev->ncolls; i++) {
-    const CollRow *c = &ev->colls[i];
-    r.colls[i] = (struct FabCollRec){
-      .op = c->op, .algorithm = c->algorithm, .protocol = c->protocol, .tag = c->tag, .bytes = c->bytes,
-      .count = c->count, .dtype_bytes = c->dtype_bytes, .ranks = c->ranks, .root = c->root,
-      .channels = c->channels, .job = c->job, .step = c->step, .start = to_ps(c->start_s), .end = to_ps(c->end_s),
-    };
-  }
-  GPtrArray *t = fab_nccltests_from_results(&r, NULL);
-  g_free(r.colls);
-  return t;
+  FabResults r = {.n_colls = ev->ncolls, .colls = ev->colls};
+  return fab_nccltests_from_results(&r, NULL);
 }
 
 void fab_plot_size_xtics(GString *gp, uint64_t lo, uint64_t hi) {
@@ -614,10 +560,10 @@ static gboolean timeline(const Events *ev, const char *dir, GString *gp, GString
   if (!ev->nspans) return FALSE;
   /* the ranks shown */
   uint32_t *rk = g_new(uint32_t, ev->nspans);
-  for (hsize_t i = 0; i < ev->nspans; i++) rk[i] = ev->spans[i].rank;
+  for (size_t i = 0; i < ev->nspans; i++) rk[i] = ev->spans[i].rank;
   qsort(rk, ev->nspans, sizeof *rk, cmp_u32);
   uint32_t nranks = 0;
-  for (hsize_t i = 0; i < ev->nspans; i++)
+  for (size_t i = 0; i < ev->nspans; i++)
     if (!nranks || rk[nranks - 1] != rk[i]) rk[nranks++] = rk[i];
   uint32_t shown = MIN(nranks, GANTT_MAX_RANKS);
   GHashTable *row_of = g_hash_table_new(NULL, NULL);
@@ -631,20 +577,20 @@ static gboolean timeline(const Events *ev, const char *dir, GString *gp, GString
   for (int p = 0; p < 4; p++) g_ptr_array_add(cats, g_strdup(phase[p]));
   double t0 = INFINITY, t1 = -INFINITY;
   int *cat = g_new(int, ev->nspans);
-  for (hsize_t i = 0; i < ev->nspans; i++) {
-    const SpanRow *s = &ev->spans[i];
+  for (size_t i = 0; i < ev->nspans; i++) {
+    const FabSpanRec *s = &ev->spans[i];
     cat[i] = -1;
-    if (!g_hash_table_lookup(row_of, GUINT_TO_POINTER(s->rank + 1)) || !(s->end_s >= s->start_s)) continue;
-    t0 = MIN(t0, s->start_s), t1 = MAX(t1, s->end_s);
+    if (!g_hash_table_lookup(row_of, GUINT_TO_POINTER(s->rank + 1)) || !(s->end >= s->start)) continue;
+    t0 = MIN(t0, fab_time_to_s(s->start)), t1 = MAX(t1, fab_time_to_s(s->end));
     char *label;
     if (s->kind == 0) {
       cat[i] = MIN(s->phase, 3);
       continue;
     } else if (s->kind == 2) {
       label = g_strdup("pipeline send/recv");
-    } else if (s->coll >= 0 && (hsize_t)s->coll < ev->ncolls) {
-      const CollRow *c = &ev->colls[s->coll];
-      label = c->tag[0] ? g_strdup_printf("%s (%s)", c->op, c->tag) : g_strdup(c->op);
+    } else if (s->coll >= 0 && (size_t)s->coll < ev->ncolls) {
+      const FabCollRec *c = &ev->colls[s->coll];
+      label = c->tag ? g_strdup_printf("%s (%s)", c->op, c->tag) : g_strdup(c->op);
     } else {
       label = g_strdup("collective");
     }
@@ -664,18 +610,18 @@ static gboolean timeline(const Events *ev, const char *dir, GString *gp, GString
   /* gnuplot's `index` counts the blocks that have data: write only those */
   int *block = g_new(int, cats->len);
   for (guint k = 0; k < cats->len; k++) block[k] = -1;
-  for (hsize_t i = 0; i < ev->nspans; i++)
+  for (size_t i = 0; i < ev->nspans; i++)
     if (cat[i] >= 0) block[cat[i]] = 0;
   for (guint k = 0, b = 0; k < cats->len; k++) {
     if (block[k] < 0) continue;
     block[k] = (int)b++;
     fprintf(out, "# %s: time_%s row half_width half_height\n", (char *)cats->pdata[k], ms ? "ms" : "us");
-    for (hsize_t i = 0; i < ev->nspans; i++) {
+    for (size_t i = 0; i < ev->nspans; i++) {
       if (cat[i] != (int)k) continue;
-      const SpanRow *s = &ev->spans[i];
+      const FabSpanRec *s = &ev->spans[i];
       unsigned row = GPOINTER_TO_UINT(g_hash_table_lookup(row_of, GUINT_TO_POINTER(s->rank + 1))) - 1;
-      double y = row + (s->kind == 0 ? -0.2 : 0.2);
-      fprintf(out, "%.9g %.2f %.9g 0.17\n", (s->start_s + s->end_s) / 2 * scale, y, (s->end_s - s->start_s) / 2 * scale);
+      double y = row + (s->kind == 0 ? -0.2 : 0.2), a = fab_time_to_s(s->start), e = fab_time_to_s(s->end);
+      fprintf(out, "%.9g %.2f %.9g 0.17\n", (a + e) / 2 * scale, y, (e - a) / 2 * scale);
     }
     fprintf(out, "\n\n");
   }
@@ -751,28 +697,8 @@ static gboolean draw(const char *gp_bin, const char *dir, const char *name, cons
   return TRUE;
 }
 
-int fab_cmd_plot(int argc, char **argv) {
-  const char *file = NULL, *out = NULL;
-  for (int i = 0; i < argc; i++) {
-    if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
-      fputs(usage, stdout);
-      return 0;
-    } else if (!strcmp(argv[i], "--out") && i + 1 < argc) {
-      out = argv[++i];
-    } else if (argv[i][0] == '-') {
-      fprintf(stderr, "fabsim: plot: unknown option '%s'\n\n%s", argv[i], usage);
-      return 2;
-    } else if (!file) {
-      file = argv[i];
-    } else {
-      fprintf(stderr, "fabsim: plot: more than one file given\n\n%s", usage);
-      return 2;
-    }
-  }
-  if (!file) {
-    fprintf(stderr, "fabsim: plot needs a RESULT.h5 file\n\n%s", usage);
-    return 2;
-  }
+/* Draw what `file` holds into `out` (NULL: FILE-plots); the exit status. */
+static int plot(const char *file, const char *out) {
   char *gp_bin = g_find_program_in_path("gnuplot");
   if (!gp_bin) {
     fprintf(stderr, "fabsim: plot needs gnuplot, which is not on the PATH (Debian: apt-get install gnuplot-nox; "
@@ -794,6 +720,7 @@ int fab_cmd_plot(int argc, char **argv) {
     load_events(file, &ev);
     if (!have_series && !ev.ncolls && !ev.nspans) {
       sweep_free(&w);
+      events_free(&ev);
       goto done;
     }
     if (!have_series) { /* collectives or a timeline to draw, but no queues */
@@ -847,5 +774,13 @@ done:
   series_free(&s);
   g_string_free(why, TRUE);
   g_free(gp_bin);
+  return rc;
+}
+
+int fab_cmd_plot(int argc, char **argv) {
+  FabArgs a;
+  int rc = fab_args_parse(&fab_plot_cmd, argc, argv, &a);
+  if (rc < 0) rc = plot(fab_args_pos(&a, 0), a.value[PLOT_OUT]);
+  fab_args_clear(&a);
   return rc;
 }

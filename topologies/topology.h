@@ -38,6 +38,7 @@
 #define FAB_TOPOLOGY_H
 
 #include <glib.h>
+#include "models/gpu.h"
 #include "models/nic.h"
 #include "models/switch.h"
 #include "sim/config.h"
@@ -48,9 +49,10 @@ typedef enum { FAB_TOPO_SINGLE_SWITCH = 0, FAB_TOPO_LEAF_SPINE, FAB_TOPO_FAT_TRE
 typedef struct FabTopoSpec {
   FabTopoKind kind;
   uint32_t hosts;           /* endpoints (derived for leaf-spine / fat-tree) */
-  uint32_t hosts_per_leaf;  /* leaf-spine; fat-tree: hosts per edge switch; ring: per switch */
-  uint32_t leaves, spines;  /* leaf-spine; ring: leaves = switches in the ring */
+  uint32_t hosts_per_leaf;  /* leaf-spine; fat-tree: hosts per edge switch; ring: per switch (hosts_per_switch) */
+  uint32_t leaves, spines;  /* leaf-spine; ring: leaves = switches in the ring (switches) */
   uint32_t k;               /* fat-tree arity; multi-rail: planes */
+  double oversubscription;  /* N:M at the leaf (leaf-spine) or edge (fat-tree) as N/M; 0: not given (1:1) */
   uint64_t link_bps;        /* switch-to-switch links */
   uint64_t host_bps;        /* host-to-switch links (the NIC rate) */
   fab_time_t link_latency;  /* ps, every link */
@@ -61,7 +63,8 @@ typedef struct FabTopoSpec {
 ** the NICs). Endpoints are GPU ranks: rank = node x gpus_per_node + local. */
 typedef struct FabGpuSpec {
   const char *preset;       /* cluster.node */
-  uint32_t nodes;           /* cluster.nodes */
+  uint32_t preset_id;       /* its index in fab_preset_names (0: host) */
+  uint32_t nodes;           /* cluster.nodes (0: not given) */
   uint32_t gpus_per_node;   /* 0: host mode (no GPU) */
   uint32_t nics_per_node;   /* network ports per node */
   uint32_t nvlink_domain;   /* GPUs per NVLink domain (a multiple of gpus_per_node); 0: none */
@@ -87,18 +90,22 @@ typedef struct FabGpuSpec {
 ** and for LL protocols, not for network rings. */
 #define FAB_GPU_REDUCE_BPS (400ull * 8 * 1000 * 1000 * 1000)
 
-/* Everything the fabric section says, in model structs. */
+/* Everything the cluster and fabric sections say, in model structs (the
+** schema rows of fabric_cfg.c fill these fields directly). */
 typedef struct FabFabricCfg {
   FabTopoSpec topo;         /* for GPU nodes, topo.hosts counts NIC ports (network attachments) */
   FabGpuSpec gpu;
   FabSwitchCfg sw;
   FabNicCfg nic;
+  uint32_t cc_preset;       /* congestion_control.preset: index in the presets (dcqcn-paper, dcqcn-mlx) */
+  uint32_t routing;         /* fabric.switch.routing: 0 ecmp */
 } FabFabricCfg;
 
 typedef struct FabTopology {
   FabTopoSpec spec;
   uint32_t nhosts;         /* endpoints: hosts, or GPU ranks */
   FabNic *nics;            /* nhosts, endpoint i is nics[i] (a GPU's transport endpoint, for GPU nodes) */
+  FabGpu *gpus;            /* nhosts: endpoint i's compute stream and reducer */
   uint32_t nattach;        /* network attachment points (= nhosts for hosts; NIC ports for GPU nodes) */
   FabPort **attach;        /* nattach: the port each one connects to the network from */
   uint32_t nnet;           /* switches[0 .. nnet) are the network; then PCIe/NIC elements and NVSwitches */
@@ -112,9 +119,20 @@ typedef struct FabTopology {
 ** absent; `root` locates errors about missing sections). */
 gboolean fab_fabric_cfg_read(const FabCfgNode *root, FabFabricCfg *out, GError **err);
 
-/* Build the fabric. NICs get no flow table yet (see FabNic.flows). */
+/* Build the fabric. NICs get no flow table yet (see FabNic.flows), GPUs no
+** owner (FabGpu.done). */
 FabTopology *fab_topology_build(const FabFabricCfg *cfg);
 void fab_topology_free(FabTopology *t);
+
+/* Give every element of the fabric its stable id, from `first` on, in a
+** fixed order of positions: endpoint i's NIC, its ports (network, NVLink) and
+** its GPU, for i = 0..nhosts-1; then every switch in build order (network
+** switches, PCIe elements, NVSwitches) and its ports in port order. Returns
+** the next free id. */
+uint32_t fab_topology_number(FabTopology *t, uint32_t first);
+
+/* Elements fab_topology_number numbers, without building (for size checks). */
+uint64_t fab_topology_elements(const FabFabricCfg *cfg);
 
 /* Ports of the whole fabric in a stable order (NIC ports, then each switch's
 ** ports): call fn on each. */

@@ -84,31 +84,22 @@ static const char *const dtype_names[] = {"bf16", "fp16", "fp32", "fp8", NULL};
 static const uint32_t dtype_bytes[] = {2, 2, 4, 1};
 static const char *const zero_names[] = {"0", "1", "2", "3", "fsdp", NULL};
 
-typedef struct TrainIn {
-  const FabCfgNode *kind, *name, *ranks, *start; /* the caller's */
-  const FabCfgNode *model, *parallelism, *gpu;
-  uint64_t bucket, steps, layer_group, channels, chunk;
-  gboolean overlap;
-  int algorithm, protocol;
-} TrainIn;
+#define TK(NAME, TYPE, FIELD, ...) FAB_CFG_KEY(NAME, TYPE, FabTrainIn, FIELD, __VA_ARGS__)
 
-static const FabCfgKey train_schema[] = {
-  {"kind", FAB_CFG_NODE, offsetof(TrainIn, kind), FALSE, NULL, 0, 0, NULL},
-  {"name", FAB_CFG_NODE, offsetof(TrainIn, name), FALSE, NULL, 0, 0, NULL},
-  {"ranks", FAB_CFG_NODE, offsetof(TrainIn, ranks), FALSE, NULL, 0, 0, NULL},
-  {"start", FAB_CFG_NODE, offsetof(TrainIn, start), FALSE, NULL, 0, 0, NULL},
-  {"model", FAB_CFG_MAP, offsetof(TrainIn, model), TRUE, NULL, 0, 0, NULL},
-  {"parallelism", FAB_CFG_MAP, offsetof(TrainIn, parallelism), FALSE, NULL, 0, 0, NULL},
-  {"gpu", FAB_CFG_MAP, offsetof(TrainIn, gpu), FALSE, NULL, 0, 0, NULL},
-  {"bucket", FAB_CFG_SIZE, offsetof(TrainIn, bucket), FALSE, "25MiB", 1, 0, NULL},
-  {"overlap", FAB_CFG_BOOL, offsetof(TrainIn, overlap), FALSE, "true", 0, 0, NULL},
-  {"steps", FAB_CFG_UINT, offsetof(TrainIn, steps), FALSE, "1", 1, 65535, NULL},
-  {"layer_group", FAB_CFG_UINT, offsetof(TrainIn, layer_group), FALSE, "1", 1, 1e6, NULL},
-  {"algorithm", FAB_CFG_ENUM, offsetof(TrainIn, algorithm), FALSE, "auto", 0, 0, fab_coll_algo_names},
-  {"protocol", FAB_CFG_ENUM, offsetof(TrainIn, protocol), FALSE, "auto", 0, 0, fab_proto_names},
-  {"channels", FAB_CFG_UINT, offsetof(TrainIn, channels), FALSE, "0", 0, 64, NULL},
-  {"chunk", FAB_CFG_SIZE, offsetof(TrainIn, chunk), FALSE, "0", 0, 0, NULL},
-  {NULL, FAB_CFG_END, 0, FALSE, NULL, 0, 0, NULL},
+const FabCfgKey fab_training_schema[] = {
+  FAB_CFG_SPLICE_OF(fab_job_prefix),
+  TK("model", FAB_CFG_MAP, model, .required = true),
+  TK("parallelism", FAB_CFG_MAP, parallelism),
+  TK("gpu", FAB_CFG_MAP, gpu),
+  TK("bucket", FAB_CFG_SIZE, bucket, .def = "25MiB", .min = 1),
+  TK("overlap", FAB_CFG_BOOL, overlap, .def = "true"),
+  TK("steps", FAB_CFG_UINT, steps, .def = "1", .min = 1, .max = 65535),
+  TK("layer_group", FAB_CFG_UINT, layer_group, .def = "1", .min = 1, .max = 1e6),
+  TK("algorithm", FAB_CFG_ENUM, algorithm, .def = "auto", .choices = fab_coll_algo_names),
+  TK("protocol", FAB_CFG_ENUM, protocol, .def = "auto", .choices = fab_proto_names),
+  TK("channels", FAB_CFG_UINT, channels, .def = "0", .min = 0, .max = 64),
+  TK("chunk", FAB_CFG_SIZE, chunk, .def = "0"),
+  FAB_CFG_END_ROW,
 };
 
 typedef struct ModelIn {
@@ -118,19 +109,19 @@ typedef struct ModelIn {
 } ModelIn;
 
 static const FabCfgKey model_schema[] = {
-  {"params", FAB_CFG_NODE, offsetof(ModelIn, params), FALSE, NULL, 0, 0, NULL},
-  {"layers", FAB_CFG_UINT, offsetof(ModelIn, layers), FALSE, NULL, 1, 1e6, NULL},
-  {"hidden", FAB_CFG_UINT, offsetof(ModelIn, hidden), FALSE, NULL, 1, 1e7, NULL},
-  {"ffn", FAB_CFG_UINT, offsetof(ModelIn, ffn), FALSE, NULL, 1, 1e8, NULL},
-  {"heads", FAB_CFG_UINT, offsetof(ModelIn, heads), FALSE, NULL, 1, 1e6, NULL},
-  {"seq", FAB_CFG_UINT, offsetof(ModelIn, seq), TRUE, NULL, 1, 1e8, NULL},
-  {"micro_batch", FAB_CFG_UINT, offsetof(ModelIn, micro_batch), FALSE, "1", 1, 1e6, NULL},
-  {"global_batch", FAB_CFG_UINT, offsetof(ModelIn, global_batch), FALSE, NULL, 1, 1e9, NULL},
-  {"dtype", FAB_CFG_ENUM, offsetof(ModelIn, dtype), FALSE, "bf16", 0, 0, dtype_names},
-  {"experts", FAB_CFG_UINT, offsetof(ModelIn, experts), FALSE, "0", 0, 1e6, NULL},
-  {"top_k", FAB_CFG_UINT, offsetof(ModelIn, top_k), FALSE, "2", 1, 1e3, NULL},
-  {"moe_every", FAB_CFG_UINT, offsetof(ModelIn, moe_every), FALSE, "1", 1, 1e6, NULL},
-  {NULL, FAB_CFG_END, 0, FALSE, NULL, 0, 0, NULL},
+  FAB_CFG_KEY("params", FAB_CFG_NODE, ModelIn, params),
+  FAB_CFG_KEY("layers", FAB_CFG_UINT, ModelIn, layers, .min = 1, .max = 1e6),
+  FAB_CFG_KEY("hidden", FAB_CFG_UINT, ModelIn, hidden, .min = 1, .max = 1e7),
+  FAB_CFG_KEY("ffn", FAB_CFG_UINT, ModelIn, ffn, .min = 1, .max = 1e8),
+  FAB_CFG_KEY("heads", FAB_CFG_UINT, ModelIn, heads, .min = 1, .max = 1e6),
+  FAB_CFG_KEY("seq", FAB_CFG_UINT, ModelIn, seq, .required = true, .min = 1, .max = 1e8),
+  FAB_CFG_KEY("micro_batch", FAB_CFG_UINT, ModelIn, micro_batch, .def = "1", .min = 1, .max = 1e6),
+  FAB_CFG_KEY("global_batch", FAB_CFG_UINT, ModelIn, global_batch, .min = 1, .max = 1e9),
+  FAB_CFG_KEY("dtype", FAB_CFG_ENUM, ModelIn, dtype, .def = "bf16", .choices = dtype_names),
+  FAB_CFG_KEY("experts", FAB_CFG_UINT, ModelIn, experts, .def = "0", .min = 0, .max = 1e6),
+  FAB_CFG_KEY("top_k", FAB_CFG_UINT, ModelIn, top_k, .def = "2", .min = 1, .max = 1e3),
+  FAB_CFG_KEY("moe_every", FAB_CFG_UINT, ModelIn, moe_every, .def = "1", .min = 1, .max = 1e6),
+  FAB_CFG_END_ROW,
 };
 
 typedef struct ParIn {
@@ -140,13 +131,13 @@ typedef struct ParIn {
 } ParIn;
 
 static const FabCfgKey par_schema[] = {
-  {"dp", FAB_CFG_UINT, offsetof(ParIn, dp), FALSE, NULL, 1, 1e7, NULL},
-  {"tp", FAB_CFG_UINT, offsetof(ParIn, tp), FALSE, "1", 1, 1e6, NULL},
-  {"pp", FAB_CFG_UINT, offsetof(ParIn, pp), FALSE, "1", 1, 1e6, NULL},
-  {"ep", FAB_CFG_UINT, offsetof(ParIn, ep), FALSE, "1", 1, 1e6, NULL},
-  {"zero", FAB_CFG_ENUM, offsetof(ParIn, zero), FALSE, "0", 0, 0, zero_names},
-  {"microbatches", FAB_CFG_NODE, offsetof(ParIn, microbatches), FALSE, NULL, 0, 0, NULL},
-  {NULL, FAB_CFG_END, 0, FALSE, NULL, 0, 0, NULL},
+  FAB_CFG_KEY("dp", FAB_CFG_UINT, ParIn, dp, .min = 1, .max = 1e7),
+  FAB_CFG_KEY("tp", FAB_CFG_UINT, ParIn, tp, .def = "1", .min = 1, .max = 1e6),
+  FAB_CFG_KEY("pp", FAB_CFG_UINT, ParIn, pp, .def = "1", .min = 1, .max = 1e6),
+  FAB_CFG_KEY("ep", FAB_CFG_UINT, ParIn, ep, .def = "1", .min = 1, .max = 1e6),
+  FAB_CFG_KEY("zero", FAB_CFG_ENUM, ParIn, zero, .def = "0", .choices = zero_names),
+  FAB_CFG_KEY("microbatches", FAB_CFG_NODE, ParIn, microbatches),
+  FAB_CFG_END_ROW,
 };
 
 typedef struct GpuIn {
@@ -156,10 +147,10 @@ typedef struct GpuIn {
 } GpuIn;
 
 static const FabCfgKey gpu_schema[] = {
-  {"flops", FAB_CFG_NODE, offsetof(GpuIn, flops), FALSE, NULL, 0, 0, NULL},
-  {"efficiency", FAB_CFG_DOUBLE, offsetof(GpuIn, efficiency), FALSE, NULL, 1e-6, 1, NULL},
-  {"memory_bandwidth", FAB_CFG_RATE, offsetof(GpuIn, memory_bps), FALSE, "2TB/s", 0, 0, NULL},
-  {NULL, FAB_CFG_END, 0, FALSE, NULL, 0, 0, NULL},
+  FAB_CFG_KEY("flops", FAB_CFG_NODE, GpuIn, flops),
+  FAB_CFG_KEY("efficiency", FAB_CFG_DOUBLE, GpuIn, efficiency, .min = 1e-6, .max = 1),
+  FAB_CFG_KEY("memory_bandwidth", FAB_CFG_RATE, GpuIn, memory_bps, .def = "2TB/s"),
+  FAB_CFG_END_ROW,
 };
 
 /* A positive number followed by an optional multiplier letter (from
@@ -688,13 +679,13 @@ static void train_free(Train *t) {
 }
 
 /* Everything about the job that YAML says, checked; t's model fields filled. */
-static gboolean configure(Train *t, const FabCfgNode *wl, ModelIn *mi, Shape *sh, uint32_t *G, double gpu_flops,
-                          double gpu_eff, GError **err) {
-  TrainIn in = {0};
+static gboolean configure(Train *t, const FabTrainIn *inp, const FabCfgNode *wl, ModelIn *mi, Shape *sh, uint32_t *G,
+                          double gpu_flops, double gpu_eff, GError **err) {
+  const FabTrainIn in = *inp;
   ParIn pi = {0};
   GpuIn gi = {0};
-  if (!fab_cfg_apply(wl, NULL, train_schema, &in, err) || !fab_cfg_apply(in.model, NULL, model_schema, mi, err) ||
-      !fab_cfg_apply(in.parallelism, wl, par_schema, &pi, err) || !fab_cfg_apply(in.gpu, wl, gpu_schema, &gi, err))
+  if (!fab_cfg_apply(in.model, NULL, model_schema, mi, err) || !fab_cfg_apply(in.parallelism, wl, par_schema, &pi, err) ||
+      !fab_cfg_apply(in.gpu, wl, gpu_schema, &gi, err))
     return FALSE;
   const FabCfgNode *par = in.parallelism ? in.parallelism : wl;
   /* parallelism */
@@ -792,17 +783,17 @@ static gboolean configure(Train *t, const FabCfgNode *wl, ModelIn *mi, Shape *sh
   return TRUE;
 }
 
-gboolean fab_training_read(const FabCfgNode *wl, FabDag *d, const FabCollEnv *env, const uint32_t *ranks,
-                           uint32_t nranks, uint16_t job, fab_time_t start, double gpu_flops, double gpu_eff,
-                           GError **err) {
-  g_assert(wl && d && env && (ranks || !nranks) && job < d->jobs->len);
-  Train t = {.d = d, .env = env, .ranks = ranks, .nranks = nranks, .job = job, .start = start, .wl = wl,
+gboolean fab_training_build(const FabTrainIn *in, const FabCfgNode *wl, FabDag *d, const FabCollEnv *env,
+                            const uint32_t *ranks, uint32_t nranks, uint16_t job, double gpu_flops, double gpu_eff,
+                            GError **err) {
+  g_assert(in && wl && d && env && (ranks || !nranks) && job < d->jobs->len);
+  Train t = {.d = d, .env = env, .ranks = ranks, .nranks = nranks, .job = job, .start = in->job.start, .wl = wl,
              .ops0 = fab_dag_len(d)};
   ModelIn mi = {0};
   Shape sh = {0};
   uint32_t G = 1;
   if (!nranks) return fab_cfg_fail(wl, err, "a training job needs ranks");
-  if (!configure(&t, wl, &mi, &sh, &G, gpu_flops, gpu_eff, err)) return FALSE;
+  if (!configure(&t, in, wl, &mi, &sh, &G, gpu_flops, gpu_eff, err)) return FALSE;
   plan(&t, &mi, &sh, G);
   /* a lower bound on the ops before building any: computes, pp flows, two marks per rank per bucket */
   double est = (double)t.steps * ((double)nranks * ((double)t.m * t.nb * 2 + 3) +

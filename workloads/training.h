@@ -44,16 +44,32 @@
 #define FAB_TRAINING_H
 
 #include "collective.h"
+#include "job.h"
 #include "sim/config.h"
 
-/* Read the training workload map `wl` (kind: training) and append its ops
-** to `d` as job `job`, whose rank i is endpoint ranks[i]. gpu_flops is the
-** cluster's GPU peak FLOP/s (0: none known; then wl must give gpu.flops),
-** gpu_eff its efficiency. Collectives use algorithm/protocol `auto` unless
-** wl says otherwise. Returns FALSE + err (file:line:col, key) on bad input,
-** including a parallelism that does not fit nranks. */
-gboolean fab_training_read(const FabCfgNode *wl, FabDag *d, const FabCollEnv *env, const uint32_t *ranks,
-                           uint32_t nranks, uint16_t job, fab_time_t start, double gpu_flops, double gpu_eff,
-                           GError **err);
+/* The keys of a training job, as fab_training_schema reads them. */
+typedef struct FabTrainIn {
+  FabJobIn job;                               /* first: kind, name, ranks, start */
+  const FabCfgNode *model, *parallelism, *gpu; /* read by fab_training_build */
+  uint64_t bucket;                            /* bytes: DDP gradient bucket */
+  uint32_t steps, layer_group, channels;
+  uint64_t chunk;                             /* bytes per pipelined piece of every collective; 0: auto */
+  bool overlap;                               /* gradient reduction overlaps the backward */
+  int algorithm, protocol;                    /* FabCollAlgo, FabProto of every collective */
+} FabTrainIn;
+
+/* The training job's schema (fab_job_prefix spliced in first). */
+extern const FabCfgKey fab_training_schema[];
+
+/* Append the ops of the training job read into `in` (from the map `wl`,
+** whose model, parallelism and gpu maps it reads) to `d` as job `job`, whose
+** rank i is endpoint ranks[i]. gpu_flops is the cluster's GPU peak FLOP/s
+** (0: none known; then wl must give gpu.flops), gpu_eff its efficiency.
+** Collectives use algorithm/protocol `auto` unless wl says otherwise.
+** Returns FALSE + err (file:line:col, key) on bad input, including a
+** parallelism that does not fit nranks; d is then as it was. */
+gboolean fab_training_build(const FabTrainIn *in, const FabCfgNode *wl, FabDag *d, const FabCollEnv *env,
+                            const uint32_t *ranks, uint32_t nranks, uint16_t job, double gpu_flops, double gpu_eff,
+                            GError **err);
 
 #endif

@@ -4,67 +4,101 @@
 #include <stddef.h>
 #include <string.h>
 #include "training.h"
+#include "job.h"
 
-static const char *const kinds[] = {"flows", "permutation", "incast", "all-to-all", "collective", "nccl-tests",
-                                   "training", NULL};
+const char *const fab_workload_kinds[] = {"flows", "permutation", "incast", "all-to-all", "collective",
+                                          "nccl-tests", "training", NULL};
+#define kinds fab_workload_kinds
 
 /* Element types, as nccl-tests names them (-d), and their sizes. */
 static const char *const dtypes[] = {"float", "half", "bfloat16", "double", "int8", "uint8", "int32", "uint32",
                                      "int64", "uint64", "fp8", "fp32", "fp16", "bf16", NULL};
 static const uint32_t dtype_size[] = {4, 2, 2, 8, 1, 1, 4, 4, 8, 8, 1, 4, 2, 2};
 
+const FabCfgKey fab_job_prefix[] = {
+  FAB_CFG_KEY("kind", FAB_CFG_ENUM, FabJobIn, kind, .required = true, .choices = fab_workload_kinds),
+  FAB_CFG_KEY("name", FAB_CFG_STRING, FabJobIn, name),
+  FAB_CFG_KEY("ranks", FAB_CFG_NODE, FabJobIn, ranks),
+  FAB_CFG_KEY("start", FAB_CFG_TIME, FabJobIn, start, .def = "0ns"),
+  FAB_CFG_END_ROW,
+};
+
 typedef struct WorkloadIn {
-  int kind;
-  const char *name;
-  uint64_t size, start, receiver, priority;
-  const FabCfgNode *senders, *flows, *ranks;
+  FabJobIn job;             /* first: fab_job_prefix's rows */
+  uint64_t size, receiver, priority;
+  const FabCfgNode *senders, *flows;
   int op, algorithm, protocol, dtype;
   uint64_t channels, chunk, root, min, max, factor, iters, warmup;
   const FabCfgNode *sizes;
 } WorkloadIn;
 
-static const FabCfgKey workload_schema[] = {
-  {"kind", FAB_CFG_ENUM, offsetof(WorkloadIn, kind), TRUE, NULL, 0, 0, kinds},
-  {"name", FAB_CFG_STRING, offsetof(WorkloadIn, name), FALSE, NULL, 0, 0, NULL},
-  {"size", FAB_CFG_SIZE, offsetof(WorkloadIn, size), FALSE, NULL, 1, 0, NULL},
-  {"start", FAB_CFG_TIME, offsetof(WorkloadIn, start), FALSE, "0ns", 0, 0, NULL},
-  {"receiver", FAB_CFG_UINT, offsetof(WorkloadIn, receiver), FALSE, "0", 0, 0, NULL},
-  {"priority", FAB_CFG_UINT, offsetof(WorkloadIn, priority), FALSE, "0", 0, 7, NULL},
-  {"senders", FAB_CFG_NODE, offsetof(WorkloadIn, senders), FALSE, NULL, 0, 0, NULL},
-  {"flows", FAB_CFG_SEQ, offsetof(WorkloadIn, flows), FALSE, NULL, 0, 0, NULL},
-  {"ranks", FAB_CFG_NODE, offsetof(WorkloadIn, ranks), FALSE, NULL, 0, 0, NULL},
-  {"op", FAB_CFG_ENUM, offsetof(WorkloadIn, op), FALSE, "allreduce", 0, 0, fab_coll_op_names},
-  {"algorithm", FAB_CFG_ENUM, offsetof(WorkloadIn, algorithm), FALSE, "auto", 0, 0, fab_coll_algo_names},
-  {"protocol", FAB_CFG_ENUM, offsetof(WorkloadIn, protocol), FALSE, "auto", 0, 0, fab_proto_names},
-  {"dtype", FAB_CFG_ENUM, offsetof(WorkloadIn, dtype), FALSE, "float", 0, 0, dtypes},
-  {"channels", FAB_CFG_UINT, offsetof(WorkloadIn, channels), FALSE, "0", 0, 64, NULL},
-  {"chunk", FAB_CFG_SIZE, offsetof(WorkloadIn, chunk), FALSE, "0", 0, 0, NULL},
-  {"root", FAB_CFG_UINT, offsetof(WorkloadIn, root), FALSE, "0", 0, 0, NULL},
-  {"min", FAB_CFG_SIZE, offsetof(WorkloadIn, min), FALSE, "8", 1, 0, NULL},
-  {"max", FAB_CFG_SIZE, offsetof(WorkloadIn, max), FALSE, NULL, 1, 0, NULL},
-  {"factor", FAB_CFG_UINT, offsetof(WorkloadIn, factor), FALSE, "2", 2, 1024, NULL},
-  {"sizes", FAB_CFG_SEQ, offsetof(WorkloadIn, sizes), FALSE, NULL, 0, 0, NULL},
-  {"iters", FAB_CFG_UINT, offsetof(WorkloadIn, iters), FALSE, "1", 1, 1000, NULL},
-  {"warmup", FAB_CFG_UINT, offsetof(WorkloadIn, warmup), FALSE, "0", 0, 1000, NULL},
-  {NULL, FAB_CFG_END, 0, FALSE, NULL, 0, 0, NULL},
+#define K(NAME, TYPE, FIELD, ...) FAB_CFG_KEY(NAME, TYPE, WorkloadIn, FIELD, __VA_ARGS__)
+
+static const FabCfgKey size_rows[] = {
+  K("size", FAB_CFG_SIZE, size, .min = 1),
+  K("priority", FAB_CFG_UINT, priority, .def = "0", .min = 0, .max = 7),
+  FAB_CFG_END_ROW,
 };
+
+static const FabCfgKey coll_rows[] = {
+  K("op", FAB_CFG_ENUM, op, .def = "allreduce", .choices = fab_coll_op_names),
+  K("algorithm", FAB_CFG_ENUM, algorithm, .def = "auto", .choices = fab_coll_algo_names),
+  K("protocol", FAB_CFG_ENUM, protocol, .def = "auto", .choices = fab_proto_names),
+  K("dtype", FAB_CFG_ENUM, dtype, .def = "float", .choices = dtypes),
+  K("channels", FAB_CFG_UINT, channels, .def = "0", .min = 0, .max = 64),
+  K("chunk", FAB_CFG_SIZE, chunk, .def = "0"),
+  K("root", FAB_CFG_UINT, root, .def = "0"),
+  FAB_CFG_END_ROW,
+};
+
+static const FabCfgKey flows_schema[] = {
+  FAB_CFG_SPLICE_OF(fab_job_prefix), K("flows", FAB_CFG_SEQ, flows), FAB_CFG_END_ROW,
+};
+static const FabCfgKey sized_schema[] = { /* permutation, all-to-all */
+  FAB_CFG_SPLICE_OF(fab_job_prefix), FAB_CFG_SPLICE_OF(size_rows), FAB_CFG_END_ROW,
+};
+static const FabCfgKey incast_schema[] = {
+  FAB_CFG_SPLICE_OF(fab_job_prefix), FAB_CFG_SPLICE_OF(size_rows),
+  K("senders", FAB_CFG_NODE, senders),
+  K("receiver", FAB_CFG_UINT, receiver, .def = "0"),
+  FAB_CFG_END_ROW,
+};
+static const FabCfgKey collective_schema[] = {
+  FAB_CFG_SPLICE_OF(fab_job_prefix), FAB_CFG_SPLICE_OF(size_rows), FAB_CFG_SPLICE_OF(coll_rows), FAB_CFG_END_ROW,
+};
+static const FabCfgKey ncclt_schema[] = {
+  FAB_CFG_SPLICE_OF(fab_job_prefix),
+  K("priority", FAB_CFG_UINT, priority, .def = "0", .min = 0, .max = 7),
+  FAB_CFG_SPLICE_OF(coll_rows),
+  K("min", FAB_CFG_SIZE, min, .def = "8", .min = 1),
+  K("max", FAB_CFG_SIZE, max, .min = 1),
+  K("factor", FAB_CFG_UINT, factor, .def = "2", .min = 2, .max = 1024),
+  K("sizes", FAB_CFG_SEQ, sizes),
+  K("iters", FAB_CFG_UINT, iters, .def = "1", .min = 1, .max = 1000),
+  K("warmup", FAB_CFG_UINT, warmup, .def = "0", .min = 0, .max = 1000),
+  FAB_CFG_END_ROW,
+};
+
+/* Each kind's schema, in FabWorkloadKind order. */
+static const FabCfgKey *const kind_schema[] = {flows_schema, sized_schema, incast_schema, sized_schema,
+                                               collective_schema, ncclt_schema, fab_training_schema};
 
 typedef struct FlowIn {
   uint64_t src, dst, size, start, priority;
 } FlowIn;
 
 static const FabCfgKey flow_schema[] = {
-  {"src", FAB_CFG_UINT, offsetof(FlowIn, src), TRUE, NULL, 0, 0, NULL},
-  {"dst", FAB_CFG_UINT, offsetof(FlowIn, dst), TRUE, NULL, 0, 0, NULL},
-  {"size", FAB_CFG_SIZE, offsetof(FlowIn, size), TRUE, NULL, 1, 0, NULL},
-  {"start", FAB_CFG_TIME, offsetof(FlowIn, start), FALSE, "0ns", 0, 0, NULL},
-  {"priority", FAB_CFG_UINT, offsetof(FlowIn, priority), FALSE, "0", 0, 7, NULL},
-  {NULL, FAB_CFG_END, 0, FALSE, NULL, 0, 0, NULL},
+  FAB_CFG_KEY("src", FAB_CFG_UINT, FlowIn, src, .required = true),
+  FAB_CFG_KEY("dst", FAB_CFG_UINT, FlowIn, dst, .required = true),
+  FAB_CFG_KEY("size", FAB_CFG_SIZE, FlowIn, size, .required = true, .min = 1, .max = 0),
+  FAB_CFG_KEY("start", FAB_CFG_TIME, FlowIn, start, .def = "0ns"),
+  FAB_CFG_KEY("priority", FAB_CFG_UINT, FlowIn, priority, .def = "0", .min = 0, .max = 7),
+  FAB_CFG_END_ROW,
 };
 
 void fab_workload_derangement(uint32_t *perm, uint32_t n, uint64_t seed) {
   FabRng rng;
-  fab_rng_init(&rng, seed, FAB_STREAM(FAB_STREAM_WORKLOAD, 0));
+  fab_rng_init(&rng, seed, FAB_STREAM(1, 0)); /* TEMP(identity) */
   g_assert(n >= 2);
   for (;;) { /* Fisher-Yates, rejected until no fixed point: uniform over derangements (~e tries) */
     for (uint32_t i = 0; i < n; i++) perm[i] = i;
@@ -142,7 +176,7 @@ static gboolean read_incast(Job *j, const FabCfgNode *wl, const WorkloadIn *in, 
         ok = fab_cfg_fail(it, err, v == r ? "the receiver cannot be a sender" : "rank listed twice");
       else {
         g_hash_table_add(seen, GUINT_TO_POINTER(v + 1));
-        add(j, (uint32_t)v, r, in->size, in->start, (uint8_t)in->priority);
+        add(j, (uint32_t)v, r, in->size, in->job.start, (uint8_t)in->priority);
       }
     }
     g_hash_table_destroy(seen);
@@ -154,7 +188,7 @@ static gboolean read_incast(Job *j, const FabCfgNode *wl, const WorkloadIn *in, 
     return fab_cfg_fail(s, err, "expected a number of senders >= 1 or a list of ranks");
   if ((uint64_t)n > j->n - 1)
     return fab_cfg_fail(s, err, "%" G_GINT64_FORMAT " senders, but only %u ranks besides the receiver", n, j->n - 1);
-  for (int64_t i = 1; i <= n; i++) add(j, (uint32_t)((r + i) % j->n), r, in->size, in->start, (uint8_t)in->priority);
+  for (int64_t i = 1; i <= n; i++) add(j, (uint32_t)((r + i) % j->n), r, in->size, in->job.start, (uint8_t)in->priority);
   return TRUE;
 }
 
@@ -219,7 +253,7 @@ static const FabCfgNode *coll_at(const FabCfgNode *wl) {
 static void spec_from(FabCollSpec *c, const Job *j, const WorkloadIn *in) {
   *c = (FabCollSpec){(FabCollOp)in->op, (FabCollAlgo)in->algorithm, (FabProto)in->protocol, in->size,
                      dtype_size[in->dtype], j->n, j->ep, (uint32_t)in->root, (uint32_t)in->channels, in->chunk,
-                     (uint8_t)in->priority, j->id, 0, NULL, in->start};
+                     (uint8_t)in->priority, j->id, 0, NULL, in->job.start};
 }
 
 /* nccl-tests' size for `op` on n ranks: what its *_perf binary reports for a
@@ -311,56 +345,50 @@ static gboolean read_ncclt(Job *j, const FabCfgNode *wl, const WorkloadIn *in, c
   return ok;
 }
 
-/* The keys each kind uses besides kind, name, ranks, start. */
-static const char *const allowed[][19] = {
-  [FAB_WL_FLOWS] = {"flows", NULL},
-  [FAB_WL_PERMUTATION] = {"size", "priority", NULL},
-  [FAB_WL_INCAST] = {"size", "priority", "senders", "receiver", NULL},
-  [FAB_WL_ALL_TO_ALL] = {"size", "priority", NULL},
-  [FAB_WL_COLLECTIVE] = {"size", "priority", "op", "algorithm", "protocol", "dtype", "channels", "chunk", "root",
-                         NULL},
-  [FAB_WL_NCCL_TESTS] = {"priority", "op", "algorithm", "protocol", "dtype", "channels", "chunk", "root", "min",
-                         "max", "factor", "sizes", "iters", "warmup", NULL},
-};
+/* The kind a job map names, and its keys checked against the kind's schema
+** (a key of another kind is named as such). -1 + err on bad input. */
+static int job_kind(const FabCfgNode *wl, GError **err) {
+  if (fab_cfg_kind(wl) != FAB_CFG_NODE_MAP) return fab_cfg_fail(wl, err, "expected a map (a workload)"), -1;
+  const FabCfgNode *kn = fab_cfg_get(wl, "kind");
+  if (!kn) { /* the schema's own message: missing required key 'kind' (expected one of: ...) */
+    FabJobIn none;
+    fab_cfg_apply(NULL, wl, fab_job_prefix, &none, err);
+    return -1;
+  }
+  int kind = fab_cfg_enum(kn, kinds, err);
+  if (kind < 0) return -1;
+  for (size_t i = 0; i < fab_cfg_len(wl); i++) { /* keys of other kinds are errors, not ignored */
+    const char *key = fab_cfg_key_at(wl, i);
+    if (fab_cfg_schema_has(kind_schema[kind], key)) continue;
+    for (int o = 0; kinds[o]; o++)
+      if (fab_cfg_schema_has(kind_schema[o], key))
+        return fab_cfg_fail(fab_cfg_at(wl, i), err, "'%s' is not used by workload kind %s", key, kinds[kind]), -1;
+  }
+  return kind;
+}
 
 /* Read one job's map into d. */
 static gboolean read_job(const FabCfgNode *wl, const FabWorkloadEnv *env, FabDag *d, uint32_t index,
                          gboolean several, GHashTable *names, GError **err) {
-  WorkloadIn in = {0};
-  const FabCfgNode *kind = fab_cfg_get(wl, "kind");
-  if (fab_cfg_kind(wl) != FAB_CFG_NODE_MAP) return fab_cfg_fail(wl, err, "expected a map (a workload)");
-  if (kind && fab_cfg_kind(kind) == FAB_CFG_NODE_SCALAR && g_str_equal(fab_cfg_scalar(kind), "training")) {
-    /* the training reader owns every key but these */
-    in.kind = FAB_WL_TRAINING;
-    const FabCfgNode *nm = fab_cfg_get(wl, "name"), *st = fab_cfg_get(wl, "start");
-    if (nm && fab_cfg_kind(nm) != FAB_CFG_NODE_SCALAR) return fab_cfg_fail(nm, err, "expected a name");
-    in.name = nm ? fab_cfg_scalar(nm) : NULL;
-    if (st) {
-      GError *e = NULL;
-      if (fab_cfg_kind(st) != FAB_CFG_NODE_SCALAR || !fab_parse_time(fab_cfg_scalar(st), &in.start, &e)) {
-        gboolean r = fab_cfg_fail(st, err, "%s", e ? e->message : "expected a time");
-        g_clear_error(&e);
-        return r;
-      }
-    }
-    in.ranks = fab_cfg_get(wl, "ranks");
-  } else {
-    if (!fab_cfg_apply(wl, NULL, workload_schema, &in, err)) return FALSE;
-    for (size_t i = 0; i < fab_cfg_len(wl); i++) { /* keys of other kinds are errors, not ignored */
-      const char *key = fab_cfg_key_at(wl, i);
-      gboolean ok = g_str_equal(key, "kind") || g_str_equal(key, "name") || g_str_equal(key, "ranks") ||
-                    g_str_equal(key, "start");
-      for (int k = 0; !ok && allowed[in.kind][k]; k++) ok = g_str_equal(key, allowed[in.kind][k]);
-      if (!ok) return fab_cfg_fail(fab_cfg_at(wl, i), err, "'%s' is not used by workload kind %s", key, kinds[in.kind]);
-    }
-    if (in.kind != FAB_WL_FLOWS && in.kind != FAB_WL_NCCL_TESTS && !fab_cfg_get(wl, "size"))
-      return fab_cfg_fail(wl, err, "workload kind %s needs size", kinds[in.kind]);
+  union {
+    FabJobIn job;
+    WorkloadIn w;
+    FabTrainIn t;
+  } u;
+  memset(&u, 0, sizeof u);
+  int kind = job_kind(wl, err);
+  if (kind < 0 || !fab_cfg_apply(wl, NULL, kind_schema[kind], &u, err)) return FALSE;
+  WorkloadIn in = u.w;
+  if (kind != FAB_WL_TRAINING) {
+    if (kind != FAB_WL_FLOWS && kind != FAB_WL_NCCL_TESTS && !fab_cfg_get(wl, "size"))
+      return fab_cfg_fail(wl, err, "workload kind %s needs size", kinds[kind]);
     if (!check_prio(fab_cfg_get(wl, "priority"), in.priority, env->nprio, err)) return FALSE;
   }
+  in.job = u.job;
   uint32_t n = 0;
-  uint32_t *ranks = read_ranks(in.ranks, env->endpoints, &n, err);
+  uint32_t *ranks = read_ranks(in.job.ranks, env->endpoints, &n, err);
   if (!ranks) return FALSE;
-  char *name = in.name ? g_strdup(in.name) : several ? g_strdup_printf("job%u", index) : g_strdup(kinds[in.kind]);
+  char *name = in.job.name ? g_strdup(in.job.name) : several ? g_strdup_printf("job%u", index) : g_strdup(kinds[kind]);
   if (g_hash_table_contains(names, name)) {
     gboolean r = fab_cfg_fail(fab_cfg_get(wl, "name") ? fab_cfg_get(wl, "name") : wl, err, "a second job named '%s'",
                               name);
@@ -369,13 +397,13 @@ static gboolean read_job(const FabCfgNode *wl, const FabWorkloadEnv *env, FabDag
     return r;
   }
   g_hash_table_add(names, (gpointer)g_intern_string(name));
-  FabJobDef jd = {g_intern_string(name), kinds[in.kind], n, ranks, 0, 0, 1};
+  FabJobDef jd = {g_intern_string(name), kinds[kind], n, ranks, 0, 0, 1};
   g_free(name);
   Job j = {d, fab_dag_job(d, &jd), n, ranks};
   uint32_t before = fab_dag_len(d);
-  const FabCfgNode *at = in.ranks ? in.ranks : wl;
+  const FabCfgNode *at = in.job.ranks ? in.job.ranks : wl;
   gboolean ok = TRUE;
-  switch ((FabWorkloadKind)in.kind) {
+  switch ((FabWorkloadKind)kind) {
   case FAB_WL_FLOWS:
     if (!in.flows) ok = fab_cfg_fail(wl, err, "workload kind flows needs flows: [{src, dst, size}, ...]");
     else ok = read_flows(&j, in.flows, env->nprio, err);
@@ -387,7 +415,7 @@ static gboolean read_job(const FabCfgNode *wl, const FabWorkloadEnv *env, FabDag
     }
     uint32_t *perm = g_new(uint32_t, n);
     fab_workload_derangement(perm, n, env->seed + index); /* job 0 draws what a single job always drew */
-    for (uint32_t i = 0; i < n; i++) add(&j, i, perm[i], in.size, in.start, (uint8_t)in.priority);
+    for (uint32_t i = 0; i < n; i++) add(&j, i, perm[i], in.size, in.job.start, (uint8_t)in.priority);
     g_free(perm);
     break;
   }
@@ -401,7 +429,7 @@ static gboolean read_job(const FabCfgNode *wl, const FabWorkloadEnv *env, FabDag
     }
     for (uint32_t s = 0; s < n; s++)
       for (uint32_t t = 0; t < n; t++)
-        if (s != t) add(&j, s, t, in.size, in.start, (uint8_t)in.priority);
+        if (s != t) add(&j, s, t, in.size, in.job.start, (uint8_t)in.priority);
     break;
   case FAB_WL_COLLECTIVE: {
     if (n < 2) {
@@ -430,7 +458,7 @@ static gboolean read_job(const FabCfgNode *wl, const FabWorkloadEnv *env, FabDag
     else ok = read_ncclt(&j, wl, &in, env, err);
     break;
   case FAB_WL_TRAINING:
-    ok = fab_training_read(wl, d, &env->coll, ranks, n, j.id, in.start, env->gpu_flops, env->gpu_eff, err);
+    ok = fab_training_build(&u.t, wl, d, &env->coll, ranks, n, j.id, env->gpu_flops, env->gpu_eff, err);
     break;
   }
   if (ok && fab_dag_len(d) == before) ok = fab_cfg_fail(wl, err, "the workload has no flows");

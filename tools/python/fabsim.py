@@ -1,4 +1,4 @@
-"""fabsim from Python: a ctypes wrapper around libfabsim (tools/fabsim.h).
+"""fabsim from Python: a ctypes wrapper around libfabsim (tools/libfabsim/fabsim.h).
 
 Standard library only. The shared library is found from the environment
 variable FABSIM_LIB, else build/libfabsim.so under the repository root (two

@@ -1,32 +1,27 @@
-/* libfabsim: fabsim as a library, see fabsim.h */
-#include "tools/fabsim.h"
+/* libfabsim: fabsim as a library. See fabsim.h. */
+#include "fabsim.h"
 
 #include <glib.h>
-#include <glib/gstdio.h>
 #include <math.h>
-#include <stdlib.h>
 #include <string.h>
 
-#include "sim/h5out.h"
-#include "sim/json.h"
-#include "tools/scenario.h"
-
-#ifndef FABSIM_VERSION
-#define FABSIM_VERSION "0.1.0"
-#endif
+#include "driver.h"
+#include "h5out.h"
+#include "json.h"
+#include "scenario.h"
 
 struct FabsimScenario {
-  char *path; /* a file scenario, or NULL */
-  char *text; /* a string scenario's YAML */
-  char *name; /* its name in error locations */
-  GPtrArray *sets; /* char *, "key=value", NULL-terminated */
+  char *path;      /* a file scenario, or NULL */
+  char *text;      /* a string scenario's YAML */
+  char *name;      /* its name in error locations */
+  char *dir;       /* a string scenario's includes are relative to this: the current directory when it was loaded */
+  GPtrArray *sets; /* char *, "key=value" */
 };
 
 struct FabsimRun {
   FabScenario *sc; /* owns the strings res points into */
   FabResults res;
   int status;
-  char *json;
 };
 
 const char *fabsim_version(void) { return FABSIM_VERSION; }
@@ -37,59 +32,23 @@ static void set_err(char **err, const char *msg) {
   if (err) *err = g_strdup(msg);
 }
 
-/* Replace every occurrence of `from` in `s` by `to`. Transfer full. */
-static char *replace_all(const char *s, const char *from, const char *to) {
-  GString *out = g_string_new(NULL);
-  size_t n = strlen(from);
-  const char *p = s, *q;
-  while (n && (q = strstr(p, from))) {
-    g_string_append_len(out, p, q - p);
-    g_string_append(out, to);
-    p = q + n;
-  }
-  g_string_append(out, p);
-  return g_string_free(out, FALSE);
-}
-
-/* Load the scenario with its overrides plus `extra` (may be NULL). A string
-** scenario goes through a temporary file named after `name` in a private
-** temporary directory (so the default scenario name is `name`), removed
-** before returning; error locations then name `name`. */
+/* The scenario with its overrides plus `extra` (may be NULL), loaded and
+** checked. NULL + *err on bad input. */
 static FabScenario *load(const FabsimScenario *s, const char *extra, char **err) {
   GPtrArray *sets = g_ptr_array_new();
   for (guint i = 0; i < s->sets->len; i++) g_ptr_array_add(sets, g_ptr_array_index(s->sets, i));
   if (extra) g_ptr_array_add(sets, (gpointer)extra);
   g_ptr_array_add(sets, NULL);
   GError *e = NULL;
-  FabScenario *sc = NULL;
-  if (s->path) {
-    sc = fab_scenario_load(s->path, (const char *const *)sets->pdata, &e);
-    if (!sc) set_err(err, e->message);
-  } else {
-    char *dir = g_dir_make_tmp("libfabsim-XXXXXX", &e);
-    if (!dir) {
-      set_err(err, e->message);
-    } else {
-      char *base = g_path_get_basename(s->name);
-      if (!*base || strcmp(base, ".") == 0 || strcmp(base, "/") == 0 || strcmp(base, "..") == 0) {
-        g_free(base);
-        base = g_strdup("scenario");
-      }
-      char *tmp = g_build_filename(dir, base, NULL);
-      if (!g_file_set_contents(tmp, s->text, -1, &e)) {
-        set_err(err, e->message);
-      } else {
-        sc = fab_scenario_load(tmp, (const char *const *)sets->pdata, &e);
-        if (!sc && err) *err = replace_all(e->message, tmp, s->name);
-        g_unlink(tmp);
-      }
-      g_rmdir(dir);
-      g_free(tmp);
-      g_free(base);
-      g_free(dir);
-    }
+  const char *const *sv = (const char *const *)sets->pdata;
+  char *cwd = s->path ? NULL : g_get_current_dir(); /* includes as written while the directory is the same */
+  const char *dir = cwd && s->dir && strcmp(cwd, s->dir) ? s->dir : NULL;
+  FabScenario *sc = s->path ? fab_scenario_load(s->path, sv, &e) : fab_scenario_load_string(s->text, s->name, dir, sv, &e);
+  g_free(cwd);
+  if (!sc) {
+    set_err(err, e->message);
+    g_error_free(e);
   }
-  if (e) g_error_free(e);
   g_ptr_array_free(sets, TRUE);
   return sc;
 }
@@ -99,6 +58,7 @@ static FabsimScenario *scenario_new(const char *path, const char *text, const ch
   s->path = g_strdup(path);
   s->text = g_strdup(text);
   s->name = g_strdup(name);
+  s->dir = text ? g_get_current_dir() : NULL;
   s->sets = g_ptr_array_new_with_free_func(g_free);
   FabScenario *sc = load(s, NULL, err);
   if (!sc) {
@@ -142,6 +102,7 @@ void fabsim_scenario_free(FabsimScenario *sc) {
   g_free(sc->path);
   g_free(sc->text);
   g_free(sc->name);
+  g_free(sc->dir);
   g_ptr_array_free(sc->sets, TRUE);
   g_free(sc);
 }
@@ -157,8 +118,7 @@ FabsimRun *fabsim_run(const FabsimScenario *s, char **err) {
   run->sc = sc;
   FabRunOpts opts;
   memset(&opts, 0, sizeof opts);
-  run->status = fab_scenario_run(sc, &opts, &run->res) ? 1 : 0;
-  run->json = fab_json_summary(&run->res);
+  run->status = fab_run(sc, &opts, &run->res) ? 1 : 0;
   return run;
 }
 
@@ -170,26 +130,16 @@ const char *fabsim_run_failure(const FabsimRun *run) {
   return run->res.failure ? run->res.failure : "run failed";
 }
 
-/* A number (or a boolean) of the summary by dotted path; NaN if absent. */
-static double json_number(const char *json, const char *field) {
-  const char *p = fab_json_value(json, field);
-  if (!p) return NAN;
-  if (*p == '-' || (*p >= '0' && *p <= '9')) {
-    char *end;
-    double v = g_ascii_strtod(p, &end);
-    return end == p ? NAN : v;
-  }
-  if (strncmp(p, "true", 4) == 0) return 1;
-  if (strncmp(p, "false", 5) == 0) return 0;
-  return NAN;
-}
-
 double fabsim_run_number(const FabsimRun *run, const char *field) {
-  if (!run || !field || !*field) return NAN;
-  return json_number(run->json, field);
+  double v;
+  if (!run || !field || !*field || !fab_fields_lookup(&fab_results_table, &run->res, field, &v)) return NAN;
+  return v;
 }
 
-char *fabsim_run_json(const FabsimRun *run) { return run ? g_strdup(run->json) : NULL; }
+char *fabsim_run_json(const FabsimRun *run) {
+  if (!run) return NULL;
+  return fab_json_summary(&run->res);
+}
 
 size_t fabsim_run_flows(const FabsimRun *run) { return run ? run->res.n_flows : 0; }
 
@@ -210,17 +160,13 @@ size_t fabsim_run_collectives(const FabsimRun *run) { return run ? run->res.n_co
 int fabsim_run_collective(const FabsimRun *run, size_t i, const char **op, const char **algorithm,
                           uint64_t *bytes, uint32_t *ranks, double *time_s, double *busbw_GBps) {
   if (!run || i >= run->res.n_colls) return 0;
-  const struct FabCollRec *c = &run->res.colls[i];
+  const FabCollRec *c = &run->res.colls[i];
   if (op) *op = c->op;
   if (algorithm) *algorithm = c->algorithm;
   if (bytes) *bytes = c->bytes;
   if (ranks) *ranks = c->ranks;
-  if (time_s) *time_s = c->end ? (double)(c->end - c->start) / 1e12 : NAN;
-  if (busbw_GBps) { /* as the JSON summary states it (NaN when it has none) */
-    char key[64];
-    g_snprintf(key, sizeof key, "collectives.%zu.busbw_GBps", i);
-    *busbw_GBps = c->end ? json_number(run->json, key) : NAN;
-  }
+  if (time_s) *time_s = c->time_s;
+  if (busbw_GBps) *busbw_GBps = c->busbw_GBps;
   return 1;
 }
 
@@ -240,9 +186,7 @@ int fabsim_run_write_hdf5(const FabsimRun *run, const char *path, char **err) {
 
 void fabsim_run_free(FabsimRun *run) {
   if (!run) return;
-  g_free((char *)run->res.failure);
   fab_results_clear(&run->res);
-  g_free(run->json);
   fab_scenario_free(run->sc);
   g_free(run);
 }

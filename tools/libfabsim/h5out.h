@@ -2,15 +2,12 @@
 ** HDF5 writer for FabResults. The file is written to "PATH.tmp.PID" and
 ** renamed to PATH only when complete, so a failed run leaves no partial file.
 **
-** Schema (documented in README.md):
-**   /meta            group; attributes: fabsim_version, scenario, seed (u64),
-**                    sim_time_ps, nvlink_segment_bytes (u64, 0: no NVLink); dataset
-**                    scenario_yaml (string)
-**   /flows           compound table: id, src, dst (u32), bytes (u64),
-**                    start_ps, end_ps (u64), fct_s (f64), retransmits (u32)
-**   /links           compound table: from, to (string 32), bps, bytes,
-**                    packets, drops, max_queue_bytes, pause_tx, pause_rx,
-**                    paused_ps, ecn_marks (u64)
+** Schema (documented in README.md). The tables and the /meta attributes are
+** laid out from the field tables of results.c (FAB_FF_H5, FAB_FF_META):
+**   /meta            group; attributes (fabsim_version, scenario, seed, ...);
+**                    dataset scenario_yaml (string)
+**   /flows, /links, /collectives, /timeline, /steps, /jobs
+**                    compound tables, a row per record
 **   /queues/time_ps  u64 [samples]
 **   /queues/port     string 32 [ports]
 **   /queues/depth    u32 [samples x ports], bytes; attribute interval_ps

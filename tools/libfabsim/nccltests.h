@@ -21,7 +21,7 @@
 
 #include <glib.h>
 #include <stdint.h>
-#include "sim/results.h"
+#include "results.h"
 
 #define FAB_NCCLTESTS_ERROR (fab_nccltests_error_quark())
 GQuark fab_nccltests_error_quark(void);

@@ -36,7 +36,7 @@ static int op_index(const char *op) {
   return -1;
 }
 
-double fab_nccltests_busbw_factor(const char *op, uint32_t n) { return fab_busbw_factor(op, n); }
+double fab_nccltests_busbw_factor(const char *op, uint32_t n) { return fab_results_busbw_factor(op, n); }
 
 const char *fab_nccltests_binary(const char *op) {
   int i = op_index(op);

@@ -1,0 +1,68 @@
+/*
+** GPU: what an endpoint computes, apart from moving bytes.
+**
+** Every endpoint (a GPU rank, or a plain host's processor) has one FabGpu
+** with two engines that each do one thing at a time, first in, first out:
+**
+**   compute stream  the kernels of the workload (forward, backward, optimizer
+**                   ...): an item occupies the stream for its duration; items
+**                   that become ready while it is busy wait in order;
+**   reducer         the reductions of received collective pieces: a piece
+**                   that must be reduced (ring reduce-scatter steps, tree up
+**                   ...) occupies the reducer for bytes / reduce rate after it
+**                   arrived, one piece at a time, in arrival order.
+**
+** Communication does not occupy the compute stream (NCCL runs on its own
+** stream and SMs). An item is named by a 32-bit tag chosen by the caller
+** (the workload executor uses the operation's index); when it finishes, the
+** GPU calls `done` with the tag and the time the item began. Transport
+** (queue pairs, NVLink and PCIe ports) is the endpoint's FabNic.
+*/
+#ifndef FAB_GPU_H
+#define FAB_GPU_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include "packet.h"
+
+/* An item of `which` (FAB_GPU_COMPUTE, FAB_GPU_REDUCE) finished at eng->now;
+** it began at `began`. */
+typedef void (*FabGpuDoneFn)(void *ctx, int which, uint32_t tag, fab_time_t began);
+
+enum { FAB_GPU_COMPUTE = 0, FAB_GPU_REDUCE = 1 };
+
+typedef struct FabGpuItem {
+  fab_time_t dur;  /* ps */
+  uint32_t tag;
+} FabGpuItem;
+
+/* One FIFO engine: the item running, and those waiting. */
+typedef struct FabGpuLane {
+  bool busy;
+  uint32_t tag;           /* the running item */
+  fab_time_t began;       /* ps: when it began */
+  FabGpuItem *q;          /* waiting items: a ring of cap, head .. head + n */
+  uint32_t head, n, cap;
+  uint64_t items;         /* items finished */
+  fab_time_t busy_ps;     /* time busy, over the finished items */
+} FabGpuLane;
+
+typedef struct FabGpu {
+  FabElem el;             /* tie key, handlers */
+  uint32_t rank;          /* the endpoint */
+  FabGpuLane lane[2];     /* FAB_GPU_COMPUTE, FAB_GPU_REDUCE */
+  FabGpuDoneFn done;
+  void *ctx;
+} FabGpu;
+
+/* Set up the GPU of endpoint `rank`; `done` hears of every finished item. */
+void fab_gpu_init(FabGpu *g, uint32_t rank, FabGpuDoneFn done, void *ctx);
+
+/* Free the queues (not g itself). */
+void fab_gpu_clear(FabGpu *g);
+
+/* Queue an item of `dur` ps on lane `which`: it begins now if the lane is
+** idle, else when the items queued before it are done. */
+void fab_gpu_submit(FabEngine *eng, FabGpu *g, int which, fab_time_t dur, uint32_t tag);
+
+#endif

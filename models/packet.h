@@ -1,0 +1,61 @@
+/*
+** The packet: the only thing that moves through the fabric.
+**
+** A FabPkt is at most 64 bytes (checked at compile time) and never copied:
+** it is handed from queue to link to queue by pointer, and freed once, at its
+** destination or where it is dropped. Packets live in the engine's object
+** pool (sim/pool.h, made with sizeof(FabPkt) by whoever makes the engine),
+** so there is no malloc per packet, and a run checks it ends with none live.
+*/
+#ifndef FAB_PACKET_H
+#define FAB_PACKET_H
+
+#include <stdint.h>
+#include "sim/engine.h"
+
+/* Element names ("leaf3", "gpu12") and port names ("leaf3:p17") fit in this. */
+#define FAB_NAME_LEN 32
+
+/* Packet types. DATA, ACK, NAK: the reliable transport (models/nic.h). CNP:
+** a congestion notification from a receiver NIC to the sender (DCQCN).
+** PAUSE: an IEEE 802.1Qbb PFC frame for class `prio`, with the pause time in
+** `seq` (quanta of 512 bit times; 0 resumes). NVLS_UP: a GPU's contribution
+** to an NVSwitch in-switch reduction (`dst` is the NVLS group, `seq` the
+** segment); NVLS_DOWN: the reduced segment the switch multicasts back to each
+** member (models/nvls.h). */
+enum { FAB_PKT_DATA = 0, FAB_PKT_ACK = 1, FAB_PKT_NAK = 2, FAB_PKT_CNP = 3, FAB_PKT_PAUSE = 4, FAB_PKT_NVLS_UP = 5,
+       FAB_PKT_NVLS_DOWN = 6 };
+
+/* Flags. LAST: the flow's last packet. ECN: congestion experienced (CE,
+** marked by a switch). RETX: sent again. ECT: ECN-capable (set by a sender
+** whose congestion control reacts to marks). HDRM: a switch counted it in PFC
+** headroom (the switch's own bit while it holds the packet). */
+enum { FAB_PKTF_LAST = 1, FAB_PKTF_ECN = 2, FAB_PKTF_RETX = 4, FAB_PKTF_ECT = 8, FAB_PKTF_HDRM = 0x80 };
+
+typedef struct FabPkt {
+  struct FabPkt *next; /* link in whatever FIFO holds it */
+  fab_time_t ready;    /* ps: earliest time it may leave its queue / arrives at the link end */
+  fab_time_t sent;     /* ps: when the NIC put it on the wire (data) or the data's time (ack) */
+  uint32_t flow;       /* flow id */
+  uint32_t seq;        /* data: packet sequence number in the flow; ack/nak: next expected */
+  uint32_t src, dst;   /* endpoint numbers (ack: from receiver to sender) */
+  uint32_t hash;       /* ECMP hash of the flow's 5-tuple, this direction */
+  uint32_t wire;       /* bytes on the wire: payload + headers + framing */
+  uint32_t payload;    /* payload bytes */
+  uint16_t in_port;    /* ingress port at the switch holding it */
+  uint8_t prio;        /* priority / traffic class */
+  uint8_t type;        /* FAB_PKT_* */
+  uint8_t flags;       /* FAB_PKTF_* */
+  uint8_t hops;        /* links crossed so far */
+} FabPkt;
+
+_Static_assert(sizeof(FabPkt) <= 64, "a packet header must fit in 64 bytes");
+
+/* A packet with every field zeroed, from the engine's pool (which must hold
+** objects of sizeof(FabPkt)). */
+static inline FabPkt *fab_pkt_alloc(FabEngine *eng) { return (FabPkt *)fab_pool_get(eng->pool); }
+
+/* Return a packet to the engine's pool. */
+static inline void fab_pkt_free(FabEngine *eng, FabPkt *p) { fab_pool_put(eng->pool, p); }
+
+#endif

@@ -1,0 +1,408 @@
+/* The run driver: wire, run, check, collect. See driver.h. */
+#include "driver.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+#include "collect.h"
+#include "sampler.h"
+#include "models/nvls.h"
+#include "models/watchdog.h"
+#include "workloads/exec.h"
+
+typedef struct Run {
+  const FabScenario *sc;
+  FabEngine *eng;
+  FabTopology *topo;
+  FabFlow *flows;           /* the flow table: one per FLOW or NVLS op */
+  uint32_t nflows, completed;
+  uint32_t *flow_of, *op_of;/* op -> flow (FAB_OP_NONE), flow -> op */
+  FabExec *exec;
+  FabSampler *sampler;      /* NULL: queues not sampled */
+  FabWatchdog *wd;          /* NULL: no watchdog (lossy fabric) */
+  FabFlow *failed;          /* the first flow that gave up */
+  char *setup;              /* why the DAG cannot run (a generator's mistake), NULL: it can */
+  gint64 last_report;       /* progress on stderr */
+} Run;
+
+/* ---- hooks: executor -> models, models -> executor ------------------------- */
+
+static void post(void *ctx, uint32_t op, fab_time_t at) {
+  Run *r = ctx;
+  FabFlow *f = &r->flows[r->flow_of[op]];
+  f->start = at;
+  fab_nic_post(r->eng, &r->topo->nics[f->src], f);
+}
+
+static void compute(void *ctx, uint32_t op, uint32_t rank, fab_time_t dur) {
+  Run *r = ctx;
+  fab_gpu_submit(r->eng, &r->topo->gpus[rank], FAB_GPU_COMPUTE, dur, op);
+}
+
+static void reduce(void *ctx, uint32_t op, uint32_t rank, fab_time_t dur) {
+  Run *r = ctx;
+  fab_gpu_submit(r->eng, &r->topo->gpus[rank], FAB_GPU_REDUCE, dur, op);
+}
+
+static void gpu_done(void *ctx, int which, uint32_t tag, fab_time_t began) {
+  Run *r = ctx;
+  fab_exec_done(r->exec, tag, began);
+}
+
+static void flow_done(void *ctx, FabFlow *f) {
+  Run *r = ctx;
+  r->completed++;
+  fab_exec_received(r->exec, r->op_of[f->id]);
+}
+
+static void flow_sent(void *ctx, FabFlow *f) {
+  Run *r = ctx;
+  fab_exec_sent(r->exec, r->op_of[f->id]);
+}
+
+static void flow_fail(void *ctx, FabFlow *f) {
+  Run *r = ctx;
+  if (!r->failed) r->failed = f;
+  fab_engine_stop(r->eng);
+}
+
+static bool finished(void *ctx) { return fab_exec_finished(((Run *)ctx)->exec); }
+
+/* Packets NICs have received: the watchdog's sign of progress. */
+static uint64_t delivered(void *ctx) {
+  const Run *r = ctx;
+  uint64_t n = 0;
+  for (uint32_t h = 0; h < r->topo->nhosts; h++) n += r->topo->nics[h].rx_data_pkts + r->topo->nics[h].rx_ctrl_pkts;
+  return n;
+}
+
+static void progress(FabEngine *eng, void *ctx) {
+  Run *r = ctx;
+  gint64 now = g_get_monotonic_time();
+  if (now - r->last_report < 500000) return;
+  r->last_report = now;
+  fprintf(stderr, "\r  t=%.6f ms  flows %u/%u  events %" G_GUINT64_FORMAT "   ", (double)eng->now / 1e9,
+          r->completed, r->nflows, eng->events);
+}
+
+/* ---- wiring ------------------------------------------------------------------ */
+
+/* The flow table: one flow per FLOW or NVLS op, in op order. */
+static void make_flows(Run *r) {
+  const FabDag *dag = r->sc->dag;
+  uint32_t nops = fab_dag_len(dag);
+  r->nflows = fab_dag_flows(dag);
+  r->flows = g_new0(FabFlow, r->nflows ? r->nflows : 1);
+  r->flow_of = g_new(uint32_t, nops ? nops : 1);
+  r->op_of = g_new(uint32_t, r->nflows ? r->nflows : 1);
+  for (uint32_t i = 0, n = 0; i < nops; i++) {
+    const FabOp *o = fab_dag_op(dag, i);
+    r->flow_of[i] = FAB_OP_NONE;
+    if (o->kind > FAB_OP_NVLS) continue;
+    FabFlow *f = &r->flows[n];
+    f->id = n;
+    f->src = o->src;
+    f->dst = o->dst;
+    f->bytes = o->bytes;
+    f->prio = o->prio;
+    f->nvls = o->kind == FAB_OP_NVLS;
+    fab_flow_prepare(f, &r->sc->fabric.nic);
+    f->max_bps = o->max_bps;
+    f->start = FAB_TIME_MAX; /* not posted yet */
+    r->flow_of[i] = n;
+    r->op_of[n++] = i;
+  }
+}
+
+/* NVLS group g's members (their ops in mem): an in-switch reduction group at
+** their domain's NVSwitch; FALSE when they are not 2 or more of one domain
+** with equal sizes (a generator's mistake). */
+static bool nvls_group(Run *r, GArray *mem) {
+  const FabDag *dag = r->sc->dag;
+  uint32_t dom = r->sc->fabric.nic.nvl_domain;
+  uint32_t n = mem->len, *port = g_new(uint32_t, n), *fid = g_new(uint32_t, n), *rank = g_new(uint32_t, n);
+  uint32_t first = g_array_index(mem, uint32_t, 0);
+  bool ok = dom && n >= 2;
+  for (uint32_t m = 0; ok && m < n; m++) {
+    uint32_t i = g_array_index(mem, uint32_t, m);
+    rank[m] = fab_dag_op(dag, i)->src;
+    ok = rank[m] / dom == rank[0] / dom && r->flows[r->flow_of[i]].npkts == r->flows[r->flow_of[first]].npkts;
+    port[m] = rank[m] % dom;
+    fid[m] = r->flow_of[i];
+  }
+  if (ok) {
+    FabNvls *nv = fab_switch_nvls(r->topo->nvs[rank[0] / dom]);
+    uint32_t sg = fab_nvls_add(nv, n, port, fid, rank, r->flows[fid[0]].npkts);
+    for (uint32_t m = 0; m < n; m++) r->flows[fid[m]].nvls_group = sg;
+  }
+  g_free(port);
+  g_free(fid);
+  g_free(rank);
+  return ok;
+}
+
+static void make_nvls(Run *r) {
+  const FabDag *dag = r->sc->dag;
+  if (!dag->groups) return;
+  GArray **mem = g_new0(GArray *, dag->groups); /* per group: its ops */
+  for (uint32_t i = 0; i < fab_dag_len(dag); i++) {
+    const FabOp *o = fab_dag_op(dag, i);
+    if (o->kind != FAB_OP_NVLS) continue;
+    g_assert(o->group < dag->groups);
+    if (!mem[o->group]) mem[o->group] = g_array_new(FALSE, FALSE, sizeof(uint32_t));
+    g_array_append_val(mem[o->group], i);
+  }
+  for (uint32_t g = 0; g < dag->groups; g++) {
+    if (!mem[g]) continue;
+    if (!nvls_group(r, mem[g]) && !r->setup) /* fail the run, do not abort the process */
+      r->setup = g_strdup_printf("internal error: NVLS group %u (op %u) has %u members, not 2 or more of one NVLink "
+                                 "domain with equal sizes", g, g_array_index(mem[g], uint32_t, 0), mem[g]->len);
+    g_array_free(mem[g], TRUE);
+  }
+  g_free(mem);
+}
+
+/* Every port of the fabric, in the topology's stable order. */
+static void add_port(FabPort *pt, void *ctx) { g_ptr_array_add(ctx, pt); }
+
+static void wire(Run *r, const FabRunOpts *opts) {
+  const FabScenario *sc = r->sc;
+  r->eng = fab_engine_new(sc->seed, sizeof(FabPkt));
+  r->topo = fab_topology_build(&sc->fabric);
+  make_flows(r);
+  make_nvls(r);
+  static const FabExecHooks hooks = {post, compute, reduce};
+  r->exec = fab_exec_new(r->eng, sc->dag, &hooks, r);
+  for (uint32_t h = 0; h < r->topo->nhosts; h++) {
+    FabNic *nic = &r->topo->nics[h];
+    nic->flows = r->flows;
+    nic->done = flow_done;
+    nic->fail = flow_fail;
+    nic->sent = flow_sent;
+    nic->ctx = r;
+    r->topo->gpus[h].done = gpu_done;
+    r->topo->gpus[h].ctx = r;
+  }
+  uint32_t id = fab_topology_number(r->topo, 0);
+  fab_elem_set_id(fab_exec_elem(r->exec), id++);
+  if (sc->hdf5 || opts->sample_queues) {
+    r->sampler = fab_sampler_new(r->topo, sc->sample_interval, sc->fabric.sw.nprio, r->flows, r->nflows, finished, r);
+    fab_elem_set_id(fab_sampler_elem(r->sampler), id++);
+  }
+  const FabPfcCfg *pfc = &sc->fabric.sw.pfc;
+  if ((pfc->enabled || sc->fabric.sw.credits) && pfc->watchdog) { /* lossless: PFC or InfiniBand credits */
+    GPtrArray *ports = g_ptr_array_new();
+    fab_topology_foreach_port(r->topo, add_port, ports);
+    static const FabWatchdogHooks wh = {finished, delivered};
+    r->wd = fab_watchdog_new(pfc->watchdog, r->topo->switches, r->topo->nswitches, (FabPort *const *)ports->pdata,
+                             ports->len, &wh, r);
+    g_ptr_array_free(ports, TRUE);
+    fab_elem_set_id(fab_watchdog_elem(r->wd), id++);
+  }
+  if (opts->progress) {
+    r->eng->tick = progress;
+    r->eng->tick_ctx = r;
+  }
+}
+
+/* ---- invariants --------------------------------------------------------------- */
+
+/* Append "why" to the failure text. */
+static void failf(GString **fail, const char *fmt, ...) G_GNUC_PRINTF(2, 3);
+static void failf(GString **fail, const char *fmt, ...) {
+  va_list ap;
+  if (!*fail) *fail = g_string_new(NULL);
+  else g_string_append(*fail, "; ");
+  va_start(ap, fmt);
+  g_string_append_vprintf(*fail, fmt, ap);
+  va_end(ap);
+}
+
+/* Why the run stopped short, if it did: a deadlock, a stall, a flow that gave
+** up, a DAG that could not run, operations left over. */
+static void check_end(const Run *r, bool drained, GString **fail) {
+  const FabScenario *sc = r->sc;
+  uint32_t ncyc = 0, nops = fab_exec_ops(r->exec), done = fab_exec_ops_done(r->exec);
+  FabPort *const *cyc = r->wd ? fab_watchdog_cycle(r->wd, &ncyc) : NULL;
+  if (r->wd && fab_watchdog_stalled(r->wd) && ncyc) {
+    GString *c = g_string_new(NULL);
+    for (uint32_t i = 0; i <= ncyc; i++) {
+      char name[FAB_FIELD_NAME_LEN];
+      fab_port_name(name, cyc[i % ncyc]);
+      g_string_append_printf(c, "%s%s", i ? " -> " : "", name);
+    }
+    bool ib = sc->fabric.sw.credits != 0;
+    failf(fail, "%s deadlock at %.6f ms: a cycle of %s ports: %s", ib ? "credit" : "PFC",
+          fab_time_to_s(r->eng->now) * 1e3, ib ? "credit-starved" : "paused", c->str);
+    g_string_free(c, TRUE);
+  } else if (r->wd && fab_watchdog_stalled(r->wd)) {
+    failf(fail, "no progress for %.6g ms with %u of %u flows unfinished (a PFC stall; no cycle of paused ports)",
+          fab_time_to_s(sc->fabric.sw.pfc.watchdog) * 1e3, r->nflows - r->completed, r->nflows);
+  } else if (r->failed) {
+    failf(fail, "flow %u (%u -> %u) made no progress after %u retransmission timeouts", r->failed->id,
+          r->failed->src, r->failed->dst, sc->fabric.nic.max_timeouts);
+  } else if (r->setup) {
+    failf(fail, "%s", r->setup);
+  } else if (done < nops && drained && sc->stop_time == FAB_TIME_MAX) {
+    uint32_t left, i = fab_exec_first_waiting(r->exec, &left);
+    failf(fail, "internal error: %u of %u operations never became ready (the first, op %u, waits for %u more)",
+          nops - done, nops, i != FAB_OP_NONE ? i : 0, left);
+  } else if (done < nops) {
+    failf(fail, "stop_time reached with %u of %u flows unfinished (%u of %u operations)", r->nflows - r->completed,
+          r->nflows, nops - done, nops);
+  }
+  uint32_t op, dep;
+  if (!fab_exec_check_order(r->exec, &op, &dep))
+    failf(fail, "internal error: op %u began at %" G_GUINT64_FORMAT " ps before op %u it depends on was done", op,
+          fab_exec_began(r->exec, op), dep);
+}
+
+typedef struct Totals {
+  uint64_t hops, drops, drop_bytes, max_q, pauses;
+  fab_time_t paused, now;
+  FabEngine *eng;
+  uint64_t flushed, flushed_bytes; /* packets (and bytes) freed from queues, serialisers and wires */
+} Totals;
+
+static void add_totals(FabPort *pt, void *ctx) {
+  Totals *t = ctx;
+  t->hops += pt->tx_pkts;
+  t->pauses += pt->pause_tx;
+  t->paused += fab_port_paused_time(pt, t->now);
+  if (pt->max_qbytes > t->max_q && pt->owner->pull == NULL) t->max_q = pt->max_qbytes;
+}
+
+static void flush_one(FabPort *pt, void *ctx) {
+  Totals *t = ctx;
+  t->flushed += fab_port_flush(t->eng, pt, &t->flushed_bytes);
+}
+
+/* Conservation: every packet (and byte) a NIC sent was received by a NIC,
+** dropped by a switch, or is still in the fabric when stop_time cut the run;
+** the pool ends empty; a completed flow holds exactly its bytes. Empties the
+** fabric. */
+static void check_packets(Run *r, bool drained, Totals *tot, GString **fail) {
+  uint64_t sent = 0, recv = 0, sent_b = 0, recv_b = 0;
+  uint32_t ack_b = r->sc->fabric.nic.transport.ack_bytes;
+  for (uint32_t h = 0; h < r->topo->nhosts; h++) {
+    const FabNic *n = &r->topo->nics[h];
+    sent += n->tx_data_pkts + n->tx_ctrl_pkts;
+    recv += n->rx_data_pkts + n->rx_ctrl_pkts;
+    sent_b += n->tx_data_bytes + n->tx_ctrl_pkts * ack_b;
+    recv_b += n->rx_data_bytes + n->rx_ctrl_pkts * ack_b;
+  }
+  for (uint32_t s = 0; s < r->topo->nswitches; s++) {
+    tot->drops += fab_switch_stats(r->topo->switches[s])->drops;
+    tot->drop_bytes += fab_switch_stats(r->topo->switches[s])->drop_bytes;
+  }
+  fab_topology_foreach_port(r->topo, flush_one, tot);
+  if (tot->flushed && drained) failf(fail, "internal error: packets left in the fabric after the last event");
+  if (sent != recv + tot->drops + tot->flushed || sent_b != recv_b + tot->drop_bytes + tot->flushed_bytes)
+    failf(fail, "internal error: packets not conserved (sent %" G_GUINT64_FORMAT ", received %" G_GUINT64_FORMAT
+          ", dropped %" G_GUINT64_FORMAT ", in flight %" G_GUINT64_FORMAT ")", sent, recv, tot->drops, tot->flushed);
+  if (fab_pool_live(r->eng->pool) != 0)
+    failf(fail, "internal error: %zu packets leaked from the pool", fab_pool_live(r->eng->pool));
+  for (uint32_t i = 0; i < r->nflows; i++)
+    if (r->flows[i].end && r->flows[i].rcv_bytes != r->flows[i].bytes) {
+      failf(fail, "internal error: flow %u completed with %" G_GUINT64_FORMAT " of %" G_GUINT64_FORMAT " bytes", i,
+            r->flows[i].rcv_bytes, r->flows[i].bytes);
+      break;
+    }
+}
+
+/* ---- results ----------------------------------------------------------------- */
+
+typedef struct LinkFill {
+  GArray *a;
+  fab_time_t now;
+} LinkFill;
+
+static void fill_link(FabPort *pt, void *ctx) {
+  LinkFill *lf = ctx;
+  FabLinkRec l = {{0}, {0}, pt->bps, pt->tx_bytes, pt->tx_pkts, pt->drops, pt->max_qbytes,
+                  pt->pause_tx, pt->pause_rx, fab_port_paused_time(pt, lf->now), pt->ecn_marks};
+  fab_port_name(l.from, pt);
+  fab_port_name(l.to, pt->peer);
+  g_array_append_val(lf->a, l);
+}
+
+static void fill_results(Run *r, bool drained, const Totals *tot, FabResults *res) {
+  const FabScenario *sc = r->sc;
+  res->version = FABSIM_VERSION;
+  res->scenario = sc->name;
+  res->scenario_text = fab_cfg_text(sc->cfg);
+  res->topology = sc->topology;
+  res->seed = sc->seed;
+  if (fab_exec_finished(r->exec)) res->sim_time = fab_exec_last_end(r->exec);
+  else if (!drained && !r->failed && sc->stop_time != FAB_TIME_MAX) res->sim_time = sc->stop_time; /* cut */
+  else res->sim_time = r->eng->now;
+  res->events = r->eng->events;
+  res->packet_hops = tot->hops;
+  res->endpoints = r->topo->nhosts;
+  res->nvlink_segment = sc->fabric.nic.nvl_domain ? sc->fabric.nic.nvl_mtu : 0;
+  res->drops = tot->drops;
+  res->max_queue_bytes = tot->max_q;
+  res->pfc_pause_frames = tot->pauses;
+  res->pfc_paused = tot->paused;
+  for (uint32_t h = 0; h < r->topo->nhosts; h++) {
+    res->retransmits += r->topo->nics[h].retransmits;
+    res->cnps += r->topo->nics[h].cnps_sent;
+  }
+  for (uint32_t s = 0; s < r->topo->nswitches; s++) res->ecn_marks += fab_switch_stats(r->topo->switches[s])->ecn_marks;
+  FabCollectIn in = {sc->dag, r->exec, r->flows, r->flow_of};
+  fab_collect(&in, res);
+  res->n_flows = r->nflows;
+  res->flows = g_new0(FabFlowRec, r->nflows ? r->nflows : 1);
+  for (uint32_t i = 0; i < r->nflows; i++) {
+    const FabFlow *f = &r->flows[i];
+    res->flows[i] = (FabFlowRec){f->id, f->src, f->dst, f->bytes, f->start == FAB_TIME_MAX ? 0 : f->start, f->end,
+                                 f->retransmits, 0};
+  }
+  LinkFill lf = {g_array_new(FALSE, FALSE, sizeof(FabLinkRec)), res->sim_time};
+  fab_topology_foreach_port(r->topo, fill_link, &lf);
+  res->n_links = lf.a->len;
+  res->links = (FabLinkRec *)(void *)g_array_free(lf.a, FALSE);
+  if (r->sampler) fab_sampler_take(r->sampler, &res->queues);
+  uint32_t ncyc = 0;
+  FabPort *const *cyc = r->wd ? fab_watchdog_cycle(r->wd, &ncyc) : NULL;
+  res->n_deadlock = ncyc;
+  res->deadlock = g_malloc0((size_t)FAB_FIELD_NAME_LEN * (ncyc ? ncyc : 1));
+  for (uint32_t i = 0; i < ncyc; i++) fab_port_name(res->deadlock[i], cyc[i]);
+}
+
+static void run_free(Run *r) {
+  fab_sampler_free(r->sampler);
+  fab_watchdog_free(r->wd);
+  fab_exec_free(r->exec);
+  g_free(r->setup);
+  g_free(r->flows);
+  g_free(r->flow_of);
+  g_free(r->op_of);
+  fab_topology_free(r->topo);
+  fab_engine_free(r->eng);
+}
+
+int fab_run(const FabScenario *sc, const FabRunOpts *opts, FabResults *res) {
+  Run r = {.sc = sc};
+  GString *fail = NULL;
+  memset(res, 0, sizeof *res);
+  wire(&r, opts);
+  fab_exec_start(r.exec); /* the roots first, then the sampler's and the watchdog's first events */
+  if (r.sampler) fab_sampler_start(r.eng, r.sampler);
+  if (r.wd) fab_watchdog_start(r.eng, r.wd);
+  gint64 t0 = g_get_monotonic_time();
+  bool time_ok = r.setup ? true : fab_engine_run(r.eng, sc->stop_time);
+  res->wall_s = (double)(g_get_monotonic_time() - t0) / 1e6;
+  if (opts->progress) fprintf(stderr, "\r%70s\r", "");
+  if (!time_ok) failf(&fail, "internal error: an event was scheduled in the past");
+  bool drained = fab_evq_size(r.eng->evq) == 0;
+  check_end(&r, drained, &fail);
+  Totals tot = {.now = r.eng->now, .eng = r.eng};
+  fab_topology_foreach_port(r.topo, add_totals, &tot);
+  check_packets(&r, drained, &tot, &fail);
+  fill_results(&r, drained, &tot, res);
+  res->failure = fail ? g_string_free(fail, FALSE) : NULL;
+  fab_results_finalize(res);
+  run_free(&r);
+  return res->failure ? 1 : 0;
+}

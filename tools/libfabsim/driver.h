@@ -1,0 +1,33 @@
+/*
+** The run driver: it only wires. It builds the engine and the fabric
+** (topologies/), makes the flow table from the workload's operation DAG,
+** connects the executor (workloads/exec.h) to the NICs and GPUs (models/)
+** through hooks, adds the queue sampler and the deadlock watchdog, numbers
+** every element, runs the engine, checks the run's invariants, and collects
+** the results (collect.h, results.h).
+**
+** Invariants checked after every run (a broken one fails the run): time
+** never went back; no operation began before what it depends on was done;
+** every packet and byte a NIC sent was received by a NIC, dropped by a
+** switch, or was still in the fabric when stop_time cut the run; the packet
+** pool is empty at the end; every completed flow received exactly its bytes.
+*/
+#ifndef FAB_DRIVER_H
+#define FAB_DRIVER_H
+
+#include <stdbool.h>
+#include "results.h"
+#include "scenario.h"
+
+/* Options of one run. */
+typedef struct FabRunOpts {
+  bool progress;            /* report progress on stderr */
+  bool sample_queues;       /* record the queue time series even without hdf5 */
+} FabRunOpts;
+
+/* Run `sc` and fill `res` (finalized; free it with fab_results_clear).
+** Returns 0 if every flow completed and every invariant held, 1 otherwise
+** (res->failure says why). */
+int fab_run(const FabScenario *sc, const FabRunOpts *opts, FabResults *res);
+
+#endif

@@ -1,0 +1,148 @@
+/* validate --explain: what a scenario expands to. See scenario.h. */
+#include "scenario.h"
+#include "models/cc.h"
+#include <string.h>
+
+/* The endpoints: hosts, or GPU nodes with their NICs, NVLink, PCIe, GPUs. */
+static void explain_cluster(const FabScenario *sc, GString *s) {
+  const FabFabricCfg *f = &sc->fabric;
+  const FabGpuSpec *g = &f->gpu;
+  if (g->gpus_per_node) {
+    uint32_t ranks = g->nodes * g->gpus_per_node;
+    g_string_append_printf(s, "endpoints  %u GPUs = %u x %s nodes of %u GPUs (rank = node x %u + local)\n", ranks,
+                           g->nodes, g->preset, g->gpus_per_node, g->gpus_per_node);
+    g_string_append_printf(s, "nics       %u per node at %.6g Gbps: %u NIC ports in the network, %.6g Gbps per node\n",
+                           g->nics_per_node, (double)f->topo.host_bps / 1e9, f->topo.hosts,
+                           (double)f->topo.host_bps * g->nics_per_node / 1e9);
+    if (g->nvlink_domain)
+      g_string_append_printf(s, "nvlink     %.6g GB/s per GPU per direction, %.6g ns GPU to GPU, one NVSwitch per domain "
+                             "of %u GPUs (%u domains), segments of %u B + %u B header\n",
+                             (double)g->nvlink_bps / 8e9, (double)g->nvlink_latency / 1e3, g->nvlink_domain,
+                             ranks / g->nvlink_domain, g->segment, f->nic.nvl_overhead);
+    else
+      g_string_append(s, "nvlink     none: every GPU pair goes through the network\n");
+    g_string_append_printf(s, "pcie       %.6g GB/s per direction, %.6g ns, %s", (double)g->pcie_bps / 8e9,
+                           (double)g->pcie_latency / 1e3, g->gpudirect ? "GPUDirect RDMA" : "host-staged");
+    if (!g->gpudirect)
+      g_string_append_printf(s, " (through host memory at %.6g GB/s, +%.6g us)", (double)g->host_bps / 8e9,
+                             (double)g->host_latency / 1e6);
+    uint32_t G = g->gpus_per_node, N = g->nics_per_node;
+    g_string_append_printf(s, "; %s\n", N >= G ? (N == G ? "one NIC per GPU" : "several NICs per GPU")
+                                                 : "GPUs share a NIC");
+    g_string_append_printf(s, "gpu        %.6g TFLOPS dense BF16 x %.2g efficiency\n", g->gpu_flops / 1e12,
+                           g->gpu_efficiency);
+  } else {
+    g_string_append_printf(s, "endpoints  %u hosts, one NIC each at %.6g Gbps\n", f->topo.hosts,
+                           (double)f->topo.host_bps / 1e9);
+  }
+}
+
+/* Links, transport, switches, PFC, ECN, credits, congestion control, NIC. */
+static void explain_fabric(const FabScenario *sc, GString *s) {
+  const FabFabricCfg *f = &sc->fabric;
+  g_string_append_printf(s, "links      %.6g Gbps, latency %.6g us, mtu %u B payload\n",
+                         (double)f->topo.link_bps / 1e9, (double)f->topo.link_latency / 1e6, f->nic.mtu);
+  g_string_append_printf(s, "transport  %s: %u B headers+framing per data packet, %u B per ACK/NAK\n",
+                         fab_transport_names[f->nic.transport.kind], f->nic.transport.data_overhead,
+                         f->nic.transport.ack_bytes);
+  g_string_append_printf(s, "switch     latency %.6g ns, shared buffer %" G_GUINT64_FORMAT
+                         " B, alpha %g, %u priorities, ECMP seed %" G_GUINT64_FORMAT "\n",
+                         (double)f->sw.latency / 1e3, f->sw.buffer, f->sw.alpha, f->sw.nprio, f->sw.ecmp_seed);
+  const FabPfcCfg *pfc = &f->sw.pfc;
+  if (pfc->enabled) {
+    g_string_append(s, "pfc        lossless priorities");
+    for (uint32_t q = 0; q < f->sw.nprio; q++)
+      if (pfc->lossless >> q & 1) g_string_append_printf(s, " %u", q);
+    if (pfc->dynamic) g_string_append_printf(s, ", XOFF dynamic (alpha %g), XON %" G_GUINT64_FORMAT " B below", pfc->alpha, pfc->xon);
+    else g_string_append_printf(s, ", XOFF %" G_GUINT64_FORMAT " B, XON %" G_GUINT64_FORMAT " B", pfc->xoff, pfc->xon);
+    if (pfc->headroom) g_string_append_printf(s, ", headroom %" G_GUINT64_FORMAT " B", pfc->headroom);
+    else g_string_append_printf(s, ", headroom auto (%" G_GUINT64_FORMAT " B at the fabric links)",
+                                fab_pfc_headroom_auto(f->topo.link_bps, f->topo.link_latency, pfc->response, pfc->mtu_wire));
+    g_string_append_printf(s, ", %" G_GUINT64_FORMAT " B reserved, quanta %u\n", f->sw.pfc_reserved, pfc->quanta);
+  }
+  if (f->sw.credits)
+    g_string_append_printf(s, "credits    %" G_GUINT64_FORMAT " B per (ingress port, VL)\n", f->sw.credits);
+  if (f->sw.ecn.enabled)
+    g_string_append_printf(s, "ecn        kmin %" G_GUINT64_FORMAT " B, kmax %" G_GUINT64_FORMAT " B, pmax %g, on %s\n",
+                           f->sw.ecn.kmin, f->sw.ecn.kmax, f->sw.ecn.pmax, f->sw.ecn.on_dequeue ? "dequeue" : "enqueue");
+  if (f->nic.cc.kind == FAB_CC_DCQCN) {
+    const FabDcqcnCfg *d = &f->nic.cc.dcqcn;
+    g_string_append_printf(s, "dcqcn      g %g, alpha_init %g, alpha_timer %.6g us, rate_timer %.6g us, byte_counter %"
+                           G_GUINT64_FORMAT " B, F %u, rai %.6g Mbps, rhai %.6g Mbps, min_rate %.6g Mbps, "
+                           "cnp_interval %.6g us\n", d->g, d->alpha_init, (double)d->alpha_timer / 1e6,
+                           (double)d->rate_timer / 1e6, d->byte_counter, d->fast_recovery, (double)d->rai_bps / 1e6,
+                           (double)d->rhai_bps / 1e6, (double)d->min_rate_bps / 1e6, (double)d->cnp_interval / 1e6);
+  } else {
+    g_string_append(s, "cc         none (line rate)\n");
+  }
+  g_string_append_printf(s, "nic        rto %.6g us, ACK every %u packets, give up after %u timeouts\n",
+                         (double)f->nic.rto / 1e6, f->nic.ack_interval, f->nic.max_timeouts);
+}
+
+/* The workload: totals, jobs, the collectives counted by kind. */
+static void explain_workload(const FabScenario *sc, GString *s) {
+  uint64_t total = 0;
+  uint32_t nflows = 0, ncompute = 0;
+  for (guint i = 0; i < fab_dag_len(sc->dag); i++) {
+    const FabOp *o = fab_dag_op(sc->dag, i);
+    if (o->kind <= FAB_OP_NVLS) total += o->bytes, nflows++;
+    ncompute += o->kind == FAB_OP_COMPUTE;
+  }
+  g_string_append_printf(s, "workload   %u flows, %" G_GUINT64_FORMAT " bytes on the wire, %u compute ops, %u "
+                         "collectives\n", nflows, total, ncompute, sc->dag->colls->len);
+  for (guint j = 0; j < sc->dag->jobs->len; j++) {
+    const FabJobDef *jd = &g_array_index(sc->dag->jobs, FabJobDef, j);
+    g_string_append_printf(s, "job        %s: %s on %u ranks (endpoints %u..%u)", jd->name, jd->kind, jd->nranks,
+                           jd->ranks[0], jd->ranks[jd->nranks - 1]);
+    if (jd->steps) g_string_append_printf(s, ", %u steps of %u microbatches, pp %u", jd->steps, jd->microbatches, jd->pp);
+    g_string_append_c(s, '\n');
+  }
+  /* the collectives, alike ones counted together (a training step has thousands) */
+  GArray *kinds = g_array_new(FALSE, FALSE, sizeof(guint)); /* first collective of each kind */
+  GArray *counts = g_array_new(FALSE, TRUE, sizeof(guint));
+  for (guint c = 0; c < sc->dag->colls->len; c++) {
+    const FabCollDef *cd = &g_array_index(sc->dag->colls, FabCollDef, c);
+    guint k = 0;
+    for (; k < kinds->len; k++) {
+      const FabCollDef *o = &g_array_index(sc->dag->colls, FabCollDef, g_array_index(kinds, guint, k));
+      if (g_str_equal(o->op, cd->op) && o->bytes == cd->bytes && o->nranks == cd->nranks &&
+          g_str_equal(o->algorithm, cd->algorithm) && g_str_equal(o->protocol, cd->protocol) &&
+          o->channels == cd->channels && o->chunk == cd->chunk && g_strcmp0(o->tag, cd->tag) == 0 && o->job == cd->job)
+        break;
+    }
+    if (k == kinds->len) {
+      if (kinds->len == 16) continue; /* enough to show; the rest are summed below */
+      g_array_append_val(kinds, c);
+      g_array_set_size(counts, kinds->len);
+    }
+    g_array_index(counts, guint, k)++;
+  }
+  guint shown = 0;
+  for (guint k = 0; k < kinds->len; k++) {
+    const FabCollDef *cd = &g_array_index(sc->dag->colls, FabCollDef, g_array_index(kinds, guint, k));
+    guint n = g_array_index(counts, guint, k);
+    shown += n;
+    g_string_append_printf(s, "collective %u x %s of %" G_GUINT64_FORMAT " B on %u ranks: %s, %s, %u channels, chunk %"
+                           G_GUINT64_FORMAT " B%s%s\n", n, cd->op, cd->bytes, cd->nranks, cd->algorithm, cd->protocol,
+                           cd->channels, cd->chunk, cd->tag ? ", tag " : "", cd->tag ? cd->tag : "");
+  }
+  g_array_free(kinds, TRUE);
+  g_array_free(counts, TRUE);
+  if (shown < sc->dag->colls->len)
+    g_string_append_printf(s, "           ... and %u more collectives\n", sc->dag->colls->len - shown);
+  if (sc->stop_time != FAB_TIME_MAX)
+    g_string_append_printf(s, "stop_time  %.6g us\n", (double)sc->stop_time / 1e6);
+  if (sc->hdf5)
+    g_string_append_printf(s, "hdf5       %s (queues sampled every %.6g us)\n", sc->hdf5,
+                           (double)sc->sample_interval / 1e6);
+}
+
+char *fab_scenario_explain(const FabScenario *sc) {
+  GString *s = g_string_new(NULL);
+  g_string_append_printf(s, "scenario   %s (seed %" G_GUINT64_FORMAT ")\n", sc->name, sc->seed);
+  g_string_append_printf(s, "topology   %s\n", sc->topology);
+  explain_cluster(sc, s);
+  explain_fabric(sc, s);
+  explain_workload(sc, s);
+  return g_string_free(s, FALSE);
+}

@@ -1,0 +1,114 @@
+/* The short human-readable report of a run (fabsim run without --json).
+** See report.h. */
+#include "report.h"
+
+#include <math.h>
+#include "nccltests.h"
+
+static void head(const FabResults *r, FILE *out) {
+  const FabFlowSummary *fs = &r->flow_stats;
+  fprintf(out, "fabsim %s: %s (seed %" G_GUINT64_FORMAT ")\n", r->version, r->scenario, r->seed);
+  fprintf(out, "  fabric      %s, %u endpoints\n", r->topology, r->endpoints);
+  fprintf(out, "  flows       %" G_GUINT64_FORMAT "/%zu completed, %" G_GUINT64_FORMAT " bytes\n", fs->completed,
+          r->n_flows, fs->bytes);
+  fprintf(out, "  fct         p50 %.3f us, p99 %.3f us, max %.3f us\n", fs->fct_p50_s * 1e6, fs->fct_p99_s * 1e6,
+          fs->fct_max_s * 1e6);
+  fprintf(out, "  sim time    %.3f us\n", fab_time_to_s(r->sim_time) * 1e6);
+  fprintf(out, "  network     %" G_GUINT64_FORMAT " drops, %" G_GUINT64_FORMAT " retransmits, max queue %"
+          G_GUINT64_FORMAT " B\n", r->drops, r->retransmits, r->max_queue_bytes);
+  fprintf(out, "  engine      %" G_GUINT64_FORMAT " events, %" G_GUINT64_FORMAT " packet hops in %.3f s"
+          " (%.2f M events/s, %.2f M hops/s)\n", r->events, r->packet_hops, r->wall_s,
+          r->wall_s > 0 ? (double)r->events / r->wall_s / 1e6 : 0,
+          r->wall_s > 0 ? (double)r->packet_hops / r->wall_s / 1e6 : 0);
+  for (size_t j = 0; r->n_jobs > 1 && j < r->n_jobs; j++) {
+    const FabJobRec *jr = &r->jobs[j];
+    fprintf(out, "  job         %s (%s, %u ranks): %u/%u flows, %.3f us\n", jr->name, jr->kind, jr->ranks,
+            jr->completed, jr->flows, jr->time_s * 1e6);
+  }
+}
+
+/* A few collectives by themselves (nccl-tests has its table, training its step). */
+static void collectives(const FabResults *r, FILE *out) {
+  size_t shown = 0;
+  for (size_t i = 0; i < r->n_colls; i++) {
+    const FabCollRec *c = &r->colls[i];
+    if ((c->tag && g_str_has_prefix(c->tag, "nccl-tests")) || r->n_steps || r->n_colls > 8) continue;
+    double t = c->end ? fab_time_to_s(c->end - c->start) : NAN, alg = (double)c->bytes / t / 1e9;
+    fprintf(out, "  collective  %s %" G_GUINT64_FORMAT " B on %u ranks, %s/%s x %u channels: %.3f us, algbw %.2f GB/s, "
+            "busbw %.2f GB/s\n", c->op, c->bytes, c->ranks, c->algorithm, c->protocol, c->channels, t * 1e6, alg,
+            alg * fab_results_busbw_factor(c->op, c->ranks));
+    shown++;
+  }
+  if (!shown && r->n_colls && !r->n_steps) fprintf(out, "  collectives %zu\n", r->n_colls);
+}
+
+/* Job j's collectives summed per (tag, op), in order of first appearance. */
+static void by_purpose(const FabResults *r, size_t j, FILE *out) {
+  GString *by = g_string_new(NULL);
+  GHashTable *at = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL); /* "tag op" -> index + 1 */
+  struct Sum {
+    size_t first, cnt;
+    double t;
+  } *sums = NULL;
+  size_t nk = 0;
+  for (size_t i = 0; i < r->n_colls; i++) {
+    const FabCollRec *c = &r->colls[i];
+    if (c->job != j) continue;
+    char *key = g_strdup_printf("%s %s", c->tag ? c->tag : "-", c->op);
+    guint k = GPOINTER_TO_UINT(g_hash_table_lookup(at, key));
+    if (!k) {
+      sums = g_renew(struct Sum, sums, nk + 1);
+      sums[nk] = (struct Sum){i, 0, 0};
+      k = (guint)++nk;
+      g_hash_table_insert(at, key, GUINT_TO_POINTER(k));
+    } else {
+      g_free(key);
+    }
+    sums[k - 1].cnt++;
+    sums[k - 1].t += c->end ? fab_time_to_s(c->end - c->start) : 0;
+  }
+  for (size_t k = 0; k < nk; k++) {
+    const FabCollRec *c = &r->colls[sums[k].first];
+    g_string_append_printf(by, "%s%s %zu x %s (%.3f ms summed)", by->len ? ", " : "", c->tag ? c->tag : c->op,
+                           sums[k].cnt, c->op, sums[k].t * 1e3);
+  }
+  g_free(sums);
+  g_hash_table_destroy(at);
+  fprintf(out, "  collectives %s\n", by->str);
+  g_string_free(by, TRUE);
+}
+
+/* Training: the step report of each job, averaged over steps and ranks. */
+static void steps(const FabResults *r, FILE *out) {
+  for (size_t j = 0; j < r->n_jobs; j++) {
+    const FabStepSummary *s = r->jobs[j].step;
+    if (!s) continue;
+    fprintf(out, "  step        %s: %.3f ms per step (%u steps): compute %.3f ms, exposed communication %.3f ms, "
+            "overlapped %.3f ms, pipeline bubble %.3f ms (%.1f%%)\n", r->jobs[j].name, s->step_time_s * 1e3,
+            s->steps, s->compute_s * 1e3, s->exposed_comm_s * 1e3, s->overlap_s * 1e3, s->bubble_s * 1e3,
+            s->bubble_fraction * 100);
+    by_purpose(r, j, out);
+  }
+}
+
+/* The nccl-tests tables of the collectives tagged "nccl-tests", as the real
+** tool prints them (the type named as workload.dtype names it). */
+static void nccltests(const FabScenario *sc, const FabResults *r, FILE *out) {
+  const char *dtype = fab_cfg_scalar(fab_cfg_get(fab_cfg_get(fab_cfg_root(sc->cfg), "workload"), "dtype"));
+  GPtrArray *tables = fab_nccltests_from_results(r, dtype);
+  for (guint i = 0; i < tables->len; i++) {
+    char *s = fab_nccltests_format(tables->pdata[i]);
+    fprintf(out, "\n%s", s);
+    g_free(s);
+  }
+  g_ptr_array_free(tables, TRUE);
+}
+
+void fab_report_text(const FabScenario *sc, const FabResults *r, const char *hdf5, FILE *out) {
+  head(r, out);
+  collectives(r, out);
+  steps(r, out);
+  if (hdf5) fprintf(out, "  hdf5        %s\n", hdf5);
+  if (r->failure) fprintf(out, "  FAILED      %s\n", r->failure);
+  nccltests(sc, r, out);
+}

@@ -1,0 +1,340 @@
+/* Results of one run: the field tables, and what is derived from the raw
+** facts. See results.h; README "Outputs" documents every field. */
+#include "results.h"
+
+#include <glib.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include "workloads/collective.h"
+
+#define J FAB_FF_JSON
+#define H FAB_FF_H5
+#define M FAB_FF_META
+#define F(S, NAME, TYPE, FIELD, ...) {.name = (NAME), .type = (TYPE), .off = offsetof(S, FIELD), __VA_ARGS__}
+#define ARR(S, NAME, TYPE, FIELD, COUNT, ...) \
+  {.name = (NAME), .type = (TYPE), .off = offsetof(S, FIELD), .off_n = offsetof(S, COUNT), __VA_ARGS__}
+#define TABLE(VAR, NAME, S, FIELDS) \
+  const FabFieldTable VAR = {NAME, sizeof(S), FIELDS, sizeof FIELDS / sizeof FIELDS[0]}
+
+static const FabField flow_fields[] = {
+  F(FabFlowRec, "id", FAB_F_U32, id, .flags = H, .doc = "flow id, 0..n-1 in workload order"),
+  F(FabFlowRec, "src", FAB_F_U32, src, .flags = H, .doc = "sending endpoint"),
+  F(FabFlowRec, "dst", FAB_F_U32, dst, .flags = H, .doc = "receiving endpoint"),
+  F(FabFlowRec, "bytes", FAB_F_U64, bytes, .flags = H, .unit = "B", .doc = "payload"),
+  F(FabFlowRec, "start_ps", FAB_F_U64, start, .flags = H, .unit = "ps", .doc = "posted at the sender"),
+  F(FabFlowRec, "end_ps", FAB_F_U64, end, .flags = H, .unit = "ps", .doc = "last byte at the receiver; 0: not completed"),
+  F(FabFlowRec, "fct_s", FAB_F_F64, fct_s, .flags = H, .unit = "s", .doc = "completion time; NaN: not completed"),
+  F(FabFlowRec, "retransmits", FAB_F_U32, retransmits, .flags = H, .doc = "packets sent again"),
+};
+TABLE(fab_flow_table, "flows", FabFlowRec, flow_fields);
+
+static const FabField link_fields[] = {
+  F(FabLinkRec, "from", FAB_F_NAME, from, .flags = H, .strw = 32, .doc = "node:port sending"),
+  F(FabLinkRec, "to", FAB_F_NAME, to, .flags = H, .strw = 32, .doc = "node:port at the far end"),
+  F(FabLinkRec, "bps", FAB_F_U64, bps, .flags = H, .unit = "bit/s", .doc = "link rate"),
+  F(FabLinkRec, "bytes", FAB_F_U64, bytes, .flags = H, .unit = "B", .doc = "wire bytes sent"),
+  F(FabLinkRec, "packets", FAB_F_U64, packets, .flags = H, .doc = "packets sent"),
+  F(FabLinkRec, "drops", FAB_F_U64, drops, .flags = H, .doc = "packets dropped at this egress"),
+  F(FabLinkRec, "max_queue_bytes", FAB_F_U64, max_queue_bytes, .flags = H, .unit = "B", .doc = "deepest queue"),
+  F(FabLinkRec, "pause_tx", FAB_F_U64, pause_tx, .flags = H, .doc = "PFC PAUSE frames this port sent"),
+  F(FabLinkRec, "pause_rx", FAB_F_U64, pause_rx, .flags = H, .doc = "PFC PAUSE frames this egress received"),
+  F(FabLinkRec, "paused_ps", FAB_F_U64, paused, .flags = H, .unit = "ps", .doc = "time some priority was paused"),
+  F(FabLinkRec, "ecn_marks", FAB_F_U64, ecn_marks, .flags = H, .doc = "packets marked CE here"),
+};
+TABLE(fab_link_table, "links", FabLinkRec, link_fields);
+
+static const FabField coll_fields[] = {
+  F(FabCollRec, "op", FAB_F_STR, op, .flags = J | H, .strw = 16, .doc = "allreduce, allgather, ..."),
+  F(FabCollRec, "bytes", FAB_F_U64, bytes, .flags = J | H, .unit = "B", .doc = "the nccl-tests size"),
+  F(FabCollRec, "count", FAB_F_U64, count, .flags = J | H, .doc = "elements, as nccl-tests counts them"),
+  F(FabCollRec, "dtype_bytes", FAB_F_U32, dtype_bytes, .flags = J | H, .unit = "B", .doc = "element size"),
+  F(FabCollRec, "ranks", FAB_F_U32, ranks, .flags = J | H, .doc = "ranks taking part"),
+  F(FabCollRec, "root", FAB_F_I32, root, .flags = J | H, .doc = "broadcast/reduce root; -1"),
+  F(FabCollRec, "algorithm", FAB_F_STR, algorithm, .flags = J | H, .strw = 16, .doc = "as chosen"),
+  F(FabCollRec, "protocol", FAB_F_STR, protocol, .flags = J | H, .strw = 16, .doc = "as chosen"),
+  F(FabCollRec, "channels", FAB_F_U32, channels, .flags = J | H, .doc = "as chosen"),
+  F(FabCollRec, "tag", FAB_F_STR, tag, .flags = J | H | FAB_FF_NULLABLE, .strw = 32, .doc = "what it is for"),
+  F(FabCollRec, "job", FAB_F_U32, job, .flags = J | H, .doc = "index in jobs"),
+  F(FabCollRec, "step", FAB_F_U32, step, .flags = J | H, .doc = "training step"),
+  F(FabCollRec, "start_s", FAB_F_PS_S, start, .flags = J | H, .unit = "s", .doc = "the first rank enters"),
+  F(FabCollRec, "end_s", FAB_F_PS_S, end, .flags = J | H | FAB_FF_NULL0, .unit = "s", .doc = "the last rank has the result"),
+  F(FabCollRec, "time_s", FAB_F_F64, time_s, .flags = J | H, .unit = "s", .doc = "end - start"),
+  F(FabCollRec, "algbw_GBps", FAB_F_F64, algbw_GBps, .flags = J | H, .unit = "GB/s", .doc = "bytes / time"),
+  F(FabCollRec, "busbw_GBps", FAB_F_F64, busbw_GBps, .flags = J | H, .unit = "GB/s", .doc = "algbw x nccl-tests' factor"),
+};
+TABLE(fab_coll_table, "collectives", FabCollRec, coll_fields);
+
+static const FabField span_fields[] = {
+  F(FabSpanRec, "rank", FAB_F_U32, rank, .flags = H, .doc = "endpoint"),
+  F(FabSpanRec, "job", FAB_F_U32, job, .flags = H, .doc = "index in jobs"),
+  F(FabSpanRec, "kind", FAB_F_U8, kind, .flags = H, .doc = "0 compute, 1 collective, 2 pipeline transfer"),
+  F(FabSpanRec, "phase", FAB_F_U8, phase, .flags = H, .doc = "0 forward, 1 backward, 2 optimizer, 3 other"),
+  F(FabSpanRec, "coll", FAB_F_I32, coll, .flags = H, .doc = "row of /collectives, -1"),
+  F(FabSpanRec, "step", FAB_F_U32, step, .flags = H, .doc = "training step"),
+  F(FabSpanRec, "start_s", FAB_F_PS_S, start, .flags = H, .unit = "s"),
+  F(FabSpanRec, "end_s", FAB_F_PS_S, end, .flags = H, .unit = "s"),
+};
+TABLE(fab_span_table, "timeline", FabSpanRec, span_fields);
+
+static const FabField step_fields[] = {
+  F(FabStepRec, "job", FAB_F_U32, job, .flags = H, .doc = "index in jobs"),
+  F(FabStepRec, "job_name", FAB_F_STR, job_name, .flags = H, .strw = 64),
+  F(FabStepRec, "step", FAB_F_U32, step, .flags = H),
+  F(FabStepRec, "start_s", FAB_F_PS_S, start, .flags = H, .unit = "s", .doc = "the first rank begins"),
+  F(FabStepRec, "end_s", FAB_F_PS_S, end, .flags = H, .unit = "s", .doc = "the last rank ends"),
+  F(FabStepRec, "step_time_s", FAB_F_F64, step_time_s, .flags = H, .unit = "s"),
+  F(FabStepRec, "compute_s", FAB_F_F64, compute_s, .flags = H, .unit = "s", .doc = "per rank, averaged"),
+  F(FabStepRec, "comm_s", FAB_F_F64, comm_s, .flags = H, .unit = "s", .doc = "per rank, averaged"),
+  F(FabStepRec, "exposed_comm_s", FAB_F_F64, exposed_comm_s, .flags = H, .unit = "s", .doc = "per rank, averaged"),
+  F(FabStepRec, "overlap_s", FAB_F_F64, overlap_s, .flags = H, .unit = "s", .doc = "per rank, averaged"),
+  F(FabStepRec, "bubble_s", FAB_F_F64, bubble_s, .flags = H, .unit = "s", .doc = "per rank, averaged"),
+};
+TABLE(fab_step_table, "steps", FabStepRec, step_fields);
+
+static const FabField group_fields[] = { /* the key first: FAB_F_KEYED */
+  F(FabCollGroup, "key", FAB_F_STR, key, .flags = J),
+  F(FabCollGroup, "count", FAB_F_U64, count, .flags = J),
+  F(FabCollGroup, "bytes", FAB_F_U64, bytes, .flags = J, .unit = "B"),
+  F(FabCollGroup, "time_s", FAB_F_F64, time_s, .flags = J, .unit = "s", .doc = "summed over the collectives"),
+};
+TABLE(group_table, "groups", FabCollGroup, group_fields);
+
+static const FabField summary_fields[] = {
+  F(FabStepSummary, "job", FAB_F_STR, job, .flags = J),
+  ARR(FabStepSummary, "step_times_s", FAB_F_F64_ARR, step_times_s, n_step_times, .flags = J, .unit = "s"),
+  F(FabStepSummary, "steps", FAB_F_U32, steps, .flags = J),
+  F(FabStepSummary, "step_time_s", FAB_F_F64, step_time_s, .flags = J, .unit = "s", .col = "step_time_s", .col_pos = 14),
+  F(FabStepSummary, "compute_s", FAB_F_F64, compute_s, .flags = J, .unit = "s", .col = "compute_s", .col_pos = 15),
+  F(FabStepSummary, "comm_s", FAB_F_F64, comm_s, .flags = J, .unit = "s"),
+  F(FabStepSummary, "exposed_comm_s", FAB_F_F64, exposed_comm_s, .flags = J, .unit = "s", .col = "exposed_comm_s",
+    .col_pos = 16),
+  F(FabStepSummary, "overlap_s", FAB_F_F64, overlap_s, .flags = J, .unit = "s"),
+  F(FabStepSummary, "bubble_s", FAB_F_F64, bubble_s, .flags = J, .unit = "s"),
+  F(FabStepSummary, "bubble_fraction", FAB_F_F64, bubble_fraction, .flags = J, .col = "bubble_fraction", .col_pos = 17),
+  {.name = "by_op", .type = FAB_F_KEYED, .off = offsetof(FabStepSummary, by_op), .off_n = offsetof(FabStepSummary, n_by_op),
+   .sub = &group_table, .flags = J},
+  {.name = "by_tag", .type = FAB_F_KEYED, .off = offsetof(FabStepSummary, by_tag),
+   .off_n = offsetof(FabStepSummary, n_by_tag), .sub = &group_table, .flags = J},
+};
+TABLE(summary_table, "step", FabStepSummary, summary_fields);
+
+static const FabField job_fields[] = {
+  F(FabJobRec, "name", FAB_F_STR, name, .flags = J | H, .strw = 64),
+  F(FabJobRec, "kind", FAB_F_STR, kind, .flags = J | H, .strw = 16),
+  F(FabJobRec, "ranks", FAB_F_U32, ranks, .flags = J | H),
+  F(FabJobRec, "flows", FAB_F_U32, flows, .flags = J | H),
+  F(FabJobRec, "completed", FAB_F_U32, completed, .flags = J | H),
+  F(FabJobRec, "bytes", FAB_F_U64, bytes, .flags = J | H, .unit = "B"),
+  F(FabJobRec, "start_s", FAB_F_PS_S, start, .flags = J | H, .unit = "s"),
+  F(FabJobRec, "end_s", FAB_F_PS_S, end, .flags = J | H | FAB_FF_NULL0, .unit = "s"),
+  F(FabJobRec, "time_s", FAB_F_F64, time_s, .flags = J | H, .unit = "s"),
+  F(FabJobRec, "step", FAB_F_PTR, step, .sub = &summary_table, .flags = J),
+};
+TABLE(fab_job_table, "jobs", FabJobRec, job_fields);
+
+static const FabField flow_summary_fields[] = {
+  F(FabFlowSummary, "count", FAB_F_U64, count, .flags = J, .col = "flows_count", .col_pos = 10),
+  F(FabFlowSummary, "completed", FAB_F_U64, completed, .flags = J, .col = "flows_completed", .col_pos = 9),
+  F(FabFlowSummary, "bytes", FAB_F_U64, bytes, .flags = J, .unit = "B"),
+  F(FabFlowSummary, "fct_p50_s", FAB_F_F64, fct_p50_s, .flags = J, .unit = "s", .col = "fct_p50_s", .col_pos = 11),
+  F(FabFlowSummary, "fct_p99_s", FAB_F_F64, fct_p99_s, .flags = J, .unit = "s", .col = "fct_p99_s", .col_pos = 12),
+  F(FabFlowSummary, "fct_max_s", FAB_F_F64, fct_max_s, .flags = J, .unit = "s", .col = "fct_max_s", .col_pos = 13),
+};
+TABLE(flow_summary_table, "flows", FabFlowSummary, flow_summary_fields);
+
+#define R(NAME, TYPE, FIELD, ...) F(FabResults, NAME, TYPE, FIELD, __VA_ARGS__)
+static const FabField results_fields[] = {
+  R("fabsim_version", FAB_F_STR, version, .flags = J | M),
+  R("scenario", FAB_F_STR, scenario, .flags = J | M, .doc = "its name"),
+  R("seed", FAB_F_U64, seed, .flags = J | M),
+  R("sim_time_ps", FAB_F_U64, sim_time, .flags = M, .unit = "ps"),
+  R("status", FAB_F_STR, status, .flags = J, .doc = "ok | failed"),
+  R("failure", FAB_F_STR, failure, .flags = J | FAB_FF_NULLABLE, .doc = "why it failed"),
+  R("topology", FAB_F_STR, topology, .flags = J),
+  R("sim_time_s", FAB_F_PS_S, sim_time, .flags = J, .unit = "s", .col = "sim_time_s", .col_pos = 0,
+    .doc = "when the workload ended"),
+  R("wall_s", FAB_F_F64, wall_s, .flags = J | M, .unit = "s", .col = "wall_s", .col_pos = 18),
+  R("events", FAB_F_U64, events, .flags = J | M, .col = "events", .col_pos = 1),
+  R("events_per_s", FAB_F_F64, events_per_s, .flags = J, .unit = "1/s"),
+  R("packet_hops", FAB_F_U64, packet_hops, .flags = J | M, .col = "packet_hops", .col_pos = 2),
+  R("packet_hops_per_s", FAB_F_F64, packet_hops_per_s, .flags = J, .unit = "1/s"),
+  R("endpoints", FAB_F_U32, endpoints, .flags = J),
+  R("nvlink_segment_bytes", FAB_F_U32, nvlink_segment, .flags = J | M | FAB_FF_NULL0, .unit = "B"),
+  R("flows", FAB_F_OBJ, flow_stats, .sub = &flow_summary_table, .flags = J),
+  R("drops", FAB_F_U64, drops, .flags = J, .col = "drops", .col_pos = 3),
+  R("retransmits", FAB_F_U64, retransmits, .flags = J, .col = "retransmits", .col_pos = 4),
+  R("pfc_pause_frames", FAB_F_U64, pfc_pause_frames, .flags = J, .col = "pfc_pause_frames", .col_pos = 5),
+  R("ecn_marks", FAB_F_U64, ecn_marks, .flags = J, .col = "ecn_marks", .col_pos = 6),
+  R("cnps", FAB_F_U64, cnps, .flags = J, .col = "cnps", .col_pos = 7),
+  R("pfc_paused_s", FAB_F_PS_S, pfc_paused, .flags = J, .unit = "s"),
+  R("max_queue_bytes", FAB_F_U64, max_queue_bytes, .flags = J, .unit = "B", .col = "max_queue_bytes", .col_pos = 8),
+  ARR(FabResults, "deadlock", FAB_F_NAME_ARR, deadlock, n_deadlock, .flags = J | FAB_FF_NULLABLE),
+  ARR(FabResults, "collectives", FAB_F_ARR, colls, n_colls, .sub = &fab_coll_table, .flags = J),
+  R("step", FAB_F_PTR, step, .sub = &summary_table, .flags = J, .doc = "the first training job's steps"),
+  ARR(FabResults, "jobs", FAB_F_ARR, jobs, n_jobs, .sub = &fab_job_table, .flags = J),
+};
+TABLE(fab_results_table, "results", FabResults, results_fields);
+
+/* ---- derived values ---------------------------------------------------------- */
+
+double fab_results_busbw_factor(const char *op, uint32_t n) {
+  for (int i = 0; op && fab_coll_op_names[i]; i++)
+    if (strcmp(fab_coll_op_names[i], op) == 0) return n ? fab_coll_busbw_factor((FabCollOp)i, n) : 1;
+  return 1;
+}
+
+static int cmp_u64(const void *a, const void *b) {
+  uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+  return x < y ? -1 : x > y;
+}
+
+double fab_results_fct_percentile(const FabResults *r, double p) {
+  uint64_t *v = g_new(uint64_t, r->n_flows ? r->n_flows : 1);
+  size_t n = 0;
+  for (size_t i = 0; i < r->n_flows; i++)
+    if (r->flows[i].end) v[n++] = r->flows[i].end - r->flows[i].start;
+  double out = 0;
+  if (n) {
+    qsort(v, n, sizeof *v, cmp_u64);
+    size_t rank = (size_t)ceil(p / 100.0 * (double)n);
+    if (rank < 1) rank = 1;
+    if (rank > n) rank = n;
+    out = fab_time_to_s(v[rank - 1]);
+  }
+  g_free(v);
+  return out;
+}
+
+static void finalize_flows(FabResults *r) {
+  FabFlowSummary *fs = &r->flow_stats;
+  memset(fs, 0, sizeof *fs);
+  fs->count = r->n_flows;
+  for (size_t i = 0; i < r->n_flows; i++) {
+    FabFlowRec *f = &r->flows[i];
+    fs->bytes += f->bytes;
+    fs->completed += f->end != 0;
+    f->fct_s = f->end ? fab_time_to_s(f->end - f->start) : NAN;
+  }
+  fs->fct_p50_s = fab_results_fct_percentile(r, 50);
+  fs->fct_p99_s = fab_results_fct_percentile(r, 99);
+  fs->fct_max_s = fab_results_fct_percentile(r, 100);
+}
+
+static void finalize_colls(FabResults *r) {
+  for (size_t i = 0; i < r->n_colls; i++) {
+    FabCollRec *c = &r->colls[i];
+    double t = c->end ? fab_time_to_s(c->end - c->start) : 0, algbw = t > 0 ? (double)c->bytes / t / 1e9 : 0;
+    c->time_s = c->end ? t : NAN;
+    c->algbw_GBps = c->end ? algbw : NAN;
+    c->busbw_GBps = c->end ? algbw * fab_results_busbw_factor(c->op, c->ranks) : NAN;
+  }
+}
+
+/* The collectives of job j grouped by op (by_tag: by tag), in order of first
+** appearance. Transfer full. */
+static FabCollGroup *group_colls(const FabResults *r, uint32_t j, bool by_tag, size_t *n) {
+  GArray *g = g_array_new(FALSE, TRUE, sizeof(FabCollGroup));
+  GHashTable *at = g_hash_table_new(g_str_hash, g_str_equal); /* key -> index + 1 */
+  for (size_t i = 0; i < r->n_colls; i++) {
+    const FabCollRec *c = &r->colls[i];
+    if (c->job != j) continue;
+    const char *key = by_tag ? (c->tag ? c->tag : "none") : c->op;
+    guint k = GPOINTER_TO_UINT(g_hash_table_lookup(at, key));
+    if (!k) {
+      FabCollGroup ng = {key, 0, 0, 0};
+      g_array_append_val(g, ng);
+      k = g->len;
+      g_hash_table_insert(at, (gpointer)key, GUINT_TO_POINTER(k));
+    }
+    FabCollGroup *cg = &g_array_index(g, FabCollGroup, k - 1);
+    cg->count++;
+    cg->bytes += c->bytes;
+    cg->time_s += c->end ? fab_time_to_s(c->end - c->start) : 0;
+  }
+  g_hash_table_destroy(at);
+  *n = g->len;
+  return (FabCollGroup *)(void *)g_array_free(g, FALSE);
+}
+
+/* Job j's steps averaged; FALSE if it has none. */
+static bool summarise(FabResults *r, uint32_t j, FabStepSummary *s) {
+  double n = 0, step = 0, comp = 0, comm = 0, exp = 0, ovl = 0, bub = 0;
+  GArray *times = g_array_new(FALSE, FALSE, sizeof(double));
+  for (size_t k = 0; k < r->n_steps; k++) {
+    const FabStepRec *st = &r->steps[k];
+    if (st->job != j) continue;
+    double t = st->end > st->start ? fab_time_to_s(st->end - st->start) : 0;
+    g_array_append_val(times, t);
+    n++;
+    step += t;
+    comp += st->compute_s;
+    comm += st->comm_s;
+    exp += st->exposed_comm_s;
+    ovl += st->overlap_s;
+    bub += st->bubble_s;
+  }
+  if (!n) {
+    g_array_free(times, TRUE);
+    return false;
+  }
+  *s = (FabStepSummary){.job = j < r->n_jobs ? r->jobs[j].name : "", .steps = (uint32_t)n,
+                        .step_time_s = step / n, .compute_s = comp / n, .comm_s = comm / n,
+                        .exposed_comm_s = exp / n, .overlap_s = ovl / n, .bubble_s = bub / n,
+                        .bubble_fraction = step > 0 ? bub / step : 0};
+  s->n_step_times = times->len;
+  s->step_times_s = (double *)(void *)g_array_free(times, FALSE);
+  s->by_op = group_colls(r, j, false, &s->n_by_op);
+  s->by_tag = group_colls(r, j, true, &s->n_by_tag);
+  return true;
+}
+
+static void finalize_jobs(FabResults *r) {
+  r->summaries = g_new0(FabStepSummary, r->n_jobs ? r->n_jobs : 1);
+  r->step = NULL;
+  for (size_t k = 0; k < r->n_steps; k++) {
+    FabStepRec *st = &r->steps[k];
+    st->job_name = st->job < r->n_jobs ? r->jobs[st->job].name : "";
+    st->step_time_s = fab_time_to_s(st->end - st->start);
+  }
+  for (size_t j = 0; j < r->n_jobs; j++) {
+    FabJobRec *jr = &r->jobs[j];
+    jr->time_s = jr->end ? fab_time_to_s(jr->end - jr->start) : NAN;
+    jr->step = summarise(r, (uint32_t)j, &r->summaries[j]) ? &r->summaries[j] : NULL;
+    if (jr->step && !r->step) r->step = jr->step;
+  }
+}
+
+void fab_results_finalize(FabResults *r) {
+  r->status = r->failure ? "failed" : "ok";
+  r->events_per_s = r->wall_s > 0 ? round((double)r->events / r->wall_s) : 0;
+  r->packet_hops_per_s = r->wall_s > 0 ? round((double)r->packet_hops / r->wall_s) : 0;
+  finalize_flows(r);
+  finalize_colls(r);
+  finalize_jobs(r);
+}
+
+void fab_results_clear(FabResults *r) {
+  if (!r) return;
+  g_free((char *)r->failure);
+  g_free(r->flows);
+  g_free(r->links);
+  g_free(r->queues.port);
+  g_free(r->queues.t);
+  g_free(r->queues.depth);
+  g_free(r->queues.depth_prio);
+  g_free(r->queues.flow_rate);
+  g_free(r->queues.link_bytes);
+  g_free(r->colls);
+  g_free(r->spans);
+  g_free(r->steps);
+  for (size_t j = 0; r->summaries && j < r->n_jobs; j++) {
+    g_free(r->summaries[j].step_times_s);
+    g_free(r->summaries[j].by_op);
+    g_free(r->summaries[j].by_tag);
+  }
+  g_free(r->summaries);
+  g_free(r->jobs);
+  g_free(r->deadlock);
+  memset(r, 0, sizeof *r);
+}

@@ -1,0 +1,205 @@
+/*
+** Results of one run: the records every report is written from, and the
+** field tables that describe them (fields.h).
+**
+** The run driver fills the raw facts (counters, the per-flow, per-link,
+** per-collective, per-step and per-job records, the timeline, the queue
+** samples); fab_results_finalize then derives what the reports print (flow
+** percentiles, each collective's time and bandwidths, per-job step summaries,
+** rates), once. Nothing here points into the engine, so the results outlive
+** the run. fab_results_table is the description of FabResults: JSON summary,
+** HDF5 tables, sweep columns, library lookups and plot readers all walk it.
+*/
+#ifndef FAB_RESULTS_H
+#define FAB_RESULTS_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include "fields.h"
+#include "sim/time.h"
+
+#define FAB_NAME_LEN_RESULTS FAB_FIELD_NAME_LEN
+
+typedef struct FabFlowRec {
+  uint32_t id;          /* flow id, 0..n-1 in workload order */
+  uint32_t src, dst;    /* endpoint numbers */
+  uint64_t bytes;       /* payload bytes */
+  fab_time_t start;     /* ps: when the flow was posted at the sender (0: never posted) */
+  fab_time_t end;       /* ps: when the receiver got the last byte; 0 if not completed */
+  uint32_t retransmits; /* packets sent again */
+  double fct_s;         /* derived: end - start, NaN if not completed */
+} FabFlowRec;
+
+typedef struct FabLinkRec {
+  char from[FAB_FIELD_NAME_LEN]; /* "leaf3:p17" / "host12:p0": node and egress port */
+  char to[FAB_FIELD_NAME_LEN];   /* the node and port at the far end */
+  uint64_t bps;            /* link rate, bits/s */
+  uint64_t bytes;          /* wire bytes sent (headers included) */
+  uint64_t packets;        /* packets sent */
+  uint64_t drops;          /* packets dropped at this egress queue */
+  uint64_t max_queue_bytes;/* deepest the egress queue got */
+  uint64_t pause_tx;       /* PFC PAUSE frames sent on this link (XOFF and XON) */
+  uint64_t pause_rx;       /* PFC PAUSE frames received by this egress (from the far end) */
+  fab_time_t paused;       /* ps this egress spent with some priority paused */
+  uint64_t ecn_marks;      /* packets marked CE at this egress */
+} FabLinkRec;
+
+/* Egress queue depth of every switch port, sampled every `interval`.
+** depth is row-major: depth[s * n_ports + p] = bytes queued at port p at t[s]. */
+typedef struct FabQueueSeries {
+  fab_time_t interval;      /* ps between samples (0: not sampled) */
+  uint32_t n_ports;         /* columns */
+  char (*port)[FAB_FIELD_NAME_LEN]; /* column names, "leaf3:p17" */
+  uint32_t n_samples;       /* rows */
+  fab_time_t *t;            /* ps, n_samples */
+  uint32_t *depth;          /* bytes, n_samples * n_ports */
+  uint32_t n_prio;          /* priorities per port in depth_prio (0: not recorded) */
+  uint32_t *depth_prio;     /* bytes, n_samples * n_ports * n_prio: [s][p][q] */
+  uint64_t *flow_rate;      /* bits/s, n_samples * n_flows: each flow's sending rate (0: idle) */
+  uint64_t *link_bytes;     /* n_samples * n_links (FabResults.links order): wire bytes sent so far */
+} FabQueueSeries;
+
+/* One collective (nccl-tests conventions), in workload order. */
+typedef struct FabCollRec {
+  const char *op, *algorithm, *protocol; /* static strings */
+  const char *tag;            /* what it is for: "dp", "tp", "pp", "ep", "zero", "nccl-tests", or NULL */
+  uint64_t bytes;             /* nccl-tests "size" (see workloads/dag.h FabCollDef) */
+  uint64_t count;             /* elements, as nccl-tests counts them */
+  uint32_t dtype_bytes;       /* element size */
+  uint32_t ranks;
+  int32_t root;               /* broadcast/reduce root rank index, -1 */
+  uint32_t channels;
+  uint32_t job, step;
+  fab_time_t start, end;      /* ps: first rank enters, last rank has the result; end 0 = not completed */
+  double time_s;              /* derived: end - start, NaN if not completed */
+  double algbw_GBps;          /* derived: bytes / time, GB = 1e9 B; NaN if not completed */
+  double busbw_GBps;          /* derived: algbw x nccl-tests' factor */
+} FabCollRec;
+
+/* The per-rank timeline: what each rank's GPU computed and which collectives
+** it was in, and when. */
+typedef struct FabSpanRec {
+  uint32_t rank;              /* endpoint */
+  uint32_t job;
+  uint8_t kind;               /* 0 compute, 1 communication (a collective), 2 p2p (pipeline send/recv) */
+  uint8_t phase;              /* compute: FabPhase (forward, backward, optimizer, compute) */
+  int32_t coll;               /* communication: index in colls; -1 */
+  uint32_t step;
+  fab_time_t start, end;      /* ps */
+} FabSpanRec;
+
+/* One training step of one job. */
+typedef struct FabStepRec {
+  const char *job_name;       /* derived: the job's name */
+  uint32_t job, step;
+  fab_time_t start, end;      /* ps: first rank begins, last rank ends */
+  double step_time_s;         /* derived: end - start */
+  double compute_s;           /* per rank, averaged: time its GPU computed */
+  double comm_s;              /* per rank, averaged: time in collectives (union of intervals) */
+  double exposed_comm_s;      /* per rank, averaged: collective time not hidden under compute */
+  double overlap_s;           /* per rank, averaged: collective time hidden under compute */
+  double bubble_s;            /* per rank, averaged: idle during the step's window (first rank
+                              ** begins to last rank ends), neither computing nor in a collective */
+} FabStepRec;
+
+/* A job's collectives of one op (or one tag), summed over its steps. */
+typedef struct FabCollGroup {
+  const char *key;            /* the op, or the tag ("none" when untagged) */
+  uint64_t count, bytes;
+  double time_s;              /* summed */
+} FabCollGroup;
+
+/* A training job's steps, averaged (JSON `step`). */
+typedef struct FabStepSummary {
+  const char *job;            /* its name */
+  double *step_times_s;       /* each step */
+  size_t n_step_times;
+  uint32_t steps;
+  double step_time_s, compute_s, comm_s, exposed_comm_s, overlap_s, bubble_s, bubble_fraction;
+  FabCollGroup *by_op;
+  size_t n_by_op;
+  FabCollGroup *by_tag;
+  size_t n_by_tag;
+} FabStepSummary;
+
+typedef struct FabJobRec {
+  const char *name, *kind;    /* interned / static */
+  uint32_t ranks;
+  uint32_t flows, completed;
+  uint64_t bytes;             /* payload bytes its flows carry (LL/LL128 protocol overhead included) */
+  fab_time_t start, end;      /* ps: first op starts, last op done (0: not finished) */
+  double time_s;              /* derived: end - start, NaN if not finished */
+  const FabStepSummary *step; /* derived: its training steps, NULL if none */
+} FabJobRec;
+
+typedef struct FabFlowSummary {
+  uint64_t count, completed, bytes;
+  double fct_p50_s, fct_p99_s, fct_max_s; /* nearest rank over completed flows; 0 when none */
+} FabFlowSummary;
+
+typedef struct FabResults {
+  /* identity */
+  const char *version;       /* fabsim version string */
+  const char *scenario;      /* scenario name */
+  const char *scenario_text; /* the YAML as given (plus --set lines) */
+  const char *topology;      /* one-line description of the fabric */
+  const char *failure;       /* why the run failed (exit status 1), NULL if it did not (owned: g_free) */
+  const char *status;        /* derived: "ok" or "failed" */
+  uint64_t seed;
+  /* run */
+  fab_time_t sim_time;       /* ps: when the workload ended (last flow done) */
+  double wall_s;             /* wall-clock seconds of the simulation loop */
+  uint64_t events;           /* events executed */
+  double events_per_s;       /* derived */
+  uint64_t packet_hops;      /* packet transmissions over all links */
+  double packet_hops_per_s;  /* derived */
+  uint32_t endpoints;
+  uint32_t nvlink_segment;   /* the fidelity of NVLink transfers: payload bytes per segment (0: no NVLink) */
+  FabFlowSummary flow_stats; /* derived */
+  /* fabric totals */
+  uint64_t drops, retransmits, pfc_pause_frames, ecn_marks, max_queue_bytes;
+  uint64_t cnps;             /* DCQCN congestion notifications sent by receivers */
+  fab_time_t pfc_paused;     /* ps, summed over every port: time with some priority paused */
+  /* tables */
+  size_t n_flows;
+  FabFlowRec *flows;
+  size_t n_links;
+  FabLinkRec *links;
+  FabQueueSeries queues;
+  size_t n_colls;
+  FabCollRec *colls;
+  size_t n_spans;
+  FabSpanRec *spans;
+  size_t n_steps;
+  FabStepRec *steps;
+  size_t n_jobs;
+  FabJobRec *jobs;
+  FabStepSummary *summaries; /* derived: one per job (jobs[j].step points into it when the job trained) */
+  const FabStepSummary *step;/* derived: the first training job's, NULL if none */
+  /* a PFC deadlock: the egress ports of the cycle of pauses, in order */
+  size_t n_deadlock;
+  char (*deadlock)[FAB_FIELD_NAME_LEN];
+} FabResults;
+
+/* The description of FabResults and its records (results.c). */
+extern const FabFieldTable fab_results_table;
+extern const FabFieldTable fab_flow_table, fab_link_table, fab_coll_table, fab_span_table, fab_step_table,
+    fab_job_table;
+
+/* Derive what the reports print from the raw facts (see the top). Call
+** once, after the driver filled r. */
+void fab_results_finalize(FabResults *r);
+
+/* Free everything r owns (arrays, failure text; not the borrowed strings)
+** and zero it. NULL is a no-op; clearing twice is harmless. */
+void fab_results_clear(FabResults *r);
+
+/* nccl-tests' bus bandwidth factor for collective `op` ("allreduce", ...) on
+** n ranks (workloads/collective.h); 1 for an unknown op. */
+double fab_results_busbw_factor(const char *op, uint32_t n);
+
+/* FCT percentile (nearest rank, p in (0,100]) over completed flows, seconds;
+** 0 when none completed. */
+double fab_results_fct_percentile(const FabResults *r, double p);
+
+#endif

@@ -1,0 +1,161 @@
+/* Scenario loading: the top-level keys, then each layer reads its part.
+** See scenario.h. */
+#include "scenario.h"
+#include <string.h>
+
+typedef struct TopIn {
+  const char *name;
+  uint64_t seed, stop_time;
+  const FabCfgNode *cluster, *fabric, *workload, *output;
+} TopIn;
+
+static const FabCfgKey top_schema[] = {
+  FAB_CFG_KEY("name", FAB_CFG_STRING, TopIn, name),
+  FAB_CFG_KEY("seed", FAB_CFG_UINT, TopIn, seed, .def = "1"),
+  FAB_CFG_KEY("stop_time", FAB_CFG_TIME, TopIn, stop_time, .min = 1, .max = 1e18),
+  FAB_CFG_KEY("cluster", FAB_CFG_MAP, TopIn, cluster),
+  FAB_CFG_KEY("fabric", FAB_CFG_MAP, TopIn, fabric, .required = true),
+  FAB_CFG_KEY("workload", FAB_CFG_NODE, TopIn, workload, .required = true), /* a map, or a list of jobs */
+  FAB_CFG_KEY("output", FAB_CFG_MAP, TopIn, output),
+  FAB_CFG_END_ROW,
+};
+
+typedef struct OutputIn {
+  const char *hdf5;
+  uint64_t sample_interval;
+} OutputIn;
+
+static const FabCfgKey output_schema[] = {
+  FAB_CFG_KEY("hdf5", FAB_CFG_STRING, OutputIn, hdf5),
+  FAB_CFG_KEY("sample_interval", FAB_CFG_TIME, OutputIn, sample_interval, .def = "10us", .min = 1000, .max = 1e15),
+  FAB_CFG_END_ROW,
+};
+
+/* What the collective algorithms and the tuner know of the fabric. */
+static void coll_env(const FabFabricCfg *f, FabCollEnv *e) {
+  const FabGpuSpec *g = &f->gpu;
+  static const uint32_t links[] = {[FAB_TOPO_SINGLE_SWITCH] = 2, [FAB_TOPO_LEAF_SPINE] = 4, [FAB_TOPO_FAT_TREE] = 6,
+                                   [FAB_TOPO_RING] = 4, [FAB_TOPO_RAIL] = 4, [FAB_TOPO_MULTI_RAIL] = 4};
+  uint32_t l = links[f->topo.kind];
+  memset(e, 0, sizeof *e);
+  e->endpoints = g->gpus_per_node ? g->nodes * g->gpus_per_node : f->topo.hosts;
+  e->gpus_per_node = g->gpus_per_node ? g->gpus_per_node : 1;
+  e->nvl_domain = f->nic.nvl_domain;
+  e->net_bps = g->gpus_per_node ? f->topo.host_bps * g->nics_per_node / g->gpus_per_node : f->topo.host_bps;
+  e->nvl_bps = g->nvlink_domain ? g->nvlink_bps : 0;
+  /* unloaded NIC to NIC across the fabric's diameter (a tier-2 path for leaf-spine) */
+  e->net_lat = l * f->topo.link_latency + (l - 1) * f->sw.latency + (g->gpus_per_node ? 2 * g->pcie_latency : 0);
+  e->nvl_lat = g->nvlink_latency;
+  e->reduce_Bps = (double)g->reduce_bps / 8;
+  e->collnet = false;
+}
+
+/* A multi-rail fabric's planes are not joined: a flow across rails needs PXN. */
+static gboolean check_rails(const FabScenario *sc, const FabCfgNode *root, GError **err) {
+  const FabGpuSpec *g = &sc->fabric.gpu;
+  if (sc->fabric.topo.kind != FAB_TOPO_MULTI_RAIL || g->pxn) return TRUE;
+  for (guint i = 0; i < fab_dag_len(sc->dag); i++) {
+    const FabOp *f = fab_dag_op(sc->dag, i);
+    uint32_t G = g->gpus_per_node, dom = g->nvlink_domain ? g->nvlink_domain : G;
+    if (f->kind == FAB_OP_FLOW && f->src / dom != f->dst / dom && f->src % G != f->dst % G) {
+      const FabCfgNode *wl = fab_cfg_get(root, "workload"), *fl = fab_cfg_get(wl, "flows");
+      const FabCfgNode *at = fl && i < fab_cfg_len(fl) ? fab_cfg_get(fab_cfg_at(fl, i), "dst") : fab_cfg_get(wl, "kind");
+      return fab_cfg_fail(at ? at : wl, err, "GPU %u and GPU %u are on different rails of a multi-rail fabric, whose "
+                          "planes are not joined: set cluster.pxn: true to relay through NVLink", f->src, f->dst);
+    }
+  }
+  return TRUE;
+}
+
+/* The workload's view of the cluster. */
+static void workload_env(const FabScenario *sc, uint64_t seed, FabWorkloadEnv *env) {
+  const FabGpuSpec *g = &sc->fabric.gpu;
+  memset(env, 0, sizeof *env);
+  env->endpoints = g->gpus_per_node ? g->nodes * g->gpus_per_node : sc->fabric.topo.hosts;
+  env->nprio = sc->fabric.sw.nprio;
+  env->seed = seed;
+  coll_env(&sc->fabric, &env->coll);
+  env->gpu_flops = g->gpu_flops;
+  env->gpu_eff = g->gpu_efficiency;
+}
+
+FabScenario *fab_scenario_from_cfg(FabCfg *cfg, const char *default_name, GError **err) {
+  FabScenario *sc = g_new0(FabScenario, 1);
+  TopIn top = {0};
+  OutputIn out = {0};
+  sc->cfg = cfg;
+  const FabCfgNode *root = fab_cfg_root(cfg);
+  if (!fab_cfg_apply(root, NULL, top_schema, &top, err) || !fab_cfg_apply(top.output, root, output_schema, &out, err) ||
+      !fab_fabric_cfg_read(root, &sc->fabric, err))
+    goto fail;
+  if (fab_topology_elements(&sc->fabric) > FAB_ELEM_MAX_ID) {
+    fab_cfg_fail(fab_cfg_get(top.fabric, "topology"), err, "the fabric has %" G_GUINT64_FORMAT " elements (ports, "
+                 "switches, NICs, GPUs): more than the %u one run can number", fab_topology_elements(&sc->fabric),
+                 FAB_ELEM_MAX_ID);
+    goto fail;
+  }
+  FabWorkloadEnv env;
+  workload_env(sc, top.seed, &env);
+  sc->dag = fab_workload_read(root, &env, err);
+  if (!sc->dag || !check_rails(sc, root, err)) goto fail;
+  sc->name = top.name ? top.name : (sc->own_name = g_strdup(default_name ? default_name : "quickstart"));
+  sc->seed = top.seed;
+  sc->fabric.sw.seed = sc->fabric.nic.seed = top.seed;
+  sc->stop_time = top.stop_time ? top.stop_time : FAB_TIME_MAX;
+  sc->hdf5 = out.hdf5 && *out.hdf5 ? out.hdf5 : NULL;
+  sc->sample_interval = out.sample_interval;
+  sc->topology = fab_topology_describe(&sc->fabric.topo);
+  return sc;
+fail:
+  fab_scenario_free(sc);
+  return NULL;
+}
+
+static gboolean apply_sets(FabCfg *cfg, const char *const *sets, GError **err) {
+  for (int i = 0; sets && sets[i]; i++)
+    if (!fab_cfg_set(cfg, sets[i], err)) return FALSE;
+  return TRUE;
+}
+
+FabScenario *fab_scenario_load(const char *path, const char *const *sets, GError **err) {
+  FabCfg *cfg = path ? fab_cfg_load_file(path, err) : fab_cfg_load_string(fab_quickstart_yaml, "<quickstart>", err);
+  if (!cfg) return NULL;
+  if (!apply_sets(cfg, sets, err)) {
+    fab_cfg_free(cfg);
+    return NULL;
+  }
+  char *name = NULL; /* default name: the file name without .yaml */
+  if (path) {
+    name = g_path_get_basename(path);
+    char *dot = strrchr(name, '.');
+    if (dot && dot != name) *dot = 0;
+  }
+  FabScenario *sc = fab_scenario_from_cfg(cfg, name, err);
+  g_free(name);
+  return sc;
+}
+
+FabScenario *fab_scenario_load_string(const char *text, const char *name, const char *dir, const char *const *sets,
+                                      GError **err) {
+  FabCfg *cfg = fab_cfg_load_string_in(text, name, dir, err);
+  if (!cfg) return NULL;
+  if (!apply_sets(cfg, sets, err)) {
+    fab_cfg_free(cfg);
+    return NULL;
+  }
+  char *base = g_path_get_basename(name ? name : "scenario"); /* the default name, as for a file */
+  char *dot = strrchr(base, '.');
+  if (dot && dot != base) *dot = 0;
+  FabScenario *sc = fab_scenario_from_cfg(cfg, base, err);
+  g_free(base);
+  return sc;
+}
+
+void fab_scenario_free(FabScenario *sc) {
+  if (!sc) return;
+  fab_dag_free(sc->dag);
+  g_free(sc->topology);
+  g_free(sc->own_name);
+  fab_cfg_free(sc->cfg);
+  g_free(sc);
+}

@@ -1,0 +1,57 @@
+/*
+** A scenario: a loaded, validated YAML tree ready to run.
+**
+** Loading reads the tree (from a file, a string, or a tree already loaded),
+** applies the --set overrides, and checks every section, so that a scenario
+** that loads runs: all input errors surface here, before anything is
+** simulated or written. The top-level keys (name, seed, stop_time, output)
+** are read here; cluster and fabric by topologies/, workload by workloads/.
+** Running it is driver.h's business.
+*/
+#ifndef FAB_SCENARIO_H
+#define FAB_SCENARIO_H
+
+#include <glib.h>
+#include "sim/config.h"
+#include "topologies/topology.h"
+#include "workloads/workload.h"
+
+typedef struct FabScenario {
+  FabCfg *cfg;              /* the YAML tree (owns strings below) */
+  const char *name;         /* scenario name */
+  uint64_t seed;
+  fab_time_t stop_time;     /* ps; FAB_TIME_MAX: none */
+  FabFabricCfg fabric;      /* topology, switch and NIC settings */
+  FabDag *dag;              /* the workload's operations (flows, compute, collectives, jobs) */
+  const char *hdf5;         /* output.hdf5 or --hdf5, NULL: none */
+  fab_time_t sample_interval; /* ps, queue sampling for HDF5 */
+  char *topology;           /* description */
+  char *own_name;           /* the name when the YAML gives none */
+} FabScenario;
+
+/* The built-in quickstart's YAML (scenarios/quickstart.yaml, embedded). */
+extern const char fab_quickstart_yaml[];
+
+/* Load `path` (NULL: the built-in quickstart) with `sets` ("key=value",
+** NULL-terminated, may be NULL) applied in order. NULL + err (FAB_CFG_ERROR,
+** message "file:line:col: key.path: ...") on bad input. Transfer full. */
+FabScenario *fab_scenario_load(const char *path, const char *const *sets, GError **err);
+
+/* The same from YAML text; `name` stands for the file name in error
+** locations and is the default scenario name; includes are relative to
+** `dir` (NULL: the current directory). */
+FabScenario *fab_scenario_load_string(const char *text, const char *name, const char *dir, const char *const *sets,
+                                      GError **err);
+
+/* The same from a tree already loaded (transfer full: freed on failure too);
+** `default_name` names the scenario when it has no `name:` (NULL:
+** "quickstart"). The overrides must already be applied. */
+FabScenario *fab_scenario_from_cfg(FabCfg *cfg, const char *default_name, GError **err);
+
+void fab_scenario_free(FabScenario *sc);
+
+/* A multi-line description of what the scenario expands to (validate
+** --explain). Transfer full. */
+char *fab_scenario_explain(const FabScenario *sc);
+
+#endif

@@ -1,0 +1,340 @@
+/* Topology builders: the networks (single switch, leaf-spine, fat-tree,
+** ring, rail-optimized, multi-rail) and the whole fabric. See topology.h;
+** the GPU nodes' PCIe and NVLink edges are in gpu_nodes.c. */
+#include "build_int.h"
+#include <string.h>
+
+/* ---- building ---------------------------------------------------------- */
+
+static FabSwitch *add_switch(FabTopology *t, const FabFabricCfg *cfg, const char *prefix, uint32_t i,
+                             uint32_t nports) {
+  char name[FAB_NAME_LEN];
+  g_snprintf(name, sizeof name, "%s%u", prefix, i);
+  FabSwitch *sw = fab_switch_new(t->nswitches, name, &cfg->sw, nports, t->nattach);
+  t->switches[t->nswitches++] = sw;
+  return sw;
+}
+
+/* Join host h to port `p` of `sw`. */
+/* Join network attachment h (a host's NIC, or a GPU node's NIC port) to port p of sw. */
+static void link_host(FabTopology *t, uint32_t h, FabSwitch *sw, uint32_t p) {
+  FabPort *a = t->attach[h];
+  fab_port_set_rate(a, t->spec.host_bps);
+  a->latency = t->spec.link_latency;
+  fab_port_connect(a, fab_switch_port_init(sw, p, t->spec.host_bps, t->spec.link_latency));
+}
+
+static void link_switches(FabTopology *t, FabSwitch *a, uint32_t pa, FabSwitch *b, uint32_t pb) {
+  fab_port_connect(fab_switch_port_init(a, pa, t->spec.link_bps, t->spec.link_latency),
+                   fab_switch_port_init(b, pb, t->spec.link_bps, t->spec.link_latency));
+}
+
+/* Route every endpoint in [lo, hi) to the single port p. */
+static void route_range_to_port(FabSwitch *sw, uint32_t lo, uint32_t hi, uint32_t p) {
+  uint32_t g = fab_switch_add_group(sw, &p, 1);
+  for (uint32_t d = lo; d < hi; d++) fab_switch_set_route(sw, d, g);
+}
+
+/* Route every endpoint outside [lo, hi) to the group of ports [p0, p0+n). */
+static void route_others_to_group(FabSwitch *sw, uint32_t lo, uint32_t hi, uint32_t p0, uint32_t n) {
+  uint32_t *ports = g_new(uint32_t, n);
+  for (uint32_t i = 0; i < n; i++) ports[i] = p0 + i;
+  uint32_t g = fab_switch_add_group(sw, ports, n);
+  g_free(ports);
+  for (uint32_t d = 0; d < fab_switch_nendpoints(sw); d++)
+    if (d < lo || d >= hi) fab_switch_set_route(sw, d, g);
+}
+
+static void build_single(FabTopology *t, const FabFabricCfg *cfg) {
+  FabSwitch *sw = add_switch(t, cfg, "switch", 0, t->nattach);
+  for (uint32_t h = 0; h < t->nattach; h++) {
+    link_host(t, h, sw, h);
+    route_range_to_port(sw, h, h + 1, h);
+  }
+}
+
+static void build_leaf_spine(FabTopology *t, const FabFabricCfg *cfg) {
+  const FabTopoSpec *s = &t->spec;
+  uint32_t hpl = s->hosts_per_leaf, L = s->leaves, S = s->spines;
+  for (uint32_t l = 0; l < L; l++) add_switch(t, cfg, "leaf", l, hpl + S);
+  for (uint32_t j = 0; j < S; j++) add_switch(t, cfg, "spine", j, L);
+  for (uint32_t l = 0; l < L; l++) {
+    FabSwitch *leaf = t->switches[l];
+    for (uint32_t i = 0; i < hpl; i++) {
+      link_host(t, l * hpl + i, leaf, i);
+      route_range_to_port(leaf, l * hpl + i, l * hpl + i + 1, i);
+    }
+    route_others_to_group(leaf, l * hpl, (l + 1) * hpl, hpl, S);
+    for (uint32_t j = 0; j < S; j++) link_switches(t, leaf, hpl + j, t->switches[L + j], l);
+  }
+  for (uint32_t j = 0; j < S; j++)
+    for (uint32_t l = 0; l < L; l++) route_range_to_port(t->switches[L + j], l * hpl, (l + 1) * hpl, l);
+}
+
+static void build_ring(FabTopology *t, const FabFabricCfg *cfg) {
+  uint32_t n = t->spec.leaves, h = t->spec.hosts_per_leaf;
+  for (uint32_t s = 0; s < n; s++) add_switch(t, cfg, "ring", s, h + 2);
+  for (uint32_t s = 0; s < n; s++) { /* port h: clockwise out to the next; h+1: from the previous */
+    FabSwitch *sw = t->switches[s];
+    for (uint32_t i = 0; i < h; i++) {
+      link_host(t, s * h + i, sw, i);
+      route_range_to_port(sw, s * h + i, s * h + i + 1, i);
+    }
+    route_others_to_group(sw, s * h, (s + 1) * h, h, 1);
+    link_switches(t, sw, h, t->switches[(s + 1) % n], h + 1);
+  }
+}
+
+/* Rail i joins NIC i of every node (attachment n x rails + i on port n); every
+** rail switch has one uplink to each spine, and spine j one port per rail. */
+static void build_rail(FabTopology *t, const FabFabricCfg *cfg) {
+  uint32_t R = t->spec.leaves, nodes = t->spec.hosts_per_leaf, S = t->spec.spines;
+  for (uint32_t r = 0; r < R; r++) add_switch(t, cfg, "rail", r, nodes + S);
+  for (uint32_t j = 0; j < S; j++) add_switch(t, cfg, "spine", j, R);
+  uint32_t *up = g_new(uint32_t, S);
+  for (uint32_t j = 0; j < S; j++) up[j] = nodes + j;
+  for (uint32_t r = 0; r < R; r++) {
+    FabSwitch *rs = t->switches[r];
+    uint32_t g = fab_switch_add_group(rs, up, S);
+    for (uint32_t a = 0; a < t->nattach; a++) fab_switch_set_route(rs, a, g);
+    for (uint32_t n = 0; n < nodes; n++) {
+      link_host(t, n * R + r, rs, n);
+      route_range_to_port(rs, n * R + r, n * R + r + 1, n);
+    }
+    for (uint32_t j = 0; j < S; j++) link_switches(t, rs, nodes + j, t->switches[R + j], r);
+  }
+  g_free(up);
+  for (uint32_t j = 0; j < S; j++) {
+    FabSwitch *sp = t->switches[R + j];
+    uint32_t *grp = g_new(uint32_t, R);
+    for (uint32_t r = 0; r < R; r++) grp[r] = fab_switch_add_group(sp, &r, 1);
+    for (uint32_t a = 0; a < t->nattach; a++) fab_switch_set_route(sp, a, grp[a % R]);
+    g_free(grp);
+  }
+}
+
+/* One leaf-spine plane per rail: leaf l of plane p holds NIC p of nodes
+** [l x hpl, (l+1) x hpl) (attachment node x planes + p). Other planes' NICs
+** have no route: the planes are not joined. */
+static void build_multi_rail(FabTopology *t, const FabFabricCfg *cfg) {
+  uint32_t P = t->spec.k, L = t->spec.leaves, H = t->spec.hosts_per_leaf, S = t->spec.spines;
+  char name[FAB_NAME_LEN];
+  for (uint32_t p = 0; p < P; p++) {
+    uint32_t base = t->nswitches;
+    for (uint32_t l = 0; l < L; l++) {
+      g_snprintf(name, sizeof name, "p%u.leaf", p);
+      add_switch(t, cfg, name, l, H + S);
+    }
+    for (uint32_t j = 0; j < S; j++) {
+      g_snprintf(name, sizeof name, "p%u.spine", p);
+      add_switch(t, cfg, name, j, L);
+    }
+    uint32_t *up = g_new(uint32_t, S);
+    for (uint32_t j = 0; j < S; j++) up[j] = H + j;
+    for (uint32_t l = 0; l < L; l++) {
+      FabSwitch *leaf = t->switches[base + l];
+      uint32_t g = fab_switch_add_group(leaf, up, S);
+      for (uint32_t n = 0; n < L * H; n++) fab_switch_set_route(leaf, n * P + p, g);
+      for (uint32_t i = 0; i < H; i++) {
+        uint32_t a = (l * H + i) * P + p;
+        link_host(t, a, leaf, i);
+        route_range_to_port(leaf, a, a + 1, i);
+      }
+      for (uint32_t j = 0; j < S; j++) link_switches(t, leaf, H + j, t->switches[base + L + j], l);
+    }
+    g_free(up);
+    for (uint32_t j = 0; j < S; j++) {
+      FabSwitch *sp = t->switches[base + L + j];
+      for (uint32_t l = 0; l < L; l++) {
+        uint32_t g = fab_switch_add_group(sp, &l, 1);
+        for (uint32_t i = 0; i < H; i++) fab_switch_set_route(sp, (l * H + i) * P + p, g);
+      }
+    }
+  }
+}
+
+static void build_fat_tree(FabTopology *t, const FabFabricCfg *cfg) {
+  uint32_t k = t->spec.k, h = k / 2, hpe = t->spec.hosts_per_leaf;
+  uint32_t nedge = k * h, ncore = h * h;
+  uint32_t per_pod = h * hpe; /* hosts in a pod */
+  for (uint32_t e = 0; e < nedge; e++) add_switch(t, cfg, "edge", e, hpe + h);
+  for (uint32_t a = 0; a < nedge; a++) add_switch(t, cfg, "agg", a, k);
+  for (uint32_t c = 0; c < ncore; c++) add_switch(t, cfg, "core", c, k);
+  FabSwitch **edge = t->switches, **agg = t->switches + nedge, **core = t->switches + 2 * nedge;
+  for (uint32_t e = 0; e < nedge; e++) { /* edge: hosts down, aggs of its pod up */
+    uint32_t pod = e / h, lo = e * hpe;
+    for (uint32_t i = 0; i < hpe; i++) {
+      link_host(t, lo + i, edge[e], i);
+      route_range_to_port(edge[e], lo + i, lo + i + 1, i);
+    }
+    for (uint32_t j = 0; j < h; j++) link_switches(t, edge[e], hpe + j, agg[pod * h + j], e % h);
+    route_others_to_group(edge[e], lo, lo + hpe, hpe, h);
+  }
+  for (uint32_t a = 0; a < nedge; a++) { /* agg: edges of its pod down, cores up */
+    uint32_t pod = a / h, j = a % h;
+    for (uint32_t e = 0; e < h; e++) {
+      uint32_t lo = (pod * h + e) * hpe;
+      route_range_to_port(agg[a], lo, lo + hpe, e);
+    }
+    for (uint32_t c = 0; c < h; c++) link_switches(t, agg[a], h + c, core[j * h + c], pod);
+    route_others_to_group(agg[a], pod * per_pod, (pod + 1) * per_pod, h, h);
+  }
+  for (uint32_t c = 0; c < ncore; c++) /* core: one port per pod */
+    for (uint32_t pod = 0; pod < k; pod++) route_range_to_port(core[c], pod * per_pod, (pod + 1) * per_pod, pod);
+}
+
+FabTopology *fab_topology_build(const FabFabricCfg *cfg) {
+  FabTopology *t = g_new0(FabTopology, 1);
+  const FabGpuSpec *g = &cfg->gpu;
+  FabGpuLayout l = {0};
+  t->spec = cfg->topo;
+  t->nattach = cfg->topo.hosts;
+  t->nhosts = g->gpus_per_node ? g->nodes * g->gpus_per_node : cfg->topo.hosts;
+  t->nics = g_new0(FabNic, t->nhosts);
+  t->gpus = g_new0(FabGpu, t->nhosts);
+  t->attach = g_new0(FabPort *, t->nattach);
+  FabNicCfg nc = cfg->nic;
+  nc.bps = g->gpus_per_node ? (g->gpudirect ? g->pcie_bps : MIN(g->pcie_bps, g->host_bps)) : cfg->topo.host_bps;
+  for (uint32_t h = 0; h < t->nhosts; h++) {
+    fab_nic_init(&t->nics[h], h, &nc, NULL, NULL, NULL, NULL);
+    fab_gpu_init(&t->gpus[h], h, NULL, NULL);
+    if (g->gpus_per_node) g_snprintf(t->nics[h].node.name, sizeof t->nics[h].node.name, "gpu%u", h);
+    else t->attach[h] = &t->nics[h].port;
+  }
+  uint32_t nsw = 0;
+  switch (cfg->topo.kind) {
+  case FAB_TOPO_SINGLE_SWITCH: nsw = 1; break;
+  case FAB_TOPO_LEAF_SPINE: nsw = cfg->topo.leaves + cfg->topo.spines; break;
+  case FAB_TOPO_FAT_TREE: nsw = cfg->topo.k * cfg->topo.k + (cfg->topo.k / 2) * (cfg->topo.k / 2); break;
+  case FAB_TOPO_RING: nsw = cfg->topo.leaves; break;
+  case FAB_TOPO_RAIL: nsw = cfg->topo.leaves + cfg->topo.spines; break;
+  case FAB_TOPO_MULTI_RAIL: nsw = cfg->topo.k * (cfg->topo.leaves + cfg->topo.spines); break;
+  }
+  t->nnet = nsw;
+  uint32_t extra = 0;
+  if (g->gpus_per_node) {
+    l = fab_topo__gpu_layout(g);
+    extra = g->nodes * l.groups + (g->nvlink_domain ? fab_topo__nvl_domains(t->nhosts, g->nvlink_domain) : 0);
+  }
+  t->switches = g_new0(FabSwitch *, nsw + extra);
+  if (g->gpus_per_node) { /* the edge elements first, so the network can attach to their NIC ports */
+    t->nswitches = nsw; /* network switches take numbers 0..nsw-1 */
+    fab_topo__build_gpu_edges(t, cfg, &l);
+    t->nswitches = 0;
+  }
+  switch (cfg->topo.kind) {
+  case FAB_TOPO_SINGLE_SWITCH: build_single(t, cfg); break;
+  case FAB_TOPO_LEAF_SPINE: build_leaf_spine(t, cfg); break;
+  case FAB_TOPO_FAT_TREE: build_fat_tree(t, cfg); break;
+  case FAB_TOPO_RING: build_ring(t, cfg); break;
+  case FAB_TOPO_RAIL: build_rail(t, cfg); break;
+  case FAB_TOPO_MULTI_RAIL: build_multi_rail(t, cfg); break;
+  }
+  g_assert(t->nswitches == nsw);
+  if (g->gpus_per_node) {
+    t->nswitches = nsw + extra;
+    GHashTable *network = g_hash_table_new(NULL, NULL);
+    for (uint32_t s = 0; s < nsw; s++) g_hash_table_add(network, fab_switch_node(t->switches[s]));
+    for (uint32_t s = 0; s < nsw; s++) fab_topo__rekey_routes(t, t->switches[s], &l, network);
+    g_hash_table_destroy(network);
+  }
+  if (cfg->sw.credits) /* InfiniBand: each network switch ingress grants credits to the port feeding it */
+    for (uint32_t s = 0; s < t->nnet; s++)
+      for (uint32_t i = 0; i < fab_switch_nports(t->switches[s]); i++)
+        fab_port_set_credits(fab_switch_port_at(t->switches[s], i)->peer, cfg->sw.credits, cfg->sw.mtu_wire);
+  return t;
+}
+
+void fab_topology_free(FabTopology *t) {
+  if (!t) return;
+  for (uint32_t i = 0; i < t->nswitches; i++) fab_switch_free(t->switches[i]);
+  for (uint32_t h = 0; h < t->nhosts; h++) fab_gpu_clear(&t->gpus[h]);
+  g_free(t->switches);
+  g_free(t->nics);
+  g_free(t->gpus);
+  g_free(t->attach);
+  g_free(t->nvs);
+  g_free(t);
+}
+
+void fab_topology_foreach_port(FabTopology *t, void (*fn)(FabPort *pt, void *ctx), void *ctx) {
+  for (uint32_t h = 0; h < t->nhosts; h++) {
+    fn(&t->nics[h].port, ctx);
+    if (t->nics[h].cfg.nvl_domain) fn(&t->nics[h].nvl, ctx);
+  }
+  for (uint32_t s = 0; s < t->nswitches; s++)
+    for (uint32_t p = 0; p < fab_switch_nports(t->switches[s]); p++) fn(fab_switch_port_at(t->switches[s], p), ctx);
+}
+
+uint32_t fab_topology_number(FabTopology *t, uint32_t id) {
+  for (uint32_t h = 0; h < t->nhosts; h++) {
+    FabNic *n = &t->nics[h];
+    fab_elem_set_id(&n->node.el, id++);
+    fab_elem_set_id(&n->port.el, id++);
+    if (n->cfg.nvl_domain) fab_elem_set_id(&n->nvl.el, id++);
+    fab_elem_set_id(&t->gpus[h].el, id++);
+  }
+  for (uint32_t s = 0; s < t->nswitches; s++) {
+    FabSwitch *sw = t->switches[s];
+    fab_elem_set_id(&fab_switch_node(sw)->el, id++);
+    for (uint32_t p = 0; p < fab_switch_nports(sw); p++) fab_elem_set_id(&fab_switch_port_at(sw, p)->el, id++);
+  }
+  return id;
+}
+
+char *fab_topology_describe(const FabTopoSpec *s) {
+  switch (s->kind) {
+  case FAB_TOPO_SINGLE_SWITCH:
+    return g_strdup_printf("single-switch: %u hosts", s->hosts);
+  case FAB_TOPO_LEAF_SPINE:
+  {
+    uint32_t a = s->hosts_per_leaf, b = s->spines; /* the ratio in lowest terms */
+    while (b) {
+      uint32_t t = a % b;
+      a = b;
+      b = t;
+    }
+    return g_strdup_printf("leaf-spine: %u leaves x %u hosts, %u spines (%u:%u at the leaf)", s->leaves,
+                           s->hosts_per_leaf, s->spines, s->hosts_per_leaf / a, s->spines / a);
+  }
+  case FAB_TOPO_MULTI_RAIL:
+    return g_strdup_printf("multi-rail: %u planes, each %u leaves x %u nodes, %u spines", s->k, s->leaves,
+                           s->hosts_per_leaf, s->spines);
+  case FAB_TOPO_RAIL:
+    return g_strdup_printf("rail-optimized: %u rails x %u nodes, %u spines joining the rails", s->leaves,
+                           s->hosts_per_leaf, s->spines);
+  case FAB_TOPO_RING:
+    return g_strdup_printf("ring: %u switches x %u hosts, clockwise routing", s->leaves, s->hosts_per_leaf);
+  case FAB_TOPO_FAT_TREE:
+    return g_strdup_printf("fat-tree: k=%u, %u hosts per edge, %u hosts, %u switches", s->k, s->hosts_per_leaf,
+                           s->hosts, s->k * s->k + (s->k / 2) * (s->k / 2));
+  }
+  return g_strdup("?");
+}
+
+
+/* Switches plus their ports of the network (not the GPU edges). */
+static uint64_t network_elements(const FabTopoSpec *s, uint32_t nattach) {
+  uint64_t L = s->leaves, S = s->spines, H = s->hosts_per_leaf, k = s->k, h = s->k / 2;
+  switch (s->kind) {
+  case FAB_TOPO_SINGLE_SWITCH: return 1 + (uint64_t)nattach;
+  case FAB_TOPO_LEAF_SPINE:
+  case FAB_TOPO_RAIL: return L + S + L * (H + S) + S * L;
+  case FAB_TOPO_MULTI_RAIL: return k * (L + S + L * (H + S) + S * L);
+  case FAB_TOPO_RING: return L + L * (H + 2);
+  case FAB_TOPO_FAT_TREE: return 2 * k * h + h * h + k * h * (H + h) + k * h * k + h * h * k;
+  }
+  return 0;
+}
+
+uint64_t fab_topology_elements(const FabFabricCfg *cfg) {
+  const FabGpuSpec *g = &cfg->gpu;
+  uint64_t hosts = g->gpus_per_node ? (uint64_t)g->nodes * g->gpus_per_node : cfg->topo.hosts;
+  uint64_t n = hosts * (cfg->nic.nvl_domain ? 4 : 3) + network_elements(&cfg->topo, cfg->topo.hosts);
+  if (g->gpus_per_node) {
+    FabGpuLayout l = fab_topo__gpu_layout(g);
+    n += (uint64_t)g->nodes * l.groups * (1 + l.gpg + l.npg);
+    if (g->nvlink_domain) n += fab_topo__nvl_domains((uint32_t)hosts, g->nvlink_domain) + hosts;
+  }
+  return n;
+}

@@ -1,0 +1,656 @@
+/* The cluster: and fabric: sections of a scenario, read into FabFabricCfg.
+** See topology.h.
+**
+** Every schema row names the model config field it fills (FAB_CFG_KEY with
+** a nested field such as f.topo.link_bps), so a key cannot be read and then
+** forgotten: what is not in a row is not a key. Rows whose default comes from
+** a preset (the node preset, the DCQCN preset) have no `def`: the preset's
+** values are put in place first, and the schema is applied over them. Keys
+** whose value is read by hand (a size or a word, a list) are FAB_CFG_NODE
+** rows into the node fields of Read; the checks that tie keys together
+** follow the schemas. */
+#include "topology.h"
+#include "presets.h"
+#include "models/cc.h"
+#include "models/dcqcn.h"
+#include <stddef.h>
+#include <string.h>
+
+/* What is read: the model structs, and the nodes read by hand. */
+typedef struct Read {
+  FabFabricCfg f;
+  const FabCfgNode *nic, *nvlink, *pcie, *gpu;                    /* cluster: */
+  const FabCfgNode *topology, *link, *sw, *cc;                     /* fabric: */
+  const FabCfgNode *pfc, *ecn, *sharp, *credits;                   /* fabric.switch: */
+  const FabCfgNode *priorities, *xoff, *headroom;                  /* fabric.switch.pfc: */
+  bool sharp_enabled;
+} Read;
+
+static const char *const topo_kinds[] = {"single-switch", "leaf-spine", "fat-tree", "ring", "rail-optimized",
+                                         "multi-rail", NULL};
+static const char *const routings[] = {"ecmp", NULL};
+static const char *const cc_algorithms[] = {"none", "dcqcn", NULL}; /* in FabCcKind order */
+static const char *const cc_presets[] = {"dcqcn-paper", "dcqcn-mlx", NULL};
+static const char *const ecn_marks_at[] = {"enqueue", "dequeue", NULL};
+
+#define K(NAME, TYPE, FIELD, ...) FAB_CFG_KEY(NAME, TYPE, Read, FIELD, __VA_ARGS__)
+
+static const FabCfgKey cluster_schema[] = {
+  K("node", FAB_CFG_ENUM, f.gpu.preset_id, .def = "host", .choices = fab_preset_names),
+  K("nodes", FAB_CFG_UINT, f.gpu.nodes, .min = 1, .max = 1 << 24),
+  K("gpus_per_node", FAB_CFG_UINT, f.gpu.gpus_per_node, .min = 1, .max = 1024),
+  K("nics_per_node", FAB_CFG_UINT, f.gpu.nics_per_node, .min = 1, .max = 1024),
+  K("nvlink_domain", FAB_CFG_UINT, f.gpu.nvlink_domain, .min = 0, .max = 65536),
+  K("nic", FAB_CFG_MAP, nic),
+  K("nvlink", FAB_CFG_MAP, nvlink),
+  K("pcie", FAB_CFG_MAP, pcie),
+  K("gpu", FAB_CFG_MAP, gpu),
+  K("pxn", FAB_CFG_BOOL, f.gpu.pxn, .def = "false"),
+  FAB_CFG_END_ROW,
+};
+
+static const FabCfgKey nic_schema[] = {
+  K("bandwidth", FAB_CFG_RATE, f.topo.host_bps),
+  K("rto", FAB_CFG_TIME, f.nic.rto, .def = "1ms", .min = 1e3, .max = 1e15),
+  K("ack_interval", FAB_CFG_UINT, f.nic.ack_interval, .def = "1", .min = 1, .max = 1 << 20),
+  K("max_timeouts", FAB_CFG_UINT, f.nic.max_timeouts, .def = "64", .min = 1, .max = 1 << 20),
+  FAB_CFG_END_ROW,
+};
+
+static const FabCfgKey nvlink_schema[] = {
+  K("bandwidth", FAB_CFG_RATE, f.gpu.nvlink_bps),
+  K("latency", FAB_CFG_TIME, f.gpu.nvlink_latency),
+  K("segment", FAB_CFG_SIZE, f.gpu.segment, .min = 64, .max = 1048576),
+  FAB_CFG_END_ROW,
+};
+
+static const FabCfgKey pcie_schema[] = {
+  K("bandwidth", FAB_CFG_RATE, f.gpu.pcie_bps),
+  K("latency", FAB_CFG_TIME, f.gpu.pcie_latency),
+  K("gpudirect", FAB_CFG_BOOL, f.gpu.gpudirect, .def = "true"),
+  K("host_bandwidth", FAB_CFG_RATE, f.gpu.host_bps),
+  K("host_latency", FAB_CFG_TIME, f.gpu.host_latency),
+  FAB_CFG_END_ROW,
+};
+
+static const FabCfgKey gpu_schema[] = {
+  K("peak", FAB_CFG_DOUBLE, f.gpu.gpu_flops, .min = 1e9, .max = 1e18), /* FLOP/s: 989e12, not 989 */
+  K("efficiency", FAB_CFG_DOUBLE, f.gpu.gpu_efficiency, .min = 1e-6, .max = 1),
+  K("reduce_bandwidth", FAB_CFG_RATE, f.gpu.reduce_bps),
+  FAB_CFG_END_ROW,
+};
+
+static const FabCfgKey fabric_schema[] = {
+  K("transport", FAB_CFG_ENUM, f.nic.transport.kind, .def = "rocev2", .choices = fab_transport_names),
+  K("topology", FAB_CFG_MAP, topology, .required = true),
+  K("link", FAB_CFG_MAP, link, .required = true),
+  K("switch", FAB_CFG_MAP, sw),
+  K("congestion_control", FAB_CFG_MAP, cc),
+  FAB_CFG_END_ROW,
+};
+
+/* A ring's `switches` and `hosts_per_switch` fill the fields leaf-spine's
+** `leaves` and `hosts_per_leaf` do: the builders read one pair. */
+static const FabCfgKey topo_schema[] = {
+  K("kind", FAB_CFG_ENUM, f.topo.kind, .required = true, .choices = topo_kinds),
+  K("hosts_per_leaf", FAB_CFG_UINT, f.topo.hosts_per_leaf, .min = 1, .max = 65000),
+  K("leaves", FAB_CFG_UINT, f.topo.leaves, .min = 1, .max = 65000),
+  K("spines", FAB_CFG_UINT, f.topo.spines, .min = 1, .max = 65000),
+  K("oversubscription", FAB_CFG_RATIO, f.topo.oversubscription),
+  K("k", FAB_CFG_UINT, f.topo.k, .min = 2, .max = 256),
+  K("switches", FAB_CFG_UINT, f.topo.leaves, .min = 3, .max = 1024),
+  K("hosts_per_switch", FAB_CFG_UINT, f.topo.hosts_per_leaf, .min = 1, .max = 1024),
+  FAB_CFG_END_ROW,
+};
+
+static const FabCfgKey link_schema[] = {
+  K("bandwidth", FAB_CFG_RATE, f.topo.link_bps, .required = true),
+  K("latency", FAB_CFG_TIME, f.topo.link_latency, .def = "1us", .min = 0, .max = 1e15),
+  K("mtu", FAB_CFG_SIZE, f.nic.mtu, .def = "4096", .min = 64, .max = 1048576),
+  FAB_CFG_END_ROW,
+};
+
+static const FabCfgKey switch_schema[] = {
+  K("latency", FAB_CFG_TIME, f.sw.latency, .def = "0ns", .min = 0, .max = 1e15),
+  K("buffer", FAB_CFG_SIZE, f.sw.buffer, .def = "32MiB", .min = 1, .max = 1e12),
+  K("buffer_alpha", FAB_CFG_DOUBLE, f.sw.alpha, .def = "1", .min = 1e-6, .max = 1e6),
+  K("priorities", FAB_CFG_UINT, f.sw.nprio, .def = "8", .min = 1, .max = FAB_MAX_PRIOS),
+  K("ecmp_seed", FAB_CFG_UINT, f.sw.ecmp_seed, .def = "0"),
+  K("routing", FAB_CFG_ENUM, f.routing, .def = "ecmp", .choices = routings),
+  K("pfc", FAB_CFG_MAP, pfc),
+  K("ecn", FAB_CFG_MAP, ecn),
+  K("sharp", FAB_CFG_MAP, sharp),
+  K("credits", FAB_CFG_NODE, credits),
+  FAB_CFG_END_ROW,
+};
+
+static const FabCfgKey feature_schema[] = {
+  K("enabled", FAB_CFG_BOOL, sharp_enabled, .def = "false"),
+  FAB_CFG_END_ROW,
+};
+
+static const FabCfgKey pfc_schema[] = {
+  K("enabled", FAB_CFG_BOOL, f.sw.pfc.enabled, .def = "false"),
+  K("priorities", FAB_CFG_SEQ, priorities),
+  K("xoff", FAB_CFG_NODE, xoff),
+  K("xon", FAB_CFG_SIZE, f.sw.pfc.xon),
+  K("alpha", FAB_CFG_DOUBLE, f.sw.pfc.alpha, .def = "0.125", .min = 1e-6, .max = 1e6),
+  K("headroom", FAB_CFG_NODE, headroom),
+  K("response", FAB_CFG_TIME, f.sw.pfc.response, .def = "1us", .min = 0, .max = 1e12),
+  K("quanta", FAB_CFG_UINT, f.sw.pfc.quanta, .def = "65535", .min = 1, .max = 65535),
+  K("watchdog", FAB_CFG_TIME, f.sw.pfc.watchdog, .def = "1ms", .min = 0, .max = 1e15),
+  FAB_CFG_END_ROW,
+};
+
+static const FabCfgKey ecn_schema[] = {
+  K("enabled", FAB_CFG_BOOL, f.sw.ecn.enabled, .def = "false"),
+  K("kmin", FAB_CFG_SIZE, f.sw.ecn.kmin, .def = "100KiB"),
+  K("kmax", FAB_CFG_SIZE, f.sw.ecn.kmax, .def = "400KiB"),
+  K("pmax", FAB_CFG_PROB, f.sw.ecn.pmax, .def = "0.2"),
+  K("mark", FAB_CFG_ENUM, f.sw.ecn.on_dequeue, .def = "enqueue", .choices = ecn_marks_at),
+  FAB_CFG_END_ROW,
+};
+
+/* congestion_control: the algorithm and a preset, then any DCQCN parameter
+** over the preset's values (models/dcqcn.c cites the source of each). */
+static const FabCfgKey cc_head_schema[] = {
+  K("algorithm", FAB_CFG_ENUM, f.nic.cc.kind, .def = "none", .choices = cc_algorithms),
+  K("preset", FAB_CFG_ENUM, f.cc_preset, .def = "dcqcn-paper", .choices = cc_presets),
+  FAB_CFG_END_ROW,
+};
+
+static const FabCfgKey cc_param_schema[] = {
+  K("cnp_interval", FAB_CFG_TIME, f.nic.cc.dcqcn.cnp_interval),
+  K("g", FAB_CFG_DOUBLE, f.nic.cc.dcqcn.g),
+  K("alpha_init", FAB_CFG_DOUBLE, f.nic.cc.dcqcn.alpha_init),
+  K("alpha_timer", FAB_CFG_TIME, f.nic.cc.dcqcn.alpha_timer),
+  K("rate_timer", FAB_CFG_TIME, f.nic.cc.dcqcn.rate_timer),
+  K("byte_counter", FAB_CFG_SIZE, f.nic.cc.dcqcn.byte_counter),
+  K("fast_recovery", FAB_CFG_UINT, f.nic.cc.dcqcn.fast_recovery, .min = 0, .max = 1000),
+  K("rai", FAB_CFG_RATE, f.nic.cc.dcqcn.rai_bps),
+  K("rhai", FAB_CFG_RATE, f.nic.cc.dcqcn.rhai_bps),
+  K("min_rate", FAB_CFG_RATE, f.nic.cc.dcqcn.min_rate_bps),
+  K("rate_reduce_period", FAB_CFG_TIME, f.nic.cc.dcqcn.rate_reduce_period),
+  K("first_cnp_rate", FAB_CFG_RATE, f.nic.cc.dcqcn.first_cnp_rate_bps),
+  FAB_CFG_END_ROW,
+};
+
+static const FabCfgKey cc_schema[] = {FAB_CFG_SPLICE_OF(cc_head_schema), FAB_CFG_SPLICE_OF(cc_param_schema),
+                                      FAB_CFG_END_ROW};
+
+/* NVLink segment header bytes: an assumption of this model (one 16-byte
+** header per segment), documented in README. */
+#define NVL_OVERHEAD 16
+/* NVLink segment payload when the scenario does not say: 64 KiB. */
+#define NVL_SEGMENT 65536
+
+/* ---- helpers -------------------------------------------------------------- */
+
+/* The node to blame: `key` of `map` when given, else `or`. */
+static const FabCfgNode *at_key(const FabCfgNode *map, const char *key, const FabCfgNode *or) {
+  const FabCfgNode *n = fab_cfg_get(map, key);
+  return n ? n : or;
+}
+
+/* A size, or the word `word`: *is_word says which. */
+static gboolean size_or(const FabCfgNode *n, const char *word, uint64_t *v, gboolean *is_word, GError **err) {
+  GError *e = NULL;
+  const char *s = fab_cfg_scalar(n);
+  *is_word = FALSE;
+  if (!s) return fab_cfg_fail(n, err, "expected a size or '%s'", word);
+  if (g_str_equal(s, word)) {
+    *is_word = TRUE;
+    return TRUE;
+  }
+  if (!fab_parse_size(s, v, &e)) {
+    fab_cfg_fail(n, err, "%s, or '%s'", e->message, word);
+    g_error_free(e);
+    return FALSE;
+  }
+  return TRUE;
+}
+
+static gboolean set_only_for(const FabCfgNode *topo, const char *key, const char *kinds, GError **err) {
+  const FabCfgNode *n = fab_cfg_get(topo, key);
+  if (n) return fab_cfg_fail(n, err, "not used by this topology kind (only by %s)", kinds);
+  return TRUE;
+}
+
+/* ---- congestion control ---------------------------------------------------- */
+
+static gboolean read_cc(Read *r, GError **err) {
+  const FabCfgNode *n = r->cc;
+  Read scratch = *r;
+  if (!fab_cfg_apply(n, NULL, cc_schema, &scratch, err)) return FALSE; /* the algorithm and the preset */
+  if (scratch.f.nic.cc.kind == FAB_CC_NONE) { /* none: the preset and parameters would be silently ignored */
+    if (fab_cfg_get(n, "preset"))
+      return fab_cfg_fail(fab_cfg_get(n, "preset"), err, "'preset' needs algorithm: dcqcn");
+    for (const FabCfgKey *k = cc_param_schema; n && k->name; k++)
+      if (fab_cfg_get(n, k->name))
+        return fab_cfg_fail(fab_cfg_get(n, k->name), err, "'%s' needs algorithm: dcqcn", k->name);
+    memset(&r->f.nic.cc, 0, sizeof r->f.nic.cc);
+    return TRUE;
+  }
+  g_assert(fab_dcqcn_preset(cc_presets[scratch.f.cc_preset], &r->f.nic.cc.dcqcn));
+  if (!fab_cfg_apply(n, NULL, cc_schema, r, err)) return FALSE; /* the parameters given, over the preset */
+  const char *bad = fab_cc_cfg_invalid(&r->f.nic.cc);
+  if (bad) { /* the message starts with the parameter's name: point at it when it was given */
+    char *key = g_strndup(bad, strcspn(bad, " "));
+    const FabCfgNode *at = fab_cfg_get(n, key);
+    g_free(key);
+    return fab_cfg_fail(at ? at : n, err, "%s", bad);
+  }
+  return TRUE;
+}
+
+/* ---- switch: PFC, ECN --------------------------------------------------------- */
+
+static gboolean read_pfc(Read *r, uint32_t mtu_wire, GError **err) {
+  FabPfcCfg *out = &r->f.sw.pfc;
+  uint32_t nprio = r->f.sw.nprio;
+  if (!fab_cfg_apply(r->pfc, NULL, pfc_schema, r, err)) return FALSE;
+  out->lossless = (1u << nprio) - 1; /* default: every priority */
+  if (r->priorities) {
+    if (out->enabled && fab_cfg_len(r->priorities) == 0)
+      return fab_cfg_fail(r->priorities, err, "an empty list: PFC would protect nothing (list the lossless priorities)");
+    out->lossless = 0;
+    for (size_t i = 0; i < fab_cfg_len(r->priorities); i++) {
+      const FabCfgNode *it = fab_cfg_at(r->priorities, i);
+      int64_t v;
+      if (fab_cfg_kind(it) != FAB_CFG_NODE_SCALAR || !fab_parse_int(fab_cfg_scalar(it), &v, NULL) || v < 0 ||
+          v >= nprio)
+        return fab_cfg_fail(it, err, "expected a priority from 0 to %u (fabric.switch.priorities is %u)",
+                            nprio - 1, nprio);
+      out->lossless |= 1u << v;
+    }
+  }
+  gboolean word = FALSE;
+  out->xoff = 256 * 1024;
+  if (r->xoff && !size_or(r->xoff, "dynamic", &out->xoff, &word, err)) return FALSE;
+  out->dynamic = word;
+  const FabCfgNode *xon_at = fab_cfg_get(r->pfc, "xon");
+  if (!xon_at) out->xon = out->dynamic ? 2 * (uint64_t)mtu_wire : out->xoff / 2;
+  if (!out->dynamic && out->xon >= out->xoff)
+    return fab_cfg_fail(xon_at ? xon_at : r->xoff, err, "xon (%" G_GUINT64_FORMAT " B) must be below xoff (%"
+                        G_GUINT64_FORMAT " B)", out->xon, out->xoff);
+  if (!out->dynamic && out->xoff < mtu_wire)
+    return fab_cfg_fail(r->xoff, err, "xoff %" G_GUINT64_FORMAT " B is below one packet (%u B)", out->xoff, mtu_wire);
+  out->headroom = 0; /* auto */
+  if (r->headroom) {
+    if (!size_or(r->headroom, "auto", &out->headroom, &word, err)) return FALSE;
+    if (!word && out->headroom < mtu_wire)
+      return fab_cfg_fail(r->headroom, err, "headroom %" G_GUINT64_FORMAT " B is below one packet (%u B)",
+                          out->headroom, mtu_wire);
+    if (word) out->headroom = 0;
+  }
+  /* a refresh (sent at half the pause) may wait behind one full packet: the
+  ** pause must outlast two packets plus the frame, or it lapses between refreshes */
+  uint64_t min_quanta = (2 * ((uint64_t)mtu_wire + FAB_PAUSE_WIRE) + 63) / 64;
+  if (out->enabled && out->quanta < min_quanta)
+    return fab_cfg_fail(fab_cfg_get(r->pfc, "quanta"), err, "quanta %u (x 512 bit times) is shorter than two packets "
+                        "of %u B (expected at least %" G_GUINT64_FORMAT ")", out->quanta, mtu_wire, min_quanta);
+  out->mtu_wire = mtu_wire;
+  return TRUE;
+}
+
+static gboolean read_ecn(Read *r, GError **err) {
+  const FabEcnCfg *e = &r->f.sw.ecn;
+  if (!fab_cfg_apply(r->ecn, NULL, ecn_schema, r, err)) return FALSE;
+  if (e->kmin > e->kmax)
+    return fab_cfg_fail(fab_cfg_get(r->ecn, "kmin"), err, "kmin (%" G_GUINT64_FORMAT " B) must be <= kmax (%"
+                        G_GUINT64_FORMAT " B)", e->kmin, e->kmax);
+  if (e->enabled && e->pmax <= 0)
+    return fab_cfg_fail(fab_cfg_get(r->ecn, "pmax"), err, "pmax must be above 0 when ECN is enabled");
+  return TRUE;
+}
+
+/* A feature a later version models: accepted only as `{enabled: false}`. */
+static gboolean not_yet(Read *r, const FabCfgNode *n, const char *what, GError **err) {
+  if (!n) return TRUE;
+  if (!fab_cfg_apply(n, NULL, feature_schema, r, err)) return FALSE;
+  if (r->sharp_enabled)
+    return fab_cfg_fail(fab_cfg_get(n, "enabled"), err,
+                        "%s is not modelled in this version of fabsim (only enabled: false)", what);
+  return TRUE;
+}
+
+/* ---- cluster ---------------------------------------------------------------- */
+
+/* cluster.node other than host: the preset's figures, then the overrides. */
+static gboolean read_gpu_nodes(Read *r, const FabCfgNode *cl, uint64_t *preset_nic_bps, GError **err) {
+  FabGpuSpec *g = &r->f.gpu;
+  const FabNodePreset *p = fab_preset_find(fab_preset_names[g->preset_id]);
+  g_assert(p);
+  g->nvlink_bps = p->nvlink_bps;
+  g->nvlink_latency = p->nvlink_latency;
+  g->segment = NVL_SEGMENT;
+  g->pcie_bps = p->pcie_bps;
+  g->pcie_latency = p->pcie_latency;
+  g->host_bps = p->host_bps;
+  g->host_latency = p->host_latency;
+  g->gpu_flops = p->gpu_flops;
+  g->gpu_efficiency = p->gpu_efficiency;
+  g->reduce_bps = FAB_GPU_REDUCE_BPS;
+  if (!fab_cfg_apply(r->nvlink, cl, nvlink_schema, r, err) || !fab_cfg_apply(r->pcie, cl, pcie_schema, r, err) ||
+      !fab_cfg_apply(r->gpu, cl, gpu_schema, r, err))
+    return FALSE;
+  if (!g->nodes) return fab_cfg_fail(cl, err, "GPU nodes need cluster.nodes");
+  g->preset = p->name;
+  if (!fab_cfg_get(cl, "gpus_per_node")) g->gpus_per_node = p->gpus_per_node;
+  if (!fab_cfg_get(cl, "nics_per_node")) g->nics_per_node = p->nics_per_node;
+  if (!fab_cfg_get(cl, "nvlink_domain"))
+    g->nvlink_domain = fab_cfg_get(cl, "gpus_per_node") && p->nvlink_domain == p->gpus_per_node ? g->gpus_per_node
+                                                                                              : p->nvlink_domain;
+  uint32_t G = g->gpus_per_node, N = g->nics_per_node;
+  if (G % N && N % G)
+    return fab_cfg_fail(at_key(cl, "nics_per_node", cl), err, "%u GPUs and %u NICs per node: one must divide the "
+                        "other (GPUs share a NIC, or a GPU has several)", G, N);
+  if (g->nvlink_domain && g->nvlink_domain % G)
+    return fab_cfg_fail(at_key(cl, "nvlink_domain", cl), err, "an NVLink domain of %u GPUs is not a whole number of "
+                        "nodes of %u GPUs", g->nvlink_domain, G);
+  if ((uint64_t)g->nodes * G > (1u << 24)) return fab_cfg_fail(cl, err, "too many GPUs (at most 16777216)");
+  if (g->pxn && (N != G || g->nvlink_domain != G))
+    return fab_cfg_fail(fab_cfg_get(cl, "pxn"), err, "pxn needs one NIC per GPU and an NVLink domain of one "
+                        "node (here %u GPUs, %u NICs, a domain of %u)", G, N, g->nvlink_domain);
+  if (g->nvlink_domain && !g->nvlink_bps)
+    return fab_cfg_fail(cl, err, "an NVLink domain needs cluster.nvlink.bandwidth");
+  if (!g->pcie_bps) return fab_cfg_fail(cl, err, "GPU nodes need cluster.pcie.bandwidth");
+  if (!g->gpudirect && !g->host_bps)
+    return fab_cfg_fail(fab_cfg_get(r->pcie, "gpudirect"), err, "host staging needs pcie.host_bandwidth");
+  *preset_nic_bps = p->nic_bps;
+  return TRUE;
+}
+
+/* ---- topology ------------------------------------------------------------------ */
+
+/* The leaf-spine shape: leaves from the node count, spines from the
+** oversubscription. `nodes` is what the topology must hold (0: not given). */
+static gboolean leaf_spine(const FabCfgNode *node, FabTopoSpec *t, uint64_t nodes, const FabCfgNode *nodes_at,
+                           const char *what, GError **err) {
+  if (!set_only_for(node, "k", "fat-tree", err)) return FALSE;
+  if (!t->hosts_per_leaf) return fab_cfg_fail(node, err, "leaf-spine needs hosts_per_leaf");
+  uint64_t hpl = t->hosts_per_leaf;
+  if (t->leaves) {
+    if (nodes && nodes != t->leaves * hpl)
+      return fab_cfg_fail(nodes_at ? nodes_at : node, err, "%" G_GUINT64_FORMAT " %s, but the topology has %"
+                          G_GUINT64_FORMAT " (leaves x hosts_per_leaf)", nodes, what, t->leaves * hpl);
+  } else {
+    if (!nodes) return fab_cfg_fail(node, err, "leaf-spine needs leaves (or cluster.nodes)");
+    if (nodes % hpl)
+      return fab_cfg_fail(nodes_at ? nodes_at : node, err, "%" G_GUINT64_FORMAT " %s is not a multiple of "
+                          "hosts_per_leaf %" G_GUINT64_FORMAT, nodes, what, hpl);
+    if (nodes / hpl > 65000) return fab_cfg_fail(node, err, "a switch has at most 65000 ports");
+    t->leaves = (uint32_t)(nodes / hpl);
+  }
+  if (t->spines && t->oversubscription > 0)
+    return fab_cfg_fail(fab_cfg_get(node, "oversubscription"), err, "give spines or oversubscription, not both");
+  if (!t->spines) {
+    double r = t->oversubscription > 0 ? t->oversubscription : 1.0;
+    double s = (double)hpl / r;
+    if (s < 1 || s != (double)(uint64_t)s)
+      return fab_cfg_fail(fab_cfg_get(node, "oversubscription"), err,
+                          "hosts_per_leaf %" G_GUINT64_FORMAT " / oversubscription %g = %.3g spines, not a "
+                          "whole number (use a ratio that divides %" G_GUINT64_FORMAT ", or give spines)",
+                          hpl, r, s, hpl);
+    t->spines = (uint32_t)s;
+  }
+  if ((uint64_t)t->leaves * t->hosts_per_leaf > (1u << 24))
+    return fab_cfg_fail(node, err, "too many hosts (at most 16777216)");
+  if (t->hosts_per_leaf + t->spines > 65000 || t->leaves > 65000)
+    return fab_cfg_fail(node, err, "a switch has at most 65000 ports");
+  t->hosts = t->leaves * t->hosts_per_leaf;
+  return TRUE;
+}
+
+static gboolean fat_tree(const FabCfgNode *node, FabTopoSpec *t, uint64_t nodes, const FabCfgNode *nodes_at,
+                         GError **err) {
+  if (!set_only_for(node, "hosts_per_leaf", "leaf-spine", err) || !set_only_for(node, "leaves", "leaf-spine", err) ||
+      !set_only_for(node, "spines", "leaf-spine", err))
+    return FALSE;
+  if (!t->k) return fab_cfg_fail(node, err, "fat-tree needs k (the switch radix, even)");
+  if (t->k % 2) return fab_cfg_fail(fab_cfg_get(node, "k"), err, "k must be even, not %u", t->k);
+  double r = t->oversubscription > 0 ? t->oversubscription : 1.0;
+  double hpe = (double)(t->k / 2) * r;
+  if (hpe < 1 || hpe != (double)(uint64_t)hpe)
+    return fab_cfg_fail(fab_cfg_get(node, "oversubscription"), err,
+                        "k/2 x %g is not a whole number of hosts per edge switch", r);
+  if (hpe > 65000) return fab_cfg_fail(fab_cfg_get(node, "oversubscription"), err, "a switch has at most 65000 ports");
+  t->hosts_per_leaf = (uint32_t)hpe;
+  uint64_t hosts = (uint64_t)t->k * (t->k / 2) * t->hosts_per_leaf;
+  if (hosts > (1u << 24)) return fab_cfg_fail(node, err, "too many hosts (at most 16777216)");
+  t->hosts = (uint32_t)hosts;
+  if (nodes && nodes != hosts)
+    return fab_cfg_fail(nodes_at, err, "%" G_GUINT64_FORMAT " nodes, but a k=%u fat-tree has %" G_GUINT64_FORMAT,
+                        nodes, t->k, hosts);
+  return TRUE;
+}
+
+/* rail-optimized and multi-rail: `rails` NIC ports per node, `nodes` ports in all. */
+static gboolean rails(const FabCfgNode *node, FabTopoSpec *t, uint64_t nodes, uint32_t rails, GError **err) {
+  bool multi = t->kind == FAB_TOPO_MULTI_RAIL;
+  if ((!multi && !set_only_for(node, "hosts_per_leaf", "leaf-spine, fat-tree", err)) ||
+      !set_only_for(node, "leaves", "leaf-spine", err) || !set_only_for(node, "k", "fat-tree", err) ||
+      !set_only_for(node, "oversubscription", "leaf-spine, fat-tree", err))
+    return FALSE;
+  if (!rails)
+    return fab_cfg_fail(fab_cfg_get(node, "kind"), err, "%s needs GPU nodes (cluster.node other than host): %s",
+                        multi ? "multi-rail" : "rail-optimized",
+                        multi ? "plane i joins NIC i of every node" : "rail i joins NIC i of every node");
+  if (multi) {
+    uint64_t n = nodes / rails;
+    if (!t->hosts_per_leaf) return fab_cfg_fail(node, err, "multi-rail needs hosts_per_leaf (nodes per leaf)");
+    if (n % t->hosts_per_leaf)
+      return fab_cfg_fail(fab_cfg_get(node, "hosts_per_leaf"), err, "%" G_GUINT64_FORMAT " nodes is not a multiple "
+                          "of hosts_per_leaf %u", n, t->hosts_per_leaf);
+    t->k = rails;                                   /* planes */
+    t->leaves = (uint32_t)(n / t->hosts_per_leaf);  /* per plane */
+    if (!t->spines) t->spines = t->hosts_per_leaf;
+  } else {
+    t->leaves = rails;                              /* rail switches */
+    t->hosts_per_leaf = (uint32_t)(nodes / rails);  /* nodes: one port each per rail */
+    if (!t->spines) t->spines = rails;
+  }
+  if (t->hosts_per_leaf + t->spines > 65000 || t->leaves > 65000)
+    return fab_cfg_fail(node, err, "a switch has at most 65000 ports");
+  t->hosts = (uint32_t)nodes;
+  return TRUE;
+}
+
+/* The topology shape. `nodes` is what it must hold (hosts, or NIC ports for
+** GPU nodes; 0: not given), located at nodes_at; `rails` the NICs per GPU
+** node (0 for hosts). */
+static gboolean read_topology(Read *r, uint64_t nodes, const FabCfgNode *nodes_at, uint32_t nrails,
+                              const FabCfgNode *cl, GError **err) {
+  const FabCfgNode *node = r->topology;
+  FabTopoSpec *t = &r->f.topo;
+  if (!fab_cfg_apply(node, NULL, topo_schema, r, err)) return FALSE;
+  const char *what = nrails ? "NIC ports (nodes x nics_per_node)" : "nodes";
+  if (t->kind != FAB_TOPO_RING &&
+      (!set_only_for(node, "switches", "ring", err) || !set_only_for(node, "hosts_per_switch", "ring", err)))
+    return FALSE;
+  switch (t->kind) {
+  case FAB_TOPO_SINGLE_SWITCH:
+    if (!set_only_for(node, "hosts_per_leaf", "leaf-spine, fat-tree", err) ||
+        !set_only_for(node, "leaves", "leaf-spine", err) || !set_only_for(node, "spines", "leaf-spine", err) ||
+        !set_only_for(node, "oversubscription", "leaf-spine, fat-tree", err) ||
+        !set_only_for(node, "k", "fat-tree", err))
+      return FALSE;
+    if (!nodes)
+      return fab_cfg_fail(cl ? cl : node, err, "single-switch needs cluster.nodes (the number of hosts)");
+    if (nodes > 65000) return fab_cfg_fail(nodes_at, err, "a single switch has at most 65000 ports");
+    t->hosts = (uint32_t)nodes;
+    return TRUE;
+  case FAB_TOPO_LEAF_SPINE:
+    return leaf_spine(node, t, nodes, nodes_at, what, err);
+  case FAB_TOPO_MULTI_RAIL:
+  case FAB_TOPO_RAIL:
+    return rails(node, t, nodes, nrails, err);
+  case FAB_TOPO_RING:
+    if (!set_only_for(node, "hosts_per_leaf", "leaf-spine, fat-tree", err) ||
+        !set_only_for(node, "leaves", "leaf-spine", err) || !set_only_for(node, "spines", "leaf-spine", err) ||
+        !set_only_for(node, "oversubscription", "leaf-spine, fat-tree", err) ||
+        !set_only_for(node, "k", "fat-tree", err))
+      return FALSE;
+    if (!fab_cfg_get(node, "switches") || !fab_cfg_get(node, "hosts_per_switch"))
+      return fab_cfg_fail(node, err, "ring needs switches (>= 3) and hosts_per_switch");
+    t->hosts = t->leaves * t->hosts_per_leaf;
+    if (nodes && nodes != t->hosts)
+      return fab_cfg_fail(nodes_at, err, "%" G_GUINT64_FORMAT " nodes, but the ring has %u", nodes, t->hosts);
+    return TRUE;
+  case FAB_TOPO_FAT_TREE:
+    return fat_tree(node, t, nodes, nodes_at, err);
+  }
+  return FALSE;
+}
+
+/* ---- the whole --------------------------------------------------------------- */
+
+/* The ports of the largest switch of the topology (for credits and headroom). */
+static uint32_t max_ports(const FabTopoSpec *t) {
+  switch (t->kind) {
+  case FAB_TOPO_SINGLE_SWITCH: return t->hosts;
+  case FAB_TOPO_RING: return t->hosts_per_leaf + 2;
+  case FAB_TOPO_FAT_TREE: return MAX(t->hosts_per_leaf + t->k / 2, t->k);
+  default: return MAX(t->hosts_per_leaf + t->spines, t->leaves);
+  }
+}
+
+/* cluster: and the topology under it. */
+static gboolean read_cluster(Read *r, const FabCfgNode *root, const FabCfgNode *cl, GError **err) {
+  Read scratch = *r;
+  if (!fab_cfg_apply(cl, root, cluster_schema, &scratch, err)) return FALSE; /* which preset */
+  r->f.gpu.preset_id = scratch.f.gpu.preset_id;
+  if (!fab_cfg_apply(cl, root, cluster_schema, r, err) || !fab_cfg_apply(r->nic, root, nic_schema, r, err))
+    return FALSE;
+  return TRUE;
+}
+
+/* The settings that only make sense together. */
+static gboolean check_together(Read *r, const FabCfgNode *fab_node, GError **err) {
+  FabFabricCfg *out = &r->f;
+  if (out->nic.cc.kind == FAB_CC_DCQCN && !out->sw.ecn.enabled)
+    return fab_cfg_fail(fab_cfg_get(r->cc, "algorithm"), err, "dcqcn reacts to ECN marks: enable "
+                        "fabric.switch.ecn, or nothing will ever slow down");
+  if (out->sw.ecn.enabled && out->nic.cc.kind == FAB_CC_NONE)
+    return fab_cfg_fail(fab_cfg_get(r->ecn, "enabled"), err, "ECN marks only ECN-capable packets, and congestion "
+                        "control none sends none: set fabric.congestion_control.algorithm: dcqcn");
+  if (out->nic.cc.kind == FAB_CC_DCQCN) {
+    const FabDcqcnCfg *d = &out->nic.cc.dcqcn;
+    uint64_t line = out->topo.host_bps;
+    const char *key = d->min_rate_bps > line ? "min_rate" : d->rai_bps > line ? "rai" : d->rhai_bps > line ? "rhai"
+                      : d->first_cnp_rate_bps > line ? "first_cnp_rate" : NULL;
+    if (key)
+      return fab_cfg_fail(at_key(r->cc, key, r->cc), err, "%s is above the line rate (%.6g Gbps)", key,
+                          (double)line / 1e9);
+  }
+  return TRUE;
+}
+
+/* InfiniBand credits, or the PFC headroom reserved out of the buffer. */
+static gboolean buffer_split(Read *r, GError **err) {
+  FabFabricCfg *out = &r->f;
+  const FabTopoSpec *t = &out->topo;
+  uint64_t buffer = out->sw.buffer;
+  uint32_t ports = max_ports(t);
+  if (out->nic.transport.kind == FAB_TRANSPORT_INFINIBAND) {
+    /* credit-based flow control: every (ingress port, VL) owns a slice of the buffer */
+    if (out->sw.pfc.enabled)
+      return fab_cfg_fail(fab_cfg_get(r->pfc, "enabled"), err, "infiniband uses credit-based link-level flow "
+                          "control, not PFC (PFC is for rocev2)");
+    uint64_t c = 0, slice = buffer / ((uint64_t)ports * out->sw.nprio);
+    gboolean is_auto = TRUE;
+    if (r->credits && !size_or(r->credits, "auto", &c, &is_auto, err)) return FALSE;
+    if (is_auto) c = slice;
+    if (c < out->sw.mtu_wire)
+      return fab_cfg_fail(r->credits ? r->credits : fab_cfg_get(r->sw, "buffer"), err, "%" G_GUINT64_FORMAT
+                          " B of credit per port and VL is less than one packet (%u B): a larger buffer, fewer "
+                          "priorities (VLs), or a smaller mtu", c, out->sw.mtu_wire);
+    if (c > slice)
+      return fab_cfg_fail(r->credits, err, "%u ports x %u VLs x %" G_GUINT64_FORMAT " B of credit is more than the "
+                          "buffer (%" G_GUINT64_FORMAT " B)", ports, out->sw.nprio, c, buffer);
+    out->sw.credits = c;
+  } else if (r->credits) {
+    return fab_cfg_fail(r->credits, err, "credits are for transport infiniband");
+  }
+  if (out->sw.pfc.enabled) { /* reserve the headroom out of the buffer, at the worst port */
+    const FabPfcCfg *c = &out->sw.pfc;
+    uint64_t h = c->headroom ? c->headroom
+                             : fab_pfc_headroom_auto(MAX(t->link_bps, t->host_bps), t->link_latency, c->response,
+                                                     c->mtu_wire);
+    uint64_t per = (uint64_t)ports * (uint64_t)__builtin_popcount(c->lossless), reserve;
+    if (__builtin_mul_overflow(per, h, &reserve)) reserve = UINT64_MAX;
+    if (reserve >= buffer - c->mtu_wire)
+      return fab_cfg_fail(fab_cfg_get(r->sw, "buffer"), err, "buffer %" G_GUINT64_FORMAT " B leaves nothing "
+                          "shared after PFC headroom (%u ports x %d lossless priorities x %" G_GUINT64_FORMAT
+                          " B = %" G_GUINT64_FORMAT " B; list only the lossless classes in "
+                          "fabric.switch.pfc.priorities, or give a smaller headroom)", buffer, ports,
+                          __builtin_popcount(c->lossless), h, reserve);
+    out->sw.buffer = buffer - reserve; /* the shared part */
+    out->sw.pfc_reserved = reserve;
+  }
+  return TRUE;
+}
+
+/* The network's view of the cluster: hosts, or the NIC ports of GPU nodes. */
+static gboolean read_endpoints(Read *r, const FabCfgNode *cl, uint64_t *preset_nic_bps, GError **err) {
+  FabGpuSpec *g = &r->f.gpu;
+  if (g->preset_id != 0) { /* GPU nodes: the network sees their NIC ports */
+    if (!read_gpu_nodes(r, cl, preset_nic_bps, err)) return FALSE;
+    uint64_t ports = (uint64_t)g->nodes * g->nics_per_node;
+    if (!read_topology(r, ports, NULL, g->nics_per_node, NULL, err)) return FALSE;
+    if (r->f.topo.hosts != ports)
+      return fab_cfg_fail(r->topology, err, "the topology has %u NIC ports, but %u nodes x %u NICs need %"
+                          G_GUINT64_FORMAT, r->f.topo.hosts, g->nodes, g->nics_per_node, ports);
+    return TRUE;
+  }
+  static const char *const gpu_only[] = {"gpus_per_node", "nics_per_node", "nvlink_domain", "nvlink", "pcie",
+                                         "gpu", "pxn", NULL};
+  for (int i = 0; cl && gpu_only[i]; i++)
+    if (fab_cfg_get(cl, gpu_only[i]))
+      return fab_cfg_fail(fab_cfg_get(cl, gpu_only[i]), err,
+                          "'%s' is for GPU nodes; node: host has one NIC and no GPU", gpu_only[i]);
+  g->preset = "host";
+  return read_topology(r, g->nodes, fab_cfg_get(cl, "nodes"), 0, cl, err);
+}
+
+gboolean fab_fabric_cfg_read(const FabCfgNode *root, FabFabricCfg *out, GError **err) {
+  Read r = {0};
+  const FabCfgNode *cl = fab_cfg_get(root, "cluster"), *fab_node = fab_cfg_get(root, "fabric");
+  memset(out, 0, sizeof *out);
+  if (!read_cluster(&r, root, cl, err)) return FALSE;
+  if (!fab_node) return fab_cfg_fail(root, err, "missing required key 'fabric'");
+  if (!fab_cfg_apply(fab_node, root, fabric_schema, &r, err)) return FALSE;
+  if (r.f.nic.transport.kind == FAB_TRANSPORT_SRD)
+    return fab_cfg_fail(fab_cfg_get(fab_node, "transport"), err,
+                        "srd is not modelled in this version of fabsim (use rocev2 or infiniband)");
+  if (!fab_cfg_apply(r.link, root, link_schema, &r, err) || !fab_cfg_apply(r.sw, fab_node, switch_schema, &r, err) ||
+      !not_yet(&r, r.sharp, "SHARP", err))
+    return FALSE;
+  r.f.nic.transport = fab_transport_get(r.f.nic.transport.kind);
+  uint32_t mtu_wire = r.f.nic.mtu + r.f.nic.transport.data_overhead;
+  if (!read_pfc(&r, mtu_wire, err) || !read_ecn(&r, err) || !read_cc(&r, err)) return FALSE;
+  uint64_t nic_bps = r.f.topo.host_bps, preset_nic_bps = 0; /* cluster.nic.bandwidth, 0: not given */
+  if (!read_endpoints(&r, cl, &preset_nic_bps, err)) return FALSE;
+  uint64_t buffer = r.f.sw.buffer;
+  if (buffer < (uint64_t)r.f.nic.mtu + 128)
+    return fab_cfg_fail(fab_cfg_get(r.sw, "buffer"), err, "buffer %" G_GUINT64_FORMAT " B cannot hold one packet of "
+                        "mtu %u (expected at least %" G_GUINT64_FORMAT " B: mtu + 128 B of headers)", buffer,
+                        r.f.nic.mtu, (uint64_t)r.f.nic.mtu + 128);
+  FabTopoSpec *t = &r.f.topo;
+  t->host_bps = nic_bps ? nic_bps : preset_nic_bps ? preset_nic_bps : t->link_bps;
+  r.f.nic.bps = t->host_bps;
+  r.f.nic.nprio = r.f.sw.nprio;
+  r.f.nic.ecmp_seed = r.f.sw.ecmp_seed;
+  if (!check_together(&r, fab_node, err)) return FALSE;
+  if (r.f.gpu.gpus_per_node) {
+    r.f.nic.nvl_domain = r.f.gpu.nvlink_domain;
+    r.f.nic.nvl_bps = r.f.gpu.nvlink_bps;
+    r.f.nic.nvl_mtu = r.f.gpu.segment;
+    r.f.nic.nvl_overhead = NVL_OVERHEAD;
+    r.f.nic.pxn_rails = r.f.gpu.pxn ? r.f.gpu.gpus_per_node : 0;
+  }
+  r.f.sw.mtu_wire = mtu_wire;
+  if (!buffer_split(&r, err)) return FALSE;
+  *out = r.f;
+  return TRUE;
+}

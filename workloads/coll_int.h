@@ -1,0 +1,170 @@
+/*
+** Inside the collectives module (collective.h): what its files share.
+** collective.c expands a collective (the frame: ranks, phases, chunks, the
+** estimate, and the ops' common shape); coll_algos.c holds the algorithms
+** (ring, chain, tree, PAT, pairwise, send-recv, NVLS, NVLS+tree,
+** hierarchical); tuner.c holds NCCL's cost model and its figures. Not for use
+** outside workloads/coll*.c and tuner.c.
+*/
+#ifndef FAB_COLL_INT_H
+#define FAB_COLL_INT_H
+
+#include <glib.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include "collective.h"
+
+#define FAB_COLL_MAX_OPS 4000000u /* one expansion; beyond this the user raises `chunk` or lowers `channels` */
+#define MAX_CHANNELS 32u          /* NCCL's MAXCHANNELS (2.x) */
+#define NVLS_CHANNELS 16u         /* NCCL_NVLS_NCHANNELS default */
+#define PERCH_BPS 40e9            /* bytes/s one Simple channel (one SM) moves: the top of NCCL's sm90 search
+                                  ** speeds; caps a ring's bus bandwidth at channels x this */
+
+/* ---- NCCL's figures (tuner.c) ------------------------------------------- */
+/* src/graph/tuning.cc, ncclTunerConstantsDefaults (us, GB/s). Protocol
+** columns in NCCL's order: LL, LL128, Simple. NCCL has a PCI row too: here a
+** hop is NVLink inside an NVLink domain and the network otherwise. Hopper
+** rows are indexed by islands 1 / 2 / more. */
+
+enum { HW_NVL = 0, HW_NET = 1 };
+enum { ROW_TREE = 0, ROW_RING, ROW_NVLS, ROW_NVLS_TREE, ROW_PAT, ROW_COLLNET, ROW_N };
+
+extern const double fab_coll__base_lat[ROW_N][3];
+extern const double fab_coll__hw_lat[2][ROW_N][3];
+extern const double fab_coll__ll_max_bw[3];
+extern const double fab_coll__perch_ring_ll128[3];
+extern const double fab_coll__perch_tree[3];
+extern const double fab_coll__perch_tree_ll128[3];
+extern const double fab_coll__perch_nvls_tree[3];
+extern const double fab_coll__nvls_efficiency;
+extern const double fab_coll__tree_correction[3][23];
+
+static inline int fab_coll__pidx(FabProto p) { return p == FAB_PROTO_LL ? 0 : p == FAB_PROTO_LL128 ? 1 : 2; }
+
+static inline int fab_coll__log2i(uint64_t v) {
+  int l = -1;
+  while (v) {
+    v >>= 1;
+    l++;
+  }
+  return l;
+}
+
+static inline uint64_t fab_coll__ceil_div(uint64_t a, uint64_t b) { return a / b + (a % b != 0); }
+
+static inline int fab_coll__isl_idx(uint32_t islands) { return islands <= 1 ? 0 : islands == 2 ? 1 : 2; }
+
+/* Whether protocol p exists for algorithm a in NCCL. */
+static inline bool fab_coll__proto_ok(FabCollAlgo a, FabProto p) {
+  return p == FAB_PROTO_SIMPLE ||
+         !(a == FAB_ALGO_NVLS || a == FAB_ALGO_NVLS_TREE || a == FAB_ALGO_PAT || a == FAB_ALGO_COLLNET);
+}
+
+/* ---- groups of ranks (collective.c) ---------------------------------------- */
+
+typedef struct Groups {
+  uint32_t ng;   /* groups */
+  uint32_t *off; /* ng + 1: group g is mem[off[g] .. off[g+1]) */
+  uint32_t *mem; /* the members, grouped; groups in order of first appearance, members in input order */
+} Groups;
+
+typedef struct KeyPos {
+  uint64_t key;
+  uint32_t pos;
+} KeyPos;
+
+int fab_coll__keypos_cmp(const void *a, const void *b);
+
+/* Group the members mem[0..k) (rank indices) by endpoint / per (per 0:
+** every member alone). */
+void fab_coll__groups_make(Groups *g, const uint32_t *ep, const uint32_t *mem, uint32_t k, uint32_t per);
+void fab_coll__groups_free(Groups *g);
+static inline uint32_t fab_coll__group_size(const Groups *g, uint32_t i) { return g->off[i + 1] - g->off[i]; }
+
+/* Ranks grouped by node (or domain), all groups of one size: returns the
+** size, 0 when uneven. */
+uint32_t fab_coll__even_groups(const Groups *g);
+
+/* ---- what the tuner sees of the ranks (tuner.c) ------------------------------ */
+
+typedef struct Topo {
+  uint32_t n;
+  uint32_t nodes;     /* distinct nodes (endpoint / gpus_per_node) */
+  uint32_t islands;   /* distinct NVLink domains; every endpoint its own without NVLink */
+  uint32_t domains;   /* distinct NVLink domains (0 without NVLink) */
+  uint32_t per_node;  /* ranks per node if even, else 0 */
+  uint32_t per_domain;/* ranks per domain if even, else 0 */
+  double net, nvl;    /* bytes/s */
+} Topo;
+
+void fab_coll__topo_make(Topo *t, const FabCollEnv *env, const FabCollSpec *c);
+
+/* NCCL's channel count for algorithm a, protocol p, `bytes`. */
+uint32_t fab_coll__auto_channels(const Topo *t, FabCollAlgo a, FabProto p, uint64_t bytes);
+
+/* ---- the expansion context (collective.c) ------------------------------------ */
+
+enum { COV_RECV = 1, COV_SENT = 2 };
+typedef struct Meta {
+  uint32_t s, r; /* ranks (NVLS: s == r) */
+  uint8_t cov;   /* COV_*: a later flow of the rank consumed its arrival / follows it on the wire */
+} Meta;
+
+enum {
+  F_READY = 1,  /* first piece on a connection: wait for both ends to be in the phase */
+  F_LAT = 2,    /* pay the step latency */
+  F_BASE = 4,   /* and NCCL's base latency (first step of the collective) */
+  F_REDUCE = 8, /* the receiver reduces it */
+};
+#define F_FIRST (F_READY | F_LAT)
+
+typedef struct Ex {
+  FabDag *d;
+  const FabCollEnv *env;
+  const FabCollSpec *c;
+  int32_t coll;
+  FabCollAlgo algo;
+  FabProto proto;
+  uint32_t n;
+  const uint32_t *ep;
+  uint32_t channels;
+  uint64_t chunk;
+  uint32_t unit;    /* data is split in whole multiples of this (the element, when it divides the size) */
+  uint32_t *ready;  /* n: the op rank i's current phase starts from */
+  uint32_t phase0;  /* first op of the current phase */
+  GArray *meta;     /* Meta of each op since phase0 */
+  GArray *tmp;      /* uint32_t: dependency scratch */
+  uint32_t limit;   /* refuse ops from this index on */
+  bool over;
+  bool exposed;     /* one rank per node: a ring's network steps pay the exposed (tree-row) latency */
+  uint64_t cap_bps; /* the sending GPU's limit for its flows (LL: NCCL's per-rank LL bandwidth), 0: none */
+} Ex;
+
+/* The ops of an expansion (collective.c). */
+uint64_t fab_coll__part(const Ex *x, uint64_t total, uint64_t parts, uint64_t i);
+uint32_t fab_coll__chans(const Ex *x, uint64_t bytes, uint64_t parts);
+bool fab_coll__same_domain(const FabCollEnv *env, uint32_t a, uint32_t b);
+fab_time_t fab_coll__us_ps(double us);
+fab_time_t fab_coll__step_lat(const Ex *x, uint32_t s, uint32_t r, int row, unsigned flags);
+fab_time_t fab_coll__reduce_ps(const Ex *x, uint64_t bytes);
+Meta *fab_coll__meta_at(const Ex *x, uint32_t op);
+uint32_t fab_coll__add_op(Ex *x, FabOp *o, uint32_t s, uint32_t r, const uint32_t *deps, uint32_t nd, unsigned flags);
+uint32_t fab_coll__flow(Ex *x, uint32_t s, uint32_t r, uint64_t payload, unsigned flags, int row, const uint32_t *deps,
+                        uint32_t nd);
+uint32_t fab_coll__nvls_op(Ex *x, uint32_t i, uint32_t group, uint64_t bytes, int row);
+uint32_t fab_coll__mark_op(Ex *x, uint32_t i, FabMarkKind kind, const uint32_t *deps, uint32_t nd);
+void fab_coll__phase_end(Ex *x, FabMarkKind kind, uint32_t *out);
+
+/* The algorithms (coll_algos.c). */
+void fab_coll__ring(Ex *x, const uint32_t *mem, uint32_t k, uint64_t bytes, uint32_t nsteps, uint32_t nreduce,
+                    bool base);
+void fab_coll__chain(Ex *x, uint32_t root, uint64_t bytes, bool reduce);
+void fab_coll__tree(Ex *x, const uint32_t *mem, uint32_t k, uint64_t bytes, bool by_node, int row, bool base);
+void fab_coll__pat(Ex *x, uint64_t bytes, bool rs);
+void fab_coll__pairwise(Ex *x, uint64_t bytes);
+void fab_coll__send_recv(Ex *x, uint64_t bytes);
+void fab_coll__run_nvls(Ex *x);
+void fab_coll__run_nvls_tree(Ex *x, const Groups *dom, uint32_t G, uint32_t *end);
+void fab_coll__run_hierarchical(Ex *x, const Groups *nodes, uint32_t L, uint32_t *end);
+
+#endif
