@@ -14,6 +14,6 @@ uint16_t fab_ecmp_sport(uint32_t flow_id, uint64_t seed) {
   return (uint16_t)(49152u + (fab_mix64(flow_id ^ (seed << 20)) & 0x3fffu));
 }
 
-uint32_t fab_ecmp_salt(uint32_t sw, uint64_t seed) {
-  return (uint32_t)fab_mix64(seed * 0x100000001b3ULL + sw + 1);
+uint32_t fab_ecmp_salt(const char *name, uint64_t seed) {
+  return (uint32_t)fab_mix64(fab_rng_stream_of2("ecmp", name) ^ fab_mix64(seed));
 }

@@ -6,7 +6,9 @@
 ** fabric's ecmp seed and stamps it on every packet. Each switch mixes that
 ** hash with its own salt (derived from the seed and the switch number, as
 ** real switches use per-switch hash seeds to avoid polarisation) and takes it
-** modulo the group size. Deterministic: same scenario and seed, same paths.
+** modulo the group size. A switch's salt comes from its stable name, so
+** adding a switch changes no other switch's choices. Deterministic: same
+** scenario and seed, same paths.
 */
 #ifndef FAB_ECMP_H
 #define FAB_ECMP_H
@@ -21,8 +23,8 @@ uint32_t fab_ecmp_hash(uint32_t src, uint32_t dst, uint16_t sport, uint16_t dpor
 ** from the queue pair number): 49152 + 14 bits. */
 uint16_t fab_ecmp_sport(uint32_t flow_id, uint64_t seed);
 
-/* Salt of switch number `sw` under `seed`. */
-uint32_t fab_ecmp_salt(uint32_t sw, uint64_t seed);
+/* Salt of the switch named `name` ("spine3") under `seed`. */
+uint32_t fab_ecmp_salt(const char *name, uint64_t seed);
 
 /* Index in [0, n) for a packet with `hash` at a switch with `salt`. */
 static inline uint32_t fab_ecmp_pick(uint32_t hash, uint32_t salt, uint32_t n) {

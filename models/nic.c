@@ -346,7 +346,12 @@ void fab_nic_init(FabNic *nic, uint32_t id, const FabNicCfg *cfg, FabFlow *flows
     g_assert(cfg->nvl_bps > 0 && cfg->nvl_mtu > 0);
     fab_port_init(&nic->nvl, &nic->node, 1, cfg->nvl_bps, 0, cfg->nprio);
   }
-  fab_rng_init(&nic->rng, cfg->seed, FAB_STREAM(3, id)); /* TEMP(identity) */
+  fab_rng_init(&nic->rng, cfg->seed, fab_rng_stream_of2("nic", nic->node.name));
+}
+
+void fab_nic_set_name(FabNic *nic, const char *name) {
+  g_strlcpy(nic->node.name, name, sizeof nic->node.name);
+  fab_rng_init(&nic->rng, nic->cfg.seed, fab_rng_stream_of2("nic", nic->node.name));
 }
 
 void fab_nic_post(FabEngine *eng, FabNic *nic, FabFlow *f) {

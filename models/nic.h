@@ -140,6 +140,10 @@ struct FabNic {
 void fab_nic_init(FabNic *nic, uint32_t id, const FabNicCfg *cfg, FabFlow *flows,
                   FabFlowDoneFn done, FabFlowFailFn fail, void *ctx);
 
+/* Rename the NIC ("gpu7" for a GPU's endpoint; fab_nic_init names it
+** "host<id>"): its RNG stream follows its name. */
+void fab_nic_set_name(FabNic *nic, const char *name);
+
 /* Fill the derived fields of a flow (npkts, hashes, transport and CC state)
 ** from id, src, dst, bytes, start and prio. The CC state follows cfg->cc and
 ** cfg->bps (the sender's). */

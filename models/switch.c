@@ -7,7 +7,6 @@
 
 struct FabSwitch {
   FabNode node;
-  uint32_t id;          /* switch number, for the salt */
   FabSwitchCfg cfg;
   uint32_t salt;        /* ECMP salt */
   FabRng rng;           /* its own stream of cfg.seed (random marking) */
@@ -174,18 +173,16 @@ static void switch_dequeued(FabEngine *eng, FabNode *self, FabPort *port, FabPkt
   if (G_UNLIKELY(sw->pause_gen[k] & 1)) check_xon(eng, sw, p->in_port, p->prio);
 }
 
-FabSwitch *fab_switch_new(uint32_t id, const char *name, const FabSwitchCfg *cfg, uint32_t nports,
-                          uint32_t nendpoints) {
+FabSwitch *fab_switch_new(const char *name, const FabSwitchCfg *cfg, uint32_t nports, uint32_t nendpoints) {
   g_assert(nports > 0 && nports <= UINT16_MAX && cfg->nprio >= 1 && cfg->nprio <= FAB_MAX_PRIOS);
   FabSwitch *sw = g_new0(FabSwitch, 1);
   fab_elem_init(&sw->node.el, &switch_ops);
   sw->node.receive = switch_receive;
   sw->node.dequeued = switch_dequeued;
   g_strlcpy(sw->node.name, name, sizeof sw->node.name);
-  sw->id = id;
   sw->cfg = *cfg;
-  sw->salt = fab_ecmp_salt(id, cfg->ecmp_seed);
-  fab_rng_init(&sw->rng, cfg->seed, FAB_STREAM(2, id)); /* TEMP(identity): by number until streams come from names */
+  sw->salt = fab_ecmp_salt(sw->node.name, cfg->ecmp_seed);
+  fab_rng_init(&sw->rng, cfg->seed, fab_rng_stream_of2("switch", sw->node.name));
   sw->nports = nports;
   sw->ports = g_new0(FabPort, nports);
   sw->nendpoints = nendpoints;

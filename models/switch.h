@@ -92,10 +92,10 @@ typedef struct FabSwitchStats {
 typedef struct FabSwitch FabSwitch;
 
 /* A switch with `nports` unconnected ports that routes to `nendpoints`
-** endpoints. `id` seeds its ECMP salt and RNG stream; `name` ("leaf3") names
-** it and its ports ("leaf3:p7") in outputs. Transfer full. */
-FabSwitch *fab_switch_new(uint32_t id, const char *name, const FabSwitchCfg *cfg, uint32_t nports,
-                          uint32_t nendpoints);
+** endpoints. Its stable `name` ("leaf3") names it and its ports ("leaf3:p7")
+** in outputs and derives its ECMP salt and its RNG stream (of cfg->seed).
+** Transfer full. */
+FabSwitch *fab_switch_new(const char *name, const FabSwitchCfg *cfg, uint32_t nports, uint32_t nendpoints);
 void fab_switch_free(FabSwitch *sw);
 
 /* Set port `i` up with the link's rate and latency; returns it. */

@@ -4,6 +4,7 @@
 ** pick that spreads flows evenly and independently per switch.
 */
 #include <criterion/criterion.h>
+#include <glib.h>
 
 #include "models/ecmp.h"
 
@@ -57,7 +58,7 @@ Test(ecmp, pick_is_within_group) {
   for (uint32_t n = 1; n <= 16; n++)
     for (uint32_t i = 0; i < 2000; i++) {
       uint32_t h = fab_ecmp_hash(i, i * 7 + 1, (uint16_t)i, ROCE_DPORT, UDP, n);
-      uint32_t p = fab_ecmp_pick(h, fab_ecmp_salt(i % 5, 1), n);
+      uint32_t p = fab_ecmp_pick(h, fab_ecmp_salt(i % 2 ? "leaf1" : "spine0", 1), n);
       cr_assert_lt(p, n, "pick %u of %u", p, n);
       if (n == 1) cr_assert_eq(p, 0);
     }
@@ -78,7 +79,7 @@ Test(ecmp, pick_spreads_flows_evenly) {
   const uint64_t seeds[] = {0, 1, 12345};
   for (size_t s = 0; s < 3; s++) {
     int count[8] = {0};
-    uint32_t salt = fab_ecmp_salt(3, seeds[s]);
+    uint32_t salt = fab_ecmp_salt("leaf3", seeds[s]);
     for (uint32_t i = 0; i < 10000; i++) count[fab_ecmp_pick(flow_hash(i, seeds[s]), salt, 8)]++;
     for (int p = 0; p < 8; p++)
       cr_assert(count[p] >= 1063 && count[p] <= 1437, "seed %llu port %d: %d of 10000 flows",
@@ -89,7 +90,7 @@ Test(ecmp, pick_spreads_flows_evenly) {
 Test(ecmp, pick_spreads_odd_group) {
   /* 3 ports: 3333 each expected (sd ~47); allow +-15%. */
   int count[3] = {0};
-  for (uint32_t i = 0; i < 10000; i++) count[fab_ecmp_pick(flow_hash(i, 9), fab_ecmp_salt(0, 9), 3)]++;
+  for (uint32_t i = 0; i < 10000; i++) count[fab_ecmp_pick(flow_hash(i, 9), fab_ecmp_salt("leaf0", 9), 3)]++;
   for (int p = 0; p < 3; p++) cr_assert(count[p] >= 2833 && count[p] <= 3833, "port %d: %d", p, count[p]);
 }
 
@@ -98,7 +99,7 @@ Test(ecmp, salts_decorrelate_switches) {
   ** per-switch salts the 4 combinations are about equally likely (2500,
   ** sd ~43; allow +-15%). One shared salt would make the choices identical
   ** ("polarisation"): combinations (0,1) and (1,0) would never occur. */
-  uint32_t sa = fab_ecmp_salt(0, 5), sb = fab_ecmp_salt(1, 5);
+  uint32_t sa = fab_ecmp_salt("leaf0", 5), sb = fab_ecmp_salt("leaf1", 5);
   cr_assert_neq(sa, sb);
   int joint[2][2] = {{0}};
   for (uint32_t i = 0; i < 10000; i++) {
@@ -110,12 +111,17 @@ Test(ecmp, salts_decorrelate_switches) {
       cr_assert(joint[a][b] >= 2125 && joint[a][b] <= 2875, "(%d,%d): %d of 10000", a, b, joint[a][b]);
 }
 
-Test(ecmp, salt_depends_on_switch_and_seed) {
+Test(ecmp, salt_depends_on_switch_name_and_seed) {
   for (uint32_t sw = 0; sw < 50; sw++) {
-    cr_assert_eq(fab_ecmp_salt(sw, 3), fab_ecmp_salt(sw, 3));
-    cr_assert_neq(fab_ecmp_salt(sw, 3), fab_ecmp_salt(sw + 1, 3), "switch %u", sw);
-    cr_assert_neq(fab_ecmp_salt(sw, 3), fab_ecmp_salt(sw, 4), "switch %u", sw);
+    char a[16], b[16];
+    g_snprintf(a, sizeof a, "spine%u", sw);
+    g_snprintf(b, sizeof b, "spine%u", sw + 1);
+    cr_assert_eq(fab_ecmp_salt(a, 3), fab_ecmp_salt(a, 3));
+    cr_assert_neq(fab_ecmp_salt(a, 3), fab_ecmp_salt(b, 3), "switch %s", a);
+    cr_assert_neq(fab_ecmp_salt(a, 3), fab_ecmp_salt(a, 4), "switch %s", a);
   }
+  /* the name alone: no creation order, no number (adding a leaf changes no spine's salt) */
+  cr_assert_neq(fab_ecmp_salt("leaf3", 0), fab_ecmp_salt("spine3", 0));
 }
 
 Test(ecmp, sport_in_dynamic_range) {

@@ -23,7 +23,7 @@ static void star_init(Star *s, uint32_t n, uint64_t buffer, double alpha, fab_ti
   s->eng = testnet_engine(1);
   s->cfg = testnet_nic_cfg(GBPS100, 4096, FAB_TRANSPORT_ROCEV2);
   FabSwitchCfg sc = {sw_latency, buffer, alpha, 2, 0};
-  s->sw = fab_switch_new(0, "switch0", &sc, n, n);
+  s->sw = fab_switch_new("switch0", &sc, n, n);
   for (uint32_t i = 0; i < n; i++) {
     testnet_nic(&s->nic[i], i, &s->cfg, s->flows, &s->run, FAB_US);
     fab_port_connect(&s->nic[i].port, fab_switch_port_init(s->sw, i, GBPS100, FAB_US));
@@ -189,7 +189,7 @@ Test(switch, no_route_drops_and_counts) {
 
 Test(switch, ecmp_group_spreads) {
   FabSwitchCfg sc = {0, 1 << 20, 1.0, 1, 7};
-  FabSwitch *sw = fab_switch_new(3, "leaf3", &sc, 4, 1);
+  FabSwitch *sw = fab_switch_new("leaf3", &sc, 4, 1);
   uint32_t ports[] = {0, 1, 2, 3};
   for (uint32_t i = 0; i < 4; i++) fab_switch_port_init(sw, i, GBPS100, 0);
   fab_switch_set_route(sw, 0, fab_switch_add_group(sw, ports, 4));
@@ -343,7 +343,7 @@ static int ecn_burst(bool on_dequeue, uint64_t seed, int *seen_ce) {
   FabEngine *eng = testnet_engine(seed);
   FabSwitchCfg sc = {0, 16 << 20, 1.0, 1, 0, seed};
   sc.ecn = (FabEcnCfg){true, 10000, 20000, 1.0, on_dequeue};
-  FabSwitch *sw = fab_switch_new(0, "sw", &sc, 2, 2);
+  FabSwitch *sw = fab_switch_new("sw", &sc, 2, 2);
   Count sink[2];
   memset(sink, 0, sizeof sink);
   for (uint32_t i = 0; i < 2; i++) {

@@ -75,7 +75,7 @@ static void ring_init_pfc(Ring *r, fab_time_t period, const FabPfcCfg *pfc) {
   if (pfc) sc.pfc = *pfc;
   const char *names[2] = {"A", "B"};
   for (uint32_t s = 0; s < 2; s++) {
-    r->sw[s] = fab_switch_new(s, names[s], &sc, 3, RING_HOSTS);
+    r->sw[s] = fab_switch_new(names[s], &sc, 3, RING_HOSTS);
     for (uint32_t i = 0; i < 3; i++) fab_switch_port_init(r->sw[s], i, G100, FAB_US);
     fab_elem_init(&r->sink_node[s].el, &sink_ops);
     r->sink_node[s].receive = sink_receive;

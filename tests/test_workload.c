@@ -6,15 +6,18 @@
 #include <criterion/criterion.h>
 #include <string.h>
 
+#include "sim/rng.h"
 #include "workloads/workload.h"
 
 /* ---- derangements ------------------------------------------------------ */
+
+#define STREAM fab_rng_stream_of2("job", "permutation") /* a single permutation job's stream */
 
 Test(workload, derangement_is_permutation_without_fixed_points) {
   uint32_t perm[50];
   for (uint64_t seed = 0; seed < 6; seed++)
     for (uint32_t n = 2; n <= 50; n++) {
-      fab_workload_derangement(perm, n, seed);
+      fab_workload_derangement(perm, n, seed, STREAM);
       uint8_t hit[50] = {0};
       for (uint32_t i = 0; i < n; i++) {
         cr_assert_lt(perm[i], n, "n=%u seed=%llu: perm[%u] = %u", n, (unsigned long long)seed, i, perm[i]);
@@ -27,7 +30,7 @@ Test(workload, derangement_is_permutation_without_fixed_points) {
 Test(workload, derangement_of_two_is_the_swap) {
   uint32_t perm[2];
   for (uint64_t seed = 0; seed < 10; seed++) {
-    fab_workload_derangement(perm, 2, seed);
+    fab_workload_derangement(perm, 2, seed, STREAM);
     cr_assert(perm[0] == 1 && perm[1] == 0);
   }
 }
@@ -35,8 +38,8 @@ Test(workload, derangement_of_two_is_the_swap) {
 Test(workload, derangement_same_seed_same_result) {
   uint32_t a[40], b[40];
   for (uint64_t seed = 0; seed < 5; seed++) {
-    fab_workload_derangement(a, 40, seed);
-    fab_workload_derangement(b, 40, seed);
+    fab_workload_derangement(a, 40, seed, STREAM);
+    fab_workload_derangement(b, 40, seed, STREAM);
     cr_assert_arr_eq(a, b, sizeof a);
   }
 }
@@ -50,8 +53,8 @@ Test(workload, derangement_different_seed_different_result) {
   for (uint32_t n = 5; n <= 50; n++) {
     int same = 0;
     for (uint64_t seed = 1; seed <= 20; seed++) {
-      fab_workload_derangement(a, n, seed);
-      fab_workload_derangement(b, n, seed + 1);
+      fab_workload_derangement(a, n, seed, STREAM);
+      fab_workload_derangement(b, n, seed + 1, STREAM);
       same += memcmp(a, b, n * sizeof *a) == 0;
     }
     cr_assert_leq(same, n >= 8 ? 0 : 2, "n=%u: %d of 20 seed pairs give the same derangement", n, same);
@@ -64,7 +67,7 @@ Test(workload, derangement_of_three_is_uniform) {
   int rot1 = 0, rot2 = 0;
   uint32_t p[3];
   for (uint64_t seed = 0; seed < 2000; seed++) {
-    fab_workload_derangement(p, 3, seed);
+    fab_workload_derangement(p, 3, seed, STREAM);
     if (p[0] == 1 && p[1] == 2 && p[2] == 0) rot1++;
     else if (p[0] == 2 && p[1] == 0 && p[2] == 1) rot2++;
     else cr_assert_fail("seed %llu: (%u %u %u) is not a derangement", (unsigned long long)seed, p[0], p[1], p[2]);
@@ -78,7 +81,7 @@ Test(workload, derangement_of_four_is_uniform) {
   int count[256] = {0}, kinds = 0;
   uint32_t p[4];
   for (uint64_t seed = 0; seed < 9000; seed++) {
-    fab_workload_derangement(p, 4, seed);
+    fab_workload_derangement(p, 4, seed, STREAM);
     count[p[0] | p[1] << 2 | p[2] << 4 | p[3] << 6]++;
   }
   for (int c = 0; c < 256; c++) {
@@ -148,7 +151,7 @@ Test(workload, permutation_one_flow_per_endpoint) {
   cr_assert_eq(fab_dag_len(a), 8);
   uint8_t dst_seen[8] = {0};
   uint32_t perm[8];
-  fab_workload_derangement(perm, 8, 42);
+  fab_workload_derangement(perm, 8, 42, STREAM);
   for (guint i = 0; i < 8; i++) {
     FabOp *f = flow(a, i);
     cr_assert_eq(f->src, i, "flow i is sent by endpoint i");
@@ -393,4 +396,34 @@ Test(workload_errors, incast_senders_malformed) {
              "  kind: incast\n"
              "  size: 100\n",
              8, 1, "t.yaml:1:1: workload: ", "incast needs senders");
+}
+
+/* ---- identity: a job's draws come from its name -------------------------- */
+
+/* The destinations job j of a two-job permutation workload draws (16 ranks each). */
+static void two_jobs(const char *yaml, uint64_t seed, uint32_t dst[2][16]) {
+  FabDag *a = read_ok(yaml, 32, 8, seed);
+  cr_assert_eq(fab_dag_len(a), 32);
+  for (guint i = 0; i < 32; i++) dst[i / 16][i % 16] = flow(a, i)->dst - (i / 16) * 16;
+  fab_dag_free(a);
+}
+
+Test(workload, job_draws_come_from_its_name_not_its_place) {
+  uint32_t x[2][16], y[2][16], z[2][16];
+  /* the same jobs in the other order draw the same partners */
+  two_jobs("workload:\n  - {name: a, kind: permutation, size: 1KiB, ranks: 0-15}\n"
+           "  - {name: b, kind: permutation, size: 1KiB, ranks: 16-31}\n", 5, x);
+  two_jobs("workload:\n  - {name: b, kind: permutation, size: 1KiB, ranks: 0-15}\n"
+           "  - {name: a, kind: permutation, size: 1KiB, ranks: 16-31}\n", 5, y);
+  cr_assert_arr_eq(x[0], y[1], sizeof x[0], "job a draws the same wherever it stands");
+  cr_assert_arr_eq(x[1], y[0], sizeof x[1], "job b too");
+  cr_assert(memcmp(x[0], x[1], sizeof x[0]) != 0, "two jobs of one seed draw differently");
+  /* job 1 at seed s does not repeat job 0 at seed s + 1 (the old seed + index) */
+  two_jobs("workload:\n  - {name: a, kind: permutation, size: 1KiB, ranks: 0-15}\n"
+           "  - {name: b, kind: permutation, size: 1KiB, ranks: 16-31}\n", 6, z);
+  cr_assert(memcmp(x[1], z[0], sizeof x[1]) != 0, "job 1 at seed 5 is not job 0 at seed 6");
+  /* and a job's draws are the derangement of its name's stream */
+  uint32_t perm[16];
+  fab_workload_derangement(perm, 16, 5, fab_rng_stream_of2("job", "b"));
+  cr_assert_arr_eq(perm, x[1], sizeof perm);
 }

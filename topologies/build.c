@@ -10,7 +10,7 @@ static FabSwitch *add_switch(FabTopology *t, const FabFabricCfg *cfg, const char
                              uint32_t nports) {
   char name[FAB_NAME_LEN];
   g_snprintf(name, sizeof name, "%s%u", prefix, i);
-  FabSwitch *sw = fab_switch_new(t->nswitches, name, &cfg->sw, nports, t->nattach);
+  FabSwitch *sw = fab_switch_new(name, &cfg->sw, nports, t->nattach);
   t->switches[t->nswitches++] = sw;
   return sw;
 }
@@ -198,7 +198,11 @@ FabTopology *fab_topology_build(const FabFabricCfg *cfg) {
   for (uint32_t h = 0; h < t->nhosts; h++) {
     fab_nic_init(&t->nics[h], h, &nc, NULL, NULL, NULL, NULL);
     fab_gpu_init(&t->gpus[h], h, NULL, NULL);
-    if (g->gpus_per_node) g_snprintf(t->nics[h].node.name, sizeof t->nics[h].node.name, "gpu%u", h);
+    if (g->gpus_per_node) {
+      char name[FAB_NAME_LEN];
+      g_snprintf(name, sizeof name, "gpu%u", h);
+      fab_nic_set_name(&t->nics[h], name);
+    }
     else t->attach[h] = &t->nics[h].port;
   }
   uint32_t nsw = 0;

@@ -55,7 +55,7 @@ void fab_topo__build_gpu_edges(FabTopology *t, const FabFabricCfg *cfg, const Fa
       g_snprintf(name, sizeof name, "pcie%u.%u", n, j);
       sc.credits = bdp(pcie_bps, 2 * pcie_lat) + 4ULL * pcie_unit;
       sc.buffer = sc.credits * (l->gpg + l->npg) * sc.nprio;
-      FabSwitch *ps = fab_switch_new(t->nswitches, name, &sc, l->gpg + l->npg, t->nhosts);
+      FabSwitch *ps = fab_switch_new(name, &sc, l->gpg + l->npg, t->nhosts);
       t->switches[t->nswitches++] = ps;
       uint32_t r0 = n * l->G + j * l->gpg;
       uint32_t *up = g_new(uint32_t, l->npg);
@@ -83,7 +83,7 @@ void fab_topo__build_gpu_edges(FabTopology *t, const FabFabricCfg *cfg, const Fa
       g_snprintf(name, sizeof name, "nvs%u", d);
       sc.credits = bdp(g->nvlink_bps, g->nvlink_latency) + 4ULL * nvl_unit;
       sc.buffer = sc.credits * size * sc.nprio;
-      FabSwitch *nv = fab_switch_new(t->nswitches, name, &sc, size, t->nhosts);
+      FabSwitch *nv = fab_switch_new(name, &sc, size, t->nhosts);
       t->switches[t->nswitches++] = nv;
       t->nvs = g_renew(FabSwitch *, t->nvs, t->nnvs + 1);
       t->nvs[t->nnvs++] = nv;

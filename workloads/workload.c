@@ -96,9 +96,9 @@ static const FabCfgKey flow_schema[] = {
   FAB_CFG_END_ROW,
 };
 
-void fab_workload_derangement(uint32_t *perm, uint32_t n, uint64_t seed) {
+void fab_workload_derangement(uint32_t *perm, uint32_t n, uint64_t seed, uint64_t stream) {
   FabRng rng;
-  fab_rng_init(&rng, seed, FAB_STREAM(1, 0)); /* TEMP(identity) */
+  fab_rng_init(&rng, seed, stream);
   g_assert(n >= 2);
   for (;;) { /* Fisher-Yates, rejected until no fixed point: uniform over derangements (~e tries) */
     for (uint32_t i = 0; i < n; i++) perm[i] = i;
@@ -414,7 +414,7 @@ static gboolean read_job(const FabCfgNode *wl, const FabWorkloadEnv *env, FabDag
       break;
     }
     uint32_t *perm = g_new(uint32_t, n);
-    fab_workload_derangement(perm, n, env->seed + index); /* job 0 draws what a single job always drew */
+    fab_workload_derangement(perm, n, env->seed, fab_rng_stream_of2("job", jd.name)); /* the job's own stream */
     for (uint32_t i = 0; i < n; i++) add(&j, i, perm[i], in.size, in.job.start, (uint8_t)in.priority);
     g_free(perm);
     break;

@@ -50,8 +50,9 @@ typedef struct FabWorkloadEnv {
 ** (file:line:col, key). */
 FabDag *fab_workload_read(const FabCfgNode *root, const FabWorkloadEnv *env, GError **err);
 
-/* A uniform random derangement of 0..n-1 (n >= 2) from the workload RNG
-** stream of `seed`: perm[i] != i for every i. */
-void fab_workload_derangement(uint32_t *perm, uint32_t n, uint64_t seed);
+/* A uniform random derangement of 0..n-1 (n >= 2) drawn from RNG stream
+** `stream` of `seed`: perm[i] != i for every i. A job draws from the stream
+** of its name, fab_rng_stream_of2("job", name). */
+void fab_workload_derangement(uint32_t *perm, uint32_t n, uint64_t seed, uint64_t stream);
 
 #endif
