@@ -77,7 +77,6 @@ struct FabEngine {
   FabPool *pool;      /* the run's small fixed-size objects (models/: packets) */
   FabElem *cur;       /* the element whose handler runs; NULL outside the loop */
   bool stopped;       /* fab_engine_stop() was called */
-  uint64_t legacy_seq; /* TEMP(order) */
   /* optional: called every 2^20 events (progress reports); must not schedule */
   void (*tick)(FabEngine *eng, void *ctx);
   void *tick_ctx;
@@ -98,8 +97,7 @@ static inline void fab_engine_at(FabEngine *eng, fab_time_t t, void *target, uin
   if (t < eng->now) __builtin_trap();
 #endif
   FabElem *by = eng->cur ? eng->cur : (FabElem *)target;
-  (void)by; /* TEMP(order): global push order until the element keys land */
-  fab_evq_push(eng->evq, t, eng->legacy_seq++, target, arg);
+  fab_evq_push(eng->evq, t, by->tie++, target, arg);
 }
 
 /* Schedule after a delay. */
