@@ -3,8 +3,8 @@
 # lossy and with PFC? Runs scenarios/incast.yaml at several buffer sizes, with
 # PFC off and on, and prints one line per point (drops, retransmits, PAUSE
 # frames, deepest queue, completion time). Usage: scenarios/buffer-sweep.sh
-# [SIZES...]   (default 256KiB 1MiB 4MiB 16MiB). `fabsim sweep` will do this
-# in parallel; until then this loop is the way.
+# [SIZES...]   (default 256KiB 1MiB 4MiB 16MiB). `fabsim sweep` runs such grids
+# in parallel with CSV/HDF5 output; this loop shows the same by hand.
 set -euo pipefail
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 FABSIM=${FABSIM:-$ROOT/build/fabsim}
