@@ -35,14 +35,15 @@ typedef struct Key {
   uint32_t slot;   /* index of target and arg in the side table */
 } Key;
 
-/* An event's payload; while it waits in a wheel bucket, also its key and the
-** next event of the bucket (a singly linked list through the slot table). */
+/* An event's payload; while it waits in a wheel bucket, also its key (the
+** bucket gives the time but for its last WB bits) and the next event of the
+** bucket (a singly linked list through the slot table). 32 bytes. */
 typedef struct Slot {
   void *target;
   uint64_t arg;
-  fab_time_t time;
   uint64_t tie;
   uint32_t next;   /* NIL ends a bucket's list */
+  uint32_t low;    /* time & (2^WB - 1) */
 } Slot;
 
 #define NIL UINT32_MAX
@@ -171,7 +172,7 @@ static inline void wheel_put(FabEvq *q, Key e) {
     uint32_t i = (uint32_t)(b & (NB - 1));
     Bucket *w = &q->wheel[i];
     Slot *s = &q->slots[e.slot];
-    s->time = e.time;
+    s->low = (uint32_t)(e.time & ((1u << WB) - 1));
     s->tie = e.tie;
     s->next = NIL;
     if (w->tail != NIL) {
@@ -216,12 +217,13 @@ static void advance(FabEvq *q) {
     q->cur = bw;
     uint32_t i = (uint32_t)(bw & (NB - 1));
     Bucket *w = &q->wheel[i]; /* the bucket's list becomes the active heap */
+    fab_time_t base = (fab_time_t)bw << WB;
     for (uint32_t j = w->head; j != NIL; j = q->slots[j].next) {
       if (q->act.n == q->act.cap) {
         q->act.cap = q->act.cap ? q->act.cap * 2 : 64;
         q->act.a = g_renew(Key, q->act.a, q->act.cap);
       }
-      q->act.a[q->act.n++] = (Key){q->slots[j].time, q->slots[j].tie, j};
+      q->act.a[q->act.n++] = (Key){base | q->slots[j].low, q->slots[j].tie, j};
     }
     *w = (Bucket){NIL, NIL};
     q->bits[i >> 6] &= ~(1ull << (i & 63));
@@ -233,7 +235,9 @@ static void advance(FabEvq *q) {
 
 void fab_evq_push(FabEvq *q, fab_time_t t, uint64_t tie, void *target, uint64_t arg) {
   uint32_t slot = slot_get(q);
-  q->slots[slot] = (Slot){target, arg};
+  Slot *s = &q->slots[slot]; /* the rest is written if it goes to a bucket */
+  s->target = target;
+  s->arg = arg;
   Key e = {t, tie, slot};
   q->n++;
 #ifdef FAB_EVQ_HEAP_ONLY

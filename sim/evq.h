@@ -14,7 +14,7 @@
 ** Cost: push O(1) into the wheel, O(log n) into a heap; pop O(log k) for k
 ** events in the active bucket, plus a bitmap scan to the next non-empty
 ** bucket. Memory: about 520 KB for the wheel, allocated by fab_evq_new, plus
-** about 64 bytes per pending event (grown by doubling).
+** about 60 bytes per pending event (grown by doubling).
 */
 #ifndef FAB_EVQ_H
 #define FAB_EVQ_H

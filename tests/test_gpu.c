@@ -6,6 +6,7 @@
 #include <glib.h>
 #include "models/gpu.h"
 #include "topologies/topology.h"
+#include "testnet.h"
 
 /* What the done callback heard, in order. */
 typedef struct Heard {
@@ -333,13 +334,7 @@ Test(gpu, a_topology_has_one_gpu_per_endpoint) {
   c.topo.link_bps = c.topo.host_bps = 100000000000ULL;
   c.topo.link_latency = FAB_US;
   c.sw = (FabSwitchCfg){0, 1 << 20, 1.0, 1, 0};
-  c.nic.bps = c.topo.host_bps;
-  c.nic.mtu = 4096;
-  c.nic.rto = FAB_MS;
-  c.nic.ack_interval = 1;
-  c.nic.max_timeouts = 8;
-  c.nic.nprio = 1;
-  c.nic.transport = fab_transport_get(FAB_TRANSPORT_ROCEV2);
+  c.nic = testnet_fabric_nic_cfg(c.topo.host_bps);
   FabTopology *t = fab_topology_build(&c);
   cr_assert_not_null(t->gpus);
   for (uint32_t i = 0; i < t->nhosts; i++) {

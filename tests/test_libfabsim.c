@@ -255,9 +255,9 @@ Test(libfabsim, bad_file) {
   fabsim_free(err);
 }
 
-/* A training step's report through the library, without parsing text: the
-** step time is compute + exposed communication + bubble. */
-Test(libfabsim, training_step_by_name) {
+/* Two steps of a small PP 2 x DP 2 training job on 4 hosts, run through the
+** library; the caller frees the scenario and the run. */
+static FabsimRun *run_small_training(FabsimScenario **scp) {
   const char *y = "cluster: {nodes: 4}\n"
                   "fabric: {topology: {kind: single-switch}, link: {bandwidth: 100Gbps}}\n"
                   "workload:\n"
@@ -272,6 +272,15 @@ Test(libfabsim, training_step_by_name) {
   FabsimRun *run = fabsim_run(sc, &err);
   cr_assert_not_null(run, "%s", err ? err : "?");
   cr_assert_eq(fabsim_run_status(run), 0);
+  *scp = sc;
+  return run;
+}
+
+/* A training step's report through the library, without parsing text: the
+** step time is compute + exposed communication + bubble. */
+Test(libfabsim, training_step_by_name) {
+  FabsimScenario *sc;
+  FabsimRun *run = run_small_training(&sc);
   double step = fabsim_run_number(run, "step.step_time_s"), comp = fabsim_run_number(run, "step.compute_s"),
          exp = fabsim_run_number(run, "step.exposed_comm_s"), bub = fabsim_run_number(run, "step.bubble_s");
   cr_assert(step > 0 && comp > 0 && bub > 0, "step %g, compute %g, bubble %g", step, comp, bub);
@@ -286,20 +295,8 @@ Test(libfabsim, training_step_by_name) {
 ** and the step times by index, through fabsim_run_number, each what the
 ** JSON summary says (to its 9 digits). */
 Test(libfabsim, training_step_groups_by_path) {
-  const char *y = "cluster: {nodes: 4}\n"
-                  "fabric: {topology: {kind: single-switch}, link: {bandwidth: 100Gbps}}\n"
-                  "workload:\n"
-                  "  kind: training\n"
-                  "  model: {layers: 2, hidden: 512, seq: 256, micro_batch: 1, global_batch: 8, dtype: bf16}\n"
-                  "  parallelism: {pp: 2, dp: 2}\n"
-                  "  gpu: {flops: 100TFLOPS, efficiency: 0.5}\n"
-                  "  steps: 2\n";
-  char *err = NULL;
-  FabsimScenario *sc = fabsim_load_string(y, "train", &err);
-  cr_assert_not_null(sc, "%s", err ? err : "?");
-  FabsimRun *run = fabsim_run(sc, &err);
-  cr_assert_not_null(run, "%s", err ? err : "?");
-  cr_assert_eq(fabsim_run_status(run), 0);
+  FabsimScenario *sc;
+  FabsimRun *run = run_small_training(&sc);
   char *js = fabsim_run_json(run);
   FabJsonIndex *ix = fab_json_index_new(js);
   cr_assert_not_null(ix, "%s", js);

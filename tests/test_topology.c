@@ -15,6 +15,7 @@
 
 #include "models/ecmp.h"
 #include "topologies/topology.h"
+#include "testnet.h"
 
 /* ---- helpers ----------------------------------------------------------- */
 
@@ -30,13 +31,7 @@ static FabFabricCfg make_cfg(FabTopoKind kind, uint64_t seed) {
   c.sw.alpha = 1.0;
   c.sw.nprio = 1;
   c.sw.ecmp_seed = seed;
-  c.nic.bps = c.topo.host_bps;
-  c.nic.mtu = 4096;
-  c.nic.rto = FAB_MS;
-  c.nic.ack_interval = 1;
-  c.nic.max_timeouts = 8;
-  c.nic.nprio = 1;
-  c.nic.transport = fab_transport_get(FAB_TRANSPORT_ROCEV2);
+  c.nic = testnet_fabric_nic_cfg(c.topo.host_bps);
   c.nic.ecmp_seed = seed;
   return c;
 }

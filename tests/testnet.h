@@ -1,7 +1,7 @@
 /*
 ** Small hand-built networks for model tests: two NICs joined by one link, or
 ** by a "tap" element in the middle that can drop chosen packets. Header-only,
-** shared by test_nic.c, test_port.c and test_switch.c.
+** shared by the model tests (and by topology tests for a fabric's NIC).
 */
 #ifndef FAB_TESTNET_H
 #define FAB_TESTNET_H
@@ -25,6 +25,14 @@ static inline FabNicCfg testnet_nic_cfg(uint64_t bps, uint32_t mtu, FabTransport
   c.nprio = 2;
   c.transport = fab_transport_get(tr);
   c.ecmp_seed = 0;
+  return c;
+}
+
+/* The NIC of a whole test fabric: 4096 B MTU, RoCEv2, 1 ms RTO, one priority. */
+static inline FabNicCfg testnet_fabric_nic_cfg(uint64_t bps) {
+  FabNicCfg c = testnet_nic_cfg(bps, 4096, FAB_TRANSPORT_ROCEV2);
+  c.rto = FAB_MS;
+  c.nprio = 1;
   return c;
 }
 

@@ -76,6 +76,19 @@ void fab_h5_layout_free(FabH5Layout *l) {
   memset(l, 0, sizeof *l);
 }
 
+/* Copy a fixed-width number as it is (same bytes in record and row);
+** false for the types that change on the way. */
+static bool copy_plain(FabFieldType t, void *dst, const void *src) {
+  switch (t) {
+  case FAB_F_U8: memcpy(dst, src, 1); return true;
+  case FAB_F_U32:
+  case FAB_F_I32: memcpy(dst, src, 4); return true;
+  case FAB_F_U64:
+  case FAB_F_F64: memcpy(dst, src, 8); return true;
+  default: return false;
+  }
+}
+
 void *fab_h5_pack(const FabH5Layout *l, const void *recs, size_t n) {
   char *rows = g_malloc0(l->row * (n ? n : 1));
   for (size_t i = 0; i < n; i++) {
@@ -85,12 +98,8 @@ void *fab_h5_pack(const FabH5Layout *l, const void *recs, size_t n) {
       const FabField *f = l->col[c];
       const char *src = rec + f->off;
       char *dst = row + l->col_off[c];
+      if (copy_plain(f->type, dst, src)) continue;
       switch (f->type) {
-      case FAB_F_U8: memcpy(dst, src, 1); break;
-      case FAB_F_U32:
-      case FAB_F_I32: memcpy(dst, src, 4); break;
-      case FAB_F_U64:
-      case FAB_F_F64: memcpy(dst, src, 8); break;
       case FAB_F_PS_S: {
         uint64_t ps;
         memcpy(&ps, src, 8);
@@ -117,12 +126,8 @@ static void unpack(const FabH5Layout *l, const char *row, char *rec, GStringChun
     const FabField *f = l->col[c];
     const char *src = row + l->col_off[c];
     char *dst = rec + f->off;
+    if (copy_plain(f->type, dst, src)) continue;
     switch (f->type) {
-    case FAB_F_U8: memcpy(dst, src, 1); break;
-    case FAB_F_U32:
-    case FAB_F_I32: memcpy(dst, src, 4); break;
-    case FAB_F_U64:
-    case FAB_F_F64: memcpy(dst, src, 8); break;
     case FAB_F_PS_S: {
       double s;
       memcpy(&s, src, 8);
