@@ -11,6 +11,7 @@
 #define FAB_PACKET_H
 
 #include <stdint.h>
+#include <string.h>
 #include "sim/engine.h"
 
 /* Element names ("leaf3", "gpu12") and port names ("leaf3:p17") fit in this. */
@@ -53,7 +54,9 @@ _Static_assert(sizeof(FabPkt) <= 64, "a packet header must fit in 64 bytes");
 
 /* A packet with every field zeroed, from the engine's pool (which must hold
 ** objects of sizeof(FabPkt)). */
-static inline FabPkt *fab_pkt_alloc(FabEngine *eng) { return (FabPkt *)fab_pool_get(eng->pool); }
+static inline FabPkt *fab_pkt_alloc(FabEngine *eng) {
+  return (FabPkt *)memset(fab_pool_take(eng->pool), 0, sizeof(FabPkt));
+}
 
 /* Return a packet to the engine's pool. */
 static inline void fab_pkt_free(FabEngine *eng, FabPkt *p) { fab_pool_put(eng->pool, p); }

@@ -71,8 +71,13 @@ struct FabEvq {
 #endif
 };
 
+/* (time, tie) as one 128-bit number: the comparison compiles without
+** branches, which matters when many events share a time and the order of
+** their ties is not predictable. */
 static inline bool before(const Key *x, const Key *y) {
-  return x->time < y->time || (x->time == y->time && x->tie < y->tie);
+  unsigned __int128 a = (unsigned __int128)x->time << 64 | x->tie;
+  unsigned __int128 b = (unsigned __int128)y->time << 64 | y->tie;
+  return a < b;
 }
 
 /* ---- 4-ary heap --------------------------------------------------------- */

@@ -46,15 +46,16 @@ static void grow(FabPool *pool) {
   pool->capacity += pool->slab;
 }
 
-void *fab_pool_get(FabPool *pool) {
+void *fab_pool_take(FabPool *pool) {
   if (G_UNLIKELY(!pool->free)) grow(pool);
   Free *f = pool->free;
   pool->free = f->next;
-  memset(f, 0, pool->want);
   pool->live++;
   pool->allocs++;
   return f;
 }
+
+void *fab_pool_get(FabPool *pool) { return memset(fab_pool_take(pool), 0, pool->want); }
 
 void fab_pool_put(FabPool *pool, void *obj) {
   g_assert(pool->live > 0);

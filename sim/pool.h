@@ -28,6 +28,10 @@ void fab_pool_free(FabPool *pool);
 ** the free list and a memset of `size` bytes; a new slab now and then. */
 void *fab_pool_get(FabPool *pool);
 
+/* The same without the memset, for a caller that zeroes an object whose
+** size it knows at compile time (the compiler then writes it inline). */
+void *fab_pool_take(FabPool *pool);
+
 /* Return an object to the pool (it comes back first: LIFO). */
 void fab_pool_put(FabPool *pool, void *obj);
 
