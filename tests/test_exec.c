@@ -495,3 +495,24 @@ Test(exec, check_order_catches_an_op_begun_too_early) {
   cr_assert_eq(dep, a);
   h_free(h);
 }
+
+/* The same for a dependency on a flow's send: S waits for F's last packet to
+** leave (at 1 us: 1000 B at the harness's rate after A), but the owner
+** reports S begun at 0. */
+Test(exec, check_order_catches_an_op_begun_before_a_send) {
+  FabDag *d = fab_dag_new();
+  uint32_t a = compute(d, 0, 1 * US, NULL, 0);
+  uint32_t f = flow(d, 0, 1, 1000, 0, 0, &a, 1);
+  uint32_t sf = f | FAB_DEP_SENT;
+  uint32_t s = compute(d, 2, 1 * US, &sf, 1);
+  H *h = h_new(d);
+  h->liar = s;
+  h_run(h);
+  cr_assert(fab_exec_finished(h->x));
+  cr_assert_gt(h->sent[f], 0);
+  uint32_t op = 99, dep = 99;
+  cr_assert(!fab_exec_check_order(h->x, &op, &dep));
+  cr_assert_eq(op, s);
+  cr_assert_eq(dep, f, "the flow's index, without the SENT flag");
+  h_free(h);
+}

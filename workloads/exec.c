@@ -12,6 +12,7 @@ struct FabExec {
   uint32_t *left;           /* dependencies not yet met, per op */
   uint32_t *out0, *out;     /* dependents: out[out0[i] .. out0[i+1]), each | FAB_DEP_SENT if it waits for the send */
   fab_time_t *t0, *t1;      /* per op: began (posted, computing), done */
+  fab_time_t *ts;           /* per op: its last packet left (FAB_TIME_MAX: not yet, or not a flow) */
   uint8_t *state;           /* FAB_EXEC_* */
   GArray *todo;             /* ops to complete (a worklist, not recursion) */
   bool draining;
@@ -55,6 +56,8 @@ FabExec *fab_exec_new(FabEngine *eng, const FabDag *dag, const FabExecHooks *hoo
   x->out = g_new(uint32_t, dag->deps->len ? dag->deps->len : 1);
   x->t0 = g_new0(fab_time_t, nops ? nops : 1);
   x->t1 = g_new0(fab_time_t, nops ? nops : 1);
+  x->ts = g_new(fab_time_t, nops ? nops : 1);
+  for (uint32_t i = 0; i < nops; i++) x->ts[i] = FAB_TIME_MAX;
   x->state = g_new0(uint8_t, nops ? nops : 1);
   x->todo = g_array_new(FALSE, FALSE, sizeof(uint32_t));
   dependents(x);
@@ -68,6 +71,7 @@ void fab_exec_free(FabExec *x) {
   g_free(x->out);
   g_free(x->t0);
   g_free(x->t1);
+  g_free(x->ts);
   g_free(x->state);
   g_array_free(x->todo, TRUE);
   g_free(x);
@@ -149,7 +153,10 @@ void fab_exec_start(FabExec *x) {
     if (!fab_dag_op(x->dag, i)->ndeps) ready(x, i);
 }
 
-void fab_exec_sent(FabExec *x, uint32_t op) { release(x, op, true); }
+void fab_exec_sent(FabExec *x, uint32_t op) {
+  x->ts[op] = x->eng->now;
+  release(x, op, true);
+}
 
 void fab_exec_received(FabExec *x, uint32_t op) {
   const FabOp *o = fab_dag_op(x->dag, op);
@@ -183,10 +190,11 @@ bool fab_exec_check_order(const FabExec *x, uint32_t *op, uint32_t *dep) {
   for (uint32_t i = 0; i < x->nops; i++) {
     const FabOp *o = fab_dag_op(x->dag, i);
     for (uint32_t k = 0; x->state[i] && k < o->ndeps; k++) {
-      uint32_t d = fab_dag_dep(x->dag, o, k);
-      if (!(d & FAB_DEP_SENT) && (x->state[d] != FAB_EXEC_DONE || x->t1[d] > x->t0[i])) {
+      uint32_t d = fab_dag_dep(x->dag, o, k), j = d & ~FAB_DEP_SENT;
+      bool met = d & FAB_DEP_SENT ? x->ts[j] <= x->t0[i] : x->state[j] == FAB_EXEC_DONE && x->t1[j] <= x->t0[i];
+      if (!met) {
         *op = i;
-        *dep = d;
+        *dep = j;
         return false;
       }
     }

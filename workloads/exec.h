@@ -76,7 +76,8 @@ fab_time_t fab_exec_ended(const FabExec *x, uint32_t i);
 ** waits for; FAB_OP_NONE when every op became ready. */
 uint32_t fab_exec_first_waiting(const FabExec *x, uint32_t *left);
 
-/* The run invariant "no op began before what it depends on was done":
+/* The run invariant "no op began before what it depends on was done" (for a
+** FAB_DEP_SENT dependency: before that flow's last packet left):
 ** false with the first offending op and dependency when it is broken. */
 bool fab_exec_check_order(const FabExec *x, uint32_t *op, uint32_t *dep);
 
