@@ -2,6 +2,8 @@
 #include "gpu.h"
 #include <glib.h>
 
+const char *const fab_gpu_arch_names[FAB_ARCH_N + 1] = {"none", "ampere", "hopper", "blackwell", NULL};
+
 static void gpu_wake(FabEngine *eng, void *self, uint64_t arg);
 static const FabOps gpu_ops = {"gpu", gpu_wake};
 

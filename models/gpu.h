@@ -31,6 +31,14 @@ typedef void (*FabGpuDoneFn)(void *ctx, int which, uint32_t tag, fab_time_t bega
 
 enum { FAB_GPU_COMPUTE = 0, FAB_GPU_REDUCE = 1 };
 
+/* A GPU generation: what decides NCCL's per-architecture tables, the
+** NVLink generation and whether the NVSwitch can reduce (NVLS, sm90 and
+** later). FAB_ARCH_NONE: a plain host. */
+typedef enum { FAB_ARCH_NONE = 0, FAB_ARCH_AMPERE, FAB_ARCH_HOPPER, FAB_ARCH_BLACKWELL, FAB_ARCH_N } FabGpuArch;
+
+/* "none", "ampere", "hopper", "blackwell", NULL (YAML enum; index = FabGpuArch). */
+extern const char *const fab_gpu_arch_names[FAB_ARCH_N + 1];
+
 typedef struct FabGpuItem {
   fab_time_t dur;  /* ps */
   uint32_t tag;

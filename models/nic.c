@@ -1,6 +1,8 @@
 /* NIC with go-back-N reliable transport. See nic.h. */
 #include "nic.h"
 #include "ecmp.h"
+#include "nvls.h"
+#include <math.h>
 #include <glib.h>
 
 /* Event kinds: a flow starts, its retransmission timer, its CC timer; and
@@ -77,6 +79,62 @@ static void cc_arm(FabEngine *eng, FabNic *nic, FabFlow *f) {
   }
 }
 
+/* The wire bytes of an NVLS segment: multimem traffic carries nvls_eff of
+** data per NVLink byte. */
+static uint32_t nvls_wire(const FabNic *nic, const FabFlow *f, uint32_t payload) {
+  double eff = nic->cfg.nvls_eff > 0 ? nic->cfg.nvls_eff : 1.0;
+  return (uint32_t)ceil((double)payload / eff) + f->overhead;
+}
+
+static void nvls_done(FabEngine *eng, FabNic *nic, FabFlow *f) {
+  f->end = eng->now;
+  if (nic->done) nic->done(nic->ctx, f);
+}
+
+/* The next NVLS packet of f into `p`: a multicast of an owned reduced segment
+** when one waits (AR), else the next contribution (AR, RS) or store (AG).
+** NVLink is lossless (credits): nothing is acknowledged. */
+static FabPkt *nvls_packet(FabEngine *eng, FabNic *nic, FabFlow *f, FabPkt *p) {
+  bool ar = f->nvls_mode == FAB_NVLS_AR;
+  if (ar && f->nvls_mc < f->nvls_red) {
+    p->type = FAB_PKT_NVLS_MC;
+    p->seq = f->nvls_member + f->nvls_mc++ * f->nvls_n;
+  } else {
+    g_assert(f->snd_nxt < f->npkts);
+    p->type = f->nvls_mode == FAB_NVLS_AG ? FAB_PKT_NVLS_MC : FAB_PKT_NVLS_UP;
+    p->seq = f->snd_nxt++;
+  }
+  p->dst = f->nvls_group;
+  p->payload = fab_flow_payload(f, f->mtu, p->seq);
+  p->wire = nvls_wire(nic, f, p->payload);
+  p->prio = f->prio;
+  p->sent = eng->now;
+  nic->nvls_tx_bytes += p->wire;
+  f->snd_max = f->snd_nxt;
+  if (f->snd_nxt < f->npkts || (ar && f->nvls_mc < f->nvls_red)) rr_push(nic, f);
+  if (f->snd_nxt == f->npkts && (!ar || f->nvls_mc == f->nvls_own) && !f->sent_all) {
+    f->sent_all = f->acked = true;
+    if (nic->sent) nic->sent(nic->ctx, f);
+    if (!f->nvls_need) nvls_done(eng, nic, f); /* an RS member that owns nothing */
+  }
+  return p;
+}
+
+/* An NVLS packet for flow f: a reduced segment it owns, or a multicast copy. */
+static void nvls_rx(FabEngine *eng, FabNic *nic, FabFlow *f, const FabPkt *p) {
+  g_assert(f->nvls && f->dst == nic->id);
+  nic->nvls_rx_bytes += p->wire;
+  if (p->type == FAB_PKT_NVLS_RED && f->nvls_mode == FAB_NVLS_AR) { /* multicast it next */
+    f->nvls_red++;
+    if (!f->in_rr) rr_push(nic, f);
+    fab_port_kick(eng, &nic->nvl);
+    return;
+  }
+  f->rcv_nxt++;
+  f->rcv_bytes += p->payload;
+  if (f->rcv_nxt == f->nvls_need) nvls_done(eng, nic, f);
+}
+
 /* Build the next data packet of the first eligible flow in the round robin:
 ** not acknowledged, its priority not paused, its pacing time reached. Cost:
 ** the number of flows skipped. */
@@ -93,7 +151,7 @@ static FabPkt *nic_pull(FabEngine *eng, FabNode *self, FabPort *port) {
     }
     if (!((port->paused | port->nocredit) & (1u << f->prio))) { /* PFC pause, IB credits */
       fab_time_t at = f->next_tx;
-      if (G_UNLIKELY(f->max_bps) && nic->cap_next > at) at = nic->cap_next;
+      if (G_UNLIKELY(f->rank_bps) && nic->cap_next > at) at = nic->cap_next;
       if (at <= eng->now) break;
       if (at < soonest) soonest = at;
     }
@@ -109,30 +167,15 @@ static FabPkt *nic_pull(FabEngine *eng, FabNode *self, FabPort *port) {
   }
   rr_unlink(nic, prev, f);
   FabPkt *p = fab_pkt_alloc(eng);
+  p->flow = f->id;
+  p->src = f->src;
+  if (f->nvls) return nvls_packet(eng, nic, f, p);
   uint32_t seq = f->snd_nxt++;
   p->type = FAB_PKT_DATA;
-  p->flow = f->id;
   p->seq = seq;
-  p->src = f->src;
   p->dst = f->dst;
-  if (f->nvls) { /* into the switch's reduction: NVLink is lossless (credits), nothing to acknowledge */
-    p->type = FAB_PKT_NVLS_UP;
-    p->dst = f->nvls_group;
-    p->payload = fab_flow_payload(f, f->mtu, seq);
-    p->wire = p->payload + f->overhead;
-    p->prio = f->prio;
-    p->sent = eng->now;
-    nic->nvls_tx_bytes += p->wire;
-    f->snd_max = f->snd_nxt;
-    if (f->snd_nxt < f->npkts) rr_push(nic, f);
-    else f->acked = true;
-    if (f->snd_nxt == f->npkts && !f->sent_all) {
-      f->sent_all = true;
-      if (nic->sent) nic->sent(nic->ctx, f);
-    }
-    return p;
-  }
   p->hash = f->hash_fwd;
+  p->lane = f->lane;
   p->prio = f->prio;
   p->payload = fab_flow_payload(f, f->mtu, seq);
   p->wire = p->payload + f->overhead;
@@ -153,8 +196,10 @@ static FabPkt *nic_pull(FabEngine *eng, FabNode *self, FabPort *port) {
     nic->cc->on_sent(&f->cc, &nic->cfg.cc, p->wire, eng->now);
     cc_arm(eng, nic, f);
   }
-  if (f->max_bps) /* the GPU's own limit on its capped flows together, below whatever CC allows */
-    nic->cap_next = eng->now + fab_time_ser(p->wire, f->max_bps);
+  if (f->rank_bps) /* the GPU's own limit on its capped flows together, below whatever CC allows */
+    nic->cap_next = eng->now + fab_time_ser(p->wire, f->rank_bps);
+  if (f->max_bps && f->max_bps < f->cc.rate_bps) /* the flow's own GPU-side limit */
+    f->next_tx = MAX(f->next_tx, eng->now + fab_time_ser(p->wire, f->max_bps));
   if (!f->timer_armed) {
     f->timer_armed = true;
     f->deadline = eng->now + nic->cfg.rto;
@@ -176,6 +221,7 @@ static void send_ctrl(FabEngine *eng, FabNic *nic, FabFlow *f, uint8_t type) {
   p->src = f->dst;
   p->dst = f->src;
   p->hash = f->hash_rev;
+  p->lane = f->lane;
   p->prio = f->prio;
   p->wire = f->path == FAB_PATH_NVL ? nic->cfg.nvl_overhead : nic->cfg.transport.ack_bytes;
   p->ready = eng->now;
@@ -248,7 +294,7 @@ static void on_ctrl(FabEngine *eng, FabNic *nic, FabFlow *f, FabPkt *p) {
 
 static void nic_receive(FabEngine *eng, FabNode *self, FabPkt *p, FabPort *in) {
   FabNic *nic = (FabNic *)self;
-  if (G_UNLIKELY(p->dst != nic->id && p->type != FAB_PKT_NVLS_DOWN)) { /* a PXN relay: pass it on */
+  if (G_UNLIKELY(p->dst != nic->id)) { /* a PXN relay: pass it on */
     uint32_t dom = nic->cfg.nvl_domain;
     FabPort *out = dom && p->dst / dom == nic->id / dom ? &nic->nvl : &nic->port;
     p->ready = eng->now;
@@ -257,16 +303,8 @@ static void nic_receive(FabEngine *eng, FabNode *self, FabPkt *p, FabPort *in) {
     return;
   }
   FabFlow *f = &nic->flows[p->flow];
-  if (p->type == FAB_PKT_NVLS_DOWN) { /* a reduced segment: in order on a lossless path */
-    g_assert(f->nvls && f->dst == nic->id);
-    nic->nvls_rx_bytes += p->wire;
-    f->rcv_nxt++;
-    f->rcv_bytes += p->payload;
-    if (f->rcv_nxt == f->npkts) {
-      f->end = eng->now;
-      if (nic->done) nic->done(nic->ctx, f);
-    }
-  } else if (p->type == FAB_PKT_DATA) {
+  if (fab_pkt_is_nvls(p->type)) {
+    nvls_rx(eng, nic, f, p);  } else if (p->type == FAB_PKT_DATA) {
     g_assert(p->dst == nic->id && f->dst == nic->id);
     on_data(eng, nic, f, p);
   } else {

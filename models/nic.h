@@ -53,6 +53,7 @@ typedef struct FabNicCfg {
   uint64_t nvl_bps;        /* NVLink rate per direction, bits/s */
   uint32_t nvl_mtu;        /* payload bytes per NVLink segment (the fidelity knob) */
   uint32_t nvl_overhead;   /* header bytes per NVLink segment (and the size of its ACKs) */
+  double nvls_eff;         /* NVLS segments carry this much data per byte on NVLink (multimem efficiency) */
   uint32_t pxn_rails;      /* PXN: GPUs per node (= NICs, rail = rank % pxn_rails); a flow to another
                            ** node on another rail goes over NVLink to the local GPU on the destination's
                            ** rail, which forwards it to its NIC; 0: off */
@@ -66,12 +67,23 @@ typedef struct FabFlow {
   fab_time_t end;          /* ps: last byte at the receiver; 0 while running */
   uint8_t prio;            /* priority class */
   uint8_t path;            /* FAB_PATH_NET (the NIC port) or FAB_PATH_NVL (NVLink) */
-  bool nvls;               /* an NVLS member: src == dst, sends NVLS_UP to group nvls_group, receives the reduction */
+  uint8_t lane;            /* its packets' lane (FabSwitchCfg.lanes): which NIC of a multi-NIC GPU; 0: none */
+  bool nvls;               /* an NVLS member (models/nvls.h): src == dst; its packets go to group nvls_group */
+  uint8_t nvls_mode;       /* FabNvlsMode: AR (contributes npkts segments, multicasts the reduced ones it owns,
+                           ** receives npkts), RS (contributes npkts, receives the reduced ones it owns), AG
+                           ** (multicasts its npkts, receives every member's) */
   uint32_t nvls_group;     /* NVLS group at the domain's NVSwitch */
+  uint32_t nvls_member, nvls_n; /* its index in the group and the group's size: it owns segments k = member (mod n) */
+  uint32_t nvls_own;       /* AR: segments it owns */
+  uint32_t nvls_red;       /* AR: reduced segments received so far */
+  uint32_t nvls_mc;        /* AR: of them, multicast so far */
+  uint32_t nvls_need;      /* segments to receive before it is done (counted in rcv_nxt) */
+  uint64_t nvls_rx;        /* the payload bytes those segments carry */
   uint32_t mtu;            /* payload bytes per packet on its path */
   uint32_t overhead;       /* header bytes per packet on its path */
   uint32_t npkts;          /* packets it takes, >= 1 */
-  uint64_t max_bps;        /* the sender's flows with a limit share one pacing gate at this rate (a GPU-side
+  uint64_t max_bps;        /* this flow's own limit, bits/s on the wire (the GPU channel feeding it), 0: none */
+  uint64_t rank_bps;       /* the sender's flows with a rank_bps share one pacing gate at this rate (a GPU-side
                            ** protocol limit, such as LL's), 0: none */
   uint32_t hash_fwd, hash_rev; /* ECMP hashes of data and of ACKs */
   /* sender */
@@ -117,7 +129,7 @@ struct FabNic {
   FabRng rng;              /* its own stream of cfg.seed */
   const FabCcOps *cc;      /* cfg.cc's handlers; NULL under none */
   fab_time_t pace_at;      /* ps: the pending pacing wake-up (FAB_TIME_MAX: none) */
-  fab_time_t cap_next;     /* ps: the next packet of a flow with max_bps may not leave before this */
+  fab_time_t cap_next;     /* ps: the next packet of a flow with rank_bps may not leave before this */
   FabFlow *flows;          /* the run's flow table (transfer none) */
   FabFlow *rr_head[2], *rr_tail[2]; /* flows with packets to send, per path */
   FabFlowDoneFn done;
@@ -130,7 +142,7 @@ struct FabNic {
   uint64_t tx_ctrl_pkts, rx_ctrl_pkts;    /* ACK/NAK/CNP */
   uint64_t retransmits, timeouts, naks_sent;
   uint64_t cnps_sent, cnps_received;      /* CNPs (also in tx/rx_ctrl_pkts) */
-  uint64_t nvls_tx_bytes, nvls_rx_bytes;  /* NVLS: into the switch's reduction, and the results (wire bytes) */
+  uint64_t nvls_tx_bytes, nvls_rx_bytes;  /* NVLS: into the switch (contributions, stores), and from it (wire bytes) */
   uint64_t pxn_relayed;                   /* packets this GPU forwarded for a peer (PXN) */
 };
 

@@ -1,20 +1,24 @@
-/* NVSwitch in-switch reduction groups. See nvls.h. */
+/* NVSwitch reduction and multicast groups. See nvls.h. */
 #include "nvls.h"
 #include <glib.h>
 
 typedef struct Group {
+  FabNvlsMode mode;
   uint32_t n;           /* members */
-  uint32_t npkts;       /* segments */
+  uint32_t npkts;       /* RS, AR: segments each member contributes */
   uint32_t *port;       /* n: the member's port on the switch */
   uint32_t *flow;       /* n: the member's flow id */
   uint32_t *rank;       /* n: the member's endpoint */
-  uint16_t *arrived;    /* npkts: contributions in so far */
+  uint16_t *arrived;    /* npkts (RS, AR): contributions in so far */
+  fab_time_t *red_free; /* n (RS, AR): when the reduction toward member m is free again */
 } Group;
 
 struct FabNvls {
   FabSwitch *sw;
   GPtrArray *groups;    /* Group *, by id */
+  uint64_t reduce_bps;  /* per owner port; 0: unlimited */
   uint64_t reduced;     /* segments reduced */
+  uint64_t multicast;   /* segments multicast */
 };
 
 FabNvls *fab_nvls_new(FabSwitch *sw) {
@@ -32,48 +36,72 @@ void fab_nvls_free(FabNvls *nv) {
     g_free(g->flow);
     g_free(g->rank);
     g_free(g->arrived);
+    g_free(g->red_free);
     g_free(g);
   }
   g_ptr_array_free(nv->groups, TRUE);
   g_free(nv);
 }
 
-uint32_t fab_nvls_add(FabNvls *nv, uint32_t n, const uint32_t *port, const uint32_t *flow, const uint32_t *rank,
-                      uint32_t npkts) {
+void fab_nvls_set_reduce_rate(FabNvls *nv, uint64_t bps) { nv->reduce_bps = bps; }
+
+uint32_t fab_nvls_add(FabNvls *nv, FabNvlsMode mode, uint32_t n, const uint32_t *port, const uint32_t *flow,
+                      const uint32_t *rank, uint32_t npkts) {
   g_assert(n >= 1 && n <= UINT16_MAX);
   Group *g = g_new0(Group, 1);
+  g->mode = mode;
   g->n = n;
   g->npkts = npkts;
   g->port = g_memdup2(port, n * sizeof *port);
   g->flow = g_memdup2(flow, n * sizeof *flow);
   g->rank = g_memdup2(rank, n * sizeof *rank);
-  g->arrived = g_new0(uint16_t, npkts);
+  if (mode != FAB_NVLS_AG) {
+    g->arrived = g_new0(uint16_t, npkts ? npkts : 1);
+    g->red_free = g_new0(fab_time_t, n);
+  }
   g_ptr_array_add(nv->groups, g);
   return nv->groups->len - 1;
 }
 
-void fab_nvls_up(FabEngine *eng, FabNvls *nv, FabPkt *p, FabPort *in) {
+/* A packet of `type` for member m of g, leaving the switch at `ready`. */
+static void emit(FabEngine *eng, FabNvls *nv, const Group *g, uint32_t m, uint8_t type, const FabPkt *like,
+                 fab_time_t ready) {
+  FabPkt *q = fab_pkt_alloc(eng);
+  q->type = type;
+  q->flow = g->flow[m];
+  q->seq = like->seq;
+  q->src = like->src;
+  q->dst = g->rank[m];
+  q->payload = like->payload;
+  q->wire = like->wire;
+  q->prio = like->prio;
+  q->ready = ready;
+  fab_port_enqueue(eng, fab_switch_port_at(nv->sw, g->port[m]), q);
+}
+
+void fab_nvls_receive(FabEngine *eng, FabNvls *nv, FabPkt *p, FabPort *in) {
   g_assert(nv && p->dst < nv->groups->len);
   Group *g = g_ptr_array_index(nv->groups, p->dst);
-  uint32_t k = p->seq, payload = p->payload, wire = p->wire;
-  uint8_t prio = p->prio;
-  fab_port_return_credit(eng, in->peer, prio, wire); /* absorbed into the reduction */
-  fab_pkt_free(eng, p);
-  if (++g->arrived[k] < g->n) return;
-  nv->reduced++;
-  fab_time_t lat = fab_switch_cfg(nv->sw)->latency;
-  for (uint32_t m = 0; m < g->n; m++) { /* multicast the result */
-    FabPkt *q = fab_pkt_alloc(eng);
-    q->type = FAB_PKT_NVLS_DOWN;
-    q->flow = g->flow[m];
-    q->seq = k;
-    q->dst = g->rank[m];
-    q->payload = payload;
-    q->wire = wire;
-    q->prio = prio;
-    q->ready = eng->now + lat;
-    fab_port_enqueue(eng, fab_switch_port_at(nv->sw, g->port[m]), q);
+  fab_port_return_credit(eng, in->peer, p->prio, p->wire); /* absorbed */
+  fab_time_t ready = eng->now + fab_switch_cfg(nv->sw)->latency;
+  if (p->type == FAB_PKT_NVLS_MC) { /* a store: a copy to every member */
+    nv->multicast++;
+    for (uint32_t m = 0; m < g->n; m++) emit(eng, nv, g, m, FAB_PKT_NVLS_DOWN, p, ready);
+  } else {
+    g_assert(p->type == FAB_PKT_NVLS_UP && g->mode != FAB_NVLS_AG && p->seq < g->npkts);
+    if (++g->arrived[p->seq] == g->n) { /* reduced: to its owner only */
+      uint32_t o = p->seq % g->n;
+      nv->reduced++;
+      if (nv->reduce_bps) {
+        fab_time_t at = MAX(ready, g->red_free[o]);
+        g->red_free[o] = at + fab_time_ser(p->payload, nv->reduce_bps);
+        ready = g->red_free[o];
+      }
+      emit(eng, nv, g, o, FAB_PKT_NVLS_RED, p, ready);
+    }
   }
+  fab_pkt_free(eng, p);
 }
 
 uint64_t fab_nvls_reduced(const FabNvls *nv) { return nv ? nv->reduced : 0; }
+uint64_t fab_nvls_multicast(const FabNvls *nv) { return nv ? nv->multicast : 0; }

@@ -20,12 +20,16 @@
 /* Packet types. DATA, ACK, NAK: the reliable transport (models/nic.h). CNP:
 ** a congestion notification from a receiver NIC to the sender (DCQCN).
 ** PAUSE: an IEEE 802.1Qbb PFC frame for class `prio`, with the pause time in
-** `seq` (quanta of 512 bit times; 0 resumes). NVLS_UP: a GPU's contribution
-** to an NVSwitch in-switch reduction (`dst` is the NVLS group, `seq` the
-** segment); NVLS_DOWN: the reduced segment the switch multicasts back to each
-** member (models/nvls.h). */
+** `seq` (quanta of 512 bit times; 0 resumes). NVLS (models/nvls.h), `seq`
+** the segment: NVLS_UP, a GPU's contribution to an NVSwitch reduction
+** (`dst` the group); NVLS_RED, a reduced segment from the switch to the
+** member that owns it; NVLS_MC, a member's multicast store into the switch
+** (`dst` the group); NVLS_DOWN, the switch's copy of it to each member. */
 enum { FAB_PKT_DATA = 0, FAB_PKT_ACK = 1, FAB_PKT_NAK = 2, FAB_PKT_CNP = 3, FAB_PKT_PAUSE = 4, FAB_PKT_NVLS_UP = 5,
-       FAB_PKT_NVLS_DOWN = 6 };
+       FAB_PKT_NVLS_DOWN = 6, FAB_PKT_NVLS_RED = 7, FAB_PKT_NVLS_MC = 8 };
+
+/* An NVLS packet: made and consumed by NVLink endpoints and the NVSwitch. */
+static inline int fab_pkt_is_nvls(uint8_t type) { return type >= FAB_PKT_NVLS_UP; }
 
 /* Flags. LAST: the flow's last packet. ECN: congestion experienced (CE,
 ** marked by a switch). RETX: sent again. ECT: ECN-capable (set by a sender
@@ -48,6 +52,7 @@ typedef struct FabPkt {
   uint8_t type;        /* FAB_PKT_* */
   uint8_t flags;       /* FAB_PKTF_* */
   uint8_t hops;        /* links crossed so far */
+  uint8_t lane;        /* the flow's lane (FabSwitchCfg.lanes), 0: none */
 } FabPkt;
 
 _Static_assert(sizeof(FabPkt) <= 64, "a packet header must fit in 64 bytes");

@@ -231,7 +231,7 @@ static uint64_t free_chain(FabEngine *eng, FabPkt *p, uint64_t *bytes) {
   uint64_t n = 0;
   while (p) {
     FabPkt *next = p->next;
-    if (p->type == FAB_PKT_PAUSE || p->type == FAB_PKT_NVLS_UP || p->type == FAB_PKT_NVLS_DOWN) {
+    if (p->type == FAB_PKT_PAUSE || fab_pkt_is_nvls(p->type)) {
       fab_pkt_free(eng, p);
       p = next;
       continue;

@@ -104,13 +104,21 @@ static inline void ecn_mark(FabSwitch *sw, FabPort *pt, FabPkt *p, uint64_t q) {
   sw->st.ecn_marks++;
 }
 
+/* The member `lane` (mod n) of dst's route group. */
+static FabPort *lane_hop(const FabSwitch *sw, uint32_t dst, uint32_t lane) {
+  if (G_UNLIKELY(dst >= sw->nendpoints || sw->route[dst] == UINT32_MAX)) return NULL;
+  uint32_t g = sw->route[dst];
+  return &sw->ports[sw->gports[sw->goff[g] + lane % sw->glen[g]]];
+}
+
 static void switch_receive(FabEngine *eng, FabNode *self, FabPkt *p, FabPort *in) {
   FabSwitch *sw = (FabSwitch *)self;
-  if (G_UNLIKELY(p->type == FAB_PKT_NVLS_UP)) {
-    fab_nvls_up(eng, sw->nvls, p, in);
+  if (G_UNLIKELY(p->type == FAB_PKT_NVLS_UP || p->type == FAB_PKT_NVLS_MC)) {
+    fab_nvls_receive(eng, sw->nvls, p, in);
     return;
   }
-  FabPort *out = fab_switch_next_hop(sw, p->dst, p->hash);
+  FabPort *out = G_UNLIKELY(sw->cfg.lanes && p->lane) ? lane_hop(sw, p->dst, p->lane - 1u)
+                                                      : fab_switch_next_hop(sw, p->dst, p->hash);
   if (G_UNLIKELY(!out)) {
     sw->st.unroutable++;
     sw->st.drops++;
@@ -159,7 +167,7 @@ drop:
 
 static void switch_dequeued(FabEngine *eng, FabNode *self, FabPort *port, FabPkt *p) {
   FabSwitch *sw = (FabSwitch *)self;
-  if (G_UNLIKELY(p->type == FAB_PKT_NVLS_DOWN)) return; /* made here, never admitted to the buffer */
+  if (G_UNLIKELY(p->type == FAB_PKT_NVLS_DOWN || p->type == FAB_PKT_NVLS_RED)) return; /* made here, never admitted */
   uint32_t k = p->in_port * sw->cfg.nprio + p->prio;
   if (p->flags & HDRM_FLAG) {
     p->flags &= ~HDRM_FLAG;

@@ -77,6 +77,8 @@ typedef struct FabSwitchCfg {
   uint64_t pfc_reserved; /* bytes of the configured buffer set aside as headroom (buffer is the rest) */
   uint64_t credits;      /* InfiniBand: buffer per (ingress port, VL) granted as credits; 0: none */
   uint32_t mtu_wire;     /* a full packet on the wire, bytes */
+  bool lanes;            /* a packet with a lane takes member (lane - 1) mod n of its route's group, not the
+                         ** hash's (the PCIe element between a GPU and its NICs) */
 } FabSwitchCfg;
 
 /* What a switch counted. */

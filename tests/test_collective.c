@@ -2,7 +2,8 @@
 ** Collectives (workloads/collective.h): every algorithm on small rank counts
 ** (2, 3, 4, 5, 8) checked three ways. The DAG is well formed and causal (a
 ** flow from rank r waits only for flows that arrived at r, its own previous
-** sends and marks of its two ends). Played in dependency order with unit-time
+** sends, its receiver's sends and arrivals (a slot freed), and marks of its
+** two ends). Played in dependency order with unit-time
 ** flows, no step starts at a rank before the previous step reached it. And
 ** each rank receives exactly the bytes the algorithm moves on paper. Then the
 ** protocols' wire bytes and latencies, the reduction cost, channels and
@@ -25,15 +26,25 @@ static void init_iota(void) {
   for (uint32_t i = 0; i < MAXR; i++) iota[i] = i;
 }
 
-/* Plain hosts at 100 Gb/s, 1 us a hop. */
+/* Plain hosts at 100 Gb/s, 1 us a hop; NCCL's costs the defaults. */
 static FabCollEnv hosts(uint32_t n) {
-  return (FabCollEnv){.endpoints = n, .gpus_per_node = 1, .net_bps = 100000000000ull, .net_lat = FAB_US};
+  FabCollEnv e = {.endpoints = n, .gpus_per_node = 1, .nics_per_node = 1, .nic_bps = 100000000000ull,
+                  .net_bps = 100000000000ull, .net_lat = FAB_US};
+  e.costs = fab_coll_costs_unset();
+  fab_coll_costs_resolve(&e);
+  return e;
 }
 
-/* GPU nodes of g GPUs, one NVLink domain per node (H100-like). */
+/* GPU nodes of g H100s, one NVLink domain per node, a 400 Gb/s NIC per GPU
+** on PCIe Gen5 x16. */
 static FabCollEnv gpus(uint32_t nodes, uint32_t g) {
-  return (FabCollEnv){.endpoints = nodes * g, .gpus_per_node = g, .nvl_domain = g, .net_bps = 400000000000ull,
-                      .nvl_bps = 3600000000000ull, .net_lat = 2 * FAB_US, .nvl_lat = FAB_US / 2};
+  FabCollEnv e = {.endpoints = nodes * g, .gpus_per_node = g, .nvl_domain = g, .sm = 90, .nvls = true,
+                  .nvls_eff = 0.85, .nics_per_node = g, .nic_bps = 400000000000ull,
+                  .pcie_bps = 32000000000ull * 16 * 128 / 130, .net_bps = 400000000000ull,
+                  .nvl_bps = 2966400000000ull, .net_lat = 2 * FAB_US, .nvl_lat = FAB_US / 2};
+  e.costs = fab_coll_costs_unset();
+  fab_coll_costs_resolve(&e);
+  return e;
 }
 
 static FabCollSpec spec(FabCollOp op, FabCollAlgo a, uint64_t bytes, uint32_t n) {
@@ -106,12 +117,13 @@ static void check_dag(const FabDag *d, const FabCollEnv *env, const FabCollSpec 
       uint32_t dep = fab_dag_dep(d, o, k), at = dep & ~FAB_DEP_SENT;
       cr_assert_lt(at, i, "op %u depends on later op %u", i, at);
       const FabOp *p = op_at(d, at);
-      if (dep & FAB_DEP_SENT) {
-        cr_assert(is_flow(p), "op %u: SENT on a non-flow", i);
-        cr_assert_eq(p->src, o->src, "op %u: SENT on another rank's flow", i);
-      } else if (o->kind == FAB_OP_FLOW && p->kind == FAB_OP_FLOW) {
-        cr_assert_eq(p->dst, o->src, "flow %u (%u->%u) waits for flow %u (%u->%u), which did not arrive at %u", i,
-                     o->src, o->dst, at, p->src, p->dst, o->src);
+      if (dep & FAB_DEP_SENT) { /* its connection's order, or its receiver freeing a slot by sending it on */
+        cr_assert(is_flow(p) || p->kind == FAB_OP_NVLS, "op %u: SENT on a non-flow", i);
+        cr_assert(p->src == o->src || p->src == o->dst, "op %u: SENT on a third rank's flow", i);
+      } else if (o->kind == FAB_OP_FLOW && p->kind == FAB_OP_FLOW) { /* what arrived here, or a slot kept */
+        cr_assert(p->dst == o->src || (p->src == o->src && p->dst == o->dst),
+                  "flow %u (%u->%u) waits for flow %u (%u->%u), which did not arrive at %u", i, o->src, o->dst, at,
+                  p->src, p->dst, o->src);
       } else if (o->kind == FAB_OP_FLOW && p->kind == FAB_OP_NVLS) {
         cr_assert_eq(p->src, o->src, "flow %u waits for another rank's NVLS part", i);
       } else if (o->kind <= FAB_OP_NVLS && p->kind == FAB_OP_MARK) {
@@ -262,11 +274,12 @@ Test(ring, reduce_scatter_steps_pay_the_reduction) {
     const FabOp *o = op_at(d, i);
     if (!is_flow(o)) continue;
     if (o->post) {
-      cr_assert_eq(o->post, 10485760, "1 MiB at 100 GB/s is 10.49 us, not %llu ps", (unsigned long long)o->post);
+      cr_assert_eq(o->post, 5242880, "512 KiB at 100 GB/s is 5.24 us, not %llu ps", (unsigned long long)o->post);
       reduced++;
     }
   }
-  cr_assert_eq(reduced, n * (n - 1), "the reduce-scatter half reduces, the allgather half does not");
+  /* one loop: each 1 MiB segment is a step's chunk, in two 512 KiB slices */
+  cr_assert_eq(reduced, 2 * n * (n - 1), "the reduce-scatter half reduces, the allgather half does not");
   fab_dag_free(d);
 }
 
@@ -425,12 +438,19 @@ Test(nvls, one_part_per_rank_in_one_group) {
       if (o->kind != FAB_OP_NVLS) continue;
       cr_assert_eq(o->bytes, 1 << 20);
       cr_assert_eq(o->group, 3);
-      cr_assert_gt(o->pre, 0);
+      cr_assert_eq(o->mark, FAB_NVLS_OP_AR);
+      cr_assert_eq(o->pre, env.costs.launch + env.costs.step[2], "the launch and a Simple step");
     }
     fab_dag_free(d);
   }
 }
 
+/* NVLS_TREE as NCCL pipelines it, chunk by chunk: per loop and domain a
+** switch reduce-scatter (RS) over the domain's 4 ranks, each rank the head
+** of one shard; a double binary tree per shard index across the D domains;
+** then each head's multicast (AG) of its shard into its domain. 128 KiB on
+** 2 or 3 domains goes in 32 KiB chunks (NCCL shrinks them for little data),
+** a loop of 4 chunks: one loop. */
 Test(nvls, tree_across_domains) {
   for (uint32_t D = 2; D <= 3; D++) {
     uint32_t n = 4 * D, e[MAXR];
@@ -440,21 +460,26 @@ Test(nvls, tree_across_domains) {
     int32_t coll;
     FabDag *d = expand(&env, &s, e, &coll);
     check_dag(d, &env, &s, coll, e);
-    cr_assert_eq(d->groups, D, "one NVLS group per domain");
-    cr_assert_eq(count_kind(d, FAB_OP_NVLS), n);
-    uint64_t intra[MAXR] = {0}, inter = 0;
+    cr_assert_eq(g_array_index(d->colls, FabCollDef, 0).chunk, 32768);
+    cr_assert_eq(d->groups, 2 * D, "per domain: one reduce-scatter group, one multicast group");
+    cr_assert_eq(count_kind(d, FAB_OP_NVLS), 2 * n);
+    uint64_t inter = 0, rs[MAXR] = {0}, ag[MAXR] = {0};
     for (uint32_t i = 0; i < fab_dag_len(d); i++) {
       const FabOp *o = op_at(d, i);
-      if (o->kind == FAB_OP_NVLS) cr_assert_eq(o->bytes, S);
-      if (!is_flow(o)) continue;
-      if (o->src / 4 == o->dst / 4) {
-        intra[o->dst] += o->bytes;
-      } else {
-        cr_assert_eq(o->src % 4, o->dst % 4, "the tree joins ranks of one local index");
-        inter += o->bytes;
+      if (o->kind == FAB_OP_NVLS) {
+        if (o->mark == FAB_NVLS_OP_RS) rs[o->src] += o->bytes;
+        else if (o->mark == FAB_NVLS_OP_AG) ag[o->src] += o->bytes;
+        else cr_assert_fail("NVLS op %u neither RS nor AG", i);
       }
+      if (!is_flow(o)) continue;
+      cr_assert_neq(o->src / 4, o->dst / 4, "no NVLink flow: the switch multicasts");
+      cr_assert_eq(o->src % 4, o->dst % 4, "the tree joins ranks of one local index");
+      inter += o->bytes;
     }
-    for (uint32_t r = 0; r < n; r++) cr_assert_eq(intra[r], 3 * S / 4, "rank %u gathers the 3 other shards", r);
+    for (uint32_t r = 0; r < n; r++) {
+      cr_assert_eq(rs[r], S, "rank %u contributes all its data", r);
+      cr_assert_eq(ag[r], S / 4, "rank %u multicasts its shard", r);
+    }
     cr_assert_eq(inter, 4 * 2 * (D - 1) * S / 4, "every shard's tree: 2(D-1) transfers");
     fab_dag_free(d);
   }
@@ -586,56 +611,74 @@ Test(sendrecv, each_rank_to_the_next) {
 
 /* ---- protocols, latency, pieces, channels ------------------------------------ */
 
+/* LL carries 8 data bytes in every 16, LL128 120 in every 128. A tree
+** cuts its pieces the same way for every protocol (compared piece by
+** piece); a ring's Simple chunk is two slices, so there the totals. */
 Test(protocol, wire_bytes_grow_by_the_protocol) {
   uint32_t n = 4, e[MAXR];
   FabCollEnv env = hosts(n);
-  FabCollAlgo algs[] = {FAB_ALGO_RING, FAB_ALGO_TREE};
+  FabCollAlgo algs[] = {FAB_ALGO_TREE, FAB_ALGO_RING};
   for (int a = 0; a < 2; a++) {
     FabCollSpec s = spec(FAB_COLL_ALLREDUCE, algs[a], 3 * 1000 * 1000 + 4, n);
     s.chunk = 100000;
     FabDag *ds[3];
     FabProto ps[] = {FAB_PROTO_SIMPLE, FAB_PROTO_LL, FAB_PROTO_LL128};
+    uint64_t tot[3] = {0}, nfl[3] = {0};
     for (int p = 0; p < 3; p++) {
       s.protocol = ps[p];
       ds[p] = expand(&env, &s, e, NULL);
       cr_assert_str_eq(g_array_index(ds[p]->colls, FabCollDef, 0).protocol, fab_proto_names[ps[p]]);
+      for (uint32_t i = 0; i < fab_dag_len(ds[p]); i++)
+        if (is_flow(op_at(ds[p], i))) tot[p] += op_at(ds[p], i)->bytes, nfl[p]++;
     }
-    cr_assert_eq(fab_dag_len(ds[0]), fab_dag_len(ds[1]));
-    cr_assert_eq(fab_dag_len(ds[0]), fab_dag_len(ds[2]));
-    for (uint32_t i = 0; i < fab_dag_len(ds[0]); i++) {
-      uint64_t b = op_at(ds[0], i)->bytes;
-      cr_assert_eq(op_at(ds[1], i)->bytes, 2 * b, "LL: 8 of 16 bytes are data");
-      cr_assert_eq(op_at(ds[2], i)->bytes, (b * 128 + 119) / 120, "LL128: 120 of 128");
+    if (a == 0) {
+      cr_assert_eq(fab_dag_len(ds[0]), fab_dag_len(ds[1]));
+      cr_assert_eq(fab_dag_len(ds[0]), fab_dag_len(ds[2]));
+      for (uint32_t i = 0; i < fab_dag_len(ds[0]); i++) {
+        uint64_t b = op_at(ds[0], i)->bytes;
+        cr_assert_eq(op_at(ds[1], i)->bytes, 2 * b, "LL: 8 of 16 bytes are data");
+        cr_assert_eq(op_at(ds[2], i)->bytes, (b * 128 + 119) / 120, "LL128: 120 of 128");
+      }
     }
+    cr_assert_eq(tot[1], 2 * tot[0], "LL: twice the bytes in all");
+    cr_assert(tot[2] >= tot[0] * 128 / 120 && tot[2] <= tot[0] * 128 / 120 + nfl[2], "LL128: 128/120 in all");
     for (int p = 0; p < 3; p++) fab_dag_free(ds[p]);
   }
 }
 
-Test(protocol, step_latency_on_first_pieces_base_once) {
+/* Every piece pays its step's protocol work after its data; over the
+** network also the proxy's post and completion, and with Simple the
+** flush; a rank's first step also pays the kernel launch. */
+Test(protocol, pieces_pay_the_step_work_after_their_data) {
   uint32_t n = 4, e[MAXR];
-  FabCollEnv env = hosts(n); /* 1 us a hop in the fabric */
-  FabCollSpec s = spec(FAB_COLL_ALLREDUCE, FAB_ALGO_RING, 4 * 2 * 1048576, n); /* 2 pieces a segment */
+  FabCollEnv env = hosts(n);
+  env.costs = (FabNcclCosts){5 * FAB_US, {FAB_US, 2 * FAB_US, 3 * FAB_US}, 2 * FAB_US, 500 * FAB_NS, {0, 0, 0}};
+  FabCollSpec s = spec(FAB_COLL_ALLREDUCE, FAB_ALGO_RING, 4 * 2 * 1048576, n); /* one loop, 2 slices a step */
   FabDag *d = expand(&env, &s, e, NULL);
   uint32_t k = 0;
   for (uint32_t i = 0; i < fab_dag_len(d); i++) {
     const FabOp *o = op_at(d, i);
     if (!is_flow(o)) continue;
-    uint32_t step = k / (2 * n), piece = (k / n) % 2;
-    fab_time_t want = piece ? 0 : (14 - 1) * FAB_US + (step == 0 ? 8400 * FAB_NS : 0);
-    cr_assert_eq(o->pre, want, "flow %u (step %u piece %u): pre %llu, not %llu", k, step, piece,
-                 (unsigned long long)o->pre, (unsigned long long)want);
+    uint32_t step = k / (2 * n);
+    fab_time_t want = 3 * FAB_US + 2 * FAB_US + 500 * FAB_NS + (step == 0 ? 5 * FAB_US : 0);
+    cr_assert_eq(o->pre, want, "flow %u (step %u): pre %llu, not %llu", k, step, (unsigned long long)o->pre,
+                 (unsigned long long)want);
     k++;
   }
   cr_assert_eq(k, 2 * (n - 1) * n * 2);
   fab_dag_free(d);
-  /* LL on NVLink: 0.6 us less the 0.5 us NVLink hop */
+  /* LL on NVLink: the step's work alone, no proxy, no flush */
   FabCollEnv g = gpus(1, 4);
+  g.costs = env.costs;
   s.protocol = FAB_PROTO_LL;
   s.bytes = 4 * 4096;
   d = expand(&g, &s, e, NULL);
+  k = 0;
   for (uint32_t i = 0; i < fab_dag_len(d); i++) {
     const FabOp *o = op_at(d, i);
-    if (is_flow(o) && i >= n + n) cr_assert_eq(o->pre, 100 * FAB_NS);
+    if (!is_flow(o)) continue;
+    cr_assert_eq(o->pre, FAB_US + (k < n ? 5 * FAB_US : 0), "flow %u", k);
+    k++;
   }
   fab_dag_free(d);
 }

@@ -516,3 +516,26 @@ Test(exec, check_order_catches_an_op_begun_before_a_send) {
   cr_assert_eq(dep, f, "the flow's index, without the SENT flag");
   h_free(h);
 }
+
+/* `pre` counts from a flow's data, not from the send it queues behind:
+**   0 A  rank 0, 1 us                       [0, 1]
+**   1 F  0 -> 1, 4000 B, after A            posted 1 (pre 0), sent 5, arrives 6
+**   2 G  0 -> 1, 1000 B, after A and F's send, pre 2 us:
+**        its data (A) was done at 1, so 1 + 2 = 3 < 5: posted at 5, the send
+**   3 H  the same with pre 6 us: 1 + 6 = 7 > 5: posted at 7 */
+Test(exec, pre_counts_from_the_data_not_from_the_queue) {
+  FabDag *d = fab_dag_new();
+  uint32_t a = compute(d, 0, 1 * US, NULL, 0);
+  uint32_t f = flow(d, 0, 1, 4000, 0, 0, &a, 1);
+  uint32_t deps[2] = {a, f | FAB_DEP_SENT};
+  uint32_t g = flow(d, 0, 1, 1000, 2 * US, 0, deps, 2);
+  uint32_t hh = flow(d, 0, 2, 1000, 6 * US, 0, deps, 2);
+  H *h = h_new(d);
+  h_run(h);
+  h_check_finished(h);
+  cr_assert_eq(h->posted[f], 1 * US);
+  cr_assert_eq(h->sent[f], 5 * US);
+  cr_assert_eq(h->posted[g], 5 * US, "queued behind F's send: its 2 us overlap it");
+  cr_assert_eq(h->posted[hh], 7 * US, "6 us after its data: longer than the queue");
+  h_free(h);
+}

@@ -19,7 +19,7 @@ static const FabNodePreset *get(const char *name) {
 }
 
 Test(presets, names_in_order_and_all_found) {
-  const char *want[] = {"host", "dgx-h100", "dgx-b200", "gb200-nvl72", "aws-p5", "aws-p4d"};
+  const char *want[] = {"host", "dgx-h100", "dgx-b200", "gb200-nvl72", "aws-p5", "aws-p4d", "dgx-a100", "dgx-h200"};
   size_t n = 0;
   while (fab_preset_names[n]) n++;
   cr_assert_eq(n, sizeof want / sizeof want[0], "%zu preset names", n);
@@ -50,6 +50,9 @@ Test(presets, host_has_no_gpu) {
   cr_assert_eq(p->nvlink_domain, 0);
   cr_assert_eq(p->nic_bps, 0); /* 0: the fabric's link rate */
   cr_assert_eq(p->nvlink_bps, 0);
+  cr_assert_eq(p->nvlink_raw_bps, 0);
+  cr_assert_eq(p->arch, FAB_ARCH_NONE);
+  cr_assert_eq(p->memory_bps, 0);
   cr_assert_eq(p->pcie_bps, 0);
   cr_assert_eq(p->host_bps, 0);
   cr_assert_eq(p->gpu_flops, 0.0);
@@ -69,6 +72,12 @@ Test(presets, every_gpu_preset_is_consistent) {
                  p->nvlink_domain, p->gpus_per_node);
     cr_assert_gt(p->nic_bps, 0, "%s", p->name);
     cr_assert_gt(p->nvlink_bps, 0, "%s", p->name);
+    cr_assert_neq(p->arch, FAB_ARCH_NONE, "%s", p->name);
+    cr_assert_gt(p->memory_bps, 0, "%s", p->name);
+    /* the data rate is NCCL's per-link figure: 80-83 % of the signalling rate (protocol overhead) */
+    cr_assert_gt(p->nvlink_links, 0, "%s", p->name);
+    double eff = (double)p->nvlink_bps / (double)p->nvlink_raw_bps;
+    cr_assert(eff > 0.79 && eff < 0.83, "%s: NVLink data / signalling = %.3f", p->name, eff);
     cr_assert_gt(p->nvlink_latency, 0, "%s", p->name);
     cr_assert_gt(p->pcie_bps, 0, "%s", p->name);
     cr_assert_gt(p->pcie_latency, 0, "%s", p->name);
@@ -88,9 +97,13 @@ Test(presets, dgx_h100) {
   cr_assert_eq(p->nics_per_node, 8);
   cr_assert_eq(p->nvlink_domain, 8);
   cr_assert_eq(p->nic_bps, 400 * GBIT);
-  /* NVLink4: 18 links x 25 GB/s per direction = 450 GB/s = 3.6 Tbit/s */
-  cr_assert_eq(p->nvlink_bps, 18ULL * 25 * GBIT * 8);
-  cr_assert_eq(p->nvlink_bps, 3600000000000ULL);
+  /* NVLink4: 18 links x 25 GB/s per direction = 450 GB/s = 3.6 Tbit/s signalling; data: 18 x NCCL's
+  ** SM90_NVLINK_BW 20.6 GB/s = 370.8 GB/s */
+  cr_assert_eq(p->arch, FAB_ARCH_HOPPER);
+  cr_assert_eq(p->nvlink_raw_bps, 3600000000000ULL);
+  cr_assert_eq(p->nvlink_bps, 18ULL * 206 * GBYTE / 10);
+  cr_assert_eq(p->nvlink_bps, 2966400000000ULL);
+  cr_assert_eq(p->memory_bps, 3350ULL * GBYTE); /* HBM3 3.35 TB/s */
   /* PCIe 5.0 x16: 32 GT/s x 16 lanes x 128/130, one direction (~63.0 GB/s) */
   cr_assert_eq(p->pcie_bps, 32ULL * GBIT * 16 * 128 / 130);
   cr_assert(p->pcie_bps > 63 * GBYTE - GBYTE / 10 && p->pcie_bps < 63 * GBYTE + GBYTE / 10);
@@ -99,9 +112,13 @@ Test(presets, dgx_h100) {
 
 Test(presets, dgx_b200_doubles_h100_nvlink) {
   const FabNodePreset *h = get("dgx-h100"), *b = get("dgx-b200");
-  cr_assert_eq(b->nvlink_bps, 2 * h->nvlink_bps);
+  cr_assert_eq(b->nvlink_raw_bps, 2 * h->nvlink_raw_bps);
   /* 14.4 TB/s aggregate over 8 GPUs = 1.8 TB/s bidirectional = 900 GB/s per direction */
-  cr_assert_eq(b->nvlink_bps * 2 * b->gpus_per_node, 14400ULL * GBYTE);
+  cr_assert_eq(b->nvlink_raw_bps * 2 * b->gpus_per_node, 14400ULL * GBYTE);
+  /* data: 18 x SM100_NVLINK_BW 40.1 GB/s = 721.8 GB/s */
+  cr_assert_eq(b->nvlink_bps, 7218ULL * GBYTE / 10);
+  cr_assert_eq(b->arch, FAB_ARCH_BLACKWELL);
+  cr_assert_eq(b->memory_bps, 8000ULL * GBYTE);
   cr_assert_eq(b->nics_per_node, 8);
   cr_assert_eq(b->nic_bps, 400 * GBIT);
   cr_assert_eq(b->nvlink_domain, 8);
@@ -114,7 +131,8 @@ Test(presets, gb200_nvl72_domain_spans_trays) {
   cr_assert_eq(p->nvlink_domain, 72);
   cr_assert_eq(p->nvlink_domain, 18 * p->gpus_per_node); /* 18 trays */
   /* 1.8 TB/s bidirectional per GPU; 72 x 1.8 TB/s = 129.6 TB/s ("130 TB/s") */
-  cr_assert_eq(2 * p->nvlink_bps, 1800 * GBYTE);
+  cr_assert_eq(2 * p->nvlink_raw_bps, 1800 * GBYTE);
+  cr_assert_eq(p->arch, FAB_ARCH_BLACKWELL);
   cr_assert_eq(p->nics_per_node, 4);
   cr_assert_eq(p->nic_bps, 400 * GBIT);
   /* 180 PFLOPS dense BF16 per rack / 72 GPUs */
@@ -126,7 +144,8 @@ Test(presets, aws_p5) {
   cr_assert_eq(p->gpus_per_node, 8);
   cr_assert_eq(p->nics_per_node, 32);
   cr_assert_eq(p->nics_per_node * p->nic_bps, 3200 * GBIT);
-  cr_assert_eq(2 * p->nvlink_bps, 900 * GBYTE);
+  cr_assert_eq(2 * p->nvlink_raw_bps, 900 * GBYTE);
+  cr_assert_eq(p->arch, FAB_ARCH_HOPPER);
   cr_assert_eq(p->nvlink_domain, 8);
   cr_assert_str_eq(p->transport, "srd");
 }
@@ -136,10 +155,35 @@ Test(presets, aws_p4d) {
   cr_assert_eq(p->gpus_per_node, 8);
   cr_assert_eq(p->nics_per_node, 4);
   cr_assert_eq(p->nics_per_node * p->nic_bps, 400 * GBIT);
-  cr_assert_eq(p->nvlink_bps, 600 * GBYTE / 2);
+  cr_assert_eq(p->nvlink_raw_bps, 600 * GBYTE / 2);
+  cr_assert_eq(p->nvlink_bps, 12 * 20 * GBYTE); /* SM80_NVLINK_BW 20.0 GB/s per link */
+  cr_assert_eq(p->arch, FAB_ARCH_AMPERE);
+  cr_assert_eq(p->memory_bps, 1555 * GBYTE);
   /* PCIe 4.0 x16: 16 GT/s x 16 x 128/130, one direction (~31.5 GB/s) */
   cr_assert_eq(p->pcie_bps, 16ULL * GBIT * 16 * 128 / 130);
   cr_assert_float_eq(p->gpu_flops, 312e12, 1e9);
   cr_assert_eq(p->nvlink_domain, 8);
   cr_assert_str_eq(p->transport, "srd");
+}
+
+Test(presets, dgx_a100) {
+  const FabNodePreset *p = get("dgx-a100");
+  cr_assert_eq(p->arch, FAB_ARCH_AMPERE);
+  cr_assert_eq(p->gpus_per_node, 8);
+  cr_assert_eq(p->nics_per_node, 8);
+  cr_assert_eq(p->nic_bps, 200 * GBIT); /* ConnectX-6 HDR */
+  cr_assert_eq(p->nvlink_links, 12);
+  cr_assert_eq(p->nvlink_bps, 240 * GBYTE);
+  cr_assert_eq(p->pcie_bps, 16ULL * GBIT * 16 * 128 / 130);
+  cr_assert_eq(p->memory_bps, 2039 * GBYTE);
+  cr_assert_float_eq(p->gpu_flops, 312e12, 1e9);
+}
+
+Test(presets, dgx_h200_is_an_h100_with_faster_memory) {
+  const FabNodePreset *h = get("dgx-h100"), *p = get("dgx-h200");
+  cr_assert_eq(p->arch, FAB_ARCH_HOPPER);
+  cr_assert_eq(p->nvlink_bps, h->nvlink_bps);
+  cr_assert_eq(p->nic_bps, h->nic_bps);
+  cr_assert_float_eq(p->gpu_flops, h->gpu_flops, 1);
+  cr_assert_eq(p->memory_bps, 4800 * GBYTE);
 }

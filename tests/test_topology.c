@@ -663,16 +663,16 @@ static const char dgx2[] =
 
 Test(gpu, intra_node_transfer_is_nvlink_latency_plus_bytes_over_rate) {
   FabScenario *sc = testscen_load(dgx2, NULL);
-  cr_assert_eq(sc->fabric.gpu.nvlink_bps, 3600000000000ULL, "450 GB/s per direction");
+  cr_assert_eq(sc->fabric.gpu.nvlink_bps, 2966400000000ULL, "370.8 GB/s of data per direction (18 x 20.6 GB/s)");
   FabResults res;
   testscen_run(sc, &res);
-  /* 64 segments of 64 KiB + 16 B at 3.6 Tb/s: 145672 ps each (rounded up); the
-  ** NVSwitch stores and forwards one segment, so 65 segment times + 500 ns */
-  fab_time_t seg = (65552ULL * 8 * FAB_S + 3600000000000ULL - 1) / 3600000000000ULL;
-  cr_assert_eq(seg, 145672);
+  /* 64 segments of 64 KiB + 16 B at 2.9664 Tb/s: 176786 ps each (rounded up);
+  ** the NVSwitch stores and forwards one segment, so 65 segment times + 500 ns */
+  fab_time_t seg = (65552ULL * 8 * FAB_S + 2966400000000ULL - 1) / 2966400000000ULL;
+  cr_assert_eq(seg, 176786);
   cr_assert_eq(res.flows[0].end, 500 * FAB_NS + 65 * seg);
   /* = NVLink latency + bytes / rate within 2% (headers and the one stored segment) */
-  double ideal = 500e-9 + (4.0 * 1048576) / 450e9;
+  double ideal = 500e-9 + (4.0 * 1048576) / 370.8e9;
   cr_assert_float_eq(fab_time_to_s(res.flows[0].end), ideal, ideal * 0.02);
   cr_assert_eq(testscen_bytes_from(&res, "leaf") + testscen_bytes_from(&res, "spine"), 0, "nothing crosses the network");
   testscen_done(sc, &res);
@@ -732,8 +732,8 @@ Test(gpu, all_to_all_inside_one_dgx_runs_at_nvlink_rate) {
   FabResults res;
   testscen_run(sc, &res);
   cr_assert_eq(res.n_flows, 56);
-  /* each GPU sends 7 x 8 MiB through its 450 GB/s NVLink port */
-  double ideal = 7 * 8.0 * 1048576 / 450e9;
+  /* each GPU sends 7 x 8 MiB through its 370.8 GB/s NVLink port */
+  double ideal = 7 * 8.0 * 1048576 / 370.8e9;
   cr_assert_float_eq(fab_time_to_s(res.sim_time), ideal, ideal * 0.03, "%g vs %g", fab_time_to_s(res.sim_time), ideal);
   cr_assert_eq(testscen_bytes_from(&res, "switch0"), 0, "no byte on the network");
   testscen_done(sc, &res);
@@ -755,7 +755,7 @@ Test(gpu, an_nvl72_domain_spans_trays) {
   cr_assert_eq(res.endpoints, 72);
   cr_assert_eq(testscen_bytes_from(&res, "leaf") + testscen_bytes_from(&res, "spine"), 0, "tray 0 to tray 17 stays on NVLink");
   cr_assert_gt(testscen_bytes_from(&res, "nvs0:"), 32 << 20);
-  double ideal = 500e-9 + 16.0 * 1048576 / 900e9; /* NVLink latency + bytes / rate */
+  double ideal = 500e-9 + 16.0 * 1048576 / 721.8e9; /* NVLink latency + bytes / rate (18 x 40.1 GB/s) */
   cr_assert_float_eq(fab_time_to_s(res.flows[0].end), ideal, ideal * 0.02);
   testscen_done(sc, &res);
 }
@@ -860,13 +860,17 @@ Test(gpu, an_nvlink_incast_is_backpressured_not_queued) {
   FabScenario *sc = testscen_load(yaml, NULL);
   FabResults res;
   testscen_run(sc, &res);
-  double ideal = 7 * 16.0 * 1048576 / 450e9;
+  double ideal = 7 * 16.0 * 1048576 / 370.8e9;
   cr_assert_float_eq(fab_time_to_s(res.sim_time), ideal, ideal * 0.03);
   cr_assert_leq(res.max_queue_bytes, 8 << 20, "at most the NVSwitch's credits for 7 ports");
   testscen_done(sc, &res);
 }
 
-Test(gpu, nvls_allreduce_sends_each_byte_once_into_the_switch) {
+/* NVLS as NCCL runs it: a reduce-scatter through the switch, then each
+** owner's multicast store. Per GPU: out 1024 contributions + 128 stores,
+** in 128 reduced segments + 1024 copies; every NVLS segment is 64 KiB of
+** data in 65536 / 0.85 (Hopper's NVLS efficiency) + 16 wire bytes. */
+Test(gpu, nvls_allreduce_is_a_reduce_scatter_then_a_multicast) {
   const char *yaml =
     "cluster: {node: dgx-h100, nodes: 1}\n"
     "fabric:\n"
@@ -874,24 +878,32 @@ Test(gpu, nvls_allreduce_sends_each_byte_once_into_the_switch) {
     "  link: {bandwidth: 400Gbps}\n"
     "workload: {kind: collective, op: allreduce, algorithm: nvls, size: 64MiB}\n";
   FabScenario *sc = testscen_load(yaml, NULL);
+  cr_assert(sc->fabric.gpu.nvls);
+  cr_assert_float_eq(sc->fabric.gpu.nvls_eff, 0.85, 1e-12);
   FabResults res;
   testscen_run(sc, &res);
   cr_assert_eq(res.n_colls, 1);
   cr_assert_eq(res.colls[0].ranks, 8);
-  /* 1024 segments of 64 KiB + 16 B (145672 ps each at 450 GB/s): up to the
-  ** switch, reduced when all 8 are in, multicast back: 500 ns + 1025 segments */
-  fab_time_t pre = 0; /* NVLS's protocol latency before the data leaves (collective.c) */
-  for (uint32_t i = 0; i < fab_dag_len(sc->dag); i++)
-    if (fab_dag_op(sc->dag, i)->kind == FAB_OP_NVLS) pre = fab_dag_op(sc->dag, i)->pre;
-  cr_assert_eq(res.colls[0].end, pre + 500 * FAB_NS + 1025ULL * 145672);
-  uint64_t seg_bytes = 1024ULL * (65536 + 16);
+  uint64_t wire = 77102 + 16; /* ceil(65536 / 0.85) + header */
   for (int g = 0; g < 8; g++) {
     char up[16], down[16];
     g_snprintf(up, sizeof up, "gpu%d:p1", g);
     g_snprintf(down, sizeof down, "nvs0:p%d", g);
-    cr_assert_eq(testscen_bytes_from(&res, up), seg_bytes, "GPU %d sends its 64 MiB once", g);
-    cr_assert_eq(testscen_bytes_from(&res, down), seg_bytes, "and receives the reduced 64 MiB once");
+    cr_assert_eq(testscen_bytes_from(&res, up), (1024 + 128) * wire, "GPU %d: S up, S/8 stored", g);
+    cr_assert_eq(testscen_bytes_from(&res, down), (128 + 1024) * wire, "GPU %d: S/8 reduced, S multicast", g);
   }
+  /* serialisation-bound: 1152 segments out of each GPU (207978 ps each at
+  ** 2.9664 Tb/s) plus the 500 ns NVLink latency; at most another 500 ns (the
+  ** last segment crosses the NVLink four times: up, reduced, stored, copied)
+  ** and four segments (each crossing stores one) of pipeline drain */
+  fab_time_t seg = (wire * 8 * FAB_S + 2966400000000ULL - 1) / 2966400000000ULL;
+  cr_assert_eq(seg, 207978);
+  fab_time_t pre = 0; /* the protocol latency before the data leaves (collective.c) */
+  for (uint32_t i = 0; i < fab_dag_len(sc->dag); i++)
+    if (fab_dag_op(sc->dag, i)->kind == FAB_OP_NVLS) pre = fab_dag_op(sc->dag, i)->pre;
+  fab_time_t lo = pre + 500 * FAB_NS + 1152 * seg, t = res.colls[0].end - res.colls[0].start;
+  cr_assert(t >= lo && t <= lo + 500 * FAB_NS + 4 * seg, "%" G_GUINT64_FORMAT " ps, bounds [%" G_GUINT64_FORMAT
+            ", +500 ns + 4 x %" G_GUINT64_FORMAT "]", t, lo, seg);
   char *js = fab_json_summary(&res);
   cr_assert(strstr(js, "\"collectives\": [{\"op\": \"allreduce\", \"bytes\": 67108864, \"count\": 16777216, "
                        "\"dtype_bytes\": 4, \"ranks\": 8, \"root\": -1, \"algorithm\": \"nvls\""),

@@ -26,7 +26,9 @@ static const FabCollEnv env = {.endpoints = 5 + MAXR, .gpus_per_node = 8, .nvl_d
                                .nvl_bps = 0, .net_lat = 2000000, .nvl_lat = 500000, .reduce_Bps = 0, .collnet = false};
 
 /* Generate `yaml` (a whole scenario; its workload: map is read) on n ranks. */
+/* The cluster's GPU: flops x eff, and 2 TB/s of memory bandwidth. */
 static Gen gen_with(const char *yaml, uint32_t n, double flops, double eff) {
+  FabTrainGpu gpu = {flops, eff, 16000000000000ull};
   Gen g = {0};
   GError *e = NULL;
   g.cfg = fab_cfg_load_string(yaml, "t.yaml", &e);
@@ -43,7 +45,7 @@ static Gen gen_with(const char *yaml, uint32_t n, double flops, double eff) {
   g.ok = fab_cfg_apply(wl, NULL, fab_training_schema, &in, &g.err);
   in.job.start = 7000;
   if (g.ok)
-    g.ok = fab_training_build(&in, wl, g.d, &env, g_array_index(g.d->jobs, FabJobDef, job).ranks, n, job, flops, eff,
+    g.ok = fab_training_build(&in, wl, g.d, &env, g_array_index(g.d->jobs, FabJobDef, job).ranks, n, job, &gpu,
                               &g.err);
   return g;
 }
@@ -118,8 +120,8 @@ static uint32_t count_colls(const FabDag *d, const char *tag, const char *op) {
 /* h = 64, f = 256, s = 128, b = 1: a layer holds 4h^2 + 2hf = 16384 + 32768
 ** = 49152 parameters; forward = 2 x 128 x 49152 + 4 x 128^2 x 64 =
 ** 12582912 + 4194304 = 16777216 FLOPs; at 1 TFLOPS x 0.5 that is 33554432
-** ps, backward twice that. Optimizer: 2 layers x 49152 x 16 B at 1 TB/s =
-** 1572864 ps. */
+** ps, backward twice that. Optimizer: 2 layers x 49152 x 28 B at 1 TB/s =
+** 2752512 ps. */
 #define TINY                                                                                                     \
   "workload:\n"                                                                                                  \
   "  kind: training\n"                                                                                           \
@@ -132,7 +134,7 @@ Test(training, compute_durations_by_hand) {
   uint32_t n = computes_of(g.d, EP(0), c, 16);
   cr_assert_eq(n, 5, "2 forward, 2 backward, 1 optimizer: got %u", n);
   const FabPhase ph[] = {FAB_PHASE_FWD, FAB_PHASE_FWD, FAB_PHASE_BWD, FAB_PHASE_BWD, FAB_PHASE_OPT};
-  const fab_time_t dur[] = {33554432, 33554432, 67108864, 67108864, 1572864};
+  const fab_time_t dur[] = {33554432, 33554432, 67108864, 67108864, 2752512};
   for (uint32_t i = 0; i < n; i++) {
     const FabOp *o = fab_dag_op(g.d, c[i]);
     cr_assert_eq(o->mark, ph[i], "op %u: phase %d", i, o->mark);
@@ -211,11 +213,11 @@ Test(training, params_derive_a_shape) {
   /* 7B alone: cbrt(7e9 / (12 x 128^2)) = 32.9 -> 32 layers (a multiple of 8) */
   Gen g = gen_ok("workload:\n  kind: training\n  model: {params: 7B, seq: 16, global_batch: 1}\n", 1);
   cr_assert_eq(count_ops(g.d, FAB_OP_COMPUTE, FAB_PHASE_FWD), 32);
-  /* the layers hold 7e9 parameters: the optimizer moves 16 B each at 2 TB/s = 56 ms (ffn is rounded) */
+  /* the layers hold 7e9 parameters: the optimizer moves 28 B each at 2 TB/s = 98 ms (ffn is rounded) */
   uint32_t c[80];
   uint32_t n = computes_of(g.d, EP(0), c, 80);
   double opt = (double)fab_dag_op(g.d, c[n - 1])->dur;
-  cr_assert(opt > 0.9999 * 56e9 && opt < 1.0001 * 56e9, "optimizer %.0f ps", opt);
+  cr_assert(opt > 0.9999 * 98e9 && opt < 1.0001 * 98e9, "optimizer %.0f ps", opt);
   done(&g);
   /* with pp = 3 and layer_group 2 the layers become a multiple of 6: 30 */
   g = gen_ok("workload:\n  kind: training\n  layer_group: 2\n  parallelism: {pp: 3, microbatches: 1}\n"
@@ -226,8 +228,8 @@ Test(training, params_derive_a_shape) {
   g = gen_ok("workload:\n  kind: training\n  model: {params: 1M, layers: 2, hidden: 128, seq: 8, global_batch: 1}\n"
              "  gpu: {memory_bandwidth: 16TB/s}\n", 1);
   n = computes_of(g.d, EP(0), c, 80);
-  /* 2 x (65536 + 256 x 1697) = 999936 parameters x 16 B at 16e12 B/s = 999936 ps */
-  cr_assert_eq(fab_dag_op(g.d, c[n - 1])->dur, 999936, "%llu", (unsigned long long)fab_dag_op(g.d, c[n - 1])->dur);
+  /* 2 x (65536 + 256 x 1697) = 999936 parameters x 28 B at 16e12 B/s = 1749888 ps */
+  cr_assert_eq(fab_dag_op(g.d, c[n - 1])->dur, 1749888, "%llu", (unsigned long long)fab_dag_op(g.d, c[n - 1])->dur);
   done(&g);
 }
 
@@ -667,8 +669,8 @@ Test(training, zero1_reduce_scatter_then_allgather) {
   cr_assert_eq(colls_tagged(g.d, "zero", c, 8), 4);
   uint32_t comp[20];
   cr_assert_eq(computes_of(g.d, EP(0), comp, 20), 9);
-  /* optimizer: 4 x 49152 / dp 2 parameters x 16 B at 2e12 B/s = 786432 ps */
-  cr_assert_eq(fab_dag_op(g.d, comp[8])->dur, 786432);
+  /* optimizer: 4 x 49152 / dp 2 parameters x 28 B at 2e12 B/s = 1376256 ps */
+  cr_assert_eq(fab_dag_op(g.d, comp[8])->dur, 1376256);
   uint32_t end = FAB_OP_NONE;
   for (uint32_t i = 0; i < fab_dag_len(g.d); i++)
     if (fab_dag_op(g.d, i)->kind == FAB_OP_MARK && fab_dag_op(g.d, i)->mark == FAB_MARK_STEP_END &&
@@ -707,8 +709,8 @@ Test(training, zero3_gathers_per_layer_and_microbatch) {
       if (g_str_equal(g_array_index(g.d->colls, FabCollDef, c[i]).op, "allgather"))
         waits += depends_on(g.d, comp[k], coll_mark(g.d, c[i], FAB_MARK_COLL_END, EP(1)));
   cr_assert_eq(waits, 8, "each of the 8 layer computes waits for one gather");
-  /* optimizer: 2 x 49152 / 2 x 16 B at 2e12 B/s */
-  cr_assert_eq(fab_dag_op(g.d, comp[8])->dur, 393216);
+  /* optimizer: 2 x 49152 / 2 x 28 B at 2e12 B/s */
+  cr_assert_eq(fab_dag_op(g.d, comp[8])->dur, 688128);
   done(&g);
   /* fsdp is the same */
   g = gen_ok("workload:\n  kind: training\n"

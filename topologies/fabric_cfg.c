@@ -20,6 +20,7 @@
 typedef struct Read {
   FabFabricCfg f;
   const FabCfgNode *nic, *nvlink, *pcie, *gpu;                    /* cluster: */
+  int nvls;                                                        /* cluster.nvlink.nvls: -1 not given */
   const FabCfgNode *topology, *link, *sw, *cc;                     /* fabric: */
   const FabCfgNode *pfc, *ecn, *sharp, *credits;                   /* fabric.switch: */
   const FabCfgNode *priorities, *xoff, *headroom;                  /* fabric.switch.pfc: */
@@ -46,6 +47,7 @@ static const FabCfgKey cluster_schema[] = {
   K("pcie", FAB_CFG_MAP, pcie),
   K("gpu", FAB_CFG_MAP, gpu),
   K("pxn", FAB_CFG_BOOL, f.gpu.pxn, .def = "false"),
+  K("nccl", FAB_CFG_MAP, f.nccl), /* read by the workload layer (collective.h, fab_nccl_schema) */
   FAB_CFG_END_ROW,
 };
 
@@ -57,10 +59,15 @@ static const FabCfgKey nic_schema[] = {
   FAB_CFG_END_ROW,
 };
 
+static const char *const auto_bool[] = {"false", "true", "auto", NULL};
+
 static const FabCfgKey nvlink_schema[] = {
   K("bandwidth", FAB_CFG_RATE, f.gpu.nvlink_bps),
   K("latency", FAB_CFG_TIME, f.gpu.nvlink_latency),
   K("segment", FAB_CFG_SIZE, f.gpu.segment, .min = 64, .max = 1048576),
+  K("nvls", FAB_CFG_ENUM, nvls, .def = "auto", .choices = auto_bool),
+  K("nvls_efficiency", FAB_CFG_DOUBLE, f.gpu.nvls_eff, .min = 0.01, .max = 1),
+  K("nvls_reduce_bandwidth", FAB_CFG_RATE, f.gpu.nvls_reduce_bps),
   FAB_CFG_END_ROW,
 };
 
@@ -74,7 +81,9 @@ static const FabCfgKey pcie_schema[] = {
 };
 
 static const FabCfgKey gpu_schema[] = {
+  K("arch", FAB_CFG_ENUM, f.gpu.arch, .choices = fab_gpu_arch_names),
   K("peak", FAB_CFG_DOUBLE, f.gpu.gpu_flops, .min = 1e9, .max = 1e18), /* FLOP/s: 989e12, not 989 */
+  K("memory_bandwidth", FAB_CFG_RATE, f.gpu.memory_bps),
   K("efficiency", FAB_CFG_DOUBLE, f.gpu.gpu_efficiency, .min = 1e-6, .max = 1),
   K("reduce_bandwidth", FAB_CFG_RATE, f.gpu.reduce_bps),
   FAB_CFG_END_ROW,
@@ -316,12 +325,38 @@ static gboolean not_yet(Read *r, const FabCfgNode *n, const char *what, GError *
 
 /* ---- cluster ---------------------------------------------------------------- */
 
+/* NVLS: offered by the architecture (sm90 and later) on an NVSwitch
+** domain; cluster.nvlink.nvls false turns it off, true insists. */
+static gboolean read_nvls(Read *r, const FabCfgNode *cl, GError **err) {
+  FabGpuSpec *g = &r->f.gpu;
+  FabArchFacts a = fab_arch_facts(g->arch);
+  const FabCfgNode *at = fab_cfg_get(r->nvlink, "nvls"), *eff = fab_cfg_get(r->nvlink, "nvls_efficiency");
+  if (r->nvls == 1 && !a.nvls)
+    return fab_cfg_fail(at, err, "%s GPUs have no NVLS (the NVSwitch reduces only for sm90 and later; NCCL builds no "
+                        "NVLS graph below it)", fab_gpu_arch_names[g->arch]);
+  if (r->nvls == 1 && !g->nvlink_domain)
+    return fab_cfg_fail(at, err, "NVLS needs an NVLink domain (cluster.nvlink_domain)");
+  g->nvls = r->nvls != 0 && a.nvls && g->nvlink_domain;
+  if (!g->nvls && (eff || fab_cfg_get(r->nvlink, "nvls_reduce_bandwidth")))
+    return fab_cfg_fail(eff ? eff : fab_cfg_get(r->nvlink, "nvls_reduce_bandwidth"), err, "NVLS is off here (%s)",
+                        !a.nvls ? "the architecture has none" : !g->nvlink_domain ? "no NVLink domain" : "nvls: false");
+  if (!eff) g->nvls_eff = a.nvls_eff;
+  (void)cl;
+  return TRUE;
+}
+
 /* cluster.node other than host: the preset's figures, then the overrides. */
 static gboolean read_gpu_nodes(Read *r, const FabCfgNode *cl, uint64_t *preset_nic_bps, GError **err) {
   FabGpuSpec *g = &r->f.gpu;
   const FabNodePreset *p = fab_preset_find(fab_preset_names[g->preset_id]);
   g_assert(p);
+  g->arch = p->arch;
+  g->nvlink_links = p->nvlink_links;
+  g->nvlink_raw_bps = p->nvlink_raw_bps;
   g->nvlink_bps = p->nvlink_bps;
+  g->memory_bps = p->memory_bps;
+  g->nvls_eff = 0; /* from the architecture, below, unless given */
+  g->nvls_reduce_bps = 0;
   g->nvlink_latency = p->nvlink_latency;
   g->segment = NVL_SEGMENT;
   g->pcie_bps = p->pcie_bps;
@@ -335,6 +370,9 @@ static gboolean read_gpu_nodes(Read *r, const FabCfgNode *cl, uint64_t *preset_n
       !fab_cfg_apply(r->gpu, cl, gpu_schema, r, err))
     return FALSE;
   if (!g->nodes) return fab_cfg_fail(cl, err, "GPU nodes need cluster.nodes");
+  if (g->arch == FAB_ARCH_NONE)
+    return fab_cfg_fail(fab_cfg_get(r->gpu, "arch"), err, "a GPU node needs an architecture (ampere, hopper or "
+                        "blackwell), not none");
   g->preset = p->name;
   if (!fab_cfg_get(cl, "gpus_per_node")) g->gpus_per_node = p->gpus_per_node;
   if (!fab_cfg_get(cl, "nics_per_node")) g->nics_per_node = p->nics_per_node;
@@ -357,6 +395,7 @@ static gboolean read_gpu_nodes(Read *r, const FabCfgNode *cl, uint64_t *preset_n
   if (!g->pcie_bps) return fab_cfg_fail(cl, err, "GPU nodes need cluster.pcie.bandwidth");
   if (!g->gpudirect && !g->host_bps)
     return fab_cfg_fail(fab_cfg_get(r->pcie, "gpudirect"), err, "host staging needs pcie.host_bandwidth");
+  if (!read_nvls(r, cl, err)) return FALSE;
   *preset_nic_bps = p->nic_bps;
   return TRUE;
 }
@@ -647,6 +686,7 @@ gboolean fab_fabric_cfg_read(const FabCfgNode *root, FabFabricCfg *out, GError *
     r.f.nic.nvl_bps = r.f.gpu.nvlink_bps;
     r.f.nic.nvl_mtu = r.f.gpu.segment;
     r.f.nic.nvl_overhead = NVL_OVERHEAD;
+    r.f.nic.nvls_eff = r.f.gpu.nvls ? r.f.gpu.nvls_eff : 0;
     r.f.nic.pxn_rails = r.f.gpu.pxn ? r.f.gpu.gpus_per_node : 0;
   }
   r.f.sw.mtu_wire = mtu_wire;

@@ -34,6 +34,20 @@
 **   ASSUMPTION (one staging copy and its synchronisation; 2-5 us range).
 ** - gpu_efficiency 0.55: ASSUMPTION, a typical planning MFU for large
 **   transformer training, not a measurement of any system.
+** - NVLink, per link and direction. Signalling (nvlink_raw_bps): NVLink3
+**   (A100) and NVLink4 (H100, H200) 25 GB/s, NVLink5 (B200, GB200) 50 GB/s
+**   (NVIDIA NVLink page: A100 "twelve third-generation NVLink links for
+**   600 GB/s" in both directions; Blackwell "18 NVLink 100 GB/s
+**   connections for a total bandwidth of 1.8 TB/s", both directions; H100
+**   900 GB/s / 18 links / 2). Data rate (nvlink_bps, what the model runs
+**   at): NCCL's own per-link figures, NVIDIA/nccl src/graph/topo.h (2.30.7)
+**   SM80_NVLINK_BW 20.0, SM90_NVLINK_BW 20.6, SM100_NVLINK_BW 40.1 GB/s, the
+**   protocol overhead taken off: "450GB/s is the line rate. With the
+**   protocol overhead (~20%) NCCL can get an effective NVLink bandwidth of
+**   370GB/s" (NCCL maintainer, NVIDIA/nccl-tests issue #212).
+** - memory_bps: HBM bandwidth from the GPU datasheets (NVIDIA A100 40GB
+**   1,555 GB/s and 80GB SXM 2,039 GB/s; H100 SXM5 3.35 TB/s; H200 4.8 TB/s;
+**   DGX B200 datasheet 8 TB/s per GPU; GB200 8 TB/s per GPU).
 */
 #include "topologies/presets.h"
 
@@ -47,6 +61,13 @@
 #define PCIE_GEN5_X16 PCIE_X16_BPS(32)   /* 504123076923 bit/s = 63.0 GB/s */
 #define PCIE_GEN4_X16 PCIE_X16_BPS(16)   /* 252061538461 bit/s = 31.5 GB/s */
 
+#define NVL_RAW_LINK (25 * GBYTE)        /* NVLink3/4 signalling per link and direction */
+#define NVL5_RAW_LINK (50 * GBYTE)       /* NVLink5 */
+#define NVL_SM80_LINK (20 * GBYTE)       /* NCCL SM80_NVLINK_BW 20.0 GB/s */
+#define NVL_SM90_LINK (206 * GBYTE / 10) /* NCCL SM90_NVLINK_BW 20.6 GB/s */
+#define NVL_SM100_LINK (401 * GBYTE / 10)/* NCCL SM100_NVLINK_BW 40.1 GB/s */
+#define TBYTE (1000 * GBYTE)
+
 #define NVLINK_LATENCY (500 * FAB_NS)    /* ASSUMPTION, see above */
 #define PCIE_LATENCY (500 * FAB_NS)      /* ASSUMPTION, see above */
 #define HOST_LATENCY (3 * FAB_US)        /* ASSUMPTION, see above */
@@ -58,10 +79,13 @@ static const FabNodePreset presets[] = {
         ** the NIC runs at the fabric's link rate. */
         .name = "host",
         .gpu = NULL,
+        .arch = FAB_ARCH_NONE,
         .gpus_per_node = 0,
         .nics_per_node = 1,
         .nvlink_domain = 0,
         .nic_bps = 0,
+        .nvlink_links = 0,
+        .nvlink_raw_bps = 0,
         .nvlink_bps = 0,
         .nvlink_latency = 0,
         .pcie_bps = 0,
@@ -69,6 +93,7 @@ static const FabNodePreset presets[] = {
         .host_bps = 0,
         .host_latency = 0,
         .gpu_flops = 0.0,
+        .memory_bps = 0,
         .gpu_efficiency = 0.0,
         .transport = "rocev2",
         .sources = "fabsim default (one NIC, no GPU)",
@@ -88,17 +113,21 @@ static const FabNodePreset presets[] = {
         ** not modelled. */
         .name = "dgx-h100",
         .gpu = "H100 SXM5",
+        .arch = FAB_ARCH_HOPPER,
         .gpus_per_node = 8,              /* DGX H100 User Guide: 8x H100 */
         .nics_per_node = 8,              /* BasePOD RA: 8 single-port ConnectX-7 for the compute fabric */
         .nvlink_domain = 8,              /* one node: 8 GPUs on 4 NVSwitch chips */
         .nic_bps = 400 * GBIT,           /* ConnectX-7: up to 400 Gb/s (NDR) */
-        .nvlink_bps = 18 * 25 * GBYTE,   /* NVLink4: 18 links x 25 GB/s per direction = 450 GB/s (900 GB/s bidirectional, H100 datasheet) */
+        .nvlink_links = 18,              /* NVLink4: 18 links (H100 datasheet: 900 GB/s bidirectional) */
+        .nvlink_raw_bps = 18 * NVL_RAW_LINK, /* 450 GB/s per direction */
+        .nvlink_bps = 18 * NVL_SM90_LINK,    /* 370.8 GB/s of data (NCCL topo.h, see top) */
         .nvlink_latency = NVLINK_LATENCY,
         .pcie_bps = PCIE_GEN5_X16,       /* H100 SXM5 and ConnectX-7: PCIe Gen5 x16 (datasheet 128 GB/s = both directions) */
         .pcie_latency = PCIE_LATENCY,
         .host_bps = 25 * GBYTE,          /* ASSUMPTION, see top */
         .host_latency = HOST_LATENCY,
         .gpu_flops = 989.4e12,           /* H100 SXM5 dense BF16 989.4 TFLOPS (datasheet: 1,979 with sparsity, halved) */
+        .memory_bps = 335 * TBYTE / 100, /* H100 SXM5 HBM3 3.35 TB/s (H100 datasheet) */
         .gpu_efficiency = GPU_EFFICIENCY,
         /* Informative only. ConnectX-7 in DGX runs InfiniBand by default
         ** (DGX user guides: "InfiniBand (default)"), and the DGX SuperPOD
@@ -117,17 +146,21 @@ static const FabNodePreset presets[] = {
         ** 2.25 PFLOPS dense per GPU). Note: 2 NVSwitch chips here, not 4. */
         .name = "dgx-b200",
         .gpu = "B200",
+        .arch = FAB_ARCH_BLACKWELL,
         .gpus_per_node = 8,              /* DGX B200 User Guide: 8x B200 */
         .nics_per_node = 8,              /* DGX B200 User Guide: 8 ConnectX-7 single-port cards (2 BlueField-3 for storage not modelled) */
         .nvlink_domain = 8,              /* one node: 8 GPUs on 2 NVSwitch chips */
         .nic_bps = 400 * GBIT,           /* ConnectX-7: up to 400 Gb/s */
-        .nvlink_bps = 18 * 50 * GBYTE,   /* NVLink5: 14.4 TB/s / 8 GPUs = 1.8 TB/s bidirectional = 900 GB/s per direction (18 links x 50 GB/s) */
+        .nvlink_links = 18,              /* NVLink5: 14.4 TB/s / 8 GPUs = 1.8 TB/s bidirectional (18 links x 50 GB/s x 2) */
+        .nvlink_raw_bps = 18 * NVL5_RAW_LINK, /* 900 GB/s per direction */
+        .nvlink_bps = 18 * NVL_SM100_LINK,    /* 721.8 GB/s of data (NCCL topo.h, see top) */
         .nvlink_latency = NVLINK_LATENCY,
         .pcie_bps = PCIE_GEN5_X16,       /* ConnectX-7 and the Xeon 8570 host are PCIe Gen5 x16 (the NIC bounds the GPU<->NIC path) */
         .pcie_latency = PCIE_LATENCY,
         .host_bps = 25 * GBYTE,          /* ASSUMPTION, see top */
         .host_latency = HOST_LATENCY,
         .gpu_flops = 2.25e15,            /* B200 (HGX/DGX, 1000 W) dense BF16 2.25 PFLOPS: HGX B200 36 PFLOPS sparse / 8 / 2 */
+        .memory_bps = 8 * TBYTE,         /* B200 HBM3e 8 TB/s per GPU (DGX B200 datasheet) */
         .gpu_efficiency = GPU_EFFICIENCY,
         .transport = "infiniband",       /* informative: ConnectX-7 InfiniBand is the DGX default (User Guide) */
         .sources = "NVIDIA DGX B200 User Guide; NVIDIA HGX B200 specifications; PCIe 5.0 x16",
@@ -148,11 +181,14 @@ static const FabNodePreset presets[] = {
         ** Gb/s InfiniBand). */
         .name = "gb200-nvl72",
         .gpu = "B200 (GB200 superchip)",
+        .arch = FAB_ARCH_BLACKWELL,
         .gpus_per_node = 4,              /* one compute tray: 2 GB200 superchips x 2 GPUs */
         .nics_per_node = 4,              /* DGX GB200 User Guide: 4x ConnectX-7 single-port 400G per tray, one per GPU */
         .nvlink_domain = 72,             /* 18 trays x 4 GPUs in one NVLink domain (DGX GB200 User Guide; GB200 NVL72 page) */
         .nic_bps = 400 * GBIT,           /* NDR 400 Gb/s InfiniBand (DGX SuperPOD GB200 RA) */
-        .nvlink_bps = 18 * 50 * GBYTE,   /* NVLink5: 1.8 TB/s bidirectional per GPU = 900 GB/s per direction (130 TB/s / 72) */
+        .nvlink_links = 18,              /* NVLink5: 1.8 TB/s bidirectional per GPU (130 TB/s / 72) */
+        .nvlink_raw_bps = 18 * NVL5_RAW_LINK, /* 900 GB/s per direction */
+        .nvlink_bps = 18 * NVL_SM100_LINK,    /* 721.8 GB/s of data (NCCL topo.h, see top) */
         .nvlink_latency = NVLINK_LATENCY,
         /* The GPU reaches Grace over NVLink-C2C (900 GB/s); the NIC hangs
         ** off PCIe, and ConnectX-7 is a PCIe Gen5 x16 device, so Gen5 x16
@@ -162,6 +198,7 @@ static const FabNodePreset presets[] = {
         .host_bps = 25 * GBYTE,          /* ASSUMPTION, see top (staging through Grace LPDDR5X; the NIC's PCIe Gen5 still bounds it) */
         .host_latency = HOST_LATENCY,
         .gpu_flops = 2.5e15,             /* GB200 (1200 W) dense BF16 2.5 PFLOPS: 360 PFLOPS sparse / 72 / 2 */
+        .memory_bps = 8 * TBYTE,         /* GB200 HBM3e 8 TB/s per GPU (576 TB/s per NVL72 rack / 72) */
         .gpu_efficiency = GPU_EFFICIENCY,
         .transport = "infiniband",       /* informative: DGX SuperPOD GB200 RA uses NDR InfiniBand for compute */
         .sources = "NVIDIA DGX GB200 User Guide; NVIDIA GB200 NVL72 product page; DGX SuperPOD GB200 RA; PCIe 5.0 x16",
@@ -175,17 +212,21 @@ static const FabNodePreset presets[] = {
         ** H100 datasheet for the GPU. */
         .name = "aws-p5",
         .gpu = "H100 SXM5",
+        .arch = FAB_ARCH_HOPPER,
         .gpus_per_node = 8,              /* AWS P5 page: 8x H100 */
         .nics_per_node = 32,             /* AWS EC2 User Guide: 32 network cards (EFA) */
         .nvlink_domain = 8,              /* one instance: 8 GPUs on NVSwitch */
         .nic_bps = 100 * GBIT,           /* 3,200 Gbps / 32 network cards = 100 Gbps each */
-        .nvlink_bps = 18 * 25 * GBYTE,   /* 900 GB/s NVSwitch (bidirectional, AWS P5 page) = 450 GB/s per direction */
+        .nvlink_links = 18,              /* 900 GB/s NVSwitch (bidirectional, AWS P5 page) = 18 NVLink4 links */
+        .nvlink_raw_bps = 18 * NVL_RAW_LINK, /* 450 GB/s per direction */
+        .nvlink_bps = 18 * NVL_SM90_LINK,    /* 370.8 GB/s of data (NCCL topo.h, see top) */
         .nvlink_latency = NVLINK_LATENCY,
         .pcie_bps = PCIE_GEN5_X16,       /* H100 SXM5: PCIe Gen5 x16 (H100 datasheet) */
         .pcie_latency = PCIE_LATENCY,
         .host_bps = 25 * GBYTE,          /* ASSUMPTION, see top */
         .host_latency = HOST_LATENCY,
         .gpu_flops = 989.4e12,           /* H100 SXM5 dense BF16 (H100 datasheet, sparsity halved) */
+        .memory_bps = 335 * TBYTE / 100, /* H100 SXM5 HBM3 3.35 TB/s (H100 datasheet) */
         .gpu_efficiency = GPU_EFFICIENCY,
         .transport = "srd",              /* EFA runs AWS Scalable Reliable Datagram */
         .sources = "AWS EC2 P5 instance page; AWS EC2 User Guide (EFA, P5 network cards); NVIDIA H100 datasheet",
@@ -199,26 +240,104 @@ static const FabNodePreset presets[] = {
         ** 312 TFLOPS dense / 624 with sparsity). */
         .name = "aws-p4d",
         .gpu = "A100 SXM4 40GB",
+        .arch = FAB_ARCH_AMPERE,
         .gpus_per_node = 8,              /* AWS P4d page: 8x A100 40 GB */
         .nics_per_node = 4,              /* AWS EC2 User Guide: 4 network cards */
         .nvlink_domain = 8,              /* one instance: 8 GPUs on NVSwitch */
         .nic_bps = 100 * GBIT,           /* 400 Gbps EFA / 4 network cards = 100 Gbps each */
-        .nvlink_bps = 12 * 25 * GBYTE,   /* NVLink3: 12 links x 25 GB/s = 300 GB/s per direction (600 GB/s bidirectional, A100 datasheet) */
+        .nvlink_links = 12,              /* NVLink3: 12 links (A100 datasheet: 600 GB/s bidirectional) */
+        .nvlink_raw_bps = 12 * NVL_RAW_LINK, /* 300 GB/s per direction */
+        .nvlink_bps = 12 * NVL_SM80_LINK,    /* 240 GB/s of data (NCCL topo.h, see top) */
         .nvlink_latency = NVLINK_LATENCY,
         .pcie_bps = PCIE_GEN4_X16,       /* A100 SXM4: PCIe Gen4 x16 = 31.5 GB/s per direction */
         .pcie_latency = PCIE_LATENCY,
         .host_bps = 25 * GBYTE / 2,      /* ASSUMPTION, see top (half the Gen5 figure: PCIe Gen4) */
         .host_latency = HOST_LATENCY,
         .gpu_flops = 312e12,             /* A100 dense BF16 312 TFLOPS (A100 datasheet) */
+        .memory_bps = 1555 * GBYTE,      /* A100 40GB HBM2 1,555 GB/s (A100 datasheet) */
         .gpu_efficiency = GPU_EFFICIENCY,
         .transport = "srd",              /* EFA runs AWS Scalable Reliable Datagram */
         .sources = "AWS EC2 P4d instance page; AWS P4d deep-dive blog; NVIDIA A100 datasheet; PCIe 4.0 x16",
     },
+    {
+        /* NVIDIA DGX A100 (640 GB). Sources: NVIDIA DGX A100 datasheet and
+        ** User Guide (8x A100 80 GB SXM4; 6 NVSwitch chips; 8 single-port
+        ** ConnectX-6 VPI for the compute fabric, HDR 200 Gb/s InfiniBand; 2
+        ** dual-port ConnectX-6 for storage, not modelled; AMD EPYC 7742 with
+        ** PCIe Gen4); NVIDIA A100 datasheet (SXM4 80GB: NVLink 600 GB/s,
+        ** HBM2e 2,039 GB/s, BF16 312 TFLOPS dense). */
+        .name = "dgx-a100",
+        .gpu = "A100 SXM4 80GB",
+        .arch = FAB_ARCH_AMPERE,
+        .gpus_per_node = 8,              /* DGX A100 datasheet: 8x A100 80 GB */
+        .nics_per_node = 8,              /* 8 single-port ConnectX-6 for the compute fabric */
+        .nvlink_domain = 8,              /* one node: 8 GPUs on 6 NVSwitch chips */
+        .nic_bps = 200 * GBIT,           /* ConnectX-6 HDR 200 Gb/s */
+        .nvlink_links = 12,              /* NVLink3: 12 links (A100 datasheet: 600 GB/s bidirectional) */
+        .nvlink_raw_bps = 12 * NVL_RAW_LINK, /* 300 GB/s per direction */
+        .nvlink_bps = 12 * NVL_SM80_LINK,    /* 240 GB/s of data (NCCL topo.h, see top) */
+        .nvlink_latency = NVLINK_LATENCY,
+        .pcie_bps = PCIE_GEN4_X16,       /* A100 SXM4 and ConnectX-6: PCIe Gen4 x16 */
+        .pcie_latency = PCIE_LATENCY,
+        .host_bps = 25 * GBYTE / 2,      /* ASSUMPTION, see top (half the Gen5 figure: PCIe Gen4) */
+        .host_latency = HOST_LATENCY,
+        .gpu_flops = 312e12,             /* A100 dense BF16 312 TFLOPS (A100 datasheet) */
+        .memory_bps = 2039 * GBYTE,      /* A100 80GB SXM HBM2e 2,039 GB/s (A100 datasheet) */
+        .gpu_efficiency = GPU_EFFICIENCY,
+        .transport = "infiniband",       /* informative: the DGX A100 compute fabric is HDR InfiniBand */
+        .sources = "NVIDIA DGX A100 datasheet and User Guide; NVIDIA A100 datasheet; PCIe 4.0 x16",
+    },
+    {
+        /* NVIDIA DGX H200. Sources: NVIDIA DGX H200 datasheet (8x H200
+        ** 141 GB; 4 NVSwitch chips; 8 single-port ConnectX-7 VPI, 400 Gb/s
+        ** InfiniBand/Ethernet, for the compute fabric; 2 dual-port
+        ** ConnectX-7 for storage, not modelled; PCIe Gen5 CPUs); NVIDIA H200
+        ** page (HBM3e 4.8 TB/s; NVLink 900 GB/s; BF16 1,979 TFLOPS with
+        ** sparsity, the same compute as H100). */
+        .name = "dgx-h200",
+        .gpu = "H200 SXM 141GB",
+        .arch = FAB_ARCH_HOPPER,
+        .gpus_per_node = 8,              /* DGX H200 datasheet: 8x H200 */
+        .nics_per_node = 8,              /* 8 single-port ConnectX-7 for the compute fabric */
+        .nvlink_domain = 8,              /* one node: 8 GPUs on 4 NVSwitch chips */
+        .nic_bps = 400 * GBIT,           /* ConnectX-7: up to 400 Gb/s */
+        .nvlink_links = 18,              /* NVLink4: 18 links (H200 page: 900 GB/s bidirectional) */
+        .nvlink_raw_bps = 18 * NVL_RAW_LINK, /* 450 GB/s per direction */
+        .nvlink_bps = 18 * NVL_SM90_LINK,    /* 370.8 GB/s of data (NCCL topo.h, see top) */
+        .nvlink_latency = NVLINK_LATENCY,
+        .pcie_bps = PCIE_GEN5_X16,       /* H200 and ConnectX-7: PCIe Gen5 x16 */
+        .pcie_latency = PCIE_LATENCY,
+        .host_bps = 25 * GBYTE,          /* ASSUMPTION, see top */
+        .host_latency = HOST_LATENCY,
+        .gpu_flops = 989.4e12,           /* H200 dense BF16 989.4 TFLOPS (1,979 with sparsity, halved; as H100) */
+        .memory_bps = 48 * TBYTE / 10,   /* H200 HBM3e 4.8 TB/s (H200 page) */
+        .gpu_efficiency = GPU_EFFICIENCY,
+        .transport = "infiniband",       /* informative: ConnectX-7 InfiniBand is the DGX default */
+        .sources = "NVIDIA DGX H200 datasheet; NVIDIA H200 page; PCIe 5.0 x16",
+    },
 };
 
 const char *const fab_preset_names[] = {
-    "host", "dgx-h100", "dgx-b200", "gb200-nvl72", "aws-p5", "aws-p4d", NULL,
+    "host", "dgx-h100", "dgx-b200", "gb200-nvl72", "aws-p5", "aws-p4d", "dgx-a100", "dgx-h200", NULL,
 };
+
+/* sm: NVIDIA's compute capability of each generation (A100 8.0, H100/H200
+** 9.0, B200/GB200 10.0; CUDA C Programming Guide, compute capabilities).
+** NVLS: NCCL builds no NVLS graph unless an NVSwitch is present and the
+** compute capability is at least 9.0 (NVIDIA/nccl src/graph/search.cc,
+** 2.30.7: "if (pattern == NVLS && (nodes[NVS].count == 0 || ccMin < 90))
+** return"). NVLS efficiency: NCCL's nvlsEfficiency, src/graph/tuning.cc
+** (2.28 and later): 0.85 Hopper, 0.74 Blackwell, 0 before Hopper; fabsim
+** reads it as the share of an NVLink byte that multimem (NVLS) traffic
+** fills with data. */
+FabArchFacts fab_arch_facts(FabGpuArch arch) {
+  switch (arch) {
+  case FAB_ARCH_AMPERE: return (FabArchFacts){80, false, 0.0};
+  case FAB_ARCH_HOPPER: return (FabArchFacts){90, true, 0.85};
+  case FAB_ARCH_BLACKWELL: return (FabArchFacts){100, true, 0.74};
+  default: return (FabArchFacts){0, false, 0.0};
+  }
+}
 
 const FabNodePreset *fab_preset_find(const char *name) {
   if (!name) return NULL;

@@ -64,12 +64,19 @@ typedef struct FabTopoSpec {
 typedef struct FabGpuSpec {
   const char *preset;       /* cluster.node */
   uint32_t preset_id;       /* its index in fab_preset_names (0: host) */
+  FabGpuArch arch;          /* the GPU generation (cluster.gpu.arch; the preset's by default) */
   uint32_t nodes;           /* cluster.nodes (0: not given) */
   uint32_t gpus_per_node;   /* 0: host mode (no GPU) */
   uint32_t nics_per_node;   /* network ports per node */
   uint32_t nvlink_domain;   /* GPUs per NVLink domain (a multiple of gpus_per_node); 0: none */
-  uint64_t nvlink_bps;      /* per GPU per direction */
+  uint32_t nvlink_links;    /* the preset's NVLinks per GPU (informative) */
+  uint64_t nvlink_raw_bps;  /* the preset's signalling rate per GPU per direction (informative) */
+  uint64_t nvlink_bps;      /* per GPU per direction: the data rate the model runs at */
   fab_time_t nvlink_latency;/* GPU to GPU through the NVSwitch, ps */
+  bool nvls;                /* the NVSwitch reduces and multicasts (NVLS; sm90 and later) */
+  double nvls_eff;          /* NVLS traffic's data per NVLink byte (multimem requests' efficiency) */
+  uint64_t nvls_reduce_bps; /* the NVSwitch's reduction rate per GPU port, bits/s of reduced output (0: the
+                            ** NVLink rate, not a bottleneck) */
   uint32_t segment;         /* NVLink segment payload, bytes (the fidelity knob) */
   uint64_t pcie_bps;        /* GPU <-> NIC, per direction */
   fab_time_t pcie_latency;  /* ps */
@@ -78,6 +85,7 @@ typedef struct FabGpuSpec {
   fab_time_t host_latency;  /* host-staged extra latency, ps */
   double gpu_flops;         /* dense BF16 peak, FLOP/s */
   double gpu_efficiency;
+  uint64_t memory_bps;      /* GPU memory (HBM) bandwidth, bits/s */
   uint64_t reduce_bps;      /* reduction throughput of a collective on the GPU, bits/s of input (0: free) */
   bool pxn;                 /* cross-rail traffic relays through the local GPU on the destination's rail */
 } FabGpuSpec;
@@ -99,6 +107,7 @@ typedef struct FabFabricCfg {
   FabNicCfg nic;
   uint32_t cc_preset;       /* congestion_control.preset: index in the presets (dcqcn-paper, dcqcn-mlx) */
   uint32_t routing;         /* fabric.switch.routing: 0 ecmp */
+  const FabCfgNode *nccl;   /* cluster.nccl (NULL: absent), for the workload layer */
 } FabFabricCfg;
 
 typedef struct FabTopology {

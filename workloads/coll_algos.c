@@ -36,63 +36,118 @@ static uint64_t piece_size(uint64_t bytes, uint64_t chunk, uint64_t j) {
   return j + 1 < p ? chunk : bytes - (p - 1) * chunk;
 }
 
+/* ---- connections ---------------------------------------------------------- */
+/* One channel's link from a sender to a receiver, as NCCL's connection FIFO:
+** its pieces leave in order (each waits for the previous one to have left),
+** and at most x->window of them are in flight: piece m waits until the
+** receiver has consumed piece m - window (forwarded it, or holds it if it
+** only receives it), when its slot is free again. */
+typedef struct Conn {
+  uint32_t tail;  /* the last piece sent (FAB_OP_NONE: none yet) */
+  uint32_t count; /* pieces sent */
+  uint32_t *cons; /* window entries: what consumed piece m, at m % window (FAB_OP_NONE: not yet known) */
+} Conn;
+
+static Conn *conns_new(const Ex *x, size_t n) {
+  Conn *c = g_new(Conn, n ? n : 1);
+  uint32_t *buf = g_new(uint32_t, (n ? n : 1) * x->window);
+  memset(buf, 0xff, (n ? n : 1) * x->window * sizeof *buf);
+  for (size_t i = 0; i < n; i++) c[i] = (Conn){FAB_OP_NONE, 0, buf + i * x->window};
+  return c;
+}
+
+static void conns_free(Conn *c) {
+  g_free(c[0].cons);
+  g_free(c);
+}
+
+/* Append to deps the next piece's waits on cn: its predecessor's send, and
+** the slot it reuses. Returns the new count. */
+static uint32_t conn_deps(const Ex *x, const Conn *cn, uint32_t *deps, uint32_t nd) {
+  if (cn->tail != FAB_OP_NONE) deps[nd++] = cn->tail | FAB_DEP_SENT;
+  if (cn->count >= x->window && cn->cons[cn->count % x->window] != FAB_OP_NONE)
+    deps[nd++] = cn->cons[cn->count % x->window];
+  return nd;
+}
+
+/* op is the next piece on cn: returns its number there. */
+static uint32_t conn_push(const Ex *x, Conn *cn, uint32_t op) {
+  uint32_t m = cn->count++;
+  cn->tail = op;
+  cn->cons[m % x->window] = FAB_OP_NONE;
+  return m;
+}
+
+/* Piece m of cn is consumed by `dep` (an op, | FAB_DEP_SENT for a forward). */
+static void conn_consumed(const Ex *x, Conn *cn, uint32_t m, uint32_t dep) {
+  if (m != UINT32_MAX && m + x->window >= cn->count) cn->cons[m % x->window] = dep;
+}
+
+/* ---- rings ------------------------------------------------------------------ */
+
 /* A ring over members mem[0..k) on `bytes`: steps 0 .. nsteps-1, the first
-** `nreduce` of them reduced at the receiver. Allreduce: 2(k-1), k-1;
-** reduce-scatter: k-1, k-1; allgather: k-1, 0. */
+** `nreduce` of them reduced at the receiver (allreduce: 2(k-1), k-1;
+** reduce-scatter: k-1, k-1; allgather: k-1, 0), as NCCL's ring loops: each
+** channel's data goes round in loops of k chunks (a chunk: x->spc pieces);
+** in each loop, step s moves at position p segment (p - s) mod k, one piece
+** after the other on its connection. A forwarded piece waits for its
+** arrival; the slot it came in is free once it is forwarded (the last step:
+** once it arrived). `launch`: the first step pays the kernel launch. */
 void fab_coll__ring(Ex *x, const uint32_t *mem, uint32_t k, uint64_t bytes, uint32_t nsteps, uint32_t nreduce,
-                 bool base) {
+                    bool launch) {
   if (k < 2 || bytes == 0) return;
-  uint32_t C = fab_coll__chans(x, bytes, k);
+  uint32_t C = fab_coll__chans(x, bytes, k), Q = MAX(x->spc, 1u);
   uint32_t *ord = g_new(uint32_t, (size_t)C * k);
   ring_orders(x, mem, k, C, ord);
-  uint64_t *seg = g_new(uint64_t, (size_t)C * k);
-  uint32_t *poff = g_new(uint32_t, (size_t)C * k + 1);
-  uint64_t pmax = 0, tot = 0;
+  uint64_t loop = (uint64_t)k * Q * x->chunk, min_slice = MAX(x->chunk / 32, (uint64_t)x->unit);
+  uint64_t *cb = g_new(uint64_t, C), L = 0;
   for (uint32_t c = 0; c < C; c++) {
-    uint64_t cb = fab_coll__part(x, bytes, C, c);
-    for (uint32_t s = 0; s < k; s++) {
-      uint64_t b = fab_coll__part(x, cb, k, s), p = fab_coll__ceil_div(b, x->chunk);
-      seg[(size_t)c * k + s] = b;
-      poff[(size_t)c * k + s] = (uint32_t)tot;
-      tot += p;
-      pmax = MAX(pmax, p);
-    }
+    cb[c] = fab_coll__part(x, bytes, C, c);
+    L = MAX(L, fab_coll__ceil_div(cb[c], loop));
   }
-  poff[(size_t)C * k] = (uint32_t)tot;
-  uint32_t *last = g_new(uint32_t, MAX(tot, 1)); /* per (channel, segment, piece): its latest flow */
-  /* per (channel, ring position): the last piece it sent in the step before, and in this one. A
-  ** connection is first in, first out, as NCCL's: all of a step's pieces leave before the next
-  ** step's first one (whose data may have arrived earlier), so steps pipeline but do not mix. */
-  uint32_t *prev_tail = g_new(uint32_t, (size_t)C * k), *tail = g_new(uint32_t, (size_t)C * k);
-  for (size_t i = 0; i < (size_t)C * k; i++) prev_tail[i] = tail[i] = FAB_OP_NONE;
-  for (uint32_t s = 0; s < nsteps && !x->over; s++) {
-    for (uint64_t j = 0; j < pmax && !x->over; j++)
-      for (uint32_t c = 0; c < C; c++)
-        for (uint32_t p = 0; p < k; p++) {
-          uint32_t sg = (uint32_t)((p + k - s % k) % k);
-          size_t at = (size_t)c * k + sg, pos = (size_t)c * k + p;
-          uint64_t b = seg[at];
-          if (j >= fab_coll__ceil_div(b, x->chunk)) continue;
-          uint32_t deps[3] = {FAB_OP_NONE, FAB_OP_NONE, FAB_OP_NONE};
-          if (s > 0) deps[0] = last[poff[at] + j];                   /* the piece arrived here a step ago */
-          if (j > 0) deps[1] = last[poff[at] + j - 1] | FAB_DEP_SENT; /* this step's previous piece left */
-          else if (prev_tail[pos] != FAB_OP_NONE) deps[2] = prev_tail[pos] | FAB_DEP_SENT; /* the last step's left */
-          unsigned fl = (j == 0 ? F_FIRST : 0) | (s < nreduce ? F_REDUCE : 0) | (base && s == 0 ? F_BASE : 0);
-          last[poff[at] + j] = tail[pos] = fab_coll__flow(x, ord[(size_t)c * k + p], ord[(size_t)c * k + (p + 1) % k],
-                                                piece_size(b, x->chunk, j), fl, ROW_RING, deps, 3);
+  size_t nseg = (size_t)C * k * Q;
+  uint32_t *arr = g_new(uint32_t, nseg), *arr_m = g_new(uint32_t, nseg); /* per (channel, segment, slice) */
+  Conn *cn = conns_new(x, (size_t)C * k);                                /* per (channel, sender position) */
+  uint32_t deps[4];
+  for (uint64_t l = 0; l < L && !x->over; l++)
+    for (uint32_t s = 0; s < nsteps && !x->over; s++)
+      for (uint32_t q = 0; q < Q && !x->over; q++)
+        for (uint32_t c = 0; c < C; c++) {
+          if (l * loop >= cb[c]) continue;
+          uint64_t lb = MIN(loop, cb[c] - l * loop);
+          for (uint32_t p = 0; p < k; p++) {
+            uint32_t sg = (uint32_t)((p + k - s % k) % k);
+            uint64_t seg = fab_coll__part(x, lb, k, sg);
+            uint32_t nq = (uint32_t)MIN((uint64_t)Q, MAX(1, fab_coll__ceil_div(seg, min_slice)));
+            uint64_t b = q < nq ? fab_coll__part(x, seg, nq, q) : 0;
+            if (b == 0) continue;
+            size_t at = ((size_t)c * k + sg) * Q + q;
+            Conn *me = &cn[(size_t)c * k + p], *up = &cn[(size_t)c * k + (p + k - 1) % k];
+            uint32_t nd = 0;
+            if (s > 0) deps[nd++] = arr[at]; /* the piece arrived here a step ago */
+            nd = conn_deps(x, me, deps, nd);
+            unsigned fl = (me->count == 0 ? F_READY : 0) | (s < nreduce ? F_REDUCE : 0) |
+                          (launch && l == 0 && s == 0 ? F_LAUNCH : 0);
+            x->chan = c;
+            uint32_t op = fab_coll__flow(x, ord[(size_t)c * k + p], ord[(size_t)c * k + (p + 1) % k], b, fl, deps, nd);
+            if (op == FAB_OP_NONE) break;
+            if (s > 0) conn_consumed(x, up, arr_m[at], op | FAB_DEP_SENT); /* forwarded: its slot is free */
+            uint32_t m = conn_push(x, me, op);
+            if (s + 1 == nsteps) conn_consumed(x, me, m, op); /* kept where it arrived */
+            arr[at] = op;
+            arr_m[at] = m;
+          }
         }
-    memcpy(prev_tail, tail, sizeof(uint32_t) * C * k);
-  }
-  g_free(prev_tail);
-  g_free(tail);
-  g_free(last);
-  g_free(poff);
-  g_free(seg);
+  conns_free(cn);
+  g_free(arr);
+  g_free(arr_m);
+  g_free(cb);
   g_free(ord);
 }
 
 /* Broadcast (from the root) or reduce (to the root) as NCCL's pipelined chain
-** along each channel's ring. */
+** along each channel's ring: piece j hops from rank to rank, each hop a
+** connection of its own. */
 void fab_coll__chain(Ex *x, uint32_t root, uint64_t bytes, bool reduce) {
   uint32_t n = x->n;
   if (n < 2 || bytes == 0) return;
@@ -100,34 +155,39 @@ void fab_coll__chain(Ex *x, uint32_t root, uint64_t bytes, bool reduce) {
   uint32_t *all = g_new(uint32_t, n), *ord = g_new(uint32_t, (size_t)C * n), *ch = g_new(uint32_t, (size_t)C * n);
   for (uint32_t i = 0; i < n; i++) all[i] = i;
   ring_orders(x, all, n, C, ord);
-  uint64_t pmax = 0;
-  uint64_t *cb = g_new(uint64_t, C);
-  uint32_t *poff = g_new(uint32_t, C + 1);
-  uint32_t tot = 0;
+  uint64_t pmax = 0, *cb = g_new(uint64_t, C);
   for (uint32_t c = 0; c < C; c++) {
     const uint32_t *o = ord + (size_t)c * n;
     uint32_t at = 0;
     while (o[at] != root) at++;
     for (uint32_t h = 0; h < n; h++) ch[(size_t)c * n + h] = o[(at + h + (reduce ? 1 : 0)) % n];
     cb[c] = fab_coll__part(x, bytes, C, c);
-    poff[c] = tot;
-    tot += (uint32_t)fab_coll__ceil_div(cb[c], x->chunk);
     pmax = MAX(pmax, fab_coll__ceil_div(cb[c], x->chunk));
   }
-  uint32_t *last = g_new(uint32_t, MAX(tot, 1));
-  for (uint32_t h = 0; h + 1 < n && !x->over; h++)
-    for (uint64_t j = 0; j < pmax && !x->over; j++)
-      for (uint32_t c = 0; c < C; c++) {
-        if (j >= fab_coll__ceil_div(cb[c], x->chunk)) continue;
-        uint32_t deps[2] = {FAB_OP_NONE, FAB_OP_NONE};
-        if (h > 0) deps[0] = last[poff[c] + j];
-        if (j > 0) deps[1] = last[poff[c] + j - 1] | FAB_DEP_SENT;
-        unsigned fl = (j == 0 ? F_FIRST : 0) | (reduce ? F_REDUCE : 0) | (h == 0 ? F_BASE : 0);
-        last[poff[c] + j] = fab_coll__flow(x, ch[(size_t)c * n + h], ch[(size_t)c * n + h + 1], piece_size(cb[c], x->chunk, j),
-                                 fl, ROW_RING, deps, 2);
+  size_t nc = (size_t)C * n;
+  Conn *cn = conns_new(x, nc); /* per (channel, hop) */
+  uint32_t *last = g_new(uint32_t, nc), *last_m = g_new(uint32_t, nc), deps[4];
+  for (uint64_t j = 0; j < pmax && !x->over; j++)
+    for (uint32_t c = 0; c < C; c++) {
+      if (j >= fab_coll__ceil_div(cb[c], x->chunk)) continue;
+      for (uint32_t h = 0; h + 1 < n && !x->over; h++) {
+        size_t at = (size_t)c * n + h;
+        uint32_t nd = 0;
+        if (h > 0) deps[nd++] = last[at - 1]; /* piece j arrived from the hop before */
+        nd = conn_deps(x, &cn[at], deps, nd);
+        unsigned fl = (j == 0 ? F_READY : 0) | (reduce ? F_REDUCE : 0) | (h == 0 && j == 0 ? F_LAUNCH : 0);
+        x->chan = c;
+        uint32_t op = fab_coll__flow(x, ch[at], ch[at + 1], piece_size(cb[c], x->chunk, j), fl, deps, nd);
+        if (op == FAB_OP_NONE) break;
+        if (h > 0) conn_consumed(x, &cn[at - 1], last_m[at - 1], op | FAB_DEP_SENT);
+        last_m[at] = conn_push(x, &cn[at], op);
+        if (h + 2 == n) conn_consumed(x, &cn[at], last_m[at], op);
+        last[at] = op;
       }
+    }
+  conns_free(cn);
   g_free(last);
-  g_free(poff);
+  g_free(last_m);
   g_free(cb);
   g_free(ch);
   g_free(ord);
@@ -238,8 +298,14 @@ static void tree_free(Tree *tr) {
 }
 
 /* Double-binary-tree allreduce over members mem[0..k) on `bytes`; grouped by
-** node (a chain inside each node) when by_node and GPUs share nodes. */
-void fab_coll__tree(Ex *x, const uint32_t *mem, uint32_t k, uint64_t bytes, bool by_node, int row, bool base) {
+** node (a chain inside each node) when by_node and GPUs share nodes. Each
+** channel carries both trees, half its data each, in pieces that go up
+** (reduced at every parent) and back down, pipelined. Every tree edge is a
+** connection each way: a piece up waits for the slot its parent frees when
+** it sends that piece on (up, or down from the root), a piece down for the
+** slot its child frees when it sends it further down (or holds it, a leaf).
+** `launch`: the leaves' first pieces pay the kernel launch. */
+void fab_coll__tree(Ex *x, const uint32_t *mem, uint32_t k, uint64_t bytes, bool by_node, bool launch) {
   if (k < 2 || bytes == 0) return;
   uint32_t C = fab_coll__chans(x, bytes, 2), T = 2 * C;
   Groups g;
@@ -253,49 +319,78 @@ void fab_coll__tree(Ex *x, const uint32_t *mem, uint32_t k, uint64_t bytes, bool
     tb[q] = fab_coll__part(x, fab_coll__part(x, bytes, C, q / 2), 2, q % 2);
     pmax = MAX(pmax, fab_coll__ceil_div(tb[q], x->chunk));
   }
-  /* per tree and member: the latest flow up from it and down into it (read
-  ** before it is replaced, the previous piece's: the SENT chain) */
+  /* per tree and member: its connection up, the one down into it, and the
+  ** piece numbers there of the latest flows */
   size_t sz = (size_t)T * k;
-  uint32_t *up = g_new(uint32_t, sz), *dn = g_new(uint32_t, sz);
-  uint32_t deps[4];
+  uint32_t *up = g_new(uint32_t, sz), *dn = g_new(uint32_t, sz), *up_m = g_new(uint32_t, sz),
+           *dn_m = g_new(uint32_t, sz);
+  Conn *cu = conns_new(x, sz), *cd = conns_new(x, sz);
+  uint32_t deps[6];
   for (uint64_t j = 0; j < pmax && !x->over; j++)
     for (uint32_t q = 0; q < T && !x->over; q++) {
       if (j >= fab_coll__ceil_div(tb[q], x->chunk)) continue;
       const Tree *tr = &trs[q];
       uint64_t b = piece_size(tb[q], x->chunk, j);
-      uint32_t *u = up + (size_t)q * k, *dw = dn + (size_t)q * k;
-      for (uint32_t i = k; i-- > 1;) { /* up, children first */
+      size_t o = (size_t)q * k;
+      x->chan = q / 2;
+      for (uint32_t i = k; i-- > 1 && !x->over;) { /* up, children first */
         uint32_t v = tr->bfs[i], nd = 0;
         bool leaf = true;
         for (int z = 0; z < 3; z++) {
           uint32_t ch = tr->kids[(size_t)v * 3 + z];
-          if (ch != UINT32_MAX) deps[nd++] = u[ch], leaf = false;
+          if (ch != UINT32_MAX) deps[nd++] = up[o + ch], leaf = false;
         }
-        if (j > 0) deps[nd++] = u[v] | FAB_DEP_SENT;
-        unsigned fl = F_REDUCE | (j == 0 ? F_FIRST : 0) | (base && j == 0 && leaf ? F_BASE : 0);
-        u[v] = fab_coll__flow(x, mem[v], mem[tr->parent[v]], b, fl, row, deps, nd);
+        nd = conn_deps(x, &cu[o + v], deps, nd);
+        unsigned fl = F_REDUCE | (j == 0 ? F_READY : 0) | (launch && j == 0 && leaf ? F_LAUNCH : 0);
+        uint32_t op = fab_coll__flow(x, mem[v], mem[tr->parent[v]], b, fl, deps, nd);
+        if (op == FAB_OP_NONE) break;
+        for (int z = 0; z < 3; z++) { /* reduced and sent on: the children's slots are free */
+          uint32_t ch = tr->kids[(size_t)v * 3 + z];
+          if (ch != UINT32_MAX) conn_consumed(x, &cu[o + ch], up_m[o + ch], op | FAB_DEP_SENT);
+        }
+        up_m[o + v] = conn_push(x, &cu[o + v], op);
+        up[o + v] = op;
       }
-      for (uint32_t i = 0; i < k; i++) { /* down, parents first */
+      for (uint32_t i = 0; i < k && !x->over; i++) { /* down, parents first */
         uint32_t v = tr->bfs[i];
+        bool first = true;
         for (int z = 0; z < 3; z++) {
           uint32_t ch = tr->kids[(size_t)v * 3 + z], nd = 0;
           if (ch == UINT32_MAX) continue;
           if (v == tr->root) {
             for (int y = 0; y < 3; y++)
-              if (tr->kids[(size_t)v * 3 + y] != UINT32_MAX) deps[nd++] = u[tr->kids[(size_t)v * 3 + y]];
+              if (tr->kids[(size_t)v * 3 + y] != UINT32_MAX) deps[nd++] = up[o + tr->kids[(size_t)v * 3 + y]];
           } else {
-            deps[nd++] = dw[v];
+            deps[nd++] = dn[o + v];
           }
-          if (j > 0) deps[nd++] = dw[ch] | FAB_DEP_SENT;
-          dw[ch] = fab_coll__flow(x, mem[v], mem[ch], b, j == 0 ? F_FIRST : 0, row, deps, nd);
+          nd = conn_deps(x, &cd[o + ch], deps, nd);
+          uint32_t op = fab_coll__flow(x, mem[v], mem[ch], b, j == 0 ? F_READY : 0, deps, nd);
+          if (op == FAB_OP_NONE) break;
+          if (first && v == tr->root) /* the root reduced its children's pieces and sends the sum down */
+            for (int y = 0; y < 3; y++) {
+              uint32_t c2 = tr->kids[(size_t)v * 3 + y];
+              if (c2 != UINT32_MAX) conn_consumed(x, &cu[o + c2], up_m[o + c2], op | FAB_DEP_SENT);
+            }
+          else if (first) /* sent further down: the slot it came in is free */
+            conn_consumed(x, &cd[o + v], dn_m[o + v], op | FAB_DEP_SENT);
+          first = false;
+          dn_m[o + ch] = conn_push(x, &cd[o + ch], op);
+          dn[o + ch] = op;
+          bool leaf = true;
+          for (int y = 0; y < 3; y++) leaf &= tr->kids[(size_t)ch * 3 + y] == UINT32_MAX;
+          if (leaf) conn_consumed(x, &cd[o + ch], dn_m[o + ch], op); /* a leaf keeps it */
         }
       }
     }
   for (uint32_t q = 0; q < T; q++) tree_free(&trs[q]);
+  conns_free(cu);
+  conns_free(cd);
   g_free(trs);
   g_free(tb);
   g_free(up);
   g_free(dn);
+  g_free(up_m);
+  g_free(dn_m);
   g_free(midx);
   fab_coll__groups_free(&g);
 }
@@ -346,13 +441,15 @@ void fab_coll__pat(Ex *x, uint64_t bytes, bool rs) {
           g_array_append_val(deps, sd);
         }
         for (uint64_t j = 0, P = fab_coll__ceil_div(b, x->chunk); j < P && !x->over; j++) {
-          unsigned fl = (j == 0 ? F_FIRST : 0) | (rs ? F_REDUCE : 0) | (step == 0 && j == 0 ? F_BASE : 0);
+          unsigned fl = (j == 0 ? F_READY : 0) | (rs ? F_REDUCE : 0) | (step == 0 && j == 0 ? F_LAUNCH : 0);
           if (j > 0) {
             g_array_set_size(deps, 1);
             g_array_index(deps, uint32_t, 0) = sent[q] | FAB_DEP_SENT;
+            if (j >= x->window) /* its slot: the piece a window before it arrived */
+              g_array_append_val(deps, g_array_index(cur, uint32_t, cur->len - x->window));
           }
-          sent[q] = fab_coll__flow(x, i, dst[q], piece_size(b, x->chunk, j), fl, ROW_PAT, (const uint32_t *)deps->data,
-                         deps->len);
+          sent[q] = fab_coll__flow(x, i, dst[q], piece_size(b, x->chunk, j), fl, (const uint32_t *)deps->data,
+                                   deps->len);
           g_array_append_val(cur, sent[q]);
         }
         g_array_set_size(pend[q], 0);
@@ -372,13 +469,19 @@ void fab_coll__pat(Ex *x, uint64_t bytes, bool rs) {
 }
 
 /* One send stream per (rank, channel): the pieces of `bytes` from s to r,
-** after `after` (SENT) on the same channel; returns the last piece. */
-static uint32_t stream(Ex *x, uint32_t s, uint32_t r, uint64_t bytes, uint32_t after, unsigned first, int row) {
-  uint32_t last = after;
+** after `after` (SENT) on the same channel, at most x->window of them in
+** flight (the receiver copies each out as it arrives); returns the last
+** piece. */
+static uint32_t stream(Ex *x, uint32_t s, uint32_t r, uint64_t bytes, uint32_t after, unsigned first) {
+  uint32_t last = after, W = x->window, *won = g_new(uint32_t, W);
   for (uint64_t j = 0, P = fab_coll__ceil_div(bytes, x->chunk); j < P && !x->over; j++) {
-    uint32_t dep = last == FAB_OP_NONE ? FAB_OP_NONE : last | FAB_DEP_SENT;
-    last = fab_coll__flow(x, s, r, piece_size(bytes, x->chunk, j), j == 0 ? first : 0, row, &dep, 1);
+    uint32_t deps[2], nd = 0;
+    if (last != FAB_OP_NONE) deps[nd++] = last | FAB_DEP_SENT;
+    if (j >= W) deps[nd++] = won[j % W]; /* its slot: the piece W before it arrived */
+    last = fab_coll__flow(x, s, r, piece_size(bytes, x->chunk, j), j == 0 ? first : 0, deps, nd);
+    won[j % W] = last;
   }
+  g_free(won);
   return last;
 }
 
@@ -394,9 +497,9 @@ void fab_coll__pairwise(Ex *x, uint64_t bytes) {
         uint32_t to = (i + k) % n;
         uint64_t b = fab_coll__part(x, fab_coll__part(x, bytes, n, to), C, c);
         if (b == 0) continue;
-        unsigned first = F_READY | (k == 1 ? F_LAT | F_BASE : 0);
-        uint32_t l = stream(x, i, to, b, last[(size_t)c * n + i], first, ROW_RING);
-        last[(size_t)c * n + i] = l;
+        unsigned first = F_READY | (k == 1 ? F_LAUNCH : 0);
+        x->chan = c;
+        last[(size_t)c * n + i] = stream(x, i, to, b, last[(size_t)c * n + i], first);
       }
   g_free(last);
 }
@@ -406,39 +509,170 @@ void fab_coll__send_recv(Ex *x, uint64_t bytes) {
   if (n < 2 || bytes == 0) return;
   uint32_t C = fab_coll__chans(x, bytes, 1);
   for (uint32_t c = 0; c < C; c++)
-    for (uint32_t i = 0; i < n; i++)
-      stream(x, i, (i + 1) % n, fab_coll__part(x, bytes, C, c), FAB_OP_NONE, F_FIRST | F_BASE, ROW_RING);
+    for (uint32_t i = 0; i < n; i++) {
+      x->chan = c;
+      stream(x, i, (i + 1) % n, fab_coll__part(x, bytes, C, c), FAB_OP_NONE, F_READY | F_LAUNCH);
+    }
 }
 
+/* ---- NVLS ------------------------------------------------------------------- */
+
+/* One NVLink domain: every rank's part of one NVLS allreduce (the switch
+** reduces and the owners multicast, piece by piece: models/nvls.h). */
 void fab_coll__run_nvls(Ex *x) {
   uint32_t group = x->d->groups++;
-  for (uint32_t i = 0; i < x->n; i++) fab_coll__nvls_op(x, i, group, x->c->bytes, ROW_NVLS);
+  for (uint32_t i = 0; i < x->n; i++)
+    fab_coll__nvls_op(x, i, group, x->c->bytes, FAB_NVLS_OP_AR, F_READY | F_LAUNCH, NULL, 0);
 }
 
+/* NVLS_TREE's state: per (channel, domain, local index) the latest
+** reduce-scatter part, multicast part, flows up and down the tree, and the
+** tree's connections. */
+typedef struct NvlsTree {
+  Ex *x;
+  const Groups *dom;
+  uint32_t D, G;
+  Tree tr[2];            /* the double binary tree over the domains */
+  uint32_t *rs, *ag, *up, *dn, *up_m, *dn_m;
+  Conn *cu, *cd;
+} NvlsTree;
+
+static size_t nt_head(const NvlsTree *t, uint32_t c, uint32_t m, uint32_t l) {
+  return ((size_t)c * t->D + m) * t->G + l;
+}
+
+static uint32_t nt_rank(const NvlsTree *t, uint32_t m, uint32_t l) { return t->dom->mem[t->dom->off[m] + l]; }
+
+/* Up and down the tree of channel c for local index l: b bytes of loop lp. */
+static void nt_tree(NvlsTree *t, uint32_t c, uint64_t lp, uint32_t l, uint64_t b) {
+  Ex *x = t->x;
+  const Tree *tr = &t->tr[c % 2];
+  uint32_t deps[6], data[6];
+  for (uint32_t i = t->D; i-- > 1 && !x->over;) { /* up, children first: reduced at the parent */
+    uint32_t v = tr->bfs[i], nd = 0;
+    size_t hv = nt_head(t, c, v, l);
+    deps[nd++] = t->rs[hv];
+    for (int z = 0; z < 3; z++)
+      if (tr->kids[(size_t)v * 3 + z] != UINT32_MAX) deps[nd++] = t->up[nt_head(t, c, tr->kids[(size_t)v * 3 + z], l)];
+    nd = conn_deps(x, &t->cu[hv], deps, nd);
+    uint32_t op = fab_coll__flow(x, nt_rank(t, v, l), nt_rank(t, tr->parent[v], l), b,
+                                 F_REDUCE | (lp == 0 ? F_READY : 0), deps, nd);
+    for (int z = 0; z < 3; z++)
+      if (tr->kids[(size_t)v * 3 + z] != UINT32_MAX) {
+        size_t hk = nt_head(t, c, tr->kids[(size_t)v * 3 + z], l);
+        conn_consumed(x, &t->cu[hk], t->up_m[hk], op | FAB_DEP_SENT);
+      }
+    t->up_m[hv] = conn_push(x, &t->cu[hv], op);
+    t->up[hv] = op;
+  }
+  for (uint32_t i = 0; i < t->D && !x->over; i++) { /* down, parents first */
+    uint32_t v = tr->bfs[i], nd = 0;
+    size_t hv = nt_head(t, c, v, l);
+    if (v == tr->root) {
+      data[nd++] = t->rs[hv];
+      for (int z = 0; z < 3; z++)
+        if (tr->kids[(size_t)v * 3 + z] != UINT32_MAX) data[nd++] = t->up[nt_head(t, c, tr->kids[(size_t)v * 3 + z], l)];
+    } else {
+      data[nd++] = t->dn[hv];
+    }
+    for (int z = 0; z < 3; z++) {
+      uint32_t ch = tr->kids[(size_t)v * 3 + z];
+      if (ch == UINT32_MAX) continue;
+      size_t hc = nt_head(t, c, ch, l);
+      memcpy(deps, data, nd * sizeof *deps);
+      uint32_t n2 = conn_deps(x, &t->cd[hc], deps, nd);
+      uint32_t op = fab_coll__flow(x, nt_rank(t, v, l), nt_rank(t, ch, l), b, lp == 0 ? F_READY : 0, deps, n2);
+      if (v == tr->root)
+        for (int y = 0; y < 3; y++) {
+          uint32_t c2 = tr->kids[(size_t)v * 3 + y];
+          if (c2 != UINT32_MAX) conn_consumed(x, &t->cu[nt_head(t, c, c2, l)], t->up_m[nt_head(t, c, c2, l)],
+                                              op | FAB_DEP_SENT);
+        }
+      else
+        conn_consumed(x, &t->cd[hv], t->dn_m[hv], op | FAB_DEP_SENT);
+      t->dn_m[hc] = conn_push(x, &t->cd[hc], op);
+      t->dn[hc] = op;
+    }
+  }
+}
+
+/* Loop lp of channel c (lb bytes): each domain's switch reduce-scatter, the
+** trees, each domain's multicast. */
+static void nt_loop(NvlsTree *t, uint32_t c, uint64_t lp, uint64_t lb) {
+  Ex *x = t->x;
+  const Tree *tr = &t->tr[c % 2];
+  uint32_t deps[5];
+  x->chan = c;
+  for (uint32_t m = 0; m < t->D && !x->over; m++) { /* the domain's switch reduces the loop's data */
+    uint32_t group = x->d->groups++;
+    for (uint32_t l = 0; l < t->G; l++) {
+      size_t h = nt_head(t, c, m, l);
+      uint32_t nd = 0;
+      if (t->rs[h] != FAB_OP_NONE) deps[nd++] = t->rs[h] | FAB_DEP_SENT;
+      t->rs[h] = fab_coll__nvls_op(x, nt_rank(t, m, l), group, lb, FAB_NVLS_OP_RS, lp == 0 ? F_READY | F_LAUNCH : 0,
+                                   deps, nd);
+    }
+  }
+  for (uint32_t l = 0; l < t->G && !x->over; l++) {
+    uint64_t b = fab_coll__part(x, lb, t->G, l);
+    if (b) nt_tree(t, c, lp, l, b);
+  }
+  for (uint32_t m = 0; m < t->D && !x->over; m++) { /* each head multicasts its result into its domain */
+    uint32_t group = x->d->groups++;
+    for (uint32_t l = 0; l < t->G; l++) {
+      size_t h = nt_head(t, c, m, l);
+      uint64_t b = fab_coll__part(x, lb, t->G, l);
+      uint32_t nd = 0;
+      if (b) { /* nothing of its own this loop: it only receives */
+        deps[nd++] = m == tr->root ? t->rs[h] : t->dn[h];
+        for (int z = 0; m == tr->root && z < 3; z++)
+          if (tr->kids[(size_t)m * 3 + z] != UINT32_MAX) deps[nd++] = t->up[nt_head(t, c, tr->kids[(size_t)m * 3 + z], l)];
+      }
+      if (t->ag[h] != FAB_OP_NONE) deps[nd++] = t->ag[h] | FAB_DEP_SENT;
+      t->ag[h] = fab_coll__nvls_op(x, nt_rank(t, m, l), group, MAX(b, 1), FAB_NVLS_OP_AG, 0, deps, nd);
+    }
+  }
+}
+
+/* NCCL's NVLS_TREE, chunk by chunk: in each domain the switch reduces a
+** loop's data and scatters it over the G ranks (each the head of one G-th);
+** the heads of one local index reduce their parts across the D domains over
+** a double binary tree (up with a reduction, back down), and each head then
+** multicasts the result into its domain. Channel c runs tree c % 2; its
+** loops pipeline: the next loop's reduction waits for the previous one's
+** contributions to have left, the tree's connections hold x->window pieces. */
 void fab_coll__run_nvls_tree(Ex *x, const Groups *dom, uint32_t G, uint32_t *end) {
   uint64_t S = x->c->bytes;
-  for (uint32_t m = 0; m < dom->ng; m++) {
-    uint32_t group = x->d->groups++;
-    for (uint32_t l = 0; l < G; l++) fab_coll__nvls_op(x, dom->mem[dom->off[m] + l], group, S, ROW_NVLS_TREE);
+  uint32_t D = dom->ng, C = fab_coll__chans(x, S, G);
+  uint64_t loop = (uint64_t)G * x->chunk, L = 0, *cb = g_new(uint64_t, C);
+  for (uint32_t c = 0; c < C; c++) {
+    cb[c] = fab_coll__part(x, S, C, c);
+    L = MAX(L, fab_coll__ceil_div(cb[c], loop));
   }
-  fab_coll__phase_end(x, FAB_MARK_JOIN, NULL);
-  uint32_t D = dom->ng, *mem = g_new(uint32_t, D);
-  for (uint32_t l = 0; l < G && !x->over; l++) {
-    for (uint32_t m = 0; m < D; m++) mem[m] = dom->mem[dom->off[m] + l];
-    fab_coll__tree(x, mem, D, fab_coll__part(x, S, G, l), false, ROW_NVLS_TREE, false);
+  NvlsTree t = {.x = x, .dom = dom, .D = D, .G = G};
+  Groups single;
+  uint32_t *didx = g_new(uint32_t, D);
+  for (uint32_t m = 0; m < D; m++) didx[m] = m;
+  fab_coll__groups_make(&single, didx, didx, D, 0); /* the domains, one member each */
+  for (uint32_t k = 0; k < 2; k++) tree_make(&t.tr[k], &single, didx, D, 0, k);
+  size_t nh = (size_t)C * D * G;
+  uint32_t **arr[6] = {&t.rs, &t.ag, &t.up, &t.dn, &t.up_m, &t.dn_m};
+  for (int a = 0; a < 6; a++) {
+    *arr[a] = g_new(uint32_t, nh);
+    memset(*arr[a], 0xff, nh * sizeof(uint32_t));
   }
-  g_free(mem);
-  fab_coll__phase_end(x, FAB_MARK_JOIN, NULL);
-  for (uint32_t m = 0; m < D && !x->over; m++)
-    for (uint32_t l = 0; l < G; l++) {
-      uint64_t shard = fab_coll__part(x, S, G, l);
-      uint32_t C = fab_coll__chans(x, shard, 1), from = dom->mem[dom->off[m] + l];
-      for (uint32_t q = 1; q < G; q++)
-        for (uint32_t c = 0; c < C; c++) {
-          uint64_t b = fab_coll__part(x, shard, C, c);
-          if (b) stream(x, from, dom->mem[dom->off[m] + (l + q) % G], b, FAB_OP_NONE, F_FIRST, ROW_RING);
-        }
-    }
+  t.cu = conns_new(x, nh);
+  t.cd = conns_new(x, nh);
+  for (uint64_t lp = 0; lp < L && !x->over; lp++)
+    for (uint32_t c = 0; c < C && !x->over; c++)
+      if (lp * loop < cb[c]) nt_loop(&t, c, lp, MIN(loop, cb[c] - lp * loop));
+  conns_free(t.cu);
+  conns_free(t.cd);
+  for (uint32_t k = 0; k < 2; k++) tree_free(&t.tr[k]);
+  fab_coll__groups_free(&single);
+  for (int a = 0; a < 6; a++) g_free(*arr[a]);
+  g_free(didx);
+  g_free(cb);
   fab_coll__phase_end(x, FAB_MARK_COLL_END, end);
 }
 

@@ -31,13 +31,28 @@ enum { ROW_TREE = 0, ROW_RING, ROW_NVLS, ROW_NVLS_TREE, ROW_PAT, ROW_COLLNET, RO
 
 extern const double fab_coll__base_lat[ROW_N][3];
 extern const double fab_coll__hw_lat[2][ROW_N][3];
-extern const double fab_coll__ll_max_bw[3];
-extern const double fab_coll__perch_ring_ll128[3];
-extern const double fab_coll__perch_tree[3];
-extern const double fab_coll__perch_tree_ll128[3];
-extern const double fab_coll__perch_nvls_tree[3];
-extern const double fab_coll__nvls_efficiency;
 extern const double fab_coll__tree_correction[3][23];
+
+/* NCCL's per-architecture rows (tuner.c says where each comes from). The
+** per-channel figures are indexed by nodes: 1, 2, 3 or more. */
+typedef struct FabNcclArch {
+  const char *name;
+  uint32_t sm;              /* compute capability x 10 */
+  double ll_max_1node;      /* llMaxBws, one node: LL's bus bandwidth ceiling, GB/s */
+  double ring_ll128;        /* perChMaxRingLL128Bws, GB/s per channel */
+  double tree_ll128[3];     /* perChMaxTreeLL128Bws */
+  double tree[3];           /* perChMaxTreeBws */
+  double nvls_tree[3];      /* perChMaxNVLSTreeBws */
+  double nvls_eff;          /* nvlsEfficiency */
+  uint32_t nvls_ch1, nvls_ch_n; /* NVLS CTAs: one node, several */
+  const float *intra;       /* the topology search's speeds, one node */
+  uint32_t nintra;
+  const float *inter;       /* and several */
+  uint32_t ninter;
+} FabNcclArch;
+
+/* The rows of compute capability sm (0: plain hosts, Hopper's rows). */
+const FabNcclArch *fab_coll__arch(uint32_t sm);
 
 static inline int fab_coll__pidx(FabProto p) { return p == FAB_PROTO_LL ? 0 : p == FAB_PROTO_LL128 ? 1 : 2; }
 
@@ -52,7 +67,6 @@ static inline int fab_coll__log2i(uint64_t v) {
 
 static inline uint64_t fab_coll__ceil_div(uint64_t a, uint64_t b) { return a / b + (a % b != 0); }
 
-static inline int fab_coll__isl_idx(uint32_t islands) { return islands <= 1 ? 0 : islands == 2 ? 1 : 2; }
 
 /* Whether protocol p exists for algorithm a in NCCL. */
 static inline bool fab_coll__proto_ok(FabCollAlgo a, FabProto p) {
@@ -87,17 +101,36 @@ uint32_t fab_coll__even_groups(const Groups *g);
 
 /* ---- what the tuner sees of the ranks (tuner.c) ------------------------------ */
 
+/* What NCCL's topology search gives a graph: channels at a speed each
+** (GB/s) inside a node and across nodes. */
+typedef struct Graph {
+  uint32_t nch;
+  double intra, inter;
+} Graph;
+
 typedef struct Topo {
   uint32_t n;
   uint32_t nodes;     /* distinct nodes (endpoint / gpus_per_node) */
-  uint32_t islands;   /* distinct NVLink domains; every endpoint its own without NVLink */
+  uint32_t islands;   /* distinct NVLink domains (NCCL's nodes); every endpoint its own without NVLink */
   uint32_t domains;   /* distinct NVLink domains (0 without NVLink) */
   uint32_t per_node;  /* ranks per node if even, else 0 */
   uint32_t per_domain;/* ranks per domain if even, else 0 */
-  double net, nvl;    /* bytes/s */
+  uint32_t ppn;       /* ranks per island (n / islands, at least 1) */
+  uint32_t nics_isl;  /* NICs one island's ranks use */
+  double net;         /* a rank's network share, bytes/s */
+  double nvl, nic, pci; /* GB/s: NVLink per GPU, one NIC, PCIe as NCCL rates it (0: none) */
+  const FabNcclArch *arch;
+  Graph ring;         /* the ring (and tree) search */
+  Graph nvls;         /* the NVLS search (nch 0: no NVLS) */
+  uint32_t nch;       /* channels launched for rings and trees */
+  uint32_t nvls_ch;   /* NVLS CTAs */
 } Topo;
 
 void fab_coll__topo_make(Topo *t, const FabCollEnv *env, const FabCollSpec *c);
+
+/* LL's ceiling, bits/s of data a rank moves over all its channels:
+** cluster.nccl.ll_bandwidth, else NCCL's llMaxBws for t's nodes. */
+uint64_t fab_coll__ll_ceiling(const FabCollEnv *env, const Topo *t);
 
 /* NCCL's channel count for algorithm a, protocol p, `bytes`. */
 uint32_t fab_coll__auto_channels(const Topo *t, FabCollAlgo a, FabProto p, uint64_t bytes);
@@ -112,11 +145,9 @@ typedef struct Meta {
 
 enum {
   F_READY = 1,  /* first piece on a connection: wait for both ends to be in the phase */
-  F_LAT = 2,    /* pay the step latency */
-  F_BASE = 4,   /* and NCCL's base latency (first step of the collective) */
-  F_REDUCE = 8, /* the receiver reduces it */
+  F_LAUNCH = 2, /* a rank's first step: pay the kernel's launch (FabNcclCosts.launch) */
+  F_REDUCE = 4, /* the receiver reduces it */
 };
-#define F_FIRST (F_READY | F_LAT)
 
 typedef struct Ex {
   FabDag *d;
@@ -128,7 +159,11 @@ typedef struct Ex {
   uint32_t n;
   const uint32_t *ep;
   uint32_t channels;
-  uint64_t chunk;
+  uint64_t chunk;   /* bytes per piece (NCCL's slice: what one step of one connection pipelines) */
+  uint32_t spc;     /* ring: pieces a step's chunk is cut into (NCCL's SlicePerChunk) */
+  uint32_t window;  /* pieces a connection holds in flight (NCCL_STEPS slots / the steps a piece takes) */
+  uint32_t chan;    /* the channel the algorithm is making flows for: a multi-NIC GPU's flows leave by NIC
+                    ** chan mod NICs (FabOp.lane), as NCCL gives each channel its NIC */
   uint32_t unit;    /* data is split in whole multiples of this (the element, when it divides the size) */
   uint32_t *ready;  /* n: the op rank i's current phase starts from */
   uint32_t phase0;  /* first op of the current phase */
@@ -136,8 +171,8 @@ typedef struct Ex {
   GArray *tmp;      /* uint32_t: dependency scratch */
   uint32_t limit;   /* refuse ops from this index on */
   bool over;
-  bool exposed;     /* one rank per node: a ring's network steps pay the exposed (tree-row) latency */
-  uint64_t cap_bps; /* the sending GPU's limit for its flows (LL: NCCL's per-rank LL bandwidth), 0: none */
+  uint64_t cap_bps; /* the sending GPU's limit for its flows together (LL: NCCL's per-rank LL bandwidth), 0: none */
+  uint64_t flow_bps;/* one flow's limit: its channel's SM throughput for the protocol, wire bits/s; 0: none */
 } Ex;
 
 /* The ops of an expansion (collective.c). */
@@ -149,17 +184,18 @@ fab_time_t fab_coll__step_lat(const Ex *x, uint32_t s, uint32_t r, int row, unsi
 fab_time_t fab_coll__reduce_ps(const Ex *x, uint64_t bytes);
 Meta *fab_coll__meta_at(const Ex *x, uint32_t op);
 uint32_t fab_coll__add_op(Ex *x, FabOp *o, uint32_t s, uint32_t r, const uint32_t *deps, uint32_t nd, unsigned flags);
-uint32_t fab_coll__flow(Ex *x, uint32_t s, uint32_t r, uint64_t payload, unsigned flags, int row, const uint32_t *deps,
+uint32_t fab_coll__flow(Ex *x, uint32_t s, uint32_t r, uint64_t payload, unsigned flags, const uint32_t *deps,
                         uint32_t nd);
-uint32_t fab_coll__nvls_op(Ex *x, uint32_t i, uint32_t group, uint64_t bytes, int row);
+uint32_t fab_coll__nvls_op(Ex *x, uint32_t i, uint32_t group, uint64_t bytes, FabNvlsOp mode, unsigned flags,
+                           const uint32_t *deps, uint32_t nd);
 uint32_t fab_coll__mark_op(Ex *x, uint32_t i, FabMarkKind kind, const uint32_t *deps, uint32_t nd);
 void fab_coll__phase_end(Ex *x, FabMarkKind kind, uint32_t *out);
 
 /* The algorithms (coll_algos.c). */
 void fab_coll__ring(Ex *x, const uint32_t *mem, uint32_t k, uint64_t bytes, uint32_t nsteps, uint32_t nreduce,
-                    bool base);
+                    bool launch);
 void fab_coll__chain(Ex *x, uint32_t root, uint64_t bytes, bool reduce);
-void fab_coll__tree(Ex *x, const uint32_t *mem, uint32_t k, uint64_t bytes, bool by_node, int row, bool base);
+void fab_coll__tree(Ex *x, const uint32_t *mem, uint32_t k, uint64_t bytes, bool by_node, bool launch);
 void fab_coll__pat(Ex *x, uint64_t bytes, bool rs);
 void fab_coll__pairwise(Ex *x, uint64_t bytes);
 void fab_coll__send_recv(Ex *x, uint64_t bytes);

@@ -190,16 +190,16 @@ bool fab_coll__same_domain(const FabCollEnv *env, uint32_t a, uint32_t b) {
 
 fab_time_t fab_coll__us_ps(double us) { return (fab_time_t)llround(us * 1e6); }
 
-/* The `pre` of a flow s -> r: NCCL's per-hop latency less what the fabric
-** takes for the hop itself, plus the base latency once. */
-fab_time_t fab_coll__step_lat(const Ex *x, uint32_t s, uint32_t r, int row, unsigned flags) {
-  bool nvl = fab_coll__same_domain(x->env, x->ep[s], x->ep[r]);
-  int p = fab_coll__pidx(x->proto);
-  if (!nvl && row == ROW_RING && x->exposed) row = ROW_TREE; /* NCCL: at one rank per node, latencies are exposed */
-  fab_time_t hop = fab_coll__us_ps(fab_coll__hw_lat[nvl ? HW_NVL : HW_NET][row][p]);
-  fab_time_t wire = nvl ? x->env->nvl_lat : x->env->net_lat;
-  fab_time_t pre = hop > wire ? hop - wire : 0;
-  if (flags & F_BASE) pre += fab_coll__us_ps(fab_coll__base_lat[row][p]);
+/* The `pre` of a piece s -> r (counted from its data): the protocol's
+** flag and fence work of a step; over the network also the proxy's post and
+** completion, and for Simple the receiver's flush; on a rank's first step
+** the kernel's launch. The wire itself is the fabric's. */
+fab_time_t fab_coll__hop_lat(const Ex *x, uint32_t s, uint32_t r, unsigned flags) {
+  const FabNcclCosts *k = &x->env->costs;
+  fab_time_t pre = k->step[fab_coll__pidx(x->proto)];
+  if (!fab_coll__same_domain(x->env, x->ep[s], x->ep[r]))
+    pre += k->proxy + (x->proto == FAB_PROTO_SIMPLE ? k->flush : 0);
+  if (flags & F_LAUNCH) pre += k->launch;
   return pre;
 }
 
@@ -239,26 +239,36 @@ uint32_t fab_coll__add_op(Ex *x, FabOp *o, uint32_t s, uint32_t r, const uint32_
   return id;
 }
 
+/* The lane of the current channel's network flows: channels enter each node
+** at GPU chan mod G (ring_orders, tree_make), so the channels that share an
+** entry GPU take its NICs in turn. */
+static uint8_t chan_lane(const Ex *x) {
+  return (uint8_t)(x->chan / MAX(x->env->gpus_per_node, 1u) % 255 + 1);
+}
+
 /* A flow of `payload` data bytes from rank s to rank r. */
-uint32_t fab_coll__flow(Ex *x, uint32_t s, uint32_t r, uint64_t payload, unsigned flags, int row, const uint32_t *deps,
-                     uint32_t nd) {
+uint32_t fab_coll__flow(Ex *x, uint32_t s, uint32_t r, uint64_t payload, unsigned flags, const uint32_t *deps,
+                        uint32_t nd) {
   g_assert(payload > 0 && s != r);
   const FabCollSpec *c = x->c;
   FabOp o = {.kind = FAB_OP_FLOW, .prio = c->prio, .job = c->job, .step = c->step, .src = x->ep[s], .dst = x->ep[r],
              .coll = x->coll, .bytes = wire_bytes(x->proto, payload), .start = c->start,
-             .pre = (flags & F_LAT) ? fab_coll__step_lat(x, s, r, row, flags) : 0,
-             .post = (flags & F_REDUCE) ? fab_coll__reduce_ps(x, payload) : 0, .max_bps = x->cap_bps};
+             .pre = fab_coll__hop_lat(x, s, r, flags),
+             .post = (flags & F_REDUCE) ? fab_coll__reduce_ps(x, payload) : 0, .max_bps = x->flow_bps, .rank_bps = x->cap_bps,
+             .lane = fab_coll__same_domain(x->env, x->ep[s], x->ep[r]) ? 0 : chan_lane(x)};
   return fab_coll__add_op(x, &o, s, r, deps, nd, flags);
 }
 
-/* Rank i's part of an NVLS reduction `group`. */
-uint32_t fab_coll__nvls_op(Ex *x, uint32_t i, uint32_t group, uint64_t bytes, int row) {
+/* Rank i's part of the NVLS operation `group` (`mode`: FabNvlsOp) on
+** `bytes`: a Simple step's work before it (and the launch with F_LAUNCH). */
+uint32_t fab_coll__nvls_op(Ex *x, uint32_t i, uint32_t group, uint64_t bytes, FabNvlsOp mode, unsigned flags,
+                           const uint32_t *deps, uint32_t nd) {
   const FabCollSpec *c = x->c;
-  FabOp o = {.kind = FAB_OP_NVLS, .prio = c->prio, .job = c->job, .step = c->step, .src = x->ep[i], .dst = x->ep[i],
-             .coll = x->coll, .group = group, .bytes = bytes, .start = c->start};
-  fab_time_t hop = fab_coll__us_ps(fab_coll__hw_lat[HW_NVL][row][2]);
-  o.pre = hop > x->env->nvl_lat ? hop - x->env->nvl_lat : 0;
-  return fab_coll__add_op(x, &o, i, i, NULL, 0, F_READY);
+  const FabNcclCosts *k = &x->env->costs;
+  FabOp o = {.kind = FAB_OP_NVLS, .mark = (uint8_t)mode, .prio = c->prio, .job = c->job, .step = c->step,
+             .src = x->ep[i], .dst = x->ep[i], .coll = x->coll, .group = group, .bytes = bytes, .start = c->start,
+             .pre = k->step[2] + (flags & F_LAUNCH ? k->launch : 0)};
+  return fab_coll__add_op(x, &o, i, i, deps, nd, flags & F_READY);
 }
 
 uint32_t fab_coll__mark_op(Ex *x, uint32_t i, FabMarkKind kind, const uint32_t *deps, uint32_t nd) {
@@ -346,8 +356,16 @@ static int32_t collnet_expand(FabDag *d, const FabCollEnv *env, const FabCollSpe
 /* ------------------------------------------------------------------------ */
 /* What the cost model knows of a collective's placement. */
 
-/* NCCL's pipelining unit for algorithm a, protocol p (see the top). */
-static uint64_t default_chunk(const Ex *x, const Topo *t) {
+/* NCCL's pipelining unit for algorithm a, protocol p (see the top): the
+** piece, and for rings the pieces per step and the pieces a connection holds
+** (NCCL_STEPS = 8 slots of a step each; a Simple ring slice takes 2). */
+static uint64_t default_chunk(Ex *x, const Topo *t) {
+  FabCollOp op = x->c->op;
+  bool ring_simple = x->algo == FAB_ALGO_RING && x->proto == FAB_PROTO_SIMPLE &&
+                     (op == FAB_COLL_ALLREDUCE || op == FAB_COLL_ALLGATHER || op == FAB_COLL_REDUCE_SCATTER);
+  if (x->algo == FAB_ALGO_HIERARCHICAL && x->proto == FAB_PROTO_SIMPLE) ring_simple = true;
+  x->spc = ring_simple ? 2 : 1;
+  x->window = ring_simple ? 4 : 8;
   if (x->proto == FAB_PROTO_LL) return 32768;
   if (x->proto == FAB_PROTO_LL128 && x->algo == FAB_ALGO_TREE) {
     /* NCCL halves an LL128 tree's step (614400 bytes of lines) while a
@@ -363,22 +381,21 @@ static uint64_t default_chunk(const Ex *x, const Topo *t) {
     return ch / 128 * 120;
   }
   if (x->proto == FAB_PROTO_LL128) return 576000;
-  FabCollOp op = x->c->op;
   switch (x->algo) {
   case FAB_ALGO_RING:
     if (op == FAB_COLL_SEND_RECV) break;
-    return op == FAB_COLL_BROADCAST || op == FAB_COLL_REDUCE ? 524288 : 1048576;
+    return ring_simple ? 1048576 : 524288; /* a 2 MiB chunk in two slices; chains: one 512 KiB step */
   case FAB_ALGO_HIERARCHICAL:
     return 1048576;
   case FAB_ALGO_TREE:
+    return 524288; /* one step; NCCL 2.20 and later no longer halve it */
   case FAB_ALGO_NVLS_TREE: {
-    /* NCCL halves a Simple tree's chunk while a channel holds few pieces per tree level */
-    uint64_t ch = 524288, per = x->c->bytes / MAX(x->channels, 1u);
-    uint32_t N = MAX(t->nodes, 1u), depth = t->n / N - 1 + (uint32_t)MAX(fab_coll__log2i(N), 0);
-    depth = MAX(depth, 1u);
-    while (per / ch < (uint64_t)depth * 8 && ch > 131072) ch /= 2;
-    while (per / ch < (uint64_t)depth * 4 && ch > 65536) ch /= 2;
-    while (per / ch < (uint64_t)depth && ch > 32768) ch /= 2;
+    /* NCCL_NVLS_CHUNKSIZE 128 KiB, NCCL_NVLSTREE_MAX_CHUNKSIZE 64 KiB from 4
+    ** nodes; smaller while the data would not fill the heads and channels
+    ** (enqueue.cc: < 4 x ops x chunk: 64 KiB; < ops x chunk: 32 KiB) */
+    uint64_t ch = t->islands >= 4 ? 65536 : 131072, ops = (uint64_t)MAX(x->channels, 1u) * MAX(t->per_domain, 1u);
+    if (x->c->bytes < 4 * ops * ch) ch = MIN(ch, 65536);
+    if (x->c->bytes < ops * ch) ch = 32768;
     return ch;
   }
   case FAB_ALGO_NVLS:
@@ -387,7 +404,11 @@ static uint64_t default_chunk(const Ex *x, const Topo *t) {
     break;
   }
   if (x->algo == FAB_ALGO_PAT) return 524288;
-  return t->domains == 1 ? 524288 : 131072; /* p2p: NCCL_P2P_NVL_CHUNKSIZE / NCCL_P2P_NET_CHUNKSIZE */
+  /* p2p: NCCL_P2P_NVL_CHUNKSIZE 512 KiB inside one NVLink domain, else
+  ** NCCL_P2P_NET_CHUNKSIZE 128 KiB (a quarter below one chunk, half below 8) */
+  if (t->domains == 1) return 524288;
+  uint64_t per = x->c->bytes / MAX(t->n, 1u);
+  return per < 131072 ? 32768 : per < 8 * 131072 ? 65536 : 131072;
 }
 
 /* An upper bound of the pieces of `bytes` cut into at most `parts` parts,
@@ -468,6 +489,9 @@ static gboolean check(const Ex *x, const Topo *t, const Groups *nodes, const Gro
   case FAB_ALGO_NVLS:
     if (op != FAB_COLL_ALLREDUCE) return fail(err, "nvls runs allreduce only (not %s)", fab_coll_op_names[op]);
     if (!env->nvl_domain || t->nvl <= 0) return fail(err, "nvls needs an NVLink domain, and this cluster has none");
+    if (!env->nvls)
+      return fail(err, "nvls needs an NVSwitch that reduces (sm90 and later; cluster.nvlink.nvls not false), and this "
+                  "cluster's has none");
     if (t->domains != 1) {
       uint32_t i = 1;
       while (!(x->ep[i] / env->nvl_domain != x->ep[0] / env->nvl_domain)) i++;
@@ -479,6 +503,9 @@ static gboolean check(const Ex *x, const Topo *t, const Groups *nodes, const Gro
   case FAB_ALGO_NVLS_TREE:
     if (op != FAB_COLL_ALLREDUCE) return fail(err, "nvls-tree runs allreduce only (not %s)", fab_coll_op_names[op]);
     if (!env->nvl_domain || t->nvl <= 0) return fail(err, "nvls-tree needs NVLink domains, and this cluster has none");
+    if (!env->nvls)
+      return fail(err, "nvls-tree needs NVSwitches that reduce (sm90 and later; cluster.nvlink.nvls not false), and "
+                  "this cluster's have none");
     if (x->n > 1 && dom->ng < 2)
       return fail(err, "nvls-tree needs ranks in at least two NVLink domains (all %u are in one: use nvls)", x->n);
     if (!fab_coll__even_groups(dom)) return fail(err, "nvls-tree needs the same number of ranks in every NVLink domain");
@@ -531,7 +558,8 @@ static gboolean check_ranks(const FabCollEnv *env, const FabCollSpec *c, GError 
 ** pieces while an automatic choice would exceed FAB_COLL_MAX_OPS. */
 static gboolean size_pieces(Ex *x, const Topo *t, const Groups *nodes, const Groups *dom, GError **err) {
   const FabCollSpec *c = x->c;
-  x->chunk = c->chunk ? c->chunk : default_chunk(x, t);
+  uint64_t def = default_chunk(x, t);
+  x->chunk = c->chunk ? c->chunk : def;
   uint32_t G = x->env->nvl_domain ? fab_coll__even_groups(dom) : 1, L = fab_coll__even_groups(nodes);
   double est = estimate(x, G, L);
   while (est > FAB_COLL_MAX_OPS && !c->channels && x->channels > 1) {
@@ -563,10 +591,12 @@ int32_t fab_coll_expand(FabDag *d, const FabCollEnv *env, const FabCollSpec *c, 
   fab_coll__topo_make(&t, env, &s);
   uint32_t dt = c->dtype_bytes ? c->dtype_bytes : 1;
   Ex x = {.d = d, .env = env, .c = c, .algo = s.algorithm, .proto = s.protocol, .n = n, .ep = c->ranks,
-          .channels = MAX(s.channels, 1u), .unit = c->bytes % dt == 0 ? dt : 1, .exposed = t.nodes >= n};
-  if (x.proto == FAB_PROTO_LL) /* LL moves at most fab_coll__ll_max_bw of data per rank (NCCL's llMaxBws), twice that on the
-                               ** wire, over all its channels: a GPU-side limit the wire alone would not give */
-    x.cap_bps = (uint64_t)(2 * fab_coll__ll_max_bw[fab_coll__isl_idx(t.islands)] * 8e9);
+          .channels = MAX(s.channels, 1u), .unit = c->bytes % dt == 0 ? dt : 1};
+  /* what the GPU side can move: a channel's SM per protocol (wire bits/s), and for LL a rank over all its
+  ** channels (LL's ceiling, twice that on the wire) */
+  const FabNcclCosts *k = &env->costs;
+  if (x.proto == FAB_PROTO_LL) x.cap_bps = 2 * fab_coll__ll_ceiling(env, &t);
+  else x.flow_bps = x.proto == FAB_PROTO_LL128 ? k->channel_bps[1] / 120 * 128 : k->channel_bps[2];
   uint32_t *all = g_new(uint32_t, n);
   for (uint32_t i = 0; i < n; i++) all[i] = i;
   Groups nodes, dom;
@@ -608,7 +638,7 @@ int32_t fab_coll_expand(FabDag *d, const FabCollEnv *env, const FabCollSpec *c, 
     fab_coll__phase_end(&x, FAB_MARK_COLL_END, endv);
     break;
   case FAB_ALGO_TREE:
-    fab_coll__tree(&x, all, n, S, env->gpus_per_node > 1, ROW_TREE, true);
+    fab_coll__tree(&x, all, n, S, env->gpus_per_node > 1, true);
     fab_coll__phase_end(&x, FAB_MARK_COLL_END, endv);
     break;
   case FAB_ALGO_NVLS:

@@ -27,6 +27,7 @@
 
 #include <glib.h>
 #include "dag.h"
+#include "sim/config.h"
 
 typedef enum {
   FAB_COLL_ALLREDUCE = 0, FAB_COLL_ALLGATHER, FAB_COLL_REDUCE_SCATTER, FAB_COLL_BROADCAST, FAB_COLL_REDUCE,
@@ -44,18 +45,52 @@ extern const char *const fab_coll_algo_names[FAB_ALGO_N + 1]; /* "auto", "ring",
 typedef enum { FAB_PROTO_AUTO = 0, FAB_PROTO_SIMPLE, FAB_PROTO_LL128, FAB_PROTO_LL, FAB_PROTO_N } FabProto;
 extern const char *const fab_proto_names[FAB_PROTO_N + 1];   /* "auto", "simple", "ll128", "ll", NULL */
 
+/* What NCCL's kernels and proxy cost in the simulation, apart from moving
+** bytes over links (the tuner keeps NCCL's own constants to choose). Times
+** in ps, rates in bytes/s of data. */
+typedef struct FabNcclCosts {
+  fab_time_t launch;        /* a rank entering a collective until its first piece can leave (kernel launch and
+                            ** start, as nccl-tests sees it back to back) */
+  fab_time_t step[3];       /* per piece over NVLink, beyond the wire: the protocol's flag and fence work,
+                            ** indexed LL, LL128, Simple */
+  fab_time_t proxy;         /* per piece over the network, beyond the step: the proxy thread's post at the
+                            ** sender and completion at the receiver */
+  fab_time_t flush;         /* per Simple piece over the network: the receiver's GPUDirect flush */
+  uint64_t channel_bps[3];  /* bits/s of data one channel (one SM's CTA) moves, [1] LL128, [2] Simple; [0] what
+                            ** a rank moves over all its LL channels (LL's ceiling; 0: NCCL's for the node count) */
+} FabNcclCosts;
+
+/* cluster.nccl: the keys that set FabNcclCosts (unset ones keep
+** fab_coll_costs_unset's values). */
+extern const FabCfgKey fab_nccl_schema[];
+
 /* What the algorithms and the tuner know of the cluster. */
 typedef struct FabCollEnv {
   uint32_t endpoints;
   uint32_t gpus_per_node;   /* endpoints per node; 1 for plain hosts */
   uint32_t nvl_domain;      /* endpoints per NVLink domain (consecutive); 0: no NVLink */
+  uint32_t sm;              /* the GPUs' compute capability x 10 (80 Ampere, 90 Hopper, 100 Blackwell); 0: plain
+                            ** hosts, which NCCL's Hopper rows stand for */
+  bool nvls;                /* the NVSwitch reduces and multicasts (NVLS) */
+  double nvls_eff;          /* NVLS traffic's data per NVLink byte (for the expansion's estimates) */
+  uint32_t nics_per_node;   /* network ports per node (1 for plain hosts) */
+  uint64_t nic_bps;         /* one NIC's rate, bits/s */
+  uint64_t pcie_bps;        /* GPU <-> NIC, bits/s (0: plain hosts, no PCIe limit) */
   uint64_t net_bps;         /* a rank's network bandwidth, bits/s (its share of the node's NICs) */
   uint64_t nvl_bps;         /* NVLink per GPU per direction, bits/s (0: none) */
   fab_time_t net_lat;       /* one network hop end to end, unloaded (NIC to NIC), ps */
   fab_time_t nvl_lat;       /* one NVLink hop GPU to GPU, ps */
   double reduce_Bps;        /* GPU reduction throughput, bytes/s of input reduced (0: free) */
   bool collnet;             /* in-network reduction (SHARP) available */
+  FabNcclCosts costs;       /* what NCCL's kernels cost on these GPUs (fab_coll_costs_resolve fills it) */
 } FabCollEnv;
+
+/* Costs with nothing set: times FAB_TIME_MAX, rates 0. */
+FabNcclCosts fab_coll_costs_unset(void);
+
+/* Fill the unset fields of env->costs (times FAB_TIME_MAX, rates 0) with the
+** defaults of env->sm (tuner.c gives their sources). */
+void fab_coll_costs_resolve(FabCollEnv *env);
 
 typedef struct FabCollSpec {
   FabCollOp op;

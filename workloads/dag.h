@@ -7,15 +7,22 @@
 **
 **   FAB_OP_FLOW     `bytes` from endpoint src to endpoint dst over the fabric
 **                   (or NVLink inside a domain). It is posted `pre` after its
-**                   dependencies are done (a protocol's per-step latency) and
-**                   counts as done `post` after the receiver holds the last
-**                   byte (the reduction of what it received). A GPU reduces
-**                   one received flow at a time, in arrival order, so `post`
-**                   delays queue per receiving endpoint.
-**   FAB_OP_NVLS     one rank's part of an in-switch (NVLS) reduction: its
-**                   `bytes` go up into the NVSwitch of its domain, the reduced
-**                   result comes back; src == dst. The NVLS ops of one
-**                   collective form one group (same `coll`, same `group`).
+**                   data dependencies (those without FAB_DEP_SENT) are done
+**                   (the protocol's latency of a step), and not before the
+**                   others are; it counts as done `post` after the receiver
+**                   holds the last byte (the reduction of what it received).
+**                   A GPU reduces one received flow at a time, in arrival
+**                   order, so `post` delays queue per receiving endpoint.
+**                   `max_bps` caps the flow alone (a channel's SM), `rank_bps`
+**                   the sender's capped flows together (LL's ceiling).
+**   FAB_OP_NVLS     one rank's part of an NVSwitch (NVLS) operation of its
+**                   domain, src == dst; the ops with the same `group` form
+**                   one group, and `mark` says what it does (FabNvlsOp):
+**                   AR an allreduce of `bytes` (each member contributes its
+**                   bytes, owns every n-th reduced segment, multicasts it,
+**                   and receives all of them); RS a reduce-scatter (receives
+**                   only the reduced segments it owns); AG an all-gather
+**                   (multicasts its `bytes`, receives every member's).
 **   FAB_OP_COMPUTE  `dur` ps of work on rank src's compute stream. A rank
 **                   runs one compute op at a time, in the order they become
 **                   ready (FIFO); communication does not occupy the stream.
@@ -50,6 +57,9 @@ typedef enum {
   FAB_MARK_STEP_END,    /* rank src ended training step `step` */
 } FabMarkKind;
 
+/* What a FAB_OP_NVLS does (FabOp.mark). */
+typedef enum { FAB_NVLS_OP_AR = 0, FAB_NVLS_OP_RS, FAB_NVLS_OP_AG } FabNvlsOp;
+
 /* What a FAB_OP_COMPUTE computes (FabOp.mark), for the timeline. */
 typedef enum { FAB_PHASE_FWD = 0, FAB_PHASE_BWD, FAB_PHASE_OPT, FAB_PHASE_OTHER, FAB_PHASE_N } FabPhase;
 extern const char *const fab_phase_names[FAB_PHASE_N];
@@ -62,8 +72,9 @@ extern const char *const fab_phase_names[FAB_PHASE_N];
 typedef struct FabOp {
   uint8_t kind;         /* FabOpKind */
   uint8_t prio;         /* FLOW/NVLS: priority class */
-  uint8_t mark;         /* MARK: FabMarkKind; COMPUTE: FabPhase */
-  uint8_t pad;
+  uint8_t mark;         /* MARK: FabMarkKind; COMPUTE: FabPhase; NVLS: FabNvlsOp */
+  uint8_t lane;         /* FLOW: which of a multi-NIC GPU's NICs it leaves by: (lane - 1) mod NICs, as NCCL gives
+                        ** each channel its NIC; 0: by the flow's hash */
   uint16_t job;         /* index in FabDag.jobs */
   uint16_t step;        /* training step (0 outside training) */
   uint32_t src, dst;    /* endpoints; COMPUTE/MARK/NVLS: src == dst = the rank's endpoint */
@@ -74,8 +85,10 @@ typedef struct FabOp {
   fab_time_t pre;       /* FLOW/NVLS: ps from ready to posted */
   fab_time_t post;      /* FLOW/NVLS: ps from received to done */
   fab_time_t dur;       /* COMPUTE: ps on the compute stream */
-  uint64_t max_bps;     /* FLOW: the sending GPU's limit, bits/s on the wire, for all its flows that have one
-                        ** together (a protocol's throughput on the GPU, such as LL's); 0: line rate */
+  uint64_t max_bps;     /* FLOW: this flow's limit, bits/s on the wire (the throughput of the channel's SM
+                        ** for its protocol); 0: line rate */
+  uint64_t rank_bps;    /* FLOW: the sending GPU's limit, bits/s on the wire, for all its flows that have one
+                        ** together (LL's ceiling); 0: none */
   uint32_t dep0, ndeps; /* its dependencies: FabDag.deps[dep0 .. dep0 + ndeps) */
 } FabOp;
 

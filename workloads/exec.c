@@ -82,14 +82,27 @@ FabElem *fab_exec_elem(FabExec *x) { return &x->el; }
 static void begin(FabExec *x, uint32_t i);
 static void complete(FabExec *x, uint32_t i);
 
+/* When a flow may be posted: `pre` after its start time and after its data
+** (its dependencies without FAB_DEP_SENT: what it carries), and not before
+** now. A dependency on a send only orders the flow behind the one before
+** it on its connection: the latency of the step overlaps that send. */
+static fab_time_t post_at(const FabExec *x, const FabOp *o) {
+  fab_time_t t = o->start;
+  for (uint32_t k = 0; k < o->ndeps; k++) {
+    uint32_t d = fab_dag_dep(x->dag, o, k);
+    if (!(d & FAB_DEP_SENT) && x->t1[d] > t) t = x->t1[d];
+  }
+  return MAX(t + o->pre, x->eng->now);
+}
+
 /* Op i's dependencies are met now: begin it, or wait for its start time. */
 static void ready(FabExec *x, uint32_t i) {
   const FabOp *o = fab_dag_op(x->dag, i);
   fab_time_t now = x->eng->now;
-  if (o->start > now && o->kind <= FAB_OP_NVLS) { /* a flow posts itself for later: no event of ours */
+  if (o->kind <= FAB_OP_NVLS) { /* a flow posts itself, for later if need be: no event of ours */
     x->state[i] = FAB_EXEC_RUNNING;
-    x->t0[i] = o->start;
-    x->hooks.post(x->ctx, i, o->start + o->pre);
+    x->t0[i] = MAX(o->start, now);
+    x->hooks.post(x->ctx, i, post_at(x, o));
   } else if (o->start > now) {
     fab_engine_at(x->eng, o->start, x, i);
   } else {
@@ -135,7 +148,7 @@ static void begin(FabExec *x, uint32_t i) {
   switch ((FabOpKind)o->kind) {
   case FAB_OP_FLOW:
   case FAB_OP_NVLS:
-    x->hooks.post(x->ctx, i, now + o->pre);
+    x->hooks.post(x->ctx, i, post_at(x, o));
     break;
   case FAB_OP_COMPUTE:
     x->hooks.compute(x->ctx, i, o->src, o->dur);

@@ -6,7 +6,9 @@
 ** through three hooks and reports back:
 **
 **   post(op, at)        a FLOW or NVLS op is posted: its first packet may leave
-**                       at `at` (absolute ps: max(start, ready) + pre). The
+**                       at `at` (absolute ps: `pre` after its start and after
+**                       its data dependencies, those without FAB_DEP_SENT,
+**                       were done; not before it is ready). The
 **                       owner calls fab_exec_sent when the flow's last packet
 **                       has left its sender, and fab_exec_received when the
 **                       receiver holds its last byte.

@@ -29,8 +29,9 @@
 **   (MoE layers in the block) x b s h B k bytes over the ep group. With
 **   G > 1 a block's G layers act as one (the collectives carry G layers'
 **   bytes at once): fewer, larger ops.
-** Optimizer: 16 bytes of state traffic per parameter the rank updates
-** (params of its stage / tp, / dp with ZeRO >= 1) at gpu.memory_bandwidth.
+** Optimizer: OPT_BYTES (28) bytes of memory traffic per parameter the rank
+** updates (params of its stage / tp, / dp with ZeRO >= 1) at
+** gpu.memory_bandwidth (the cluster preset's HBM bandwidth by default).
 **
 ** Ranks: r = tp_i + tp (dp_i + dp pp_i). Groups (all on one stage):
 **   tp   same dp_i;                  ep   dp_i = g ep + e, e = 0..ep-1
@@ -75,6 +76,18 @@
 #include <string.h>
 
 #define MAX_OPS 4000000u /* guard: ops one training job may add */
+/* Memory traffic of a mixed-precision Adam step per parameter: read and
+** write the fp32 weight, momentum and variance (24 B), read the bf16/fp16
+** gradient (2 B), write the bf16/fp16 weight copy (2 B). NVIDIA/apex
+** apex/pyprof/prof/optim.py, class Adam, bytes(): 6 x 4 B + the gradient +
+** (mixed precision) the half-precision weight written back. The 16 B per
+** parameter of the ZeRO paper (Rajbhandari et al., arXiv:1910.02054, 3.1)
+** is what the state holds, not what a step moves. */
+#define OPT_BYTES 28.0
+/* gpu.memory_bandwidth when the cluster's nodes are plain hosts (no GPU
+** preset to take it from): 2 TB/s. ASSUMPTION, between A100 40GB (1.555
+** TB/s) and H100 (3.35 TB/s); README lists it. */
+#define HOST_MEMORY_BPS (2ull * 8 * 1000 * 1000 * 1000 * 1000)
 /* A key's node, or the map's when the key is absent (for errors). */
 #define AT_KEY(map, key) (fab_cfg_get((map), (key)) ? fab_cfg_get((map), (key)) : (map))
 
@@ -149,7 +162,7 @@ typedef struct GpuIn {
 static const FabCfgKey gpu_schema[] = {
   FAB_CFG_KEY("flops", FAB_CFG_NODE, GpuIn, flops),
   FAB_CFG_KEY("efficiency", FAB_CFG_DOUBLE, GpuIn, efficiency, .min = 1e-6, .max = 1),
-  FAB_CFG_KEY("memory_bandwidth", FAB_CFG_RATE, GpuIn, memory_bps, .def = "2TB/s"),
+  FAB_CFG_KEY("memory_bandwidth", FAB_CFG_RATE, GpuIn, memory_bps), /* default: the cluster's (its preset's HBM) */
   FAB_CFG_END_ROW,
 };
 
@@ -535,7 +548,7 @@ static gboolean step(Train *t, GError **err) {
     g_array_prepend_val(t->pending[r], t->tail[r]);
     FabOp o = {.kind = FAB_OP_COMPUTE, .mark = FAB_PHASE_OPT, .job = t->job, .step = t->step, .src = t->ranks[r],
                .dst = t->ranks[r], .coll = -1, .start = t->start,
-               .dur = (fab_time_t)llround(16.0 * p / t->mem_Bps * 1e12)};
+               .dur = (fab_time_t)llround(OPT_BYTES * p / t->mem_Bps * 1e12)};
     opt[r] = fab_dag_add(t->d, &o, (const uint32_t *)t->pending[r]->data, t->pending[r]->len);
   }
   if ((t->zero == 1 || t->zero == 2) && t->dp > 1)
@@ -680,7 +693,7 @@ static void train_free(Train *t) {
 
 /* Everything about the job that YAML says, checked; t's model fields filled. */
 static gboolean configure(Train *t, const FabTrainIn *inp, const FabCfgNode *wl, ModelIn *mi, Shape *sh, uint32_t *G,
-                          double gpu_flops, double gpu_eff, GError **err) {
+                          const FabTrainGpu *gpu, GError **err) {
   const FabTrainIn in = *inp;
   ParIn pi = {0};
   GpuIn gi = {0};
@@ -753,7 +766,7 @@ static gboolean configure(Train *t, const FabTrainIn *inp, const FabCfgNode *wl,
   }
   t->m = (uint32_t)m;
   /* gpu */
-  double flops = gpu_flops, eff = gpu_eff;
+  double flops = gpu->flops, eff = gpu->eff;
   if (gi.flops && !read_flops(gi.flops, &flops, err)) return FALSE;
   if (gi.efficiency > 0) eff = gi.efficiency;
   if (!(flops > 0))
@@ -765,6 +778,7 @@ static gboolean configure(Train *t, const FabTrainIn *inp, const FabCfgNode *wl,
   if (flops < 1e9) /* a peak without its unit (989 for 989 TFLOPS) would give days of compute per layer */
     return fab_cfg_fail(gi.flops ? gi.flops : in.gpu ? in.gpu : wl, err, "a GPU of %g FLOP/s: expected at least 1e9 "
                         "(say 989TFLOPS, or 989e12)", flops);
+  if (!gi.memory_bps) gi.memory_bps = gpu->memory_bps ? gpu->memory_bps : HOST_MEMORY_BPS;
   if (gi.memory_bps < 8000000000ull)
     return fab_cfg_fail(AT_KEY(in.gpu, "memory_bandwidth"), err, "memory bandwidth below 1 GB/s");
   t->rate = flops * eff;
@@ -784,7 +798,7 @@ static gboolean configure(Train *t, const FabTrainIn *inp, const FabCfgNode *wl,
 }
 
 gboolean fab_training_build(const FabTrainIn *in, const FabCfgNode *wl, FabDag *d, const FabCollEnv *env,
-                            const uint32_t *ranks, uint32_t nranks, uint16_t job, double gpu_flops, double gpu_eff,
+                            const uint32_t *ranks, uint32_t nranks, uint16_t job, const FabTrainGpu *gpu,
                             GError **err) {
   g_assert(in && wl && d && env && (ranks || !nranks) && job < d->jobs->len);
   Train t = {.d = d, .env = env, .ranks = ranks, .nranks = nranks, .job = job, .start = in->job.start, .wl = wl,
@@ -793,7 +807,7 @@ gboolean fab_training_build(const FabTrainIn *in, const FabCfgNode *wl, FabDag *
   Shape sh = {0};
   uint32_t G = 1;
   if (!nranks) return fab_cfg_fail(wl, err, "a training job needs ranks");
-  if (!configure(&t, in, wl, &mi, &sh, &G, gpu_flops, gpu_eff, err)) return FALSE;
+  if (!configure(&t, in, wl, &mi, &sh, &G, gpu, err)) return FALSE;
   plan(&t, &mi, &sh, G);
   /* a lower bound on the ops before building any: computes, pp flows, two marks per rank per bucket */
   double est = (double)t.steps * ((double)nranks * ((double)t.m * t.nb * 2 + 3) +

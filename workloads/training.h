@@ -9,8 +9,8 @@
 **           [experts: 8, top_k: 2, moe_every: 1]}
 **   parallelism: {dp (default: ranks / (tp x pp)), tp: 1, pp: 1, ep: 1,
 **                 zero: 0..3 | fsdp, microbatches: global_batch / (micro_batch x dp)}
-**   gpu: {flops: 989TFLOPS, efficiency: 0.4, memory_bandwidth: 2TB/s}
-**                                (flops and efficiency default to the cluster preset's)
+**   gpu: {flops: 989TFLOPS, efficiency: 0.4, memory_bandwidth: 3.35TB/s}
+**                                (each defaults to the cluster preset's)
 **   bucket: 25MiB                (DDP gradient bucket)
 **   overlap: true                (gradient reduction overlaps backward)
 **   steps: 1
@@ -61,15 +61,22 @@ typedef struct FabTrainIn {
 /* The training job's schema (fab_job_prefix spliced in first). */
 extern const FabCfgKey fab_training_schema[];
 
+/* What the cluster says of its GPUs (0: nothing known; the workload's gpu
+** map must then give it). */
+typedef struct FabTrainGpu {
+  double flops;             /* peak FLOP/s */
+  double eff;               /* achieved fraction of it */
+  uint64_t memory_bps;      /* memory (HBM) bandwidth, bits/s */
+} FabTrainGpu;
+
 /* Append the ops of the training job read into `in` (from the map `wl`,
 ** whose model, parallelism and gpu maps it reads) to `d` as job `job`, whose
-** rank i is endpoint ranks[i]. gpu_flops is the cluster's GPU peak FLOP/s
-** (0: none known; then wl must give gpu.flops), gpu_eff its efficiency.
+** rank i is endpoint ranks[i]; `gpu` is what the cluster knows of the GPUs.
 ** Collectives use algorithm/protocol `auto` unless wl says otherwise.
 ** Returns FALSE + err (file:line:col, key) on bad input, including a
 ** parallelism that does not fit nranks; d is then as it was. */
 gboolean fab_training_build(const FabTrainIn *in, const FabCfgNode *wl, FabDag *d, const FabCollEnv *env,
-                            const uint32_t *ranks, uint32_t nranks, uint16_t job, double gpu_flops, double gpu_eff,
+                            const uint32_t *ranks, uint32_t nranks, uint16_t job, const FabTrainGpu *gpu,
                             GError **err);
 
 #endif

@@ -2,15 +2,24 @@
 ** The tuner: NCCL's cost model for choosing an algorithm, a protocol and a
 ** channel count. See collective.h.
 **
-** It is NCCL's cost model (tuning.cc, NCCL 2.2x constants, Hopper
-** rows): time = latency + bytes / algorithm bandwidth, where the latency is
-** baseLat + steps x hwLat (intra- and inter-island steps apart) and the
-** bandwidth is the link a rank can drive, times NCCL's per-algorithm and
-** per-protocol factors, converted from bus to algorithm bandwidth. Sizes of
-** the expansion are bounded: more than FAB_COLL_MAX_OPS operations are
-** refused (an automatic channel count or piece size is first adjusted to
-** fit).
+** It follows NVIDIA/nccl 2.30.7: src/graph/tuning.cc (ncclTopoTuneModel,
+** ncclTopoGetAlgoTime: time = latency + bytes / algorithm bandwidth, the
+** bandwidth a channel count times a per-channel bandwidth, corrected per
+** algorithm and protocol, converted from bus to algorithm bandwidth), the
+** per-architecture tables of that file, src/enqueue.cc topoGetAlgoInfo (the
+** channel count for the size), and a small version of the topology search
+** of src/graph/search.cc that gives the model its inputs (how many channels
+** at what bandwidth each). Sizes of the expansion are bounded: more than
+** FAB_COLL_MAX_OPS operations are refused (an automatic channel count or
+** piece size is first adjusted to fit).
 **
+** What is not NCCL's: the search is reduced to the fabrics fabsim builds
+** (every GPU of a node equal, NVLink through one NVSwitch, NICs spread evenly
+** over the GPUs), NCCL's node is an NVLink domain (multi-node NVLink counts
+** as one node, as NCCL's MNNVL does), the CPU is assumed Intel x86 (NCCL's
+** llMaxBws multi-node row and its network post overhead depend on it), and
+** plain hosts (no GPU) use the Hopper rows. p2p (send-recv, all-to-all) has
+** no model in NCCL; the one here is fabsim's.
 */
 #include "coll_int.h"
 #include <math.h>
@@ -31,13 +40,8 @@ const double fab_coll__hw_lat[2][ROW_N][3] = {
   [HW_NET] = {[ROW_TREE] = {5.0, 8.5, 14}, [ROW_RING] = {2.7, 4.0, 14.0}, [ROW_NVLS] = {0, 0, 18},
               [ROW_NVLS_TREE] = {0, 0, 20.9}, [ROW_PAT] = {0, 0, 14}, [ROW_COLLNET] = {0, 0, 31}},
 };
-/* Hopper rows, indexed by islands 1 / 2 / more. */
-const double fab_coll__ll_max_bw[3] = {141.0, 45.0, 35.0};
-const double fab_coll__perch_ring_ll128[3] = {36.7, 36.7, 36.7};
-const double fab_coll__perch_tree[3] = {38.7, 41.4, 36.0};
-const double fab_coll__perch_tree_ll128[3] = {36.7, 36.7, 29.0};
-const double fab_coll__perch_nvls_tree[3] = {0.0, 57.7, 45.5};
-const double fab_coll__nvls_efficiency = 0.85;
+/* llMaxBws' multi-node row for Intel CPUs (N2, N4+). */
+static const double ll_max_multi[2] = {39.0, 20.4};
 /* Trees stray from the model at medium sizes; NCCL corrects their bandwidth
 ** by size (powers of two from 64 B). */
 const double fab_coll__tree_correction[3][23] = {
@@ -45,8 +49,107 @@ const double fab_coll__tree_correction[3][23] = {
   {1.0, 1.0, 1.0, 1.0, 1.0, .9, .8, .8, .8, .7, .6, .6, .6, .6, .6, .6, .8, .9, .9, .9, .9, 1.0, 1.0},
   {.9, .9, .9, .9, .9, .9, .9, .8, .7, .6, .6, .5, .5, .5, .5, .6, .7, .8, .7, .7, .8, .9, .9},
 };
+/* NCCL's network post overhead, Intel x86 (tuning.cc getNetOverhead): 1 us. */
+#define NET_OVERHEAD_US 1.0
 
-static uint32_t count_groups(const FabCollEnv *env, const FabCollSpec *c, uint32_t per, uint32_t *even) {
+/* The topology search's per-channel speeds, GB/s (src/graph/search.cc). */
+static const float speed_intra[] = {40.0, 30.0, 20.0, 18.0, 15.0, 12.0, 10.0, 9.0, 7.0, 6.0, 5.0, 4.0, 3.0};
+static const float speed_inter[] = {48.0, 30.0, 28.0, 24.0, 20.0, 18.0, 15.0, 12.0, 10.0, 9.0,
+                                    7.0,  6.0,  5.0,  4.0,  3.0,  2.4,  1.2,  0.24, 0.12};
+static const float sm90_intra[] = {60.0, 50.0, 40.0, 30.0, 24.0, 20.0, 15.0, 12.0, 11.0, 6.0, 3.0};
+static const float sm90_inter[] = {48.0, 45.0, 42.0, 40.0, 30.0, 24.0, 22.0, 20.0, 17.5,
+                                   15.0, 12.0, 6.0,  3.0,  2.4,  1.2,  0.24, 0.12};
+static const float sm100_intra[] = {90.0, 80.0, 70.0, 60.0, 50.0, 45.0, 40.0, 30.0, 24.0, 20.0, 19.0, 18.0};
+static const float sm100_inter[] = {96.0, 86.0, 80.0, 48.0, 45.1, 42.0, 40.0, 30.0, 24.0, 22.0,
+                                    20.0, 17.5, 15.0, 12.0, 6.0,  3.0,  2.4,  1.2,  0.24, 0.12};
+#define SPEEDS(a) (a), (uint32_t)(sizeof(a) / sizeof((a)[0]))
+
+/* Per architecture: tuning.cc llMaxBws (one node), perChMaxRingLL128Bws,
+** perChMaxTreeLL128Bws, perChMaxTreeBws, perChMaxNVLSTreeBws (1, 2, 3+
+** nodes), nvlsEfficiency; src/transport/nvls.cc NVLS_NCHANNELS_SM90 16,
+** SM100_NVL 24 (one node), SM100 32 (several); search.cc's speed arrays. */
+static const FabNcclArch arches[] = {
+  {"ampere", 80, 87.7, 20.0, {20.0, 20.0, 20.0}, {24.0, 23.6, 17.8}, {24.0, 23.6, 17.8}, 0.0, 0, 0,
+   SPEEDS(speed_intra), SPEEDS(speed_inter)},
+  {"hopper", 90, 141.0, 36.7, {36.7, 36.7, 29.0}, {38.7, 41.4, 36.0}, {0.0, 57.7, 45.5}, 0.85, 16, 16,
+   SPEEDS(sm90_intra), SPEEDS(sm90_inter)},
+  {"blackwell", 100, 282.0, 40.0, {55.6, 31.67, 20.0}, {70.0, 42.8, 24.0}, {0.0, 96.0, 80.0}, 0.74, 24, 32,
+   SPEEDS(sm100_intra), SPEEDS(sm100_inter)},
+};
+
+/* What NCCL's kernels cost in the simulation, per architecture (Ampere,
+** Hopper, Blackwell), in us and GB/s. The tuner never reads these.
+**  - launch 6.05 us and Ampere's LL step: fitted to nccl-tests all_reduce_perf
+**    at 8 B on one DGX A100, NCCL_ALGO=Ring, 1 channel (NVIDIA/nccl-tests
+**    issue #123: 10 us on 2 GPUs, 33.7 us on 8; the maintainer confirms the
+**    time is 2(n-1) steps): 1.975 us a step, 6.05 us besides; the step less
+**    fabsim's 0.5 us NVLink latency (presets.c) is 1.475 us. These two
+**    points calibrate; the other GPU counts of that issue validate.
+**  - Hopper's LL step: nccl-tests all_reduce_perf at 8 B on 8 H20 (Hopper,
+**    NVLink4, the same NVSwitch as H100; deepseek-ai/DeepEP issue #303):
+**    12.49 us = 6.05 + 14 steps of 0.46 us, which the NVLink latency alone
+**    covers: 0. Blackwell: no public measurement; Hopper's (ASSUMPTION).
+**  - LL128 and Simple steps: LL's + 0.5 us and + 1.0 us (ASSUMPTION: LL128
+**    waits for a warp's 128-byte line and its flag, Simple for a system-wide
+**    fence before its flag; no public per-step measurement).
+**  - proxy 2 us: NCCL's own network post overhead, 1 us (tuning.cc
+**    getNetOverhead, Intel), once at the sender's proxy and once at the
+**    receiver's. flush 1 us: ASSUMPTION (one read across PCIe by the NIC).
+**  - channels: NCCL's per-channel ceilings of tuning.cc, one node:
+**    perChMaxTreeBws for Simple, perChMaxRingLL128Bws for LL128; and for
+**    LL, a rank's over all its channels, llMaxBws (by architecture on one
+**    node, by the node count on several: fab_coll__ll_ceiling). */
+typedef struct Costs {
+  double launch, step[3], proxy, flush, ll, ll128, simple;
+} Costs;
+static const Costs costs[] = {
+  {6.05, {1.475, 1.975, 2.475}, 2.0, 1.0, 87.7, 20.0, 24.0},   /* Ampere */
+  {6.05, {0.0, 0.5, 1.0}, 2.0, 1.0, 141.0, 36.7, 38.7},        /* Hopper */
+  {6.05, {0.0, 0.5, 1.0}, 2.0, 1.0, 282.0, 40.0, 70.0},        /* Blackwell */
+};
+
+FabNcclCosts fab_coll_costs_unset(void) {
+  FabNcclCosts k = {FAB_TIME_MAX, {FAB_TIME_MAX, FAB_TIME_MAX, FAB_TIME_MAX}, FAB_TIME_MAX, FAB_TIME_MAX, {0, 0, 0}};
+  return k;
+}
+
+#define K(NAME, TYPE, FIELD, ...) FAB_CFG_KEY(NAME, TYPE, FabNcclCosts, FIELD, __VA_ARGS__)
+const FabCfgKey fab_nccl_schema[] = {
+  K("launch", FAB_CFG_TIME, launch, .min = 0, .max = 1e12),
+  K("step_ll", FAB_CFG_TIME, step[0], .min = 0, .max = 1e12),
+  K("step_ll128", FAB_CFG_TIME, step[1], .min = 0, .max = 1e12),
+  K("step_simple", FAB_CFG_TIME, step[2], .min = 0, .max = 1e12),
+  K("proxy", FAB_CFG_TIME, proxy, .min = 0, .max = 1e12),
+  K("flush", FAB_CFG_TIME, flush, .min = 0, .max = 1e12),
+  K("ll_bandwidth", FAB_CFG_RATE, channel_bps[0]),
+  K("channel_ll128", FAB_CFG_RATE, channel_bps[1]),
+  K("channel_simple", FAB_CFG_RATE, channel_bps[2]),
+  FAB_CFG_END_ROW,
+};
+#undef K
+
+void fab_coll_costs_resolve(FabCollEnv *env) {
+  const FabNcclArch *a = fab_coll__arch(env->sm);
+  const Costs *c = &costs[a - arches];
+  FabNcclCosts *k = &env->costs;
+  if (k->launch == FAB_TIME_MAX) k->launch = fab_coll__us_ps(c->launch);
+  for (int p = 0; p < 3; p++)
+    if (k->step[p] == FAB_TIME_MAX) k->step[p] = fab_coll__us_ps(c->step[p]);
+  if (k->proxy == FAB_TIME_MAX) k->proxy = fab_coll__us_ps(c->proxy);
+  if (k->flush == FAB_TIME_MAX) k->flush = fab_coll__us_ps(c->flush);
+  double def[3] = {0, c->ll128, c->simple}; /* LL's ceiling depends on the node count: fab_coll__ll_ceiling */
+  for (int p = 1; p < 3; p++)
+    if (!k->channel_bps[p]) k->channel_bps[p] = (uint64_t)llround(def[p] * 8e9);
+}
+
+const FabNcclArch *fab_coll__arch(uint32_t sm) {
+  return sm >= 100 ? &arches[2] : sm >= 90 || sm == 0 ? &arches[1] : &arches[0];
+}
+
+/* ------------------------------------------------------------------------ */
+/* What the tuner sees of the ranks. */
+
+static uint32_t count_groups(const FabCollSpec *c, uint32_t per, uint32_t *even) {
   uint32_t *mem = g_new(uint32_t, c->nranks);
   for (uint32_t i = 0; i < c->nranks; i++) mem[i] = i;
   Groups g;
@@ -58,90 +161,200 @@ static uint32_t count_groups(const FabCollEnv *env, const FabCollSpec *c, uint32
   return ng;
 }
 
+/* The speeds of `a` below or at `max`, from the top: the first index. */
+static uint32_t first_speed(const float *sp, uint32_t n, double max) {
+  uint32_t i = 0;
+  while (i + 1 < n && sp[i] > max + 1e-9) i++;
+  return i;
+}
+
+/* Channels the search fits at speed s: each NIC and each GPU's PCIe path
+** carries whole channels (inter), or the GPU's NVLink does (intra). */
+static uint32_t fit(const Topo *t, double s) {
+  if (t->islands <= 1) return (uint32_t)MIN(32.0, floor(t->nvl / s + 1e-9));
+  double ch = MIN(32.0, t->nics_isl * floor(t->nic / s + 1e-9));
+  if (t->pci > 0) ch = MIN(ch, t->ppn * floor(t->pci / s + 1e-9));
+  return (uint32_t)ch;
+}
+
+/* The ring (and tree) search: the fastest speed whose channels cover the
+** total bandwidth, else the best channels x speed down to half the first
+** speed; then channels duplicated at half the speed (ncclTopoDupChannels);
+** then the speed raised while the channels still fit (pass 2). */
+static Graph search_ring(const Topo *t) {
+  const FabNcclArch *a = t->arch;
+  bool inter = t->islands > 1;
+  const float *sp = inter ? a->inter : a->intra;
+  uint32_t ns = inter ? a->ninter : a->nintra;
+  double path = t->pci > 0 ? MIN(t->pci, t->nic) : t->nic;
+  double max = inter ? path : t->nvl, total = inter ? (t->ppn > 1 && t->nvl > 0 ? t->nvl : path) : t->nvl;
+  Graph best = {0, 0, 0};
+  for (uint32_t i = first_speed(sp, ns, max); i < ns; i++) {
+    if (best.nch && sp[i] / best.intra <= .49) break;
+    uint32_t ch = fit(t, sp[i]);
+    if (ch && ch * sp[i] > best.nch * best.intra) best = (Graph){ch, sp[i], sp[i]};
+    if (best.nch && (best.nch == 32 || best.nch * best.intra >= total)) break;
+  }
+  if (!best.nch) best = (Graph){1, sp[ns - 1], sp[ns - 1]};
+  if (best.intra >= 25.0 && !(a->sm > 80 && best.intra < 50.0 && best.nch > 4)) {
+    uint32_t d = MIN(2 * best.nch, 32u);
+    best.intra = best.inter = best.intra / ((d + best.nch - 1) / best.nch);
+    best.nch = d;
+  }
+  for (uint32_t i = first_speed(sp, ns, best.intra); i > 0 && sp[i - 1] <= max && fit(t, sp[i - 1]) >= best.nch; i--)
+    best.intra = best.inter = sp[i - 1];
+  return best;
+}
+
+/* The NVLS search: one head per GPU of the domain (up to 32; several nodes:
+** the GPUs with a NIC); every GPU reserves the speed toward each head and
+** the head twice, so (heads + 1) x speed fits the GPU's NVLink; the
+** network side is raised up to twice the NVLink side. */
+static Graph search_nvls(const Topo *t) {
+  const FabNcclArch *a = t->arch;
+  bool inter = t->islands > 1;
+  const float *sp = inter ? a->inter : a->intra;
+  uint32_t ns = inter ? a->ninter : a->nintra;
+  uint32_t heads = MIN(32u, inter ? MIN(t->ppn, MAX(t->nics_isl, 1u)) : t->ppn);
+  uint32_t i = 0;
+  while (i + 1 < ns && (heads + 1) * sp[i] > t->nvl) i++;
+  Graph g = {heads, sp[i], sp[i]};
+  double cap = inter ? (t->pci > 0 ? MIN(t->pci, t->nic) : t->nic) : sp[0];
+  for (uint32_t k = i; k > 0 && sp[k - 1] <= cap && sp[k - 1] <= 2 * g.intra; k--) g.inter = sp[k - 1];
+  if (inter) g.inter = MIN(g.inter, cap);
+  return g;
+}
+
 void fab_coll__topo_make(Topo *t, const FabCollEnv *env, const FabCollSpec *c) {
   memset(t, 0, sizeof *t);
   t->n = c->nranks;
+  t->arch = fab_coll__arch(env->sm);
   t->net = (double)env->net_bps / 8;
-  t->nvl = (double)env->nvl_bps / 8;
+  t->nvl = (double)env->nvl_bps / 8 / 1e9;
+  t->nic = (double)(env->nic_bps ? env->nic_bps : env->net_bps) / 8 / 1e9;
+  /* NCCL rates PCIe at 3/4 of its signalling rate (src/graph/topo.cc: Gen5 x16 48 GB/s, Gen4 24) */
+  t->pci = round((double)env->pcie_bps / 8 / 1e6 * (130.0 / 128.0) * 0.75) / 1e3;
   if (!c->nranks || !c->ranks) return;
-  t->nodes = count_groups(env, c, env->gpus_per_node, &t->per_node);
+  t->nodes = count_groups(c, env->gpus_per_node, &t->per_node);
   if (env->nvl_domain) {
-    t->domains = count_groups(env, c, env->nvl_domain, &t->per_domain);
+    t->domains = count_groups(c, env->nvl_domain, &t->per_domain);
     t->islands = t->domains;
   } else {
     t->islands = t->n;
   }
+  t->ppn = MAX(1u, t->n / MAX(t->islands, 1u));
+  /* the NICs one island's ranks can use: their own (a GPU's share, at least one) */
+  uint32_t g = MAX(env->gpus_per_node, 1u), nics = MAX(env->nics_per_node, 1u);
+  t->nics_isl = nics >= g ? t->ppn * (nics / g) : MAX(1u, t->ppn * nics / g);
+  t->ring = search_ring(t);
+  t->nvls = env->nvls && env->nvl_domain && t->per_domain >= 2 ? search_nvls(t) : (Graph){0, 0, 0};
+  /* the channels launched: twice the search's (connect.cc ncclTopoPostset),
+  ** twice again for fast inter-node rings of sm90+ under 16 (<8 PPN) */
+  t->nch = MIN(2 * t->ring.nch, 64u);
+  if (t->arch->sm >= 90 && t->islands > 1 && t->ring.intra > 45.0 && t->nch < 16) t->nch = MIN(2 * t->nch, 64u);
+  t->nvls_ch = t->islands > 1 ? t->arch->nvls_ch_n : t->arch->nvls_ch1;
 }
 
-
-/* The bandwidth (bytes/s) a rank drives in a ring or tree: NVLink inside one
-** domain; across islands, the network share of the rank's island (its ranks'
-** NICs carry the inter-island hops of all channels), NVLink permitting. */
-static double link_bps(const Topo *t) {
-  if (t->islands <= 1) return t->nvl > 0 ? t->nvl : t->net;
-  double b = (double)t->n / t->islands * t->net;
-  if (t->nvl > 0 && t->islands < t->n) b = MIN(b, t->nvl);
-  return b;
-}
-
-/* NCCL's channel choice: 2 channels per NIC a rank's island has (NCCL
-** duplicates each ring and tree, search.cc), at least enough Simple channels
-** to carry the link, NVLS NCCL_NVLS_NCHANNELS; then fewer while the data
-** would leave a channel's threads idle (enqueue.cc: while nBytes <
-** nc x nthreads x threadThreshold, nc--; thresholds 64 B / thread Simple,
-** 8 LL (x n for the ring), 8 LL128; 512 threads, 640 for LL128). */
+/* NCCL's channel choice for algorithm a, protocol p, `bytes`
+** (topoGetAlgoInfo): the launched channels (NVLS: its CTAs), fewer while
+** the data would leave a channel's threads idle (while bytes < nc x threads
+** x threshold, nc--; thresholds 64 B a thread Simple, 8 LL (x n for the
+** ring) and LL128; 512 threads, 640 for LL128). */
 uint32_t fab_coll__auto_channels(const Topo *t, FabCollAlgo a, FabProto p, uint64_t bytes) {
-  uint32_t C;
-  if (a == FAB_ALGO_NVLS || a == FAB_ALGO_NVLS_TREE) {
-    C = NVLS_CHANNELS;
-  } else {
-    double link = link_bps(t);
-    C = (uint32_t)MAX(1.0, ceil(link / PERCH_BPS));
-    if (t->islands > 1) C = MAX(C, 2 * (uint32_t)ceil((double)t->n / t->islands));
-  }
-  C = MIN(MAX(C, 1u), MAX_CHANNELS);
+  if (a == FAB_ALGO_NVLS || a == FAB_ALGO_NVLS_TREE) return MAX(t->nvls_ch, 1u);
+  uint32_t C = MAX(t->nch, 1u);
   uint64_t nt = p == FAB_PROTO_LL128 ? 640 : 512;
   uint64_t thr = p == FAB_PROTO_SIMPLE ? 64 : p == FAB_PROTO_LL && a == FAB_ALGO_RING ? 8ull * MAX(t->n, 1) : 8;
   while (C > 1 && bytes < (uint64_t)C * nt * thr) C--;
   return C;
 }
 
+/* ------------------------------------------------------------------------ */
+/* The model. */
+
 typedef struct LatBw {
   double lat;   /* us */
-  double bw;    /* algorithm bandwidth, GB/s */
+  double bw;    /* algorithm bandwidth, GB/s (bus bandwidth for non-ring AG/RS, as NCCL leaves it) */
 } LatBw;
 
-/* NCCL's ring model for k ranks over `isl` islands driving `link` bytes/s. */
-static LatBw ring_model(FabCollOp op, FabProto p, uint32_t k, uint32_t isl, double link, uint32_t C,
-                        uint64_t bytes) {
-  int pi = fab_coll__pidx(p);
-  bool ar = op == FAB_COLL_ALLREDUCE, chainy = op == FAB_COLL_BROADCAST || op == FAB_COLL_REDUCE;
-  uint32_t nsteps = ar ? 2 * (k - 1) : chainy ? k : k - 1;
-  double ppn = (double)k / isl;
-  LatBw r = {fab_coll__base_lat[ROW_RING][pi], 0};
-  if (chainy) {
-    /* NCCL charges a chain a tree-like latency per step for Simple */
-    int row = p == FAB_PROTO_SIMPLE ? ROW_TREE : ROW_RING;
-    r.lat += nsteps * fab_coll__hw_lat[isl > 1 ? HW_NET : HW_NVL][row][pi];
-  } else {
-    double intra = fab_coll__hw_lat[HW_NVL][ROW_RING][pi];
-    double inter = fab_coll__hw_lat[HW_NET][ppn <= 1 ? ROW_TREE : ROW_RING][pi]; /* one rank per node: not hidden */
-    if (isl > 1) intra = MAX(intra, p == FAB_PROTO_SIMPLE ? 3.0 : 1.0); /* network post overhead */
-    uint32_t ninter = isl <= 1 ? 0 : ar ? 2 * (isl - 1) : isl - 1;
-    ninter = MIN(ninter, nsteps);
-    r.lat += (nsteps - ninter) * intra + ninter * inter;
-    if (ar && p == FAB_PROTO_SIMPLE && isl > 1 && bytes / ((uint64_t)C * k) >= 64) r.lat *= 1.4; /* plateau */
-  }
-  double bus = MIN(link, C * PERCH_BPS) / 1e9;
-  if (p == FAB_PROTO_LL) bus = MIN(fab_coll__ll_max_bw[fab_coll__isl_idx(isl)], bus * 0.5);
-  if (p == FAB_PROTO_LL128) bus = MIN(bus * 0.92, C * fab_coll__perch_ring_ll128[fab_coll__isl_idx(isl)]);
-  r.bw = bus * k / nsteps;
-  return r;
+static int nidx(uint32_t nodes) { return nodes <= 1 ? 0 : nodes == 2 ? 1 : 2; }
+
+static double ll_max(const Topo *t) {
+  uint32_t N = MAX(t->islands, 1u);
+  return N == 1 ? t->arch->ll_max_1node : ll_max_multi[N == 2 ? 0 : 1];
+}
+
+uint64_t fab_coll__ll_ceiling(const FabCollEnv *env, const Topo *t) {
+  return env->costs.channel_bps[0] ? env->costs.channel_bps[0] : (uint64_t)llround(ll_max(t) * 8e9);
 }
 
 static double seconds(LatBw m, uint64_t bytes) {
   if (!(m.bw > 0)) return HUGE_VAL;
   return m.lat * 1e-6 + (double)bytes / (m.bw * 1e9);
+}
+
+/* NCCL's bus bandwidth of algorithm a (ring, tree, NVLS, NVLS tree, PAT)
+** with protocol p; 0 when NCCL has none. */
+static double bus_bw(const Topo *t, FabCollOp op, FabCollAlgo a, FabProto p) {
+  const FabNcclArch *ar = t->arch;
+  uint32_t N = MAX(t->islands, 1u);
+  int ni = nidx(N);
+  bool ar_op = op == FAB_COLL_ALLREDUCE;
+  double llmax = ll_max(t);
+  if (a == FAB_ALGO_NVLS || a == FAB_ALGO_NVLS_TREE) {
+    const Graph *g = &t->nvls;
+    if (g->nch < 2) return 0;
+    double intra = g->intra * ar->nvls_eff * (g->nch - 1) / g->nch;
+    intra *= ar_op ? 2.0 : (t->ppn - 1.0) / t->ppn;
+    double inter = g->inter * (N <= 2 && a == FAB_ALGO_NVLS_TREE ? 2 : 1);
+    double bw = MIN(intra, inter);
+    if (a == FAB_ALGO_NVLS_TREE) bw = MIN(bw, ar->nvls_tree[ni]);
+    return g->nch * bw;
+  }
+  const Graph *g = &t->ring;
+  double bus = g->nch * (N <= 2 ? g->intra : g->inter);
+  if (a == FAB_ALGO_RING && p == FAB_PROTO_LL) bus = MIN(llmax, bus * .5);
+  if (a == FAB_ALGO_RING && p == FAB_PROTO_LL128) bus = MIN(bus * 0.92, g->nch * ar->ring_ll128);
+  if (a == FAB_ALGO_TREE && ar_op) bus = MIN(bus * .92, g->nch * ar->tree[ni]);
+  if (a == FAB_ALGO_TREE && p == FAB_PROTO_LL) bus = MIN(bus / 3.8, llmax);
+  if (a == FAB_ALGO_TREE && p == FAB_PROTO_LL128) bus = MIN(bus * (N == 1 ? 7.0 / 9 : 120.0 / 128), g->nch * ar->tree_ll128[ni]);
+  if (a == FAB_ALGO_PAT) bus *= .75;
+  return bus;
+}
+
+/* NCCL's latency of algorithm a, protocol p (us). */
+static double latency(const Topo *t, FabCollOp op, FabCollAlgo a, FabProto p) {
+  int pi = fab_coll__pidx(p);
+  uint32_t n = t->n, N = MAX(t->islands, 1u);
+  int row = a == FAB_ALGO_RING ? ROW_RING : a == FAB_ALGO_TREE ? ROW_TREE : a == FAB_ALGO_NVLS ? ROW_NVLS
+            : a == FAB_ALGO_NVLS_TREE ? ROW_NVLS_TREE : ROW_PAT;
+  double intra = fab_coll__hw_lat[HW_NVL][row][pi];
+  double inter = fab_coll__hw_lat[HW_NET][t->ppn == 1 ? ROW_TREE : row][pi];
+  double hw = fab_coll__hw_lat[N == 1 ? HW_NVL : HW_NET][row][pi];
+  uint32_t nsteps = op == FAB_COLL_ALLREDUCE ? 2 * (n - 1) : op == FAB_COLL_ALLGATHER || op == FAB_COLL_REDUCE_SCATTER
+                    ? n - 1 : n;
+  double lat = fab_coll__base_lat[row][pi];
+  switch (a) {
+  case FAB_ALGO_RING:
+    if (op == FAB_COLL_BROADCAST || op == FAB_COLL_REDUCE) {
+      /* fabsim's rings are not the same channels both ways: NCCL's chunk latency per step */
+      return lat + nsteps * (p == FAB_PROTO_SIMPLE ? fab_coll__hw_lat[N == 1 ? HW_NVL : HW_NET][ROW_TREE][pi] : hw);
+    } else {
+      double over = N > 1 ? NET_OVERHEAD_US * (p == FAB_PROTO_SIMPLE ? 3 : 1) : 0;
+      uint32_t ninter = N == 1 ? 0 : op == FAB_COLL_ALLREDUCE ? 2 * (N - 1) : N - 1;
+      return lat + (nsteps - ninter) * MAX(intra, over) + ninter * inter;
+    }
+  case FAB_ALGO_TREE:
+    return lat + 2 * ((double)(n / N - 1) * intra + fab_coll__log2i(N) * inter);
+  case FAB_ALGO_NVLS:
+    return intra + (N > 1 ? inter : 0);
+  case FAB_ALGO_NVLS_TREE:
+    return lat + intra + 2 * fab_coll__log2i(N) * inter;
+  case FAB_ALGO_PAT:
+    return lat + fab_coll__log2i(N) * (inter / 3.5) + n * 2.8;
+  default:
+    return HUGE_VAL;
+  }
 }
 
 /* Send-recv (one hop) and all-to-all: NCCL has no model for p2p; this one
@@ -154,7 +367,7 @@ static double p2p_model(const Topo *t, FabCollOp op, FabProto p, uint64_t bytes)
   double eff = p == FAB_PROTO_LL ? 0.5 : p == FAB_PROTO_LL128 ? 120.0 / 128 : 1;
   bool cross = t->islands > 1;
   double lat = fab_coll__base_lat[ROW_RING][pi] + fab_coll__hw_lat[cross ? HW_NET : HW_NVL][ROW_RING][pi];
-  double net = t->net * eff, nvl = (t->nvl > 0 ? t->nvl : t->net) * eff;
+  double net = t->net * eff, nvl = (t->nvl > 0 ? t->nvl * 1e9 : t->net) * eff;
   if (op == FAB_COLL_SEND_RECV) {
     double bw = cross ? net : nvl;
     return bw > 0 ? lat * 1e-6 + (double)bytes / bw : HUGE_VAL;
@@ -166,96 +379,79 @@ static double p2p_model(const Topo *t, FabCollOp op, FabProto p, uint64_t bytes)
   return lat * 1e-6 + tt;
 }
 
+/* Whether NCCL offers algorithm a for op here. */
+static bool offered(const FabCollEnv *env, const Topo *t, FabCollOp op, FabCollAlgo a) {
+  bool ar = op == FAB_COLL_ALLREDUCE, agrs = op == FAB_COLL_ALLGATHER || op == FAB_COLL_REDUCE_SCATTER;
+  switch (a) {
+  case FAB_ALGO_RING: return op != FAB_COLL_ALL_TO_ALL;
+  case FAB_ALGO_TREE: return ar;
+  case FAB_ALGO_NVLS: /* one NVLink domain; across domains only with in-network reduction (SHARP) */
+    return ar && t->nvls.nch >= 2 && t->domains == 1;
+  case FAB_ALGO_NVLS_TREE: return ar && t->nvls.nch >= 2 && t->domains > 1 && t->per_domain >= 2;
+  case FAB_ALGO_PAT: return agrs;
+  case FAB_ALGO_PAIRWISE: return op == FAB_COLL_ALL_TO_ALL;
+  case FAB_ALGO_HIERARCHICAL: return (ar || agrs) && t->per_node;
+  case FAB_ALGO_COLLNET: return ar && env->collnet;
+  default: return false;
+  }
+}
 
 /* The model's time (s) of `op` with algorithm a, protocol p, C channels;
 ** HUGE_VAL when a cannot run it here. */
 static double model(const FabCollEnv *env, const Topo *t, FabCollOp op, FabCollAlgo a, FabProto p, uint32_t C,
                     uint64_t bytes) {
-  uint32_t n = t->n;
+  uint32_t n = t->n, N = MAX(t->islands, 1u);
   if (n < 2) return 0;
-  if (!fab_coll__proto_ok(a, p)) return HUGE_VAL;
-  int pi = fab_coll__pidx(p);
-  double link = link_bps(t);
-  bool ar = op == FAB_COLL_ALLREDUCE, agrs = op == FAB_COLL_ALLGATHER || op == FAB_COLL_REDUCE_SCATTER;
-  C = MAX(C, 1u);
+  if (!fab_coll__proto_ok(a, p) || !offered(env, t, op, a)) return HUGE_VAL;
+  bool agrs = op == FAB_COLL_ALLGATHER || op == FAB_COLL_REDUCE_SCATTER;
+  uint32_t nsteps = op == FAB_COLL_ALLREDUCE ? 2 * (n - 1) : agrs ? n - 1 : n;
   switch (a) {
-  case FAB_ALGO_AUTO:
-    return HUGE_VAL;
-  case FAB_ALGO_RING:
-    if (op == FAB_COLL_ALL_TO_ALL) return HUGE_VAL;
-    if (op == FAB_COLL_SEND_RECV) return p2p_model(t, op, p, bytes);
-    return seconds(ring_model(op, p, n, t->islands, link, C, bytes), bytes);
   case FAB_ALGO_PAIRWISE:
-    if (op != FAB_COLL_ALL_TO_ALL) return HUGE_VAL;
     return p2p_model(t, op, p, bytes);
-  case FAB_ALGO_TREE: {
-    if (!ar) return HUGE_VAL;
-    uint32_t N = MAX(t->nodes, 1u);
-    double ppn = (double)n / N;
-    bool nvl_in = env->nvl_domain && env->gpus_per_node > 1 && env->nvl_domain >= env->gpus_per_node;
-    double intra = fab_coll__hw_lat[nvl_in ? HW_NVL : HW_NET][ROW_TREE][pi];
-    double inter = fab_coll__hw_lat[t->islands <= 1 ? HW_NVL : HW_NET][ROW_TREE][pi];
-    LatBw m = {fab_coll__base_lat[ROW_TREE][pi] + 2 * ((ppn - 1) * intra + fab_coll__log2i(N) * inter), 0};
-    int ii = fab_coll__isl_idx(t->islands);
-    double bus = MIN(link / 1e9 * 0.92, C * fab_coll__perch_tree[ii]);
-    if (p == FAB_PROTO_LL) bus = MIN(bus / 3.8, fab_coll__ll_max_bw[ii]);
-    if (p == FAB_PROTO_LL128) bus = MIN(bus * (t->islands <= 1 ? 7.0 / 9 : 120.0 / 128), C * fab_coll__perch_tree_ll128[ii]);
-    m.bw = bus * 0.5;
-    int ls = fab_coll__log2i(bytes >> 6);
-    if (ls >= 0 && ls < 23) m.bw *= fab_coll__tree_correction[pi][ls];
-    return seconds(m, bytes);
-  }
-  case FAB_ALGO_NVLS: {
-    if (!ar || t->domains != 1 || t->nvl <= 0) return HUGE_VAL;
-    LatBw m = {fab_coll__hw_lat[HW_NVL][ROW_NVLS][2], 2 * fab_coll__nvls_efficiency * t->nvl / 1e9 * n / (2.0 * (n - 1))};
-    return seconds(m, bytes);
-  }
-  case FAB_ALGO_NVLS_TREE: {
-    if (!ar || t->domains < 2 || t->per_domain < 2 || t->nvl <= 0) return HUGE_VAL; /* NVLS needs 2+ per domain */
-    uint32_t D = t->domains;
-    double intra = 2 * fab_coll__nvls_efficiency * t->nvl / 1e9;
-    double inter = (double)t->per_domain * t->net / 1e9 * (D <= 2 ? 2 : 1);
-    double bus = MIN(MIN(intra, inter), C * fab_coll__perch_nvls_tree[fab_coll__isl_idx(D)]);
-    LatBw m = {fab_coll__hw_lat[HW_NVL][ROW_NVLS_TREE][2] + 2 * fab_coll__log2i(D) * fab_coll__hw_lat[HW_NET][ROW_NVLS_TREE][2],
-               bus * n / (2.0 * (n - 1))};
-    return seconds(m, bytes);
-  }
+  case FAB_ALGO_RING:
+    if (op == FAB_COLL_SEND_RECV) return p2p_model(t, op, p, bytes);
+    /* fall through */
+  case FAB_ALGO_TREE:
+  case FAB_ALGO_NVLS:
+  case FAB_ALGO_NVLS_TREE:
   case FAB_ALGO_PAT: {
-    if (!agrs) return HUGE_VAL;
-    LatBw m = {fab_coll__base_lat[ROW_PAT][2] + fab_coll__log2i(MAX(t->nodes, 1u)) * (fab_coll__hw_lat[HW_NET][ROW_TREE][2] / 3.5) + n * 2.8,
-               MIN(link, C * PERCH_BPS) / 1e9 * 0.75};
+    LatBw m = {latency(t, op, a, p), bus_bw(t, op, a, p)};
+    if (!(a != FAB_ALGO_RING && agrs))
+      m.bw *= a == FAB_ALGO_RING || a == FAB_ALGO_NVLS || a == FAB_ALGO_NVLS_TREE ? (double)n / nsteps : .5;
+    int ls = fab_coll__log2i(bytes >> 6);
+    int pi = fab_coll__pidx(p);
+    if (op == FAB_COLL_ALLREDUCE && ls >= 0 && ls < 23 &&
+        (a == FAB_ALGO_TREE || (a == FAB_ALGO_NVLS_TREE && t->arch->sm >= 100)))
+      m.bw *= fab_coll__tree_correction[pi][ls];
+    if (a == FAB_ALGO_RING && p == FAB_PROTO_SIMPLE && N > 1 && op == FAB_COLL_ALLREDUCE &&
+        bytes / ((uint64_t)MAX(t->nch, 1u) * n) >= 64)
+      m.lat *= t->arch->sm < 80 ? 1.9 : 1.4; /* the ring's "plateau" */
+    (void)C;
     return seconds(m, bytes);
   }
-  case FAB_ALGO_HIERARCHICAL: {
-    if (!ar && !agrs) return HUGE_VAL;
-    uint32_t N = MAX(t->nodes, 1u), L = t->per_node;
-    if (!L) return HUGE_VAL;
-    bool nvl_in = env->nvl_domain && env->nvl_domain >= env->gpus_per_node && t->nvl > 0;
-    double in_link = nvl_in ? t->nvl : t->net;
-    uint32_t in_isl = nvl_in ? 1 : L;
+  case FAB_ALGO_HIERARCHICAL: { /* not NCCL's: three rings one after the other */
+    uint32_t L = t->per_node;
+    Topo in = *t, across = *t;
+    in.n = L, in.islands = env->nvl_domain && env->nvl_domain >= env->gpus_per_node ? 1 : L, in.ppn = L;
+    across.n = t->nodes, across.islands = t->nodes, across.ppn = 1;
     double tt = 0;
-    if (L > 1 && op != FAB_COLL_ALLGATHER)
-      tt += seconds(ring_model(FAB_COLL_REDUCE_SCATTER, p, L, in_isl, in_link, C, bytes), bytes);
-    if (N > 1)
-      tt += seconds(ring_model(op, p, N, N, t->net, C, bytes / L), bytes / L);
-    if (L > 1 && op != FAB_COLL_REDUCE_SCATTER)
-      tt += seconds(ring_model(FAB_COLL_ALLGATHER, p, L, in_isl, in_link, C, bytes), bytes);
+    if (L > 1 && op != FAB_COLL_ALLGATHER) tt += model(env, &in, FAB_COLL_REDUCE_SCATTER, FAB_ALGO_RING, p, C, bytes);
+    if (t->nodes > 1) tt += model(env, &across, op, FAB_ALGO_RING, p, C, bytes / L);
+    if (L > 1 && op != FAB_COLL_REDUCE_SCATTER) tt += model(env, &in, FAB_COLL_ALLGATHER, FAB_ALGO_RING, p, C, bytes);
     return tt;
   }
   case FAB_ALGO_COLLNET: {
     /* rough until the SHARP model lands: NCCL's collnet-direct latency, the
     ** rank's network share (each rank sends its data up once, gets the sum) */
-    if (!ar || !env->collnet) return HUGE_VAL;
-    double ppn = (double)n / MAX(t->nodes, 1u);
+    double ppn = (double)n / N;
     LatBw m = {fab_coll__hw_lat[HW_NET][ROW_COLLNET][2] +
                    2 * ((ppn > 1 ? 1 : 0) * fab_coll__hw_lat[HW_NVL][ROW_COLLNET][2] + (ppn - 1) * 0.4),
-               MIN(link, ppn * t->net) * 0.9 / 1e9};
+               MIN(t->ring.nch * t->ring.intra, ppn * t->net / 1e9) * 0.9};
     return seconds(m, bytes);
   }
-  case FAB_ALGO_N:
-    break;
+  default:
+    return HUGE_VAL;
   }
-  return HUGE_VAL;
 }
 
 /* The algorithms the tuner weighs for `op`, in preference order for ties. */
@@ -330,6 +526,3 @@ double fab_coll_busbw_factor(FabCollOp op, uint32_t n) {
   if (op == FAB_COLL_ALLGATHER || op == FAB_COLL_REDUCE_SCATTER || op == FAB_COLL_ALL_TO_ALL) return (double)(n - 1) / n;
   return 1;
 }
-
-/* ------------------------------------------------------------------------ */
-/* The expansion. */

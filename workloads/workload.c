@@ -458,7 +458,8 @@ static gboolean read_job(const FabCfgNode *wl, const FabWorkloadEnv *env, FabDag
     else ok = read_ncclt(&j, wl, &in, env, err);
     break;
   case FAB_WL_TRAINING:
-    ok = fab_training_build(&u.t, wl, d, &env->coll, ranks, n, j.id, env->gpu_flops, env->gpu_eff, err);
+    FabTrainGpu gpu = {env->gpu_flops, env->gpu_eff, env->gpu_mem_bps};
+    ok = fab_training_build(&u.t, wl, d, &env->coll, ranks, n, j.id, &gpu, err);
     break;
   }
   if (ok && fab_dag_len(d) == before) ok = fab_cfg_fail(wl, err, "the workload has no flows");

@@ -44,6 +44,7 @@ typedef struct FabWorkloadEnv {
   FabCollEnv coll;          /* for the collective algorithms and the tuner */
   double gpu_flops;         /* GPU peak FLOP/s (0: plain hosts) */
   double gpu_eff;           /* its efficiency */
+  uint64_t gpu_mem_bps;     /* GPU memory (HBM) bandwidth, bits/s (0: plain hosts) */
 } FabWorkloadEnv;
 
 /* Read `workload:` and generate its DAG (transfer full), or NULL + err

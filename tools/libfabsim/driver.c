@@ -106,34 +106,56 @@ static void make_flows(Run *r) {
     f->bytes = o->bytes;
     f->prio = o->prio;
     f->nvls = o->kind == FAB_OP_NVLS;
+    f->nvls_mode = o->mark == FAB_NVLS_OP_RS ? FAB_NVLS_RS : o->mark == FAB_NVLS_OP_AG ? FAB_NVLS_AG : FAB_NVLS_AR;
     fab_flow_prepare(f, &r->sc->fabric.nic);
     f->max_bps = o->max_bps;
+    f->rank_bps = o->rank_bps;
+    f->lane = o->lane;
     f->start = FAB_TIME_MAX; /* not posted yet */
     r->flow_of[i] = n;
     r->op_of[n++] = i;
   }
 }
 
-/* NVLS group g's members (their ops in mem): an in-switch reduction group at
-** their domain's NVSwitch; FALSE when they are not 2 or more of one domain
-** with equal sizes (a generator's mistake). */
+/* NVLS group g's members (their ops in mem): a group at their domain's
+** NVSwitch; FALSE when they are not 2 or more of one domain, or (AR, RS) do
+** not all contribute the same segments (a generator's mistake). Member m
+** owns the segments k = m (mod n). */
 static bool nvls_group(Run *r, GArray *mem) {
   const FabDag *dag = r->sc->dag;
   uint32_t dom = r->sc->fabric.nic.nvl_domain;
   uint32_t n = mem->len, *port = g_new(uint32_t, n), *fid = g_new(uint32_t, n), *rank = g_new(uint32_t, n);
-  uint32_t first = g_array_index(mem, uint32_t, 0);
+  FabFlow *f0 = &r->flows[r->flow_of[g_array_index(mem, uint32_t, 0)]];
   bool ok = dom && n >= 2;
+  uint32_t all = 0; /* AG: every member's segments */
+  uint64_t all_bytes = 0;
   for (uint32_t m = 0; ok && m < n; m++) {
     uint32_t i = g_array_index(mem, uint32_t, m);
+    FabFlow *f = &r->flows[r->flow_of[i]];
     rank[m] = fab_dag_op(dag, i)->src;
-    ok = rank[m] / dom == rank[0] / dom && r->flows[r->flow_of[i]].npkts == r->flows[r->flow_of[first]].npkts;
+    ok = rank[m] / dom == rank[0] / dom && f->nvls_mode == f0->nvls_mode &&
+         (f->nvls_mode == FAB_NVLS_AG || f->npkts == f0->npkts);
     port[m] = rank[m] % dom;
     fid[m] = r->flow_of[i];
+    all += f->npkts;
+    all_bytes += f->bytes;
   }
   if (ok) {
     FabNvls *nv = fab_switch_nvls(r->topo->nvs[rank[0] / dom]);
-    uint32_t sg = fab_nvls_add(nv, n, port, fid, rank, r->flows[fid[0]].npkts);
-    for (uint32_t m = 0; m < n; m++) r->flows[fid[m]].nvls_group = sg;
+    fab_nvls_set_reduce_rate(nv, r->sc->fabric.gpu.nvls_reduce_bps);
+    uint32_t sg = fab_nvls_add(nv, (FabNvlsMode)f0->nvls_mode, n, port, fid, rank, f0->npkts);
+    for (uint32_t m = 0; m < n; m++) {
+      FabFlow *f = &r->flows[fid[m]];
+      uint32_t own = f->npkts > m ? (f->npkts - m + n - 1) / n : 0;
+      f->nvls_group = sg;
+      f->nvls_member = m;
+      f->nvls_n = n;
+      f->nvls_own = f->nvls_mode == FAB_NVLS_AG ? 0 : own;
+      f->nvls_need = f->nvls_mode == FAB_NVLS_AR ? f->npkts : f->nvls_mode == FAB_NVLS_RS ? own : all;
+      f->nvls_rx = f->nvls_mode == FAB_NVLS_AR ? f->bytes : f->nvls_mode == FAB_NVLS_AG ? all_bytes : 0;
+      for (uint32_t k = m; f->nvls_mode == FAB_NVLS_RS && k < f->npkts; k += n)
+        f->nvls_rx += fab_flow_payload(f, f->mtu, k);
+    }
   }
   g_free(port);
   g_free(fid);
@@ -156,7 +178,8 @@ static void make_nvls(Run *r) {
     if (!mem[g]) continue;
     if (!nvls_group(r, mem[g]) && !r->setup) /* fail the run, do not abort the process */
       r->setup = g_strdup_printf("internal error: NVLS group %u (op %u) has %u members, not 2 or more of one NVLink "
-                                 "domain with equal sizes", g, g_array_index(mem[g], uint32_t, 0), mem[g]->len);
+                                 "domain doing the same with equal sizes", g, g_array_index(mem[g], uint32_t, 0),
+                                 mem[g]->len);
     g_array_free(mem[g], TRUE);
   }
   g_free(mem);
@@ -302,12 +325,14 @@ static void check_packets(Run *r, bool drained, Totals *tot, GString **fail) {
           ", dropped %" G_GUINT64_FORMAT ", in flight %" G_GUINT64_FORMAT ")", sent, recv, tot->drops, tot->flushed);
   if (fab_pool_live(r->eng->pool) != 0)
     failf(fail, "internal error: %zu packets leaked from the pool", fab_pool_live(r->eng->pool));
-  for (uint32_t i = 0; i < r->nflows; i++)
-    if (r->flows[i].end && r->flows[i].rcv_bytes != r->flows[i].bytes) {
+  for (uint32_t i = 0; i < r->nflows; i++) {
+    uint64_t want = r->flows[i].nvls ? r->flows[i].nvls_rx : r->flows[i].bytes; /* NVLS: what its mode receives */
+    if (r->flows[i].end && r->flows[i].rcv_bytes != want) {
       failf(fail, "internal error: flow %u completed with %" G_GUINT64_FORMAT " of %" G_GUINT64_FORMAT " bytes", i,
-            r->flows[i].rcv_bytes, r->flows[i].bytes);
+            r->flows[i].rcv_bytes, want);
       break;
     }
+  }
 }
 
 /* ---- results ----------------------------------------------------------------- */

@@ -1,6 +1,7 @@
 /* Scenario loading: the top-level keys, then each layer reads its part.
 ** See scenario.h. */
 #include "scenario.h"
+#include "topologies/presets.h"
 #include <string.h>
 
 typedef struct TopIn {
@@ -41,6 +42,12 @@ static void coll_env(const FabFabricCfg *f, FabCollEnv *e) {
   e->endpoints = g->gpus_per_node ? g->nodes * g->gpus_per_node : f->topo.hosts;
   e->gpus_per_node = g->gpus_per_node ? g->gpus_per_node : 1;
   e->nvl_domain = f->nic.nvl_domain;
+  e->sm = fab_arch_facts(g->arch).sm;
+  e->nvls = g->nvls;
+  e->nvls_eff = g->nvls_eff;
+  e->nics_per_node = g->gpus_per_node ? g->nics_per_node : 1;
+  e->nic_bps = f->topo.host_bps;
+  e->pcie_bps = g->gpus_per_node ? (g->gpudirect ? g->pcie_bps : MIN(g->pcie_bps, g->host_bps)) : 0;
   e->net_bps = g->gpus_per_node ? f->topo.host_bps * g->nics_per_node / g->gpus_per_node : f->topo.host_bps;
   e->nvl_bps = g->nvlink_domain ? g->nvlink_bps : 0;
   /* unloaded NIC to NIC across the fabric's diameter (a tier-2 path for leaf-spine) */
@@ -67,8 +74,8 @@ static gboolean check_rails(const FabScenario *sc, const FabCfgNode *root, GErro
   return TRUE;
 }
 
-/* The workload's view of the cluster. */
-static void workload_env(const FabScenario *sc, uint64_t seed, FabWorkloadEnv *env) {
+/* The workload's view of the cluster; FALSE + err on a bad cluster.nccl. */
+static gboolean workload_env(const FabScenario *sc, uint64_t seed, FabWorkloadEnv *env, GError **err) {
   const FabGpuSpec *g = &sc->fabric.gpu;
   memset(env, 0, sizeof *env);
   env->endpoints = g->gpus_per_node ? g->nodes * g->gpus_per_node : sc->fabric.topo.hosts;
@@ -77,6 +84,11 @@ static void workload_env(const FabScenario *sc, uint64_t seed, FabWorkloadEnv *e
   coll_env(&sc->fabric, &env->coll);
   env->gpu_flops = g->gpu_flops;
   env->gpu_eff = g->gpu_efficiency;
+  env->gpu_mem_bps = g->memory_bps;
+  env->coll.costs = fab_coll_costs_unset();
+  if (!fab_cfg_apply(sc->fabric.nccl, NULL, fab_nccl_schema, &env->coll.costs, err)) return FALSE;
+  fab_coll_costs_resolve(&env->coll);
+  return TRUE;
 }
 
 FabScenario *fab_scenario_from_cfg(FabCfg *cfg, const char *default_name, GError **err) {
@@ -95,7 +107,7 @@ FabScenario *fab_scenario_from_cfg(FabCfg *cfg, const char *default_name, GError
     goto fail;
   }
   FabWorkloadEnv env;
-  workload_env(sc, top.seed, &env);
+  if (!workload_env(sc, top.seed, &env, err)) goto fail;
   sc->dag = fab_workload_read(root, &env, err);
   if (!sc->dag || !check_rails(sc, root, err)) goto fail;
   sc->name = top.name ? top.name : (sc->own_name = g_strdup(default_name ? default_name : "quickstart"));
