@@ -1066,3 +1066,102 @@ Test(errors, too_many_ops) {
   s.chunk = 64;
   fails_with(&h, &s, "raise chunk");
 }
+
+/* NCCL's topology search, as the tuner reduces it (tuner.c), gives the
+** channel counts NCCL launches: one H100 node 12 search channels at 30 GB/s
+** (6 x 60 GB/s found first, duplicated), 24 launched; an A100 node 6 x 40
+** duplicated to 12 x 20, 24 launched; a B200 node 8 x 90 to 16 x 45, 32
+** launched; H100 nodes with a 400 Gb/s NIC per GPU 8 x 48 (one channel a
+** NIC, not duplicated below 50 GB/s on sm90), 16 launched; A100 nodes with a
+** 200 Gb/s NIC per GPU on PCIe Gen4 (24 GB/s as NCCL rates it) 8 x 24, 16
+** launched: NCCL's 192 GB/s of DGX-A100 busbw (nccl#812). */
+Test(tune, channels_as_nccl_searches_them) {
+  struct {
+    uint32_t sm, nodes, nvl_gbs, nic_gbps, pcie_gts, nch, launched;
+    double speed;
+  } t[] = {{90, 1, 0, 400, 32, 12, 24, 30}, {80, 1, 0, 200, 16, 12, 24, 20}, {100, 1, 0, 400, 32, 16, 32, 45},
+           {90, 4, 0, 400, 32, 8, 16, 48},  {80, 4, 0, 200, 16, 8, 16, 24}};
+  for (size_t i = 0; i < sizeof t / sizeof t[0]; i++) {
+    FabCollEnv e = gpus(t[i].nodes, 8);
+    e.sm = t[i].sm;
+    e.nvl_bps = t[i].sm == 80 ? 12 * 160000000000ull : t[i].sm == 90 ? 18 * 164800000000ull : 18 * 320800000000ull;
+    e.nic_bps = e.net_bps = t[i].nic_gbps * 1000000000ull;
+    e.pcie_bps = t[i].pcie_gts * 1000000000ull * 16 * 128 / 130;
+    FabCollSpec s = spec(FAB_COLL_ALLREDUCE, FAB_ALGO_RING, 1ull << 30, 8 * t[i].nodes);
+    s.channels = 0;
+    fab_coll_tune(&e, &s);
+    cr_assert_eq(s.channels, t[i].launched, "case %zu: %u channels, not %u", i, s.channels, t[i].launched);
+  }
+}
+
+/* NVLS only where the switch reduces: never on Ampere (sm80), nor when the
+** cluster turns it off; across NVLink domains only as NVLS-tree. */
+Test(tune, nvls_only_where_the_switch_reduces) {
+  double t;
+  FabCollEnv h = gpus(1, 8), a = gpus(1, 8), off = gpus(1, 8);
+  a.sm = 80, a.nvls = false, off.nvls = false;
+  for (uint64_t b = 8; b <= (1ull << 32); b *= 8) {
+    cr_assert_neq(tuned(&a, FAB_COLL_ALLREDUCE, b, 8, &t).algorithm, FAB_ALGO_NVLS, "A100, %llu B", (unsigned long long)b);
+    cr_assert_neq(tuned(&off, FAB_COLL_ALLREDUCE, b, 8, &t).algorithm, FAB_ALGO_NVLS);
+  }
+  cr_assert_eq(tuned(&h, FAB_COLL_ALLREDUCE, 1ull << 30, 8, &t).algorithm, FAB_ALGO_NVLS);
+  FabCollEnv a2 = gpus(2, 8);
+  a2.sm = 80, a2.nvls = false;
+  cr_assert_neq(tuned(&a2, FAB_COLL_ALLREDUCE, 1ull << 30, 16, &t).algorithm, FAB_ALGO_NVLS_TREE);
+}
+
+/* NCCL's slots: a connection (one sender, one receiver: one channel here)
+** holds at most its window of pieces in flight: piece m waits for piece
+** m - window to be consumed at the receiver, which forwarded it (a send of
+** the receiver's that waited for its arrival) or holds it (its arrival).
+** A tree's channel carries two trees whose edges can join the same two
+** ranks: their pieces alternate, so there the piece 8 back on its own
+** connection is 8 or 16 back between the two ranks. */
+static bool consumed_before(const FabDag *d, const FabOp *o, uint32_t prev) {
+  for (uint32_t k = 0; k < o->ndeps; k++) {
+    uint32_t dep = fab_dag_dep(d, o, k), at = dep & ~FAB_DEP_SENT;
+    if (at == prev && !(dep & FAB_DEP_SENT)) return true; /* it arrived (the receiver keeps it) */
+    const FabOp *fw = op_at(d, at);
+    if (!(dep & FAB_DEP_SENT) || fw->src != op_at(d, prev)->dst) continue;
+    for (uint32_t q = 0; q < fw->ndeps; q++) /* the receiver's send of it on */
+      if (fab_dag_dep(d, fw, q) == prev) return true;
+  }
+  return false;
+}
+
+Test(slots, a_connection_holds_at_most_its_window) {
+  FabCollEnv env = hosts(4);
+  struct {
+    FabCollOp op;
+    FabCollAlgo a;
+    uint32_t window, merged;
+  } t[] = {{FAB_COLL_ALLREDUCE, FAB_ALGO_RING, 4, 1}, {FAB_COLL_ALLREDUCE, FAB_ALGO_TREE, 8, 2},
+           {FAB_COLL_BROADCAST, FAB_ALGO_RING, 8, 1}, {FAB_COLL_ALL_TO_ALL, FAB_ALGO_PAIRWISE, 8, 1}};
+  for (size_t i = 0; i < sizeof t / sizeof t[0]; i++) {
+    FabCollSpec s = spec(t[i].op, t[i].a, 4 << 20, 4);
+    s.chunk = 16384; /* many pieces a connection */
+    FabDag *d = expand(&env, &s, NULL, NULL);
+    GHashTable *seq = g_hash_table_new_full(g_int64_hash, g_int64_equal, g_free, (GDestroyNotify)g_array_unref);
+    uint32_t checked = 0;
+    for (uint32_t k = 0; k < fab_dag_len(d); k++) {
+      const FabOp *o = op_at(d, k);
+      if (!is_flow(o)) continue;
+      gint64 key = (gint64)o->src << 32 | o->dst, *kp = g_memdup2(&key, sizeof key);
+      GArray *a = g_hash_table_lookup(seq, kp);
+      if (!a) g_hash_table_insert(seq, kp, a = g_array_new(FALSE, FALSE, sizeof(uint32_t)));
+      else g_free(kp);
+      if (a->len >= t[i].window * t[i].merged) {
+        bool ok = false;
+        for (uint32_t m = 1; m <= t[i].merged && !ok; m++)
+          ok = consumed_before(d, o, g_array_index(a, uint32_t, a->len - m * t[i].window));
+        cr_assert(ok, "case %zu: flow %u (%u->%u, piece %u) does not wait for a slot %u pieces back", i, k, o->src,
+                  o->dst, a->len, t[i].window);
+        checked++;
+      }
+      g_array_append_val(a, k);
+    }
+    cr_assert_gt(checked, 10, "case %zu: a few pieces past the window", i);
+    g_hash_table_destroy(seq);
+    fab_dag_free(d);
+  }
+}

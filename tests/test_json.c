@@ -82,7 +82,7 @@ Test(json, values_and_rates) {
   cr_assert(strstr(js, "\"flows\": {\"count\": 2, \"completed\": 1, \"bytes\": 400,"), "%s", js);
   cr_assert(strstr(js, "\"status\": \"failed\", \"failure\": \"stop_time reached\""), "%s", js);
   cr_assert(strstr(js, "\"drops\": 3,"), "%s", js);
-  cr_assert(strstr(js, "\"collectives\": [], \"step\": null, \"jobs\": []}"), "%s", js);
+  cr_assert(strstr(js, "\"collectives\": [], \"step\": null, \"jobs\": [], \"warnings\": []}"), "%s", js);
   g_free(js);
   unfinalize(&r);
 }
@@ -322,6 +322,7 @@ typedef struct Full {
   FabStepRec steps[2];
   FabJobRec jobs[2];
   char deadlock[2][FAB_FIELD_NAME_LEN];
+  char *warnings[2];
 } Full;
 
 /* Two jobs: "train" (2 steps, two allreduces and an allgather) and "bench"
@@ -371,6 +372,8 @@ static void full(Full *x) {
   g_strlcpy(x->deadlock[0], "ring0:p2", FAB_FIELD_NAME_LEN);
   g_strlcpy(x->deadlock[1], "ring1:p2", FAB_FIELD_NAME_LEN);
   r->deadlock = x->deadlock, r->n_deadlock = 2;
+  x->warnings[0] = "a \"quoted\" warning", x->warnings[1] = "another";
+  r->warnings = x->warnings, r->n_warnings = 2;
   fab_results_finalize(r);
 }
 
@@ -558,6 +561,7 @@ static void check_table(const FabJsonIndex *ix, const FabResults *top, const Fab
     }
     case FAB_F_F64_ARR:
     case FAB_F_NAME_ARR:
+    case FAB_F_STR_ARR:
       cr_assert_gt(n, 0, "%s: the hand-made results should have some", path);
       cr_assert_not_null(fab_json_index_get(ix, sub0), "%s missing", sub0);
       (*n_checked)++;
@@ -616,6 +620,7 @@ Test(fields, json_writer_walks_the_field_table) {
   check_table(ix, &x.r, &fab_results_table, &x.r, "", 0, &n);
   cr_assert_gt(n, 60, "only %d fields checked", n);
   cr_assert_str_eq(fab_json_index_get(ix, "deadlock.1"), "\"ring1:p2\"");
+  cr_assert_str_eq(fab_json_index_get(ix, "warnings.0"), "\"a \\\"quoted\\\" warning\"");
   cr_assert_str_eq(fab_json_index_get(ix, "collectives.1.tag"), "null");
   cr_assert_str_eq(fab_json_index_get(ix, "jobs.1.step"), "null");
   cr_assert_str_eq(fab_json_index_get(ix, "jobs.1.end_s"), "null");

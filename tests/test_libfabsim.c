@@ -58,7 +58,7 @@ Test(libfabsim, quickstart_matches_direct_run) {
   cr_assert_eq(fabsim_run_status(run), 0);
   cr_assert_null(fabsim_run_failure(run));
   cr_assert(fabs(fabsim_run_number(run, "sim_time_s") - (double)res.sim_time / 1e12) < 1e-12);
-  cr_assert_eq(fabsim_run_number(run, "sim_time_s"), 0.00026459296);
+  cr_assert_eq(fabsim_run_number(run, "sim_time_s"), 0.00026356096);
   cr_assert_eq(fabsim_run_number(run, "events"), (double)res.events);
   cr_assert_eq(fabsim_run_number(run, "packet_hops"), (double)res.packet_hops);
   cr_assert_eq(fabsim_run_number(run, "flows.count"), 32);
@@ -118,7 +118,7 @@ Test(libfabsim, load_string_and_error_location) {
   FabsimRun *run = fabsim_run(sc, &err);
   cr_assert(run);
   cr_assert_eq(fabsim_run_number(run, "flows.completed"), 32);
-  cr_assert_eq(fabsim_run_number(run, "sim_time_s"), 0.00026459296);
+  cr_assert_eq(fabsim_run_number(run, "sim_time_s"), 0.00026356096);
   fabsim_run_free(run);
   fabsim_scenario_free(sc);
 

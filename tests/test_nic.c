@@ -239,3 +239,30 @@ Test(nic, paused_priority_is_skipped_until_resumed) {
   cr_assert_eq(p.run.done, 2);
   pair_fini(&p);
 }
+
+/* A flow with its own limit (a GPU channel's throughput) is paced at it:
+** three 4178-byte packets at a quarter of 100 Gbps leave 4 packet times
+** apart (1337 ns), the last arriving 2 x 1337 + 334 ns (its serialisation)
+** + 1 us after the first left. A second flow without a limit is not held
+** back by the first one's pacing. */
+Test(nic, a_flow_limit_paces_that_flow_only) {
+  Pair p;
+  pair_init(&p, 100000000000ULL, 4096, FAB_TRANSPORT_ROCEV2);
+  p.flows[0] = testnet_flow(0, 0, 1, 3 * 4096, 0, &p.cfg);
+  p.flows[0].max_bps = 25000000000ULL;
+  fab_nic_post(p.eng, &p.nic[0], &p.flows[0]);
+  cr_assert(fab_engine_run(p.eng, FAB_TIME_MAX));
+  fab_time_t ser = 4178 * 80, gap = 4178 * 320;
+  cr_assert_eq(p.flows[0].end, 2 * gap + ser + FAB_US, "end %" G_GUINT64_FORMAT, p.flows[0].end);
+  pair_fini(&p);
+  pair_init(&p, 100000000000ULL, 4096, FAB_TRANSPORT_ROCEV2);
+  p.flows[0] = testnet_flow(0, 0, 1, 3 * 4096, 0, &p.cfg);
+  p.flows[0].max_bps = 25000000000ULL;
+  p.flows[1] = testnet_flow(1, 0, 1, 3 * 4096, 0, &p.cfg);
+  fab_nic_post(p.eng, &p.nic[0], &p.flows[0]);
+  fab_nic_post(p.eng, &p.nic[0], &p.flows[1]);
+  cr_assert(fab_engine_run(p.eng, FAB_TIME_MAX));
+  cr_assert_eq(p.flows[0].end, 2 * gap + ser + FAB_US, "the limited flow is as alone");
+  cr_assert_leq(p.flows[1].end, 4 * ser + FAB_US, "the other fills the gaps: done by its 3 packets + 1 of the first");
+  pair_fini(&p);
+}

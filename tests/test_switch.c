@@ -415,6 +415,57 @@ Test(switch, infiniband_credits_never_drop_nor_overfill) {
   testscen_done(sc, &res);
 }
 
+/* InfiniBand credits follow the VLs in use, not the priorities configured:
+** with 8 priorities and one in use each ingress gets buffer / ports; with two
+** in use, half that. One 400 Gb/s flow through a switch whose credits cover
+** only part of the credit loop (2 x 1 us of links, a 4122-byte packet each
+** way at 400 Gb/s: 112366 B of bandwidth-delay product) moves at about
+** credits / loop; the scenario warns so, and a buffer that covers the loop
+** gives the line rate and no warning. */
+static const char ib_one_flow[] =
+  "cluster: {nodes: 17}\n"
+  "fabric:\n"
+  "  transport: infiniband\n"
+  "  topology: {kind: single-switch}\n"
+  "  link: {bandwidth: 400Gbps, latency: 1us, mtu: 4096}\n"
+  "  switch: {buffer: 1MiB}\n"
+  "workload: {kind: flows, flows: [{src: 0, dst: 1, size: 64MiB}]}\n";
+
+Test(switch, infiniband_credits_follow_the_vls_in_use_and_the_loop) {
+  FabScenario *sc = testscen_load(ib_one_flow, NULL);
+  cr_assert_eq(sc->fabric.sw.nprio, 8);
+  cr_assert_eq(sc->fabric.sw.credits, (1 << 20) / 17, "one VL in use: the buffer over 17 ports");
+  cr_assert_eq(sc->warnings->len, 1);
+  const char *w = g_ptr_array_index(sc->warnings, 0);
+  cr_assert(strstr(w, "61680 B per (port, VL)") && strstr(w, "112366 B") && strstr(w, "55%"), "%s", w);
+  FabResults res;
+  testscen_run(sc, &res);
+  cr_assert_eq(res.n_warnings, 1, "the JSON lists it");
+  double gbps = 64.0 * 1048576 * 8 / fab_time_to_s(res.flows[0].end) / 1e9;
+  cr_assert(gbps > 0.5 * 400 && gbps < 0.6 * 400, "%.1f Gbps: about 61680 / 112366 of the link", gbps);
+  testscen_done(sc, &res);
+  const char *two[] = {"workload.flows=[{src: 0, dst: 1, size: 1MiB}, {src: 2, dst: 3, size: 1MiB, priority: 5}]",
+                       NULL};
+  sc = testscen_load(ib_one_flow, two);
+  cr_assert_eq(sc->fabric.sw.credits, (1 << 20) / 17 / 2, "two VLs in use: half each");
+  fab_scenario_free(sc);
+  const char *big[] = {"fabric.switch.buffer=64MiB", NULL};
+  sc = testscen_load(ib_one_flow, big);
+  cr_assert_eq(sc->warnings->len, 0, "64 MiB covers the loop");
+  testscen_run(sc, &res);
+  gbps = 64.0 * 1048576 * 8 / fab_time_to_s(res.flows[0].end) / 1e9;
+  cr_assert_gt(gbps, 0.97 * 400 * 4096 / 4122, "%.1f Gbps: the line rate", gbps);
+  testscen_done(sc, &res);
+}
+
+Test(switch, infiniband_credits_given_must_fit_the_vls_in_use) {
+  const char *sets[] = {"fabric.switch.credits=40000",
+                        "workload.flows=[{src: 0, dst: 1, size: 1MiB}, {src: 2, dst: 3, size: 1MiB, priority: 5}]",
+                        NULL};
+  testscen_expect_error(ib_one_flow, sets, "--set:1:", "17 ports x 2 VLs in use x 40000 B of credit is more than the "
+                        "buffer");
+}
+
 Test(switch, pfc_dynamic_xoff_is_lossless_and_pauses_earlier_with_a_smaller_alpha) {
   const char *big[] = {"fabric.switch.pfc={enabled: true, xoff: dynamic, alpha: 1}", NULL};
   const char *small[] = {"fabric.switch.pfc={enabled: true, xoff: dynamic, alpha: 0.01}", NULL};

@@ -440,7 +440,7 @@ Test(topology_cfg, leaf_spine_oversubscription_2_to_1) {
   cr_assert_eq(f.nic.mtu, 2048);
   /* defaults */
   cr_assert_eq(f.nic.rto, FAB_MS);
-  cr_assert_eq(f.nic.ack_interval, 1);
+  cr_assert_eq(f.nic.ack_interval, 16);
   cr_assert_eq(f.nic.max_timeouts, 64);
   cr_assert_eq(f.sw.nprio, 8);
   cr_assert_eq(f.nic.nprio, 8);

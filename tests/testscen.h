@@ -31,6 +31,16 @@ static inline void testscen_done(FabScenario *sc, FabResults *res) {
   fab_scenario_free(sc);
 }
 
+/* Loading must fail with a message starting with `where` and holding `what`. */
+static inline void testscen_expect_error(const char *yaml, const char *const *sets, const char *where,
+                                         const char *what) {
+  GError *err = NULL;
+  FabScenario *sc = fab_scenario_load_string(yaml, "test.yaml", NULL, sets, &err);
+  cr_assert_null(sc, "loaded, expected an error with \"%s\"", what);
+  cr_assert(g_str_has_prefix(err->message, where) && strstr(err->message, what), "%s", err->message);
+  g_error_free(err);
+}
+
 /* Wire bytes that left ports whose name starts with `prefix`. */
 static inline uint64_t testscen_bytes_from(const FabResults *r, const char *prefix) {
   uint64_t b = 0;

@@ -49,6 +49,8 @@ static FabScenario *load(const char *path, const FabArgs *a) {
     fprintf(stderr, "fabsim: %s\n", err->message);
     g_error_free(err);
   }
+  for (guint i = 0; sc && i < sc->warnings->len; i++)
+    fprintf(stderr, "fabsim: warning: %s\n", (const char *)g_ptr_array_index(sc->warnings, i));
   return sc;
 }
 

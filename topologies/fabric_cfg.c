@@ -54,7 +54,10 @@ static const FabCfgKey cluster_schema[] = {
 static const FabCfgKey nic_schema[] = {
   K("bandwidth", FAB_CFG_RATE, f.topo.host_bps),
   K("rto", FAB_CFG_TIME, f.nic.rto, .def = "1ms", .min = 1e3, .max = 1e15),
-  K("ack_interval", FAB_CFG_UINT, f.nic.ack_interval, .def = "1", .min = 1, .max = 1 << 20),
+  /* RC responders coalesce ACKs: Intel's hfi1 driver ACKs every HFI1_PSN_CREDIT = 16 packets
+  ** (drivers/infiniband/hw/hfi1/verbs.h, "add ACK coalescing logic"), Linux's software RoCE asks for
+  ** one every 64 (rxe_param.h RXE_MAX_PKT_PER_ACK); the last packet of a flow is always ACKed */
+  K("ack_interval", FAB_CFG_UINT, f.nic.ack_interval, .def = "16", .min = 1, .max = 1 << 20),
   K("max_timeouts", FAB_CFG_UINT, f.nic.max_timeouts, .def = "64", .min = 1, .max = 1 << 20),
   FAB_CFG_END_ROW,
 };
@@ -592,22 +595,19 @@ static gboolean buffer_split(Read *r, GError **err) {
   uint64_t buffer = out->sw.buffer;
   uint32_t ports = max_ports(t);
   if (out->nic.transport.kind == FAB_TRANSPORT_INFINIBAND) {
-    /* credit-based flow control: every (ingress port, VL) owns a slice of the buffer */
+    /* credit-based flow control: sized once the VLs in use are known (fab_fabric_cfg_credits) */
     if (out->sw.pfc.enabled)
       return fab_cfg_fail(fab_cfg_get(r->pfc, "enabled"), err, "infiniband uses credit-based link-level flow "
                           "control, not PFC (PFC is for rocev2)");
-    uint64_t c = 0, slice = buffer / ((uint64_t)ports * out->sw.nprio);
+    uint64_t c = 0;
     gboolean is_auto = TRUE;
     if (r->credits && !size_or(r->credits, "auto", &c, &is_auto, err)) return FALSE;
-    if (is_auto) c = slice;
-    if (c < out->sw.mtu_wire)
-      return fab_cfg_fail(r->credits ? r->credits : fab_cfg_get(r->sw, "buffer"), err, "%" G_GUINT64_FORMAT
-                          " B of credit per port and VL is less than one packet (%u B): a larger buffer, fewer "
-                          "priorities (VLs), or a smaller mtu", c, out->sw.mtu_wire);
-    if (c > slice)
-      return fab_cfg_fail(r->credits, err, "%u ports x %u VLs x %" G_GUINT64_FORMAT " B of credit is more than the "
-                          "buffer (%" G_GUINT64_FORMAT " B)", ports, out->sw.nprio, c, buffer);
-    out->sw.credits = c;
+    if (!is_auto && c < out->sw.mtu_wire)
+      return fab_cfg_fail(r->credits, err, "%" G_GUINT64_FORMAT " B of credit per port and VL is less than one packet "
+                          "(%u B): a smaller mtu, or more credit", c, out->sw.mtu_wire);
+    out->credits_auto = is_auto;
+    out->credits_given = is_auto ? 0 : c;
+    out->sw.credits = is_auto ? buffer / ports : c; /* until the VLs are known: one */
   } else if (r->credits) {
     return fab_cfg_fail(r->credits, err, "credits are for transport infiniband");
   }
@@ -627,6 +627,34 @@ static gboolean buffer_split(Read *r, GError **err) {
     out->sw.buffer = buffer - reserve; /* the shared part */
     out->sw.pfc_reserved = reserve;
   }
+  return TRUE;
+}
+
+gboolean fab_fabric_cfg_credits(FabFabricCfg *f, uint32_t prios, GPtrArray *warnings, GError **err) {
+  if (f->nic.transport.kind != FAB_TRANSPORT_INFINIBAND) return TRUE;
+  uint32_t vls = MAX(1u, (uint32_t)__builtin_popcount(prios & ((1u << f->sw.nprio) - 1))), ports = max_ports(&f->topo);
+  uint64_t buffer = f->sw.buffer, share = buffer / ((uint64_t)ports * vls);
+  uint64_t c = f->credits_auto ? share : f->credits_given;
+  if (f->credits_auto && c < f->sw.mtu_wire)
+    return fab_cfg_fail(fab_cfg_get(f->sw_node, "buffer") ? fab_cfg_get(f->sw_node, "buffer") : f->sw_node, err,
+                        "buffer %" G_GUINT64_FORMAT " B over %u ports x %u VLs in use is %" G_GUINT64_FORMAT " B of "
+                        "credit each, less than one packet (%u B): a larger buffer, or a smaller mtu", buffer, ports,
+                        vls, c, f->sw.mtu_wire);
+  if (!f->credits_auto && c > share)
+    return fab_cfg_fail(f->credits_node, err, "%u ports x %u VLs in use x %" G_GUINT64_FORMAT " B of credit is more "
+                        "than the buffer (%" G_GUINT64_FORMAT " B)", ports, vls, c, buffer);
+  f->sw.credits = c;
+  /* the credit loop: a packet out, the credit back, at the fastest link */
+  uint64_t bps = MAX(f->topo.link_bps, f->topo.host_bps);
+  fab_time_t loop = 2 * f->topo.link_latency + f->sw.latency + 2 * fab_time_ser(f->sw.mtu_wire, bps);
+  uint64_t bdp = (uint64_t)((unsigned __int128)bps * loop / (8 * FAB_S)) + f->sw.mtu_wire;
+  if (c < bdp && warnings)
+    g_ptr_array_add(warnings, g_strdup_printf(
+        "fabric.switch: InfiniBand credits of %" G_GUINT64_FORMAT " B per (port, VL) (%s) are less than the credit "
+        "loop's bandwidth-delay product, %" G_GUINT64_FORMAT " B (%.6g Gbps over a %.6g us loop): one flow can keep "
+        "only about %.0f%% of a link busy; give a larger buffer, fewer ports per switch or fewer VLs",
+        c, f->credits_auto ? "the buffer shared by the ports and the VLs in use" : "fabric.switch.credits", bdp,
+        (double)bps / 1e9, fab_time_to_s(loop) * 1e6, 100.0 * (double)c / (double)bdp));
   return TRUE;
 }
 
@@ -690,6 +718,8 @@ gboolean fab_fabric_cfg_read(const FabCfgNode *root, FabFabricCfg *out, GError *
     r.f.nic.pxn_rails = r.f.gpu.pxn ? r.f.gpu.gpus_per_node : 0;
   }
   r.f.sw.mtu_wire = mtu_wire;
+  r.f.sw_node = r.sw;
+  r.f.credits_node = r.credits;
   if (!buffer_split(&r, err)) return FALSE;
   *out = r.f;
   return TRUE;

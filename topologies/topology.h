@@ -108,6 +108,9 @@ typedef struct FabFabricCfg {
   uint32_t cc_preset;       /* congestion_control.preset: index in the presets (dcqcn-paper, dcqcn-mlx) */
   uint32_t routing;         /* fabric.switch.routing: 0 ecmp */
   const FabCfgNode *nccl;   /* cluster.nccl (NULL: absent), for the workload layer */
+  bool credits_auto;        /* InfiniBand credits not given: fab_fabric_cfg_credits sizes them */
+  uint64_t credits_given;   /* InfiniBand credits given (fabric.switch.credits), 0: auto */
+  const FabCfgNode *sw_node, *credits_node; /* fabric.switch and its credits (for errors), NULL: absent */
 } FabFabricCfg;
 
 typedef struct FabTopology {
@@ -127,6 +130,15 @@ typedef struct FabTopology {
 /* Read `cluster:` and `fabric:` into `out` (both nodes may be NULL where
 ** absent; `root` locates errors about missing sections). */
 gboolean fab_fabric_cfg_read(const FabCfgNode *root, FabFabricCfg *out, GError **err);
+
+/* InfiniBand's credits, once the workload is known: `prios` has bit v set
+** when some flow uses priority (virtual lane) v. A switch grants each
+** (ingress port, VL in use) an equal share of its buffer, unless
+** fabric.switch.credits says how much. When the credits cannot cover the
+** credit loop's bandwidth-delay product (a link's rate over two link
+** latencies, the switch's, and a packet each way), a sentence saying what
+** that costs is added to `warnings` (char *). Other transports: nothing. */
+gboolean fab_fabric_cfg_credits(FabFabricCfg *f, uint32_t prios, GPtrArray *warnings, GError **err);
 
 /* Build the fabric. NICs get no flow table yet (see FabNic.flows), GPUs no
 ** owner (FabGpu.done). */

@@ -390,6 +390,9 @@ static void fill_results(Run *r, bool drained, const Totals *tot, FabResults *re
   if (r->sampler) fab_sampler_take(r->sampler, &res->queues);
   uint32_t ncyc = 0;
   FabPort *const *cyc = r->wd ? fab_watchdog_cycle(r->wd, &ncyc) : NULL;
+  res->n_warnings = r->sc->warnings ? r->sc->warnings->len : 0;
+  res->warnings = g_new0(char *, res->n_warnings + 1);
+  for (size_t i = 0; i < res->n_warnings; i++) res->warnings[i] = g_strdup(g_ptr_array_index(r->sc->warnings, i));
   res->n_deadlock = ncyc;
   res->deadlock = g_malloc0((size_t)FAB_FIELD_NAME_LEN * (ncyc ? ncyc : 1));
   for (uint32_t i = 0; i < ncyc; i++) fab_port_name(res->deadlock[i], cyc[i]);

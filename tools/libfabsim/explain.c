@@ -144,5 +144,7 @@ char *fab_scenario_explain(const FabScenario *sc) {
   explain_cluster(sc, s);
   explain_fabric(sc, s);
   explain_workload(sc, s);
+  for (guint i = 0; i < sc->warnings->len; i++)
+    g_string_append_printf(s, "warning    %s\n", (const char *)g_ptr_array_index(sc->warnings, i));
   return g_string_free(s, FALSE);
 }

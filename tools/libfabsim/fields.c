@@ -66,6 +66,7 @@ static void put_array(GString *s, const FabField *f, const void *rec) {
     switch (f->type) {
     case FAB_F_F64_ARR: fab_json_put_num(s, ((const double *)(const void *)base)[i]); break;
     case FAB_F_NAME_ARR: fab_json_put_str(s, base + i * FAB_FIELD_NAME_LEN); break;
+    case FAB_F_STR_ARR: fab_json_put_str(s, ((const char *const *)(const void *)base)[i]); break;
     case FAB_F_KEYED: { /* the record's first field (a string) is the key, the rest its object */
       const void *r = base + i * f->sub->size;
       FabFieldTable rest = *f->sub;
@@ -117,6 +118,7 @@ static void put_value(GString *s, const FabField *f, const void *rec) {
   case FAB_F_ARR:
   case FAB_F_F64_ARR:
   case FAB_F_NAME_ARR:
+  case FAB_F_STR_ARR:
   case FAB_F_KEYED: put_array(s, f, rec); break;
   }
 }

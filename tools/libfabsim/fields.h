@@ -40,6 +40,7 @@ typedef enum {
   FAB_F_ARR,      /* records: pointer at off, size_t count at off_n, each sub->size bytes */
   FAB_F_F64_ARR,  /* doubles: pointer at off, size_t count at off_n */
   FAB_F_NAME_ARR, /* char[FAB_FIELD_NAME_LEN] names: pointer at off, size_t count at off_n */
+  FAB_F_STR_ARR,  /* char * strings: pointer at off, size_t count at off_n */
   FAB_F_KEYED,    /* like FAB_F_ARR, written as a JSON object keyed by each record's first field (a STR) */
 } FabFieldType;
 

@@ -173,6 +173,8 @@ static const FabField results_fields[] = {
   ARR(FabResults, "collectives", FAB_F_ARR, colls, n_colls, .sub = &fab_coll_table, .flags = J),
   R("step", FAB_F_PTR, step, .sub = &summary_table, .flags = J, .doc = "the first training job's steps"),
   ARR(FabResults, "jobs", FAB_F_ARR, jobs, n_jobs, .sub = &fab_job_table, .flags = J),
+  ARR(FabResults, "warnings", FAB_F_STR_ARR, warnings, n_warnings, .flags = J,
+      .doc = "what the scenario's settings cost (on stderr too)"),
 };
 TABLE(fab_results_table, "results", FabResults, results_fields);
 
@@ -336,5 +338,7 @@ void fab_results_clear(FabResults *r) {
   g_free(r->summaries);
   g_free(r->jobs);
   g_free(r->deadlock);
+  for (size_t i = 0; i < r->n_warnings; i++) g_free(r->warnings[i]);
+  g_free(r->warnings);
   memset(r, 0, sizeof *r);
 }

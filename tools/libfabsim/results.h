@@ -179,6 +179,9 @@ typedef struct FabResults {
   /* a PFC deadlock: the egress ports of the cycle of pauses, in order */
   size_t n_deadlock;
   char (*deadlock)[FAB_FIELD_NAME_LEN];
+  /* what the scenario's settings cost in fidelity or performance (owned) */
+  size_t n_warnings;
+  char **warnings;
 } FabResults;
 
 /* The description of FabResults and its records (results.c). */

@@ -93,6 +93,7 @@ static gboolean workload_env(const FabScenario *sc, uint64_t seed, FabWorkloadEn
 
 FabScenario *fab_scenario_from_cfg(FabCfg *cfg, const char *default_name, GError **err) {
   FabScenario *sc = g_new0(FabScenario, 1);
+  sc->warnings = g_ptr_array_new_with_free_func(g_free);
   TopIn top = {0};
   OutputIn out = {0};
   sc->cfg = cfg;
@@ -110,6 +111,10 @@ FabScenario *fab_scenario_from_cfg(FabCfg *cfg, const char *default_name, GError
   if (!workload_env(sc, top.seed, &env, err)) goto fail;
   sc->dag = fab_workload_read(root, &env, err);
   if (!sc->dag || !check_rails(sc, root, err)) goto fail;
+  uint32_t prios = 0; /* the priorities (InfiniBand VLs) the workload uses */
+  for (uint32_t i = 0; i < fab_dag_len(sc->dag); i++)
+    if (fab_dag_op(sc->dag, i)->kind <= FAB_OP_NVLS) prios |= 1u << fab_dag_op(sc->dag, i)->prio;
+  if (!fab_fabric_cfg_credits(&sc->fabric, prios, sc->warnings, err)) goto fail;
   sc->name = top.name ? top.name : (sc->own_name = g_strdup(default_name ? default_name : "quickstart"));
   sc->seed = top.seed;
   sc->fabric.sw.seed = sc->fabric.nic.seed = top.seed;
@@ -166,6 +171,7 @@ FabScenario *fab_scenario_load_string(const char *text, const char *name, const 
 void fab_scenario_free(FabScenario *sc) {
   if (!sc) return;
   fab_dag_free(sc->dag);
+  if (sc->warnings) g_ptr_array_free(sc->warnings, TRUE);
   g_free(sc->topology);
   g_free(sc->own_name);
   fab_cfg_free(sc->cfg);

@@ -1,0 +1,144 @@
+/*
+** NVLS (models/nvls.h): the NVSwitch's reduce-scatter, all-gather and
+** allreduce groups, on one DGX H100 whose workload is replaced by hand-made
+** NVLS ops. Segments are 64 KiB of data; on NVLink each takes
+** ceil(65536 / 0.85) + 16 = 77118 wire bytes (Hopper's NVLS efficiency).
+** Every count below is worked out from the group's rule: member m owns the
+** segments k with k mod n = m.
+*/
+#include <criterion/criterion.h>
+#include <string.h>
+
+#include "testscen.h"
+#include "workloads/dag.h"
+
+#define SEG 65536ull
+#define WIRE 77118ull
+
+static const char dgx[] =
+  "cluster: {node: dgx-h100, nodes: 1}\n"
+  "fabric: {topology: {kind: single-switch}, link: {bandwidth: 400Gbps}}\n"
+  "workload: {kind: flows, flows: [{src: 0, dst: 1, size: 1}]}\n";
+
+/* A scenario whose DAG is one NVLS group of `mode` over ranks 0..n-1, rank m
+** with segs[m] segments. */
+static FabScenario *group(FabNvlsOp mode, uint32_t n, const uint32_t *segs, const char *const *sets) {
+  FabScenario *sc = testscen_load(dgx, sets);
+  fab_dag_free(sc->dag);
+  sc->dag = fab_dag_new();
+  FabJobDef j = {.name = "nvls", .kind = "collective", .nranks = n, .ranks = g_new(uint32_t, n)};
+  for (uint32_t m = 0; m < n; m++) j.ranks[m] = m;
+  fab_dag_job(sc->dag, &j);
+  uint32_t g = sc->dag->groups++;
+  for (uint32_t m = 0; m < n; m++) {
+    FabOp o = {.kind = FAB_OP_NVLS, .mark = (uint8_t)mode, .src = m, .dst = m, .coll = -1, .group = g,
+               .bytes = segs[m] * SEG};
+    fab_dag_add(sc->dag, &o, NULL, 0);
+  }
+  return sc;
+}
+
+static uint64_t out_of(const FabResults *r, uint32_t gpu) {
+  char p[16];
+  g_snprintf(p, sizeof p, "gpu%u:p1", gpu);
+  return testscen_bytes_from(r, p);
+}
+
+static uint64_t into(const FabResults *r, uint32_t gpu) {
+  char p[16];
+  g_snprintf(p, sizeof p, "nvs0:p%u", gpu);
+  return testscen_bytes_from(r, p);
+}
+
+/* RS: 4 members of 6 segments: member m owns k = m, m + 4 (< 6): members 0
+** and 1 two segments, 2 and 3 one. Each sends its 6, receives what it owns. */
+Test(nvls, reduce_scatter_gives_each_owner_its_segments) {
+  uint32_t segs[4] = {6, 6, 6, 6}, own[4] = {2, 2, 1, 1};
+  FabScenario *sc = group(FAB_NVLS_OP_RS, 4, segs, NULL);
+  FabResults res;
+  testscen_run(sc, &res);
+  for (uint32_t m = 0; m < 4; m++) {
+    cr_assert_eq(out_of(&res, m), 6 * WIRE, "member %u contributes 6 segments", m);
+    cr_assert_eq(into(&res, m), own[m] * WIRE, "member %u receives the %u it owns", m, own[m]);
+  }
+  cr_assert_eq(into(&res, 4), 0, "a non-member gets nothing");
+  testscen_done(sc, &res);
+}
+
+/* AG: members store 1, 2, 3 and 4 segments; each receives all 10. */
+Test(nvls, all_gather_multicasts_every_member_s_data) {
+  uint32_t segs[4] = {1, 2, 3, 4};
+  FabScenario *sc = group(FAB_NVLS_OP_AG, 4, segs, NULL);
+  FabResults res;
+  testscen_run(sc, &res);
+  for (uint32_t m = 0; m < 4; m++) {
+    cr_assert_eq(out_of(&res, m), segs[m] * WIRE, "member %u stores its own", m);
+    cr_assert_eq(into(&res, m), 10 * WIRE, "member %u receives everyone's", m);
+  }
+  testscen_done(sc, &res);
+}
+
+/* AR: 4 members of 8 segments: each sends 8 + its 2 owned stores, receives
+** its 2 reduced segments + 8 copies. */
+Test(nvls, allreduce_is_the_reduce_scatter_then_the_owners_multicast) {
+  uint32_t segs[4] = {8, 8, 8, 8};
+  FabScenario *sc = group(FAB_NVLS_OP_AR, 4, segs, NULL);
+  FabResults res;
+  testscen_run(sc, &res);
+  for (uint32_t m = 0; m < 4; m++) {
+    cr_assert_eq(out_of(&res, m), (8 + 2) * WIRE);
+    cr_assert_eq(into(&res, m), (2 + 8) * WIRE);
+  }
+  testscen_done(sc, &res);
+}
+
+/* The switch's reduction rate: at 1 GB/s per owner port, an owner's 2
+** reduced segments take 2 x 65536 B / 1 GB/s = 131 us, far above what the
+** links take (a few us): the run lasts at least that. */
+Test(nvls, the_reduction_rate_bounds_a_reduce_scatter) {
+  uint32_t segs[4] = {8, 8, 8, 8};
+  const char *sets[] = {"cluster.nvlink.nvls_reduce_bandwidth=1GB/s", NULL};
+  FabScenario *fast = group(FAB_NVLS_OP_RS, 4, segs, NULL), *slow = group(FAB_NVLS_OP_RS, 4, segs, sets);
+  FabResults rf, rs;
+  testscen_run(fast, &rf);
+  testscen_run(slow, &rs);
+  cr_assert_lt(rf.sim_time, 10 * FAB_US);
+  cr_assert_geq(rs.sim_time, 2 * 65536 * FAB_NS);
+  cr_assert_lt(rs.sim_time, 2 * 65536 * FAB_NS + 10 * FAB_US);
+  testscen_done(fast, &rf);
+  testscen_done(slow, &rs);
+}
+
+/* The efficiency is a key: at 0.5 a segment is 131072 + 16 bytes. */
+Test(nvls, the_efficiency_inflates_every_nvls_segment) {
+  uint32_t segs[2] = {1, 1};
+  const char *sets[] = {"cluster.nvlink.nvls_efficiency=0.5", NULL};
+  FabScenario *sc = group(FAB_NVLS_OP_AG, 2, segs, sets);
+  FabResults res;
+  testscen_run(sc, &res);
+  cr_assert_eq(out_of(&res, 0), 131072 + 16);
+  testscen_done(sc, &res);
+}
+
+/* Where NVLS exists: not on Ampere, not when turned off; the keys that need
+** it are refused without it. */
+Test(nvls, only_where_the_switch_can_reduce) {
+  FabScenario *sc = testscen_load(dgx, NULL);
+  cr_assert(sc->fabric.gpu.nvls);
+  fab_scenario_free(sc);
+  const char *off[] = {"cluster.nvlink.nvls=false", NULL};
+  sc = testscen_load(dgx, off);
+  cr_assert(!sc->fabric.gpu.nvls);
+  fab_scenario_free(sc);
+  const char *a100[] = {"cluster.node=dgx-a100", NULL};
+  sc = testscen_load(dgx, a100);
+  cr_assert(!sc->fabric.gpu.nvls, "Ampere has no NVLS");
+  fab_scenario_free(sc);
+  const char *force[] = {"cluster.node=dgx-a100", "cluster.nvlink.nvls=true", NULL};
+  testscen_expect_error(dgx, force, "--set:1:", "ampere GPUs have no NVLS");
+  const char *eff[] = {"cluster.nvlink.nvls=false", "cluster.nvlink.nvls_efficiency=0.8", NULL};
+  testscen_expect_error(dgx, eff, "--set:1:", "NVLS is off here (nvls: false)");
+  const char *coll[] = {"cluster.node=dgx-a100", "workload={kind: collective, op: allreduce, size: 1MiB, algorithm: nvls}",
+                        NULL};
+  testscen_expect_error(dgx, coll, "--set:1:", "nvls needs an NVSwitch that reduces");
+}
