@@ -373,6 +373,7 @@ static gboolean read_gpu_nodes(Read *r, const FabCfgNode *cl, uint64_t *preset_n
       !fab_cfg_apply(r->gpu, cl, gpu_schema, r, err))
     return FALSE;
   if (!g->nodes) return fab_cfg_fail(cl, err, "GPU nodes need cluster.nodes");
+  if (!fab_cfg_get(r->gpu, "reduce_bandwidth") && g->memory_bps) g->reduce_bps = g->memory_bps / 3;
   if (g->arch == FAB_ARCH_NONE)
     return fab_cfg_fail(fab_cfg_get(r->gpu, "arch"), err, "a GPU node needs an architecture (ampere, hopper or "
                         "blackwell), not none");

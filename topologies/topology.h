@@ -90,12 +90,12 @@ typedef struct FabGpuSpec {
   bool pxn;                 /* cross-rail traffic relays through the local GPU on the destination's rail */
 } FabGpuSpec;
 
-/* The GPU's reduction throughput when cluster.gpu.reduce_bandwidth is not
-** given: 400 GB/s. ASSUMPTION (no public figure per NCCL channel): a
-** reduction reads two inputs and writes one output, so it is bound by HBM
-** (3.35 TB/s on H100) shared with the copies, and NCCL runs it on a few
-** SMs; 400 GB/s is well above a NIC's 50 GB/s, so it matters on NVLink
-** and for LL protocols, not for network rings. */
+/* The reduction throughput of a plain host (cluster.node: host) when
+** cluster.gpu.reduce_bandwidth is not given: 400 GB/s, an ASSUMPTION (no
+** public figure). A GPU node's default is its memory bandwidth / 3 instead:
+** a reduction reads two operands and writes one, all in HBM, and NCCL fuses
+** it into the copy, so HBM is what bounds the GPU's reductions together
+** (one channel's own limit is its SM ceiling, FabNcclCosts.channel_bps). */
 #define FAB_GPU_REDUCE_BPS (400ull * 8 * 1000 * 1000 * 1000)
 
 /* Everything the cluster and fabric sections say, in model structs (the
