@@ -181,6 +181,31 @@ Test(scenario, explain_names_the_parts) {
   fab_scenario_free(sc);
 }
 
+/* The GPU side in effect: architecture, NVLink data vs signalling rate,
+** NVLS, NCCL's kernel costs, the reducer, InfiniBand credits and VLs. */
+Test(scenario, explain_names_the_gpu_side) {
+  FabScenario *sc = load("scenarios/validation/dgx-h100-ib.yaml", NULL);
+  char *s = fab_scenario_explain(sc);
+  cr_assert(strstr(s, "nvlink     370.8 GB/s per GPU per direction of data (18 links; signalling 450 GB/s"), "%s", s);
+  cr_assert(strstr(s, "nvls       on: a reduce-scatter through the switch, then each owner's multicast; efficiency "
+                      "0.85"), "%s", s);
+  cr_assert(strstr(s, "gpu        hopper, 989.4 TFLOPS dense BF16 x 0.55 efficiency, memory 3.35 TB/s, reductions "
+                      "1116.67 GB/s"), "%s", s);
+  cr_assert(strstr(s, "nccl       launch 6.05 us; per step LL 0, LL128 0.5, Simple 1 us; proxy 2 us, flush 1 us"), "%s", s);
+  cr_assert(strstr(s, "1 VLs in use (buffer / (ports x VLs in use))"), "%s", s);
+  g_free(s);
+  fab_scenario_free(sc);
+  const char *const sets[] = {"cluster.nccl.launch=4us", "cluster.gpu.reduce_bandwidth=500GB/s", NULL};
+  sc = load("scenarios/validation/dgx-a100.yaml", sets);
+  s = fab_scenario_explain(sc);
+  cr_assert(strstr(s, "nvls       off (NCCL builds no NVLS graph below sm90)"), "%s", s);
+  cr_assert(strstr(s, "gpu        ampere,"), "%s", s);
+  cr_assert(strstr(s, "reductions 500 GB/s"), "%s", s);
+  cr_assert(strstr(s, "nccl       launch 4 us; per step LL 1.475, LL128 1.975, Simple 2.475 us"), "%s", s);
+  g_free(s);
+  fab_scenario_free(sc);
+}
+
 Test(scenario, pfc_deadlock_is_detected_and_reported) {
   FabScenario *sc = load("scenarios/pfc-deadlock-ring.yaml", NULL);
   FabResults res;

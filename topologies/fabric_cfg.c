@@ -645,6 +645,7 @@ gboolean fab_fabric_cfg_credits(FabFabricCfg *f, uint32_t prios, GPtrArray *warn
     return fab_cfg_fail(f->credits_node, err, "%u ports x %u VLs in use x %" G_GUINT64_FORMAT " B of credit is more "
                         "than the buffer (%" G_GUINT64_FORMAT " B)", ports, vls, c, buffer);
   f->sw.credits = c;
+  f->credit_vls = vls;
   /* the credit loop: a packet out, the credit back, at the fastest link */
   uint64_t bps = MAX(f->topo.link_bps, f->topo.host_bps);
   fab_time_t loop = 2 * f->topo.link_latency + f->sw.latency + 2 * fab_time_ser(f->sw.mtu_wire, bps);

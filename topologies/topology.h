@@ -110,6 +110,7 @@ typedef struct FabFabricCfg {
   const FabCfgNode *nccl;   /* cluster.nccl (NULL: absent), for the workload layer */
   bool credits_auto;        /* InfiniBand credits not given: fab_fabric_cfg_credits sizes them */
   uint64_t credits_given;   /* InfiniBand credits given (fabric.switch.credits), 0: auto */
+  uint32_t credit_vls;      /* InfiniBand: the VLs in use that share the buffer (fab_fabric_cfg_credits) */
   const FabCfgNode *sw_node, *credits_node; /* fabric.switch and its credits (for errors), NULL: absent */
 } FabFabricCfg;
 

@@ -1,7 +1,33 @@
 /* validate --explain: what a scenario expands to. See scenario.h. */
 #include "scenario.h"
 #include "models/cc.h"
+#include "topologies/presets.h"
 #include <string.h>
+
+/* NVLS: whether the NVSwitch reduces, and at what efficiency and rate. */
+static void explain_nvls(const FabGpuSpec *g, GString *s) {
+  if (!g->nvls) {
+    g_string_append_printf(s, "nvls       off (%s)\n", fab_arch_facts(g->arch).nvls ? "cluster.nvlink.nvls: false"
+                           : "NCCL builds no NVLS graph below sm90");
+    return;
+  }
+  g_string_append_printf(s, "nvls       on: a reduce-scatter through the switch, then each owner's multicast; "
+                         "efficiency %.6g (data per NVLink byte), switch reduction ", g->nvls_eff);
+  if (g->nvls_reduce_bps) g_string_append_printf(s, "%.6g GB/s per port\n", (double)g->nvls_reduce_bps / 8e9);
+  else g_string_append(s, "at the NVLink rate (not a bottleneck)\n");
+}
+
+/* cluster.nccl: what NCCL's kernels cost in the simulation (the tuner keeps
+** NCCL's own constants to choose). */
+static void explain_nccl(const FabNcclCosts *k, GString *s) {
+  g_string_append_printf(s, "nccl       launch %.6g us; per step LL %.6g, LL128 %.6g, Simple %.6g us; proxy %.6g us, "
+                         "flush %.6g us per network piece; per channel LL128 %.6g, Simple %.6g GB/s; LL ceiling ",
+                         (double)k->launch / 1e6, (double)k->step[0] / 1e6, (double)k->step[1] / 1e6,
+                         (double)k->step[2] / 1e6, (double)k->proxy / 1e6, (double)k->flush / 1e6,
+                         (double)k->channel_bps[1] / 8e9, (double)k->channel_bps[2] / 8e9);
+  if (k->channel_bps[0]) g_string_append_printf(s, "%.6g GB/s per rank\n", (double)k->channel_bps[0] / 8e9);
+  else g_string_append(s, "NCCL's for the node count\n");
+}
 
 /* The endpoints: hosts, or GPU nodes with their NICs, NVLink, PCIe, GPUs. */
 static void explain_cluster(const FabScenario *sc, GString *s) {
@@ -14,12 +40,16 @@ static void explain_cluster(const FabScenario *sc, GString *s) {
     g_string_append_printf(s, "nics       %u per node at %.6g Gbps: %u NIC ports in the network, %.6g Gbps per node\n",
                            g->nics_per_node, (double)f->topo.host_bps / 1e9, f->topo.hosts,
                            (double)f->topo.host_bps * g->nics_per_node / 1e9);
-    if (g->nvlink_domain)
-      g_string_append_printf(s, "nvlink     %.6g GB/s per GPU per direction, %.6g ns GPU to GPU, one NVSwitch per domain "
-                             "of %u GPUs (%u domains), segments of %u B + %u B header\n",
-                             (double)g->nvlink_bps / 8e9, (double)g->nvlink_latency / 1e3, g->nvlink_domain,
+    if (g->nvlink_domain) {
+      g_string_append_printf(s, "nvlink     %.6g GB/s per GPU per direction of data", (double)g->nvlink_bps / 8e9);
+      if (g->nvlink_raw_bps)
+        g_string_append_printf(s, " (%u links; signalling %.6g GB/s, NCCL's effective rate is what runs)",
+                               g->nvlink_links, (double)g->nvlink_raw_bps / 8e9);
+      g_string_append_printf(s, ", %.6g ns GPU to GPU, one NVSwitch per domain of %u GPUs (%u domains), segments of "
+                             "%u B + %u B header\n", (double)g->nvlink_latency / 1e3, g->nvlink_domain,
                              ranks / g->nvlink_domain, g->segment, f->nic.nvl_overhead);
-    else
+      explain_nvls(g, s);
+    } else
       g_string_append(s, "nvlink     none: every GPU pair goes through the network\n");
     g_string_append_printf(s, "pcie       %.6g GB/s per direction, %.6g ns, %s", (double)g->pcie_bps / 8e9,
                            (double)g->pcie_latency / 1e3, g->gpudirect ? "GPUDirect RDMA" : "host-staged");
@@ -29,8 +59,10 @@ static void explain_cluster(const FabScenario *sc, GString *s) {
     uint32_t G = g->gpus_per_node, N = g->nics_per_node;
     g_string_append_printf(s, "; %s\n", N >= G ? (N == G ? "one NIC per GPU" : "several NICs per GPU")
                                                  : "GPUs share a NIC");
-    g_string_append_printf(s, "gpu        %.6g TFLOPS dense BF16 x %.2g efficiency\n", g->gpu_flops / 1e12,
-                           g->gpu_efficiency);
+    g_string_append_printf(s, "gpu        %s, %.6g TFLOPS dense BF16 x %.2g efficiency, memory %.6g TB/s, "
+                           "reductions %.6g GB/s\n", fab_gpu_arch_names[g->arch], g->gpu_flops / 1e12,
+                           g->gpu_efficiency, (double)g->memory_bps / 8e12, (double)g->reduce_bps / 8e9);
+    explain_nccl(&sc->nccl, s);
   } else {
     g_string_append_printf(s, "endpoints  %u hosts, one NIC each at %.6g Gbps\n", f->topo.hosts,
                            (double)f->topo.host_bps / 1e9);
@@ -61,7 +93,8 @@ static void explain_fabric(const FabScenario *sc, GString *s) {
     g_string_append_printf(s, ", %" G_GUINT64_FORMAT " B reserved, quanta %u\n", f->sw.pfc_reserved, pfc->quanta);
   }
   if (f->sw.credits)
-    g_string_append_printf(s, "credits    %" G_GUINT64_FORMAT " B per (ingress port, VL)\n", f->sw.credits);
+    g_string_append_printf(s, "credits    %" G_GUINT64_FORMAT " B per (ingress port, VL), %u VLs in use%s\n",
+                           f->sw.credits, f->credit_vls, f->credits_auto ? " (buffer / (ports x VLs in use))" : "");
   if (f->sw.ecn.enabled)
     g_string_append_printf(s, "ecn        kmin %" G_GUINT64_FORMAT " B, kmax %" G_GUINT64_FORMAT " B, pmax %g, on %s\n",
                            f->sw.ecn.kmin, f->sw.ecn.kmax, f->sw.ecn.pmax, f->sw.ecn.on_dequeue ? "dequeue" : "enqueue");

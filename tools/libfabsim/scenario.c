@@ -75,7 +75,7 @@ static gboolean check_rails(const FabScenario *sc, const FabCfgNode *root, GErro
 }
 
 /* The workload's view of the cluster; FALSE + err on a bad cluster.nccl. */
-static gboolean workload_env(const FabScenario *sc, uint64_t seed, FabWorkloadEnv *env, GError **err) {
+static gboolean workload_env(FabScenario *sc, uint64_t seed, FabWorkloadEnv *env, GError **err) {
   const FabGpuSpec *g = &sc->fabric.gpu;
   memset(env, 0, sizeof *env);
   env->endpoints = g->gpus_per_node ? g->nodes * g->gpus_per_node : sc->fabric.topo.hosts;
@@ -88,6 +88,7 @@ static gboolean workload_env(const FabScenario *sc, uint64_t seed, FabWorkloadEn
   env->coll.costs = fab_coll_costs_unset();
   if (!fab_cfg_apply(sc->fabric.nccl, NULL, fab_nccl_schema, &env->coll.costs, err)) return FALSE;
   fab_coll_costs_resolve(&env->coll);
+  sc->nccl = env->coll.costs; /* for validate --explain */
   return TRUE;
 }
 

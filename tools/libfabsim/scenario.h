@@ -27,6 +27,7 @@ typedef struct FabScenario {
   fab_time_t sample_interval; /* ps, queue sampling for HDF5 */
   char *topology;           /* description */
   char *own_name;           /* the name when the YAML gives none */
+  FabNcclCosts nccl;        /* NCCL's kernel costs on these GPUs, resolved (cluster.nccl or the architecture's) */
   GPtrArray *warnings;      /* char *: what the settings cost in fidelity or performance (printed on stderr,
                             ** listed in the JSON and in validate --explain) */
 } FabScenario;
