@@ -47,17 +47,14 @@
 **                 several GPUs per node the tree joins nodes and a chain runs
 **                 inside each node (NVLink), headed by the same local GPU in
 **                 every node, rotating with channel and tree.
-**   nvls          one FAB_OP_NVLS op per rank: the NVSwitch reduces and
-**                 multicasts (the executor models it).
-**   nvls-tree     approximation of NCCL's NVLS_TREE in three phases: an NVLS
-**                 allreduce inside each NVLink domain (G ranks each); then,
-**                 for each local index l, a double-binary-tree allreduce
-**                 across the domains of shard l (bytes / G) among the ranks of
-**                 local index l; then inside each domain every rank sends its
-**                 shard to the G-1 others over NVLink. NCCL instead pipelines
-**                 the NVSwitch reduction, the tree and the multicast piece by
-**                 piece, and moves about bytes (not 2 x bytes) over NVLink;
-**                 here the phases are separated by per-rank joins.
+**   nvls          inside one NVLink domain, one NVLS op per rank (RS for
+**                 reduce-scatter, AG for allgather, AR for allreduce: the
+**                 switch reduces, each owner multicasts; models/nvls.h).
+**   nvls-tree     NCCL's NVLS_TREE, chunk by chunk (coll_algos.c): in each
+**                 domain the switch reduces a loop's data onto G heads, the
+**                 heads of one local index run a double binary tree across
+**                 the domains, and each head multicasts the result into its
+**                 domain; loops pipeline through the connections' slots.
 **   hierarchical  allreduce = ring reduce-scatter inside each node, ring
 **                 allreduce across nodes of shard l among the ranks of local
 **                 index l, ring allgather inside each node (Horovod-style,
@@ -79,16 +76,19 @@
 **   collnet       in-network reduction (SHARP): not modelled yet; see
 **                 collnet_expand(), the hook where its ops will be made.
 **
-** Protocols (NCCL's LL, LL128, Simple) cost two things. Bandwidth: LL moves 8
-** data bytes in every 16 on the wire, LL128 120 in every 128, Simple all of
-** them, so a flow's `bytes` grow by 2 or by 128/120. Latency: the first piece
-** of every step on a connection is posted after NCCL's per-hop latency for
-** that algorithm, protocol and link (hwLat of tuning.cc: NVLink row inside an
-** NVLink domain, network row otherwise) minus what the fabric itself takes
-** for that hop (env nvl_lat / net_lat, since the simulator models the wire),
-** and the first step also pays NCCL's base latency (baseLat) once. Later
-** pieces stream behind the first: NCCL overlaps a connection's per-step
-** latency with its FIFO of in-flight steps. A ring connection is first in,
+** Protocols (NCCL's LL, LL128, Simple) cost three things. Bandwidth: LL moves
+** 8 data bytes in every 16 on the wire, LL128 120 in every 128, Simple all of
+** them, so a flow's `bytes` grow by 2 or by 128/120. GPU throughput: a
+** channel's flow runs at most at the protocol's per-channel rate
+** (env->costs.channel_bps, NCCL's per-channel SM ceilings), and LL's flows of
+** one rank share LL's ceiling. Latency: physical costs, not the tuner's
+** constants (env->costs, tuner.c gives their sources): the first piece of
+** every step on a connection is posted after the protocol's step cost
+** (flag and fence work), plus over the network the proxy's post and
+** completion and, for Simple, the receiver's flush; a rank's first piece
+** also pays the kernel launch. The wire itself is the fabric's. Later
+** pieces stream behind the first, at most `window` pieces in flight on a
+** connection (NCCL_STEPS slots). A ring connection is first in,
 ** first out: a step's first piece also waits for the previous step's last
 ** piece to leave (NCCL's primitives run one step after the other). The default piece is NCCL's
 ** pipelining unit: Simple a slice of NCCL_BUFFSIZE (4 MiB) / NCCL_STEPS (8)

@@ -47,7 +47,7 @@ static void explain_cluster(const FabScenario *sc, GString *s) {
                                g->nvlink_links, (double)g->nvlink_raw_bps / 8e9);
       g_string_append_printf(s, ", %.6g ns GPU to GPU, one NVSwitch per domain of %u GPUs (%u domains), segments of "
                              "%u B + %u B header\n", (double)g->nvlink_latency / 1e3, g->nvlink_domain,
-                             ranks / g->nvlink_domain, g->segment, f->nic.nvl_overhead);
+                             (ranks + g->nvlink_domain - 1) / g->nvlink_domain, g->segment, f->nic.nvl_overhead);
       explain_nvls(g, s);
     } else
       g_string_append(s, "nvlink     none: every GPU pair goes through the network\n");
