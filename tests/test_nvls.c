@@ -50,46 +50,38 @@ static uint64_t into(const FabResults *r, uint32_t gpu) {
   return testscen_bytes_from(r, p);
 }
 
-/* RS: 4 members of 6 segments: member m owns k = m, m + 4 (< 6): members 0
-** and 1 two segments, 2 and 3 one. Each sends its 6, receives what it owns. */
-Test(nvls, reduce_scatter_gives_each_owner_its_segments) {
-  uint32_t segs[4] = {6, 6, 6, 6}, own[4] = {2, 2, 1, 1};
-  FabScenario *sc = group(FAB_NVLS_OP_RS, 4, segs, NULL);
+/* Run one group of 4 and check what each member sends and receives, in
+** segments. */
+static void expect_traffic(FabNvlsOp mode, const uint32_t segs[4], const uint32_t sent[4], const uint32_t got[4]) {
+  FabScenario *sc = group(mode, 4, segs, NULL);
   FabResults res;
   testscen_run(sc, &res);
   for (uint32_t m = 0; m < 4; m++) {
-    cr_assert_eq(out_of(&res, m), 6 * WIRE, "member %u contributes 6 segments", m);
-    cr_assert_eq(into(&res, m), own[m] * WIRE, "member %u receives the %u it owns", m, own[m]);
+    cr_assert_eq(out_of(&res, m), sent[m] * WIRE, "member %u sends %u segments", m, sent[m]);
+    cr_assert_eq(into(&res, m), got[m] * WIRE, "member %u receives %u segments", m, got[m]);
   }
   cr_assert_eq(into(&res, 4), 0, "a non-member gets nothing");
   testscen_done(sc, &res);
 }
 
+/* RS: 4 members of 6 segments: member m owns k = m, m + 4 (< 6): members 0
+** and 1 two segments, 2 and 3 one. Each sends its 6, receives what it owns. */
+Test(nvls, reduce_scatter_gives_each_owner_its_segments) {
+  static const uint32_t segs[4] = {6, 6, 6, 6}, own[4] = {2, 2, 1, 1};
+  expect_traffic(FAB_NVLS_OP_RS, segs, segs, own);
+}
+
 /* AG: members store 1, 2, 3 and 4 segments; each receives all 10. */
 Test(nvls, all_gather_multicasts_every_member_s_data) {
-  uint32_t segs[4] = {1, 2, 3, 4};
-  FabScenario *sc = group(FAB_NVLS_OP_AG, 4, segs, NULL);
-  FabResults res;
-  testscen_run(sc, &res);
-  for (uint32_t m = 0; m < 4; m++) {
-    cr_assert_eq(out_of(&res, m), segs[m] * WIRE, "member %u stores its own", m);
-    cr_assert_eq(into(&res, m), 10 * WIRE, "member %u receives everyone's", m);
-  }
-  testscen_done(sc, &res);
+  static const uint32_t segs[4] = {1, 2, 3, 4}, all[4] = {10, 10, 10, 10};
+  expect_traffic(FAB_NVLS_OP_AG, segs, segs, all);
 }
 
 /* AR: 4 members of 8 segments: each sends 8 + its 2 owned stores, receives
 ** its 2 reduced segments + 8 copies. */
 Test(nvls, allreduce_is_the_reduce_scatter_then_the_owners_multicast) {
-  uint32_t segs[4] = {8, 8, 8, 8};
-  FabScenario *sc = group(FAB_NVLS_OP_AR, 4, segs, NULL);
-  FabResults res;
-  testscen_run(sc, &res);
-  for (uint32_t m = 0; m < 4; m++) {
-    cr_assert_eq(out_of(&res, m), (8 + 2) * WIRE);
-    cr_assert_eq(into(&res, m), (2 + 8) * WIRE);
-  }
-  testscen_done(sc, &res);
+  static const uint32_t segs[4] = {8, 8, 8, 8}, both[4] = {8 + 2, 8 + 2, 8 + 2, 8 + 2};
+  expect_traffic(FAB_NVLS_OP_AR, segs, both, both);
 }
 
 /* The switch's reduction rate: at 1 GB/s per owner port, an owner's 2
