@@ -206,6 +206,26 @@ Test(scenario, explain_names_the_gpu_side) {
   fab_scenario_free(sc);
 }
 
+/* A collective too large to expand at full fidelity is coarsened where it
+** costs least (NVLS_TREE: larger pieces, its 16 channels kept), and says so. */
+Test(scenario, coarsened_collective_keeps_its_channels_and_warns) {
+  const char *const sets[] = {"cluster.nodes=16", "workload.sizes=[2147483648]", NULL};
+  FabScenario *sc = load("scenarios/validation/dgx-h100-ib.yaml", sets);
+  const FabCollDef *cd = &g_array_index(sc->dag->colls, FabCollDef, 0);
+  cr_assert_str_eq(cd->algorithm, "nvls-tree");
+  cr_assert_eq(cd->channels, 16, "NCCL's NVLS channels on Hopper");
+  cr_assert_eq(cd->chunk, 131072);
+  cr_assert_eq(sc->warnings->len, 1);
+  cr_assert_str_eq(g_ptr_array_index(sc->warnings, 0),
+                   "allreduce of 2147483648 B on 128 ranks (nvls-tree, simple): 131072-byte pieces instead of 65536, "
+                   "to stay within 4000000 operations a collective; set workload.channels or workload.chunk to choose");
+  fab_scenario_free(sc);
+  const char *const fixed[] = {"cluster.nodes=16", "workload.sizes=[2147483648]", "workload.chunk=256KiB", NULL};
+  sc = load("scenarios/validation/dgx-h100-ib.yaml", fixed);
+  cr_assert_eq(sc->warnings->len, 0, "a chunk the user chose is not a loss of fidelity");
+  fab_scenario_free(sc);
+}
+
 Test(scenario, pfc_deadlock_is_detected_and_reported) {
   FabScenario *sc = load("scenarios/pfc-deadlock-ring.yaml", NULL);
   FabResults res;

@@ -31,7 +31,7 @@ enum { ROW_TREE = 0, ROW_RING, ROW_NVLS, ROW_NVLS_TREE, ROW_PAT, ROW_COLLNET, RO
 
 extern const double fab_coll__base_lat[ROW_N][3];
 extern const double fab_coll__hw_lat[2][ROW_N][3];
-extern const double fab_coll__tree_correction[3][23];
+extern const double fab_coll__tree_correction[3][24];
 
 /* NCCL's per-architecture rows (tuner.c says where each comes from). The
 ** per-channel figures are indexed by nodes: 1, 2, 3 or more. */

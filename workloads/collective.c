@@ -554,6 +554,26 @@ static gboolean check_ranks(const FabCollEnv *env, const FabCollSpec *c, GError 
   return ok;
 }
 
+/* Add a warning to `w` once (the same collective recurs in a training
+** step); past 64 warnings, one line says that more were left out. */
+static void G_GNUC_PRINTF(2, 3) fab_coll__warn(GPtrArray *w, const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  char *s = g_strdup_vprintf(fmt, ap);
+  va_end(ap);
+  for (guint i = 0; i < w->len; i++)
+    if (g_str_equal(g_ptr_array_index(w, i), s)) {
+      g_free(s);
+      return;
+    }
+  static const char more[] = "more collectives were coarsened the same way; not all are listed";
+  if (w->len < 64) g_ptr_array_add(w, s);
+  else {
+    g_free(s);
+    if (!g_str_equal(g_ptr_array_index(w, w->len - 1), more)) g_ptr_array_add(w, g_strdup(more));
+  }
+}
+
 /* The pieces and channels: the default chunk, then fewer channels or larger
 ** pieces while an automatic choice would exceed FAB_COLL_MAX_OPS. */
 static gboolean size_pieces(Ex *x, const Topo *t, const Groups *nodes, const Groups *dom, GError **err) {
@@ -562,13 +582,36 @@ static gboolean size_pieces(Ex *x, const Topo *t, const Groups *nodes, const Gro
   x->chunk = c->chunk ? c->chunk : def;
   uint32_t G = x->env->nvl_domain ? fab_coll__even_groups(dom) : 1, L = fab_coll__even_groups(nodes);
   double est = estimate(x, G, L);
-  while (est > FAB_COLL_MAX_OPS && !c->channels && x->channels > 1) {
-    x->channels = (x->channels + 1) / 2;
-    est = estimate(x, G, L);
-  }
-  while (est > FAB_COLL_MAX_OPS && !c->chunk && x->chunk < c->bytes) {
+  uint32_t ch0 = x->channels;
+  uint64_t chunk0 = x->chunk;
+  /* fewer channels while that shrinks the expansion by a quarter or more
+  ** (rings, trees); larger pieces where channels barely count (NVLS_TREE) */
+  while (est > FAB_COLL_MAX_OPS) {
+    bool can_ch = !c->channels && x->channels > 1, can_chunk = !c->chunk && x->chunk < c->bytes;
+    if (can_ch) {
+      uint32_t was = x->channels;
+      x->channels = (was + 1) / 2;
+      double by_ch = estimate(x, G, L);
+      if (by_ch <= 0.75 * est || !can_chunk) {
+        est = by_ch;
+        continue;
+      }
+      x->channels = was;
+    }
+    if (!can_chunk) break;
     x->chunk *= 2;
     est = estimate(x, G, L);
+  }
+  if ((x->channels != ch0 || x->chunk != chunk0) && x->env->warnings) {
+    char chs[48] = "", cks[80] = "";
+    if (x->channels != ch0) g_snprintf(chs, sizeof chs, "%u channels instead of %u", x->channels, ch0);
+    if (x->chunk != chunk0)
+      g_snprintf(cks, sizeof cks, "%s%" G_GUINT64_FORMAT "-byte pieces instead of %" G_GUINT64_FORMAT,
+                 *chs ? " and " : "", x->chunk, chunk0);
+    fab_coll__warn(x->env->warnings, "%s of %" G_GUINT64_FORMAT " B on %u ranks (%s, %s): %s%s, to stay within %u "
+                   "operations a collective; set workload.channels or workload.chunk to choose",
+                   fab_coll_op_names[c->op], c->bytes, x->n, fab_coll_algo_names[x->algo], fab_proto_names[x->proto],
+                   chs, cks, FAB_COLL_MAX_OPS);
   }
   if (est > FAB_COLL_MAX_OPS)
     return fail(err, "this %s over %u ranks (%s, %s) expands to about %.0f operations, more than %u: raise chunk "

@@ -83,6 +83,7 @@ typedef struct FabCollEnv {
   double reduce_Bps;        /* GPU reduction throughput, bytes/s of input reduced (0: free) */
   bool collnet;             /* in-network reduction (SHARP) available */
   FabNcclCosts costs;       /* what NCCL's kernels cost on these GPUs (fab_coll_costs_resolve fills it) */
+  GPtrArray *warnings;      /* char *: where the expansion chose coarser than asked (NULL: not kept) */
 } FabCollEnv;
 
 /* Costs with nothing set: times FAB_TIME_MAX, rates 0. */

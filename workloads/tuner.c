@@ -43,11 +43,12 @@ const double fab_coll__hw_lat[2][ROW_N][3] = {
 /* llMaxBws' multi-node row for Intel CPUs (N2, N4+). */
 static const double ll_max_multi[2] = {39.0, 20.4};
 /* Trees stray from the model at medium sizes; NCCL corrects their bandwidth
-** by size (powers of two from 64 B). */
-const double fab_coll__tree_correction[3][23] = {
-  {1.0, 1.0, 1.0, 1.0, .9, .8, .7, .7, .7, .7, .6, .5, .4, .4, .5, .6, .7, .8, .9, 1.0, 1.0, 1.0, 1.0},
-  {1.0, 1.0, 1.0, 1.0, 1.0, .9, .8, .8, .8, .7, .6, .6, .6, .6, .6, .6, .8, .9, .9, .9, .9, 1.0, 1.0},
-  {.9, .9, .9, .9, .9, .9, .9, .8, .7, .6, .6, .5, .5, .5, .5, .6, .7, .8, .7, .7, .8, .9, .9},
+** by size (powers of two from 64 B; tuning.cc treeCorrectionFactor, 24
+** entries: the tree reads the first 23, NVLS_TREE all 24). */
+const double fab_coll__tree_correction[3][24] = {
+  {1.0, 1.0, 1.0, 1.0, .9, .8, .7, .7, .7, .7, .6, .5, .4, .4, .5, .6, .7, .8, .9, 1.0, 1.0, 1.0, 1.0, 1.0},
+  {1.0, 1.0, 1.0, 1.0, 1.0, .9, .8, .8, .8, .7, .6, .6, .6, .6, .6, .6, .8, .9, .9, .9, .9, 1.0, 1.0, 1.0},
+  {.9, .9, .9, .9, .9, .9, .9, .8, .7, .6, .6, .5, .5, .5, .5, .6, .7, .8, .7, .7, .8, .9, .9, .9},
 };
 /* NCCL's network post overhead, Intel x86 (tuning.cc getNetOverhead): 1 us. */
 #define NET_OVERHEAD_US 1.0
@@ -208,18 +209,20 @@ static Graph search_ring(const Topo *t) {
 
 /* The NVLS search: one head per GPU of the domain (up to 32; several nodes:
 ** the GPUs with a NIC); every GPU reserves the speed toward each head and
-** the head twice, so (heads + 1) x speed fits the GPU's NVLink; the
-** network side is raised up to twice the NVLink side. */
+** the head twice, so (heads + 1) x speed fits the GPU's NVLink; across
+** nodes the search starts no faster than a GPU's path to its NIC
+** (search.cc: speeds above system->maxBw are skipped) and its second pass
+** raises only the network side, up to twice the NVLink side. */
 static Graph search_nvls(const Topo *t) {
   const FabNcclArch *a = t->arch;
   bool inter = t->islands > 1;
   const float *sp = inter ? a->inter : a->intra;
   uint32_t ns = inter ? a->ninter : a->nintra;
   uint32_t heads = MIN(32u, inter ? MIN(t->ppn, MAX(t->nics_isl, 1u)) : t->ppn);
-  uint32_t i = 0;
-  while (i + 1 < ns && (heads + 1) * sp[i] > t->nvl) i++;
-  Graph g = {heads, sp[i], sp[i]};
   double cap = inter ? (t->pci > 0 ? MIN(t->pci, t->nic) : t->nic) : sp[0];
+  uint32_t i = 0;
+  while (i + 1 < ns && ((heads + 1) * sp[i] > t->nvl || sp[i] > cap)) i++;
+  Graph g = {heads, sp[i], sp[i]};
   for (uint32_t k = i; k > 0 && sp[k - 1] <= cap && sp[k - 1] <= 2 * g.intra; k--) g.inter = sp[k - 1];
   if (inter) g.inter = MIN(g.inter, cap);
   return g;
@@ -253,6 +256,12 @@ void fab_coll__topo_make(Topo *t, const FabCollEnv *env, const FabCollSpec *c) {
   t->nch = MIN(2 * t->ring.nch, 64u);
   if (t->arch->sm >= 90 && t->islands > 1 && t->ring.intra > 45.0 && t->nch < 16) t->nch = MIN(2 * t->nch, 64u);
   t->nvls_ch = t->islands > 1 ? t->arch->nvls_ch_n : t->arch->nvls_ch1;
+  if (t->arch->sm >= 100 && t->islands > 1) { /* nvls.cc ncclNvlsTuneSm100MultiNode, by the NIC's bandwidth */
+    double nic = t->pci > 0 ? MIN(t->pci, t->nic) : t->nic;
+    if (t->islands == 2 && nic >= 48.0) t->nvls_ch = 32;
+    else if (nic >= 96.0) t->nvls_ch = t->ppn <= 8 ? 24 : 32;
+    else if (nic >= 48.0) t->nvls_ch = 24;
+  }
 }
 
 /* NCCL's channel choice for algorithm a, protocol p, `bytes`
@@ -420,8 +429,9 @@ static double model(const FabCollEnv *env, const Topo *t, FabCollOp op, FabCollA
       m.bw *= a == FAB_ALGO_RING || a == FAB_ALGO_NVLS || a == FAB_ALGO_NVLS_TREE ? (double)n / nsteps : .5;
     int ls = fab_coll__log2i(bytes >> 6);
     int pi = fab_coll__pidx(p);
-    if (op == FAB_COLL_ALLREDUCE && ls >= 0 && ls < 23 &&
-        (a == FAB_ALGO_TREE || (a == FAB_ALGO_NVLS_TREE && t->arch->sm >= 100)))
+    /* ncclTopoGetAlgoTime: the tree below 2^23 x 64 B, NVLS_TREE on sm100 (x86) below 2^24 x 64 B */
+    if (op == FAB_COLL_ALLREDUCE && ls >= 0 &&
+        ((a == FAB_ALGO_TREE && ls < 23) || (a == FAB_ALGO_NVLS_TREE && t->arch->sm >= 100 && ls < 24)))
       m.bw *= fab_coll__tree_correction[pi][ls];
     if (a == FAB_ALGO_RING && p == FAB_PROTO_SIMPLE && N > 1 && op == FAB_COLL_ALLREDUCE &&
         bytes / ((uint64_t)MAX(t->nch, 1u) * n) >= 64)

@@ -82,6 +82,7 @@ static gboolean workload_env(FabScenario *sc, uint64_t seed, FabWorkloadEnv *env
   env->nprio = sc->fabric.sw.nprio;
   env->seed = seed;
   coll_env(&sc->fabric, &env->coll);
+  env->coll.warnings = sc->warnings;
   env->gpu_flops = g->gpu_flops;
   env->gpu_eff = g->gpu_efficiency;
   env->gpu_mem_bps = g->memory_bps;
