@@ -368,12 +368,12 @@ static gboolean read_gpu_nodes(Read *r, const FabCfgNode *cl, uint64_t *preset_n
   g->host_latency = p->host_latency;
   g->gpu_flops = p->gpu_flops;
   g->gpu_efficiency = p->gpu_efficiency;
-  g->reduce_bps = FAB_GPU_REDUCE_BPS;
   if (!fab_cfg_apply(r->nvlink, cl, nvlink_schema, r, err) || !fab_cfg_apply(r->pcie, cl, pcie_schema, r, err) ||
       !fab_cfg_apply(r->gpu, cl, gpu_schema, r, err))
     return FALSE;
   if (!g->nodes) return fab_cfg_fail(cl, err, "GPU nodes need cluster.nodes");
-  if (!fab_cfg_get(r->gpu, "reduce_bandwidth") && g->memory_bps) g->reduce_bps = g->memory_bps / 3;
+  /* ASSUMPTION: a reduction reads two operands and writes one, all in HBM */
+  if (!fab_cfg_get(r->gpu, "reduce_bandwidth")) g->reduce_bps = g->memory_bps / 3;
   if (g->arch == FAB_ARCH_NONE)
     return fab_cfg_fail(fab_cfg_get(r->gpu, "arch"), err, "a GPU node needs an architecture (ampere, hopper or "
                         "blackwell), not none");

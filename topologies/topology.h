@@ -86,17 +86,11 @@ typedef struct FabGpuSpec {
   double gpu_flops;         /* dense BF16 peak, FLOP/s */
   double gpu_efficiency;
   uint64_t memory_bps;      /* GPU memory (HBM) bandwidth, bits/s */
-  uint64_t reduce_bps;      /* reduction throughput of a collective on the GPU, bits/s of input (0: free) */
+  uint64_t reduce_bps;      /* reduction throughput of a collective on the GPU, bits/s of input (0: free; default
+                            ** memory_bps / 3: a reduction reads two operands and writes one in HBM, and NCCL
+                            ** fuses it into the copy; plain hosts have no GPU and reduce for free) */
   bool pxn;                 /* cross-rail traffic relays through the local GPU on the destination's rail */
 } FabGpuSpec;
-
-/* The reduction throughput of a plain host (cluster.node: host) when
-** cluster.gpu.reduce_bandwidth is not given: 400 GB/s, an ASSUMPTION (no
-** public figure). A GPU node's default is its memory bandwidth / 3 instead:
-** a reduction reads two operands and writes one, all in HBM, and NCCL fuses
-** it into the copy, so HBM is what bounds the GPU's reductions together
-** (one channel's own limit is its SM ceiling, FabNcclCosts.channel_bps). */
-#define FAB_GPU_REDUCE_BPS (400ull * 8 * 1000 * 1000 * 1000)
 
 /* Everything the cluster and fabric sections say, in model structs (the
 ** schema rows of fabric_cfg.c fill these fields directly). */

@@ -556,7 +556,7 @@ static gboolean check_ranks(const FabCollEnv *env, const FabCollSpec *c, GError 
 
 /* Add a warning to `w` once (the same collective recurs in a training
 ** step); past 64 warnings, one line says that more were left out. */
-static void G_GNUC_PRINTF(2, 3) fab_coll__warn(GPtrArray *w, const char *fmt, ...) {
+static void G_GNUC_PRINTF(2, 3) warn_once(GPtrArray *w, const char *fmt, ...) {
   va_list ap;
   va_start(ap, fmt);
   char *s = g_strdup_vprintf(fmt, ap);
@@ -608,7 +608,7 @@ static gboolean size_pieces(Ex *x, const Topo *t, const Groups *nodes, const Gro
     if (x->chunk != chunk0)
       g_snprintf(cks, sizeof cks, "%s%" G_GUINT64_FORMAT "-byte pieces instead of %" G_GUINT64_FORMAT,
                  *chs ? " and " : "", x->chunk, chunk0);
-    fab_coll__warn(x->env->warnings, "%s of %" G_GUINT64_FORMAT " B on %u ranks (%s, %s): %s%s, to stay within %u "
+    warn_once(x->env->warnings, "%s of %" G_GUINT64_FORMAT " B on %u ranks (%s, %s): %s%s, to stay within %u "
                    "operations a collective; set workload.channels or workload.chunk to choose",
                    fab_coll_op_names[c->op], c->bytes, x->n, fab_coll_algo_names[x->algo], fab_proto_names[x->proto],
                    chs, cks, FAB_COLL_MAX_OPS);
