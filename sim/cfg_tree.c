@@ -12,6 +12,18 @@ G_DEFINE_QUARK(fab-cfg-error-quark, fab_cfg_error)
 
 /* ---- errors ------------------------------------------------------------ */
 
+char *fab_cfg_one_line(const char *s) {
+  GString *o = g_string_sized_new(strlen(s));
+  for (const unsigned char *c = (const unsigned char *)s; *c; c++) {
+    if (*c == '\n') g_string_append(o, "\\n");
+    else if (*c == '\t') g_string_append(o, "\\t");
+    else if (*c == '\r') g_string_append(o, "\\r");
+    else if (*c < 0x20 || *c == 0x7f) g_string_append_printf(o, "\\x%02x", *c);
+    else g_string_append_c(o, (char)*c);
+  }
+  return g_string_free(o, FALSE);
+}
+
 static void verr(GError **err, int code, const char *where, const char *path, const char *fmt,
                  va_list ap) {
   if (!err) return;
@@ -20,7 +32,9 @@ static void verr(GError **err, int code, const char *where, const char *path, co
   if (where && *where) g_string_append_printf(s, "%s: ", where);
   if (path && *path) g_string_append_printf(s, "%s: ", path);
   g_string_append(s, msg);
-  g_set_error_literal(err, FAB_CFG_ERROR, code, s->str);
+  char *line = fab_cfg_one_line(s->str); /* a key or value with a newline keeps the message on one line */
+  g_set_error_literal(err, FAB_CFG_ERROR, code, line);
+  g_free(line);
   g_string_free(s, TRUE);
   g_free(msg);
 }
@@ -311,12 +325,26 @@ out:
 
 gboolean fab_cfg_set(FabCfg *cfg, const char *a, GError **err) {
   const char *eq = strchr(a, '=');
-  if (!eq)
+  if (!eq || eq == a) {
+    char *f = fab_cfg__found(a);
+    fab_cfg__err_at(err, FAB_CFG_ERROR_KEY, "--set:1:1", NULL,
+                    eq ? "empty key in %s (expected KEY=VALUE, e.g. fabric.switch.buffer=32MiB)"
+                       : "%s has no '=' (expected KEY=VALUE, e.g. fabric.switch.buffer=32MiB)", f);
+    g_free(f);
+    return FALSE;
+  }
+  if (eq - a > FAB_CFG_SET_KEY_MAX)
     return fab_cfg__err_at(err, FAB_CFG_ERROR_KEY, "--set:1:1", NULL,
-                  "'%s' has no '=' (expected KEY=VALUE, e.g. fabric.switch.buffer=32MiB)", a);
-  if (eq == a)
-    return fab_cfg__err_at(err, FAB_CFG_ERROR_KEY, "--set:1:1", NULL,
-                  "empty key in '%s' (expected KEY=VALUE, e.g. fabric.switch.buffer=32MiB)", a);
+                  "the key is %ld bytes long, more than %d (keys are dotted paths such as "
+                  "fabric.switch.buffer)", (long)(eq - a), FAB_CFG_SET_KEY_MAX);
+  for (const char *c = a; c < eq; c++)
+    if ((unsigned char)*c < 0x20 || *c == 0x7f) {
+      char *col = g_strdup_printf("--set:1:%ld", (long)(c - a) + 1);
+      fab_cfg__err_at(err, FAB_CFG_ERROR_KEY, col, NULL, "the key has a control character (byte 0x%02x)",
+                      (unsigned char)*c);
+      g_free(col);
+      return FALSE;
+    }
   long base = (long)(eq - a) + 1; /* offset of VALUE in the argument */
   char *key = g_strndup(a, (size_t)(eq - a));
   GArray *steps = g_array_new(FALSE, FALSE, sizeof(Step));

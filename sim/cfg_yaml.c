@@ -3,11 +3,63 @@
 #include "cfg_int.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 #include <yaml.h>
 
 #define MAX_DEPTH 256 /* nesting of maps and sequences */
+
+/* ---- files ------------------------------------------------------------- */
+
+/* Read `path` whole, if it is a regular file of at most FAB_CFG_FILE_MAX
+** bytes: a device (/dev/zero), a FIFO or a directory is refused before
+** anything is read, so nothing reads forever. FALSE + a message in *why
+** (static, or errno's text). */
+static gboolean read_regular(const char *path, char **text, size_t *len, const char **why) {
+  *text = NULL;
+  *len = 0;
+  int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+  if (fd < 0) return *why = g_strerror(errno), FALSE;
+  struct stat st;
+  gboolean ok = FALSE;
+  if (fstat(fd, &st) != 0) *why = g_strerror(errno);
+  else if (S_ISDIR(st.st_mode)) *why = "it is a directory";
+  else if (!S_ISREG(st.st_mode)) *why = "not a regular file (a device, FIFO or socket is never read)";
+  else if (st.st_size > FAB_CFG_FILE_MAX) *why = "larger than " G_STRINGIFY(FAB_CFG_FILE_MAX_MIB) " MiB";
+  else ok = TRUE;
+  if (!ok) {
+    close(fd);
+    return FALSE;
+  }
+  size_t cap = (size_t)st.st_size, n = 0;
+  char *buf = g_malloc(cap + 1);
+  ok = FALSE;
+  for (;;) {
+    ssize_t got = read(fd, buf + n, cap - n);
+    if (got < 0 && errno == EINTR) continue;
+    if (got < 0) {
+      *why = g_strerror(errno);
+      break;
+    }
+    n += (size_t)got;
+    if (got == 0 || n == cap) { /* a file that grew while read is cut at its size when opened */
+      ok = TRUE;
+      break;
+    }
+  }
+  close(fd);
+  if (!ok) {
+    g_free(buf);
+    return FALSE;
+  }
+  buf[n] = 0;
+  *text = buf;
+  *len = n;
+  return TRUE;
+}
 
 /* ---- YAML reading ------------------------------------------------------ */
 
@@ -100,6 +152,10 @@ static FabCfgNode *read_node(Reader *r, yaml_event_t *ev, const char *path, int 
     FabCfgNode *n = fab_cfg__node_new(cfg, FAB_CFG_NODE_SCALAR, path, mark_where(r, ev->start_mark));
     const char *v = (const char *)ev->data.scalar.value;
     size_t len = ev->data.scalar.length;
+    if (strlen(v) != len) { /* a "\0" escape: the text would end there */
+      fab_cfg__err_at(r->err, FAB_CFG_ERROR_PARSE, n->where, path, "the value contains a NUL character (\\0)");
+      return NULL;
+    }
     if (ev->data.scalar.style == YAML_PLAIN_SCALAR_STYLE && is_null_text(v, len)) fab_cfg__set_null(n);
     else n->text = g_string_chunk_insert_len(cfg->strs, v, (gssize)len);
     return n;
@@ -277,13 +333,30 @@ static FabCfgNode *merge(FabCfgNode *over, FabCfgNode *under) {
 }
 
 typedef struct {
-  GPtrArray *canon; /* realpath of each file being loaded */
-  GPtrArray *names; /* its name in locations */
+  GPtrArray *canon;  /* realpath of each file being loaded */
+  GPtrArray *names;  /* its name in locations */
+  GHashTable *done;  /* realpath -> the file's tree with its includes merged, kept pristine */
 } IncStack;
+
+/* A copy of the tree under n that merges can change: maps and sequences are
+** new, scalars (never changed once made) are shared. */
+static FabCfgNode *copy_tree(FabCfg *cfg, const FabCfgNode *n) {
+  if (n->kind == FAB_CFG_NODE_SCALAR) return (FabCfgNode *)n;
+  FabCfgNode *c = fab_cfg__node_new(cfg, n->kind, n->path, n->where);
+  c->keywhere = n->keywhere;
+  for (guint i = 0; i < n->items->len; i++) {
+    if (n->kind == FAB_CFG_NODE_MAP) g_ptr_array_add(c->keys, g_ptr_array_index(n->keys, i));
+    g_ptr_array_add(c->items, copy_tree(cfg, g_ptr_array_index(n->items, i)));
+  }
+  return c;
+}
 
 static FabCfgNode *load_tree(FabCfg *cfg, const char *file, const char *text, size_t len,
                              const char *dir, IncStack *st, GError **err);
 
+/* An included file's tree. A file included again (a diamond: A includes B
+** and C, both include D) is read and parsed once: later includes get a copy
+** of its merged tree, so an include graph costs its files, not its paths. */
 static FabCfgNode *load_include(FabCfg *cfg, const FabCfgNode *ent, const char *dir,
                                 IncStack *st, GError **err) {
   const char *name = ent->text;
@@ -293,6 +366,7 @@ static FabCfgNode *load_include(FabCfg *cfg, const FabCfgNode *ent, const char *
   FabCfgNode *root = NULL;
   char *contents = NULL;
   size_t len = 0;
+  const char *why = NULL;
   char *canon = realpath(path, NULL);
   if (!canon) {
     fab_cfg__node_err(ent, err, FAB_CFG_ERROR_IO, "cannot read included file '%s': %s", path,
@@ -309,22 +383,26 @@ static FabCfgNode *load_include(FabCfg *cfg, const FabCfgNode *ent, const char *
     g_string_free(cyc, TRUE);
     goto out;
   }
-  GError *e = NULL;
-  gsize glen = 0;
-  if (!g_file_get_contents(path, &contents, &glen, &e)) {
-    fab_cfg__node_err(ent, err, FAB_CFG_ERROR_IO, "cannot read included file '%s': %s", path, e->message);
-    g_error_free(e);
+  const FabCfgNode *seen = g_hash_table_lookup(st->done, canon);
+  if (seen) {
+    root = copy_tree(cfg, seen);
     goto out;
   }
-  len = glen;
+  if (!read_regular(path, &contents, &len, &why)) {
+    fab_cfg__node_err(ent, err, FAB_CFG_ERROR_IO, "cannot read included file '%s': %s", path, why);
+    goto out;
+  }
   char *subdir = g_path_get_dirname(path);
-  g_ptr_array_add(st->canon, canon);
+  g_ptr_array_add(st->canon, g_strdup(canon));
   g_ptr_array_add(st->names, g_strdup(path));
-  canon = NULL;
   root = load_tree(cfg, fab_cfg__intern(cfg, path), contents, len, subdir, st, err);
   g_ptr_array_remove_index(st->canon, st->canon->len - 1);
   g_ptr_array_remove_index(st->names, st->names->len - 1);
   g_free(subdir);
+  if (root) {
+    g_hash_table_insert(st->done, canon, copy_tree(cfg, root));
+    canon = NULL;
+  }
 out:
   free(canon);
   g_free(contents);
@@ -374,7 +452,8 @@ static FabCfg *load(const char *text, size_t len, const char *name, const char *
                     const char *dir, GError **err) {
   FabCfg *cfg = fab_cfg__new();
   g_string_append_len(cfg->text, text, (gssize)len);
-  IncStack st = {g_ptr_array_new_with_free_func(g_free), g_ptr_array_new_with_free_func(g_free)};
+  IncStack st = {g_ptr_array_new_with_free_func(g_free), g_ptr_array_new_with_free_func(g_free),
+                 g_hash_table_new_full(g_str_hash, g_str_equal, free, NULL)};
   if (canon) {
     g_ptr_array_add(st.canon, g_strdup(canon));
     g_ptr_array_add(st.names, g_strdup(name));
@@ -382,6 +461,7 @@ static FabCfg *load(const char *text, size_t len, const char *name, const char *
   cfg->root = load_tree(cfg, fab_cfg__intern(cfg, name), text, len, dir, &st, err);
   g_ptr_array_unref(st.canon);
   g_ptr_array_unref(st.names);
+  g_hash_table_unref(st.done);
   if (!cfg->root) {
     fab_cfg_free(cfg);
     return NULL;
@@ -391,13 +471,10 @@ static FabCfg *load(const char *text, size_t len, const char *name, const char *
 
 FabCfg *fab_cfg_load_file(const char *path, GError **err) {
   char *text = NULL;
-  gsize len = 0;
-  GError *e = NULL;
-  if (!g_file_get_contents(path, &text, &len, &e)) {
-    g_set_error(err, FAB_CFG_ERROR, FAB_CFG_ERROR_IO, "%s: cannot read scenario: %s", path,
-                g_strerror(e->code == G_FILE_ERROR_NOENT ? ENOENT : e->code == G_FILE_ERROR_ACCES ? EACCES
-                           : e->code == G_FILE_ERROR_ISDIR ? EISDIR : EIO));
-    g_error_free(e);
+  size_t len = 0;
+  const char *why = NULL;
+  if (!read_regular(path, &text, &len, &why)) {
+    g_set_error(err, FAB_CFG_ERROR, FAB_CFG_ERROR_IO, "%s: cannot read scenario: %s", path, why);
     return NULL;
   }
   char *canon = realpath(path, NULL);

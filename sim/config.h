@@ -64,6 +64,16 @@
 
 #define FAB_CFG_ERROR (fab_cfg_error_quark())
 GQuark fab_cfg_error_quark(void);
+/* Scenarios and includes: regular files of at most this size. */
+#define FAB_CFG_FILE_MAX_MIB 64
+#define FAB_CFG_FILE_MAX ((int64_t)FAB_CFG_FILE_MAX_MIB << 20)
+/* A --set key (the text before '='): at most this many bytes, printable. */
+#define FAB_CFG_SET_KEY_MAX 256
+
+/* `s` with control characters escaped (\n, \t, \r, \xHH): error messages
+** stay on one line. Transfer full. */
+char *fab_cfg_one_line(const char *s);
+
 enum { FAB_CFG_ERROR_PARSE = 1, FAB_CFG_ERROR_VALUE, FAB_CFG_ERROR_KEY, FAB_CFG_ERROR_IO };
 
 typedef struct FabCfg FabCfg;         /* a loaded document (owns all nodes) */

@@ -54,9 +54,22 @@ static FabScenario *load(const char *path, const FabArgs *a) {
   return sc;
 }
 
-/* Write what `run` prints and stores; the exit status. */
+/* Whether the HDF5 target can be written, before anything runs; else the
+** message (at output.hdf5's place in the scenario, or at --hdf5) and FALSE. */
+static gboolean check_hdf5(const FabScenario *sc, const FabArgs *a) {
+  GError *err = NULL;
+  if (!sc->hdf5 || fab_h5_check_target(sc->hdf5, &err)) return TRUE;
+  const FabCfgNode *at = fab_cfg_get(fab_cfg_get(fab_cfg_root(sc->cfg), "output"), "hdf5");
+  if (a->value[RUN_HDF5] || !at) fprintf(stderr, "fabsim: --hdf5: %s\n", err->message);
+  else fprintf(stderr, "fabsim: %s: output.hdf5: %s\n", fab_cfg_where(at), err->message);
+  g_error_free(err);
+  return FALSE;
+}
+
+/* Write what `run` prints and stores; the exit status. A failed run writes
+** no file. */
 static int outputs(const FabScenario *sc, const FabArgs *a, const FabResults *res, int rc) {
-  if (sc->hdf5) {
+  if (sc->hdf5 && rc == 0) {
     GError *err = NULL;
     if (!fab_h5_write(res, sc->hdf5, &err)) {
       fprintf(stderr, "fabsim: %s\n", err->message);
@@ -69,7 +82,7 @@ static int outputs(const FabScenario *sc, const FabArgs *a, const FabResults *re
     fputs(js, stdout);
     g_free(js);
   } else {
-    fab_report_text(sc, res, sc->hdf5, stdout);
+    fab_report_text(sc, res, rc == 0 ? sc->hdf5 : NULL, stdout);
   }
   if (res->failure) fprintf(stderr, "fabsim: run failed: %s\n", res->failure);
   return rc;
@@ -84,6 +97,11 @@ static int cmd_run(int argc, char **argv) {
       rc = EXIT_USAGE;
     } else {
       if (a.value[RUN_HDF5]) sc->hdf5 = a.value[RUN_HDF5];
+      if (!check_hdf5(sc, &a)) {
+        fab_scenario_free(sc);
+        fab_args_clear(&a);
+        return EXIT_USAGE;
+      }
       FabRunOpts opts = {.progress = !a.flag[RUN_NO_PROGRESS] && isatty(STDERR_FILENO) && !a.flag[RUN_JSON]};
       FabResults res;
       rc = outputs(sc, &a, &res, fab_run(sc, &opts, &res));

@@ -14,7 +14,10 @@ FabDag *fab_dag_new(void) {
 
 void fab_dag_free(FabDag *d) {
   if (!d) return;
-  for (guint i = 0; i < d->jobs->len; i++) g_free(g_array_index(d->jobs, FabJobDef, i).ranks);
+  for (guint i = 0; i < d->jobs->len; i++) {
+    g_free(g_array_index(d->jobs, FabJobDef, i).ranks);
+    g_free((char *)g_array_index(d->jobs, FabJobDef, i).name);
+  }
   g_array_free(d->ops, TRUE);
   g_array_free(d->deps, TRUE);
   g_array_free(d->colls, TRUE);
@@ -69,7 +72,9 @@ int32_t fab_dag_coll(FabDag *d, const FabCollDef *c) {
 
 uint16_t fab_dag_job(FabDag *d, const FabJobDef *j) {
   g_assert(d->jobs->len < UINT16_MAX);
-  g_array_append_val(d->jobs, *j);
+  FabJobDef own = *j;
+  own.name = g_strdup(j->name); /* the DAG's own copy: a process making many jobs keeps none of their names */
+  g_array_append_val(d->jobs, own);
   return (uint16_t)(d->jobs->len - 1);
 }
 

@@ -114,7 +114,7 @@ typedef struct FabCollDef {
 
 /* One job: a workload on its own endpoints (which may overlap another's). */
 typedef struct FabJobDef {
-  const char *name;      /* interned */
+  const char *name;      /* fab_dag_job copies it; the DAG owns its copy */
   const char *kind;      /* workload kind (static) */
   uint32_t nranks;
   uint32_t *ranks;       /* rank i runs on endpoint ranks[i] (owned) */

@@ -396,9 +396,8 @@ static gboolean read_job(const FabCfgNode *wl, const FabWorkloadEnv *env, FabDag
     g_free(ranks);
     return r;
   }
-  g_hash_table_add(names, (gpointer)g_intern_string(name));
-  FabJobDef jd = {g_intern_string(name), kinds[kind], n, ranks, 0, 0, 1};
-  g_free(name);
+  FabJobDef jd = {name, kinds[kind], n, ranks, 0, 0, 1};
+  g_hash_table_add(names, name); /* the table owns name */
   Job j = {d, fab_dag_job(d, &jd), n, ranks};
   uint32_t before = fab_dag_len(d);
   const FabCfgNode *at = in.job.ranks ? in.job.ranks : wl;
@@ -476,7 +475,7 @@ FabDag *fab_workload_read(const FabCfgNode *root, const FabWorkloadEnv *env, GEr
     return NULL;
   }
   FabDag *d = fab_dag_new();
-  GHashTable *names = g_hash_table_new(g_str_hash, g_str_equal); /* of the jobs so far (interned) */
+  GHashTable *names = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL); /* of the jobs so far */
   gboolean ok = TRUE;
   if (fab_cfg_kind(wl) == FAB_CFG_NODE_SEQ) { /* several jobs at once */
     if (!fab_cfg_len(wl)) ok = fab_cfg_fail(wl, err, "an empty list of jobs");

@@ -22,6 +22,7 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 G_DEFINE_QUARK(fab-h5-error-quark, fab_h5_error)
@@ -308,6 +309,54 @@ out:
 
 /* ---- entry point ------------------------------------------------------- */
 
+gboolean fab_h5_check_target(const char *path, GError **err) {
+  struct stat st;
+  if (!*path) {
+    g_set_error(err, FAB_H5_ERROR, H5OUT_ERROR_IO, "an empty path for the HDF5 results");
+    return FALSE;
+  }
+  if (lstat(path, &st) == 0) {
+    if (!S_ISREG(st.st_mode)) {
+      const char *what = S_ISLNK(st.st_mode) ? "a symbolic link" : S_ISDIR(st.st_mode) ? "a directory"
+                         : S_ISFIFO(st.st_mode) ? "a FIFO" : S_ISSOCK(st.st_mode) ? "a socket" : "a device";
+      g_set_error(err, FAB_H5_ERROR, H5OUT_ERROR_IO,
+                  "%s: cannot write HDF5 results: it is %s (only a regular file is ever replaced)", path, what);
+      return FALSE;
+    }
+  } else if (errno != ENOENT) {
+    g_set_error(err, FAB_H5_ERROR, H5OUT_ERROR_IO, "%s: cannot write HDF5 results: %s", path, g_strerror(errno));
+    return FALSE;
+  }
+  char *dir = g_path_get_dirname(path); /* the nearest ancestor that exists */
+  while (stat(dir, &st) != 0 && errno == ENOENT && strcmp(dir, "/") && strcmp(dir, ".")) {
+    char *up = g_path_get_dirname(dir);
+    g_free(dir);
+    dir = up;
+  }
+  gboolean ok = FALSE;
+  if (stat(dir, &st) != 0)
+    g_set_error(err, FAB_H5_ERROR, H5OUT_ERROR_IO, "%s: cannot write HDF5 results: %s: %s", path, dir,
+                g_strerror(errno));
+  else if (!S_ISDIR(st.st_mode))
+    g_set_error(err, FAB_H5_ERROR, H5OUT_ERROR_IO, "%s: cannot write HDF5 results: %s is not a directory", path,
+                dir);
+  else { /* access() says yes to root on a read-only or special filesystem: try a file there */
+    char *probe = g_build_filename(dir, ".fabsim-probe-XXXXXX", NULL);
+    int fd = access(dir, W_OK | X_OK) == 0 ? g_mkstemp(probe) : -1;
+    if (fd < 0) {
+      g_set_error(err, FAB_H5_ERROR, H5OUT_ERROR_IO, "%s: cannot write HDF5 results: directory %s: %s", path, dir,
+                  g_strerror(errno));
+    } else {
+      close(fd);
+      g_unlink(probe);
+      ok = TRUE;
+    }
+    g_free(probe);
+  }
+  g_free(dir);
+  return ok;
+}
+
 /* Write `r` to `path` through "PATH.tmp.PID" and rename(). Creates the parent
 ** directory. HDF5's automatic error printing is off during the call. Cost:
 ** one pass over each table, plus a packed copy of it. */
@@ -321,6 +370,7 @@ gboolean fab_h5_write(const FabResults *r, const char *path, GError **err) {
                                                (r->queues.t && r->queues.depth))),
                        FALSE);
 
+  if (!fab_h5_check_target(path, err)) return FALSE;
   char *dir = g_path_get_dirname(path);
   if (g_mkdir_with_parents(dir, 0777) != 0) {
     int e = errno;

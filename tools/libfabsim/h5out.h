@@ -21,7 +21,13 @@
 #include <glib.h>
 #include "results.h"
 
-/* Write `r` to `path`. FALSE + err (domain FAB_H5_ERROR) on failure, in which
+/* Whether `path` can take the results, checked before a run: it is a regular
+** file or nothing (a device, FIFO, socket, directory or symbolic link is
+** never replaced), and its nearest existing ancestor is a directory this
+** process can write. Creates nothing. FALSE + err (FAB_H5_ERROR) naming why. */
+gboolean fab_h5_check_target(const char *path, GError **err);
+
+/* Write `r` to `path` (fab_h5_check_target first). FALSE + err (domain FAB_H5_ERROR) on failure, in which
 ** case no file exists at `path` and the temporary is removed. */
 gboolean fab_h5_write(const FabResults *r, const char *path, GError **err);
 

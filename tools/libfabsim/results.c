@@ -154,7 +154,7 @@ static const FabField results_fields[] = {
   R("topology", FAB_F_STR, topology, .flags = J),
   R("sim_time_s", FAB_F_PS_S, sim_time, .flags = J, .unit = "s", .col = "sim_time_s", .col_pos = 0,
     .doc = "when the workload ended"),
-  R("wall_s", FAB_F_F64, wall_s, .flags = J | M, .unit = "s", .col = "wall_s", .col_pos = 18),
+  R("wall_s", FAB_F_F64, wall_s, .flags = J, .unit = "s", .col = "wall_s", .col_pos = 18),
   R("events", FAB_F_U64, events, .flags = J | M, .col = "events", .col_pos = 1),
   R("events_per_s", FAB_F_F64, events_per_s, .flags = J, .unit = "1/s"),
   R("packet_hops", FAB_F_U64, packet_hops, .flags = J | M, .col = "packet_hops", .col_pos = 2),
