@@ -313,3 +313,5 @@ FabPort *fab_switch_next_hop(const FabSwitch *sw, uint32_t dst, uint32_t hash) {
   if (n > 1) i += fab_ecmp_pick(hash, sw->salt, n);
   return &sw->ports[sw->gports[i]];
 }
+
+size_t fab_switch_struct_bytes(void) { return sizeof(FabSwitch); }

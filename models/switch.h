@@ -93,6 +93,9 @@ typedef struct FabSwitchStats {
 
 typedef struct FabSwitch FabSwitch;
 
+/* sizeof(FabSwitch), which is opaque (for resource estimates). */
+size_t fab_switch_struct_bytes(void);
+
 /* A switch with `nports` unconnected ports that routes to `nendpoints`
 ** endpoints. Its stable `name` ("leaf3") names it and its ports ("leaf3:p7")
 ** in outputs and derives its ECMP salt and its RNG stream (of cfg->seed).

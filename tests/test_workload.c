@@ -332,7 +332,7 @@ Test(workload_errors, size_zero) {
   read_fails("workload:\n"
              "  kind: all-to-all\n"
              "  size: 0\n", /* 3: value at column 9 */
-             4, 1, "t.yaml:3:9: workload.size: ", "at least 1");
+             4, 1, "t.yaml:3:9: workload.size: ", "out of range (expected 1B to 1024TiB)");
 }
 
 Test(workload_errors, key_of_another_kind) {

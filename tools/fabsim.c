@@ -12,7 +12,11 @@
 #include "tools/libfabsim/report.h"
 #include "tools/libfabsim/scenario.h"
 
-enum { RUN_JSON, RUN_HDF5, RUN_NO_PROGRESS, RUN_EXPLAIN };
+enum { RUN_JSON, RUN_HDF5, RUN_NO_PROGRESS, RUN_EXPLAIN, RUN_MAX_MEMORY };
+
+#define MAX_MEMORY_OPT                                                                                             \
+  {"--max-memory", 0, FAB_OPT_VALUE, RUN_MAX_MEMORY, "SIZE", "a size such as 8GiB", 0, 0,                           \
+   "refuse a scenario estimated to need more memory (default: 3/4 of the machine's)"}
 
 static const FabOpt run_opts[] = {
   {"--json", 0, FAB_OPT_FLAG, RUN_JSON, NULL, NULL, 0, 0, "print the JSON summary on stdout instead of the report"},
@@ -21,6 +25,7 @@ static const FabOpt run_opts[] = {
   {"--hdf5", 0, FAB_OPT_VALUE, RUN_HDF5, "PATH", "a path", 0, 0, "write the HDF5 results to PATH (overrides output.hdf5)"},
   {"--no-progress", 0, FAB_OPT_FLAG, RUN_NO_PROGRESS, NULL, NULL, 0, 0,
    "no progress line on stderr (it is shown only on a terminal)"},
+  MAX_MEMORY_OPT,
   {NULL},
 };
 
@@ -34,6 +39,7 @@ static const FabOpt validate_opts[] = {
   {"--seed", 0, FAB_OPT_SEED, 0, "N", "a number", 0, 0, "the same as --set seed=N"},
   {"--explain", 0, FAB_OPT_FLAG, RUN_EXPLAIN, NULL, NULL, 0, 0,
    "print what it expands to (topology, rates, headers, flows, collectives)"},
+  MAX_MEMORY_OPT,
   {NULL},
 };
 
@@ -41,6 +47,22 @@ static const FabCmd validate_cmd = {
   "validate", "check a scenario without running it", "SCENARIO", 1, 1, "validate needs a SCENARIO file", "scenario",
   "Load and check SCENARIO as `run` would, without simulating it.", validate_opts, NULL,
 };
+
+/* --max-memory SIZE into the process's limit; FALSE after a usage message. */
+static gboolean take_max_memory(const FabCmd *cmd, const FabArgs *a) {
+  const char *v = a->value[RUN_MAX_MEMORY];
+  if (!v) return TRUE;
+  uint64_t bytes = 0;
+  GError *e = NULL;
+  if (!fab_parse_size(v, &bytes, &e) || bytes < (1u << 20)) {
+    fab_args_error(cmd, "--max-memory %s: expected a size of at least 1MiB, such as 8GiB%s%s", v, e ? ": " : "",
+                   e ? e->message : "");
+    if (e) g_error_free(e);
+    return FALSE;
+  }
+  fab_scenario_set_mem_limit(bytes);
+  return TRUE;
+}
 
 static FabScenario *load(const char *path, const FabArgs *a) {
   GError *err = NULL;
@@ -84,6 +106,8 @@ static int outputs(const FabScenario *sc, const FabArgs *a, const FabResults *re
   } else {
     fab_report_text(sc, res, rc == 0 ? sc->hdf5 : NULL, stdout);
   }
+  for (size_t i = sc->warnings->len; i < res->n_warnings; i++) /* what the run itself had to give up */
+    fprintf(stderr, "fabsim: warning: %s\n", res->warnings[i]);
   if (res->failure) fprintf(stderr, "fabsim: run failed: %s\n", res->failure);
   return rc;
 }
@@ -91,6 +115,7 @@ static int outputs(const FabScenario *sc, const FabArgs *a, const FabResults *re
 static int cmd_run(int argc, char **argv) {
   FabArgs a;
   int rc = fab_args_parse(&run_cmd, argc, argv, &a);
+  if (rc < 0 && !take_max_memory(&run_cmd, &a)) rc = EXIT_USAGE;
   if (rc < 0) {
     FabScenario *sc = load(fab_args_pos(&a, 0), &a);
     if (!sc) {
@@ -116,6 +141,7 @@ static int cmd_run(int argc, char **argv) {
 static int cmd_validate(int argc, char **argv) {
   FabArgs a;
   int rc = fab_args_parse(&validate_cmd, argc, argv, &a);
+  if (rc < 0 && !take_max_memory(&validate_cmd, &a)) rc = EXIT_USAGE;
   if (rc < 0) {
     FabScenario *sc = load(fab_args_pos(&a, 0), &a);
     rc = sc ? 0 : EXIT_USAGE;
@@ -125,7 +151,10 @@ static int cmd_validate(int argc, char **argv) {
       g_free(s);
     } else if (sc) {
       uint32_t n = fab_dag_flows(sc->dag);
-      printf("%s: ok (%s, %u flow%s)\n", fab_args_pos(&a, 0), sc->topology, n, n == 1 ? "" : "s");
+      char *mem = sc->mem_bytes >= (1ull << 30) ? g_strdup_printf("; would use about %.1f GB of memory",
+                                                                   (double)sc->mem_bytes / 1e9) : g_strdup("");
+      printf("%s: ok (%s, %u flow%s%s)\n", fab_args_pos(&a, 0), sc->topology, n, n == 1 ? "" : "s", mem);
+      g_free(mem);
     }
     fab_scenario_free(sc);
   }

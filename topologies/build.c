@@ -342,3 +342,35 @@ uint64_t fab_topology_elements(const FabFabricCfg *cfg) {
   }
   return n;
 }
+
+FabFootprint fab_topology_footprint(const FabFabricCfg *cfg) {
+  const FabGpuSpec *g = &cfg->gpu;
+  const FabTopoSpec *s = &cfg->topo;
+  FabFootprint f = {0};
+  uint64_t L = s->leaves, S = s->spines, k = s->k, h = s->k / 2;
+  switch (s->kind) {
+  case FAB_TOPO_SINGLE_SWITCH: f.switches = 1; break;
+  case FAB_TOPO_LEAF_SPINE:
+  case FAB_TOPO_RAIL: f.switches = L + S; break;
+  case FAB_TOPO_MULTI_RAIL: f.switches = k * (L + S); break;
+  case FAB_TOPO_RING: f.switches = L; break;
+  case FAB_TOPO_FAT_TREE: f.switches = 2 * k * h + h * h; break;
+  }
+  f.endpoints = g->gpus_per_node ? (uint64_t)g->nodes * g->gpus_per_node : s->hosts;
+  uint64_t elems = fab_topology_elements(cfg), net = network_elements(s, s->hosts);
+  f.ports = net - f.switches + 2 * f.endpoints; /* and each endpoint's NIC side and attachment */
+  if (g->gpus_per_node) { /* PCIe switches per group, NVSwitches per domain: switches too */
+    FabGpuLayout l = fab_topo__gpu_layout(g);
+    uint64_t gsw = (uint64_t)g->nodes * l.groups;
+    if (g->nvlink_domain) gsw += fab_topo__nvl_domains((uint32_t)f.endpoints, g->nvlink_domain);
+    f.switches += gsw;
+    f.ports += elems > net + gsw ? elems - net - gsw : 0;
+  }
+  f.routes = f.switches * f.endpoints;
+  uint64_t per_port = sizeof(FabPort) + (uint64_t)cfg->sw.nprio * (3 * sizeof(uint64_t) + sizeof(uint32_t));
+  /* Packets in flight are left out: the pool grows with what the buffers
+  ** actually hold, which is far below their sum in nearly every run. */
+  f.bytes = f.switches * fab_switch_struct_bytes() + f.routes * sizeof(uint32_t) + f.ports * per_port +
+            f.endpoints * (sizeof(FabNic) + sizeof(FabGpu));
+  return f;
+}

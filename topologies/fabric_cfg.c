@@ -66,7 +66,7 @@ static const char *const auto_bool[] = {"false", "true", "auto", NULL};
 
 static const FabCfgKey nvlink_schema[] = {
   K("bandwidth", FAB_CFG_RATE, f.gpu.nvlink_bps),
-  K("latency", FAB_CFG_TIME, f.gpu.nvlink_latency),
+  K("latency", FAB_CFG_TIME, f.gpu.nvlink_latency, .max = 1e15),
   K("segment", FAB_CFG_SIZE, f.gpu.segment, .min = 64, .max = 1048576),
   K("nvls", FAB_CFG_ENUM, nvls, .def = "auto", .choices = auto_bool),
   K("nvls_efficiency", FAB_CFG_DOUBLE, f.gpu.nvls_eff, .min = 0.01, .max = 1),
@@ -76,10 +76,10 @@ static const FabCfgKey nvlink_schema[] = {
 
 static const FabCfgKey pcie_schema[] = {
   K("bandwidth", FAB_CFG_RATE, f.gpu.pcie_bps),
-  K("latency", FAB_CFG_TIME, f.gpu.pcie_latency),
+  K("latency", FAB_CFG_TIME, f.gpu.pcie_latency, .max = 1e15),
   K("gpudirect", FAB_CFG_BOOL, f.gpu.gpudirect, .def = "true"),
   K("host_bandwidth", FAB_CFG_RATE, f.gpu.host_bps),
-  K("host_latency", FAB_CFG_TIME, f.gpu.host_latency),
+  K("host_latency", FAB_CFG_TIME, f.gpu.host_latency, .max = 1e15),
   FAB_CFG_END_ROW,
 };
 
@@ -145,7 +145,7 @@ static const FabCfgKey pfc_schema[] = {
   K("enabled", FAB_CFG_BOOL, f.sw.pfc.enabled, .def = "false"),
   K("priorities", FAB_CFG_SEQ, priorities),
   K("xoff", FAB_CFG_NODE, xoff),
-  K("xon", FAB_CFG_SIZE, f.sw.pfc.xon),
+  K("xon", FAB_CFG_SIZE, f.sw.pfc.xon, .max = 1e12),
   K("alpha", FAB_CFG_DOUBLE, f.sw.pfc.alpha, .def = "0.125", .min = 1e-6, .max = 1e6),
   K("headroom", FAB_CFG_NODE, headroom),
   K("response", FAB_CFG_TIME, f.sw.pfc.response, .def = "1us", .min = 0, .max = 1e12),
@@ -156,8 +156,8 @@ static const FabCfgKey pfc_schema[] = {
 
 static const FabCfgKey ecn_schema[] = {
   K("enabled", FAB_CFG_BOOL, f.sw.ecn.enabled, .def = "false"),
-  K("kmin", FAB_CFG_SIZE, f.sw.ecn.kmin, .def = "100KiB"),
-  K("kmax", FAB_CFG_SIZE, f.sw.ecn.kmax, .def = "400KiB"),
+  K("kmin", FAB_CFG_SIZE, f.sw.ecn.kmin, .def = "100KiB", .max = 1e12),
+  K("kmax", FAB_CFG_SIZE, f.sw.ecn.kmax, .def = "400KiB", .max = 1e12),
   K("pmax", FAB_CFG_PROB, f.sw.ecn.pmax, .def = "0.2"),
   K("mark", FAB_CFG_ENUM, f.sw.ecn.on_dequeue, .def = "enqueue", .choices = ecn_marks_at),
   FAB_CFG_END_ROW,
@@ -172,17 +172,17 @@ static const FabCfgKey cc_head_schema[] = {
 };
 
 static const FabCfgKey cc_param_schema[] = {
-  K("cnp_interval", FAB_CFG_TIME, f.nic.cc.dcqcn.cnp_interval),
+  K("cnp_interval", FAB_CFG_TIME, f.nic.cc.dcqcn.cnp_interval, .max = 1e15),
   K("g", FAB_CFG_DOUBLE, f.nic.cc.dcqcn.g),
   K("alpha_init", FAB_CFG_DOUBLE, f.nic.cc.dcqcn.alpha_init),
-  K("alpha_timer", FAB_CFG_TIME, f.nic.cc.dcqcn.alpha_timer),
-  K("rate_timer", FAB_CFG_TIME, f.nic.cc.dcqcn.rate_timer),
-  K("byte_counter", FAB_CFG_SIZE, f.nic.cc.dcqcn.byte_counter),
+  K("alpha_timer", FAB_CFG_TIME, f.nic.cc.dcqcn.alpha_timer, .max = 1e15),
+  K("rate_timer", FAB_CFG_TIME, f.nic.cc.dcqcn.rate_timer, .max = 1e15),
+  K("byte_counter", FAB_CFG_SIZE, f.nic.cc.dcqcn.byte_counter, .max = 1e12),
   K("fast_recovery", FAB_CFG_UINT, f.nic.cc.dcqcn.fast_recovery, .min = 0, .max = 1000),
   K("rai", FAB_CFG_RATE, f.nic.cc.dcqcn.rai_bps),
   K("rhai", FAB_CFG_RATE, f.nic.cc.dcqcn.rhai_bps),
   K("min_rate", FAB_CFG_RATE, f.nic.cc.dcqcn.min_rate_bps),
-  K("rate_reduce_period", FAB_CFG_TIME, f.nic.cc.dcqcn.rate_reduce_period),
+  K("rate_reduce_period", FAB_CFG_TIME, f.nic.cc.dcqcn.rate_reduce_period, .max = 1e15),
   K("first_cnp_rate", FAB_CFG_RATE, f.nic.cc.dcqcn.first_cnp_rate_bps),
   FAB_CFG_END_ROW,
 };
@@ -589,6 +589,31 @@ static gboolean check_together(Read *r, const FabCfgNode *fab_node, GError **err
   return TRUE;
 }
 
+/* An unloaded round trip across the fabric (a packet of mtu out, store and
+** forward at every link, its ACK back) must fit in the retransmission
+** timeout: otherwise every packet times out and the run fails after
+** max_timeouts x rto, where the fault is in the scenario (a 1bps link, a
+** latency of 1000s). */
+static gboolean check_round_trip(Read *r, uint32_t mtu_wire, GError **err) {
+  const FabTopoSpec *t = &r->f.topo;
+  static const uint32_t diameter[] = {[FAB_TOPO_SINGLE_SWITCH] = 2, [FAB_TOPO_LEAF_SPINE] = 4,
+                                      [FAB_TOPO_FAT_TREE] = 6, [FAB_TOPO_RING] = 2, [FAB_TOPO_RAIL] = 4,
+                                      [FAB_TOPO_MULTI_RAIL] = 4};
+  double links = diameter[t->kind] + (t->kind == FAB_TOPO_RING && t->leaves > 1 ? t->leaves - 1 : 0);
+  double slow = (double)MIN(t->link_bps, t->host_bps);
+  double ser = (double)mtu_wire * 8 / slow * 1e12, ack = (double)r->f.nic.transport.ack_bytes * 8 / slow * 1e12;
+  double rtt = links * (2.0 * (double)t->link_latency + ser + ack) + 2 * (links - 1) * (double)r->f.sw.latency;
+  if (rtt < (double)r->f.nic.rto) return TRUE;
+  gboolean wire = links * (ser + ack) >= rtt / 2;
+  const FabCfgNode *at = fab_cfg_get(r->nic, "rto") ? fab_cfg_get(r->nic, "rto")
+                         : fab_cfg_get(r->link, wire ? "bandwidth" : "latency");
+  return fab_cfg_fail(at ? at : r->link, err, "an unloaded round trip across the fabric takes %.4g s (%g links, "
+                      "each %.4g s of latency and %.4g s to send a %u-byte packet), at least the retransmission "
+                      "timeout cluster.nic.rto (%.4g s): every packet would time out; check the link's %s or raise "
+                      "the rto", rtt / 1e12, links, (double)t->link_latency / 1e12, ser / 1e12, mtu_wire,
+                      (double)r->f.nic.rto / 1e12, wire ? "bandwidth" : "latency");
+}
+
 /* InfiniBand credits, or the PFC headroom reserved out of the buffer. */
 static gboolean buffer_split(Read *r, GError **err) {
   FabFabricCfg *out = &r->f;
@@ -710,7 +735,7 @@ gboolean fab_fabric_cfg_read(const FabCfgNode *root, FabFabricCfg *out, GError *
   r.f.nic.bps = t->host_bps;
   r.f.nic.nprio = r.f.sw.nprio;
   r.f.nic.ecmp_seed = r.f.sw.ecmp_seed;
-  if (!check_together(&r, fab_node, err)) return FALSE;
+  if (!check_together(&r, fab_node, err) || !check_round_trip(&r, mtu_wire, err)) return FALSE;
   if (r.f.gpu.gpus_per_node) {
     r.f.nic.nvl_domain = r.f.gpu.nvlink_domain;
     r.f.nic.nvl_bps = r.f.gpu.nvlink_bps;

@@ -150,6 +150,15 @@ uint32_t fab_topology_number(FabTopology *t, uint32_t first);
 /* Elements fab_topology_number numbers, without building (for size checks). */
 uint64_t fab_topology_elements(const FabFabricCfg *cfg);
 
+/* What building cfg's topology will take, before it is built (the load-time
+** resource estimate): switches (network, PCIe and NVLink), their ports,
+** endpoints, the routes every switch keeps (one per endpoint), and the
+** bytes of all of it (packets in flight left out: the pool grows with use). */
+typedef struct FabFootprint {
+  uint64_t switches, ports, endpoints, routes, bytes;
+} FabFootprint;
+FabFootprint fab_topology_footprint(const FabFabricCfg *cfg);
+
 /* Ports of the whole fabric in a stable order (NIC ports, then each switch's
 ** ports): call fn on each. */
 void fab_topology_foreach_port(FabTopology *t, void (*fn)(FabPort *pt, void *ctx), void *ctx);

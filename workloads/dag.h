@@ -112,6 +112,14 @@ typedef struct FabCollDef {
   uint16_t step;
 } FabCollDef;
 
+/* The most bytes one transfer (a flow, a collective, an activation) may
+** carry: 2^50 keeps bytes x 8 (bits) x 128 (LL128's lines) far from 64-bit
+** overflow (1 PiB). The YAML keys that give sizes have it as their maximum. */
+#define FAB_BYTES_MAX (1ull << 50)
+/* The latest time anything may start: 1e18 ps (about 11.6 days), so a start
+** plus any run fits in 64-bit picoseconds. */
+#define FAB_START_MAX 1000000000000000000ull
+
 /* One job: a workload on its own endpoints (which may overlap another's). */
 typedef struct FabJobDef {
   const char *name;      /* fab_dag_job copies it; the DAG owns its copy */

@@ -104,14 +104,14 @@ const FabCfgKey fab_training_schema[] = {
   TK("model", FAB_CFG_MAP, model, .required = true),
   TK("parallelism", FAB_CFG_MAP, parallelism),
   TK("gpu", FAB_CFG_MAP, gpu),
-  TK("bucket", FAB_CFG_SIZE, bucket, .def = "25MiB", .min = 1),
+  TK("bucket", FAB_CFG_SIZE, bucket, .def = "25MiB", .min = 1, .max = 0x1p50),
   TK("overlap", FAB_CFG_BOOL, overlap, .def = "true"),
   TK("steps", FAB_CFG_UINT, steps, .def = "1", .min = 1, .max = 65535),
   TK("layer_group", FAB_CFG_UINT, layer_group, .def = "1", .min = 1, .max = 1e6),
   TK("algorithm", FAB_CFG_ENUM, algorithm, .def = "auto", .choices = fab_coll_algo_names),
   TK("protocol", FAB_CFG_ENUM, protocol, .def = "auto", .choices = fab_proto_names),
   TK("channels", FAB_CFG_UINT, channels, .def = "0", .min = 0, .max = 64),
-  TK("chunk", FAB_CFG_SIZE, chunk, .def = "0"),
+  TK("chunk", FAB_CFG_SIZE, chunk, .def = "0", .max = 0x1p50),
   FAB_CFG_END_ROW,
 };
 
@@ -792,8 +792,17 @@ static gboolean configure(Train *t, const FabTrainIn *inp, const FabCfgNode *wl,
   t->channels = (uint32_t)in.channels;
   t->chunk = in.chunk;
   t->coll_at = fab_cfg_get(wl, "algorithm") ? fab_cfg_get(wl, "algorithm") : wl;
-  t->act_bytes = ceil_div(mi->micro_batch * mi->seq * sh->hidden * t->dtype, t->tp);
   if (!mi->micro_batch || !mi->seq || !sh->hidden) return fab_cfg_fail(in.model, err, "an empty model");
+  /* b s h B bytes per microbatch, and at most layers x top_k of them in one
+  ** block's collective: all kept far from 64-bit overflow (FAB_BYTES_MAX) */
+  double act = (double)mi->micro_batch * (double)mi->seq * (double)sh->hidden * t->dtype;
+  double most = act * (double)sh->layers * (double)MAX(mi->top_k, 1);
+  if (act > FAB_BYTES_MAX || most > FAB_BYTES_MAX)
+    return fab_cfg_fail(AT_KEY(in.model, "micro_batch"), err, "activations of %.4g bytes per microbatch "
+                        "(micro_batch x seq x hidden x dtype bytes; %.4g over the layers%s): more than the %.4g "
+                        "bytes one transfer can describe", act, most, mi->top_k > 1 ? " and top_k" : "",
+                        (double)FAB_BYTES_MAX);
+  t->act_bytes = ceil_div(mi->micro_batch * mi->seq * sh->hidden * t->dtype, t->tp);
   return TRUE;
 }
 

@@ -19,7 +19,7 @@ const FabCfgKey fab_job_prefix[] = {
   FAB_CFG_KEY("kind", FAB_CFG_ENUM, FabJobIn, kind, .required = true, .choices = fab_workload_kinds),
   FAB_CFG_KEY("name", FAB_CFG_STRING, FabJobIn, name),
   FAB_CFG_KEY("ranks", FAB_CFG_NODE, FabJobIn, ranks),
-  FAB_CFG_KEY("start", FAB_CFG_TIME, FabJobIn, start, .def = "0ns"),
+  FAB_CFG_KEY("start", FAB_CFG_TIME, FabJobIn, start, .def = "0ns", .max = 1e18),
   FAB_CFG_END_ROW,
 };
 
@@ -35,7 +35,7 @@ typedef struct WorkloadIn {
 #define K(NAME, TYPE, FIELD, ...) FAB_CFG_KEY(NAME, TYPE, WorkloadIn, FIELD, __VA_ARGS__)
 
 static const FabCfgKey size_rows[] = {
-  K("size", FAB_CFG_SIZE, size, .min = 1),
+  K("size", FAB_CFG_SIZE, size, .min = 1, .max = 0x1p50),
   K("priority", FAB_CFG_UINT, priority, .def = "0", .min = 0, .max = 7),
   FAB_CFG_END_ROW,
 };
@@ -46,7 +46,7 @@ static const FabCfgKey coll_rows[] = {
   K("protocol", FAB_CFG_ENUM, protocol, .def = "auto", .choices = fab_proto_names),
   K("dtype", FAB_CFG_ENUM, dtype, .def = "float", .choices = dtypes),
   K("channels", FAB_CFG_UINT, channels, .def = "0", .min = 0, .max = 64),
-  K("chunk", FAB_CFG_SIZE, chunk, .def = "0"),
+  K("chunk", FAB_CFG_SIZE, chunk, .def = "0", .max = 0x1p50),
   K("root", FAB_CFG_UINT, root, .def = "0"),
   FAB_CFG_END_ROW,
 };
@@ -70,8 +70,8 @@ static const FabCfgKey ncclt_schema[] = {
   FAB_CFG_SPLICE_OF(fab_job_prefix),
   K("priority", FAB_CFG_UINT, priority, .def = "0", .min = 0, .max = 7),
   FAB_CFG_SPLICE_OF(coll_rows),
-  K("min", FAB_CFG_SIZE, min, .def = "8", .min = 1),
-  K("max", FAB_CFG_SIZE, max, .min = 1),
+  K("min", FAB_CFG_SIZE, min, .def = "8", .min = 1, .max = 0x1p50),
+  K("max", FAB_CFG_SIZE, max, .min = 1, .max = 0x1p50),
   K("factor", FAB_CFG_UINT, factor, .def = "2", .min = 2, .max = 1024),
   K("sizes", FAB_CFG_SEQ, sizes),
   K("iters", FAB_CFG_UINT, iters, .def = "1", .min = 1, .max = 1000),
@@ -90,8 +90,8 @@ typedef struct FlowIn {
 static const FabCfgKey flow_schema[] = {
   FAB_CFG_KEY("src", FAB_CFG_UINT, FlowIn, src, .required = true),
   FAB_CFG_KEY("dst", FAB_CFG_UINT, FlowIn, dst, .required = true),
-  FAB_CFG_KEY("size", FAB_CFG_SIZE, FlowIn, size, .required = true, .min = 1, .max = 0),
-  FAB_CFG_KEY("start", FAB_CFG_TIME, FlowIn, start, .def = "0ns"),
+  FAB_CFG_KEY("size", FAB_CFG_SIZE, FlowIn, size, .required = true, .min = 1, .max = 0x1p50),
+  FAB_CFG_KEY("start", FAB_CFG_TIME, FlowIn, start, .def = "0ns", .max = 1e18),
   FAB_CFG_KEY("priority", FAB_CFG_UINT, FlowIn, priority, .def = "0", .min = 0, .max = 7),
   FAB_CFG_END_ROW,
 };
@@ -456,10 +456,11 @@ static gboolean read_job(const FabCfgNode *wl, const FabWorkloadEnv *env, FabDag
       ok = fab_cfg_fail(fab_cfg_get(wl, "root"), err, "root %" G_GUINT64_FORMAT " is not a rank (0..%u)", in.root, n - 1);
     else ok = read_ncclt(&j, wl, &in, env, err);
     break;
-  case FAB_WL_TRAINING:
+  case FAB_WL_TRAINING: { /* (a declaration may not follow a label in C11: clang refuses it) */
     FabTrainGpu gpu = {env->gpu_flops, env->gpu_eff, env->gpu_mem_bps};
     ok = fab_training_build(&u.t, wl, d, &env->coll, ranks, n, j.id, &gpu, err);
     break;
+  }
   }
   if (ok && fab_dag_len(d) == before) ok = fab_cfg_fail(wl, err, "the workload has no flows");
   if (ok && fab_dag_len(d) > FAB_DAG_MAX_OPS)

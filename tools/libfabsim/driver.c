@@ -210,6 +210,11 @@ static void wire(Run *r, const FabRunOpts *opts) {
   fab_elem_set_id(fab_exec_elem(r->exec), id++);
   if (sc->hdf5 || opts->sample_queues) {
     r->sampler = fab_sampler_new(r->topo, sc->sample_interval, sc->fabric.sw.nprio, r->flows, r->nflows, finished, r);
+    /* 256 MB of samples, or 4096 rows when rows are larger, but never more than half of what the estimate
+    ** leaves of this run's memory: a run sampled too finely for its length keeps its span, coarser */
+    uint64_t lim = fab_scenario_mem_limit(), rest = lim > sc->mem_bytes ? lim - sc->mem_bytes : 0;
+    uint64_t row = fab_sampler_row_bytes(r->sampler);
+    fab_sampler_set_max_bytes(r->sampler, MIN(rest / 2, MAX(256ull << 20, 4096 * row)));
     fab_elem_set_id(fab_sampler_elem(r->sampler), id++);
   }
   const FabPfcCfg *pfc = &sc->fabric.sw.pfc;
@@ -387,12 +392,19 @@ static void fill_results(Run *r, bool drained, const Totals *tot, FabResults *re
   fab_topology_foreach_port(r->topo, fill_link, &lf);
   res->n_links = lf.a->len;
   res->links = (FabLinkRec *)(void *)g_array_free(lf.a, FALSE);
+  char *thinned = NULL;
+  if (r->sampler && fab_sampler_interval(r->sampler) != r->sc->sample_interval)
+    thinned = g_strdup_printf("queue samples kept every %.6g us, not every %.6g us (output.sample_interval): at "
+                              "that interval they would not fit in the memory this run may use",
+                              (double)fab_sampler_interval(r->sampler) / 1e6, (double)r->sc->sample_interval / 1e6);
   if (r->sampler) fab_sampler_take(r->sampler, &res->queues);
   uint32_t ncyc = 0;
   FabPort *const *cyc = r->wd ? fab_watchdog_cycle(r->wd, &ncyc) : NULL;
-  res->n_warnings = r->sc->warnings ? r->sc->warnings->len : 0;
+  size_t nw = r->sc->warnings ? r->sc->warnings->len : 0;
+  res->n_warnings = nw + (thinned != NULL);
   res->warnings = g_new0(char *, res->n_warnings + 1);
-  for (size_t i = 0; i < res->n_warnings; i++) res->warnings[i] = g_strdup(g_ptr_array_index(r->sc->warnings, i));
+  for (size_t i = 0; i < nw; i++) res->warnings[i] = g_strdup(g_ptr_array_index(r->sc->warnings, i));
+  if (thinned) res->warnings[nw] = thinned;
   res->n_deadlock = ncyc;
   res->deadlock = g_malloc0((size_t)FAB_FIELD_NAME_LEN * (ncyc ? ncyc : 1));
   for (uint32_t i = 0; i < ncyc; i++) fab_port_name(res->deadlock[i], cyc[i]);

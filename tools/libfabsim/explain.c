@@ -166,8 +166,9 @@ static void explain_workload(const FabScenario *sc, GString *s) {
   if (sc->stop_time != FAB_TIME_MAX)
     g_string_append_printf(s, "stop_time  %.6g us\n", (double)sc->stop_time / 1e6);
   if (sc->hdf5)
-    g_string_append_printf(s, "hdf5       %s (queues sampled every %.6g us)\n", sc->hdf5,
-                           (double)sc->sample_interval / 1e6);
+    g_string_append_printf(s, "hdf5       %s (queues sampled every %.6g us; should the samples outgrow half the "
+                           "memory left to the run, every other one is dropped and the interval doubles, with a "
+                           "warning)\n", sc->hdf5, (double)sc->sample_interval / 1e6);
 }
 
 char *fab_scenario_explain(const FabScenario *sc) {
@@ -177,6 +178,8 @@ char *fab_scenario_explain(const FabScenario *sc) {
   explain_cluster(sc, s);
   explain_fabric(sc, s);
   explain_workload(sc, s);
+  g_string_append_printf(s, "memory     about %.0f MB to run (estimated at load; this run may use %.3g GB)\n",
+                         (double)sc->mem_bytes / 1e6, (double)fab_scenario_mem_limit() / 1e9);
   for (guint i = 0; i < sc->warnings->len; i++)
     g_string_append_printf(s, "warning    %s\n", (const char *)g_ptr_array_index(sc->warnings, i));
   return g_string_free(s, FALSE);

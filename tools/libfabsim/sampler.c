@@ -18,6 +18,8 @@ struct FabSampler {
   GArray *depth_prio;       /* u32 [sample][port][prio] */
   GArray *rate;             /* u64 [sample][flow], bits/s */
   GArray *link_bytes;       /* u64 [sample][link]: wire bytes each link has sent so far */
+  uint64_t max_bytes;       /* what the samples may take; beyond it every other one goes */
+  fab_time_t asked;         /* the interval asked for */
 };
 
 static void sample(FabEngine *eng, void *self, uint64_t arg);
@@ -50,7 +52,50 @@ FabSampler *fab_sampler_new(FabTopology *topo, fab_time_t interval, uint32_t npr
   s->depth_prio = g_array_new(FALSE, FALSE, sizeof(uint32_t));
   s->rate = g_array_new(FALSE, FALSE, sizeof(uint64_t));
   s->link_bytes = g_array_new(FALSE, FALSE, sizeof(uint64_t));
+  s->asked = interval;
+  s->max_bytes = UINT64_MAX;
   return s;
+}
+
+void fab_sampler_set_max_bytes(FabSampler *s, uint64_t bytes) { s->max_bytes = MAX(bytes, 1); }
+
+uint64_t fab_sampler_row_bytes(const FabSampler *s) {
+  uint64_t links = 0;
+  for (uint32_t w = 0; w < s->topo->nswitches; w++) links += fab_switch_nports(s->topo->switches[w]);
+  links += s->topo->nhosts * 2; /* NIC ports, NVLink ports: at most two per endpoint */
+  return sizeof(fab_time_t) + (uint64_t)s->ncols * sizeof(uint32_t) * (1 + (s->nprio > 1 ? s->nprio : 0)) +
+         (s->sample_rates ? (uint64_t)s->nflows * sizeof(uint64_t) : 0) + links * sizeof(uint64_t);
+}
+
+fab_time_t fab_sampler_interval(const FabSampler *s) { return s->interval; }
+
+/* Keep the rows at multiples of twice the interval (every other row: rows
+** are at multiples of the interval from time 0), and double it. */
+static void thin(FabSampler *s) {
+  fab_time_t iv2 = s->interval * 2;
+  guint rows = s->t->len, w = 0;
+  GArray *arr[] = {s->depth, s->depth_prio, s->rate, s->link_bytes};
+  guint per[4];
+  for (int a = 0; a < 4; a++) per[a] = rows ? arr[a]->len / rows : 0;
+  for (guint i = 0; i < rows; i++) {
+    if (g_array_index(s->t, fab_time_t, i) % iv2) continue;
+    g_array_index(s->t, fab_time_t, w) = g_array_index(s->t, fab_time_t, i);
+    for (int a = 0; a < 4; a++)
+      if (per[a])
+        memmove(arr[a]->data + (size_t)w * per[a] * g_array_get_element_size(arr[a]),
+                arr[a]->data + (size_t)i * per[a] * g_array_get_element_size(arr[a]),
+                (size_t)per[a] * g_array_get_element_size(arr[a]));
+    w++;
+  }
+  g_array_set_size(s->t, w);
+  for (int a = 0; a < 4; a++) g_array_set_size(arr[a], (guint)w * per[a]);
+  s->interval = iv2;
+}
+
+static uint64_t taken(const FabSampler *s) {
+  return (uint64_t)s->t->len * sizeof(fab_time_t) + (uint64_t)s->depth->len * sizeof(uint32_t) +
+         (uint64_t)s->depth_prio->len * sizeof(uint32_t) + (uint64_t)s->rate->len * sizeof(uint64_t) +
+         (uint64_t)s->link_bytes->len * sizeof(uint64_t);
 }
 
 void fab_sampler_free(FabSampler *s) {
@@ -72,6 +117,10 @@ static void sample_link(FabPort *pt, void *ctx) { g_array_append_val((GArray *)c
 
 static void sample(FabEngine *eng, void *self, uint64_t arg) {
   FabSampler *s = self;
+  if (eng->now % s->interval) { /* scheduled before the interval doubled: move onto the new grid */
+    fab_engine_at(eng, (eng->now / s->interval + 1) * s->interval, s, 0);
+    return;
+  }
   g_array_append_val(s->t, eng->now);
   for (uint32_t c = 0; c < s->ncols; c++) {
     uint32_t d = (uint32_t)MIN(s->cols[c]->qbytes, UINT32_MAX);
@@ -87,7 +136,8 @@ static void sample(FabEngine *eng, void *self, uint64_t arg) {
     g_array_append_val(s->rate, bps);
   }
   fab_topology_foreach_port(s->topo, sample_link, s->link_bytes);
-  if (!s->finished(s->ctx)) fab_engine_after(eng, s->interval, s, 0);
+  while (taken(s) > s->max_bytes && s->t->len > 1) thin(s);
+  if (!s->finished(s->ctx)) fab_engine_at(eng, (eng->now / s->interval + 1) * s->interval, s, 0);
 }
 
 void fab_sampler_take(FabSampler *s, FabQueueSeries *q) {

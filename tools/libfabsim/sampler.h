@@ -27,6 +27,18 @@ void fab_sampler_free(FabSampler *s);
 
 FabElem *fab_sampler_elem(FabSampler *s);
 
+/* Bound what the samples take to `bytes`: when they would take more, every
+** other sample is dropped and the interval doubles (as often as needed), so
+** a long run sampled finely keeps its whole span, coarser. */
+void fab_sampler_set_max_bytes(FabSampler *s, uint64_t bytes);
+
+/* About what one sample takes, bytes (an upper bound on the links). */
+uint64_t fab_sampler_row_bytes(const FabSampler *s);
+
+/* The interval the samples are at now (the one asked for, or a multiple of
+** it after the bound above was reached). */
+fab_time_t fab_sampler_interval(const FabSampler *s);
+
 /* Schedule its first sample, at time 0. */
 void fab_sampler_start(FabEngine *eng, FabSampler *s);
 

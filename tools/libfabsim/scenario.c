@@ -3,6 +3,7 @@
 #include "scenario.h"
 #include "topologies/presets.h"
 #include <string.h>
+#include <unistd.h>
 
 typedef struct TopIn {
   const char *name;
@@ -93,6 +94,82 @@ static gboolean workload_env(FabScenario *sc, uint64_t seed, FabWorkloadEnv *env
   return TRUE;
 }
 
+/* ---- resources ---------------------------------------------------------- */
+
+static uint64_t mem_limit; /* 0: the machine's */
+
+void fab_scenario_set_mem_limit(uint64_t bytes) { mem_limit = bytes; }
+
+uint64_t fab_scenario_mem_limit(void) {
+  if (mem_limit) return mem_limit;
+  long pages = sysconf(_SC_PHYS_PAGES), size = sysconf(_SC_PAGESIZE);
+  uint64_t phys = pages > 0 && size > 0 ? (uint64_t)pages * (uint64_t)size : 4ull << 30;
+  return phys / 4 * 3;
+}
+
+/* Besides the topology: the program itself and its tables (measured: the
+** quickstart's peak is about 10 MB). */
+#define MEM_BASE (16ull << 20)
+/* Per operation of the DAG: the op, its dependencies, the executor's state. */
+#define MEM_PER_OP (sizeof(FabOp) + 64)
+
+static char *gb(uint64_t bytes) {
+  return bytes >= (1ull << 30) ? g_strdup_printf("%.1f GB", (double)bytes / 1e9)
+                               : g_strdup_printf("%.0f MB", (double)bytes / 1e6);
+}
+
+/* The topology alone, before the workload is expanded on it. */
+static gboolean check_topology_mem(FabScenario *sc, const FabCfgNode *root, GError **err) {
+  FabFootprint fp = fab_topology_footprint(&sc->fabric);
+  sc->mem_bytes = MEM_BASE + fp.bytes;
+  uint64_t limit = fab_scenario_mem_limit();
+  if (sc->mem_bytes <= limit) return TRUE;
+  const FabCfgNode *fabric = fab_cfg_get(root, "fabric"), *topo = fab_cfg_get(fabric, "topology");
+  const FabCfgNode *at = sc->fabric.gpu.gpus_per_node ? fab_cfg_get(fab_cfg_get(root, "cluster"), "nodes") : NULL;
+  char *need = gb(sc->mem_bytes), *lim = gb(limit);
+  fab_cfg_fail(at ? at : topo ? topo : fabric, err, "the fabric would use about %s to build (%" G_GUINT64_FORMAT
+               " switches, each keeping a route to each of %" G_GUINT64_FORMAT " endpoints; %" G_GUINT64_FORMAT
+               " ports): more than the %s this run may use (three quarters of the machine's memory, or "
+               "--max-memory)", need, fp.switches, fp.endpoints, fp.ports, lim);
+  g_free(need);
+  g_free(lim);
+  return FALSE;
+}
+
+/* The flows' packet counts, and the whole estimate once the workload is
+** known. */
+static gboolean check_workload(FabScenario *sc, const FabCfgNode *root, GError **err) {
+  const FabCfgNode *wl = fab_cfg_get(root, "workload"), *fl = fab_cfg_get(wl, "flows");
+  uint64_t mtu = sc->fabric.nic.mtu;
+  if (sc->fabric.gpu.gpus_per_node && sc->fabric.gpu.segment) mtu = MIN(mtu, sc->fabric.gpu.segment);
+  uint32_t nflows = 0;
+  for (uint32_t i = 0; i < fab_dag_len(sc->dag); i++) {
+    const FabOp *o = fab_dag_op(sc->dag, i);
+    if (o->kind != FAB_OP_FLOW) continue;
+    nflows++;
+    uint64_t pkts = o->bytes / mtu + (o->bytes % mtu != 0);
+    if (pkts < UINT32_MAX) continue;
+    const FabCfgNode *at = fl && i < fab_cfg_len(fl) ? fab_cfg_get(fab_cfg_at(fl, i), "size") : NULL;
+    if (!at) at = fab_cfg_get(wl, "size") ? fab_cfg_get(wl, "size") : wl;
+    return fab_cfg_fail(at, err, "a flow of %" G_GUINT64_FORMAT " bytes from endpoint %u to %u would be %"
+                        G_GUINT64_FORMAT " packets of %" G_GUINT64_FORMAT " bytes: more than the %u one flow can "
+                        "number (raise fabric.link.mtu or send less)", o->bytes, o->src, o->dst, pkts, mtu,
+                        UINT32_MAX - 1);
+  }
+  uint64_t ops = fab_dag_len(sc->dag) * (uint64_t)MEM_PER_OP + (uint64_t)nflows * sizeof(FabFlow);
+  sc->mem_bytes += ops;
+  uint64_t limit = fab_scenario_mem_limit();
+  if (sc->mem_bytes <= limit) return TRUE;
+  char *need = gb(sc->mem_bytes), *lim = gb(limit), *w = gb(ops);
+  fab_cfg_fail(wl, err, "the run would use about %s (%s of it for the workload's %u operations, %u of them "
+               "flows): more than the %s this run may use (three quarters of the machine's memory, or "
+               "--max-memory)", need, w, fab_dag_len(sc->dag), nflows, lim);
+  g_free(need);
+  g_free(lim);
+  g_free(w);
+  return FALSE;
+}
+
 FabScenario *fab_scenario_from_cfg(FabCfg *cfg, const char *default_name, GError **err) {
   FabScenario *sc = g_new0(FabScenario, 1);
   sc->warnings = g_ptr_array_new_with_free_func(g_free);
@@ -109,10 +186,11 @@ FabScenario *fab_scenario_from_cfg(FabCfg *cfg, const char *default_name, GError
                  FAB_ELEM_MAX_ID);
     goto fail;
   }
+  if (!check_topology_mem(sc, root, err)) goto fail;
   FabWorkloadEnv env;
   if (!workload_env(sc, top.seed, &env, err)) goto fail;
   sc->dag = fab_workload_read(root, &env, err);
-  if (!sc->dag || !check_rails(sc, root, err)) goto fail;
+  if (!sc->dag || !check_rails(sc, root, err) || !check_workload(sc, root, err)) goto fail;
   uint32_t prios = 0; /* the priorities (InfiniBand VLs) the workload uses */
   for (uint32_t i = 0; i < fab_dag_len(sc->dag); i++)
     if (fab_dag_op(sc->dag, i)->kind <= FAB_OP_NVLS) prios |= 1u << fab_dag_op(sc->dag, i)->prio;

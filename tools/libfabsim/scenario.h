@@ -28,9 +28,18 @@ typedef struct FabScenario {
   char *topology;           /* description */
   char *own_name;           /* the name when the YAML gives none */
   FabNcclCosts nccl;        /* NCCL's kernel costs on these GPUs, resolved (cluster.nccl or the architecture's) */
+  uint64_t mem_bytes;       /* the load-time estimate of what running it takes (fab_scenario_mem_limit) */
   GPtrArray *warnings;      /* char *: what the settings cost in fidelity or performance (printed on stderr,
                             ** listed in the JSON and in validate --explain) */
 } FabScenario;
+
+/* The memory a scenario may take, bytes: what fab_scenario_set_mem_limit
+** set, else three quarters of the machine's physical memory. A scenario
+** whose estimate (its topology, routes, buffered packets, operations, flows)
+** is above it is refused at load, naming the key that makes it large. */
+uint64_t fab_scenario_mem_limit(void);
+/* Set it for the process (0: back to the machine's; fabsim --max-memory). */
+void fab_scenario_set_mem_limit(uint64_t bytes);
 
 /* The built-in quickstart's YAML (scenarios/quickstart.yaml, embedded). */
 extern const char fab_quickstart_yaml[];
