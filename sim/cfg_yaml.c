@@ -367,10 +367,12 @@ static FabCfgNode *load_include(FabCfg *cfg, const FabCfgNode *ent, const char *
   char *contents = NULL;
   size_t len = 0;
   const char *why = NULL;
+  /* as written, and where it was looked for when that differs (a string scenario's includes are relative
+  ** to the directory it was given with, which the text does not show) */
+  char *as = strcmp(name, path) ? g_strdup_printf("'%s' (as %s)", name, path) : g_strdup_printf("'%s'", path);
   char *canon = realpath(path, NULL);
   if (!canon) {
-    fab_cfg__node_err(ent, err, FAB_CFG_ERROR_IO, "cannot read included file '%s': %s", path,
-             g_strerror(errno));
+    fab_cfg__node_err(ent, err, FAB_CFG_ERROR_IO, "cannot read included file %s: %s", as, g_strerror(errno));
     goto out;
   }
   for (guint i = 0; i < st->canon->len; i++) {
@@ -389,7 +391,7 @@ static FabCfgNode *load_include(FabCfg *cfg, const FabCfgNode *ent, const char *
     goto out;
   }
   if (!read_regular(path, &contents, &len, &why)) {
-    fab_cfg__node_err(ent, err, FAB_CFG_ERROR_IO, "cannot read included file '%s': %s", path, why);
+    fab_cfg__node_err(ent, err, FAB_CFG_ERROR_IO, "cannot read included file %s: %s", as, why);
     goto out;
   }
   char *subdir = g_path_get_dirname(path);
@@ -407,6 +409,7 @@ out:
   free(canon);
   g_free(contents);
   g_free(path);
+  g_free(as);
   return root;
 }
 

@@ -709,7 +709,9 @@ static int plot(const char *file, const char *out) {
   Series s = {0};
   int rc = 2;
   if (!g_file_test(file, G_FILE_TEST_IS_REGULAR)) {
-    g_string_printf(why, "%s: no such file", file);
+    g_string_printf(why, "%s: %s", file, !g_file_test(file, G_FILE_TEST_EXISTS) ? "no such file"
+                                         : g_file_test(file, G_FILE_TEST_IS_DIR) ? "a directory, not an HDF5 file"
+                                                                                 : "not a regular file");
     goto done;
   }
   Sweep w = {0};
