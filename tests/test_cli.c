@@ -19,9 +19,13 @@
 #include <glib.h>
 #include <glib/gstdio.h>
 #include <string.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <sys/time.h>
 #include <sys/wait.h>
+#include <unistd.h>
 
-#define MIN_BAD_FILES 25
+#define MIN_BAD_FILES 85
 
 static const char *fabsim_bin(void) {
   const char *s = getenv("FABSIM");
@@ -72,6 +76,76 @@ static Proc run_argv(const char *const *args) {
 }
 
 #define RUN(...) run_argv((const char *const[]){__VA_ARGS__, NULL})
+
+/* What a bad input may cost: the time and the peak memory of refusing it.
+** Generous for loaded machines; not checked under valgrind (its own
+** overhead) and the memory not under ASan (its shadow memory). */
+#define BAD_MAX_SECONDS 10.0
+#define BAD_MAX_RSS_KB (300 * 1024)
+
+static const char *read_all(int fd, GString *into) {
+  char buf[4096];
+  ssize_t n;
+  while ((n = read(fd, buf, sizeof buf)) > 0) g_string_append_len(into, buf, n);
+  close(fd);
+  return into->str;
+}
+
+/* Run fabsim with args in the directory `cwd`, measuring its wall time
+** (seconds) and peak resident memory (KiB). */
+static Proc run_measured(const char *cwd, const char *const *args, double *secs, long *rss_kb) {
+  GPtrArray *argv = g_ptr_array_new();
+  char *bin = g_canonicalize_filename(fabsim_bin(), NULL);
+  g_ptr_array_add(argv, bin);
+  for (int i = 0; args[i]; i++) g_ptr_array_add(argv, (char *)args[i]);
+  g_ptr_array_add(argv, NULL);
+  Proc p = {0};
+  p.cmd = g_strjoinv(" ", (char **)argv->pdata);
+  GPid pid;
+  int fo = -1, fe = -1;
+  GError *e = NULL;
+  gint64 t0 = g_get_monotonic_time();
+  gboolean ok = g_spawn_async_with_pipes(cwd, (char **)argv->pdata, NULL, G_SPAWN_DO_NOT_REAP_CHILD, NULL, NULL, &pid,
+                                         NULL, &fo, &fe, &e);
+  cr_assert(ok, "cannot run %s: %s", p.cmd, e ? e->message : "?");
+  GString *out = g_string_new(NULL), *err = g_string_new(NULL);
+  read_all(fo, out); /* the error is one line, and stdout should be empty: neither fills a pipe */
+  read_all(fe, err);
+  int status = 0;
+  struct rusage ru;
+  cr_assert_eq(wait4(pid, &status, 0, &ru), pid);
+  *secs = (double)(g_get_monotonic_time() - t0) / 1e6;
+  *rss_kb = ru.ru_maxrss;
+  g_spawn_close_pid(pid);
+  p.out = g_string_free(out, FALSE);
+  p.err = g_string_free(err, FALSE);
+  p.status = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  g_ptr_array_free(argv, TRUE);
+  g_free(bin);
+  return p;
+}
+
+static gboolean under_valgrind(void) {
+  const char *v = getenv("FABSIM_VALGRIND");
+  return v && *v && strcmp(v, "0");
+}
+
+static gboolean under_asan(void) {
+#if defined(__SANITIZE_ADDRESS__)
+  return TRUE;
+#else
+  return FALSE;
+#endif
+}
+
+/* Nothing in dir: a bad input leaves no file behind. */
+static void expect_empty_dir(const char *dir, const char *what) {
+  GDir *d = g_dir_open(dir, 0, NULL);
+  cr_assert_not_null(d);
+  const char *n = g_dir_read_name(d);
+  cr_expect_null(n, "%s left '%s' behind in its working directory", what, n ? n : "");
+  g_dir_close(d);
+}
 
 /* The JSON summary with the wall-clock dependent fields blanked. */
 static char *stable_json(const char *js) {
@@ -240,10 +314,20 @@ Test(cli, bad_scenarios) {
       expect_clear(&ex);
       continue;
     }
-    Proc v = RUN("validate", file);
+    char *work = g_dir_make_tmp("fabsim-bad-XXXXXX", NULL); /* the working directory: must stay empty */
+    double secs = 0;
+    long rss = 0;
+    Proc v = run_measured(work, (const char *const[]){"validate", file, NULL}, &secs, &rss);
     check_bad(file, &ex, &v);
-    Proc r = RUN("run", file, "--json");
+    Proc r = run_measured(work, (const char *const[]){"run", file, "--json", NULL}, &secs, &rss);
     check_bad(file, &ex, &r);
+    if (!under_valgrind()) {
+      cr_expect_leq(secs, BAD_MAX_SECONDS, "%s: refusing it took %.2f s", file, secs);
+      if (!under_asan()) cr_expect_leq(rss, BAD_MAX_RSS_KB, "%s: refusing it took %ld KiB of memory", file, rss);
+    }
+    expect_empty_dir(work, file);
+    g_rmdir(work);
+    g_free(work);
     /* run and validate report the same error */
     cr_expect_str_eq(r.err, v.err, "%s: run and validate disagree:\n  run:      %s  validate: %s", file, r.err,
                      v.err);
@@ -779,4 +863,124 @@ Test(cli, validate_explains_pfc_ecn_and_dcqcn_overrides) {
   cr_assert(strstr(p.out, "ecn        kmin 20480 B, kmax 102400 B, pmax 0.2, on enqueue"), "%s", p.out);
   proc_clear(&p);
   g_free(scen);
+}
+
+/* ---- 10. hostile inputs that are not scenario files ---------------------- */
+
+/* Refused with exit 2 and a located one-line message, within the bounds of a
+** bad input, nothing left in the working directory. */
+static void expect_refused(const char *const *args, const char *where, const char *what) {
+  char *work = g_dir_make_tmp("fabsim-bad-XXXXXX", NULL);
+  double secs = 0;
+  long rss = 0;
+  Proc p = run_measured(work, args, &secs, &rss);
+  expect_usage_error(&p);
+  if (where) expect_err_has(&p, where);
+  expect_err_has(&p, what);
+  size_t len = strlen(p.err);
+  cr_expect(len && strchr(p.err, '\n') == p.err + len - 1, "%s: not one line:\n%s", p.cmd, p.err);
+  if (!under_valgrind()) {
+    cr_expect_leq(secs, BAD_MAX_SECONDS, "%s: took %.2f s", p.cmd, secs);
+    if (!under_asan()) cr_expect_leq(rss, BAD_MAX_RSS_KB, "%s: took %ld KiB", p.cmd, rss);
+  }
+  expect_empty_dir(work, p.cmd);
+  proc_clear(&p);
+  g_rmdir(work);
+  g_free(work);
+}
+
+Test(cli, special_files_are_never_read) {
+  expect_refused((const char *const[]){"run", "/dev/zero", NULL}, "/dev/zero: cannot read scenario",
+                 "not a regular file");
+  expect_refused((const char *const[]){"validate", "/dev/urandom", NULL}, "/dev/urandom", "not a regular file");
+  char *tmp = g_dir_make_tmp("fabsim-fifo-XXXXXX", NULL);
+  char *fifo = g_build_filename(tmp, "s.yaml", NULL);
+  cr_assert_eq(mkfifo(fifo, 0600), 0);
+  expect_refused((const char *const[]){"run", fifo, NULL}, fifo, "not a regular file"); /* no writer: would block */
+  g_unlink(fifo);
+  g_rmdir(tmp);
+  g_free(fifo);
+  g_free(tmp);
+}
+
+Test(cli, set_keys_are_bounded_and_printable) {
+  char *q = src_path("scenarios/quickstart.yaml");
+  GString *k = g_string_new(NULL); /* a 120 KB dotted key */
+  while (k->len < 120000) g_string_append(k, "a.");
+  g_string_append(k, "b=1");
+  expect_refused((const char *const[]){"validate", q, "--set", k->str, NULL}, "--set:1:1", "more than 256");
+  expect_refused((const char *const[]){"validate", q, "--set", "fabric.li\nnk.bandwidth=1Gbps", NULL}, "--set:1:10",
+                 "control character");
+  expect_refused((const char *const[]){"validate", q, "--set", "name=\"a\\0b\"", NULL}, "--set:1:6", "NUL");
+  g_string_free(k, TRUE);
+  g_free(q);
+}
+
+/* 21 files each including the next twice: 2^20 paths, 21 files, parsed once each. */
+Test(cli, include_diamonds_are_cheap) {
+  char *tmp = g_dir_make_tmp("fabsim-diamond-XXXXXX", NULL);
+  for (int i = 0; i <= 20; i++) {
+    char *f = g_strdup_printf("%s/f%d.yaml", tmp, i);
+    char *text = i < 20 ? g_strdup_printf("include: [f%d.yaml, f%d.yaml]\nfabric: {switch: {latency: %dns}}\n", i + 1,
+                                          i + 1, i)
+                        : g_strdup("fabric: {link: {bandwidth: 100Gbps}, switch: {latency: 20ns}}\n");
+    cr_assert(g_file_set_contents(f, text, -1, NULL));
+    g_free(text);
+    g_free(f);
+  }
+  char *q = src_path("scenarios/quickstart.yaml"), *main = g_build_filename(tmp, "main.yaml", NULL), *qt = NULL;
+  cr_assert(g_file_get_contents(q, &qt, NULL, NULL));
+  char *mt = g_strdup_printf("%sinclude: [f0.yaml]\n", qt);
+  cr_assert(g_file_set_contents(main, mt, -1, NULL));
+  double secs = 0;
+  long rss = 0;
+  Proc p = run_measured(tmp, (const char *const[]){"validate", "--explain", main, NULL}, &secs, &rss);
+  cr_expect_eq(p.status, 0, "%s: %s", p.cmd, p.err);
+  cr_expect_leq(secs, BAD_MAX_SECONDS, "a diamond of includes took %.2f s", secs);
+  cr_expect(strstr(p.out, "switch     latency 600 ns") || strstr(p.out, "latency 600"), "the file's own value wins: %s",
+            p.out);
+  proc_clear(&p);
+  for (int i = 0; i <= 20; i++) {
+    char *f = g_strdup_printf("%s/f%d.yaml", tmp, i);
+    g_unlink(f);
+    g_free(f);
+  }
+  g_unlink(main);
+  g_rmdir(tmp);
+  g_free(mt);
+  g_free(qt);
+  g_free(main);
+  g_free(q);
+  g_free(tmp);
+}
+
+/* A run that fails (here: stop_time before the workload ends) writes no
+** HDF5; identical runs write byte-identical files. */
+Test(cli, hdf5_only_for_a_run_that_succeeds_and_identical) {
+  char *tmp = g_dir_make_tmp("fabsim-cli-XXXXXX", NULL);
+  char *a = g_build_filename(tmp, "a.h5", NULL), *b = g_build_filename(tmp, "b.h5", NULL);
+  char *q = src_path("scenarios/quickstart.yaml");
+  Proc p = RUN("run", q, "--json", "--set", "stop_time=1us", "--hdf5", a);
+  cr_expect_eq(p.status, 1, "%s: exit %d: %s", p.cmd, p.status, p.err);
+  cr_expect(!g_file_test(a, G_FILE_TEST_EXISTS), "a failed run wrote %s", a);
+  proc_clear(&p);
+  for (int i = 0; i < 2; i++) {
+    p = RUN("run", q, "--json", "--set", "workload.size=64KiB", "--hdf5", i ? b : a);
+    cr_expect_eq(p.status, 0, "%s: %s", p.cmd, p.err);
+    proc_clear(&p);
+  }
+  char *da = NULL, *db = NULL;
+  gsize la = 0, lb = 0;
+  cr_assert(g_file_get_contents(a, &da, &la, NULL) && g_file_get_contents(b, &db, &lb, NULL));
+  cr_expect(la == lb && memcmp(da, db, la) == 0, "two identical runs wrote different HDF5 files (%zu, %zu bytes)",
+            (size_t)la, (size_t)lb);
+  g_free(da);
+  g_free(db);
+  g_unlink(a);
+  g_unlink(b);
+  g_rmdir(tmp);
+  g_free(a);
+  g_free(b);
+  g_free(q);
+  g_free(tmp);
 }

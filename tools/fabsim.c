@@ -144,6 +144,10 @@ static int cmd_validate(int argc, char **argv) {
   if (rc < 0 && !take_max_memory(&validate_cmd, &a)) rc = EXIT_USAGE;
   if (rc < 0) {
     FabScenario *sc = load(fab_args_pos(&a, 0), &a);
+    if (sc && !check_hdf5(sc, &a)) { /* as run would find it */
+      fab_scenario_free(sc);
+      sc = NULL;
+    }
     rc = sc ? 0 : EXIT_USAGE;
     if (sc && a.flag[RUN_EXPLAIN]) {
       char *s = fab_scenario_explain(sc);

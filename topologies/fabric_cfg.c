@@ -145,7 +145,7 @@ static const FabCfgKey pfc_schema[] = {
   K("enabled", FAB_CFG_BOOL, f.sw.pfc.enabled, .def = "false"),
   K("priorities", FAB_CFG_SEQ, priorities),
   K("xoff", FAB_CFG_NODE, xoff),
-  K("xon", FAB_CFG_SIZE, f.sw.pfc.xon, .max = 1e12),
+  K("xon", FAB_CFG_SIZE, f.sw.pfc.xon, .max = 0x1p40),
   K("alpha", FAB_CFG_DOUBLE, f.sw.pfc.alpha, .def = "0.125", .min = 1e-6, .max = 1e6),
   K("headroom", FAB_CFG_NODE, headroom),
   K("response", FAB_CFG_TIME, f.sw.pfc.response, .def = "1us", .min = 0, .max = 1e12),
@@ -156,8 +156,8 @@ static const FabCfgKey pfc_schema[] = {
 
 static const FabCfgKey ecn_schema[] = {
   K("enabled", FAB_CFG_BOOL, f.sw.ecn.enabled, .def = "false"),
-  K("kmin", FAB_CFG_SIZE, f.sw.ecn.kmin, .def = "100KiB", .max = 1e12),
-  K("kmax", FAB_CFG_SIZE, f.sw.ecn.kmax, .def = "400KiB", .max = 1e12),
+  K("kmin", FAB_CFG_SIZE, f.sw.ecn.kmin, .def = "100KiB", .max = 0x1p40),
+  K("kmax", FAB_CFG_SIZE, f.sw.ecn.kmax, .def = "400KiB", .max = 0x1p40),
   K("pmax", FAB_CFG_PROB, f.sw.ecn.pmax, .def = "0.2"),
   K("mark", FAB_CFG_ENUM, f.sw.ecn.on_dequeue, .def = "enqueue", .choices = ecn_marks_at),
   FAB_CFG_END_ROW,
@@ -177,7 +177,7 @@ static const FabCfgKey cc_param_schema[] = {
   K("alpha_init", FAB_CFG_DOUBLE, f.nic.cc.dcqcn.alpha_init),
   K("alpha_timer", FAB_CFG_TIME, f.nic.cc.dcqcn.alpha_timer, .max = 1e15),
   K("rate_timer", FAB_CFG_TIME, f.nic.cc.dcqcn.rate_timer, .max = 1e15),
-  K("byte_counter", FAB_CFG_SIZE, f.nic.cc.dcqcn.byte_counter, .max = 1e12),
+  K("byte_counter", FAB_CFG_SIZE, f.nic.cc.dcqcn.byte_counter, .max = 0x1p40),
   K("fast_recovery", FAB_CFG_UINT, f.nic.cc.dcqcn.fast_recovery, .min = 0, .max = 1000),
   K("rai", FAB_CFG_RATE, f.nic.cc.dcqcn.rai_bps),
   K("rhai", FAB_CFG_RATE, f.nic.cc.dcqcn.rhai_bps),
