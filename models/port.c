@@ -97,6 +97,28 @@ void fab_port_set_credits(FabPort *pt, uint64_t bytes, uint32_t unit) {
   pt->credit_unit = unit;
   pt->nocredit = 0;
   for (uint32_t v = 0; v < FAB_MAX_PRIOS; v++) pt->credits[v] = (int64_t)bytes;
+  pt->credit_max = (int64_t)bytes;
+}
+
+void fab_port_check(const FabPort *pt) {
+  uint64_t total = 0;
+  for (uint32_t q = 0; q < FAB_MAX_PRIOS; q++) {
+    uint64_t n = 0, bytes = 0;
+    for (const FabPkt *p = pt->q[q].head; p; p = p->next) n++, bytes += p->wire;
+    if (n != pt->q[q].n || bytes != pt->q[q].bytes)
+      g_error("%s:p%u queue %u holds %" G_GUINT64_FORMAT " packets / %" G_GUINT64_FORMAT " B, its ledger says %u / %"
+              G_GUINT64_FORMAT, pt->owner->name, pt->index, q, n, bytes, pt->q[q].n, pt->q[q].bytes);
+    if (!!(pt->busy_prios >> q & 1) != (n > 0))
+      g_error("%s:p%u queue %u: busy mask %x with %" G_GUINT64_FORMAT " packets", pt->owner->name, pt->index, q,
+              pt->busy_prios, n);
+    total += bytes;
+    if (pt->credit_fc && (pt->credits[q] < 0 || pt->credits[q] > pt->credit_max))
+      g_error("%s:p%u VL %u has %" G_GINT64_FORMAT " B of credit, outside [0, %" G_GINT64_FORMAT "]", pt->owner->name,
+              pt->index, q, pt->credits[q], pt->credit_max);
+  }
+  if (total != pt->qbytes)
+    g_error("%s:p%u queues hold %" G_GUINT64_FORMAT " B, qbytes says %" G_GUINT64_FORMAT, pt->owner->name, pt->index,
+            total, pt->qbytes);
 }
 
 void fab_port_return_credit(FabEngine *eng, FabPort *pt, uint32_t vl, uint32_t bytes) {

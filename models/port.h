@@ -70,6 +70,7 @@ struct FabPort {
   uint32_t nocredit;       /* bit v: VL v has less credit than one full packet (for pulls) */
   uint32_t credit_unit;    /* a full packet on the wire, bytes: the nocredit threshold */
   int64_t credits[FAB_MAX_PRIOS]; /* bytes the far end can still take, per VL (= priority) */
+  int64_t credit_max;      /* what each VL started with */
   fab_time_t retry_at;     /* ps: a wake for a not-yet-ready head is pending then */
   /* counters */
   uint64_t tx_bytes;       /* wire bytes serialised */
@@ -101,6 +102,12 @@ extern const FabOps fab_port_ops;
 ** element id is 0 until the builder numbers it). */
 void fab_port_init(FabPort *pt, FabNode *owner, uint32_t index, uint64_t bps, fab_time_t latency,
                    uint32_t nprio);
+
+/* Check the port's ledgers (debug_checks builds, every event): each queue's
+** packet and byte counts against its list, the queues' total, the busy
+** mask, credits within [0, what they started with]. Aborts with the
+** port's name on the first broken one. */
+void fab_port_check(const FabPort *pt);
 
 /* Join two ports as the two directions of one full-duplex link. */
 void fab_port_connect(FabPort *a, FabPort *b);

@@ -315,3 +315,31 @@ FabPort *fab_switch_next_hop(const FabSwitch *sw, uint32_t dst, uint32_t hash) {
 }
 
 size_t fab_switch_struct_bytes(void) { return sizeof(FabSwitch); }
+
+void fab_switch_check(const FabSwitch *sw) {
+  uint64_t held = 0, hdrm = 0, queued = 0;
+  for (uint32_t i = 0; i < sw->nports; i++) {
+    fab_port_check(&sw->ports[i]);
+    for (uint32_t q = 0; q < sw->cfg.nprio; q++) {
+      uint32_t k = i * sw->cfg.nprio + q;
+      held += sw->ingress[k];
+      hdrm += sw->hdrm[k];
+      if (sw->hdrm[k] > sw->hdrm_max[i] || sw->hdrm[k] > sw->ingress[k])
+        g_error("%s: ingress %u prio %u holds %" G_GUINT64_FORMAT " B of headroom (of %" G_GUINT64_FORMAT
+                " reserved, %" G_GUINT64_FORMAT " held)", sw->node.name, i, q, sw->hdrm[k], sw->hdrm_max[i],
+                sw->ingress[k]);
+    }
+    for (uint32_t q = 0; q < FAB_MAX_PRIOS; q++)
+      for (const FabPkt *p = sw->ports[i].q[q].head; p; p = p->next)
+        if (p->type != FAB_PKT_NVLS_DOWN && p->type != FAB_PKT_NVLS_RED && p->type != FAB_PKT_PAUSE) queued += p->wire;
+  }
+  if (held != sw->st.used + hdrm)
+    g_error("%s: ingress ledgers hold %" G_GUINT64_FORMAT " B, the buffer %" G_GUINT64_FORMAT " + headroom %"
+            G_GUINT64_FORMAT, sw->node.name, held, sw->st.used, hdrm);
+  if (sw->st.used > sw->cfg.buffer)
+    g_error("%s: %" G_GUINT64_FORMAT " B in a buffer of %" G_GUINT64_FORMAT, sw->node.name, sw->st.used,
+            sw->cfg.buffer);
+  if (queued != held)
+    g_error("%s: egress queues hold %" G_GUINT64_FORMAT " B of admitted packets, the ledgers %" G_GUINT64_FORMAT,
+            sw->node.name, queued, held);
+}

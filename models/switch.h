@@ -93,6 +93,14 @@ typedef struct FabSwitchStats {
 
 typedef struct FabSwitch FabSwitch;
 
+/* Check the switch's buffer ledgers and its ports' (debug_checks builds,
+** every event): what each (ingress port, priority) holds adds up to the
+** shared buffer in use plus the headroom, the buffer is never over its size,
+** headroom never over its reservation, and the admitted bytes are the bytes
+** its egress queues hold (besides packets made here). Aborts on the first
+** broken one. */
+void fab_switch_check(const FabSwitch *sw);
+
 /* sizeof(FabSwitch), which is opaque (for resource estimates). */
 size_t fab_switch_struct_bytes(void);
 

@@ -39,6 +39,9 @@ bool fab_engine_run(FabEngine *eng, fab_time_t until) {
     FabElem *el = ev.target;
     eng->cur = el;
     el->ops->wake(eng, el, ev.arg);
+#ifdef FAB_DEBUG_CHECKS
+    if (eng->check) eng->check(eng, eng->check_ctx);
+#endif
   }
   eng->cur = NULL;
   return ok;

@@ -80,6 +80,9 @@ struct FabEngine {
   /* optional: called every 2^20 events (progress reports); must not schedule */
   void (*tick)(FabEngine *eng, void *ctx);
   void *tick_ctx;
+  /* debug_checks builds: called after every event (the model's ledgers) */
+  void (*check)(FabEngine *eng, void *ctx);
+  void *check_ctx;
 };
 
 /* A new engine at time 0 whose pool holds objects of `obj_size` bytes.

@@ -1,5 +1,6 @@
 /* Ports and links: serialisation, propagation, priorities, ready times. */
 #include "testnet.h"
+#include <signal.h>
 
 /* A node that records what arrives and frees it. */
 typedef struct Sink {
@@ -147,4 +148,42 @@ Test(port, serialisation_helpers) {
   cr_assert_eq(fab_port_ser(&pt, 9), 10, "exactly 10 ps");
   cr_assert_eq(fab_port_ser(&pt, 10), 12, "11.1 ps rounds up");
   cr_assert_eq(fab_time_ser_big(1ULL << 40, 100000000000ULL), (1ULL << 40) * 80);
+}
+
+/* The ledger check (debug_checks builds run it at every event) passes on a
+** port in use and stops the program when a ledger disagrees with its list. */
+static void queued_line(Line *l) {
+  line_init(l, 100000000000ULL, 1500 * FAB_NS);
+  g_strlcpy(l->src.node.name, "src", sizeof l->src.node.name);
+  for (uint32_t i = 0; i < 3; i++) fab_port_enqueue(l->eng, &l->src.port, pkt(l, i, 1000, 1, 1000 * FAB_NS));
+}
+
+Test(port, ledger_check_holds_while_in_use) {
+  Line l;
+  queued_line(&l);
+  fab_port_check(&l.src.port);
+  cr_assert(fab_engine_run(l.eng, FAB_TIME_MAX));
+  fab_port_check(&l.src.port);
+}
+
+Test(port, ledger_check_catches_a_wrong_byte_count, .signal = SIGTRAP) {
+  Line l;
+  queued_line(&l);
+  l.src.port.q[1].bytes += 1;
+  fab_port_check(&l.src.port);
+}
+
+Test(port, ledger_check_catches_a_wrong_busy_mask, .signal = SIGTRAP) {
+  Line l;
+  queued_line(&l);
+  l.src.port.busy_prios &= ~2u;
+  fab_port_check(&l.src.port);
+}
+
+Test(port, ledger_check_catches_credit_beyond_its_start, .signal = SIGTRAP) {
+  Line l;
+  queued_line(&l);
+  fab_port_set_credits(&l.src.port, 8192, 1000);
+  l.src.port.credits[0] = 8193;
+  fab_port_check(&l.src.port);
 }

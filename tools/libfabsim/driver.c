@@ -188,6 +188,20 @@ static void make_nvls(Run *r) {
 /* Every port of the fabric, in the topology's stable order. */
 static void add_port(FabPort *pt, void *ctx) { g_ptr_array_add(ctx, pt); }
 
+#ifdef FAB_DEBUG_CHECKS
+static void check_port(FabPort *pt, void *ctx) {
+  (void)ctx;
+  fab_port_check(pt);
+}
+
+static void check_ledgers(FabEngine *eng, void *ctx) {
+  (void)eng;
+  Run *r = ctx;
+  for (uint32_t w = 0; w < r->topo->nswitches; w++) fab_switch_check(r->topo->switches[w]);
+  fab_topology_foreach_port(r->topo, check_port, NULL);
+}
+#endif
+
 static void wire(Run *r, const FabRunOpts *opts) {
   const FabScenario *sc = r->sc;
   r->eng = fab_engine_new(sc->seed, sizeof(FabPkt));
@@ -227,6 +241,10 @@ static void wire(Run *r, const FabRunOpts *opts) {
     g_ptr_array_free(ports, TRUE);
     fab_elem_set_id(fab_watchdog_elem(r->wd), id++);
   }
+#ifdef FAB_DEBUG_CHECKS
+  r->eng->check = check_ledgers; /* every event: slow, for the small scenarios of the debug_checks suite */
+  r->eng->check_ctx = r;
+#endif
   if (opts->progress) {
     r->eng->tick = progress;
     r->eng->tick_ctx = r;
