@@ -164,6 +164,7 @@ Test(port, ledger_check_holds_while_in_use) {
   fab_port_check(&l.src.port);
   cr_assert(fab_engine_run(l.eng, FAB_TIME_MAX));
   fab_port_check(&l.src.port);
+  fab_engine_free(l.eng);
 }
 
 Test(port, ledger_check_catches_a_wrong_byte_count, .signal = SIGTRAP) {

@@ -412,6 +412,11 @@ static gboolean read_job(const FabCfgNode *wl, const FabWorkloadEnv *env, FabDag
       ok = fab_cfg_fail(at, err, "a permutation needs at least 2 ranks");
       break;
     }
+    if (n > FAB_DAG_MAX_OPS - fab_dag_len(d)) {
+      ok = fab_cfg_fail(at, err, "a permutation over %u ranks is more than the %u operations a workload may have", n,
+                        FAB_DAG_MAX_OPS);
+      break;
+    }
     uint32_t *perm = g_new(uint32_t, n);
     fab_workload_derangement(perm, n, env->seed, fab_rng_stream_of2("job", jd.name)); /* the job's own stream */
     for (uint32_t i = 0; i < n; i++) add(&j, i, perm[i], in.size, in.job.start, (uint8_t)in.priority);
@@ -422,8 +427,9 @@ static gboolean read_job(const FabCfgNode *wl, const FabWorkloadEnv *env, FabDag
     ok = read_incast(&j, wl, &in, err);
     break;
   case FAB_WL_ALL_TO_ALL:
-    if ((uint64_t)n * (n - 1) > 50000000) {
-      ok = fab_cfg_fail(wl, err, "all-to-all over %u ranks is more than 50 million flows", n);
+    if ((uint64_t)n * (n - 1) > FAB_DAG_MAX_OPS - fab_dag_len(d)) { /* refused before a flow is made */
+      ok = fab_cfg_fail(wl, err, "all-to-all over %u ranks is %" G_GUINT64_FORMAT " flows: more than the %u operations "
+                        "a workload may have", n, (uint64_t)n * (n - 1), FAB_DAG_MAX_OPS);
       break;
     }
     for (uint32_t s = 0; s < n; s++)

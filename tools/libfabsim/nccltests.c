@@ -469,8 +469,9 @@ FabNcclTestsTable *fab_nccltests_parse_text(const char *text, const char *name, 
   } else if (t->op && ops[op_index(t->op)].split && t->dtype_bytes) {
     for (guint i = 0; i < t->rows->len && !t->ranks; i++) { /* size = count x type x ranks */
       const FabNcclTestsRow *r = &g_array_index(t->rows, FabNcclTestsRow, i);
-      if (r->count && r->bytes % (r->count * t->dtype_bytes) == 0)
-        t->ranks = (uint32_t)(r->bytes / (r->count * t->dtype_bytes));
+      if (!r->count || r->count > r->bytes / t->dtype_bytes) continue; /* count x type above the size, or wrapping */
+      uint64_t per_rank = r->count * t->dtype_bytes;
+      if (r->bytes % per_rank == 0 && r->bytes / per_rank <= UINT32_MAX) t->ranks = (uint32_t)(r->bytes / per_rank);
     }
   }
   return t;
