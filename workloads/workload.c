@@ -301,6 +301,34 @@ static gboolean read_ncclt(Job *j, const FabCfgNode *wl, const WorkloadIn *in, c
   if (ok && sizes->len > 64) ok = fab_cfg_fail(in->sizes ? in->sizes : wl, err, "%u sizes: at most 64", sizes->len);
   uint32_t *prev = g_new(uint32_t, j->n), *end = g_new(uint32_t, j->n);
   for (uint32_t i = 0; i < j->n; i++) prev[i] = FAB_OP_NONE;
+  /* What the whole sweep will take, before any of it is kept: one collective of each size is expanded and
+  ** taken back (every iteration of a size expands alike), so a sweep too large is refused at the cost of one
+  ** collective per size, not after millions of operations were built. */
+  uint64_t need = fab_dag_len(j->d);
+  for (guint k = 0; ok && k < sizes->len; k++) {
+    uint64_t bytes = ncclt_size((FabCollOp)in->op, g_array_index(sizes, uint64_t, k), dt, j->n);
+    if (!bytes) continue;
+    FabCollSpec c;
+    GError *e = NULL;
+    uint32_t ops0 = fab_dag_len(j->d), deps0 = j->d->deps->len, colls0 = j->d->colls->len, groups0 = j->d->groups;
+    spec_from(&c, j, in);
+    c.bytes = bytes;
+    c.tag = "nccl-tests";
+    if (fab_coll_expand(j->d, &env->coll, &c, prev, end, &e) < 0) {
+      ok = fab_cfg_fail(coll_at(wl), err, "%s", e->message);
+      g_error_free(e);
+      break;
+    }
+    need += (uint64_t)(fab_dag_len(j->d) - ops0) * (in->warmup + in->iters) + 2; /* and the meeting marks */
+    g_array_set_size(j->d->ops, ops0);
+    g_array_set_size(j->d->deps, deps0);
+    g_array_set_size(j->d->colls, colls0);
+    j->d->groups = groups0;
+    if (need > FAB_DAG_MAX_OPS)
+      ok = fab_cfg_fail(wl, err, "the sweep needs more than %u operations (%" G_GUINT64_FORMAT " by the end of "
+                        "%" G_GUINT64_FORMAT " B): fewer sizes, iters or warmup, or a larger chunk", FAB_DAG_MAX_OPS,
+                        need, bytes);
+  }
   uint32_t runs = 0;
   for (guint k = 0; ok && k < sizes->len; k++) {
     uint64_t bytes = ncclt_size((FabCollOp)in->op, g_array_index(sizes, uint64_t, k), dt, j->n);
@@ -308,7 +336,6 @@ static gboolean read_ncclt(Job *j, const FabCfgNode *wl, const WorkloadIn *in, c
     for (uint64_t it = 0; ok && it < in->warmup + in->iters; it++) {
       FabCollSpec c;
       GError *e = NULL;
-      uint32_t before = fab_dag_len(j->d);
       spec_from(&c, j, in);
       c.bytes = bytes;
       c.tag = it < in->warmup ? "nccl-tests-warmup" : "nccl-tests";
@@ -318,14 +345,6 @@ static gboolean read_ncclt(Job *j, const FabCfgNode *wl, const WorkloadIn *in, c
         break;
       }
       memcpy(prev, end, sizeof(uint32_t) * j->n);
-      /* the size's first iteration tells what all of them will take: refuse before building them */
-      uint64_t need = fab_dag_len(j->d) + (uint64_t)(fab_dag_len(j->d) - before) * (in->warmup + in->iters - it - 1);
-      if (need > FAB_DAG_MAX_OPS) {
-        ok = fab_cfg_fail(wl, err, "the sweep needs more than %u operations (%" G_GUINT64_FORMAT " by the end of "
-                          "%" G_GUINT64_FORMAT " B): fewer sizes, iters or warmup, or a larger chunk", FAB_DAG_MAX_OPS,
-                          need, bytes);
-        break;
-      }
       if (it + 1 == in->warmup) { /* timing starts after the warm-up, all ranks together (a barrier) */
         uint32_t join = fab_dag_mark(j->d, j->ep[0], FAB_MARK_JOIN, j->id, -1, prev, j->n);
         for (uint32_t i = 0; i < j->n; i++) prev[i] = join;
