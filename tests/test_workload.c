@@ -427,3 +427,15 @@ Test(workload, job_draws_come_from_its_name_not_its_place) {
   fab_workload_derangement(perm, 16, 5, fab_rng_stream_of2("job", "b"));
   cr_assert_arr_eq(perm, x[1], sizeof perm);
 }
+
+/* A job's name belongs to its DAG and goes with it: nothing is interned for
+** the process's lifetime (a long-lived Python process making jobs with new
+** names would grow with each), and the name outlives the YAML it came from. */
+Test(workload, job_names_are_owned_not_interned) {
+  const char *yaml = "workload: {kind: permutation, size: 1KiB, name: job-named-once-7f3a}\n";
+  FabDag *d = read_ok(yaml, 4, 1, 1);
+  cr_assert_str_eq(g_array_index(d->jobs, FabJobDef, 0).name, "job-named-once-7f3a");
+  cr_assert_eq(g_quark_try_string("job-named-once-7f3a"), 0, "the job name was interned");
+  fab_dag_free(d);
+  cr_assert_eq(g_quark_try_string("job-named-once-7f3a"), 0);
+}
