@@ -309,7 +309,9 @@ out:
 
 /* ---- entry point ------------------------------------------------------- */
 
-gboolean fab_h5_check_target(const char *path, GError **err) {
+/* A regular file or nothing at `path` (never a device, FIFO, socket,
+** directory or symbolic link); FALSE + err otherwise. */
+static gboolean check_kind(const char *path, GError **err) {
   struct stat st;
   if (!*path) {
     g_set_error(err, FAB_H5_ERROR, H5OUT_ERROR_IO, "an empty path for the HDF5 results");
@@ -327,6 +329,12 @@ gboolean fab_h5_check_target(const char *path, GError **err) {
     g_set_error(err, FAB_H5_ERROR, H5OUT_ERROR_IO, "%s: cannot write HDF5 results: %s", path, g_strerror(errno));
     return FALSE;
   }
+  return TRUE;
+}
+
+gboolean fab_h5_check_target(const char *path, GError **err) {
+  if (!check_kind(path, err)) return FALSE;
+  struct stat st;
   char *dir = g_path_get_dirname(path); /* the nearest ancestor that exists */
   while (stat(dir, &st) != 0 && errno == ENOENT && strcmp(dir, "/") && strcmp(dir, ".")) {
     char *up = g_path_get_dirname(dir);
@@ -370,7 +378,7 @@ gboolean fab_h5_write(const FabResults *r, const char *path, GError **err) {
                                                (r->queues.t && r->queues.depth))),
                        FALSE);
 
-  if (!fab_h5_check_target(path, err)) return FALSE;
+  if (!check_kind(path, err)) return FALSE; /* again: the path may have changed during the run */
   char *dir = g_path_get_dirname(path);
   if (g_mkdir_with_parents(dir, 0777) != 0) {
     int e = errno;

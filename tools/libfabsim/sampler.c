@@ -19,7 +19,6 @@ struct FabSampler {
   GArray *rate;             /* u64 [sample][flow], bits/s */
   GArray *link_bytes;       /* u64 [sample][link]: wire bytes each link has sent so far */
   uint64_t max_bytes;       /* what the samples may take; beyond it every other one goes */
-  fab_time_t asked;         /* the interval asked for */
 };
 
 static void sample(FabEngine *eng, void *self, uint64_t arg);
@@ -52,7 +51,6 @@ FabSampler *fab_sampler_new(FabTopology *topo, fab_time_t interval, uint32_t npr
   s->depth_prio = g_array_new(FALSE, FALSE, sizeof(uint32_t));
   s->rate = g_array_new(FALSE, FALSE, sizeof(uint64_t));
   s->link_bytes = g_array_new(FALSE, FALSE, sizeof(uint64_t));
-  s->asked = interval;
   s->max_bytes = UINT64_MAX;
   return s;
 }

@@ -118,22 +118,29 @@ static char *gb(uint64_t bytes) {
                                : g_strdup_printf("%.0f MB", (double)bytes / 1e6);
 }
 
+/* Fail at `at`: "<what, with the estimate>: more than the <limit> this run may use ...". FALSE. */
+static gboolean over_limit(const FabCfgNode *at, GError **err, char *what) {
+  char *lim = gb(fab_scenario_mem_limit());
+  fab_cfg_fail(at, err, "%s: more than the %s this run may use (three quarters of the machine's memory, or "
+               "--max-memory)", what, lim);
+  g_free(lim);
+  g_free(what);
+  return FALSE;
+}
+
 /* The topology alone, before the workload is expanded on it. */
 static gboolean check_topology_mem(FabScenario *sc, const FabCfgNode *root, GError **err) {
   FabFootprint fp = fab_topology_footprint(&sc->fabric);
   sc->mem_bytes = MEM_BASE + fp.bytes;
-  uint64_t limit = fab_scenario_mem_limit();
-  if (sc->mem_bytes <= limit) return TRUE;
+  if (sc->mem_bytes <= fab_scenario_mem_limit()) return TRUE;
   const FabCfgNode *fabric = fab_cfg_get(root, "fabric"), *topo = fab_cfg_get(fabric, "topology");
   const FabCfgNode *at = sc->fabric.gpu.gpus_per_node ? fab_cfg_get(fab_cfg_get(root, "cluster"), "nodes") : NULL;
-  char *need = gb(sc->mem_bytes), *lim = gb(limit);
-  fab_cfg_fail(at ? at : topo ? topo : fabric, err, "the fabric would use about %s to build (%" G_GUINT64_FORMAT
-               " switches, each keeping a route to each of %" G_GUINT64_FORMAT " endpoints; %" G_GUINT64_FORMAT
-               " ports): more than the %s this run may use (three quarters of the machine's memory, or "
-               "--max-memory)", need, fp.switches, fp.endpoints, fp.ports, lim);
+  char *need = gb(sc->mem_bytes);
+  char *what = g_strdup_printf("the fabric would use about %s to build (%" G_GUINT64_FORMAT " switches, each keeping "
+                               "a route to each of %" G_GUINT64_FORMAT " endpoints; %" G_GUINT64_FORMAT " ports)",
+                               need, fp.switches, fp.endpoints, fp.ports);
   g_free(need);
-  g_free(lim);
-  return FALSE;
+  return over_limit(at ? at : topo ? topo : fabric, err, what);
 }
 
 /* The flows' packet counts, and the whole estimate once the workload is
@@ -158,16 +165,13 @@ static gboolean check_workload(FabScenario *sc, const FabCfgNode *root, GError *
   }
   uint64_t ops = fab_dag_len(sc->dag) * (uint64_t)MEM_PER_OP + (uint64_t)nflows * sizeof(FabFlow);
   sc->mem_bytes += ops;
-  uint64_t limit = fab_scenario_mem_limit();
-  if (sc->mem_bytes <= limit) return TRUE;
-  char *need = gb(sc->mem_bytes), *lim = gb(limit), *w = gb(ops);
-  fab_cfg_fail(wl, err, "the run would use about %s (%s of it for the workload's %u operations, %u of them "
-               "flows): more than the %s this run may use (three quarters of the machine's memory, or "
-               "--max-memory)", need, w, fab_dag_len(sc->dag), nflows, lim);
+  if (sc->mem_bytes <= fab_scenario_mem_limit()) return TRUE;
+  char *need = gb(sc->mem_bytes), *w = gb(ops);
+  char *what = g_strdup_printf("the run would use about %s (%s of it for the workload's %u operations, %u of them "
+                               "flows)", need, w, fab_dag_len(sc->dag), nflows);
   g_free(need);
-  g_free(lim);
   g_free(w);
-  return FALSE;
+  return over_limit(wl, err, what);
 }
 
 FabScenario *fab_scenario_from_cfg(FabCfg *cfg, const char *default_name, GError **err) {
