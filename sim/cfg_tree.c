@@ -323,6 +323,41 @@ out:
   return ok;
 }
 
+/* KEY=~ (or null, or nothing): remove the key from its map, so that a
+** scenario's `spines:` can give way to `oversubscription:` in a sweep. The
+** key must be there: removing a misspelt key is an error, not a no-op. */
+static gboolean set_remove(FabCfg *cfg, const char *key, GArray *steps, GError **err) {
+  FabCfgNode *node = cfg->root;
+  if (g_strcmp0(g_array_index(steps, Step, 0).name, "include") == 0)
+    return fab_cfg__err_at(err, FAB_CFG_ERROR_KEY, "--set:1:1", NULL,
+                  "include cannot be set with --set (list the file under include: in the scenario)");
+  for (guint i = 0; i < steps->len; i++) {
+    const Step *s = &g_array_index(steps, Step, i);
+    gboolean last = i + 1 == steps->len;
+    if (!s->name) {
+      if (last)
+        return fab_cfg__err_at(err, FAB_CFG_ERROR_KEY, "--set:1:1", NULL,
+                      "cannot remove '%s': a sequence's item cannot be removed (set the whole "
+                      "sequence instead)", key);
+      if (!node || node->kind != FAB_CFG_NODE_SEQ || s->index >= node->items->len) break;
+      node = g_ptr_array_index(node->items, s->index);
+      continue;
+    }
+    if (!node || node->kind != FAB_CFG_NODE_MAP) break;
+    int at = fab_cfg__map_find(node, s->name);
+    if (at < 0) break;
+    if (last) {
+      g_ptr_array_remove_index(node->keys, (guint)at);
+      g_ptr_array_remove_index(node->items, (guint)at);
+      return TRUE;
+    }
+    node = g_ptr_array_index(node->items, (guint)at);
+  }
+  return fab_cfg__err_at(err, FAB_CFG_ERROR_KEY, "--set:1:1", NULL,
+                "cannot remove '%s': the scenario has no such key (KEY=~ removes a key that is "
+                "there)", key);
+}
+
 gboolean fab_cfg_set(FabCfg *cfg, const char *a, GError **err) {
   const char *eq = strchr(a, '=');
   if (!eq || eq == a) {
@@ -349,24 +384,30 @@ gboolean fab_cfg_set(FabCfg *cfg, const char *a, GError **err) {
   char *key = g_strndup(a, (size_t)(eq - a));
   GArray *steps = g_array_new(FALSE, FALSE, sizeof(Step));
   GString *path = g_string_new(NULL);
-  gboolean ok = parse_key(key, steps, path, err) && set_walk(cfg, key, steps, TRUE, NULL, NULL, err);
+  gboolean ok = parse_key(key, steps, path, err);
+  FabCfgNode *val = NULL;
   if (ok) {
     const char *ipath = fab_cfg__intern(cfg, path->str);
-    FabCfgNode *val = fab_cfg__parse_yaml(cfg, eq + 1, strlen(eq + 1), "--set", base, ipath, err);
+    val = fab_cfg__parse_yaml(cfg, eq + 1, strlen(eq + 1), "--set", base, ipath, err);
     ok = val != NULL;
-    if (ok) {
+  }
+  gboolean remove = ok && val->kind == FAB_CFG_NODE_SCALAR && val->null;
+  if (remove) ok = set_remove(cfg, key, steps, err);
+  else if (ok) ok = set_walk(cfg, key, steps, TRUE, NULL, NULL, err);
+  if (ok) {
+    if (!remove) {
       char *where = g_strdup_printf("--set:1:%ld", base + 1);
       set_walk(cfg, key, steps, FALSE, val, fab_cfg__intern(cfg, where), NULL);
       g_free(where);
-      if (cfg->text->len && cfg->text->str[cfg->text->len - 1] != '\n')
-        g_string_append_c(cfg->text, '\n');
-      g_string_append(cfg->text, "# --set ");
-      for (const char *c = a; *c; c++) {
-        if (*c == '\n') g_string_append(cfg->text, "\\n");
-        else g_string_append_c(cfg->text, *c);
-      }
-      g_string_append_c(cfg->text, '\n');
     }
+    if (cfg->text->len && cfg->text->str[cfg->text->len - 1] != '\n')
+      g_string_append_c(cfg->text, '\n');
+    g_string_append(cfg->text, "# --set ");
+    for (const char *c = a; *c; c++) {
+      if (*c == '\n') g_string_append(cfg->text, "\\n");
+      else g_string_append_c(cfg->text, *c);
+    }
+    g_string_append_c(cfg->text, '\n');
   }
   steps_free(steps);
   g_string_free(path, TRUE);

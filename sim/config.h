@@ -43,8 +43,10 @@
 ** - --set: KEY may index sequences that exist ("workload.flows[2].size=1MiB");
 **   maps are created on the way, a null on the way becomes a map, any other
 **   scalar or a sequence on the way is an error. A replaced map entry gets a
-**   new key node located at --set as well. An empty VALUE is null. The root
-**   `include` key cannot be set.
+**   new key node located at --set as well. A null VALUE (~, null, or
+**   nothing) removes the key from its map instead; the key must be there,
+**   and a sequence item cannot be removed. The root `include` key cannot be
+**   set or removed.
 ** - Unit aliases accepted beyond config.h: kbps, kB/s, kB (SI lowercase k),
 **   µs/μs for us. A bare number is bytes for sizes ("2.0" -> 2, "1.5" is an
 **   error), needs a unit for rates, and must be 0 for times.

@@ -1415,13 +1415,15 @@ Test(set, creates_maps_and_locates_at_value) {
   FabCfg *c2 = load_ok("sharp:\n");
   cr_assert(fab_cfg_set(c2, "sharp.enabled=true", &e));
   cr_assert(fab_cfg_set(c2, "ranks=[0, 1, 2]", &e));
-  cr_assert(fab_cfg_set(c2, "empty=", &e));
+  /* an empty value is null, which removes a key: there is none to remove here */
+  cr_assert_not(fab_cfg_set(c2, "empty=", &e));
+  g_clear_error(&e);
   const FabCfgNode *r2 = fab_cfg_root(c2);
   cr_assert_str_eq(fab_cfg_scalar(fab_cfg_get(fab_cfg_get(r2, "sharp"), "enabled")), "true");
   cr_assert_eq(fab_cfg_len(fab_cfg_get(r2, "ranks")), 3);
   cr_assert_str_eq(fab_cfg_where(fab_cfg_at(fab_cfg_get(r2, "ranks"), 2)), "--set:1:14");
   cr_assert_str_eq(fab_cfg_path(fab_cfg_at(fab_cfg_get(r2, "ranks"), 2)), "ranks[2]");
-  cr_assert_str_eq(fab_cfg_scalar(fab_cfg_get(r2, "empty")), "");
+  cr_assert_null(fab_cfg_get(r2, "empty"));
   fab_cfg_free(c2);
   fab_cfg_free(cfg);
 }
@@ -1498,6 +1500,41 @@ Test(set, errors) {
   cr_assert_eq(fab_cfg_len(r), 2);
   cr_assert_str_eq(fab_cfg_scalar(fab_cfg_get(fab_cfg_get(r, "fabric"), "link")), "5");
   cr_assert_str_eq(fab_cfg_text(cfg), "name: demo\nfabric: {link: 5}\n");
+  fab_cfg_free(cfg);
+}
+
+Test(set, null_removes_the_key) {
+  FabCfg *cfg = load_ok("name: demo\nworkload: {min: 8, max: 1GiB, flows: [{size: 1}]}\n");
+  GError *e = NULL;
+  cr_assert(fab_cfg_set(cfg, "workload.min=~", &e), "%s", e ? e->message : "");
+  cr_assert(fab_cfg_set(cfg, "workload.max=null", &e), "%s", e ? e->message : "");
+  cr_assert(fab_cfg_set(cfg, "workload.flows[0].size=", &e), "%s", e ? e->message : "");
+  const FabCfgNode *w = fab_cfg_get(fab_cfg_root(cfg), "workload");
+  cr_assert_null(fab_cfg_get(w, "min"));
+  cr_assert_null(fab_cfg_get(w, "max"));
+  cr_assert_eq(fab_cfg_len(w), 1);
+  cr_assert_eq(fab_cfg_len(fab_cfg_at(fab_cfg_get(w, "flows"), 0)), 0);
+  /* the removal is kept in the scenario's text like any --set */
+  assert_has(fab_cfg_text(cfg), "# --set workload.min=~\n");
+  /* a key given again after its removal comes back */
+  cr_assert(fab_cfg_set(cfg, "workload.min=16", &e));
+  cr_assert_str_eq(fab_cfg_scalar(fab_cfg_get(w, "min")), "16");
+  static const struct {
+    const char *arg, *sub;
+  } c[] = {
+      {"workload.mni=~", "cannot remove 'workload.mni': the scenario has no such key"},
+      {"fabric.link=~", "cannot remove 'fabric.link': the scenario has no such key"},
+      {"name.x=~", "cannot remove 'name.x'"},
+      {"workload.flows[0]=~", "a sequence's item cannot be removed"},
+      {"workload.flows[3].size=~", "cannot remove 'workload.flows[3].size'"},
+      {"include=~", "include cannot be set"},
+  };
+  for (size_t i = 0; i < G_N_ELEMENTS(c); i++) {
+    e = NULL;
+    cr_assert_not(fab_cfg_set(cfg, c[i].arg, &e), "'%s' accepted", c[i].arg);
+    assert_has(e->message, c[i].sub);
+    g_error_free(e);
+  }
   fab_cfg_free(cfg);
 }
 

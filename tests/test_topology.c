@@ -727,7 +727,7 @@ Test(gpu, all_to_all_inside_one_dgx_runs_at_nvlink_rate) {
     "fabric:\n"
     "  topology: {kind: single-switch}\n"
     "  link: {bandwidth: 400Gbps}\n"
-    "workload: {kind: all-to-all, size: 8MiB}\n";
+    "workload: {kind: all-to-all, per_pair: 8MiB}\n";
   FabScenario *sc = testscen_load(yaml, NULL);
   FabResults res;
   testscen_run(sc, &res);

@@ -217,7 +217,7 @@ Test(workload, incast_list) {
 }
 
 Test(workload, all_to_all) {
-  FabDag *a = read_ok("workload: {kind: all-to-all, size: 4KiB}\n", 4, 1, 1);
+  FabDag *a = read_ok("workload: {kind: all-to-all, per_pair: 4KiB}\n", 4, 1, 1);
   cr_assert_eq(fab_dag_len(a), 4 * 3);
   int pair[4][4] = {{0}};
   for (guint i = 0; i < fab_dag_len(a); i++) {
@@ -229,7 +229,7 @@ Test(workload, all_to_all) {
   for (int s = 0; s < 4; s++)
     for (int d = 0; d < 4; d++) cr_assert_eq(pair[s][d], s != d, "pair %d->%d: %d flows", s, d, pair[s][d]);
   fab_dag_free(a);
-  a = read_ok("workload: {kind: all-to-all, size: 1}\n", 2, 1, 1);
+  a = read_ok("workload: {kind: all-to-all, per_pair: 1}\n", 2, 1, 1);
   cr_assert_eq(fab_dag_len(a), 2);
   fab_dag_free(a);
 }
@@ -330,9 +330,31 @@ Test(workload_errors, generated_kind_missing_size) {
 
 Test(workload_errors, size_zero) {
   read_fails("workload:\n"
-             "  kind: all-to-all\n"
+             "  kind: permutation\n"
              "  size: 0\n", /* 3: value at column 9 */
              4, 1, "t.yaml:3:9: workload.size: ", "out of range (expected 1B to 1024TiB)");
+  read_fails("workload:\n"
+             "  kind: all-to-all\n"
+             "  per_pair: 0\n", /* 3: value at column 13 */
+             4, 1, "t.yaml:3:13: workload.per_pair: ", "out of range (expected 1B to 1024TiB)");
+}
+
+/* kind all-to-all's `size` once meant bytes per pair: 127 x op: all-to-all's
+** size (one rank's buffer) on 128 ranks. It is refused with both meanings. */
+Test(workload_errors, all_to_all_size_says_what_changed) {
+  read_fails("workload:\n"
+             "  kind: all-to-all\n"
+             "  size: 32MiB\n",
+             128, 1, "t.yaml:3:9: workload.size: ",
+             "kind all-to-all is sized by per_pair (the bytes each rank sends to each other rank), not size. "
+             "size meant that here before: 128 times the traffic of op: all-to-all with the same size, which "
+             "is one rank's whole buffer split over the 128 ranks, as nccl-tests counts. Write per_pair: 32MiB "
+             "for what this file meant, or kind: collective, op: all-to-all, size: 32MiB for nccl-tests' "
+             "meaning");
+  read_fails("workload: {kind: all-to-all}\n", 4, 1, "t.yaml:1:1: workload: ",
+             "workload kind all-to-all needs per_pair (the bytes each rank sends to each other rank)");
+  read_fails("workload: {kind: permutation, per_pair: 1MiB}\n", 4, 1, "t.yaml:1:41: workload.per_pair: ",
+             "'per_pair' is not used by workload kind permutation");
 }
 
 Test(workload_errors, key_of_another_kind) {

@@ -426,7 +426,9 @@ static gboolean leaf_spine(const FabCfgNode *node, FabTopoSpec *t, uint64_t node
     t->leaves = (uint32_t)(nodes / hpl);
   }
   if (t->spines && t->oversubscription > 0)
-    return fab_cfg_fail(fab_cfg_get(node, "oversubscription"), err, "give spines or oversubscription, not both");
+    return fab_cfg_fail(fab_cfg_get(node, "oversubscription"), err, "give spines or oversubscription, not both "
+                        "(to use one where a file gives the other, remove that one: --set %s=~)",
+                        fab_cfg_path(fab_cfg_get(node, "spines")));
   if (!t->spines) {
     double r = t->oversubscription > 0 ? t->oversubscription : 1.0;
     double s = (double)hpl / r;

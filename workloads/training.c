@@ -593,7 +593,8 @@ static gboolean read_shape(const FabCfgNode *model, const ModelIn *mi, uint64_t 
                         "size of one expert's MLP) instead");
   if (mi->ffn)
     return fab_cfg_fail(fab_cfg_get(model, "ffn"), err, "give ffn or params, not both (with params, ffn is "
-                        "derived so that the layers hold params)");
+                        "derived so that the layers hold params; to use params where a file gives ffn, "
+                        "remove it: --set %s=~)", fab_cfg_path(fab_cfg_get(model, "ffn")));
   if (!sh->layers && !sh->hidden) sh->layers = round_to(cbrt(p / (12.0 * 128 * 128)), 8);
   if (!sh->layers) sh->layers = (uint64_t)llround(p / (12.0 * (double)sh->hidden * (double)sh->hidden));
   if (!mi->layers) sh->layers = round_to((double)sh->layers, unit);

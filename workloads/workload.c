@@ -30,6 +30,7 @@ typedef struct WorkloadIn {
   int op, algorithm, protocol, dtype;
   uint64_t channels, chunk, root, min, max, factor, iters, warmup;
   const FabCfgNode *sizes;
+  const FabCfgNode *a2a_size; /* kind all-to-all: `size`, refused (see read_all_to_all) */
 } WorkloadIn;
 
 #define K(NAME, TYPE, FIELD, ...) FAB_CFG_KEY(NAME, TYPE, WorkloadIn, FIELD, __VA_ARGS__)
@@ -54,8 +55,18 @@ static const FabCfgKey coll_rows[] = {
 static const FabCfgKey flows_schema[] = {
   FAB_CFG_SPLICE_OF(fab_job_prefix), K("flows", FAB_CFG_SEQ, flows), FAB_CFG_END_ROW,
 };
-static const FabCfgKey sized_schema[] = { /* permutation, all-to-all */
+static const FabCfgKey sized_schema[] = { /* permutation */
   FAB_CFG_SPLICE_OF(fab_job_prefix), FAB_CFG_SPLICE_OF(size_rows), FAB_CFG_END_ROW,
+};
+/* kind all-to-all counts bytes per pair, under its own key: `size` means one
+** rank's whole buffer wherever an all-to-all is sized (op: all-to-all, as
+** nccl-tests counts), and is kept here only to say what changed. */
+static const FabCfgKey a2a_schema[] = {
+  FAB_CFG_SPLICE_OF(fab_job_prefix),
+  K("per_pair", FAB_CFG_SIZE, size, .min = 1, .max = 0x1p50),
+  K("priority", FAB_CFG_UINT, priority, .def = "0", .min = 0, .max = 7),
+  K("size", FAB_CFG_NODE, a2a_size),
+  FAB_CFG_END_ROW,
 };
 static const FabCfgKey incast_schema[] = {
   FAB_CFG_SPLICE_OF(fab_job_prefix), FAB_CFG_SPLICE_OF(size_rows),
@@ -80,8 +91,26 @@ static const FabCfgKey ncclt_schema[] = {
 };
 
 /* Each kind's schema, in FabWorkloadKind order. */
-static const FabCfgKey *const kind_schema[] = {flows_schema, sized_schema, incast_schema, sized_schema,
+static const FabCfgKey *const kind_schema[] = {flows_schema, sized_schema, incast_schema, a2a_schema,
                                                collective_schema, ncclt_schema, fab_training_schema};
+
+/* kind all-to-all: per_pair is required; `size` is refused with what it meant
+** before (bytes per pair, n - 1 times an op: all-to-all of the same size: one
+** spelling once launched 545 GB) and both ways to say it now. */
+static gboolean check_a2a_size(const FabCfgNode *wl, const WorkloadIn *in, uint32_t n, GError **err) {
+  if (in->a2a_size) {
+    const char *v = fab_cfg_kind(in->a2a_size) == FAB_CFG_NODE_SCALAR ? fab_cfg_scalar(in->a2a_size) : "...";
+    return fab_cfg_fail(in->a2a_size, err, "kind all-to-all is sized by per_pair (the bytes each rank sends to "
+                        "each other rank), not size. size meant that here before: %u times the traffic of "
+                        "op: all-to-all with the same size, which is one rank's whole buffer split over the %u "
+                        "ranks, as nccl-tests counts. Write per_pair: %s for what this file meant, or kind: "
+                        "collective, op: all-to-all, size: %s for nccl-tests' meaning", n, n, v, v);
+  }
+  if (!fab_cfg_get(wl, "per_pair"))
+    return fab_cfg_fail(wl, err, "workload kind all-to-all needs per_pair (the bytes each rank sends to each "
+                        "other rank)");
+  return TRUE;
+}
 
 typedef struct FlowIn {
   uint64_t src, dst, size, start, priority;
@@ -276,8 +305,15 @@ static gboolean read_ncclt(Job *j, const FabCfgNode *wl, const WorkloadIn *in, c
   gboolean ok = TRUE;
   uint32_t dt = dtype_size[in->dtype];
   if (in->sizes) {
-    if (fab_cfg_get(wl, "min") || fab_cfg_get(wl, "max"))
-      ok = fab_cfg_fail(in->sizes, err, "give either sizes or min/max/factor, not both");
+    if (fab_cfg_get(wl, "min") || fab_cfg_get(wl, "max") || fab_cfg_get(wl, "factor")) {
+      GString *rm = g_string_new(NULL);
+      static const char *const k[] = {"min", "max", "factor"};
+      for (size_t i = 0; i < G_N_ELEMENTS(k); i++)
+        if (fab_cfg_get(wl, k[i])) g_string_append_printf(rm, " --set %s=~", fab_cfg_path(fab_cfg_get(wl, k[i])));
+      ok = fab_cfg_fail(in->sizes, err, "give either sizes or min/max/factor, not both (to use sizes where a "
+                        "file gives min/max, remove them:%s)", rm->str);
+      g_string_free(rm, TRUE);
+    }
     for (size_t i = 0; ok && i < fab_cfg_len(in->sizes); i++) {
       uint64_t v;
       const FabCfgNode *it = fab_cfg_at(in->sizes, i);
@@ -399,7 +435,7 @@ static gboolean read_job(const FabCfgNode *wl, const FabWorkloadEnv *env, FabDag
   if (kind < 0 || !fab_cfg_apply(wl, NULL, kind_schema[kind], &u, err)) return FALSE;
   WorkloadIn in = u.w;
   if (kind != FAB_WL_TRAINING) {
-    if (kind != FAB_WL_FLOWS && kind != FAB_WL_NCCL_TESTS && !fab_cfg_get(wl, "size"))
+    if (kind != FAB_WL_FLOWS && kind != FAB_WL_NCCL_TESTS && kind != FAB_WL_ALL_TO_ALL && !fab_cfg_get(wl, "size"))
       return fab_cfg_fail(wl, err, "workload kind %s needs size", kinds[kind]);
     if (!check_prio(fab_cfg_get(wl, "priority"), in.priority, env->nprio, err)) return FALSE;
   }
@@ -446,6 +482,10 @@ static gboolean read_job(const FabCfgNode *wl, const FabWorkloadEnv *env, FabDag
     ok = read_incast(&j, wl, &in, err);
     break;
   case FAB_WL_ALL_TO_ALL:
+    if (!check_a2a_size(wl, &in, n, err)) {
+      ok = FALSE;
+      break;
+    }
     if ((uint64_t)n * (n - 1) > FAB_DAG_MAX_OPS - fab_dag_len(d)) { /* refused before a flow is made */
       ok = fab_cfg_fail(wl, err, "all-to-all over %u ranks is %" G_GUINT64_FORMAT " flows: more than the %u operations "
                         "a workload may have", n, (uint64_t)n * (n - 1), FAB_DAG_MAX_OPS);

@@ -65,7 +65,7 @@ static const Base bases[] = {
    "  topology: {kind: fat-tree, k: 4}\n"
    "  link: {bandwidth: 200Gbps, latency: 500ns, mtu: 4096}\n"
    "  switch: {latency: 300ns, buffer: 8MiB}\n"
-   "workload: {kind: all-to-all, size: 64KiB}\n"},
+   "workload: {kind: all-to-all, per_pair: 64KiB}\n"},
   {"two-jobs", /* tests/scenarios/two-jobs.yaml */
    "name: two-jobs\n"
    "cluster: {nodes: 16}\n"
