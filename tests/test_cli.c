@@ -25,7 +25,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#define MIN_BAD_FILES 85
+#define MIN_BAD_FILES 81
 
 static const char *fabsim_bin(void) {
   const char *s = getenv("FABSIM");
@@ -229,8 +229,9 @@ static char *subst(const char *s, const char *file, const char *dir) {
   return b;
 }
 
-/* Parse the "# expect:" and "# also:" header of a bad file. FALSE if absent. */
-static gboolean read_expect(const char *file, Expect *ex) {
+/* Parse the "# TAG: LINE:COL SUBSTRING" and "# also:" header of a bad
+** (expect) or warning (warns) file. FALSE if absent. */
+static gboolean read_header(const char *file, const char *tag, Expect *ex) {
   char *text = NULL;
   GError *e = NULL;
   cr_assert(g_file_get_contents(file, &text, NULL, &e), "cannot read %s: %s", file, e ? e->message : "?");
@@ -240,7 +241,9 @@ static gboolean read_expect(const char *file, Expect *ex) {
   char *dir = g_path_get_dirname(file);
   memset(ex, 0, sizeof *ex);
   ex->also = g_ptr_array_new_with_free_func(g_free);
-  GRegex *re = g_regex_new("^# expect: (?:(\\S+):)?([0-9]+):([0-9]+) (.+)$", 0, 0, NULL);
+  char *pat = g_strdup_printf("^# %s: (?:(\\S+):)?([0-9]+):([0-9]+) (.+)$", tag);
+  GRegex *re = g_regex_new(pat, 0, 0, NULL);
+  g_free(pat);
   GMatchInfo *mi = NULL;
   if (lines[0] && g_regex_match(re, lines[0], 0, &mi)) {
     char *rel = g_match_info_fetch(mi, 1), *line = g_match_info_fetch(mi, 2), *col = g_match_info_fetch(mi, 3);
@@ -262,15 +265,17 @@ static gboolean read_expect(const char *file, Expect *ex) {
   return ok;
 }
 
+static gboolean read_expect(const char *file, Expect *ex) { return read_header(file, "expect", ex); }
+
 static void expect_clear(Expect *ex) {
   g_free(ex->where);
   g_free(ex->substr);
   if (ex->also) g_ptr_array_free(ex->also, TRUE);
 }
 
-/* The sorted paths of the .yaml files in tests/bad. */
-static GPtrArray *bad_files(void) {
-  char *dir = src_path("tests/bad");
+/* The sorted paths of the .yaml files in tests/bad (or another folder). */
+static GPtrArray *yaml_files(const char *rel) {
+  char *dir = src_path(rel);
   GError *e = NULL;
   GDir *d = g_dir_open(dir, 0, &e);
   cr_assert_not_null(d, "cannot open %s: %s", dir, e ? e->message : "?");
@@ -287,6 +292,8 @@ static GPtrArray *bad_files(void) {
   g_free(dir);
   return paths;
 }
+
+static GPtrArray *bad_files(void) { return yaml_files("tests/bad"); }
 
 static void check_bad(const char *file, const Expect *ex, const Proc *p) {
   expect_usage_error(p);
@@ -333,6 +340,43 @@ Test(cli, bad_scenarios) {
                      v.err);
     proc_clear(&v);
     proc_clear(&r);
+    expect_clear(&ex);
+  }
+  g_ptr_array_free(files, TRUE);
+}
+
+/* tests/warn/NN-name.yaml: a setting with no effect under the file's other
+** choices (ECN with no ECN-capable sender, DCQCN's parameters under
+** algorithm: none, ...) is accepted with a warning, so that one knob of an
+** A/B comparison can be changed alone. The first line is
+**   # warns: LINE:COL SUBSTRING
+** ("# also:" lines as in tests/bad). validate and run succeed; the warning
+** is on stderr ("fabsim: warning: FILE:LINE:COL: SUBSTRING"), in the JSON
+** summary's warnings and in validate --explain. */
+Test(cli, no_effect_settings_warn) {
+  GPtrArray *files = yaml_files("tests/warn");
+  cr_assert_geq(files->len, 6, "only %u files in tests/warn", files->len);
+  for (guint i = 0; i < files->len; i++) {
+    const char *file = files->pdata[i];
+    Expect ex;
+    cr_assert(read_header(file, "warns", &ex), "%s: the first line must be '# warns: LINE:COL SUBSTRING'", file);
+    char *want = g_strconcat(ex.where, ex.substr, NULL);
+    char *line = g_strconcat("fabsim: warning: ", want, NULL);
+    Proc v = RUN("validate", file);
+    cr_expect_eq(v.status, 0, "%s: exit status %d; stderr:\n%s", v.cmd, v.status, v.err);
+    expect_err_has(&v, line);
+    for (guint k = 0; k < ex.also->len; k++) expect_err_has(&v, ex.also->pdata[k]);
+    Proc x = RUN("validate", "--explain", file);
+    cr_expect(strstr(x.out, want) != NULL, "%s: --explain should list\n  %s\nit printed:\n%s", x.cmd, want, x.out);
+    Proc r = RUN("run", file, "--json", "--no-progress");
+    cr_expect_eq(r.status, 0, "%s: exit status %d; stderr:\n%s", r.cmd, r.status, r.err);
+    const char *w = strstr(r.out, "\"warnings\": [");
+    cr_expect(w && strstr(w, want), "%s: the JSON warnings should hold\n  %s\nstdout:\n%s", r.cmd, want, r.out);
+    proc_clear(&v);
+    proc_clear(&x);
+    proc_clear(&r);
+    g_free(line);
+    g_free(want);
     expect_clear(&ex);
   }
   g_ptr_array_free(files, TRUE);

@@ -206,6 +206,62 @@ Test(scenario, explain_names_the_gpu_side) {
   fab_scenario_free(sc);
 }
 
+/* A job's endpoints as --explain lists them: in rank order, runs as ranges. */
+Test(scenario, explain_ranks_in_rank_order) {
+  static const uint32_t strided[] = {0, 4, 8, 12, 1, 5, 9, 13}, runs[] = {0, 1, 2, 3, 8, 9, 10, 11}, one[] = {7};
+  static const struct {
+    const uint32_t *r;
+    uint32_t n;
+    const char *want;
+  } c[] = {
+      {strided, 8, "0, 4, 8, 12, 1, 5, 9, 13"},
+      {runs, 8, "0-3, 8-11"},
+      {runs, 4, "0-3"},
+      {one, 1, "7"},
+  };
+  for (size_t i = 0; i < G_N_ELEMENTS(c); i++) {
+    char *s = fab_explain_ranks(c[i].r, c[i].n);
+    cr_assert_str_eq(s, c[i].want);
+    g_free(s);
+  }
+  uint32_t many[40]; /* every other endpoint: 40 items, the first 8 shown */
+  for (uint32_t i = 0; i < 40; i++) many[i] = 2 * i;
+  char *s = fab_explain_ranks(many, 40);
+  cr_assert_str_eq(s, "0, 2, 4, 6, 8, 10, 12, 14, ... (32 more)");
+  g_free(s);
+  /* 16 items are all shown */
+  s = fab_explain_ranks(many, 16);
+  cr_assert_str_eq(s, "0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30");
+  g_free(s);
+}
+
+/* --explain on an nccl-tests sweep shows every size where the tuner's choice
+** changes (it once showed the first 16 sizes only, hiding the large ones);
+** sizes that share every choice share a line. 16 GPUs of an NVL72 are one
+** domain, partly used; counts are singular where they are one. */
+Test(scenario, explain_shows_every_choice_of_a_sweep) {
+  FabScenario *sc = load("scenarios/nccl-tests-dgx-h100.yaml", NULL);
+  char *s = fab_scenario_explain(sc);
+  cr_assert(strstr(s, "collective 10 x allreduce of 8..4096 B (10 sizes) on 16 ranks: tree, ll, 1 channel, chunk "
+                      "32768 B, tag nccl-tests\n"), "%s", s);
+  cr_assert(strstr(s, "collective 1 x allreduce of 4194304 B on 16 ranks: nvls-tree, simple, 16 channels, "), "%s", s);
+  cr_assert(strstr(s, "allreduce of 67108864..1073741824 B (5 sizes) on 16 ranks: nvls-tree, simple, 16 channels, "),
+            "%s", s);
+  cr_assert(strstr(s, "job        nccl-tests: nccl-tests on 16 ranks (endpoints 0-15)\n"), "%s", s);
+  cr_assert_null(strstr(s, "more collectives"), "%s", s);
+  g_free(s);
+  fab_scenario_free(sc);
+  const char *const sets[] = {"cluster.node=gb200-nvl72", "cluster.nodes=4", "fabric.link=~",
+                              "workload.ranks=[0, 4, 8, 12, 1, 5, 9, 13]", NULL};
+  sc = load("scenarios/nccl-tests-dgx-h100.yaml", sets);
+  s = fab_scenario_explain(sc);
+  cr_assert(strstr(s, "endpoints  16 GPUs = 4 gb200-nvl72 nodes of 4 GPUs"), "%s", s);
+  cr_assert(strstr(s, "one NVSwitch domain (16 of its 72 GPUs in use)"), "%s", s);
+  cr_assert(strstr(s, "(endpoints 0, 4, 8, 12, 1, 5, 9, 13)"), "%s", s);
+  g_free(s);
+  fab_scenario_free(sc);
+}
+
 /* A collective too large to expand at full fidelity is coarsened where it
 ** costs least (NVLS_TREE: larger pieces, its 16 channels kept), and says so. */
 Test(scenario, coarsened_collective_keeps_its_channels_and_warns) {

@@ -393,7 +393,7 @@ static FabCfg *load(const char *yaml) {
 static void read_ok(const char *yaml, FabFabricCfg *out) {
   FabCfg *cfg = load(yaml);
   GError *err = NULL;
-  gboolean ok = fab_fabric_cfg_read(fab_cfg_root(cfg), out, &err);
+  gboolean ok = fab_fabric_cfg_read(fab_cfg_root(cfg), out, NULL, &err);
   cr_assert(ok, "unexpected error: %s", err ? err->message : "?");
   cr_assert_null(err);
   fab_cfg_free(cfg);
@@ -405,7 +405,7 @@ static void read_fails(const char *yaml, const char *where_path, const char *wha
   FabCfg *cfg = load(yaml);
   GError *err = NULL;
   FabFabricCfg out;
-  cr_assert_not(fab_fabric_cfg_read(fab_cfg_root(cfg), &out, &err), "expected an error at %s", where_path);
+  cr_assert_not(fab_fabric_cfg_read(fab_cfg_root(cfg), &out, NULL, &err), "expected an error at %s", where_path);
   cr_assert_not_null(err);
   cr_assert(err->domain == FAB_CFG_ERROR);
   cr_assert(g_str_has_prefix(err->message, where_path), "message '%s' does not start with '%s'", err->message,
@@ -801,14 +801,15 @@ Test(gpu, every_preset_loads_and_runs) {
     char *yaml = g_strdup_printf(
       "cluster: {node: %s, nodes: %u}\n"
       "fabric:\n"
-      "  topology: {kind: single-switch}\n"
-      "  link: {bandwidth: 100Gbps}\n"
+      "  topology: {kind: single-switch}\n" /* no link: the preset's NIC rate serves */
       "  switch: {priorities: 1}\n"
       "workload: {kind: flows, flows: [{src: 0, dst: 1, size: 1MiB}, {src: 0, dst: %u, size: 1MiB}]}\n",
       p->name, nodes, p->nvlink_domain);
     FabScenario *sc = testscen_load(yaml, NULL);
     cr_assert_eq(sc->fabric.gpu.gpus_per_node, p->gpus_per_node, "%s", p->name);
     cr_assert_eq(sc->fabric.topo.host_bps, p->nic_bps, "%s: NIC rate from the preset", p->name);
+    cr_assert_eq(sc->fabric.topo.link_bps, p->nic_bps, "%s: links at the NIC rate when fabric.link is absent",
+                 p->name);
     FabResults res;
     testscen_run(sc, &res);
     cr_assert_eq(res.endpoints, nodes * p->gpus_per_node, "%s", p->name);
@@ -816,6 +817,49 @@ Test(gpu, every_preset_loads_and_runs) {
     testscen_done(sc, &res);
     g_free(yaml);
   }
+}
+
+/* A preset's NIC links at the slower of its rate and fabric.link.bandwidth
+** (a 400 Gb/s ConnectX-7 in a 200 Gb/s switch port runs at 200); a rate in
+** cluster.nic.bandwidth is taken as given; without fabric.link the NIC's
+** rate serves for the fabric too. The report says which rate runs. */
+Test(gpu, nic_rate_follows_the_fabric_link) {
+  static const struct {
+    const char *link, *nic;
+    uint64_t host_gbps, link_gbps;
+    const char *says;
+  } c[] = {
+      {"200Gbps", NULL, 200, 200, "16 x 200 Gbps (8 per node; the dgx-h100 preset's 400 Gbps NICs at the fabric's "
+                                  "link rate)"},
+      {"800Gbps", NULL, 400, 800, "16 x 400 Gbps (8 per node)"},
+      {NULL, NULL, 400, 400, "16 x 400 Gbps (8 per node)"},
+      {"200Gbps", "400Gbps", 400, 200, "16 x 400 Gbps (8 per node)"},
+      {"400Gbps", "100Gbps", 100, 400, "16 x 100 Gbps (8 per node; cluster.nic.bandwidth, below the dgx-h100 "
+                                       "preset's 400 Gbps)"},
+  };
+  for (size_t i = 0; i < G_N_ELEMENTS(c); i++) {
+    char *yaml = g_strdup_printf("cluster: {node: dgx-h100, nodes: 2%s%s%s}\n"
+                                 "fabric:\n"
+                                 "  topology: {kind: rail-optimized}\n"
+                                 "%s%s%s"
+                                 "workload: {kind: collective, op: allreduce, size: 1MiB}\n",
+                                 c[i].nic ? ", nic: {bandwidth: " : "", c[i].nic ? c[i].nic : "", c[i].nic ? "}" : "",
+                                 c[i].link ? "  link: {bandwidth: " : "", c[i].link ? c[i].link : "",
+                                 c[i].link ? "}\n" : "");
+    FabScenario *sc = testscen_load(yaml, NULL);
+    cr_assert_eq(sc->fabric.topo.host_bps, c[i].host_gbps * 1000000000ULL, "case %zu", i);
+    cr_assert_eq(sc->fabric.topo.link_bps, c[i].link_gbps * 1000000000ULL, "case %zu", i);
+    char *says = fab_scenario_nic_rate(sc);
+    cr_assert_str_eq(says, c[i].says, "case %zu", i);
+    g_free(says);
+    fab_scenario_free(sc);
+    g_free(yaml);
+  }
+  /* plain hosts have no NIC of their own: the fabric's link rate is required */
+  read_fails("cluster: {nodes: 4}\nfabric:\n  topology: {kind: single-switch}\n", "t.yaml:2:1: fabric: ",
+             "missing required key 'link'");
+  read_fails("cluster: {nodes: 4}\nfabric:\n  topology: {kind: single-switch}\n  link: {mtu: 1024}\n",
+             "t.yaml:4:3: fabric.link: ", "missing required key 'bandwidth'");
 }
 
 Test(gpu, preset_fields_can_be_overridden) {

@@ -247,12 +247,15 @@ def reference(s, op, nbytes, table=None):
 
 
 # ---------------------------------------------------------------- fabsim
-LINE = re.compile(r"^collective \d+ x (\S+) of (\d+) B on (\d+) ranks: ([\w-]+), (\w+), (\d+) channels, chunk (\d+)")
+# "collective 1 x allreduce of 8192 B on 16 ranks: tree, ll, 2 channels, chunk 32768 B" or, for sizes that
+# share every choice, "collective 10 x allreduce of 8..4096 B (10 sizes) on 16 ranks: tree, ll, 1 channel, ..."
+LINE = re.compile(r"^collective \d+ x (\S+) of (\d+)(?:\.\.(\d+))? B(?: \(\d+ sizes\))? on (\d+) ranks: "
+                  r"([\w-]+), (\w+), (\d+) channels?, chunk (\d+)")
 
 
 def fabsim_choices(s, op, sizes):
-    """{size: (algo, proto, channels, chunk)} from `validate --explain` (it lists 16 collectives at
-    most, so one call per 16 sizes)."""
+    """{size: (algo, proto, channels, chunk)} from `validate --explain` (16 sizes per call; a line
+    of `--explain` stands for every size between its ends that shares its choices)."""
     got = {}
     for k in range(0, len(sizes), 16):
         cmd = [FABSIM, "validate", "--explain", os.path.join(SCEN, s.scenario + ".yaml"),
@@ -268,8 +271,12 @@ def fabsim_choices(s, op, sizes):
         for line in p.stdout.splitlines():
             m = LINE.match(line)
             if m and m.group(1) == op:
-                assert int(m.group(3)) == s.nodes * s.ppn, line
-                got[int(m.group(2))] = (m.group(4), m.group(5), int(m.group(6)), int(m.group(7)))
+                assert int(m.group(4)) == s.nodes * s.ppn, line
+                lo = int(m.group(2))
+                hi = int(m.group(3)) if m.group(3) else lo
+                for size in sizes[k:k + 16]:
+                    if lo <= size <= hi:
+                        got[size] = (m.group(5), m.group(6), int(m.group(7)), int(m.group(8)))
     return got
 
 

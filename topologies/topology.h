@@ -101,6 +101,7 @@ typedef struct FabFabricCfg {
   FabNicCfg nic;
   uint32_t cc_preset;       /* congestion_control.preset: index in the presets (dcqcn-paper, dcqcn-mlx) */
   uint32_t routing;         /* fabric.switch.routing: 0 ecmp */
+  uint64_t nic_preset_bps;  /* GPU nodes: the preset's NIC rate (topo.host_bps is what the NIC links at), 0: none */
   const FabCfgNode *nccl;   /* cluster.nccl (NULL: absent), for the workload layer */
   bool credits_auto;        /* InfiniBand credits not given: fab_fabric_cfg_credits sizes them */
   uint64_t credits_given;   /* InfiniBand credits given (fabric.switch.credits), 0: auto */
@@ -123,8 +124,12 @@ typedef struct FabTopology {
 } FabTopology;
 
 /* Read `cluster:` and `fabric:` into `out` (both nodes may be NULL where
-** absent; `root` locates errors about missing sections). */
-gboolean fab_fabric_cfg_read(const FabCfgNode *root, FabFabricCfg *out, GError **err);
+** absent; `root` locates errors about missing sections). A setting that has
+** no effect under the other choices (ECN with congestion control none,
+** DCQCN's parameters under none, DCQCN without ECN, PFC or credits on the
+** other transport) is accepted and a sentence naming it ("FILE:L:C: KEY: has
+** no effect: WHY") is added to `warnings` (char *; may be NULL). */
+gboolean fab_fabric_cfg_read(const FabCfgNode *root, FabFabricCfg *out, GPtrArray *warnings, GError **err);
 
 /* InfiniBand's credits, once the workload is known: `prios` has bit v set
 ** when some flow uses priority (virtual lane) v. A switch grants each

@@ -29,25 +29,53 @@ static void explain_nccl(const FabNcclCosts *k, GString *s) {
   else g_string_append(s, "NCCL's for the node count\n");
 }
 
+char *fab_scenario_nic_rate(const FabScenario *sc) {
+  const FabFabricCfg *f = &sc->fabric;
+  const FabGpuSpec *g = &f->gpu;
+  GString *s = g_string_new(NULL);
+  g_string_append_printf(s, "%u x %.6g Gbps", f->topo.hosts, (double)f->topo.host_bps / 1e9);
+  if (g->gpus_per_node) {
+    g_string_append_printf(s, " (%u per node", g->nics_per_node);
+    if (f->nic_preset_bps && f->topo.host_bps < f->nic_preset_bps)
+      g_string_append_printf(s, fab_cfg_get(fab_cfg_get(fab_cfg_root(sc->cfg), "cluster"), "nic") &&
+                             fab_cfg_get(fab_cfg_get(fab_cfg_get(fab_cfg_root(sc->cfg), "cluster"), "nic"),
+                                         "bandwidth") ? "; cluster.nic.bandwidth, below the %s preset's %.6g Gbps"
+                                                      : "; the %s preset's %.6g Gbps NICs at the fabric's link rate",
+                             g->preset, (double)f->nic_preset_bps / 1e9);
+    else if (f->nic_preset_bps && f->topo.host_bps > f->nic_preset_bps)
+      g_string_append_printf(s, "; cluster.nic.bandwidth, above the %s preset's %.6g Gbps", g->preset,
+                             (double)f->nic_preset_bps / 1e9);
+    g_string_append_c(s, ')');
+  }
+  return g_string_free(s, FALSE);
+}
+
 /* The endpoints: hosts, or GPU nodes with their NICs, NVLink, PCIe, GPUs. */
 static void explain_cluster(const FabScenario *sc, GString *s) {
   const FabFabricCfg *f = &sc->fabric;
   const FabGpuSpec *g = &f->gpu;
   if (g->gpus_per_node) {
     uint32_t ranks = g->nodes * g->gpus_per_node;
-    g_string_append_printf(s, "endpoints  %u GPUs = %u x %s nodes of %u GPUs (rank = node x %u + local)\n", ranks,
-                           g->nodes, g->preset, g->gpus_per_node, g->gpus_per_node);
-    g_string_append_printf(s, "nics       %u per node at %.6g Gbps: %u NIC ports in the network, %.6g Gbps per node\n",
-                           g->nics_per_node, (double)f->topo.host_bps / 1e9, f->topo.hosts,
-                           (double)f->topo.host_bps * g->nics_per_node / 1e9);
+    g_string_append_printf(s, "endpoints  %u GPU%s = %u %s node%s of %u GPU%s (rank = node x %u + local)\n", ranks,
+                           ranks == 1 ? "" : "s", g->nodes, g->preset, g->nodes == 1 ? "" : "s", g->gpus_per_node,
+                           g->gpus_per_node == 1 ? "" : "s", g->gpus_per_node);
+    char *nics = fab_scenario_nic_rate(sc);
+    g_string_append_printf(s, "nics       %s: %u NIC ports in the network, %.6g Gbps per node\n", nics,
+                           f->topo.hosts, (double)f->topo.host_bps * g->nics_per_node / 1e9);
+    g_free(nics);
     if (g->nvlink_domain) {
       g_string_append_printf(s, "nvlink     %.6g GB/s per GPU per direction of data", (double)g->nvlink_bps / 8e9);
       if (g->nvlink_raw_bps)
         g_string_append_printf(s, " (%u links; signalling %.6g GB/s, NCCL's effective rate is what runs)",
                                g->nvlink_links, (double)g->nvlink_raw_bps / 8e9);
-      g_string_append_printf(s, ", %.6g ns GPU to GPU, one NVSwitch per domain of %u GPUs (%u domains), segments of "
-                             "%u B + %u B header\n", (double)g->nvlink_latency / 1e3, g->nvlink_domain,
-                             (ranks + g->nvlink_domain - 1) / g->nvlink_domain, g->segment, f->nic.nvl_overhead);
+      uint32_t domains = (ranks + g->nvlink_domain - 1) / g->nvlink_domain;
+      g_string_append_printf(s, ", %.6g ns GPU to GPU, ", (double)g->nvlink_latency / 1e3);
+      if (ranks < g->nvlink_domain) /* 16 GPUs of an NVL72 */
+        g_string_append_printf(s, "one NVSwitch domain (%u of its %u GPUs in use)", ranks, g->nvlink_domain);
+      else
+        g_string_append_printf(s, "one NVSwitch per domain of %u GPUs (%u domain%s)", g->nvlink_domain, domains,
+                               domains == 1 ? "" : "s");
+      g_string_append_printf(s, ", segments of %u B + %u B header\n", g->segment, f->nic.nvl_overhead);
       explain_nvls(g, s);
     } else
       g_string_append(s, "nvlink     none: every GPU pair goes through the network\n");
@@ -112,6 +140,96 @@ static void explain_fabric(const FabScenario *sc, GString *s) {
                          (double)f->nic.rto / 1e6, f->nic.ack_interval, f->nic.max_timeouts);
 }
 
+/* "0-7", "0, 4, 8, 12, 1, 5, 9, 13", "0-3, 8-11": a job's endpoints in
+** rank order, runs of consecutive endpoints as ranges (the YAML `ranks`
+** syntax); past 16 items, the first 8 and a count. */
+char *fab_explain_ranks(const uint32_t *r, uint32_t n) {
+  GString *s = g_string_new(NULL);
+  uint32_t items = 0;
+  for (uint32_t i = 0; i < n;) {
+    uint32_t j = i;
+    while (j + 1 < n && r[j + 1] == r[j] + 1) j++;
+    if (items == 8 && n - i > 0) {
+      uint32_t left = 0; /* the items not shown */
+      for (uint32_t k = i; k < n; k++, left++)
+        while (k + 1 < n && r[k + 1] == r[k] + 1) k++;
+      if (items + left > 16) {
+        g_string_append_printf(s, ", ... (%u more)", left);
+        break;
+      }
+    }
+    g_string_append_printf(s, "%s%u", items ? ", " : "", r[i]);
+    if (j > i) g_string_append_printf(s, "-%u", r[j]);
+    items++;
+    i = j + 1;
+  }
+  return g_string_free(s, FALSE);
+}
+
+/* The collectives, alike ones counted together (a training step has
+** thousands); kinds that differ only in size (an nccl-tests sweep) share a
+** line while the algorithm, protocol, channels and chunk stay, so that every
+** size where a choice changes shows. */
+typedef struct CollKind {
+  guint first, count;
+  uint64_t lo, hi;
+} CollKind;
+
+static gboolean same_choice(const FabCollDef *a, const FabCollDef *b) {
+  return g_str_equal(a->op, b->op) && a->nranks == b->nranks && g_str_equal(a->algorithm, b->algorithm) &&
+         g_str_equal(a->protocol, b->protocol) && a->channels == b->channels && g_strcmp0(a->tag, b->tag) == 0 &&
+         a->job == b->job;
+}
+
+static void explain_collectives(const FabScenario *sc, GString *s) {
+  enum { MAX_LINES = 48 };
+  const GArray *colls = sc->dag->colls;
+  GArray *kinds = g_array_new(FALSE, FALSE, sizeof(CollKind));
+  GHashTable *at = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL); /* key -> kind + 1 */
+  for (guint c = 0; c < colls->len; c++) {
+    const FabCollDef *cd = &g_array_index(colls, FabCollDef, c);
+    char *key = g_strdup_printf("%s %" G_GUINT64_FORMAT " %u %s %s %u %" G_GUINT64_FORMAT " %s %u", cd->op, cd->bytes,
+                                cd->nranks, cd->algorithm, cd->protocol, cd->channels, cd->chunk,
+                                cd->tag ? cd->tag : "-", cd->job);
+    guint k = GPOINTER_TO_UINT(g_hash_table_lookup(at, key));
+    if (!k) {
+      CollKind nk = {c, 0, cd->bytes, cd->bytes};
+      g_array_append_val(kinds, nk);
+      k = kinds->len;
+      g_hash_table_insert(at, key, GUINT_TO_POINTER(k));
+    } else {
+      g_free(key);
+    }
+    g_array_index(kinds, CollKind, k - 1).count++;
+  }
+  g_hash_table_destroy(at);
+  guint lines = 0, shown = 0;
+  for (guint k = 0; k < kinds->len && lines < MAX_LINES;) {
+    CollKind run = g_array_index(kinds, CollKind, k);
+    const FabCollDef *cd = &g_array_index(colls, FabCollDef, run.first);
+    guint m = k + 1;
+    for (; m < kinds->len; m++) { /* the next kinds in order that differ only in size */
+      const CollKind *o = &g_array_index(kinds, CollKind, m);
+      const FabCollDef *od = &g_array_index(colls, FabCollDef, o->first);
+      if (!same_choice(cd, od) || od->chunk != cd->chunk) break;
+      run.count += o->count;
+      run.lo = MIN(run.lo, o->lo), run.hi = MAX(run.hi, o->hi);
+    }
+    g_string_append_printf(s, "collective %u x %s of %" G_GUINT64_FORMAT, run.count, cd->op, run.lo);
+    if (run.hi > run.lo) g_string_append_printf(s, "..%" G_GUINT64_FORMAT " B (%u sizes)", run.hi, m - k);
+    else g_string_append(s, " B");
+    g_string_append_printf(s, " on %u ranks: %s, %s, %u channel%s, chunk %" G_GUINT64_FORMAT " B%s%s\n", cd->nranks,
+                           cd->algorithm, cd->protocol, cd->channels, cd->channels == 1 ? "" : "s", cd->chunk,
+                           cd->tag ? ", tag " : "", cd->tag ? cd->tag : "");
+    shown += run.count;
+    lines++;
+    k = m;
+  }
+  g_array_free(kinds, TRUE);
+  if (shown < colls->len)
+    g_string_append_printf(s, "           ... and %u more collectives\n", colls->len - shown);
+}
+
 /* The workload: totals, jobs, the collectives counted by kind. */
 static void explain_workload(const FabScenario *sc, GString *s) {
   uint64_t total = 0;
@@ -121,48 +239,21 @@ static void explain_workload(const FabScenario *sc, GString *s) {
     if (o->kind <= FAB_OP_NVLS) total += o->bytes, nflows++;
     ncompute += o->kind == FAB_OP_COMPUTE;
   }
-  g_string_append_printf(s, "workload   %u flows, %" G_GUINT64_FORMAT " bytes on the wire, %u compute ops, %u "
-                         "collectives\n", nflows, total, ncompute, sc->dag->colls->len);
+  g_string_append_printf(s, "workload   %u flow%s, %" G_GUINT64_FORMAT " bytes of payload, %u compute op%s, %u "
+                         "collective%s\n", nflows, nflows == 1 ? "" : "s", total, ncompute, ncompute == 1 ? "" : "s",
+                         sc->dag->colls->len, sc->dag->colls->len == 1 ? "" : "s");
   for (guint j = 0; j < sc->dag->jobs->len; j++) {
     const FabJobDef *jd = &g_array_index(sc->dag->jobs, FabJobDef, j);
-    g_string_append_printf(s, "job        %s: %s on %u ranks (endpoints %u..%u)", jd->name, jd->kind, jd->nranks,
-                           jd->ranks[0], jd->ranks[jd->nranks - 1]);
-    if (jd->steps) g_string_append_printf(s, ", %u steps of %u microbatches, pp %u", jd->steps, jd->microbatches, jd->pp);
+    char *eps = fab_explain_ranks(jd->ranks, jd->nranks);
+    g_string_append_printf(s, "job        %s: %s on %u rank%s (endpoint%s %s)", jd->name, jd->kind, jd->nranks,
+                           jd->nranks == 1 ? "" : "s", jd->nranks == 1 ? "" : "s", eps);
+    g_free(eps);
+    if (jd->steps)
+      g_string_append_printf(s, ", %u step%s of %u microbatch%s, pp %u", jd->steps, jd->steps == 1 ? "" : "s",
+                             jd->microbatches, jd->microbatches == 1 ? "" : "es", jd->pp);
     g_string_append_c(s, '\n');
   }
-  /* the collectives, alike ones counted together (a training step has thousands) */
-  GArray *kinds = g_array_new(FALSE, FALSE, sizeof(guint)); /* first collective of each kind */
-  GArray *counts = g_array_new(FALSE, TRUE, sizeof(guint));
-  for (guint c = 0; c < sc->dag->colls->len; c++) {
-    const FabCollDef *cd = &g_array_index(sc->dag->colls, FabCollDef, c);
-    guint k = 0;
-    for (; k < kinds->len; k++) {
-      const FabCollDef *o = &g_array_index(sc->dag->colls, FabCollDef, g_array_index(kinds, guint, k));
-      if (g_str_equal(o->op, cd->op) && o->bytes == cd->bytes && o->nranks == cd->nranks &&
-          g_str_equal(o->algorithm, cd->algorithm) && g_str_equal(o->protocol, cd->protocol) &&
-          o->channels == cd->channels && o->chunk == cd->chunk && g_strcmp0(o->tag, cd->tag) == 0 && o->job == cd->job)
-        break;
-    }
-    if (k == kinds->len) {
-      if (kinds->len == 16) continue; /* enough to show; the rest are summed below */
-      g_array_append_val(kinds, c);
-      g_array_set_size(counts, kinds->len);
-    }
-    g_array_index(counts, guint, k)++;
-  }
-  guint shown = 0;
-  for (guint k = 0; k < kinds->len; k++) {
-    const FabCollDef *cd = &g_array_index(sc->dag->colls, FabCollDef, g_array_index(kinds, guint, k));
-    guint n = g_array_index(counts, guint, k);
-    shown += n;
-    g_string_append_printf(s, "collective %u x %s of %" G_GUINT64_FORMAT " B on %u ranks: %s, %s, %u channels, chunk %"
-                           G_GUINT64_FORMAT " B%s%s\n", n, cd->op, cd->bytes, cd->nranks, cd->algorithm, cd->protocol,
-                           cd->channels, cd->chunk, cd->tag ? ", tag " : "", cd->tag ? cd->tag : "");
-  }
-  g_array_free(kinds, TRUE);
-  g_array_free(counts, TRUE);
-  if (shown < sc->dag->colls->len)
-    g_string_append_printf(s, "           ... and %u more collectives\n", sc->dag->colls->len - shown);
+  explain_collectives(sc, s);
   if (sc->stop_time != FAB_TIME_MAX)
     g_string_append_printf(s, "stop_time  %.6g us\n", (double)sc->stop_time / 1e6);
   if (sc->hdf5)

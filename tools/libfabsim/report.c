@@ -5,14 +5,20 @@
 #include <math.h>
 #include "nccltests.h"
 
-static void head(const FabResults *r, FILE *out) {
+static void head(const FabScenario *sc, const FabResults *r, FILE *out) {
   const FabFlowSummary *fs = &r->flow_stats;
   fprintf(out, "fabsim %s: %s (seed %" G_GUINT64_FORMAT ")\n", r->version, r->scenario, r->seed);
   fprintf(out, "  fabric      %s, %u endpoints\n", r->topology, r->endpoints);
+  char *nics = fab_scenario_nic_rate(sc);
+  fprintf(out, "  nics        %s\n", nics);
+  g_free(nics);
   fprintf(out, "  flows       %" G_GUINT64_FORMAT "/%zu completed, %" G_GUINT64_FORMAT " bytes\n", fs->completed,
           r->n_flows, fs->bytes);
-  fprintf(out, "  fct         p50 %.3f us, p99 %.3f us, max %.3f us\n", fs->fct_p50_s * 1e6, fs->fct_p99_s * 1e6,
-          fs->fct_max_s * 1e6);
+  if (fs->completed) /* percentiles of no completed flow are not 0: there are none */
+    fprintf(out, "  fct         p50 %.3f us, p99 %.3f us, max %.3f us\n", fs->fct_p50_s * 1e6, fs->fct_p99_s * 1e6,
+            fs->fct_max_s * 1e6);
+  else
+    fprintf(out, "  fct         n/a (no flow completed)\n");
   fprintf(out, "  sim time    %.3f us\n", fab_time_to_s(r->sim_time) * 1e6);
   fprintf(out, "  network     %" G_GUINT64_FORMAT " drops, %" G_GUINT64_FORMAT " retransmits, max queue %"
           G_GUINT64_FORMAT " B\n", r->drops, r->retransmits, r->max_queue_bytes);
@@ -42,15 +48,58 @@ static void collectives(const FabResults *r, FILE *out) {
   if (!shown && r->n_colls && !r->n_steps) fprintf(out, "  collectives %zu\n", r->n_colls);
 }
 
-/* Job j's collectives summed per (tag, op), in order of first appearance. */
-static void by_purpose(const FabResults *r, size_t j, FILE *out) {
+/* One rank's time in one purpose's collectives: a span of the timeline. */
+typedef struct Busy {
+  uint32_t rank;
+  fab_time_t start, end;
+} Busy;
+
+static int busy_order(const void *a, const void *b) {
+  const Busy *x = a, *y = b;
+  if (x->rank != y->rank) return x->rank < y->rank ? -1 : 1;
+  return x->start < y->start ? -1 : x->start > y->start;
+}
+
+/* The busiest rank of `b` (sorted in place): the most collectives one rank
+** is in, and the longest time one rank spends in them, overlaps counted once
+** (a rank in two buckets' allreduces at once is busy once). */
+static void busiest(GArray *b, size_t *most, double *longest_s) {
+  g_array_sort(b, busy_order);
+  *most = 0;
+  *longest_s = 0;
+  for (guint x = 0; x < b->len;) {
+    const Busy *f = &g_array_index(b, Busy, x);
+    uint32_t rank = f->rank;
+    fab_time_t lo = f->start, hi = f->end, total = 0;
+    size_t n = 0;
+    for (; x < b->len && g_array_index(b, Busy, x).rank == rank; x++, n++) {
+      const Busy *e = &g_array_index(b, Busy, x);
+      if (e->start > hi) {
+        total += hi - lo;
+        lo = e->start;
+        hi = e->end;
+      } else if (e->end > hi) {
+        hi = e->end;
+      }
+    }
+    total += hi - lo;
+    *most = MAX(*most, n);
+    *longest_s = MAX(*longest_s, fab_time_to_s(total));
+  }
+}
+
+/* See report.h. The sum alone misleads: the DP allreduces of many
+** concurrent groups add up to several times the step. */
+char *fab_report_purposes(const FabResults *r, size_t j, uint32_t steps) {
   GString *by = g_string_new(NULL);
   GHashTable *at = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL); /* "tag op" -> index + 1 */
   struct Sum {
     size_t first, cnt;
     double t;
+    GArray *busy;
   } *sums = NULL;
   size_t nk = 0;
+  guint *key_of = g_new0(guint, r->n_colls + 1); /* collective -> its key + 1 (0: another job) */
   for (size_t i = 0; i < r->n_colls; i++) {
     const FabCollRec *c = &r->colls[i];
     if (c->job != j) continue;
@@ -58,24 +107,40 @@ static void by_purpose(const FabResults *r, size_t j, FILE *out) {
     guint k = GPOINTER_TO_UINT(g_hash_table_lookup(at, key));
     if (!k) {
       sums = g_renew(struct Sum, sums, nk + 1);
-      sums[nk] = (struct Sum){i, 0, 0};
+      sums[nk] = (struct Sum){i, 0, 0, g_array_new(FALSE, FALSE, sizeof(Busy))};
       k = (guint)++nk;
       g_hash_table_insert(at, key, GUINT_TO_POINTER(k));
     } else {
       g_free(key);
     }
+    key_of[i] = k;
     sums[k - 1].cnt++;
     sums[k - 1].t += c->end ? fab_time_to_s(c->end - c->start) : 0;
   }
+  for (size_t x = 0; x < r->n_spans; x++) {
+    const FabSpanRec *sp = &r->spans[x];
+    if (sp->kind == 0 || sp->job != j || sp->coll < 0 || (size_t)sp->coll >= r->n_colls || !key_of[sp->coll])
+      continue;
+    Busy b = {sp->rank, sp->start, sp->end};
+    g_array_append_val(sums[key_of[sp->coll] - 1].busy, b);
+  }
+  double per = steps ? steps : 1;
   for (size_t k = 0; k < nk; k++) {
     const FabCollRec *c = &r->colls[sums[k].first];
-    g_string_append_printf(by, "%s%s %zu x %s (%.3f ms summed)", by->len ? ", " : "", c->tag ? c->tag : c->op,
-                           sums[k].cnt, c->op, sums[k].t * 1e3);
+    size_t most;
+    double longest;
+    busiest(sums[k].busy, &most, &longest);
+    g_string_append_printf(by, "%s%s %zu x %s (", by->len ? ", " : "", c->tag ? c->tag : c->op, sums[k].cnt, c->op);
+    if (sums[k].busy->len)
+      g_string_append_printf(by, "%.6g per rank%s, busiest rank %.3f ms%s; ", (double)most / per,
+                             steps > 1 ? " and step" : "", longest / per * 1e3, steps > 1 ? " per step" : "");
+    g_string_append_printf(by, "%.3f ms summed)", sums[k].t * 1e3);
+    g_array_unref(sums[k].busy);
   }
   g_free(sums);
+  g_free(key_of);
   g_hash_table_destroy(at);
-  fprintf(out, "  collectives %s\n", by->str);
-  g_string_free(by, TRUE);
+  return g_string_free(by, FALSE);
 }
 
 /* Training: the step report of each job, averaged over steps and ranks. */
@@ -87,7 +152,9 @@ static void steps(const FabResults *r, FILE *out) {
             "overlapped %.3f ms, pipeline bubble %.3f ms (%.1f%%)\n", r->jobs[j].name, s->step_time_s * 1e3,
             s->steps, s->compute_s * 1e3, s->exposed_comm_s * 1e3, s->overlap_s * 1e3, s->bubble_s * 1e3,
             s->bubble_fraction * 100);
-    by_purpose(r, j, out);
+    char *by = fab_report_purposes(r, j, s->steps);
+    fprintf(out, "  collectives %s\n", by);
+    g_free(by);
   }
 }
 
@@ -105,7 +172,7 @@ static void nccltests(const FabScenario *sc, const FabResults *r, FILE *out) {
 }
 
 void fab_report_text(const FabScenario *sc, const FabResults *r, const char *hdf5, FILE *out) {
-  head(r, out);
+  head(sc, r, out);
   collectives(r, out);
   steps(r, out);
   if (hdf5) fprintf(out, "  hdf5        %s\n", hdf5);

@@ -182,7 +182,7 @@ FabScenario *fab_scenario_from_cfg(FabCfg *cfg, const char *default_name, GError
   sc->cfg = cfg;
   const FabCfgNode *root = fab_cfg_root(cfg);
   if (!fab_cfg_apply(root, NULL, top_schema, &top, err) || !fab_cfg_apply(top.output, root, output_schema, &out, err) ||
-      !fab_fabric_cfg_read(root, &sc->fabric, err))
+      !fab_fabric_cfg_read(root, &sc->fabric, sc->warnings, err))
     goto fail;
   if (fab_topology_elements(&sc->fabric) > FAB_ELEM_MAX_ID) {
     fab_cfg_fail(fab_cfg_get(top.fabric, "topology"), err, "the fabric has %" G_GUINT64_FORMAT " elements (ports, "

@@ -66,4 +66,15 @@ void fab_scenario_free(FabScenario *sc);
 ** --explain). Transfer full. */
 char *fab_scenario_explain(const FabScenario *sc);
 
+/* The NICs as they run: "16 x 200 Gbps (8 per node; the dgx-h100 preset's
+** 400 Gbps NICs at the fabric's link rate)" (a preset's NIC links at the
+** slower of its rate and fabric.link.bandwidth), or "32 x 100 Gbps" for
+** plain hosts. g_free it. */
+char *fab_scenario_nic_rate(const FabScenario *sc);
+
+/* A job's endpoints in rank order as --explain shows them: runs of
+** consecutive endpoints as ranges ("0-7", "0, 4, 8, 12, 1, 5, 9, 13", "0-3,
+** 8-11"); past 16 items the first 8 and "... (N more)". g_free it. */
+char *fab_explain_ranks(const uint32_t *r, uint32_t n);
+
 #endif
