@@ -32,7 +32,9 @@ class TestFabsim(unittest.TestCase):
 
     def test_quickstart(self):
         run = fabsim.Scenario.from_file(scenario("quickstart.yaml")).run()
-        self.assertEqual(run.status, 0)
+        self.assertEqual(run.status, "ok")
+        self.assertTrue(run.ok)
+        self.assertEqual(run.exit_status, 0)
         self.assertIsNone(run.failure)
         js = run.json()
         self.assertEqual(js["flows"]["completed"], 32)
@@ -40,7 +42,14 @@ class TestFabsim(unittest.TestCase):
         self.assertEqual(run.number("flows.completed"), 32)
         self.assertEqual(run.number("sim_time_s"), js["sim_time_s"])
         self.assertEqual(run.number("events"), js["events"])
-        self.assertIsNone(run.number("no_such_field"))
+        # a name not in the summary raises, with the closest names; null reads as None
+        with self.assertRaisesRegex(fabsim.FabsimError, r"no numeric field 'flows.complted'.*'flows.completed'"):
+            run.number("flows.complted")
+        with self.assertRaisesRegex(fabsim.FabsimError, "no numeric field 'no_such_field'"):
+            run.number("no_such_field")
+        with self.assertRaisesRegex(fabsim.FabsimError, "'topology' is not a number"):
+            run.number("topology")
+        self.assertIsNone(run.number("deadlock"))
         flows = run.flows()
         self.assertEqual(len(flows), 32)
         self.assertEqual(sum(f["bytes"] for f in flows), js["flows"]["bytes"])
@@ -70,7 +79,7 @@ class TestFabsim(unittest.TestCase):
         with self.assertRaises(fabsim.FabsimError) as cm:
             sc.set("fabric.switch.no_such_key=1")
         self.assertIn("--set:1:", str(cm.exception))
-        self.assertEqual(sc.run().status, 0)  # still usable
+        self.assertEqual(sc.run().status, "ok")  # still usable
         with self.assertRaises(fabsim.FabsimError):
             fabsim.Scenario.from_file("/nonexistent/x.yaml")
 
@@ -86,7 +95,9 @@ class TestFabsim(unittest.TestCase):
 
     def test_failing_run(self):
         run = fabsim.Scenario.from_file(scenario("pfc-deadlock-ring.yaml")).run()
-        self.assertEqual(run.status, 1)
+        self.assertEqual(run.status, "failed")
+        self.assertFalse(run.ok)
+        self.assertEqual(run.exit_status, 1)
         self.assertIn("deadlock", run.failure)
         self.assertEqual(run.json()["status"], "failed")
 

@@ -8,12 +8,13 @@ levels above this file).
     sc = fabsim.Scenario.from_file("scenarios/incast.yaml")
     sc.set("fabric.switch.buffer", "8MiB")      # or sc.set("fabric.switch.buffer=8MiB")
     run = sc.run()
-    print(run.status, run.number("drops"), run.json()["flows"]["fct_p99_s"])
+    print(run.status, run.number("drops"), run.json()["flows"]["fct_p99_s"])   # ok 0.0 ...
 
 Every error (bad input, unknown key, HDF5 write) raises FabsimError with the
 library's message ("file:line:col: key: message", as the CLI prints).
 """
 import ctypes
+import difflib
 import json as _json
 import math
 import os
@@ -161,12 +162,25 @@ class Scenario:
             pass
 
 
+def _dotted(node, prefix=""):
+    """The dotted names of a JSON summary's numbers and nulls ("flows.fct_p99_s", "collectives.0.time_s")."""
+    if isinstance(node, dict):
+        for k, v in node.items():
+            yield from _dotted(v, prefix + k + ".")
+    elif isinstance(node, list):
+        for i, v in enumerate(node):
+            yield from _dotted(v, prefix + str(i) + ".")
+    elif node is None or (isinstance(node, (int, float)) and not isinstance(node, bool)):
+        yield prefix[:-1]
+
+
 class Run:
     """The results of one simulation."""
 
     def __init__(self, handle):
         self._lib = library()
         self._h = handle
+        self._js = None
 
     def _handle(self):
         if not self._h:
@@ -175,7 +189,17 @@ class Run:
 
     @property
     def status(self):
-        """0: success, 1: the simulation ran but failed (see failure)."""
+        """"ok", or "failed" when the simulation ran but failed (see failure): the JSON's status."""
+        return "ok" if self.exit_status == 0 else "failed"
+
+    @property
+    def ok(self):
+        """True when the run succeeded (status "ok")."""
+        return self.exit_status == 0
+
+    @property
+    def exit_status(self):
+        """What `fabsim run` would exit with: 0 success, 1 the simulation failed."""
         return self._lib.fabsim_run_status(self._handle())
 
     @property
@@ -186,9 +210,33 @@ class Run:
 
     def number(self, field):
         """A numeric summary field by dotted name ("sim_time_s", "flows.fct_p99_s",
-        "collectives.0.busbw_GBps"); None if absent or not a number."""
+        "collectives.0.busbw_GBps"); None where the summary holds null (a collective that
+        did not complete). A name that is not in the summary, or not a number there, raises
+        FabsimError (with the closest names), so that a typo is never read as "no value"."""
         v = self._lib.fabsim_run_number(self._handle(), _enc(field))
-        return None if math.isnan(v) else v
+        if not math.isnan(v):
+            return v
+        node = self._json_cached()
+        for part in field.split(".") if field else [""]:
+            if isinstance(node, list) and part.isdigit() and int(part) < len(node):
+                node = node[int(part)]
+            elif isinstance(node, dict) and part in node:
+                node = node[part]
+            else:
+                names = sorted(_dotted(self._json_cached()))
+                near = difflib.get_close_matches(field, names, n=3)
+                hint = "; did you mean %s?" % " or ".join(repr(n) for n in near) if near else ""
+                raise FabsimError("no numeric field %r in the run's summary%s" % (field, hint))
+        if node is None:
+            return None
+        if isinstance(node, (int, float)) and not isinstance(node, bool):
+            return float(node)
+        raise FabsimError("field %r is not a number (it is %s)" % (field, type(node).__name__))
+
+    def _json_cached(self):
+        if self._js is None:
+            self._js = self.json()
+        return self._js
 
     def json_text(self):
         """The JSON summary line, as the CLI's --json prints it."""

@@ -35,7 +35,7 @@ def drops_with_buffer(path, buffer):
     with fabsim.Scenario.from_file(path) as s:
         s.set("fabric.switch.buffer", str(int(buffer)))
         with s.run() as run:
-            if run.status != 0:
+            if not run.ok:
                 raise fabsim.FabsimError("run failed at buffer %d: %s" % (buffer, run.failure))
             return int(run.number("drops"))
 
@@ -85,7 +85,7 @@ def largest_oversubscription(path, tolerance=0.05, log=print):
             s.set("fabric.topology.hosts_per_leaf", "8")
             s.set("fabric.topology.spines", str(spines))
             with s.run() as run:
-                if run.status != 0:
+                if not run.ok:
                     raise fabsim.FabsimError("run failed at %d:1: %s" % (ratio, run.failure))
                 t = run.number("step.step_time_s")
                 if t != t:  # NaN: not a training scenario
