@@ -881,6 +881,20 @@ Test(cli, human_report) {
   cr_expect(g_regex_match_simple("^\\s+flows\\s+32/32 completed", p.out, G_REGEX_MULTILINE, 0),
             "%s: no 'flows ... 32/32 completed' line in:\n%s", p.cmd, p.out);
   cr_expect(p.out[0] != '{', "%s: the report should not be JSON", p.cmd);
+  cr_expect(strstr(p.out, "\n  nics        32 x 100 Gbps\n"), "%s: the NIC rate that runs:\n%s", p.cmd, p.out);
+  proc_clear(&p);
+  /* no flow completed by stop_time: percentiles are not 0 but absent */
+  p = RUN("run", q, "--set", "stop_time=1us");
+  cr_expect_eq(p.status, 1, "%s: exit status %d; stderr:\n%s", p.cmd, p.status, p.err);
+  cr_expect(strstr(p.out, "\n  fct         n/a (no flow completed)\n"), "%s: report:\n%s", p.cmd, p.out);
+  proc_clear(&p);
+  g_free(q);
+  /* a GPU preset on slower fabric links: the NIC runs at the link's rate, and the report says why */
+  q = src_path("scenarios/nccl-tests-dgx-h100.yaml");
+  p = RUN("run", q, "--set", "fabric.link.bandwidth=200Gbps", "--set", "workload.max=8");
+  cr_expect_eq(p.status, 0, "%s: exit status %d; stderr:\n%s", p.cmd, p.status, p.err);
+  cr_expect(strstr(p.out, "\n  nics        16 x 200 Gbps (8 per node; the dgx-h100 preset's 400 Gbps NICs at the "
+                          "fabric's link rate)\n"), "%s: report:\n%s", p.cmd, p.out);
   proc_clear(&p);
   g_free(q);
 }
@@ -945,6 +959,37 @@ Test(cli, special_files_are_never_read) {
   g_rmdir(tmp);
   g_free(fifo);
   g_free(tmp);
+}
+
+/* KEY=~ removes a key, so that a shipped scenario with spines: can be swept
+** over oversubscription; the conflict error says so; removing a key that is
+** not there (a typo) is an error. */
+Test(cli, set_null_removes_a_key) {
+  char *f = src_path("scenarios/leaf-spine-permutation-128.yaml");
+  Proc p = RUN("validate", f, "--set", "fabric.topology.oversubscription=2:1");
+  expect_usage_error(&p);
+  expect_err_has(&p, "--set:1:34: fabric.topology.oversubscription: give spines or oversubscription, not both (to "
+                     "use one where a file gives the other, remove that one: --set fabric.topology.spines=~)");
+  proc_clear(&p);
+  p = RUN("validate", f, "--set", "fabric.topology.oversubscription=2:1", "--set", "fabric.topology.spines=~");
+  cr_expect_eq(p.status, 0, "%s: exit status %d; stderr:\n%s", p.cmd, p.status, p.err);
+  cr_expect(strstr(p.out, "4 spines (2:1 at the leaf)"), "%s: %s", p.cmd, p.out);
+  proc_clear(&p);
+  p = RUN("validate", f, "--set", "fabric.topology.spine=~");
+  expect_usage_error(&p);
+  expect_err_has(&p, "cannot remove 'fabric.topology.spine': the scenario has no such key");
+  proc_clear(&p);
+  g_free(f);
+  f = src_path("scenarios/nccl-tests-dgx-h100.yaml");
+  p = RUN("validate", f, "--set", "workload.sizes=[1MiB]");
+  expect_usage_error(&p);
+  expect_err_has(&p, "remove them: --set workload.min=~ --set workload.max=~ --set workload.factor=~)");
+  proc_clear(&p);
+  p = RUN("validate", f, "--set", "workload.sizes=[1MiB]", "--set", "workload.min=~", "--set", "workload.max=~",
+          "--set", "workload.factor=~");
+  cr_expect_eq(p.status, 0, "%s: exit status %d; stderr:\n%s", p.cmd, p.status, p.err);
+  proc_clear(&p);
+  g_free(f);
 }
 
 Test(cli, set_keys_are_bounded_and_printable) {
