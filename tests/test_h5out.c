@@ -16,6 +16,8 @@
 #include "tools/libfabsim/h5out.h"
 #include "tools/libfabsim/h5table.h"
 #include "tools/libfabsim/results.h"
+#include "tools/libfabsim/sampler.h"
+#include "testscen.h"
 
 /* ---- scratch directory, one per test ------------------------------------ */
 
@@ -93,9 +95,9 @@ static FabFlowRec flows[2] = {
 };
 
 static FabLinkRec links[3] = {
-    {"host1:p0", "leaf0:p1", 100000000000ULL, 1234567, 890, 0, 0, 0, 7, 123456789, 0},
-    {"leaf0:p1", "host1:p0", 100000000000ULL, 7654321, 5000, 12, 262144, 9, 0, 0, 42},
-    {LONG_NAME, "leaf0:p3", 400000000000ULL, UINT64_MAX, 1, 2, 3, 4, 5, 6, 7},
+    {"host1:p0", "leaf0:p1", 100000000000ULL, 1234567, 890, 0, 0, 0, 7, 123456789, 0, "nic"},
+    {"leaf0:p1", "host1:p0", 100000000000ULL, 7654321, 5000, 12, 262144, 9, 0, 0, 42, "nic"},
+    {LONG_NAME, "leaf0:p3", 400000000000ULL, UINT64_MAX, 1, 2, 3, 4, 5, 6, 7, "fabric"},
 };
 
 static char ports[2][FAB_FIELD_NAME_LEN] = {"leaf0:p0", "leaf0:p1"};
@@ -255,6 +257,7 @@ typedef struct RFlow {
 typedef struct RLink {
   char from[FAB_FIELD_NAME_LEN], to[FAB_FIELD_NAME_LEN];
   uint64_t bps, bytes, packets, drops, max_queue_bytes, pause_tx, pause_rx, paused_ps, ecn_marks;
+  char layer[8];
 } RLink;
 
 static void check_meta(hid_t f, const FabResults *r) {
@@ -292,7 +295,7 @@ static const char *const flow_names[] = {"id",       "src",    "dst",   "bytes",
                                          "start_ps", "end_ps", "fct_s", "retransmits"};
 static const char *const link_names[] = {"from",    "to",    "bps",             "bytes",    "packets",
                                          "drops",   "max_queue_bytes", "pause_tx", "pause_rx",
-                                         "paused_ps", "ecn_marks"};
+                                         "paused_ps", "ecn_marks", "layer"};
 
 static void check_flow_type(hid_t d) {
   hid_t types[8] = {H5T_STD_U32LE, H5T_STD_U32LE, H5T_STD_U32LE,  H5T_STD_U64LE,
@@ -303,12 +306,14 @@ static void check_flow_type(hid_t d) {
 }
 
 static void check_link_type(hid_t d) {
-  hid_t s = name32();
-  hid_t types[11] = {s, s, H5T_STD_U64LE, H5T_STD_U64LE, H5T_STD_U64LE, H5T_STD_U64LE,
-                     H5T_STD_U64LE, H5T_STD_U64LE, H5T_STD_U64LE, H5T_STD_U64LE, H5T_STD_U64LE};
+  hid_t s = name32(), s8 = H5Tcopy(s);
+  H5Tset_size(s8, 8); /* layer: fabric, nic, pcie, nvlink */
+  hid_t types[12] = {s, s, H5T_STD_U64LE, H5T_STD_U64LE, H5T_STD_U64LE, H5T_STD_U64LE,
+                     H5T_STD_U64LE, H5T_STD_U64LE, H5T_STD_U64LE, H5T_STD_U64LE, H5T_STD_U64LE, s8};
   hid_t t = H5Dget_type(d);
-  assert_members(t, 11, link_names, types, 2 * FAB_FIELD_NAME_LEN + 9 * 8);
+  assert_members(t, 12, link_names, types, 2 * FAB_FIELD_NAME_LEN + 9 * 8 + 8);
   H5Tclose(t);
+  H5Tclose(s8);
   H5Tclose(s);
 }
 
@@ -339,6 +344,10 @@ static hid_t link_mem_type(void) {
   H5Tinsert(t, "pause_rx", offsetof(RLink, pause_rx), H5T_NATIVE_UINT64);
   H5Tinsert(t, "paused_ps", offsetof(RLink, paused_ps), H5T_NATIVE_UINT64);
   H5Tinsert(t, "ecn_marks", offsetof(RLink, ecn_marks), H5T_NATIVE_UINT64);
+  hid_t s8 = H5Tcopy(s);
+  H5Tset_size(s8, 8);
+  H5Tinsert(t, "layer", offsetof(RLink, layer), s8);
+  H5Tclose(s8);
   H5Tclose(s);
   return t;
 }
@@ -422,6 +431,7 @@ Test(h5out, full_roundtrip) {
     cr_assert_eq(lk[i].pause_rx, links[i].pause_rx);
     cr_assert_eq(lk[i].paused_ps, links[i].paused);
     cr_assert_eq(lk[i].ecn_marks, links[i].ecn_marks);
+    cr_assert_str_eq(lk[i].layer, links[i].layer);
   }
   cr_assert_eq(strlen(lk[2].from), 31);
 
@@ -1116,6 +1126,7 @@ Test(h5out, tables_read_back_with_the_h5table_reader) {
     cr_assert_str_eq(lk[i].to, links[i].to);
     cr_assert_eq(lk[i].bytes, links[i].bytes);
     cr_assert_eq(lk[i].paused, links[i].paused);
+    cr_assert_str_eq(lk[i].layer, links[i].layer);
   }
   g_free(lk);
 
@@ -1192,4 +1203,78 @@ Test(h5out, never_replaces_a_link_fifo_or_device) {
   g_free(target);
   g_free(link);
   g_free(fifo);
+}
+
+/* The layer of every link comes from the topology (which elements its ends
+** belong to), and reaches /links: two DGX H100 nodes cut to 2 GPUs and 1 NIC
+** each, on 2 leaves and 1 spine. By hand, 24 link directions: each GPU's PCIe
+** link and its PCIe element's port back (8, pcie), each GPU's NVLink and its
+** NVSwitch's port back (8, nvlink), each leaf's port down to a NIC and each
+** NIC's port up (4, nic), each leaf's uplink and the spine's two downlinks
+** (4, fabric). */
+Test(h5out, links_carry_their_layer_from_the_topology) {
+  const char *yaml = "cluster: {node: dgx-h100, nodes: 2, gpus_per_node: 2, nics_per_node: 1}\n"
+                     "fabric:\n"
+                     "  topology: {kind: leaf-spine, hosts_per_leaf: 1, leaves: 2, spines: 1}\n"
+                     "  link: {bandwidth: 100Gbps, latency: 500ns}\n"
+                     "workload:\n"
+                     "  kind: flows\n"
+                     "  flows: [{src: 0, dst: 2, size: 64KiB}, {src: 0, dst: 1, size: 64KiB}]\n";
+  FabScenario *sc = testscen_load(yaml, NULL);
+  FabResults res;
+  testscen_run(sc, &res);
+  static const struct { const char *from, *layer; } want[] = {
+    {"gpu0:p0", "pcie"},     {"gpu0:p1", "nvlink"},   {"gpu3:p0", "pcie"},   {"gpu3:p1", "nvlink"},
+    {"leaf0:p0", "nic"},     {"leaf0:p1", "fabric"},  {"leaf1:p1", "fabric"}, {"spine0:p0", "fabric"},
+    {"spine0:p1", "fabric"}, {"pcie0.0:p0", "pcie"},  {"pcie0.0:p1", "pcie"}, {"pcie0.0:p2", "nic"},
+    {"pcie1.0:p2", "nic"},   {"nvs0:p0", "nvlink"},   {"nvs1:p1", "nvlink"},
+  };
+  for (size_t k = 0; k < G_N_ELEMENTS(want); k++) {
+    size_t i = 0;
+    while (i < res.n_links && strcmp(res.links[i].from, want[k].from)) i++;
+    cr_assert_lt(i, res.n_links, "no link from %s", want[k].from);
+    cr_assert_str_eq(res.links[i].layer, want[k].layer, "%s -> %s", res.links[i].from, res.links[i].to);
+  }
+  int per[FAB_LAYER_N] = {0};
+  for (size_t i = 0; i < res.n_links; i++)
+    for (int l = 0; l < FAB_LAYER_N; l++) per[l] += !strcmp(res.links[i].layer, fab_layer_names[l]);
+  cr_assert_eq(res.n_links, 24);
+  cr_assert_eq(per[FAB_LAYER_FABRIC], 4);
+  cr_assert_eq(per[FAB_LAYER_NIC], 4);
+  cr_assert_eq(per[FAB_LAYER_PCIE], 8);
+  cr_assert_eq(per[FAB_LAYER_NVLINK], 8);
+  /* in the file, read back with the reader plot uses */
+  char *path = in_tmp("layers.h5");
+  GError *e = NULL;
+  cr_assert(fab_h5_write(&res, path, &e), "%s", e ? e->message : "?");
+  hid_t f = H5Fopen(path, H5F_ACC_RDONLY, H5P_DEFAULT);
+  cr_assert_geq(f, 0);
+  GStringChunk *strs = g_string_chunk_new(64);
+  size_t n = 0;
+  FabLinkRec *lk = read_table(f, "links", &fab_link_table, strs, &n);
+  cr_assert_eq(n, res.n_links);
+  for (size_t i = 0; i < n; i++) cr_assert_str_eq(lk[i].layer, res.links[i].layer, "%s", lk[i].from);
+  g_free(lk);
+  g_string_chunk_free(strs);
+  H5Fclose(f);
+  g_free(path);
+  testscen_done(sc, &res);
+}
+
+/* Host runs: every link joins a switch to a host's NIC or to another switch. */
+Test(h5out, host_links_are_nic_or_fabric) {
+  FabScenario *sc = testscen_load("fabric:\n  topology: {kind: leaf-spine, hosts_per_leaf: 2, leaves: 2, spines: 1}\n"
+                                  "  link: {bandwidth: 100Gbps, latency: 1us}\n"
+                                  "workload: {kind: flows, flows: [{src: 0, dst: 3, size: 4KiB}]}\n", NULL);
+  FabResults res;
+  testscen_run(sc, &res);
+  size_t nic = 0, fabric = 0;
+  for (size_t i = 0; i < res.n_links; i++) {
+    gboolean host = g_str_has_prefix(res.links[i].from, "host") || g_str_has_prefix(res.links[i].to, "host");
+    cr_assert_str_eq(res.links[i].layer, host ? "nic" : "fabric", "%s -> %s", res.links[i].from, res.links[i].to);
+    nic += host, fabric += !host;
+  }
+  cr_assert_eq(nic, 8); /* 4 hosts, both ways */
+  cr_assert_eq(fabric, 4); /* 2 leaf uplinks, 2 spine downlinks */
+  testscen_done(sc, &res);
 }

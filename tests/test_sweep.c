@@ -1,12 +1,16 @@
 /* fabsim sweep, run as a subprocess in a temporary directory: a 2x2 grid
 ** matches 4 individual runs and resumes without rerunning; bad values and a
 ** missing scenario exit 2 and write nothing; values with braces are not split;
-** a failed point is recorded (exit 1) and rerun on resume; --help.
+** a failed point is recorded (exit 1) and rerun on resume; every number of
+** the JSON summary is a column (pfc_paused_s too); a sweep is extended with
+** new values (only they run) and refuses another scenario or other keys;
+** --help.
 **
 ** Environment: FABSIM is the fabsim binary (default build/fabsim), FABSIM_SRC
 ** the repository root (default .); meson test sets both. */
 #include <criterion/criterion.h>
 #include <glib.h>
+#include <hdf5.h>
 #include <glib/gstdio.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -165,7 +169,10 @@ Test(sweep, grid_2x2_matches_individual_runs_and_resumes) {
   cr_expect_str_eq(lines[0],
                    "workload.size,fabric.switch.buffer,point,status,exit,sim_time_s,events,packet_hops,drops,"
                    "retransmits,pfc_pause_frames,ecn_marks,cnps,max_queue_bytes,flows_completed,flows_count,"
-                   "fct_p50_s,fct_p99_s,fct_max_s,step_time_s,compute_s,exposed_comm_s,bubble_fraction,wall_s",
+                   "fct_p50_s,fct_p99_s,fct_max_s,step_time_s,compute_s,exposed_comm_s,bubble_fraction,wall_s,"
+                   /* then every other number of the JSON summary, in its order */
+                   "seed,events_per_s,packet_hops_per_s,endpoints,nvlink_segment_bytes,flows_bytes,pfc_paused_s,"
+                   "step_steps,step_comm_s,step_overlap_s,step_bubble_s",
                    "the CSV header");
   int c_point = col(hd, "point"), c_status = col(hd, "status"), c_time = col(hd, "sim_time_s"),
       c_events = col(hd, "events");
@@ -335,9 +342,11 @@ Test(sweep, a_directory_of_another_sweep_is_not_reused) {
   Proc b = RUN_IN(dir, "sweep", inc, "--set", "workload.size=64KiB,128KiB", "--out", out);
   cr_assert_eq(b.status, 2, "%s", b.err);
   cr_assert(strstr(b.err, "holds another sweep"), "%s", b.err);
-  /* the same values in another order are another sweep too (points are numbered in grid order) */
-  Proc c = RUN_IN(dir, "sweep", q, "--set", "workload.size=128KiB,64KiB", "--out", out);
+  /* another key, the same scenario: another sweep, and the message says what differs */
+  Proc c = RUN_IN(dir, "sweep", q, "--set", "fabric.switch.buffer=4MiB,8MiB", "--out", out);
   cr_assert_eq(c.status, 2, "%s", c.err);
+  cr_assert(strstr(c.err, "holds another sweep: other swept keys (workload.size; this sweep: fabric.switch.buffer)"),
+            "%s", c.err);
   char *after = read_file(csv);
   cr_assert_str_eq(after, before, "the first sweep's results are untouched");
   Proc d = RUN_IN(dir, "sweep", q, "--set", "workload.size=64KiB,128KiB", "--out", "/proc/self");
@@ -402,4 +411,125 @@ Test(sweep, training_points_carry_the_step_time) {
   proc_clear(&p);
   rm_rf(dir);
   g_free(dir);
+}
+
+/* The cells of column `name` of a CSV text, row by row, joined with ','. */
+static char *column(const char *text, const char *name) {
+  char **lines = g_strsplit(text, "\n", -1);
+  GPtrArray *hd = csv_cells(lines[0]);
+  int c = col(hd, name);
+  GString *s = g_string_new(NULL);
+  for (int i = 1; lines[i] && *lines[i]; i++) {
+    GPtrArray *row = csv_cells(lines[i]);
+    g_string_append_printf(s, "%s%s", i > 1 ? "," : "", (char *)row->pdata[c]);
+    g_ptr_array_free(row, TRUE);
+  }
+  g_ptr_array_free(hd, TRUE);
+  g_strfreev(lines);
+  return g_string_free(s, FALSE);
+}
+
+/* Every number of a point's JSON summary is a column: PFC's time paused and
+** the ECN marks a buffer sweep is about (the 16:1 incast with PFC, ECN and
+** DCQCN), equal to what its own run prints. */
+Test(sweep, every_number_of_the_summary_is_a_column) {
+  char *dir = tmpdir();
+  char *pfc = g_build_filename(getenv("FABSIM_SRC") ? getenv("FABSIM_SRC") : ".", "scenarios", "incast-dcqcn.yaml", NULL);
+  char *abs = g_canonicalize_filename(pfc, NULL);
+  Proc p = RUN_IN(dir, "sweep", abs, "--set", "fabric.switch.buffer=1MiB,4MiB", "--set", "workload.size=1MiB", "--out",
+                  "o", "--jobs", "2");
+  cr_assert_eq(p.status, 0, "%s: %s", p.cmd, p.err);
+  char *csv = g_build_filename(dir, "o", "sweep.csv", NULL), *text = read_file(csv);
+  char *paused = column(text, "pfc_paused_s"), *marks = column(text, "ecn_marks");
+  char *frames = column(text, "pfc_pause_frames");
+  char **pv = g_strsplit(paused, ",", -1), **mv = g_strsplit(marks, ",", -1);
+  const char *buf[] = {"fabric.switch.buffer=1MiB", "fabric.switch.buffer=4MiB"};
+  for (int i = 0; i < 2; i++) {
+    Proc one = RUN_IN(dir, "run", abs, "--json", "--set", buf[i], "--set", "workload.size=1MiB", "--set", "output.hdf5=~");
+    cr_assert_eq(one.status, 0, "%s", one.err);
+    char *t = json_num(one.out, "pfc_paused_s"), *m = json_num(one.out, "ecn_marks");
+    cr_assert(t && m, "%s", one.out);
+    cr_expect_str_eq(pv[i], t, "point %d: pfc_paused_s", i);
+    cr_expect_str_eq(mv[i], m, "point %d: ecn_marks", i);
+    cr_expect_gt(g_ascii_strtod(t, NULL), 0, "an incast with PFC pauses");
+    cr_expect_gt(g_ascii_strtod(m, NULL), 0, "and marks (ECN from 20 KiB)");
+    g_free(t), g_free(m);
+    proc_clear(&one);
+  }
+  cr_expect_str_neq(frames, "", "%s", text);
+  g_strfreev(pv), g_strfreev(mv);
+  g_free(paused), g_free(marks), g_free(frames), g_free(text), g_free(csv);
+  proc_clear(&p);
+  rm_rf(dir);
+  g_free(abs), g_free(pfc), g_free(dir);
+}
+
+/* The `point` column of DIR/sweep.h5, row by row, joined with ','. */
+static char *h5_points(const char *path) {
+  hid_t f = H5Fopen(path, H5F_ACC_RDONLY, H5P_DEFAULT);
+  cr_assert_geq(f, 0, "cannot open %s", path);
+  hid_t d = H5Dopen2(f, "/sweep", H5P_DEFAULT), sp = H5Dget_space(d);
+  hssize_t n = H5Sget_simple_extent_npoints(sp);
+  hid_t mt = H5Tcreate(H5T_COMPOUND, sizeof(uint32_t));
+  H5Tinsert(mt, "point", 0, H5T_NATIVE_UINT32);
+  uint32_t *pt = g_new(uint32_t, n);
+  cr_assert_geq(H5Dread(d, mt, H5S_ALL, H5S_ALL, H5P_DEFAULT, pt), 0);
+  GString *s = g_string_new(NULL);
+  for (hssize_t i = 0; i < n; i++) g_string_append_printf(s, "%s%u", i ? "," : "", pt[i]);
+  g_free(pt);
+  H5Tclose(mt);
+  H5Sclose(sp);
+  H5Dclose(d);
+  H5Fclose(f);
+  return g_string_free(s, FALSE);
+}
+
+/* A sweep over 1MiB,4MiB extended to 1MiB,4MiB,16MiB runs only 16MiB: the
+** earlier points' files are untouched, the table holds the three in order
+** (points 0, 1, 2). Then 2MiB,64MiB: two more run, the table keeps all five,
+** in increasing order of the buffer (the earlier values were increasing),
+** each point keeping its number (0, 3, 1, 2, 4). Another scenario into that
+** directory is refused, and the table is untouched. */
+Test(sweep, a_sweep_is_extended_with_new_values) {
+  char *dir = tmpdir(), *q = quickstart();
+  Proc a = RUN_IN(dir, "sweep", q, "--set", "fabric.switch.buffer=1MiB,4MiB", "--out", "o", "--jobs", "2");
+  cr_assert_eq(a.status, 0, "%s", a.err);
+  char *p0 = g_build_filename(dir, "o", "point-0000.h5", NULL), *p1 = g_build_filename(dir, "o", "point-0001.h5", NULL);
+  gint64 m0 = mtime_ns(p0), m1 = mtime_ns(p1);
+  Proc b = RUN_IN(dir, "sweep", q, "--set", "fabric.switch.buffer=1MiB,4MiB,16MiB", "--out", "o", "--jobs", "2");
+  cr_assert_eq(b.status, 0, "%s", b.err);
+  cr_expect(strstr(b.err, "2 of 3 points already done"), "%s", b.err);
+  cr_expect(strstr(b.out, "3 points (3 ok, 0 failed, 1 run now)"), "%s", b.out);
+  cr_expect_eq(mtime_ns(p0), m0, "point 0 was run again");
+  cr_expect_eq(mtime_ns(p1), m1, "point 1 was run again");
+  char *csv = g_build_filename(dir, "o", "sweep.csv", NULL), *h5 = g_build_filename(dir, "o", "sweep.h5", NULL);
+  char *text = read_file(csv), *bufs = column(text, "fabric.switch.buffer"), *pts = column(text, "point");
+  char *hp = h5_points(h5);
+  cr_expect_str_eq(bufs, "1MiB,4MiB,16MiB");
+  cr_expect_str_eq(pts, "0,1,2");
+  cr_expect_str_eq(hp, "0,1,2", "sweep.h5's rows");
+  char *p2 = g_build_filename(dir, "o", "point-0002.h5", NULL);
+  cr_expect(g_file_test(p2, G_FILE_TEST_IS_REGULAR), "no %s", p2);
+  g_free(text), g_free(bufs), g_free(pts), g_free(hp);
+  Proc c = RUN_IN(dir, "sweep", q, "--set", "fabric.switch.buffer=2MiB,64MiB", "--out", "o", "--jobs", "2");
+  cr_assert_eq(c.status, 0, "%s", c.err);
+  cr_expect(strstr(c.err, "0 of 2 points already done; the table keeps 3 other points"), "%s", c.err);
+  text = read_file(csv), bufs = column(text, "fabric.switch.buffer"), pts = column(text, "point"), hp = h5_points(h5);
+  cr_expect_str_eq(bufs, "1MiB,2MiB,4MiB,16MiB,64MiB");
+  cr_expect_str_eq(pts, "0,3,1,2,4");
+  cr_expect_str_eq(hp, "0,3,1,2,4");
+  char *key = g_build_filename(dir, "o", "sweep.key", NULL), *kt = read_file(key);
+  cr_expect(strstr(kt, "\nsweep fabric.switch.buffer=1MiB,2MiB,4MiB,16MiB,64MiB\n"), "%s", kt);
+  char *inc = g_build_filename(getenv("FABSIM_SRC") ? getenv("FABSIM_SRC") : ".", "scenarios", "incast.yaml", NULL);
+  Proc d = RUN_IN(dir, "sweep", inc, "--set", "fabric.switch.buffer=1MiB,4MiB", "--out", "o");
+  cr_assert_eq(d.status, 2, "%s", d.err);
+  cr_assert(strstr(d.err, "o holds another sweep: another scenario ("), "%s", d.err);
+  char *after = read_file(csv);
+  cr_expect_str_eq(after, text, "the table changed");
+  proc_clear(&a), proc_clear(&b), proc_clear(&c), proc_clear(&d);
+  g_free(after), g_free(inc), g_free(kt), g_free(key);
+  g_free(text), g_free(bufs), g_free(pts), g_free(hp);
+  g_free(p0), g_free(p1), g_free(p2), g_free(csv), g_free(h5);
+  rm_rf(dir);
+  g_free(dir), g_free(q);
 }

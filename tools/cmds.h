@@ -15,7 +15,7 @@
 extern const FabCmd fab_sweep_cmd;
 int fab_cmd_sweep(int argc, char **argv);
 
-/* fabsim plot RESULT.h5 [--out DIR] (tools/plot.c) */
+/* fabsim plot RESULT.h5 [--out DIR] [--layer LAYER] [--metric NAME]... (tools/plot.c) */
 extern const FabCmd fab_plot_cmd;
 int fab_cmd_plot(int argc, char **argv);
 
@@ -32,12 +32,21 @@ int fab_cmd_compare(int argc, char **argv);
 gboolean fab_plot_draw(const char *gnuplot, const char *dir, const char *name, const char *body, GString *why);
 
 /* Append `text` to a gnuplot string literal being written into `gp` ("..."
-** quoting, and '_' shown as itself, not as a subscript). */
+** quoting, and the enhanced-text markup _ ^ { } @ & ~ shown as itself: '_'
+** is not a subscript, "{enabled: true}" keeps its braces). */
 void fab_plot_put_title(GString *gp, const char *text);
 
 /* Append gnuplot commands for a log2 x axis of message sizes from `lo` to
 ** `hi` bytes: tics at powers of two (at most about 15), labelled "8 B",
 ** "64 KiB", "1 GiB". */
 void fab_plot_size_xtics(GString *gp, uint64_t lo, uint64_t hi);
+
+/* Swept values as numbers, for numeric axes (plot) and for ordering the
+** merged values of an extended sweep (sweep): the first kind of SCENARIO.md's
+** values under which every one of the n values `v` parses: a plain number, a
+** size (bytes), a rate (bit/s), a time (seconds), a ratio ("2:1" is 2). TRUE
+** with out[i] and *unit ("", "B", "bit/s", "s"; static) set; FALSE when no
+** kind takes them all (categories: "ecmp", "{enabled: true}"). */
+gboolean fab_plot_values_numeric(const char *const *v, size_t n, double *out, const char **unit);
 
 #endif

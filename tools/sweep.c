@@ -11,13 +11,25 @@
 ** DIR/point-NNNN.h5`. Every point is loaded and checked (as `fabsim validate`
 ** does) before anything runs or is written: a bad value exits 2.
 **
-** The columns after the swept values are the sweep columns of the results'
-** field table (tools/libfabsim/results.c), read from each child's JSON
-** summary by their dotted paths.
+** The columns after the swept values are every numeric scalar of the JSON
+** summary, read from each child's JSON by its dotted path: first the sweep
+** columns of the results' field table (tools/libfabsim/results.c) in their
+** column order (sim_time_s ... wall_s), then every other number of the
+** summary in the summary's order, named by its path with '_' for '.'
+** (pfc_paused_s, flows_bytes, step_comm_s). Arrays (collectives, jobs) are
+** not columns. The order only ever grows at the end.
 **
-** Resume: when DIR/sweep.csv exists with the same header, a point whose row
-** there (matched by its swept values) has status ok is not run again. The CSV
-** is rewritten after each finished point (so an interrupted sweep resumes
+** Resume and extension: DIR/sweep.key says what the directory holds (the
+** scenario's path and SHA-256, the fixed settings, the swept keys). The same
+** scenario, settings and keys may come back with other values: each key's
+** values become the earlier ones merged with the new ones (sorted when they
+** are numbers that were sorted), the rows of DIR/sweep.csv are read back
+** (their summary columns matched by name), and only the points of this
+** command's grid without an ok row run. Every row stays: the table is the
+** grid of the merged values, in grid order, holding the points run so far.
+** A point keeps its number (point-NNNN.h5); new points take the next ones.
+** Another scenario, other settings or other keys are refused (exit 2). The
+** CSV is rewritten after each finished point (so an interrupted sweep resumes
 ** where it stopped), and both files are written in full at the end, via a
 ** temporary file and rename. Exit status: 0 every point ok, 1 some point's
 ** simulation failed (its row says so), 2 bad input or usage. */
@@ -62,16 +74,21 @@ const FabCmd fab_sweep_cmd = {
   "Each point runs as its own `fabsim run` process, up to N at once.",
   sweep_opts,
   "Writes DIR/sweep.csv and DIR/sweep.h5 (table /sweep): a row per point in\n"
-  "grid order with the swept values, point, status (ok | failed), exit and the\n"
-  "summary fields; and DIR/point-NNNN.h5 for each point. Rerunning the same\n"
-  "sweep skips the points already done with status ok.\n"
+  "grid order with the swept values, point, status (ok | failed), exit and\n"
+  "every number of the run's JSON summary; and DIR/point-NNNN.h5 for each\n"
+  "point. Rerunning the same sweep skips the points already done with status\n"
+  "ok. Rerunning it with other values of the same keys (same scenario and\n"
+  "fixed settings) extends it: only the new points run, and the table keeps\n"
+  "every point, in grid order of the merged values.\n"
   "\n"
   "exit status: 0 every point ran ok, 1 some point's simulation failed,\n"
   "2 bad input or usage\n",
 };
 
 typedef struct Point {
-  char **values;   /* one per swept key, borrowed from the Key */
+  char **values;   /* one per swept key, borrowed from the Key's values or all */
+  size_t id;       /* its number: DIR/point-NNNN.h5, the table's point column */
+  gboolean in_cmd; /* in this command's grid: run unless it has an ok row */
   gboolean done;   /* has a result (from this run or a previous one) */
   gboolean ok;
   int exit;        /* child's exit status; -1 not exited normally */
@@ -80,8 +97,18 @@ typedef struct Point {
 
 typedef struct Key {
   char *name;
-  GPtrArray *values; /* char* */
+  GPtrArray *values; /* char*: this command's */
+  GPtrArray *all;    /* char*: merged with the earlier sweep's (owned), NULL until merged */
 } Key;
+
+/* A row of an earlier DIR/sweep.csv. */
+typedef struct PrevRow {
+  char **values;     /* nkeys (owned) */
+  size_t id;
+  gboolean ok;
+  int exit;
+  char **num;        /* per current column, "" when the file had no such column (owned) */
+} PrevRow;
 
 typedef struct Sweep {
   const char *scenario;
@@ -89,7 +116,8 @@ typedef struct Sweep {
   GPtrArray *fixed;  /* "KEY=V": applied to every point */
   GArray *cols;      /* FabFieldColumn: the summary fields tabulated */
   Point *pts;
-  size_t n;
+  size_t n;          /* points in the table: this command's grid, and the earlier rows */
+  size_t n_cmd;      /* of them in this command's grid */
   char *dir, *csv_path, *h5_path, *header;
   long jobs;
   size_t n_failed, ran;
@@ -126,6 +154,43 @@ static GPtrArray *split_top(const char *s) {
     g_ptr_array_add(out, g_strstrip(v));
   }
   return out;
+}
+
+/* ---- the columns ------------------------------------------------------------- */
+
+static gboolean is_number(FabFieldType t) {
+  return t == FAB_F_U8 || t == FAB_F_U32 || t == FAB_F_I32 || t == FAB_F_U64 || t == FAB_F_F64 || t == FAB_F_PS_S;
+}
+
+/* Every numeric scalar of the JSON summary under table t (following the
+** records embedded or pointed to, not arrays) that is not a sweep column of
+** the field table, in the summary's order: "flows.bytes" is column
+** flows_bytes. */
+static void more_columns(const FabFieldTable *t, const char *prefix, GArray *cols) {
+  for (size_t i = 0; i < t->n; i++) {
+    const FabField *f = &t->f[i];
+    if (!(f->flags & FAB_FF_JSON)) continue;
+    if (f->type == FAB_F_OBJ || f->type == FAB_F_PTR) {
+      char *p = g_strdup_printf("%s%s.", prefix, f->name);
+      more_columns(f->sub, p, cols);
+      g_free(p);
+    } else if (is_number(f->type) && !f->col) {
+      FabFieldColumn c = {NULL, {0}};
+      g_snprintf(c.path, sizeof c.path, "%s%s", prefix, f->name);
+      char *name = g_strdelimit(g_strdup(c.path), ".", '_');
+      c.name = g_intern_string(name); /* names live as long as the process, like the table's own */
+      g_free(name);
+      g_array_append_val(cols, c);
+    }
+  }
+}
+
+/* The sweep's summary columns: the field table's sweep columns in their
+** order, then the other numbers of the summary (see the top). */
+static GArray *sweep_columns(void) {
+  GArray *cols = fab_fields_columns(&fab_results_table);
+  more_columns(&fab_results_table, "", cols);
+  return cols;
 }
 
 /* ---- the points -------------------------------------------------------------- */
@@ -185,9 +250,12 @@ static gboolean make_grid(Sweep *w) {
     if (w->n > 1000000) return FALSE;
   }
   w->pts = g_new0(Point, w->n);
+  w->n_cmd = w->n;
   for (size_t i = 0; i < w->n; i++) {
+    w->pts[i].id = i;
+    w->pts[i].in_cmd = TRUE;
     w->pts[i].values = g_new0(char *, w->keys->len);
-    w->pts[i].num = g_new0(char *, w->cols->len);
+    w->pts[i].num = g_new0(char *, w->cols->len + 1);
     size_t r = i;
     for (guint k = w->keys->len; k-- > 0;) {
       Key *key = w->keys->pdata[k];
@@ -303,7 +371,7 @@ static gboolean write_csv(const Sweep *w, GError **err) {
       csv_cell(s, pt->values[k]);
       g_string_append_c(s, ',');
     }
-    g_string_append_printf(s, "%zu,%s,%d", i, pt->ok ? "ok" : "failed", pt->exit);
+    g_string_append_printf(s, "%zu,%s,%d", pt->id, pt->ok ? "ok" : "failed", pt->exit);
     for (guint f = 0; f < w->cols->len; f++) {
       g_string_append_c(s, ',');
       g_string_append(s, pt->num[f] ? pt->num[f] : "");
@@ -315,41 +383,185 @@ static gboolean write_csv(const Sweep *w, GError **err) {
   return ok;
 }
 
-/* Read a previous DIR/sweep.csv into the points. FALSE (with a message) if
-** it exists but belongs to another sweep. */
-static gboolean read_previous(Sweep *w, size_t *n_done) {
+static void prev_row_free(gpointer p) {
+  PrevRow *r = p;
+  g_strfreev(r->values);
+  g_strfreev(r->num);
+  g_free(r);
+}
+
+/* The rows of an earlier DIR/sweep.csv (none if there is none), their summary
+** columns matched to this sweep's by name (a column it did not have is
+** empty). FALSE (with a message) if its swept keys are not this sweep's. */
+static gboolean read_previous(const Sweep *w, GPtrArray *rows) {
   char *text = NULL;
-  *n_done = 0;
   if (!g_file_get_contents(w->csv_path, &text, NULL, NULL)) return TRUE;
-  const char *p = text, *nl = strchr(p, '\n');
-  size_t hl = nl ? (size_t)(nl - p) : strlen(p);
-  if (hl && p[hl - 1] == '\r') hl--;
-  if (hl != strlen(w->header) || strncmp(p, w->header, hl)) {
+  const char *p = text;
+  GPtrArray *hd = csv_row(&p);
+  size_t nk = w->keys->len, nc = w->cols->len;
+  gboolean same = hd && hd->len >= nk + 3;
+  for (size_t k = 0; same && k < nk; k++) same = !strcmp(hd->pdata[k], ((Key *)w->keys->pdata[k])->name);
+  same = same && !strcmp(hd->pdata[nk], "point") && !strcmp(hd->pdata[nk + 1], "status") &&
+         !strcmp(hd->pdata[nk + 2], "exit");
+  if (!same) {
     fprintf(stderr, "fabsim sweep: %s holds another sweep (its header differs); use another --out or remove it\n",
             w->csv_path);
+    if (hd) g_ptr_array_free(hd, TRUE);
     g_free(text);
     return FALSE;
   }
-  p = nl ? nl + 1 : p + hl;
+  int *col_of = g_new(int, hd->len); /* the file's column -> ours, -1 */
+  for (guint c = 0; c < hd->len; c++) {
+    col_of[c] = -1;
+    for (size_t f = 0; c >= nk + 3 && f < nc; f++)
+      if (!strcmp(hd->pdata[c], g_array_index(w->cols, FabFieldColumn, f).name)) col_of[c] = (int)f;
+  }
   GPtrArray *row;
-  size_t nk = w->keys->len, nc = w->cols->len;
   while ((row = csv_row(&p))) {
-    if (row->len == nk + 3 + nc && !strcmp(row->pdata[nk + 1], "ok")) {
-      for (size_t i = 0; i < w->n; i++) {
-        Point *pt = &w->pts[i];
-        gboolean same = !pt->done;
-        for (size_t k = 0; k < nk && same; k++) same = !strcmp(pt->values[k], row->pdata[k]);
-        if (!same) continue;
-        pt->done = pt->ok = TRUE;
-        pt->exit = 0;
-        for (size_t f = 0; f < nc; f++) pt->num[f] = g_strdup(row->pdata[nk + 3 + f]);
-        (*n_done)++;
-        break;
-      }
+    char *end = NULL;
+    guint64 id = row->len == hd->len ? g_ascii_strtoull(row->pdata[nk], &end, 10) : 0;
+    if (row->len == hd->len && end && end != row->pdata[nk] && !*end) {
+      PrevRow *r = g_new0(PrevRow, 1);
+      r->values = g_new0(char *, nk + 1);
+      for (size_t k = 0; k < nk; k++) r->values[k] = g_strdup(row->pdata[k]);
+      r->id = id;
+      r->ok = !strcmp(row->pdata[nk + 1], "ok");
+      r->exit = atoi(row->pdata[nk + 2]);
+      r->num = g_new0(char *, nc + 1);
+      for (size_t f = 0; f < nc; f++) r->num[f] = g_strdup("");
+      for (guint c = nk + 3; c < hd->len; c++)
+        if (col_of[c] >= 0) g_free(r->num[col_of[c]]), r->num[col_of[c]] = g_strdup(row->pdata[c]);
+      g_ptr_array_add(rows, r);
     }
     g_ptr_array_free(row, TRUE);
   }
+  g_free(col_of);
+  g_ptr_array_free(hd, TRUE);
   g_free(text);
+  return TRUE;
+}
+
+/* ---- extending a sweep: the merged values and the table's points ------------ */
+
+static gboolean has(const GPtrArray *a, const char *v) {
+  for (guint i = 0; i < a->len; i++)
+    if (!strcmp(a->pdata[i], v)) return TRUE;
+  return FALSE;
+}
+
+typedef struct Num {
+  double x;
+  char *v;
+} Num;
+
+static int num_up(const void *a, const void *b) {
+  const Num *p = a, *q = b;
+  return p->x < q->x ? -1 : p->x > q->x;
+}
+
+static int num_down(const void *a, const void *b) { return num_up(b, a); }
+
+/* Key k's merged values: the earlier sweep's (in its order), then this
+** command's new ones. When new ones came and every value is a number (plot's
+** reading of sizes, rates, times, ratios) and the earlier ones were in
+** increasing (or decreasing) order, the whole list is put in that order:
+** 1MiB,4MiB then 16MiB,2MiB gives 1MiB,2MiB,4MiB,16MiB. */
+static void merge_values(Key *key, size_t k, const GPtrArray *prev) {
+  key->all = g_ptr_array_new_with_free_func(g_free);
+  for (guint r = 0; r < prev->len; r++) {
+    const char *v = ((PrevRow *)prev->pdata[r])->values[k];
+    if (!has(key->all, v)) g_ptr_array_add(key->all, g_strdup(v));
+  }
+  guint n_old = key->all->len;
+  for (guint i = 0; i < key->values->len; i++)
+    if (!has(key->all, key->values->pdata[i])) g_ptr_array_add(key->all, g_strdup(key->values->pdata[i]));
+  guint n = key->all->len;
+  if (!n_old || n == n_old) return;
+  double *x = g_new(double, n);
+  if (fab_plot_values_numeric((const char *const *)key->all->pdata, n, x, NULL)) {
+    gboolean up = TRUE, down = n_old > 1;
+    for (guint i = 1; i < n_old; i++) up &= x[i - 1] < x[i], down &= x[i - 1] > x[i];
+    if (up || down) {
+      Num *v = g_new(Num, n);
+      for (guint i = 0; i < n; i++) v[i] = (Num){x[i], key->all->pdata[i]};
+      qsort(v, n, sizeof *v, up ? num_up : num_down);
+      for (guint i = 0; i < n; i++) key->all->pdata[i] = v[i].v;
+      g_free(v);
+    }
+  }
+  g_free(x);
+}
+
+/* "v1 \x1f v2 ...": a point's values as one hash key. */
+static char *tuple_key(char *const *values, size_t nk) {
+  GString *s = g_string_new(NULL);
+  for (size_t k = 0; k < nk; k++) g_string_append_printf(s, "%s%s", k ? "\x1f" : "", values[k]);
+  return g_string_free(s, FALSE);
+}
+
+static void points_free(Point *pts, size_t n) {
+  for (size_t i = 0; pts && i < n; i++) {
+    g_free(pts[i].values);
+    g_strfreev(pts[i].num);
+  }
+  g_free(pts);
+}
+
+/* The table's points: every point of the grid of the merged values (first key
+** slowest) that is in this command's grid or has an earlier row, with that
+** row's result and number; new points are numbered after the earlier ones.
+** *n_done gets how many of this command's points have an ok row. FALSE if
+** the merged grid passes a million points. */
+static gboolean merge_points(Sweep *w, GPtrArray *prev, size_t *n_done) {
+  size_t nk = w->keys->len, nc = w->cols->len, total = 1;
+  for (size_t k = 0; k < nk; k++) {
+    Key *key = w->keys->pdata[k];
+    merge_values(key, k, prev);
+    total *= key->all->len;
+    if (total > 1000000) return FALSE;
+  }
+  GHashTable *old = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL); /* values -> earlier row */
+  GHashTable *cmd = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL); /* this command's points */
+  size_t next_id = 0;
+  for (guint r = 0; r < prev->len; r++) {
+    PrevRow *row = prev->pdata[r];
+    char *key = tuple_key(row->values, nk);
+    if (g_hash_table_contains(old, key)) g_free(key); /* a duplicate row: the first one counts */
+    else g_hash_table_insert(old, key, row);
+    next_id = MAX(next_id, row->id + 1);
+  }
+  for (size_t i = 0; i < w->n; i++) g_hash_table_add(cmd, tuple_key(w->pts[i].values, nk));
+  GArray *pts = g_array_new(FALSE, TRUE, sizeof(Point));
+  char **vals = g_new0(char *, nk + 1);
+  *n_done = 0;
+  for (size_t g = 0; g < total; g++) {
+    size_t r = g;
+    for (size_t k = nk; k-- > 0;) {
+      Key *key = w->keys->pdata[k];
+      vals[k] = key->all->pdata[r % key->all->len];
+      r /= key->all->len;
+    }
+    char *tk = tuple_key(vals, nk);
+    PrevRow *row = g_hash_table_lookup(old, tk);
+    gboolean in_cmd = g_hash_table_contains(cmd, tk);
+    g_free(tk);
+    if (!row && !in_cmd) continue;
+    Point pt = {.values = g_new(char *, nk ? nk : 1), .in_cmd = in_cmd, .num = g_new0(char *, nc + 1)};
+    memcpy(pt.values, vals, nk * sizeof *vals);
+    pt.id = row ? row->id : next_id++;
+    if (row) {
+      pt.done = TRUE, pt.ok = row->ok, pt.exit = row->exit;
+      for (size_t f = 0; f < nc; f++) pt.num[f] = g_strdup(row->num[f]);
+    }
+    *n_done += in_cmd && row && row->ok;
+    g_array_append_val(pts, pt);
+  }
+  g_free(vals);
+  g_hash_table_destroy(old);
+  g_hash_table_destroy(cmd);
+  points_free(w->pts, w->n);
+  w->n = pts->len;
+  w->pts = (Point *)(void *)g_array_free(pts, FALSE);
   return TRUE;
 }
 
@@ -367,7 +579,7 @@ static gboolean write_h5(const Sweep *w) {
     if (!pt->done) continue;
     unsigned char *b = buf + r++ * rec;
     for (size_t k = 0; k < nk; k++) g_strlcpy((char *)b + k * KEY_STRLEN, pt->values[k], KEY_STRLEN);
-    uint32_t u = (uint32_t)i, st = pt->ok ? 0 : 1;
+    uint32_t u = (uint32_t)pt->id, st = pt->ok ? 0 : 1;
     int32_t ex = pt->exit;
     memcpy(b + off_point, &u, 4);
     memcpy(b + off_status, &st, 4);
@@ -472,7 +684,7 @@ static gboolean spawn_point(Sweep *w, size_t i, Child *c, gboolean tty) {
     g_ptr_array_add(av, g_strdup(sets->pdata[k]));
   }
   g_ptr_array_free(sets, TRUE);
-  char *base = g_strdup_printf("point-%04zu.h5", i);
+  char *base = g_strdup_printf("point-%04zu.h5", w->pts[i].id);
   g_ptr_array_add(av, g_strdup("--hdf5"));
   g_ptr_array_add(av, g_build_filename(w->dir, base, NULL));
   g_free(base);
@@ -523,7 +735,7 @@ static void reap(Sweep *w, Child *ch, gboolean tty) {
   point_parse_json(w, pt, ch->buf[0]->str);
   if (!pt->ok) {
     w->n_failed++;
-    fprintf(stderr, "%sfabsim sweep: point %zu failed (exit %d)", tty ? "\n" : "", ch->point, pt->exit);
+    fprintf(stderr, "%sfabsim sweep: point %zu failed (exit %d)", tty ? "\n" : "", pt->id, pt->exit);
     for (guint k = 0; k < w->keys->len; k++)
       fprintf(stderr, " %s=%s", ((Key *)w->keys->pdata[k])->name, pt->values[k]);
     fputs(ch->buf[1]->len ? ":\n" : "\n", stderr);
@@ -540,17 +752,18 @@ static void reap(Sweep *w, Child *ch, gboolean tty) {
   }
 }
 
-/* Run the points not done, up to w->jobs at once. */
+/* Run this command's points without an ok row, up to w->jobs at once. */
 static void run_points(Sweep *w, size_t n_done) {
   gboolean tty = isatty(STDERR_FILENO);
-  size_t next = 0, finished = n_done, todo = w->n - n_done, n_run = 0;
+  size_t next = 0, finished = n_done, todo = w->n_cmd - n_done, n_run = 0;
   Child *run = g_new0(Child, (size_t)w->jobs);
   double t0 = g_get_monotonic_time() / 1e6;
-  if (tty && todo) progress(finished, w->n, 0, todo, t0);
+  if (tty && todo) progress(finished, w->n_cmd, 0, todo, t0);
   for (;;) {
     while (!w->spawn_error && n_run < (size_t)w->jobs && next < w->n) {
       size_t i = next++;
-      if (!w->pts[i].done && spawn_point(w, i, &run[n_run], tty)) n_run++;
+      const Point *pt = &w->pts[i];
+      if (pt->in_cmd && !(pt->done && pt->ok) && spawn_point(w, i, &run[n_run], tty)) n_run++;
     }
     if (!n_run) break;
     read_children(run, n_run);
@@ -561,7 +774,7 @@ static void run_points(Sweep *w, size_t n_done) {
       }
       reap(w, &run[c], tty);
       finished++;
-      if (tty) progress(finished, w->n, w->ran, todo - w->ran, t0);
+      if (tty) progress(finished, w->n_cmd, w->ran, todo - w->ran, t0);
       run[c] = run[--n_run];
     }
   }
@@ -573,17 +786,18 @@ static void run_points(Sweep *w, size_t n_done) {
 
 static void json_str(GString *s, const char *v) { fab_json_put_str(s, v); }
 
+/* What the table holds (every row, earlier ones included). */
 static void print_result(const Sweep *w, gboolean json) {
+  size_t n_ok = 0, n_bad = 0;
+  for (size_t i = 0; i < w->n; i++) n_ok += w->pts[i].done && w->pts[i].ok, n_bad += w->pts[i].done && !w->pts[i].ok;
   if (!json) {
-    size_t n_ok = 0;
-    for (size_t i = 0; i < w->n; i++) n_ok += w->pts[i].done && w->pts[i].ok;
-    printf("fabsim sweep: %zu points (%zu ok, %zu failed, %zu run now): %s, %s\n", w->n, n_ok, w->n_failed, w->ran,
+    printf("fabsim sweep: %zu points (%zu ok, %zu failed, %zu run now): %s, %s\n", w->n, n_ok, n_bad, w->ran,
            w->csv_path, w->h5_path);
     return;
   }
   GString *s = g_string_new("{\"out\": ");
   json_str(s, w->dir);
-  g_string_append_printf(s, ", \"points\": %zu, \"failed\": %zu, \"rows\": [", w->n, w->n_failed);
+  g_string_append_printf(s, ", \"points\": %zu, \"failed\": %zu, \"rows\": [", w->n, n_bad);
   gboolean first = TRUE;
   for (size_t i = 0; i < w->n; i++) {
     const Point *pt = &w->pts[i];
@@ -596,7 +810,7 @@ static void print_result(const Sweep *w, gboolean json) {
       json_str(s, pt->values[k]);
       g_string_append(s, ", ");
     }
-    g_string_append_printf(s, "\"point\": %zu, \"status\": \"%s\", \"exit\": %d", i, pt->ok ? "ok" : "failed",
+    g_string_append_printf(s, "\"point\": %zu, \"status\": \"%s\", \"exit\": %d", pt->id, pt->ok ? "ok" : "failed",
                            pt->exit);
     for (guint f = 0; f < w->cols->len; f++)
       g_string_append_printf(s, ", \"%s\": %s", g_array_index(w->cols, FabFieldColumn, f).name,
@@ -608,8 +822,67 @@ static void print_result(const Sweep *w, gboolean json) {
   g_string_free(s, TRUE);
 }
 
-/* DIR and its sweep.key: a resume must be of the same scenario, settings and
-** values. FALSE after printing why (exit 2). */
+/* What sweep.key says of a sweep: the scenario (path and SHA-256 of its
+** text), the fixed settings, then a line per swept key with its values (the
+** values are informative: a sweep may be extended with others). */
+static char *signature(const Sweep *w, gboolean merged) {
+  GString *sig = g_string_new(NULL);
+  char *abs = g_canonicalize_filename(w->scenario, NULL), *text = NULL;
+  gsize len = 0;
+  g_file_get_contents(w->scenario, &text, &len, NULL);
+  char *sum = g_compute_checksum_for_data(G_CHECKSUM_SHA256, (const guchar *)(text ? text : ""), text ? len : 0);
+  g_string_append_printf(sig, "scenario %s\nsha256 %s\n", abs, sum);
+  for (guint f = 0; f < w->fixed->len; f++) g_string_append_printf(sig, "set %s\n", (char *)w->fixed->pdata[f]);
+  for (guint k = 0; k < w->keys->len; k++) {
+    Key *key = w->keys->pdata[k];
+    GPtrArray *vals = merged && key->all ? key->all : key->values;
+    g_string_append_printf(sig, "sweep %s", key->name);
+    for (guint v = 0; v < vals->len; v++) g_string_append_printf(sig, "%s%s", v ? "," : "=", (char *)vals->pdata[v]);
+    g_string_append_c(sig, '\n');
+  }
+  g_free(abs);
+  g_free(text);
+  g_free(sum);
+  return g_string_free(sig, FALSE);
+}
+
+/* The lines of a signature that must match for a directory to be reused
+** (the "sweep KEY=values" lines cut to "sweep KEY"), of one kind: "scenario",
+** "sha256", "set" or "sweep". Transfer full. */
+static char *sig_part(const char *sig, const char *kind) {
+  GString *s = g_string_new(NULL);
+  char **lines = g_strsplit(sig, "\n", -1);
+  size_t kl = strlen(kind);
+  for (char **l = lines; *l; l++) {
+    if (strncmp(*l, kind, kl) || (*l)[kl] != ' ') continue;
+    const char *body = *l + kl + 1, *eq = !strcmp(kind, "sweep") ? strchr(body, '=') : NULL;
+    g_string_append_printf(s, "%s%.*s", s->len ? ", " : "", eq ? (int)(eq - body) : (int)strlen(body), body);
+  }
+  g_strfreev(lines);
+  return g_string_free(s, FALSE);
+}
+
+/* Why the sweep `old` (a sweep.key's text) cannot be extended by this one's
+** signature `sig`, or NULL if it can (transfer full). */
+static char *incompatible(const char *old, const char *sig) {
+  static const char *const kinds[] = {"scenario", "sha256", "sweep", "set"};
+  static const char *const what[] = {"another scenario", "another version of the scenario file", "other swept keys",
+                                     "other fixed settings"};
+  for (int i = 0; i < 4; i++) {
+    char *a = sig_part(old, kinds[i]), *b = sig_part(sig, kinds[i]);
+    char *why = !strcmp(a, b) ? NULL
+                : i == 1 ? g_strdup_printf("%s (its SHA-256 changed)", what[i])
+                         : g_strdup_printf("%s (%s; this sweep: %s)", what[i], *a ? a : "none", *b ? b : "none");
+    g_free(a);
+    g_free(b);
+    if (why) return why;
+  }
+  return NULL;
+}
+
+/* DIR and its sweep.key: a sweep there must be of the same scenario, fixed
+** settings and swept keys (its values may differ: the sweep is extended).
+** FALSE after printing why (exit 2). */
 static gboolean prepare_dir(Sweep *w, const char *name, const char *out_dir) {
   if (out_dir) {
     w->dir = g_strdup(out_dir);
@@ -627,52 +900,50 @@ static gboolean prepare_dir(Sweep *w, const char *name, const char *out_dir) {
   w->csv_path = g_build_filename(w->dir, "sweep.csv", NULL);
   w->h5_path = g_build_filename(w->dir, "sweep.h5", NULL);
   w->header = csv_header(w);
-  GString *sig = g_string_new(NULL);
-  char *abs = g_canonicalize_filename(w->scenario, NULL), *text = NULL;
-  gsize len = 0;
-  g_file_get_contents(w->scenario, &text, &len, NULL);
-  char *sum = g_compute_checksum_for_data(G_CHECKSUM_SHA256, (const guchar *)(text ? text : ""), text ? len : 0);
-  g_string_append_printf(sig, "scenario %s\nsha256 %s\n", abs, sum);
-  for (guint f = 0; f < w->fixed->len; f++) g_string_append_printf(sig, "set %s\n", (char *)w->fixed->pdata[f]);
-  for (guint k = 0; k < w->keys->len; k++) {
-    Key *key = w->keys->pdata[k];
-    g_string_append_printf(sig, "sweep %s", key->name);
-    for (guint v = 0; v < key->values->len; v++) g_string_append_printf(sig, "%s%s", v ? "," : "=", (char *)key->values->pdata[v]);
-    g_string_append_c(sig, '\n');
-  }
-  g_free(abs);
-  g_free(text);
-  g_free(sum);
-  char *sig_path = g_build_filename(w->dir, "sweep.key", NULL), *old = NULL;
+  char *sig = signature(w, FALSE), *sig_path = g_build_filename(w->dir, "sweep.key", NULL), *old = NULL;
   gboolean have_csv = g_file_test(w->csv_path, G_FILE_TEST_EXISTS);
-  gboolean same = g_file_get_contents(sig_path, &old, NULL, NULL) && !strcmp(old, sig->str), ok = FALSE;
+  gboolean have_key = g_file_get_contents(sig_path, &old, NULL, NULL);
+  char *why = have_key ? incompatible(old, sig) : have_csv ? g_strdup("an unknown sweep (no sweep.key)") : NULL;
+  gboolean ok = FALSE;
   GError *e = NULL;
-  if (have_csv && !same) {
-    fprintf(stderr, "fabsim sweep: %s holds another sweep (a different scenario, settings or values; see %s): "
-            "give another --out\n", w->dir, sig_path);
-  } else if (!g_file_set_contents(sig_path, sig->str, -1, &e)) {
+  if (why && have_csv) { /* (a sweep.key without results protects nothing: the directory becomes this sweep's) */
+    fprintf(stderr, "fabsim sweep: %s holds another sweep: %s; see %s. A sweep is extended by the same command "
+            "with more values (each swept key with two or more: a single value is a fixed setting); give another "
+            "--out for another sweep\n", w->dir, why, sig_path);
+  } else if (!g_file_set_contents(sig_path, sig, -1, &e)) { /* can it be written? (rewritten once merged) */
     fprintf(stderr, "fabsim sweep: cannot write in %s: %s\n", w->dir, e->message);
     g_error_free(e);
   } else {
     ok = TRUE;
   }
+  g_free(why);
   g_free(old);
   g_free(sig_path);
-  g_string_free(sig, TRUE);
+  g_free(sig);
+  return ok;
+}
+
+/* Record the merged values in sweep.key. */
+static gboolean write_key(Sweep *w) {
+  char *sig = signature(w, TRUE), *sig_path = g_build_filename(w->dir, "sweep.key", NULL);
+  GError *e = NULL;
+  gboolean ok = g_file_set_contents(sig_path, sig, -1, &e);
+  if (!ok) {
+    fprintf(stderr, "fabsim sweep: cannot write in %s: %s\n", w->dir, e->message);
+    g_error_free(e);
+  }
+  g_free(sig);
+  g_free(sig_path);
   return ok;
 }
 
 static void sweep_free(Sweep *w) {
-  for (size_t i = 0; w->pts && i < w->n; i++) {
-    g_free(w->pts[i].values);
-    for (guint f = 0; f < w->cols->len; f++) g_free(w->pts[i].num[f]);
-    g_free(w->pts[i].num);
-  }
-  g_free(w->pts);
+  points_free(w->pts, w->n);
   for (guint k = 0; k < w->keys->len; k++) {
     Key *key = w->keys->pdata[k];
     g_free(key->name);
     g_ptr_array_free(key->values, TRUE);
+    if (key->all) g_ptr_array_free(key->all, TRUE);
     g_free(key);
   }
   g_ptr_array_free(w->keys, TRUE);
@@ -700,9 +971,24 @@ static int sweep(Sweep *w, const FabArgs *a) {
   if (!name) return EXIT_USAGE;
   gboolean ok = prepare_dir(w, name, a->value[SW_OUT]);
   g_free(name);
+  if (!ok) return EXIT_USAGE;
+  GPtrArray *prev = g_ptr_array_new_with_free_func(prev_row_free);
   size_t n_done = 0;
-  if (!ok || !read_previous(w, &n_done)) return EXIT_USAGE;
-  if (n_done) fprintf(stderr, "fabsim sweep: %zu of %zu points already done\n", n_done, w->n);
+  ok = read_previous(w, prev);
+  if (ok && !merge_points(w, prev, &n_done)) {
+    fprintf(stderr, "fabsim sweep: %s: the sweep there and this one make a grid of more than a million points\n",
+            w->dir);
+    ok = FALSE;
+  }
+  size_t n_kept = ok ? w->n - w->n_cmd : 0; /* earlier points outside this command's grid */
+  g_ptr_array_free(prev, TRUE);
+  if (!ok || !write_key(w)) return EXIT_USAGE;
+  if (n_done || n_kept) {
+    fprintf(stderr, "fabsim sweep: %zu of %zu points already done", n_done, w->n_cmd);
+    if (n_kept)
+      fprintf(stderr, "; the table keeps %zu other point%s of the sweep in %s", n_kept, n_kept == 1 ? "" : "s", w->dir);
+    fputc('\n', stderr);
+  }
   run_points(w, n_done);
   GError *err = NULL;
   gboolean wrote = write_csv(w, &err);
@@ -720,7 +1006,7 @@ int fab_cmd_sweep(int argc, char **argv) {
   Sweep w = {0};
   w.keys = g_ptr_array_new();
   w.fixed = g_ptr_array_new_with_free_func(g_free);
-  w.cols = fab_fields_columns(&fab_results_table);
+  w.cols = sweep_columns();
   int rc = fab_args_parse(&fab_sweep_cmd, argc, argv, &a);
   if (rc < 0) rc = read_keys(&w, &a);
   if (rc < 0) {

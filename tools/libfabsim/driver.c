@@ -363,12 +363,14 @@ static void check_packets(Run *r, bool drained, Totals *tot, GString **fail) {
 typedef struct LinkFill {
   GArray *a;
   fab_time_t now;
+  FabLayers *layers; /* what each link joins (sampler.h) */
 } LinkFill;
 
 static void fill_link(FabPort *pt, void *ctx) {
   LinkFill *lf = ctx;
   FabLinkRec l = {{0}, {0}, pt->bps, pt->tx_bytes, pt->tx_pkts, pt->drops, pt->max_qbytes,
-                  pt->pause_tx, pt->pause_rx, fab_port_paused_time(pt, lf->now), pt->ecn_marks};
+                  pt->pause_tx, pt->pause_rx, fab_port_paused_time(pt, lf->now), pt->ecn_marks,
+                  fab_layer_names[fab_layers_of(lf->layers, pt)]};
   fab_port_name(l.from, pt);
   fab_port_name(l.to, pt->peer);
   g_array_append_val(lf->a, l);
@@ -406,8 +408,9 @@ static void fill_results(Run *r, bool drained, const Totals *tot, FabResults *re
     res->flows[i] = (FabFlowRec){f->id, f->src, f->dst, f->bytes, f->start == FAB_TIME_MAX ? 0 : f->start, f->end,
                                  f->retransmits, 0};
   }
-  LinkFill lf = {g_array_new(FALSE, FALSE, sizeof(FabLinkRec)), res->sim_time};
+  LinkFill lf = {g_array_new(FALSE, FALSE, sizeof(FabLinkRec)), res->sim_time, fab_layers_new(r->topo)};
   fab_topology_foreach_port(r->topo, fill_link, &lf);
+  fab_layers_free(lf.layers);
   res->n_links = lf.a->len;
   res->links = (FabLinkRec *)(void *)g_array_free(lf.a, FALSE);
   char *thinned = NULL;

@@ -7,7 +7,9 @@
 **   /meta            group; attributes (fabsim_version, scenario, seed, ...);
 **                    dataset scenario_yaml (string)
 **   /flows, /links, /collectives, /timeline, /steps, /jobs
-**                    compound tables, a row per record
+**                    compound tables, a row per record; /links has a
+**                    `layer` column (string 8: fabric, nic, pcie, nvlink;
+**                    sampler.h FabLayer), which plot selects by
 **   /queues/time_ps  u64 [samples]
 **   /queues/port     string 32 [ports]
 **   /queues/depth    u32 [samples x ports], bytes; attribute interval_ps

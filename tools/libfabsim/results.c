@@ -41,6 +41,8 @@ static const FabField link_fields[] = {
   F(FabLinkRec, "pause_rx", FAB_F_U64, pause_rx, .flags = H, .doc = "PFC PAUSE frames this egress received"),
   F(FabLinkRec, "paused_ps", FAB_F_U64, paused, .flags = H, .unit = "ps", .doc = "time some priority was paused"),
   F(FabLinkRec, "ecn_marks", FAB_F_U64, ecn_marks, .flags = H, .doc = "packets marked CE here"),
+  F(FabLinkRec, "layer", FAB_F_STR, layer, .flags = H, .strw = 8,
+    .doc = "fabric (switch-switch), nic (switch-NIC), pcie (GPU-PCIe element), nvlink (GPU-NVSwitch)"),
 };
 TABLE(fab_link_table, "links", FabLinkRec, link_fields);
 

@@ -42,6 +42,7 @@ typedef struct FabLinkRec {
   uint64_t pause_rx;       /* PFC PAUSE frames received by this egress (from the far end) */
   fab_time_t paused;       /* ps this egress spent with some priority paused */
   uint64_t ecn_marks;      /* packets marked CE at this egress */
+  const char *layer;       /* what the link joins: "fabric", "nic", "pcie", "nvlink" (static; sampler.h FabLayer) */
 } FabLinkRec;
 
 /* Egress queue depth of every switch port, sampled every `interval`.

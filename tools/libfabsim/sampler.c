@@ -28,6 +28,47 @@ void fab_port_name(char buf[FAB_FIELD_NAME_LEN], const FabPort *pt) {
   g_snprintf(buf, FAB_FIELD_NAME_LEN, "%s:p%u", pt->owner->name, pt->index);
 }
 
+/* ---- layers ---------------------------------------------------------------- */
+
+const char *const fab_layer_names[FAB_LAYER_N] = {"fabric", "nic", "pcie", "nvlink"};
+
+/* What a node is; the map holds switches only, so an endpoint's NIC is NODE_ENDPOINT (absent). */
+enum { NODE_ENDPOINT, NODE_NETWORK, NODE_PCIE, NODE_NVSWITCH };
+
+struct FabLayers {
+  GHashTable *kind; /* FabNode * -> NODE_* (switches only) */
+};
+
+FabLayers *fab_layers_new(const FabTopology *t) {
+  FabLayers *l = g_new0(FabLayers, 1);
+  l->kind = g_hash_table_new(NULL, NULL);
+  /* switches[0 .. nnet) are the network; the rest PCIe elements, except the NVSwitches */
+  for (uint32_t s = 0; s < t->nswitches; s++)
+    g_hash_table_insert(l->kind, fab_switch_node(t->switches[s]),
+                        GUINT_TO_POINTER(s < t->nnet ? NODE_NETWORK : NODE_PCIE));
+  for (uint32_t d = 0; d < t->nnvs; d++)
+    g_hash_table_insert(l->kind, fab_switch_node(t->nvs[d]), GUINT_TO_POINTER(NODE_NVSWITCH));
+  return l;
+}
+
+void fab_layers_free(FabLayers *l) {
+  if (!l) return;
+  g_hash_table_destroy(l->kind);
+  g_free(l);
+}
+
+static unsigned node_kind(const FabLayers *l, const FabNode *n) {
+  return n ? GPOINTER_TO_UINT(g_hash_table_lookup(l->kind, n)) : NODE_ENDPOINT;
+}
+
+FabLayer fab_layers_of(const FabLayers *l, const FabPort *pt) {
+  unsigned a = node_kind(l, pt->owner), b = node_kind(l, pt->peer ? pt->peer->owner : NULL);
+  if (a == NODE_NVSWITCH || b == NODE_NVSWITCH) return FAB_LAYER_NVLINK;
+  if (a == NODE_NETWORK && b == NODE_NETWORK) return FAB_LAYER_FABRIC;
+  if (a == NODE_NETWORK || b == NODE_NETWORK) return FAB_LAYER_NIC; /* a host NIC, or a GPU node's NIC port */
+  return FAB_LAYER_PCIE;                                            /* a GPU and its PCIe element */
+}
+
 FabSampler *fab_sampler_new(FabTopology *topo, fab_time_t interval, uint32_t nprio, const FabFlow *flows,
                             uint32_t nflows, bool (*finished)(void *ctx), void *ctx) {
   FabSampler *s = g_new0(FabSampler, 1);

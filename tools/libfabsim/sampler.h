@@ -49,4 +49,30 @@ void fab_sampler_take(FabSampler *s, FabQueueSeries *q);
 /* The name of a port in outputs: "leaf3:p17". */
 void fab_port_name(char buf[FAB_FIELD_NAME_LEN], const FabPort *pt);
 
+/* ---- layers: what a link joins, from the topology's elements ------------ */
+
+/* The layer of a link (both of its directions have the same one):
+**   FAB_LAYER_FABRIC  two network switches (leaf-spine, spine-core)
+**   FAB_LAYER_NIC     a network switch and a NIC port (a host's NIC, or a
+**                     GPU node's NIC port, which hangs off its PCIe element)
+**   FAB_LAYER_PCIE    a GPU and its PCIe element (GPU nodes only)
+**   FAB_LAYER_NVLINK  a GPU and its NVSwitch (GPU nodes only)
+** It is decided by which elements the two ends belong to (the topology's
+** network switches, NVSwitches and PCIe elements), never by names. */
+typedef enum { FAB_LAYER_FABRIC, FAB_LAYER_NIC, FAB_LAYER_PCIE, FAB_LAYER_NVLINK, FAB_LAYER_N } FabLayer;
+
+/* "fabric", "nic", "pcie", "nvlink" (HDF5 /links column `layer`). */
+extern const char *const fab_layer_names[FAB_LAYER_N];
+
+typedef struct FabLayers FabLayers;
+
+/* What fab_layers_of needs to know of t's elements: a table of its switches'
+** nodes (cost O(switches)). Transfer full; t must outlive it. */
+FabLayers *fab_layers_new(const FabTopology *t);
+void fab_layers_free(FabLayers *l);
+
+/* The layer of the link leaving `pt` (a port of the topology the map was
+** made from). O(1). */
+FabLayer fab_layers_of(const FabLayers *l, const FabPort *pt);
+
 #endif
