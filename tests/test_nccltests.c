@@ -1,8 +1,10 @@
 /* Tests for tools/libfabsim/nccltests.c (nccl-tests tables) and the commands built on
 ** it: the table of a hand-filled FabResults with values worked out on paper,
-** the parsing of stored logs in the real format (tests/data/ *_perf_*.log),
-** the error computation, bad logs giving file:line errors; and, as
-** subprocesses, `fabsim run` printing the table and `fabsim compare`.
+** the parsing of stored logs in the real format (tests/data/ *_perf_*.log)
+** and of one synthetic log per layout nccl-tests has printed
+** (tests/data/nccltests-layouts/), the error computation and the time
+** ratios by bound, bad logs giving file:line errors; and, as subprocesses,
+** `fabsim run` printing the table and `fabsim compare`.
 **
 ** Environment: FABSIM is the fabsim binary (default build/fabsim), FABSIM_SRC
 ** the repository root (default .); meson test sets both. */
@@ -91,6 +93,8 @@ static FabResults allreduce_results(FabCollRec *c) {
   c[2].tag = "dp";
   c[3] = coll("allreduce", 2097152, 524288, 8, 300 * US, 460 * US);
   c[4] = coll("allreduce", 2097152, 524288, 8, 500 * US, 700 * US);
+  c[3].algorithm = c[4].algorithm = "tree"; /* the table's algorithm/protocol columns come from here */
+  c[3].protocol = c[4].protocol = "ll";
   return (FabResults){.n_colls = 5, .colls = c};
 }
 
@@ -139,15 +143,17 @@ Test(nccltests, table_has_nccl_tests_columns) {
   cr_assert(strstr(s, "# Collective test starting: all_reduce_perf"), "%s", s);
   cr_assert(strstr(s, "\n#                                                              out-of-place                 "
                       "      in-place          \n"), "%s", s);
+  /* then fabsim's algorithm (%12s) and protocol (%8s), where nccl-tests -S puts its timestamp */
   cr_assert(strstr(s, "\n#       size         count      type   redop    root     time   algbw   busbw  #wrong     "
-                      "time   algbw   busbw  #wrong \n"), "%s", s);
+                      "time   algbw   busbw  #wrong     algorithm  protocol\n"), "%s", s);
   cr_assert(strstr(s, "\n#        (B)    (elements)                               (us)  (GB/s)  (GB/s)             "
                       "(us)  (GB/s)  (GB/s)         \n"), "%s", s);
-  /* the rows: size %12, count %12, type %8, redop %6, root %6, then time %7 algbw %6 busbw %6 #wrong %6 twice */
+  /* the rows: size %12, count %12, type %8, redop %6, root %6, then time %7 algbw %6 busbw %6 #wrong %6 twice,
+  ** then the size's algorithm and protocol from the results */
   cr_assert(strstr(s, "\n     1048576        262144     float     sum      -1   100.00   10.49   18.35     N/A   "
-                      "100.00   10.49   18.35     N/A\n"), "%s", s);
+                      "100.00   10.49   18.35     N/A          ring    simple\n"), "%s", s);
   cr_assert(strstr(s, "\n     2097152        524288     float     sum      -1   200.00   10.49   18.35     N/A   "
-                      "200.00   10.49   18.35     N/A\n"), "%s", s);
+                      "200.00   10.49   18.35     N/A          tree        ll\n"), "%s", s);
   /* the footer: the mean busbw, %g */
   cr_assert(strstr(s, "\n# Avg bus bandwidth    : 18.3501 \n"), "%s", s);
   cr_assert_null(strstr(s, "4096"), "the dp-tagged collective is not in the table:\n%s", s);
@@ -331,13 +337,17 @@ Test(nccltests, bad_logs_name_file_and_line) {
   expect_error(ROW8 "          16             8      half     sum      -1    11.58    0.00    0.00       0    11.29    "
                "0.00    0.00       0\n", "x.log:2: ", "type half after float");
   expect_error("# nothing here\n#\n\n", "x.log:", "no nccl-tests result rows");
-  expect_error("# Collective test starting: all_reduce_perf\n" ROW8 "# Collective test starting: all_gather_perf\n",
-               "x.log:3: ", "a second test");
+  /* two tests where one is expected: the second's first row is named, and both are listed */
+  expect_error("# Collective test starting: all_reduce_perf\n" ROW8 "# Collective test starting: all_gather_perf\n"
+               ROW8, "x.log:4: ", "2 tests in this log: all_reduce_perf (allreduce, 1 size from line 2), "
+               "all_gather_perf (allgather, 1 size from line 4); choose one (fabsim compare --op OP)");
   expect_error("mpirun -np 8 ./scatter_perf -b 8\n" ROW8, "x.log:1: ", "scatter_perf is not a test fabsim models");
   expect_error("./all_reduce_perf -b 8\n./all_gather_perf -b 8\n" ROW8, "x.log:2: ", "all_gather_perf after "
                "all_reduce_perf");
+  /* a row that does not fit its header's columns says what the header named */
   expect_error("#       size  count  type  redop  root  time  algbw  busbw  #wrong  i_min  i_max\n" ROW8, "x.log:2: ",
-               "per-iteration");
+               "a result row has 11 columns (as the header on line 1 names them: size count type redop root time algbw "
+               "busbw #wrong i_min i_max), found 13");
 }
 
 Test(nccltests, a_bad_log_file_and_a_missing_one) {
@@ -355,6 +365,347 @@ Test(nccltests, a_bad_log_file_and_a_missing_one) {
   cr_assert_null(t);
   cr_assert(strstr(err->message, "/nonexistent/all_reduce_perf.log: cannot read"), "%s", err->message);
   g_clear_error(&err);
+}
+
+/* ---- every layout nccl-tests has printed (tests/data/nccltests-layouts/, synthetic) ---- */
+
+static char *layout_path(const char *name) {
+  return g_build_filename(src_dir(), "tests", "data", "nccltests-layouts", name, NULL);
+}
+
+/* The test of `op` (NULL: the only one) in a stored layout log; *ntests the tests in it. */
+static FabNcclTestsTable *layout(const char *name, const char *op, guint *ntests) {
+  char *path = layout_path(name);
+  GError *err = NULL;
+  GPtrArray *tests = fab_nccltests_read_tests(path, &err);
+  cr_assert_not_null(tests, "%s", err ? err->message : "");
+  if (ntests) *ntests = tests->len;
+  FabNcclTestsTable *t = fab_nccltests_choose(tests, op, path, &err);
+  cr_assert_not_null(t, "%s", err ? err->message : "");
+  g_ptr_array_free(tests, TRUE);
+  g_free(path);
+  return t;
+}
+
+/* Row i's size, count, out-of-place and in-place time (us) and busbw, as the log prints them. */
+static void expect_row(const FabNcclTestsTable *t, guint i, uint64_t bytes, uint64_t count, double t0, double t1,
+                       double bus0, double bus1) {
+  const FabNcclTestsRow *r = row(t, i);
+  cr_expect_eq(r->bytes, bytes, "row %u: %" G_GUINT64_FORMAT " B", i, r->bytes);
+  cr_expect_eq(r->count, count, "row %u: count %" G_GUINT64_FORMAT, i, r->count);
+  cr_expect(isnan(t0) ? isnan(r->time_us[0]) : fabs(r->time_us[0] - t0) < 1e-9, "row %u: out-of-place %g us", i,
+            r->time_us[0]);
+  cr_expect(isnan(t1) ? isnan(r->time_us[1]) : fabs(r->time_us[1] - t1) < 1e-9, "row %u: in-place %g us", i,
+            r->time_us[1]);
+  cr_expect(isnan(bus0) ? isnan(r->busbw_GBps[0]) : fabs(r->busbw_GBps[0] - bus0) < 1e-9, "row %u: busbw %g", i,
+            r->busbw_GBps[0]);
+  cr_expect(isnan(bus1) ? isnan(r->busbw_GBps[1]) : fabs(r->busbw_GBps[1] - bus1) < 1e-9, "row %u: in-place busbw %g",
+            i, r->busbw_GBps[1]);
+}
+
+/* 1.x: "bytes N type op time algbw busbw res", time in ms; nThread line and footer without '#' */
+Test(nccltests_layouts, v1_bytes_n_op_res_time_in_ms) {
+  FabNcclTestsTable *t = layout("v1-all_reduce-bytes-N-op-res-ms.log", NULL, NULL);
+  cr_assert_str_eq(t->op, "allreduce", "from the '$ ./build/all_reduce_perf' line");
+  cr_assert_eq(t->ranks, 4, "'#   Rank  N on host' lines, 0 to 3");
+  cr_assert_eq(t->ngpus, 4, "from 'nThread 1 nGpus 4' without a '#'");
+  cr_assert_eq(t->iters, 20);
+  cr_assert_eq(t->groups, 2);
+  cr_assert_str_eq(t->check, "res");
+  cr_assert_eq(t->header_line, 11);
+  cr_assert_eq(t->rows->len, 3);
+  /* "0.031" ms out-of-place, "0.030" in-place: 31 and 30 us */
+  expect_row(t, 0, 1024, 256, 31, 30, 0.05, 0.05);
+  expect_row(t, 2, 1048576, 262144, 1024, 1000, 1.54, 1.57);
+  cr_assert_str_eq(row(t, 0)->redop, "sum", "the 'op' column");
+  cr_assert_eq(row(t, 0)->root, -1, "no root column");
+  cr_assert_float_eq(row(t, 0)->wrong[0], 1e-07, 1e-15, "res: the largest deviation");
+  cr_assert_float_eq(t->avg_busbw_GBps, 0.487113, 1e-12, "' Avg bus bandwidth' without a '#'");
+  fab_nccltests_table_free(t);
+}
+
+/* 1.x broadcast: one group (out-of-place), a root column, "\tN/A" for -c 0; no name in the log */
+Test(nccltests_layouts, v1_broadcast_out_of_place_only) {
+  guint n;
+  FabNcclTestsTable *t = layout("v1-broadcast-out-of-place-only.log", "broadcast", &n);
+  cr_assert_eq(n, 1);
+  cr_assert_str_eq(t->op, "broadcast", "the log does not say: the caller's op");
+  cr_assert_eq(t->groups, 1);
+  cr_assert_eq(t->root, 1);
+  cr_assert_str_eq(row(t, 0)->redop, "none", "no redop column");
+  expect_row(t, 0, 4096, 1024, 40, NAN, 0.10, NAN);
+  expect_row(t, 1, 262144, 65536, 125, NAN, 2.10, NAN);
+  cr_assert(isnan(row(t, 1)->wrong[0]), "N/A after a tab");
+  fab_nccltests_table_free(t);
+}
+
+/* 2.0-2.12: the issue's log: redop but no root, "error" a float, 12 columns; mpirun, NCCL INFO/WARN lines before
+** the header and between rows */
+Test(nccltests_layouts, v2_no_root_error_column) {
+  FabNcclTestsTable *t = layout("v2.11-all_reduce-redop-no-root-error.log", NULL, NULL);
+  cr_assert_str_eq(t->op, "allreduce");
+  cr_assert_eq(t->ranks, 16, "'#   Rank 15 Pid ...' on the second node");
+  cr_assert_str_eq(t->check, "error");
+  cr_assert_eq(t->header_line, 29);
+  cr_assert_eq(t->rows->len, 5, "the NCCL INFO line on line 33 is skipped");
+  expect_row(t, 0, 4, 1, 47.54, 49.35, 0, 0);
+  expect_row(t, 2, 262144, 65536, 88.40, 87.90, 5.56, 5.59);
+  expect_row(t, 3, 67108864, 16777216, 702.2, 698.6, 179.19, 180.12);
+  expect_row(t, 4, 1073741824, 268435456, 9500.5, 9480.1, 211.91, 212.37);
+  cr_assert_eq(row(t, 2)->line, 34);
+  cr_assert_eq(row(t, 0)->root, -1);
+  cr_assert_float_eq(row(t, 0)->wrong[1], 4e-07, 1e-15, "error 4e-07 in-place");
+  cr_assert_float_eq(row(t, 0)->wrong[0], 0, 1e-15, "0e+00");
+  fab_nccltests_table_free(t);
+}
+
+/* 2.0-2.12 all_gather: neither redop nor root; error N/A (-c 0) */
+Test(nccltests_layouts, v2_no_redop_no_root) {
+  FabNcclTestsTable *t = layout("v2.11-all_gather-no-redop-no-root.log", NULL, NULL);
+  cr_assert_str_eq(t->op, "allgather");
+  cr_assert_eq(t->ranks, 8);
+  cr_assert_eq(t->rows->len, 3);
+  expect_row(t, 0, 8192, 256, 25.10, 24.90, 0.29, 0.29);
+  expect_row(t, 2, 134217728, 4194304, 1603.8, 1598.2, 73.23, 73.48);
+  cr_assert_str_eq(row(t, 2)->redop, "none");
+  cr_assert_eq(row(t, 2)->root, -1);
+  cr_assert(isnan(row(t, 2)->wrong[0]) && isnan(row(t, 2)->wrong[1]));
+  fab_nccltests_table_free(t);
+}
+
+/* 2.0-2.12 broadcast: a root column but no redop; "%7.0f" times above 10 ms */
+Test(nccltests_layouts, v2_root_no_redop) {
+  FabNcclTestsTable *t = layout("v2.11-broadcast-root-no-redop.log", NULL, NULL);
+  cr_assert_str_eq(t->op, "broadcast");
+  cr_assert_eq(t->root, 1);
+  cr_assert_eq(t->ranks, 2);
+  expect_row(t, 0, 8, 2, 45.82, 38.17, 0, 0);
+  expect_row(t, 2, 134217728, 33554432, 11250, 11240, 11.93, 11.94);
+  cr_assert_str_eq(row(t, 2)->redop, "none");
+  fab_nccltests_table_free(t);
+}
+
+/* 2.0-2.12 reduce: redop and root */
+Test(nccltests_layouts, v2_redop_and_root) {
+  FabNcclTestsTable *t = layout("v2.11-reduce-redop-root-error.log", NULL, NULL);
+  cr_assert_str_eq(t->op, "reduce");
+  cr_assert_eq(t->root, 2);
+  cr_assert_str_eq(row(t, 0)->redop, "max");
+  expect_row(t, 0, 1048576, 262144, 30.50, 30.25, 34.38, 34.66);
+  expect_row(t, 1, 4194304, 1048576, 70.25, 69.50, 59.71, 60.35);
+  fab_nccltests_table_free(t);
+}
+
+/* 2.13-2.17: every column, "busbw #wrong" one blank apart; the log names no test */
+Test(nccltests_layouts, v213_wrong_count) {
+  FabNcclTestsTable *t = layout("v2.13-reduce_scatter-wrong.log", NULL, NULL);
+  cr_assert_null(t->op, "no command line, no 'Collective test starting'");
+  cr_assert_str_eq(t->check, "#wrong");
+  cr_assert_eq(t->ranks, 8);
+  expect_row(t, 0, 65536, 2048, 24.50, 23.75, 2.34, 2.41);
+  expect_row(t, 2, 16777216, 524288, 180.4, 178.8, 81.38, 82.10);
+  cr_assert_float_eq(row(t, 2)->wrong[0], 0, 1e-15);
+  fab_nccltests_table_free(t);
+  /* named by the caller, it is a reduce-scatter whose ranks the device lines gave */
+  t = layout("v2.13-reduce_scatter-wrong.log", "reduce-scatter", NULL);
+  cr_assert_str_eq(t->op, "reduce-scatter");
+  cr_assert_str_eq(t->binary, "reduce_scatter_perf");
+  fab_nccltests_table_free(t);
+}
+
+/* 2.18 with the copy-overlap side work: copybw in each group, read past */
+Test(nccltests_layouts, v218_copybw) {
+  FabNcclTestsTable *t = layout("v2.18-copybw.log", NULL, NULL);
+  cr_assert_eq(t->rows->len, 1);
+  expect_row(t, 0, 2097152, 524288, 40.50, 40.25, 51.78, 52.10);
+  cr_assert_float_eq(row(t, 0)->wrong[1], 0, 1e-15, "#wrong after copybw 12.34");
+  fab_nccltests_table_free(t);
+}
+
+/* 2.19 -C 1: the time columns are "cputime" */
+Test(nccltests_layouts, v219_cputime) {
+  FabNcclTestsTable *t = layout("v2.19-cputime.log", NULL, NULL);
+  cr_assert_str_eq(t->op, "allreduce");
+  cr_assert_eq(t->ranks, 2);
+  expect_row(t, 0, 8, 2, 9.50, 9.25, 0, 0);
+  expect_row(t, 1, 8388608, 2097152, 125.5, 124.5, 66.84, 67.38);
+  fab_nccltests_table_free(t);
+}
+
+/* 2.19 -S 1: "2026-03-02 10:15:01" after the in-place group, two tokens */
+Test(nccltests_layouts, v219_timestamp) {
+  FabNcclTestsTable *t = layout("v2.19-timestamp.log", NULL, NULL);
+  cr_assert_eq(t->rows->len, 2);
+  expect_row(t, 0, 1024, 256, 10.25, 10.50, 0.10, 0.10);
+  expect_row(t, 1, 1048576, 262144, 30.50, 30.75, 34.38, 34.10);
+  cr_assert_float_eq(row(t, 1)->wrong[1], 0, 1e-15);
+  fab_nccltests_table_free(t);
+}
+
+/* 2.19 -I 1: i_min i_max i_p99 i_cv% in each group: the time is the mean's, not i_min's */
+Test(nccltests_layouts, v219_per_iteration) {
+  FabNcclTestsTable *t = layout("v2.19-per-iteration.log", NULL, NULL);
+  cr_assert_str_eq(t->op, "allgather");
+  cr_assert_eq(t->ranks, 4);
+  expect_row(t, 0, 4096, 256, 12.50, 12.25, 0.25, 0.25);
+  expect_row(t, 1, 4194304, 262144, 60.50, 60.25, 52.00, 52.21);
+  fab_nccltests_table_free(t);
+}
+
+/* Three tests in one file: each its own table; the caller picks one, or is told which there are */
+Test(nccltests_layouts, several_tests_in_one_log) {
+  guint n;
+  FabNcclTestsTable *t = layout("multi-collective.log", "allgather", &n);
+  cr_assert_eq(n, 3);
+  cr_assert_str_eq(t->binary, "all_gather_perf");
+  cr_assert_eq(t->ranks, 8, "its own device lines");
+  cr_assert_eq(t->line, 45);
+  cr_assert_eq(t->rows->len, 2);
+  expect_row(t, 0, 1048576, 32768, 15.50, 15.25, 59.19, 60.16);
+  cr_assert_float_eq(t->avg_busbw_GBps, 89.3, 1e-12, "its own footer");
+  fab_nccltests_table_free(t);
+  t = layout("multi-collective.log", "send-recv", NULL);
+  expect_row(t, 0, 1048576, 262144, 12.50, 12.25, 83.89, 85.60);
+  fab_nccltests_table_free(t);
+  char *path = layout_path("multi-collective.log");
+  GError *err = NULL;
+  GPtrArray *tests = fab_nccltests_read_tests(path, &err);
+  cr_assert_eq(tests->len, 3);
+  cr_assert_str_eq(((FabNcclTestsTable *)tests->pdata[0])->op, "allreduce");
+  cr_assert_eq(((FabNcclTestsTable *)tests->pdata[0])->rows->len, 2);
+  cr_assert_null(fab_nccltests_choose(tests, NULL, path, &err));
+  char *where = g_strdup_printf("%s:45: 3 tests in this log: all_reduce_perf (allreduce, 2 sizes from line 21), "
+                                "all_gather_perf (allgather, 2 sizes from line 45), sendrecv_perf (send-recv, 1 size "
+                                "from line 69); choose one (fabsim compare --op OP)", path);
+  cr_assert_str_eq(err->message, where);
+  g_clear_error(&err);
+  cr_assert_null(fab_nccltests_choose(tests, "reduce", path, &err));
+  cr_assert(strstr(err->message, ":21: no reduce test in this log; it holds all_reduce_perf (allreduce, 2 sizes from "
+                   "line 21), all_gather_perf"), "%s", err->message);
+  g_clear_error(&err);
+  g_ptr_array_free(tests, TRUE);
+  g_free(where);
+  g_free(path);
+  /* the same test twice */
+  tests = fab_nccltests_parse_tests("# Collective test starting: all_reduce_perf\n" ROW8
+                                    "# Collective test starting: all_reduce_perf\n" ROW16, "x.log", &err);
+  cr_assert_eq(tests->len, 2);
+  cr_assert_null(fab_nccltests_choose(tests, "allreduce", "x.log", &err));
+  cr_assert(g_str_has_prefix(err->message, "x.log:4: 2 allreduce tests in this log"), "%s", err->message);
+  g_clear_error(&err);
+  g_ptr_array_free(tests, TRUE);
+}
+
+/* N/A in value columns: kept as NAN; the comparison takes the in-place time where out-of-place has none */
+Test(nccltests_layouts, na_values) {
+  FabNcclTestsTable *t = layout("na-values.log", NULL, NULL);
+  expect_row(t, 0, 65536, 16384, NAN, 20.00, NAN, 3.28);
+  expect_row(t, 1, 131072, 32768, 25.00, NAN, 5.24, NAN);
+  cr_assert(isnan(row(t, 1)->wrong[0]));
+  /* simulated on 2 ranks: 64 KiB in 40 us, 128 KiB in 25 us */
+  FabCollRec c[2] = {coll("allreduce", 65536, 16384, 2, 0, 40 * US), coll("allreduce", 131072, 32768, 2, 50 * US,
+                                                                          75 * US)};
+  FabResults r = {.n_colls = 2, .colls = c};
+  GPtrArray *sim = fab_nccltests_from_results(&r, NULL);
+  FabNcclTestsCmp *cmp = fab_nccltests_compare(t, sim->pdata[0]);
+  const FabNcclTestsCmpRow *a = &g_array_index(cmp->rows, FabNcclTestsCmpRow, 0);
+  const FabNcclTestsCmpRow *b = &g_array_index(cmp->rows, FabNcclTestsCmpRow, 1);
+  cr_assert(a->meas_in_place, "64 KiB: out-of-place N/A, in-place 20 us");
+  cr_assert_float_eq(a->meas_time_us, 20, 1e-12);
+  cr_assert_float_eq(a->time_ratio, 2.0, 1e-12);
+  cr_assert(!b->meas_in_place);
+  cr_assert_float_eq(b->time_ratio, 1.0, 1e-12);
+  char *s = fab_nccltests_cmp_format(cmp);
+  char *l = line_starting(s, "       65536");
+  /* 3.28 GB/s in-place is above half the peak (5.24 at 128 KiB) */
+  cr_assert_str_eq(l, "       65536     20.00     3.28     40.00     1.64     2.00x  bandwidth  ring/simple  (measured "
+                   "in-place)");
+  g_free(l);
+  g_free(s);
+  fab_nccltests_cmp_free(cmp);
+  g_ptr_array_free(sim, TRUE);
+  fab_nccltests_table_free(t);
+}
+
+/* Launchers' prefixes before each line: Open MPI --tag-output, srun --label, MPICH -prepend-rank */
+Test(nccltests_layouts, launcher_prefixes) {
+  FabNcclTestsTable *t = layout("openmpi-tag-output.log", NULL, NULL);
+  cr_assert_str_eq(t->op, "broadcast");
+  cr_assert_eq(t->ranks, 2);
+  cr_assert_eq(t->root, 0);
+  expect_row(t, 1, 16777216, 4194304, 850.50, 849.50, 19.73, 19.75);
+  fab_nccltests_table_free(t);
+  t = layout("srun-label.log", NULL, NULL);
+  cr_assert_str_eq(t->op, "all-to-all");
+  cr_assert_eq(t->ranks, 4);
+  expect_row(t, 0, 65536, 4096, 30.50, 30.25, 2.15, 2.17);
+  fab_nccltests_table_free(t);
+  char *msg;
+  t = parse("[0] # Collective test starting: all_gather_perf\n[0] #  Rank  5 Group  0 Pid 1 on h device 5 [0x1] G\n"
+            "[0] " ROW16, &msg);
+  cr_assert_not_null(t, "%s", msg);
+  cr_assert_str_eq(t->op, "allgather");
+  cr_assert_eq(t->ranks, 6);
+  expect_row(t, 0, 16, 4, 11.58, 11.29, 0, 0);
+  fab_nccltests_table_free(t);
+}
+
+/* fabsim's own table (the algorithm and protocol after nccl-tests' columns) reads back as a measured log */
+Test(nccltests_layouts, fabsim_table_reads_back) {
+  FabCollRec c[5];
+  FabResults r = allreduce_results(c);
+  GPtrArray *tables = fab_nccltests_from_results(&r, NULL);
+  char *text = fab_nccltests_format(tables->pdata[0]), *msg;
+  FabNcclTestsTable *t = parse(text, &msg);
+  cr_assert_not_null(t, "%s\n%s", msg, text);
+  cr_assert_str_eq(t->op, "allreduce", "from '# Collective test starting: all_reduce_perf (simulated by fabsim...'");
+  cr_assert_eq(t->header_line, 4);
+  cr_assert_eq(t->rows->len, 2);
+  expect_row(t, 0, 1048576, 262144, 100, 100, 18.35, 18.35);
+  expect_row(t, 1, 2097152, 524288, 200, 200, 18.35, 18.35);
+  cr_assert(isnan(row(t, 1)->wrong[0]));
+  cr_assert_float_eq(t->avg_busbw_GBps, 18.3501, 1e-12);
+  fab_nccltests_table_free(t);
+  g_free(text);
+  g_ptr_array_free(tables, TRUE);
+}
+
+/* A header fabsim cannot read, or rows that do not fit it: file:line and what is wrong */
+Test(nccltests_layouts, unknown_and_broken_layouts_refused) {
+  expect_error("# nThread 1\n#  size  count  type  redop  time  algbw  busbw  latency  time  algbw  busbw  latency\n",
+               "x.log:2: ", "column 8 of the header: unknown column 'latency'");
+  expect_error("#  size count type time algbw busbw #wrong time algbw busbw #wrong time algbw busbw #wrong\n",
+               "x.log:1: ", "column 12 of the header: a third 'time' column");
+  expect_error("#  size count type redop time algbw #wrong time algbw busbw #wrong\n", "x.log:1: ",
+               "the column header has no 'busbw' column in the out-of-place");
+  expect_error("#  size count time type algbw busbw\n", "x.log:1: ", "column 4 of the header: 'type' after the first "
+               "'time' column");
+  expect_error("#  size count type algbw time busbw\n", "x.log:1: ", "column 4 of the header: 'algbw' before the first "
+               "'time' column");
+  expect_error("#  size type redop time algbw busbw\n", "x.log:1: ", "the column header has no 'count' column");
+  /* the issue's 12-column rows under a 13-column header, and 13 under 12 */
+  expect_error("#  size count type redop root time algbw busbw #wrong time algbw busbw #wrong\n"
+               "  1024  256  float  sum  46.58  0.02  0.04  0e+00  46.42  0.02  0.04  4e-07\n", "x.log:2: ",
+               "a result row has 13 columns (as the header on line 1 names them: size count type redop root time "
+               "algbw busbw #wrong time algbw busbw #wrong), found 12");
+  expect_error("#  size count type redop time algbw busbw error time algbw busbw error\n" ROW8, "x.log:2: ",
+               "a result row has 12 columns (as the header on line 1 names them: size count type redop time algbw "
+               "busbw error time algbw busbw error), found 13");
+  /* a stored log of the issue's layout with one row cut short: its file and line */
+  char *path = layout_path("v2.11-all_reduce-redop-no-root-error.log"), *text = NULL;
+  cr_assert(g_file_get_contents(path, &text, NULL, NULL));
+  char *cut = strstr(text, "  9500.5");
+  cut[0] = '\n', cut[1] = 0;
+  expect_error(text, "x.log:36: ", "a result row has 12 columns");
+  g_free(text);
+  g_free(path);
+}
+
+/* NCCL's log printed into the middle of a row (NCCL_DEBUG=INFO on the same stdout) is named as the cause */
+Test(nccltests_layouts, nccl_info_inside_a_row) {
+  expect_error("#  size count type redop root time algbw busbw #wrong time algbw busbw #wrong\n"
+               "     8     2  float  sum  -1h1:10:20 [0] NCCL INFO Channel 00/0 : 0[0] -> 1[1] via P2P/CUMEM\n",
+               "x.log:2: ", "found 16 (NCCL's log was printed into this row: set NCCL_DEBUG_FILE to keep it apart)");
 }
 
 /* ---- comparison ---------------------------------------------------------------- */
@@ -400,10 +751,18 @@ Test(nccltests, errors_per_size_and_summary) {
   char *s = fab_nccltests_cmp_format(cmp);
   char *l1 = line_starting(s, "     1048576"), *l3 = line_starting(s, "     4194304");
   cr_assert_not_null(l1, "%s", s);
-  cr_assert_str_eq(l1, "     1048576    100.00    18.35    110.00    16.68    +10.0%     -9.1%  ring/simple");
-  cr_assert_str_eq(l3, "     4194304    200.00    36.70       N/A      N/A         -         -");
-  cr_assert(strstr(s, "# 2 sizes: time error mean |10.0%|, max |10.0%| at 1 MiB; busbw error mean |10.1%|, max "
-                      "|11.1%| at 2 MiB\n"), "%s", s);
+  /* the time ratio 110 / 100; 1 MiB's 10.49 GB/s algbw is exactly half the peak (4 MiB, 20.97): bandwidth-bound */
+  cr_assert_str_eq(l1, "     1048576    100.00    18.35    110.00    16.68     1.10x  bandwidth  ring/simple");
+  cr_assert_str_eq(l3, "     4194304    200.00    36.70       N/A      N/A         -  bandwidth");
+  /* both matched sizes bandwidth-bound: geomean sqrt(1.1 x 0.9) = 0.995, the worst |ln| is 0.9's */
+  cr_assert(strstr(s, "# bandwidth-bound 2 sizes (1 MiB to 2 MiB): geomean 0.99x, worst 0.90x at 2 MiB\n"
+                      "# latency-bound   no size\n"), "%s", s);
+  cr_assert(strstr(s, "# bandwidth-bound: measured busbw >= 50% of the log's peak (36.70 GB/s at 4 MiB); "
+                      "latency-bound: below\n"), "%s", s);
+  char *sum = fab_nccltests_cmp_summary(cmp);
+  cr_assert_str_eq(sum, "sim/meas time, geomean: bandwidth-bound 0.99x (2 sizes, worst 0.90x at 2 MiB); latency-bound "
+                   "no size");
+  g_free(sum);
   g_free(l1);
   g_free(l3);
   g_free(s);
@@ -444,6 +803,120 @@ Test(nccltests, a_stored_log_against_a_simulated_table) {
   g_free(c);
   fab_nccltests_table_free(m);
   g_free(path);
+}
+
+/* The summary by bound on a hand-made table, allreduce on 2 ranks (busbw = algbw):
+**   size    measured        algbw (GB/s)   bound       simulated  ratio
+**   8 B     10 us           0.0008         latency     2.5 us     0.25
+**   1 KiB   10 us           0.1024         latency     5 us       0.50
+**   1 MiB   120 us          8.738          latency     120 us     1.00
+**   4 MiB   200 us          20.97 (peak)   bandwidth   220 us     1.10
+**   16 MiB  800 us          20.97          bandwidth   800 us     1.00
+** Half the peak is 10.49 GB/s. Latency-bound: geomean (0.25 x 0.5 x 1)^(1/3) = 0.50, worst 0.25 at 8 B;
+** bandwidth-bound: geomean sqrt(1.1) = 1.05, worst 1.10 at 4 MiB. Summed |ln ratio|: latency ln 4 + ln 2 =
+** 2.0794, bandwidth ln 1.1 = 0.0953: the latency-bound sizes carry 2.0794 / 2.1747 = 95.6% of it. The old
+** summary's busbw error at 8 B is +300%: the 2.5 us the model misses reads as a 4x bandwidth. */
+Test(nccltests, time_ratios_by_bound) {
+  char *msg;
+  FabNcclTestsTable *m = parse("# Collective test starting: all_reduce_perf\n"
+                               "#  Rank  0 Group  0 Pid 1 on h device  0 [0x01] GPU\n"
+                               "#  Rank  1 Group  0 Pid 1 on h device  1 [0x02] GPU\n"
+                               "#  size  count  type  redop  root  time  algbw  busbw  #wrong  time  algbw  busbw  #wrong\n"
+                               "         8         2  float  sum  -1   10.00   0.00   0.00  0   10.00   0.00   0.00  0\n"
+                               "      1024       256  float  sum  -1   10.00   0.10   0.10  0   10.00   0.10   0.10  0\n"
+                               "   1048576    262144  float  sum  -1  120.00   8.74   8.74  0  120.00   8.74   8.74  0\n"
+                               "   4194304   1048576  float  sum  -1  200.00  20.97  20.97  0  200.00  20.97  20.97  0\n"
+                               "  16777216   4194304  float  sum  -1  800.00  20.97  20.97  0  800.00  20.97  20.97  0\n",
+                               &msg);
+  cr_assert_not_null(m, "%s", msg);
+  cr_assert_eq(m->ranks, 2);
+  FabCollRec c[5] = {
+    coll("allreduce", 8, 2, 2, 0, 2500000), coll("allreduce", 1024, 256, 2, 10 * US, 15 * US),
+    coll("allreduce", 1048576, 262144, 2, 20 * US, 140 * US), coll("allreduce", 4194304, 1048576, 2, 200 * US, 420 * US),
+    coll("allreduce", 16777216, 4194304, 2, 500 * US, 1300 * US),
+  };
+  FabResults r = {.n_colls = 5, .colls = c};
+  GPtrArray *tables = fab_nccltests_from_results(&r, NULL);
+  FabNcclTestsCmp *cmp = fab_nccltests_compare(m, tables->pdata[0]);
+  cr_assert_eq(cmp->matched, 5);
+  static const FabNcclTestsBound bound[5] = {FAB_NCCLTESTS_LATENCY_BOUND, FAB_NCCLTESTS_LATENCY_BOUND,
+                                             FAB_NCCLTESTS_LATENCY_BOUND, FAB_NCCLTESTS_BANDWIDTH_BOUND,
+                                             FAB_NCCLTESTS_BANDWIDTH_BOUND};
+  static const double ratio[5] = {0.25, 0.5, 1.0, 1.1, 1.0};
+  for (int i = 0; i < 5; i++) {
+    const FabNcclTestsCmpRow *x = &g_array_index(cmp->rows, FabNcclTestsCmpRow, i);
+    cr_expect_eq(x->bound, bound[i], "row %d", i);
+    cr_expect_float_eq(x->time_ratio, ratio[i], 1e-12, "row %d", i);
+  }
+  cr_assert_float_eq(g_array_index(cmp->rows, FabNcclTestsCmpRow, 0).busbw_err, 3.0, 1e-12, "+300%%, the old summary's");
+  cr_assert_float_eq(cmp->peak_busbw_GBps, 4194304 / 200.0 / 1e3, 1e-12);
+  cr_assert_eq(cmp->peak_bytes, 4194304, "the first of the two equal peaks");
+  cr_assert_eq(cmp->latency.sizes, 3);
+  cr_assert_eq(cmp->latency.min_bytes, 8);
+  cr_assert_eq(cmp->latency.max_bytes, 1048576);
+  cr_assert_float_eq(cmp->latency.geomean_ratio, 0.5, 1e-12);
+  cr_assert_float_eq(cmp->latency.worst_ratio, 0.25, 1e-12);
+  cr_assert_eq(cmp->latency.worst_bytes, 8);
+  cr_assert_eq(cmp->bandwidth.sizes, 2);
+  cr_assert_float_eq(cmp->bandwidth.geomean_ratio, sqrt(1.1), 1e-12);
+  cr_assert_float_eq(cmp->bandwidth.worst_ratio, 1.1, 1e-12);
+  cr_assert_eq(cmp->bandwidth.worst_bytes, 4194304);
+  double lat = log(4) + log(2), bw = log(1.1);
+  cr_assert_float_eq(cmp->latency.error_share, lat / (lat + bw), 1e-12);
+  cr_assert_float_eq(cmp->bandwidth.error_share, bw / (lat + bw), 1e-12);
+  cr_assert_eq(cmp->n_worst, 3);
+  cr_assert_eq(cmp->worst_bytes[0], 8);
+  cr_assert_eq(cmp->worst_bytes[1], 1024);
+  cr_assert_eq(cmp->worst_bytes[2], 4194304);
+  char *s = fab_nccltests_cmp_format(cmp);
+  char *l = line_starting(s, "           8");
+  cr_assert_str_eq(l, "           8     10.00     0.00      2.50     0.00     0.25x  latency    ring/simple");
+  g_free(l);
+  cr_assert(strstr(s, "\n# time ratio: simulated / measured time (1.00x exact, 0.50x fabsim twice as fast)\n"
+                      "# bandwidth-bound: measured busbw >= 50% of the log's peak (20.97 GB/s at 4 MiB); latency-bound: "
+                      "below\n"
+                      "# bandwidth-bound 2 sizes (4 MiB to 16 MiB): geomean 1.05x, worst 1.10x at 4 MiB\n"
+                      "# latency-bound   3 sizes (8 B to 1 MiB): geomean 0.50x, worst 0.25x at 8 B\n"
+                      "# most of the error is in the latency-bound sizes (96% of the summed |ln ratio|); worst: 8 B "
+                      "0.25x, 1 KiB 0.50x, 4 MiB 1.10x\n"), "%s", s);
+  cr_assert_null(strstr(s, "300"), "no busbw error %% in the text:\n%s", s);
+  g_free(s);
+  s = fab_nccltests_cmp_summary(cmp);
+  cr_assert_str_eq(s, "sim/meas time, geomean: bandwidth-bound 1.05x (2 sizes, worst 1.10x at 4 MiB); latency-bound "
+                   "0.50x (3 sizes, worst 0.25x at 8 B)");
+  g_free(s);
+  fab_nccltests_cmp_free(cmp);
+  /* simulated exactly: every ratio 1, no share of an error */
+  FabCollRec e[2] = {coll("allreduce", 8, 2, 2, 0, 10 * US), coll("allreduce", 4194304, 1048576, 2, 20 * US, 220 * US)};
+  FabResults re = {.n_colls = 2, .colls = e};
+  GPtrArray *exact = fab_nccltests_from_results(&re, NULL);
+  cmp = fab_nccltests_compare(m, exact->pdata[0]);
+  cr_assert_eq(cmp->matched, 2);
+  cr_assert(isnan(cmp->latency.error_share) && isnan(cmp->bandwidth.error_share));
+  s = fab_nccltests_cmp_format(cmp);
+  cr_assert(strstr(s, "# latency-bound   1 size (8 B): geomean 1.00x, worst 1.00x at 8 B\n# no error: every size is at "
+                      "1.00x\n"), "%s", s);
+  g_free(s);
+  fab_nccltests_cmp_free(cmp);
+  g_ptr_array_free(exact, TRUE);
+  g_ptr_array_free(tables, TRUE);
+  fab_nccltests_table_free(m);
+}
+
+Test(nccltests, ratio_strings) {
+  char b[32];
+  static const struct {
+    double v;
+    const char *s;
+  } cases[] = {{0.83, "0.83x"}, {1, "1.00x"}, {0.1, "0.10x"}, {0.042, "0.042x"}, {12.44, "12.4x"}, {9.999, "10.0x"},
+               {150.2, "150x"}, {NAN, "-"}};
+  for (size_t i = 0; i < G_N_ELEMENTS(cases); i++) {
+    fab_nccltests_ratio_str(b, sizeof b, cases[i].v);
+    cr_expect_str_eq(b, cases[i].s, "%g", cases[i].v);
+  }
+  cr_assert_str_eq(fab_nccltests_bound_name(FAB_NCCLTESTS_LATENCY_BOUND), "latency");
+  cr_assert_str_eq(fab_nccltests_bound_name(FAB_NCCLTESTS_BANDWIDTH_BOUND), "bandwidth");
+  cr_assert_null(fab_nccltests_bound_name(FAB_NCCLTESTS_UNBOUND));
 }
 
 /* ---- the command line ---------------------------------------------------------- */
@@ -532,22 +1005,40 @@ Test(nccltests_cli, compare_usage_and_bad_input_exit_2) {
 }
 
 /* Needs the nccl-tests workload (workload.kind: nccl-tests with sizes). */
+/* The value of `"key": "` after `from` in JSON text (transfer full), NULL. */
+static char *json_str_after(const char *from, const char *key) {
+  char *k = g_strdup_printf("\"%s\": \"", key);
+  const char *p = from ? strstr(from, k) : NULL;
+  char *v = p ? g_strndup(p + strlen(k), strcspn(p + strlen(k), "\"")) : NULL;
+  g_free(k);
+  return v;
+}
+
+/* Needs the nccl-tests workload (workload.kind: nccl-tests with sizes). */
 Test(nccltests_cli, run_prints_the_nccl_tests_table, .timeout = 240) {
   char *scen = data_path("nccl-tests-8hosts.yaml");
   Proc p = FABSIM("run", scen);
   cr_assert_eq(p.status, 0, "fabsim run %s (the nccl-tests workload): exit %d\n%s", scen, p.status, p.err);
   cr_assert(strstr(p.out, "# Collective test starting: all_reduce_perf (simulated by fabsim: allreduce on 8 ranks)"),
             "%s", p.out);
-  cr_assert(strstr(p.out, "#       size         count      type   redop    root     time   algbw   busbw  #wrong"), "%s",
-            p.out);
-  /* min 8, max 1 MiB, factor 8: 8, 64, 512, 4096, 32768, 262144 */
-  char *l = line_starting(p.out, "      262144         65536     float     sum      -1");
-  cr_assert_not_null(l, "%s", p.out);
-  g_free(l);
+  cr_assert(strstr(p.out, "#       size         count      type   redop    root     time   algbw   busbw  #wrong     "
+                          "time   algbw   busbw  #wrong     algorithm  protocol\n"), "%s", p.out);
   cr_assert(strstr(p.out, "# Avg bus bandwidth    : "), "%s", p.out);
-  proc_clear(&p);
-  p = FABSIM("run", scen, "--json");
-  cr_assert_null(strstr(p.out, "# Collective test starting"), "not in the JSON output");
+  Proc j = FABSIM("run", scen, "--json");
+  cr_assert_null(strstr(j.out, "# Collective test starting"), "not in the JSON output");
+  /* min 8, max 1 MiB, factor 8: 8, 64, 512, 4096, 32768, 262144; each row's algorithm and protocol are those
+  ** of its collectives in the JSON summary */
+  for (uint64_t b = 8; b <= 262144; b *= 8) {
+    char *key = g_strdup_printf("\"bytes\": %" G_GUINT64_FORMAT ", ", b), *prefix = g_strdup_printf("%12" G_GUINT64_FORMAT
+                                                                                                    "  ", b);
+    char *algo = json_str_after(strstr(j.out, key), "algorithm"), *proto = json_str_after(strstr(j.out, key), "protocol");
+    cr_assert(algo && proto, "no collective of %s in\n%s", key, j.out);
+    char *l = line_starting(p.out, prefix), *end = g_strdup_printf("  %12s  %8s", algo, proto);
+    cr_assert_not_null(l, "%s", p.out);
+    cr_assert(g_str_has_suffix(l, end), "'%s' should end with '%s'", l, end);
+    g_free(key), g_free(prefix), g_free(algo), g_free(proto), g_free(l), g_free(end);
+  }
+  proc_clear(&j);
   proc_clear(&p);
   g_free(scen);
 }
@@ -566,17 +1057,21 @@ Test(nccltests_cli, compare_end_to_end, .timeout = 240) {
     char *prefix = g_strdup_printf("%12" G_GUINT64_FORMAT "  ", b);
     char *l = line_starting(p.out, prefix);
     cr_assert_not_null(l, "a row for %s:\n%s", prefix, p.out);
-    cr_assert(strchr(l, '%'), "with an error: %s", l);
+    cr_assert(strstr(l, "x  latency") || strstr(l, "x  bandwidth"), "with a time ratio and a bound: %s", l);
     g_free(l);
     g_free(prefix);
   }
-  cr_assert(strstr(p.out, "# 6 sizes: time error mean |"), "%s", p.out);
+  cr_assert(strstr(p.out, "\n# bandwidth-bound: measured busbw >= 50% of the log's peak (5.84 GB/s at 256 KiB); "
+                          "latency-bound: below\n# bandwidth-bound 1 size (256 KiB): geomean "), "%s", p.out);
+  cr_assert(strstr(p.out, "\n# latency-bound   5 sizes (8 B to 32 KiB): geomean "), "%s", p.out);
   cr_assert_null(strstr(p.err, "warning"), "same rank count: no warning\n%s", p.err);
   char *csv_path = g_build_filename(out, "compare.csv", NULL), *csv = NULL;
   cr_assert(g_file_get_contents(csv_path, &csv, NULL, NULL), "%s", csv_path);
   cr_assert(g_str_has_prefix(csv, "size_B,count,measured_time_us,measured_algbw_GBps,measured_busbw_GBps,"
                                   "simulated_time_us,"), "%s", csv);
   cr_assert(strstr(csv, "\n262144,65536,78.55,3.34,5.84,"), "%s", csv);
+  cr_assert(strstr(csv, ",algorithm,protocol,time_ratio,bound\n"), "%s", csv);
+  cr_assert(strstr(csv, ",tree,ll128,") && strstr(csv, ",bandwidth\n"), "%s", csv);
   int lines = 0;
   for (const char *c = csv; *c; c++) lines += *c == '\n';
   cr_assert_eq(lines, 7, "a header and 6 rows:\n%s", csv);
@@ -599,6 +1094,12 @@ Test(nccltests_cli, compare_end_to_end, .timeout = 240) {
   cr_assert(strstr(p.out, "\"op\": \"allreduce\""), "%s", p.out);
   cr_assert(strstr(p.out, "\"measured_ranks\": 8, \"simulated_ranks\": 4"), "%s", p.out);
   cr_assert(strstr(p.out, "\"time_error_pct\": {\"mean_abs\": "), "%s", p.out);
+  cr_assert(strstr(p.out, "\"log_tests\": 1, \"log_line\": 18, "), "%s", p.out);
+  cr_assert(strstr(p.out, "\"group\": \"out-of-place\"}"), "%s", p.out);
+  cr_assert(strstr(p.out, "\"bound\": \"latency\"}, {\"bytes\": 64, "), "%s", p.out);
+  cr_assert(strstr(p.out, "\"peak_busbw_GBps\": 5.84025461, \"peak_at_bytes\": 262144, \"time_ratio\": {\"rule\": "
+                          "\"bandwidth-bound: measured busbw >= 50% of the log's peak busbw"), "%s", p.out);
+  cr_assert(strstr(p.out, "\"latency_bound\": {\"sizes\": 5, \"min_bytes\": 8, \"max_bytes\": 32768, "), "%s", p.out);
   cr_assert(strstr(p.err, "warning: ") && strstr(p.err, "ran on 8 ranks"), "%s", p.err);
   proc_clear(&p);
   char *cmd = g_strdup_printf("rm -rf '%s'", dir);
@@ -610,4 +1111,67 @@ Test(nccltests_cli, compare_end_to_end, .timeout = 240) {
   g_free(dir);
   g_free(scen);
   g_free(log);
+}
+
+/* The issue's layout (no root column, "error" floats) and a log of several tests, end to end */
+Test(nccltests_cli, compare_old_layouts_and_several_tests, .timeout = 240) {
+  char *scen = data_path("nccl-tests-8hosts.yaml"), *log = data_path("all_reduce_perf_8rank_1MiB.log");
+  char *multi = layout_path("multi-collective.log");
+  char *dir = g_dir_make_tmp("fabsim-layouts-XXXXXX", NULL), *old = g_build_filename(dir, "old.log", NULL);
+  /* the 8-rank sample log as nccl-tests 2.0-2.12 printed it: 12 columns, no root, error floats */
+  cr_assert(g_file_set_contents(old,
+      "mpirun -np 8 ./build/all_reduce_perf -b 8 -e 256K -f 8 -g 1\n"
+      "#   Rank  0 Pid   5100 on     node00 device  0 [0x3b] NVIDIA A100-SXM4-80GB\n"
+      "#   Rank  7 Pid   5107 on     node07 device  0 [0x3b] NVIDIA A100-SXM4-80GB\n"
+      "#                                                       out-of-place                       in-place          \n"
+      "#       size         count      type   redop     time   algbw   busbw  error     time   algbw   busbw  error\n"
+      "#        (B)    (elements)                       (us)  (GB/s)  (GB/s)            (us)  (GB/s)  (GB/s)       \n"
+      "           8             2     float     sum    37.95    0.00    0.00  0e+00    38.06    0.00    0.00  0e+00\n"
+      "          64            16     float     sum    38.43    0.00    0.00  0e+00    37.98    0.00    0.00  0e+00\n"
+      "         512           128     float     sum    38.09    0.01    0.02  2e-07    38.17    0.01    0.02  2e-07\n"
+      "        4096          1024     float     sum    38.32    0.11    0.19  2e-07    38.65    0.11    0.19  2e-07\n"
+      "       32768          8192     float     sum    43.25    0.76    1.33  2e-07    43.41    0.75    1.32  2e-07\n"
+      "      262144         65536     float     sum    78.55    3.34    5.84  2e-07    78.76    3.33    5.82  2e-07\n",
+      -1, NULL));
+  /* the same measured values in either layout: the same comparison, row for row */
+  Proc a = FABSIM("compare", scen, log, "--no-progress"), b = FABSIM("compare", scen, old, "--no-progress");
+  cr_assert_eq(b.status, 0, "%s", b.err);
+  cr_assert_eq(a.status, 0, "%s", a.err);
+  const char *ta = strstr(a.out, "\n#                  measured"), *tb = strstr(b.out, "\n#                  measured");
+  cr_assert(ta && tb, "%s\n%s", a.out, b.out);
+  cr_assert_str_eq(tb, ta);
+  proc_clear(&a);
+  proc_clear(&b);
+  /* several tests: say which, or take the one --op names */
+  Proc p = FABSIM("compare", scen, multi);
+  cr_assert_eq(p.status, 2);
+  cr_assert_str_empty(p.out);
+  char *where = g_strdup_printf("fabsim: compare: %s:45: 3 tests in this log: all_reduce_perf (allreduce, 2 sizes from "
+                                "line 21), all_gather_perf (allgather, 2 sizes from line 45), sendrecv_perf (send-recv, "
+                                "1 size from line 69); choose one (fabsim compare --op OP)\n", multi);
+  cr_assert_str_eq(p.err, where);
+  proc_clear(&p);
+  p = FABSIM("compare", scen, multi, "--op", "allgather", "--no-progress");
+  cr_assert_eq(p.status, 0, "%s", p.err);
+  cr_assert(strstr(p.out, "fabsim compare: all_gather_perf (float, none)"), "%s", p.out);
+  cr_assert(strstr(p.out, "measured   8 ranks (out-of-place), the table from line 45 (one of 3 tests in the log)\n"),
+            "%s", p.out);
+  char *l = line_starting(p.out, "     1048576     15.50    59.19  ");
+  cr_assert_not_null(l, "the allgather's out-of-place 1 MiB row:\n%s", p.out);
+  g_free(l);
+  proc_clear(&p);
+  /* --op naming a test the log does not hold */
+  p = FABSIM("compare", scen, log, "--op", "allgather");
+  cr_assert_eq(p.status, 2);
+  cr_assert(strstr(p.err, "all_reduce_perf_8rank_1MiB.log:18: no allgather test in this log; it holds all_reduce_perf "
+                          "(allreduce, 6 sizes from line 18)"), "%s", p.err);
+  proc_clear(&p);
+  g_unlink(old);
+  g_rmdir(dir);
+  g_free(where);
+  g_free(old);
+  g_free(dir);
+  g_free(multi);
+  g_free(log);
+  g_free(scen);
 }

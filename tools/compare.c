@@ -26,7 +26,7 @@ static const FabOpt compare_opts[] = {
    "also write DIR/compare.csv and, with gnuplot, DIR/compare.png/.svg"},
   {"--set", 0, FAB_OPT_SET, 0, "KEY=VALUE", "KEY=VALUE", 0, 0, "override a scenario key, e.g. --set workload.algorithm=ring"},
   {"--op", 0, FAB_OPT_VALUE, CMP_OP, "OP", "an op", 0, 0,
-   "the op, for a log that does not name its test (allreduce, allgather, ...)"},
+   "which test of the log to compare (allreduce, allgather, ...)"},
   {"--json", 0, FAB_OPT_FLAG, CMP_JSON, NULL, NULL, 0, 0, "print the comparison as one JSON object on stdout"},
   {"--no-progress", 0, FAB_OPT_FLAG, CMP_NO_PROGRESS, NULL, NULL, 0, 0,
    "no progress line on stderr (it is shown only on a terminal)"},
@@ -41,10 +41,15 @@ const FabCmd fab_compare_cmd = {
   "with the same sweep simulated on SCENARIO: the op, the sizes, the type and the root\n"
   "come from the log (workload.kind=nccl-tests, workload.op, workload.sizes,\n"
   "workload.dtype are set after your --set). Prints the two tables side by side with\n"
-  "the error per size, (simulated - measured) / measured, and the mean and max |error|.",
+  "the time ratio per size (simulated / measured time), and per bound the geometric\n"
+  "mean and the worst ratio: bandwidth-bound sizes are those whose measured busbw is at\n"
+  "least half the log's peak, latency-bound the others.",
   compare_opts,
-  "The measured values are the out-of-place ones. A log from another number of ranks\n"
-  "than the scenario's is compared anyway, with a warning.\n"
+  "The measured values are the out-of-place ones (the in-place ones for a size whose\n"
+  "out-of-place time is N/A). Every layout nccl-tests has printed is read (its header\n"
+  "names the columns), as are logs holding several tests (choose one with --op).\n"
+  "A log from another number of ranks than the scenario's is compared anyway, with a\n"
+  "warning.\n"
   "exit status: 0 compared, 1 the simulation failed, 2 bad input or usage\n",
 };
 
@@ -118,15 +123,110 @@ static void json_str(GString *s, const char *v) {
   else g_string_append(s, "null");
 }
 
+/* One measured size: its values, the simulated ones, the errors, the ratio and bound. */
+static void json_size(GString *s, const FabNcclTestsCmpRow *r) {
+  g_string_append_printf(s, "{\"bytes\": %" G_GUINT64_FORMAT ", \"count\": %" G_GUINT64_FORMAT
+                         ", \"measured\": {\"time_us\": ", r->bytes, r->count);
+  fab_json_put_num(s, r->meas_time_us);
+  g_string_append(s, ", \"algbw_GBps\": ");
+  fab_json_put_num(s, r->meas_algbw_GBps);
+  g_string_append(s, ", \"busbw_GBps\": ");
+  fab_json_put_num(s, r->meas_busbw_GBps);
+  g_string_append_printf(s, ", \"group\": \"%s\"}, \"simulated\": ", r->meas_in_place ? "in-place" : "out-of-place");
+  if (isnan(r->sim_time_us)) {
+    g_string_append(s, "null");
+  } else {
+    g_string_append(s, "{\"time_us\": ");
+    fab_json_put_num(s, r->sim_time_us);
+    g_string_append(s, ", \"algbw_GBps\": ");
+    fab_json_put_num(s, r->sim_algbw_GBps);
+    g_string_append(s, ", \"busbw_GBps\": ");
+    fab_json_put_num(s, r->sim_busbw_GBps);
+    g_string_append(s, ", \"algorithm\": ");
+    json_str(s, r->algorithm);
+    g_string_append(s, ", \"protocol\": ");
+    json_str(s, r->protocol);
+    g_string_append(s, "}");
+  }
+  g_string_append(s, ", \"time_error_pct\": ");
+  fab_json_put_num(s, 100 * r->time_err);
+  g_string_append(s, ", \"busbw_error_pct\": ");
+  fab_json_put_num(s, 100 * r->busbw_err);
+  g_string_append(s, ", \"time_ratio\": ");
+  fab_json_put_num(s, r->time_ratio);
+  g_string_append(s, ", \"bound\": ");
+  json_str(s, fab_nccltests_bound_name(r->bound));
+  g_string_append(s, "}");
+}
+
+/* A size in bytes, or null. */
+static void json_bytes(GString *s, gboolean have, uint64_t b) {
+  if (have) g_string_append_printf(s, "%" G_GUINT64_FORMAT, b);
+  else g_string_append(s, "null");
+}
+
+/* The ratios of one bound. */
+static void json_class(GString *s, const char *key, const FabNcclTestsCmpClass *k) {
+  g_string_append_printf(s, "\"%s\": {\"sizes\": %u, \"min_bytes\": ", key, k->sizes);
+  json_bytes(s, k->sizes, k->min_bytes);
+  g_string_append(s, ", \"max_bytes\": ");
+  json_bytes(s, k->sizes, k->max_bytes);
+  g_string_append(s, ", \"geomean\": ");
+  fab_json_put_num(s, k->geomean_ratio);
+  g_string_append(s, ", \"worst\": ");
+  fab_json_put_num(s, k->worst_ratio);
+  g_string_append(s, ", \"worst_at_bytes\": ");
+  json_bytes(s, k->sizes, k->worst_bytes);
+  g_string_append(s, ", \"error_share\": ");
+  fab_json_put_num(s, k->error_share);
+  g_string_append(s, "}");
+}
+
+/* The summaries: mean and max |error| (%), then the time ratios by bound. */
+static void json_summary(GString *s, const FabNcclTestsCmp *c) {
+  g_string_append_printf(s, "\"matched\": %u, \"time_error_pct\": {\"mean_abs\": ", c->matched);
+  fab_json_put_num(s, 100 * c->mean_abs_time_err);
+  g_string_append(s, ", \"max_abs\": ");
+  fab_json_put_num(s, 100 * c->max_abs_time_err);
+  g_string_append(s, ", \"max_at_bytes\": ");
+  json_bytes(s, c->matched, c->max_time_err_bytes);
+  g_string_append(s, "}, \"busbw_error_pct\": {\"mean_abs\": ");
+  fab_json_put_num(s, 100 * c->mean_abs_busbw_err);
+  g_string_append(s, ", \"max_abs\": ");
+  fab_json_put_num(s, 100 * c->max_abs_busbw_err);
+  g_string_append(s, ", \"max_at_bytes\": ");
+  json_bytes(s, c->matched, c->max_busbw_err_bytes);
+  g_string_append(s, "}, \"peak_busbw_GBps\": ");
+  fab_json_put_num(s, c->peak_busbw_GBps);
+  g_string_append(s, ", \"peak_at_bytes\": ");
+  json_bytes(s, !isnan(c->peak_busbw_GBps), c->peak_bytes);
+  g_string_append(s, ", \"time_ratio\": {\"rule\": ");
+  json_str(s, FAB_NCCLTESTS_BOUND_RULE);
+  g_string_append(s, ", ");
+  json_class(s, "bandwidth_bound", &c->bandwidth);
+  g_string_append(s, ", ");
+  json_class(s, "latency_bound", &c->latency);
+  g_string_append(s, ", \"error_mostly_in\": ");
+  json_str(s, isnan(c->latency.error_share) ? NULL : c->latency.error_share >= 0.5 ? "latency-bound" : "bandwidth-bound");
+  g_string_append(s, ", \"worst\": [");
+  for (uint32_t i = 0; i < c->n_worst; i++) {
+    g_string_append_printf(s, "%s{\"bytes\": %" G_GUINT64_FORMAT ", \"ratio\": ", i ? ", " : "", c->worst_bytes[i]);
+    fab_json_put_num(s, c->worst_ratio[i]);
+    g_string_append(s, "}");
+  }
+  g_string_append(s, "]}");
+}
+
+/* `ntests`: the tests in the log, the compared one from m->line. */
 static char *to_json(const FabNcclTestsTable *m, const FabNcclTestsTable *sim, const FabNcclTestsCmp *c,
-                     const char *log, const FabScenario *sc) {
+                     const char *log, guint ntests, const FabScenario *sc) {
   GString *s = g_string_new("{\"fabsim_version\": ");
   json_str(s, FABSIM_VERSION);
   g_string_append(s, ", \"scenario\": ");
   json_str(s, sc->name);
   g_string_append(s, ", \"log\": ");
   json_str(s, log);
-  g_string_append(s, ", \"op\": ");
+  g_string_append_printf(s, ", \"log_tests\": %u, \"log_line\": %u, \"op\": ", ntests, m->line);
   json_str(s, m->op);
   g_string_append(s, ", \"binary\": ");
   json_str(s, m->binary);
@@ -135,51 +235,12 @@ static char *to_json(const FabNcclTestsTable *m, const FabNcclTestsTable *sim, c
   g_string_append_printf(s, ", \"measured_ranks\": %u, \"simulated_ranks\": %u, \"sizes\": [", m->ranks,
                          sim ? sim->ranks : 0);
   for (guint i = 0; i < c->rows->len; i++) {
-    const FabNcclTestsCmpRow *r = &g_array_index(c->rows, FabNcclTestsCmpRow, i);
-    g_string_append_printf(s, "%s{\"bytes\": %" G_GUINT64_FORMAT ", \"count\": %" G_GUINT64_FORMAT
-                           ", \"measured\": {\"time_us\": ", i ? ", " : "", r->bytes, r->count);
-    fab_json_put_num(s, r->meas_time_us);
-    g_string_append(s, ", \"algbw_GBps\": ");
-    fab_json_put_num(s, r->meas_algbw_GBps);
-    g_string_append(s, ", \"busbw_GBps\": ");
-    fab_json_put_num(s, r->meas_busbw_GBps);
-    g_string_append(s, "}, \"simulated\": ");
-    if (isnan(r->sim_time_us)) {
-      g_string_append(s, "null");
-    } else {
-      g_string_append(s, "{\"time_us\": ");
-      fab_json_put_num(s, r->sim_time_us);
-      g_string_append(s, ", \"algbw_GBps\": ");
-      fab_json_put_num(s, r->sim_algbw_GBps);
-      g_string_append(s, ", \"busbw_GBps\": ");
-      fab_json_put_num(s, r->sim_busbw_GBps);
-      g_string_append(s, ", \"algorithm\": ");
-      json_str(s, r->algorithm);
-      g_string_append(s, ", \"protocol\": ");
-      json_str(s, r->protocol);
-      g_string_append(s, "}");
-    }
-    g_string_append(s, ", \"time_error_pct\": ");
-    fab_json_put_num(s, 100 * r->time_err);
-    g_string_append(s, ", \"busbw_error_pct\": ");
-    fab_json_put_num(s, 100 * r->busbw_err);
-    g_string_append(s, "}");
+    if (i) g_string_append(s, ", ");
+    json_size(s, &g_array_index(c->rows, FabNcclTestsCmpRow, i));
   }
-  g_string_append_printf(s, "], \"matched\": %u, \"time_error_pct\": {\"mean_abs\": ", c->matched);
-  fab_json_put_num(s, 100 * c->mean_abs_time_err);
-  g_string_append(s, ", \"max_abs\": ");
-  fab_json_put_num(s, 100 * c->max_abs_time_err);
-  g_string_append(s, ", \"max_at_bytes\": ");
-  if (c->matched) g_string_append_printf(s, "%" G_GUINT64_FORMAT, c->max_time_err_bytes);
-  else g_string_append(s, "null");
-  g_string_append(s, "}, \"busbw_error_pct\": {\"mean_abs\": ");
-  fab_json_put_num(s, 100 * c->mean_abs_busbw_err);
-  g_string_append(s, ", \"max_abs\": ");
-  fab_json_put_num(s, 100 * c->max_abs_busbw_err);
-  g_string_append(s, ", \"max_at_bytes\": ");
-  if (c->matched) g_string_append_printf(s, "%" G_GUINT64_FORMAT, c->max_busbw_err_bytes);
-  else g_string_append(s, "null");
-  g_string_append(s, "}}\n");
+  g_string_append(s, "], ");
+  json_summary(s, c);
+  g_string_append(s, "}\n");
   return g_string_free(s, FALSE);
 }
 
@@ -198,7 +259,8 @@ static gboolean write_csv(const FabNcclTestsCmp *c, const char *dir, GString *wh
     return FALSE;
   }
   fputs("size_B,count,measured_time_us,measured_algbw_GBps,measured_busbw_GBps,simulated_time_us,"
-        "simulated_algbw_GBps,simulated_busbw_GBps,time_error_pct,busbw_error_pct,algorithm,protocol\n", f);
+        "simulated_algbw_GBps,simulated_busbw_GBps,time_error_pct,busbw_error_pct,algorithm,protocol,time_ratio,"
+        "bound\n", f);
   for (guint i = 0; i < c->rows->len; i++) {
     const FabNcclTestsCmpRow *r = &g_array_index(c->rows, FabNcclTestsCmpRow, i);
     fprintf(f, "%" G_GUINT64_FORMAT ",%" G_GUINT64_FORMAT, r->bytes, r->count);
@@ -210,7 +272,9 @@ static gboolean write_csv(const FabNcclTestsCmp *c, const char *dir, GString *wh
     csv_num(f, r->sim_busbw_GBps);
     csv_num(f, 100 * r->time_err);
     csv_num(f, 100 * r->busbw_err);
-    fprintf(f, ",%s,%s\n", r->algorithm ? r->algorithm : "", r->protocol ? r->protocol : "");
+    fprintf(f, ",%s,%s", r->algorithm ? r->algorithm : "", r->protocol ? r->protocol : "");
+    csv_num(f, r->time_ratio);
+    fprintf(f, ",%s\n", r->bound ? fab_nccltests_bound_name(r->bound) : "");
   }
   gboolean ok = fclose(f) == 0;
   if (!ok) g_string_printf(why, "cannot write %s: %s", path, g_strerror(errno));
@@ -272,28 +336,26 @@ static gboolean write_plot(const char *gp_bin, const FabNcclTestsCmp *c, const F
   return ok;
 }
 
-/* The measured table of `log` (its op from --op when the log does not say);
-** NULL after printing why. */
-static FabNcclTestsTable *measured(const char *log, const char *op_opt) {
+/* The measured table of `log`: its one test, or the one of --op (which
+** also names the test of a log that does not); *ntests the tests in the
+** log. NULL after printing why. */
+static FabNcclTestsTable *measured(const char *log, const char *op_opt, guint *ntests) {
   GError *err = NULL;
-  FabNcclTestsTable *meas = fab_nccltests_parse_file(log, &err);
+  GPtrArray *tests = fab_nccltests_read_tests(log, &err);
+  FabNcclTestsTable *meas = NULL;
+  if (tests) {
+    *ntests = tests->len;
+    meas = fab_nccltests_choose(tests, op_opt, log, &err);
+    g_ptr_array_free(tests, TRUE);
+  }
   if (!meas) {
     fprintf(stderr, "fabsim: compare: %s\n", err->message);
     g_error_free(err);
     return NULL;
   }
-  if (op_opt && meas->op && strcmp(op_opt, meas->op)) {
-    fprintf(stderr, "fabsim: compare: --op %s, but %s is the output of %s (%s)\n", op_opt, log, meas->binary, meas->op);
-  } else if (!meas->op && !op_opt) {
-    fprintf(stderr, "fabsim: compare: %s: cannot tell which test this is: no all_reduce_perf (all_gather_perf, ...) "
-            "command line and no '# Collective test starting:' line; say it with --op\n", log);
-  } else {
-    if (!meas->op) {
-      meas->op = op_opt;
-      meas->binary = fab_nccltests_binary(op_opt);
-    }
-    return meas;
-  }
+  if (meas->op) return meas;
+  fprintf(stderr, "fabsim: compare: %s:%u: cannot tell which test this is: no all_reduce_perf (all_gather_perf, ...) "
+          "command line and no '# Collective test starting:' line; say it with --op\n", log, meas->line);
   fab_nccltests_table_free(meas);
   return NULL;
 }
@@ -344,9 +406,9 @@ static gboolean log_sets(const FabNcclTestsTable *meas, const char *scen, const 
 
 /* The comparison on stdout, as text or JSON. */
 static void print_cmp(const FabNcclTestsTable *meas, const FabNcclTestsTable *sim, const FabNcclTestsCmp *cmp,
-                      const char *log, const char *scen, const FabScenario *sc, gboolean json) {
+                      const char *log, guint ntests, const char *scen, const FabScenario *sc, gboolean json) {
   if (json) {
-    char *js = to_json(meas, sim, cmp, log, sc);
+    char *js = to_json(meas, sim, cmp, log, ntests, sc);
     fputs(js, stdout);
     g_free(js);
     return;
@@ -355,7 +417,9 @@ static void print_cmp(const FabNcclTestsTable *meas, const FabNcclTestsTable *si
          meas->rows->len ? g_array_index(meas->rows, FabNcclTestsRow, 0).redop : "?", log, scen);
   if (meas->ranks) printf("  measured   %u ranks", meas->ranks);
   else printf("  measured   ranks not given");
-  printf(" (out-of-place)\n  simulated  %u ranks: %s, %s\n", sim->ranks, sc->name, sc->topology);
+  printf(" (out-of-place)");
+  if (ntests > 1) printf(", the table from line %u (one of %u tests in the log)", meas->line, ntests);
+  printf("\n  simulated  %u ranks: %s, %s\n", sim->ranks, sc->name, sc->topology);
   char *tab = fab_nccltests_cmp_format(cmp);
   fputs(tab, stdout);
   g_free(tab);
@@ -386,7 +450,7 @@ static int write_out(const char *out, const FabNcclTestsCmp *cmp, const FabNcclT
 }
 
 /* Simulate the log's sweep on the scenario and compare; the exit status. */
-static int simulate(const FabArgs *a, const FabNcclTestsTable *meas, FabScenario *sc) {
+static int simulate(const FabArgs *a, const FabNcclTestsTable *meas, guint ntests, FabScenario *sc) {
   const char *scen = fab_args_pos(a, 0), *log = fab_args_pos(a, 1);
   gboolean json = a->flag[CMP_JSON];
   FabRunOpts opts = {.progress = !a->flag[CMP_NO_PROGRESS] && !json && isatty(STDERR_FILENO)};
@@ -406,7 +470,7 @@ static int simulate(const FabArgs *a, const FabNcclTestsTable *meas, FabScenario
       fprintf(stderr, "fabsim: compare: warning: %s ran on %u ranks, %s simulates %u: the times are not like for "
               "like (set cluster.nodes / workload.ranks to match)\n", log, meas->ranks, scen, sim->ranks);
     FabNcclTestsCmp *cmp = fab_nccltests_compare(meas, sim);
-    print_cmp(meas, sim, cmp, log, scen, sc, json);
+    print_cmp(meas, sim, cmp, log, ntests, scen, sc, json);
     if (a->value[CMP_OUT]) rc = write_out(a->value[CMP_OUT], cmp, meas, sim, json, rc);
     fab_nccltests_cmp_free(cmp);
   }
@@ -426,7 +490,8 @@ int fab_cmd_compare(int argc, char **argv) {
     goto out;
   }
   rc = EXIT_USAGE;
-  FabNcclTestsTable *meas = measured(fab_args_pos(&a, 1), op);
+  guint ntests = 0;
+  FabNcclTestsTable *meas = measured(fab_args_pos(&a, 1), op, &ntests);
   if (meas && log_sets(meas, fab_args_pos(&a, 0), fab_args_pos(&a, 1), a.flag[CMP_JSON], a.sets)) {
     GError *err = NULL;
     FabScenario *sc = fab_scenario_load(fab_args_pos(&a, 0), fab_args_sets(&a), &err);
@@ -434,7 +499,7 @@ int fab_cmd_compare(int argc, char **argv) {
       fprintf(stderr, "fabsim: compare: %s\n", err->message);
       g_error_free(err);
     } else {
-      rc = simulate(&a, meas, sc);
+      rc = simulate(&a, meas, ntests, sc);
       fab_scenario_free(sc);
     }
   }

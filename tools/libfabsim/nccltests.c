@@ -176,13 +176,14 @@ static void num_str(char *buf, size_t n, double v, int width) {
 }
 
 /* nccl-tests' header, with its column widths ("# %10s  %12s  %8s  %6s  %6s",
-** then per group "  %7s  %6s  %6s  %6s") and its trailing blanks. */
+** then per group "  %7s  %6s  %6s  %6s") and its trailing blanks; then
+** fabsim's algorithm and protocol, where nccl-tests' -S puts its timestamp. */
 static void header(GString *s) {
   g_string_append_printf(s, "# %10s  %12s  %8s  %6s  %6s           out-of-place                       in-place          \n",
                          "", "", "", "", "");
-  g_string_append_printf(s, "# %10s  %12s  %8s  %6s  %6s  %7s  %6s  %6s  %6s  %7s  %6s  %6s  %6s \n", "size", "count",
-                         "type", "redop", "root", "time", "algbw", "busbw", "#wrong", "time", "algbw", "busbw",
-                         "#wrong");
+  g_string_append_printf(s, "# %10s  %12s  %8s  %6s  %6s  %7s  %6s  %6s  %6s  %7s  %6s  %6s  %6s  %12s  %8s\n", "size",
+                         "count", "type", "redop", "root", "time", "algbw", "busbw", "#wrong", "time", "algbw", "busbw",
+                         "#wrong", "algorithm", "protocol");
   g_string_append_printf(s, "# %10s  %12s  %8s  %6s  %6s  %7s  %6s  %6s  %6s  %7s  %6s  %6s  %6s \n", "(B)",
                          "(elements)", "", "", "", "(us)", "(GB/s)", "(GB/s)", "", "(us)", "(GB/s)", "(GB/s)", "");
 }
@@ -217,7 +218,7 @@ char *fab_nccltests_format(const FabNcclTestsTable *t) {
       else snprintf(wr, sizeof wr, "%g", r->wrong[g]);
       g_string_append_printf(s, "  %7s  %6s  %6s  %6s", tm, alg, bus, wr);
     }
-    g_string_append_c(s, '\n');
+    g_string_append_printf(s, "  %12s  %8s\n", r->algorithm ? r->algorithm : "-", r->protocol ? r->protocol : "-");
   }
   double avg = fab_nccltests_avg_busbw(t);
   if (isnan(avg)) g_string_append_printf(s, "# %-20s : N/A\n", "Avg bus bandwidth");
@@ -240,6 +241,8 @@ static gboolean fail(GError **err, const char *name, unsigned line, const char *
   return FALSE;
 }
 
+static gboolean word_is(const char *w, size_t n, const char *name) { return strlen(name) == n && !memcmp(w, name, n); }
+
 /* Which test a line names: the index in ops, -2 for an nccl-tests binary
 ** fabsim does not model (its name in *unknown), -1 for none. Names are whole
 ** words ("all_reduce_perf", "/opt/nccl-tests/build/all_reduce_perf",
@@ -251,22 +254,15 @@ static int find_binary(const char *line, const char **unknown) {
     const char *w = p;
     while (*p && (g_ascii_isalnum(*p) || *p == '_')) p++;
     size_t n = (size_t)(p - w);
-    if (n > 5) { /* "_perf" and a name */
-      char *word = g_strndup(w, n);
-      if (g_str_has_suffix(word, "_mpi")) word[n - 4] = 0;
-      for (size_t i = 0; i < G_N_ELEMENTS(ops); i++)
-        if (!strcmp(word, ops[i].binary)) {
-          g_free(word);
-          return (int)i;
-        }
-      for (size_t i = 0; unmodelled[i]; i++)
-        if (!strcmp(word, unmodelled[i])) {
-          g_free(word);
-          *unknown = unmodelled[i];
-          return -2;
-        }
-      g_free(word);
-    }
+    if (n > 9 && !memcmp(w + n - 4, "_mpi", 4)) n -= 4;
+    if (n <= 5 || memcmp(w + n - 5, "_perf", 5)) continue; /* "_perf" and a name */
+    for (size_t i = 0; i < G_N_ELEMENTS(ops); i++)
+      if (word_is(w, n, ops[i].binary)) return (int)i;
+    for (size_t i = 0; unmodelled[i]; i++)
+      if (word_is(w, n, unmodelled[i])) {
+        *unknown = unmodelled[i];
+        return -2;
+      }
   }
   return -1;
 }
@@ -296,11 +292,12 @@ static gboolean parse_u64(const char *s, uint64_t *v) {
   return TRUE;
 }
 
-static gboolean parse_num(const char *s, double *v) {
+/* A finite number (non-negative unless `signed_ok`). */
+static gboolean parse_num(const char *s, double *v, gboolean signed_ok) {
   char *end;
   errno = 0;
   double x = g_ascii_strtod(s, &end);
-  if (end == s || *end || errno || !isfinite(x) || x < 0) return FALSE;
+  if (end == s || *end || errno || !isfinite(x) || (x < 0 && !signed_ok)) return FALSE;
   *v = x;
   return TRUE;
 }
@@ -315,169 +312,369 @@ static int32_t int_after(const char *line, const char *key) {
   return (int32_t)MIN(strtol(p, NULL, 10), INT32_MAX);
 }
 
-static const char *const group_name[2] = {"out-of-place", "in-place"};
-static const char *const field_name[4] = {"time (us)", "algbw (GB/s)", "busbw (GB/s)", "#wrong"};
+/* What a column holds. */
+typedef enum {
+  COL_SIZE, COL_COUNT, COL_TYPE, COL_REDOP, COL_ROOT, /* before the first time column */
+  COL_TIME, COL_ALGBW, COL_BUSBW, COL_WRONG,          /* once per group */
+  COL_NUMBER,                                         /* a number fabsim does not use */
+  COL_WORD,                                           /* fabsim's algorithm and protocol */
+  COL_STAMP,                                          /* -S: "2025-10-28 12:34:56", two tokens */
+} ColKind;
 
-/* One result row (its tokens): FALSE + err naming what was expected. */
-static gboolean parse_row(FabNcclTestsTable *t, char **tok, int n, int expect, const char *name, unsigned line,
-                          GError **err) {
-  static const char *const layout =
-      "size count type redop root, then time algbw busbw #wrong out-of-place and again in-place";
-  if (n != expect)
-    return fail(err, name, line, "a result row has %d columns (%s), found %d%s", expect, layout,
-                MIN(n, expect + 1), n > expect ? " or more" : "");
-  FabNcclTestsRow r = {.line = line};
-  uint64_t root;
-  if (!parse_u64(tok[0], &r.bytes))
-    return fail(err, name, line, "column 1 (size): expected bytes, found '%s'", tok[0]);
-  if (!parse_u64(tok[1], &r.count))
-    return fail(err, name, line, "column 2 (count): expected a number of elements, found '%s'", tok[1]);
-  if (!fab_nccltests_type_bytes(tok[2]))
-    return fail(err, name, line,
-                "column 3 (type): expected an nccl-tests type (float, half, bfloat16, double, int8, uint8, int32, "
-                "uint32, int64, uint64, f8e4m3, f8e5m2), found '%s'", tok[2]);
-  g_strlcpy(r.type, tok[2], sizeof r.type);
-  if (strlen(tok[3]) >= sizeof r.redop || !g_ascii_isalpha(tok[3][0]))
-    return fail(err, name, line, "column 4 (redop): expected sum, prod, min, max, avg or none, found '%s'", tok[3]);
-  g_strlcpy(r.redop, tok[3], sizeof r.redop);
-  if (!strcmp(tok[4], "-1")) r.root = -1;
-  else if (parse_u64(tok[4], &root) && root <= INT32_MAX) r.root = (int32_t)root;
-  else return fail(err, name, line, "column 5 (root): expected a rank or -1, found '%s'", tok[4]);
-  for (int g = 0; g < 2; g++) {
-    double *dst[4] = {&r.time_us[g], &r.algbw_GBps[g], &r.busbw_GBps[g], &r.wrong[g]};
-    for (int f = 0; f < 4; f++) {
-      const char *s = tok[5 + g * 4 + f];
-      if (f == 3 && !strcmp(s, "N/A")) {
-        *dst[f] = NAN;
-        continue;
-      }
-      if (!parse_num(s, dst[f]))
-        return fail(err, name, line, "column %d (%s %s): expected a non-negative number%s, found '%s'",
-                    6 + g * 4 + f, group_name[g], field_name[f], f == 3 ? " or N/A" : "", s);
+/* Every column name nccl-tests' headers have had (nccltests.h says which
+** version printed which), and the label errors give the column. */
+static const struct {
+  const char *name;
+  ColKind kind;
+  const char *label;
+} col_names[] = {
+  {"size", COL_SIZE, "size"}, {"bytes", COL_SIZE, "size"}, {"count", COL_COUNT, "count"}, {"N", COL_COUNT, "count"},
+  {"type", COL_TYPE, "type"}, {"redop", COL_REDOP, "redop"}, {"op", COL_REDOP, "redop"}, {"root", COL_ROOT, "root"},
+  {"time", COL_TIME, "time (us)"}, {"cputime", COL_TIME, "cputime (us)"}, {"algbw", COL_ALGBW, "algbw (GB/s)"},
+  {"busbw", COL_BUSBW, "busbw (GB/s)"}, {"#wrong", COL_WRONG, "#wrong"}, {"error", COL_WRONG, "error"},
+  {"res", COL_WRONG, "res"}, {"copybw", COL_NUMBER, "copybw"}, {"i_min", COL_NUMBER, "i_min"},
+  {"i_max", COL_NUMBER, "i_max"}, {"i_p99", COL_NUMBER, "i_p99"}, {"i_cv%", COL_NUMBER, "i_cv%"},
+  {"timestamp", COL_STAMP, "timestamp"}, {"algorithm", COL_WORD, "algorithm"}, {"protocol", COL_WORD, "protocol"},
+};
+
+#define MAX_COLS 32
+#define MAX_TOK (MAX_COLS + 8) /* tokens of a row: a timestamp is two */
+
+/* The columns of a table, as its header names them. */
+typedef struct Layout {
+  unsigned line;            /* the header's (0: no header yet) */
+  int ncols, ntok;          /* columns; tokens in a row (a timestamp is two) */
+  int groups;               /* 1 or 2 */
+  double to_us;             /* the time unit in us: 1, or 1000 (1.x printed ms) */
+  uint8_t col[MAX_COLS];    /* index into col_names */
+  int8_t group[MAX_COLS];   /* 0 out-of-place, 1 in-place, -1 before the first time column */
+  char names[256];          /* the header's names, for messages */
+} Layout;
+
+static const char *const group_name[2] = {"out-of-place", "in-place"};
+
+/* The first name of a kind of column ("size", "algbw"). */
+static const char *kind_name(ColKind k) {
+  size_t c = 0;
+  while (col_names[c].kind != k) c++;
+  return col_names[c].name;
+}
+
+/* The layout of the header text `h` (modified), or FALSE + err. */
+static gboolean layout_parse(Layout *L, char *h, const char *name, unsigned ln, GError **err) {
+  char *tok[MAX_COLS + 1];
+  int n = split(h, tok, MAX_COLS);
+  if (n > MAX_COLS) return fail(err, name, ln, "the column header has more than %d columns", MAX_COLS);
+  Layout l = {.line = ln, .ncols = n, .to_us = 1};
+  unsigned seen[3] = {0}; /* the kinds before the first time column, in group 0, in group 1 */
+  int g = -1;
+  for (int i = 0; i < n; i++) {
+    int c = 0;
+    while (c < (int)G_N_ELEMENTS(col_names) && strcmp(col_names[c].name, tok[i])) c++;
+    if (c == (int)G_N_ELEMENTS(col_names))
+      return fail(err, name, ln, "column %d of the header: unknown column '%s' (fabsim reads size, count, type, "
+                  "redop, root, time, algbw, busbw, #wrong or error, and the columns of nccl-tests' options)",
+                  i + 1, tok[i]);
+    ColKind k = col_names[c].kind;
+    if (k == COL_TIME && ++g > 1)
+      return fail(err, name, ln, "column %d of the header: a third 'time' column (nccl-tests prints an "
+                  "out-of-place group and an in-place one)", i + 1);
+    if ((k <= COL_ROOT) != (g < 0) && k < COL_WORD)
+      return fail(err, name, ln, "column %d of the header: '%s' %s the first 'time' column", i + 1, tok[i],
+                  g < 0 ? "before" : "after");
+    if (k < COL_NUMBER && (seen[g + 1] & (1u << k)))
+      return fail(err, name, ln, "column %d of the header: a second '%s'", i + 1, tok[i]);
+    seen[g + 1] |= 1u << k;
+    l.col[i] = (uint8_t)c;
+    l.group[i] = (int8_t)g;
+    l.ntok += k == COL_STAMP ? 2 : 1;
+    if (!strcmp(tok[i], "bytes")) l.to_us = 1000; /* nccl-tests 1.x: "bytes N", time in ms */
+    g_strlcat(l.names, i ? " " : "", sizeof l.names);
+    g_strlcat(l.names, tok[i], sizeof l.names);
+  }
+  if (g < 0) return fail(err, name, ln, "the column header has no 'time' column");
+  static const ColKind need[] = {COL_SIZE, COL_COUNT, COL_TYPE, COL_ALGBW, COL_BUSBW};
+  for (int s = 0; s <= g + 1; s++)
+    for (int i = s ? 3 : 0; i < (s ? 5 : 3); i++)
+      if (!(seen[s] & (1u << need[i])))
+        return fail(err, name, ln, "the column header has no '%s' column%s%s%s", kind_name(need[i]),
+                    s ? " in the " : "", s ? group_name[s - 1] : "", s ? " group" : "");
+  l.groups = g + 1;
+  *L = l;
+  return TRUE;
+}
+
+/* The reading of a log: the tables done, the one being filled, the last header. */
+typedef struct Parser {
+  const char *name;          /* of the log, for errors */
+  GError **err;
+  GPtrArray *tests;          /* FabNcclTestsTable, done */
+  FabNcclTestsTable *t;      /* the current test */
+  int max_rank;              /* its highest "#  Rank N" (-1: none) */
+  Layout layout;             /* the last column header's (or nccl-tests' current columns) */
+} Parser;
+
+/* A row NCCL's log was printed into (NCCL_DEBUG=INFO on the same stdout) says so. */
+static const char *info_hint(const char *raw) {
+  return strstr(raw, "NCCL INFO") || strstr(raw, "NCCL WARN")
+             ? " (NCCL's log was printed into this row: set NCCL_DEBUG_FILE to keep it apart)" : "";
+}
+
+/* One value of a group: a number or N/A (NAN). */
+static gboolean parse_value(const Parser *ps, int i, int ti, const char *s, double *v, const char *raw,
+                            unsigned ln) {
+  ColKind k = col_names[ps->layout.col[i]].kind;
+  if (!strcmp(s, "N/A")) {
+    *v = NAN;
+    return TRUE;
+  }
+  if (parse_num(s, v, k == COL_WRONG || k == COL_NUMBER)) return TRUE;
+  int g = ps->layout.group[i];
+  return fail(ps->err, ps->name, ln, "column %d (%s %s): expected a %snumber or N/A, found '%s'%s", ti + 1,
+              group_name[g], k == COL_TIME && ps->layout.to_us > 1 ? "time (ms)" : col_names[ps->layout.col[i]].label,
+              k == COL_WRONG || k == COL_NUMBER ? "" : "non-negative ", s, info_hint(raw));
+}
+
+/* A column before the first time column of a row. */
+static gboolean parse_key(const Parser *ps, ColKind k, int ti, const char *s, FabNcclTestsRow *r, unsigned ln) {
+  uint64_t root = 0;
+  if (k == COL_SIZE && !parse_u64(s, &r->bytes))
+    return fail(ps->err, ps->name, ln, "column %d (size): expected bytes, found '%s'", ti + 1, s);
+  if (k == COL_COUNT && !parse_u64(s, &r->count))
+    return fail(ps->err, ps->name, ln, "column %d (count): expected a number of elements, found '%s'", ti + 1, s);
+  if (k == COL_TYPE && !fab_nccltests_type_bytes(s))
+    return fail(ps->err, ps->name, ln, "column %d (type): expected an nccl-tests type (float, half, bfloat16, "
+                "double, int8, uint8, int32, uint32, int64, uint64, f8e4m3, f8e5m2), found '%s'", ti + 1, s);
+  if (k == COL_REDOP && (strlen(s) >= sizeof r->redop || !g_ascii_isalpha(s[0])))
+    return fail(ps->err, ps->name, ln, "column %d (redop): expected sum, prod, min, max, avg or none, found '%s'",
+                ti + 1, s);
+  if (k == COL_ROOT && strcmp(s, "-1") && !(parse_u64(s, &root) && root <= INT32_MAX))
+    return fail(ps->err, ps->name, ln, "column %d (root): expected a rank or -1, found '%s'", ti + 1, s);
+  if (k == COL_TYPE) g_strlcpy(r->type, s, sizeof r->type);
+  if (k == COL_REDOP) g_strlcpy(r->redop, s, sizeof r->redop);
+  if (k == COL_ROOT) r->root = strcmp(s, "-1") ? (int32_t)root : -1;
+  return TRUE;
+}
+
+/* The row's type, redop and root are its table's. */
+static gboolean same_as_first(const Parser *ps, const FabNcclTestsRow *r, unsigned ln) {
+  const FabNcclTestsRow *first = &g_array_index(ps->t->rows, FabNcclTestsRow, 0);
+  if (strcmp(first->type, r->type))
+    return fail(ps->err, ps->name, ln, "type %s after %s (line %u): fabsim compares one type per test; run "
+                "nccl-tests with -d %s", r->type, first->type, first->line, first->type);
+  if (strcmp(first->redop, r->redop))
+    return fail(ps->err, ps->name, ln, "redop %s after %s (line %u): fabsim compares one reduction per test; run "
+                "nccl-tests with -o %s", r->redop, first->redop, first->line, first->redop);
+  if (first->root != r->root)
+    return fail(ps->err, ps->name, ln, "root %d after %d (line %u): fabsim compares one root per test; run "
+                "nccl-tests with -r %d", r->root, first->root, first->line, first->root);
+  return TRUE;
+}
+
+/* One result row (its n tokens, the line `raw`) into the current table. */
+static gboolean parse_row(Parser *ps, char **tok, int n, const char *raw, unsigned ln) {
+  const Layout *L = &ps->layout;
+  if (n != L->ntok) {
+    char *why = L->line ? g_strdup_printf("as the header on line %u names them: %s", L->line, L->names)
+                        : g_strdup("no column header before it, so nccl-tests' current ones: size count type redop "
+                                   "root, then time algbw busbw #wrong out-of-place and again in-place");
+    fail(ps->err, ps->name, ln, "a result row has %d columns (%s), found %d%s%s", L->ntok, why, n,
+         n > MAX_TOK ? " or more" : "", info_hint(raw));
+    g_free(why);
+    return FALSE;
+  }
+  FabNcclTestsRow r = {.line = ln, .root = -1, .redop = "none"}; /* no redop, no root column: the test has none */
+  for (int g = 0; g < 2; g++) r.time_us[g] = r.algbw_GBps[g] = r.busbw_GBps[g] = r.wrong[g] = NAN;
+  for (int i = 0, ti = 0; i < L->ncols; i++, ti++) {
+    ColKind k = col_names[L->col[i]].kind;
+    int g = L->group[i];
+    double v;
+    if (k <= COL_ROOT) {
+      if (!parse_key(ps, k, ti, tok[ti], &r, ln)) return FALSE;
+    } else if (k == COL_STAMP) {
+      ti++;
+    } else if (k != COL_WORD) {
+      if (!parse_value(ps, i, ti, tok[ti], &v, raw, ln)) return FALSE;
+      if (k == COL_TIME) r.time_us[g] = v * L->to_us;
+      else if (k == COL_ALGBW) r.algbw_GBps[g] = v;
+      else if (k == COL_BUSBW) r.busbw_GBps[g] = v;
+      else if (k == COL_WRONG) r.wrong[g] = v;
     }
   }
-  if (t->rows->len) {
-    const FabNcclTestsRow *first = &g_array_index(t->rows, FabNcclTestsRow, 0);
-    if (strcmp(first->type, r.type))
-      return fail(err, name, line, "type %s after %s (line %u): fabsim compares one type per log; run nccl-tests "
-                  "with -d %s", r.type, first->type, first->line, first->type);
-    if (strcmp(first->redop, r.redop))
-      return fail(err, name, line, "redop %s after %s (line %u): fabsim compares one reduction per log; run "
-                  "nccl-tests with -o %s", r.redop, first->redop, first->line, first->redop);
-    if (first->root != r.root)
-      return fail(err, name, line, "root %d after %d (line %u): fabsim compares one root per log; run nccl-tests "
-                  "with -r %d", r.root, first->root, first->line, first->root);
-  } else {
+  FabNcclTestsTable *t = ps->t;
+  if (t->rows->len && !same_as_first(ps, &r, ln)) return FALSE;
+  if (!t->rows->len) {
     g_strlcpy(t->type, r.type, sizeof t->type);
     t->dtype_bytes = fab_nccltests_type_bytes(r.type);
     t->root = r.root;
+    t->line = ln;
+    t->header_line = L->line;
+    t->groups = (uint32_t)L->groups;
+    for (int i = 0; i < L->ncols; i++)
+      if (col_names[L->col[i]].kind == COL_WRONG) t->check = col_names[L->col[i]].name;
   }
   g_array_append_val(t->rows, r);
   return TRUE;
 }
 
-FabNcclTestsTable *fab_nccltests_parse_text(const char *text, const char *name, GError **err) {
-  FabNcclTestsTable *t = table_new();
-  char **lines = g_strsplit(text, "\n", -1);
-  unsigned op_line = 0;
-  int max_rank = -1, columns = 13;
-  gboolean ok = TRUE;
-  for (unsigned i = 0; ok && lines[i]; i++) {
-    unsigned ln = i + 1;
-    char *l = lines[i];
-    size_t len = strlen(l);
-    if (len && l[len - 1] == '\r') l[--len] = 0;
-    const char *p = l;
-    while (*p == ' ' || *p == '\t') p++;
-    /* the test: "# Collective test starting: X", or a command line before the rows */
-    gboolean starting = p[0] == '#' && strstr(p, "Collective test starting") != NULL;
-    const char *unknown = NULL;
-    int k = starting || (p[0] != '#' && !t->rows->len) ? find_binary(p, &unknown) : -1;
-    if (k == -2) {
-      ok = fail(err, name, ln, "%s is not a test fabsim models (all_reduce_perf, all_gather_perf, "
-                "reduce_scatter_perf, broadcast_perf, reduce_perf, alltoall_perf, sendrecv_perf)", unknown);
-      break;
-    }
-    if (k >= 0 || starting) {
-      if (starting && t->rows->len) {
-        ok = fail(err, name, ln, "a second test starts after the rows of the first (line %u): give fabsim one test "
-                  "per log", g_array_index(t->rows, FabNcclTestsRow, 0).line);
-        break;
-      }
-      if (k >= 0 && t->op && strcmp(t->op, ops[k].op)) {
-        ok = fail(err, name, ln, "a second test (%s after %s on line %u): give fabsim one test per log", ops[k].binary,
-                  t->binary, op_line);
-        break;
-      }
-      if (k >= 0 && !t->op) {
-        op_line = ln;
-        t->op = ops[k].op;
-        t->binary = ops[k].binary;
-      }
-      if (k >= 0 || starting) continue;
-    }
-    if (p[0] == '#') {
-      const char *q = p + 1;
-      while (*q == ' ' || *q == '\t') q++;
-      if (g_str_has_prefix(q, "Rank ")) { /* "#  Rank  3 Group  0 Pid  1234 on host device  3 [...] NVIDIA H100" */
-        int r = int_after(q, "Rank");
-        if (r >= 0) max_rank = MAX(max_rank, r);
-      } else if (g_str_has_prefix(q, "nThread ")) {
-        t->nthread = int_after(q, "nThread");
-        t->ngpus = int_after(q, "nGpus");
-        t->warmup_iters = int_after(q, "warmup iters");
-        const char *it = strstr(q, " iters:"); /* not "warmup iters:" */
-        while (it && it > q && it[-1] == 'p') it = strstr(it + 1, " iters:");
-        t->iters = it ? int_after(it, "iters") : -1;
-      } else if (g_str_has_prefix(q, "size ") || g_str_has_prefix(q, "size\t")) { /* the column header */
-        int per_group = strstr(q, "i_min") ? 8 : 4;
-        columns = 5 + 2 * per_group + (strstr(q, "timestamp") ? 2 : 0);
-      } else if (g_str_has_prefix(q, "Avg bus bandwidth")) {
-        const char *c = strchr(q, ':');
-        double v;
-        char *end;
-        if (c && (v = g_ascii_strtod(c + 1, &end), end != c + 1)) t->avg_busbw_GBps = v;
-      }
-      continue;
-    }
-    /* a result row starts with the size, then the count: two whole numbers */
-    char *copy = g_strdup(p);
-    char *tok[32];
-    int n = split(copy, tok, 31);
-    uint64_t a, b;
-    if (n >= 2 && parse_u64(tok[0], &a) && parse_u64(tok[1], &b)) {
-      if (columns != 13)
-        ok = fail(err, name, ln, "fabsim reads nccl-tests' plain table (13 columns); this log has per-iteration "
-                  "or timestamp columns (-I, --report_timestamps): run nccl-tests without them");
-      else
-        ok = parse_row(t, tok, n, columns, name, ln, err);
-    }
-    g_free(copy);
-  }
-  unsigned nlines = g_strv_length(lines);
-  g_strfreev(lines);
-  if (ok && !t->rows->len)
-    ok = fail(err, name, nlines ? nlines : 1, "no nccl-tests result rows (expected rows like '  1048576  262144  "
-              "float  sum  -1  ...' under the '#  size  count  type  redop  root  time  algbw  busbw  #wrong' "
-              "header)");
-  if (!ok) {
-    fab_nccltests_table_free(t);
-    return NULL;
-  }
+/* The rank count of a finished table: from its device lines, else size = count x type x ranks. */
+static void infer_ranks(FabNcclTestsTable *t, int max_rank) {
   if (max_rank >= 0) {
     t->ranks = (uint32_t)max_rank + 1;
-  } else if (t->op && ops[op_index(t->op)].split && t->dtype_bytes) {
-    for (guint i = 0; i < t->rows->len && !t->ranks; i++) { /* size = count x type x ranks */
-      const FabNcclTestsRow *r = &g_array_index(t->rows, FabNcclTestsRow, i);
-      if (!r->count || r->count > r->bytes / t->dtype_bytes) continue; /* count x type above the size, or wrapping */
-      uint64_t per_rank = r->count * t->dtype_bytes;
-      if (r->bytes % per_rank == 0 && r->bytes / per_rank <= UINT32_MAX) t->ranks = (uint32_t)(r->bytes / per_rank);
-    }
+    return;
   }
-  return t;
+  if (!t->op || !ops[op_index(t->op)].split || !t->dtype_bytes) return;
+  for (guint i = 0; i < t->rows->len && !t->ranks; i++) {
+    const FabNcclTestsRow *r = &g_array_index(t->rows, FabNcclTestsRow, i);
+    if (!r->count || r->count > r->bytes / t->dtype_bytes) continue; /* count x type above the size, or wrapping */
+    uint64_t per_rank = r->count * t->dtype_bytes;
+    if (r->bytes % per_rank == 0 && r->bytes / per_rank <= UINT32_MAX) t->ranks = (uint32_t)(r->bytes / per_rank);
+  }
 }
 
-FabNcclTestsTable *fab_nccltests_parse_file(const char *path, GError **err) {
+/* The current test is done (kept if it has rows); a new one begins. */
+static void next_test(Parser *ps) {
+  if (ps->t->rows->len) {
+    infer_ranks(ps->t, ps->max_rank);
+    g_ptr_array_add(ps->tests, ps->t);
+  } else {
+    fab_nccltests_table_free(ps->t);
+  }
+  ps->t = table_new();
+  ps->max_rank = -1;
+}
+
+/* A line naming test k (-2: `unknown`, an nccl-tests binary fabsim does not model). */
+static gboolean on_name(Parser *ps, int k, const char *unknown, gboolean starting, unsigned ln) {
+  const char *binary = k >= 0 ? ops[k].binary : unknown;
+  if (ps->t->rows->len && (starting || g_strcmp0(ps->t->binary, binary))) next_test(ps);
+  FabNcclTestsTable *t = ps->t;
+  if (t->binary && strcmp(t->binary, binary))
+    return fail(ps->err, ps->name, ln, "a second test (%s after %s on line %u) before any result row: which one "
+                "printed the rows? (delete the other's line)", binary, t->binary, t->name_line);
+  if (!t->binary) {
+    t->name_line = ln;
+    t->binary = binary;
+    t->op = k >= 0 ? ops[k].op : NULL;
+  }
+  return TRUE;
+}
+
+/* A column header line (q: after the '#'): "size count ..." or 1.x's "bytes N ...", with busbw. */
+static gboolean is_header(const char *q) {
+  if (!g_str_has_prefix(q, "size") && !g_str_has_prefix(q, "bytes")) return FALSE;
+  if (!g_ascii_isspace(q[q[0] == 's' ? 4 : 5])) return FALSE;
+  const char *b = strstr(q, "busbw");
+  return b && g_ascii_isspace(b[-1]) && (!b[5] || g_ascii_isspace(b[5]));
+}
+
+/* What a launcher puts before each line of output, skipped: Open MPI's
+** --tag-output "[1,0]<stdout>:", MPICH's -prepend-rank "[0] ", srun
+** --label "0: ". */
+static const char *strip_launcher(const char *p) {
+  const char *q = p;
+  while (*q == ' ') q++;
+  const char *e = q + (*q == '[');
+  while (g_ascii_isdigit(*e) || (*q == '[' && *e == ',')) e++;
+  if (e == q + (*q == '[')) return p;
+  if (*q == '[' && *e == ']') {
+    if (g_str_has_prefix(e + 1, "<stdout>:") || g_str_has_prefix(e + 1, "<stderr>:")) return e + 10;
+    return e[1] == ' ' ? e + 2 : p;
+  }
+  return *q != '[' && *e == ':' && (e[1] == ' ' || e[1] == '\t') ? e + 2 : p;
+}
+
+/* A line of the test's preamble or footer (q: after any '#'); FALSE + err on a bad header. */
+static gboolean on_info(Parser *ps, const char *q, gboolean hash, unsigned ln, gboolean *used) {
+  *used = TRUE;
+  if (is_header(q)) {
+    if (ps->t->rows->len) next_test(ps);
+    char *h = g_strdup(q);
+    gboolean ok = layout_parse(&ps->layout, h, ps->name, ln, ps->err);
+    g_free(h);
+    return ok;
+  }
+  if (hash && g_str_has_prefix(q, "Rank ")) { /* "#  Rank  3 Group  0 Pid  1234 on host device  3 [...] NVIDIA H100" */
+    if (ps->t->rows->len) next_test(ps);
+    int r = int_after(q, "Rank");
+    if (r >= 0) ps->max_rank = MAX(ps->max_rank, r);
+  } else if (g_str_has_prefix(q, "nThread ")) { /* 1.x printed it without the '#' */
+    if (ps->t->rows->len) next_test(ps);
+    FabNcclTestsTable *t = ps->t;
+    t->nthread = int_after(q, "nThread");
+    t->ngpus = int_after(q, "nGpus");
+    t->warmup_iters = int_after(q, "warmup iters");
+    const char *it = strstr(q, " iters:"); /* not "warmup iters:" */
+    while (it && it > q && it[-1] == 'p') it = strstr(it + 1, " iters:");
+    t->iters = it ? int_after(it, "iters") : -1;
+  } else if (g_str_has_prefix(q, "Avg bus bandwidth")) {
+    const char *c = strchr(q, ':');
+    double v;
+    char *end;
+    if (c && (v = g_ascii_strtod(c + 1, &end), end != c + 1)) ps->t->avg_busbw_GBps = v;
+  } else {
+    *used = FALSE;
+  }
+  return TRUE;
+}
+
+/* One line of the log. */
+static gboolean parse_line(Parser *ps, char *l, unsigned ln) {
+  size_t len = strlen(l);
+  if (len && l[len - 1] == '\r') l[--len] = 0;
+  const char *p = strip_launcher(l);
+  while (*p == ' ' || *p == '\t') p++;
+  gboolean hash = *p == '#', used;
+  const char *q = p + hash;
+  while (*q == ' ' || *q == '\t') q++;
+  if (!on_info(ps, q, hash, ln, &used)) return FALSE;
+  if (used) return TRUE;
+  const char *unknown = NULL;
+  if (hash) { /* the test: "# Collective test starting: all_reduce_perf" */
+    if (!strstr(q, "Collective test starting")) return TRUE;
+    int k = find_binary(q, &unknown);
+    if (k != -1) return on_name(ps, k, unknown, TRUE, ln);
+    if (ps->t->rows->len) next_test(ps); /* a test fabsim cannot name */
+    return TRUE;
+  }
+  /* a result row starts with the size, then the count: two whole numbers */
+  char *copy = g_strdup(p), *tok[MAX_TOK + 1];
+  int n = split(copy, tok, MAX_TOK);
+  uint64_t a, b;
+  gboolean ok = TRUE;
+  if (n >= 2 && parse_u64(tok[0], &a) && parse_u64(tok[1], &b)) {
+    ok = parse_row(ps, tok, n, p, ln);
+  } else { /* a command line naming the test, or noise */
+    int k = find_binary(p, &unknown);
+    if (k != -1) ok = on_name(ps, k, unknown, FALSE, ln);
+  }
+  g_free(copy);
+  return ok;
+}
+
+GPtrArray *fab_nccltests_parse_tests(const char *text, const char *name, GError **err) {
+  Parser ps = {.name = name, .err = err, .max_rank = -1, .t = table_new(),
+               .tests = g_ptr_array_new_with_free_func((GDestroyNotify)fab_nccltests_table_free)};
+  char current[] = "size count type redop root time algbw busbw #wrong time algbw busbw #wrong";
+  layout_parse(&ps.layout, current, name, 0, NULL);
+  char **lines = g_strsplit(text, "\n", -1);
+  gboolean ok = TRUE;
+  unsigned i = 0;
+  for (; ok && lines[i]; i++) ok = parse_line(&ps, lines[i], i + 1);
+  g_strfreev(lines);
+  if (ok) next_test(&ps);
+  fab_nccltests_table_free(ps.t);
+  if (ok && !ps.tests->len)
+    ok = fail(err, name, MAX(i, 1), "no nccl-tests result rows (expected rows like '  1048576  262144  float  sum  "
+              "-1  ...' under the '#  size  count  type  redop  root  time  algbw  busbw  #wrong' header)");
+  if (!ok) {
+    g_ptr_array_free(ps.tests, TRUE);
+    return NULL;
+  }
+  return ps.tests;
+}
+
+GPtrArray *fab_nccltests_read_tests(const char *path, GError **err) {
   char *text = NULL;
   GError *e = NULL;
   if (!g_file_get_contents(path, &text, NULL, &e)) {
@@ -485,8 +682,71 @@ FabNcclTestsTable *fab_nccltests_parse_file(const char *path, GError **err) {
     g_error_free(e);
     return NULL;
   }
-  FabNcclTestsTable *t = fab_nccltests_parse_text(text, path, err);
+  GPtrArray *tests = fab_nccltests_parse_tests(text, path, err);
   g_free(text);
+  return tests;
+}
+
+/* "all_reduce_perf (allreduce, 6 sizes from line 17)" */
+static void describe(GString *s, const FabNcclTestsTable *t) {
+  g_string_append_printf(s, "%s (%s%s%u size%s from line %u)", t->binary ? t->binary : "a test that does not say "
+                         "which it is", t->op ? t->op : "", t->op ? ", " : "", t->rows->len,
+                         t->rows->len == 1 ? "" : "s", t->line);
+}
+
+/* The error for `op` (NULL: any) matching `n` of the tests (0 or 2+): it
+** lists them (all if none matched) and names the line of the second one
+** that matched (of the first test if none did). */
+static FabNcclTestsTable *choose_fail(GPtrArray *tests, const char *op, guint n, const char *name, GError **err) {
+  GString *s = g_string_new(NULL);
+  unsigned listed = 0, line = 0;
+  for (guint i = 0; i < tests->len; i++) {
+    const FabNcclTestsTable *t = tests->pdata[i];
+    if (op && n && g_strcmp0(t->op, op)) continue;
+    g_string_append(s, listed ? ", " : "");
+    describe(s, t);
+    if (listed++ < (n ? 2u : 1u)) line = t->line;
+  }
+  if (!op) fail(err, name, line, "%u tests in this log: %s; choose one (fabsim compare --op OP)", n, s->str);
+  else if (!n) fail(err, name, line, "no %s test in this log; it holds %s", op, s->str);
+  else fail(err, name, line, "%u %s tests in this log: %s; give fabsim one", n, op, s->str);
+  g_string_free(s, TRUE);
+  return NULL;
+}
+
+FabNcclTestsTable *fab_nccltests_choose(GPtrArray *tests, const char *op, const char *name, GError **err) {
+  guint n = 0, pick = 0;
+  for (guint i = 0; i < tests->len; i++)
+    if (!op || !g_strcmp0(((FabNcclTestsTable *)tests->pdata[i])->op, op)) n++, pick = i;
+  const FabNcclTestsTable *only = tests->len == 1 ? tests->pdata[0] : NULL;
+  if (only && only->binary && !only->op) {
+    fail(err, name, only->name_line, "%s is not a test fabsim models (all_reduce_perf, all_gather_perf, "
+         "reduce_scatter_perf, broadcast_perf, reduce_perf, alltoall_perf, sendrecv_perf)", only->binary);
+    return NULL;
+  }
+  if (only && !only->op && op_index(op) >= 0) n = 1, pick = 0; /* the log does not say; the caller does */
+  if (n != 1) return choose_fail(tests, op, n, name, err);
+  FabNcclTestsTable *t = g_ptr_array_steal_index(tests, pick);
+  if (!t->op && op) {
+    t->op = ops[op_index(op)].op;
+    t->binary = ops[op_index(op)].binary;
+  }
+  return t;
+}
+
+FabNcclTestsTable *fab_nccltests_parse_text(const char *text, const char *name, GError **err) {
+  GPtrArray *tests = fab_nccltests_parse_tests(text, name, err);
+  if (!tests) return NULL;
+  FabNcclTestsTable *t = fab_nccltests_choose(tests, NULL, name, err);
+  g_ptr_array_free(tests, TRUE);
+  return t;
+}
+
+FabNcclTestsTable *fab_nccltests_parse_file(const char *path, GError **err) {
+  GPtrArray *tests = fab_nccltests_read_tests(path, err);
+  if (!tests) return NULL;
+  FabNcclTestsTable *t = fab_nccltests_choose(tests, NULL, path, err);
+  g_ptr_array_free(tests, TRUE);
   return t;
 }
 
@@ -511,6 +771,71 @@ static const FabNcclTestsRow *sim_row(const FabNcclTestsTable *sim, uint64_t byt
   return best;
 }
 
+/* The row of measured size m against s: the out-of-place values, the
+** in-place ones where the log has no out-of-place time. */
+static FabNcclTestsCmpRow cmp_row(const FabNcclTestsRow *m, const FabNcclTestsRow *s) {
+  int g = isnan(m->time_us[0]) && !isnan(m->time_us[1]);
+  return (FabNcclTestsCmpRow){
+    .bytes = m->bytes, .count = m->count, .meas_in_place = g,
+    .meas_time_us = m->time_us[g], .meas_algbw_GBps = m->algbw_GBps[g], .meas_busbw_GBps = m->busbw_GBps[g],
+    .sim_time_us = s ? s->time_us[0] : NAN, .sim_algbw_GBps = s ? s->algbw_GBps[0] : NAN,
+    .sim_busbw_GBps = s ? s->busbw_GBps[0] : NAN, .algorithm = s ? s->algorithm : NULL,
+    .protocol = s ? s->protocol : NULL, .time_err = NAN, .busbw_err = NAN, .time_ratio = NAN,
+  };
+}
+
+/* The measured algbw of a row from its time (GB/s), NAN without one. */
+static double meas_algbw(const FabNcclTestsCmpRow *r) {
+  return r->meas_time_us > 0 && isfinite(r->meas_time_us) ? (double)r->bytes / r->meas_time_us / 1e3 : NAN;
+}
+
+/* Each row's bound against the peak (algbw, bus factor aside: the same ratio). */
+static void classify(FabNcclTestsCmp *c, double factor) {
+  double peak = 0;
+  for (guint i = 0; i < c->rows->len; i++) {
+    const FabNcclTestsCmpRow *r = &g_array_index(c->rows, FabNcclTestsCmpRow, i);
+    double a = meas_algbw(r);
+    if (a > peak) peak = a, c->peak_bytes = r->bytes;
+  }
+  c->peak_busbw_GBps = peak > 0 ? peak * factor : NAN;
+  for (guint i = 0; i < c->rows->len; i++) {
+    FabNcclTestsCmpRow *r = &g_array_index(c->rows, FabNcclTestsCmpRow, i);
+    double a = meas_algbw(r);
+    if (!isnan(a))
+      r->bound = peak > 0 && a >= FAB_NCCLTESTS_BW_BOUND * peak ? FAB_NCCLTESTS_BANDWIDTH_BOUND
+                                                                  : FAB_NCCLTESTS_LATENCY_BOUND;
+  }
+}
+
+/* The time ratios per bound, their shares of the error and the worst sizes. */
+static void ratios(FabNcclTestsCmp *c) {
+  double sum_ln[3] = {0}, sum_abs[3] = {0}, worst[3] = {0};
+  FabNcclTestsCmpClass *cls[3] = {NULL, &c->latency, &c->bandwidth};
+  for (int b = 1; b < 3; b++) *cls[b] = (FabNcclTestsCmpClass){.geomean_ratio = NAN, .worst_ratio = NAN,
+                                                                .error_share = NAN};
+  for (guint i = 0; i < c->rows->len; i++) {
+    const FabNcclTestsCmpRow *r = &g_array_index(c->rows, FabNcclTestsCmpRow, i);
+    if (isnan(r->time_ratio) || !r->bound) continue;
+    double e = fabs(log(r->time_ratio));
+    FabNcclTestsCmpClass *k = cls[r->bound];
+    if (!k->sizes++ || r->bytes < k->min_bytes) k->min_bytes = r->bytes;
+    k->max_bytes = MAX(k->max_bytes, r->bytes);
+    sum_ln[r->bound] += log(r->time_ratio);
+    sum_abs[r->bound] += e;
+    if (k->sizes == 1 || e > worst[r->bound]) worst[r->bound] = e, k->worst_ratio = r->time_ratio, k->worst_bytes = r->bytes;
+    guint w = MIN(c->n_worst, FAB_NCCLTESTS_WORST - 1); /* insert, worst first, the first of equals first */
+    if (c->n_worst == FAB_NCCLTESTS_WORST && e <= fabs(log(c->worst_ratio[w]))) continue;
+    for (; w > 0 && e > fabs(log(c->worst_ratio[w - 1])); w--)
+      c->worst_ratio[w] = c->worst_ratio[w - 1], c->worst_bytes[w] = c->worst_bytes[w - 1];
+    c->worst_ratio[w] = r->time_ratio, c->worst_bytes[w] = r->bytes;
+    c->n_worst = MIN(c->n_worst + 1, FAB_NCCLTESTS_WORST);
+  }
+  for (int b = 1; b < 3; b++) {
+    if (cls[b]->sizes) cls[b]->geomean_ratio = exp(sum_ln[b] / cls[b]->sizes);
+    if (sum_abs[1] + sum_abs[2] > 0) cls[b]->error_share = sum_abs[b] / (sum_abs[1] + sum_abs[2]);
+  }
+}
+
 FabNcclTestsCmp *fab_nccltests_compare(const FabNcclTestsTable *meas, const FabNcclTestsTable *sim) {
   FabNcclTestsCmp *c = g_new0(FabNcclTestsCmp, 1);
   c->rows = g_array_new(FALSE, TRUE, sizeof(FabNcclTestsCmpRow));
@@ -520,16 +845,10 @@ FabNcclTestsCmp *fab_nccltests_compare(const FabNcclTestsTable *meas, const FabN
   c->max_abs_time_err = c->max_abs_busbw_err = -1;
   for (guint i = 0; i < meas->rows->len; i++) {
     const FabNcclTestsRow *m = &g_array_index(meas->rows, FabNcclTestsRow, i);
-    const FabNcclTestsRow *s = sim_row(sim, m->bytes);
-    FabNcclTestsCmpRow r = {
-      .bytes = m->bytes, .count = m->count,
-      .meas_time_us = m->time_us[0], .meas_algbw_GBps = m->algbw_GBps[0], .meas_busbw_GBps = m->busbw_GBps[0],
-      .sim_time_us = s ? s->time_us[0] : NAN, .sim_algbw_GBps = s ? s->algbw_GBps[0] : NAN,
-      .sim_busbw_GBps = s ? s->busbw_GBps[0] : NAN, .algorithm = s ? s->algorithm : NULL,
-      .protocol = s ? s->protocol : NULL, .time_err = NAN, .busbw_err = NAN,
-    };
-    if (m->bytes && isfinite(r.sim_time_us) && r.sim_time_us > 0 && r.meas_time_us > 0) {
+    FabNcclTestsCmpRow r = cmp_row(m, sim_row(sim, m->bytes));
+    if (m->bytes && isfinite(r.sim_time_us) && r.sim_time_us > 0 && r.meas_time_us > 0 && isfinite(r.meas_time_us)) {
       r.time_err = (r.sim_time_us - r.meas_time_us) / r.meas_time_us;
+      r.time_ratio = r.sim_time_us / r.meas_time_us;
       double meas_bus = (double)m->bytes / r.meas_time_us / 1e3 * factor;
       r.busbw_err = meas_bus > 0 ? (r.sim_busbw_GBps - meas_bus) / meas_bus : NAN;
       c->matched++;
@@ -546,7 +865,21 @@ FabNcclTestsCmp *fab_nccltests_compare(const FabNcclTestsTable *meas, const FabN
   c->mean_abs_time_err = c->matched ? sum_t / c->matched : NAN;
   c->mean_abs_busbw_err = c->matched ? sum_b / c->matched : NAN;
   if (!c->matched) c->max_abs_time_err = c->max_abs_busbw_err = NAN;
+  classify(c, factor);
+  ratios(c);
   return c;
+}
+
+const char *fab_nccltests_bound_name(FabNcclTestsBound b) {
+  return b == FAB_NCCLTESTS_LATENCY_BOUND ? "latency" : b == FAB_NCCLTESTS_BANDWIDTH_BOUND ? "bandwidth" : NULL;
+}
+
+void fab_nccltests_ratio_str(char *buf, size_t n, double v) {
+  if (!isfinite(v)) snprintf(buf, n, "-");
+  else if (v >= 99.5) snprintf(buf, n, "%.0fx", v);
+  else if (v >= 9.995) snprintf(buf, n, "%.1fx", v);
+  else if (v >= 0.0995) snprintf(buf, n, "%.2fx", v);
+  else snprintf(buf, n, "%.2gx", v);
 }
 
 /* "1 KiB"-style size for the summary */
@@ -557,46 +890,87 @@ static char *size_str(uint64_t b) {
   return g_strdup_printf("%" G_GUINT64_FORMAT " %s", b, unit[u]);
 }
 
-char *fab_nccltests_cmp_summary(const FabNcclTestsCmp *c) {
-  if (!c->matched) return g_strdup_printf("no size was both measured and simulated (%u measured)", c->rows->len);
-  char *st = size_str(c->max_time_err_bytes), *sb = size_str(c->max_busbw_err_bytes);
-  char *s = g_strdup_printf("%u sizes: time error mean |%.1f%%|, max |%.1f%%| at %s; busbw error mean |%.1f%%|, "
-                            "max |%.1f%%| at %s", c->matched, 100 * c->mean_abs_time_err, 100 * c->max_abs_time_err,
-                            st, 100 * c->mean_abs_busbw_err, 100 * c->max_abs_busbw_err, sb);
-  g_free(st);
-  g_free(sb);
-  return s;
+/* "2 sizes (1 MiB to 4 MiB): geomean 0.95x, worst 0.90x at 2 MiB", or "no size";
+** compact: "0.95x (2 sizes, worst 0.90x at 2 MiB)", or "no size". */
+static void class_str(GString *s, const FabNcclTestsCmpClass *k, gboolean compact) {
+  if (!k->sizes) {
+    g_string_append(s, "no size");
+    return;
+  }
+  char gm[32], w[32], *lo = size_str(k->min_bytes), *hi = size_str(k->max_bytes), *at = size_str(k->worst_bytes);
+  fab_nccltests_ratio_str(gm, sizeof gm, k->geomean_ratio);
+  fab_nccltests_ratio_str(w, sizeof w, k->worst_ratio);
+  const char *pl = k->sizes == 1 ? "" : "s";
+  if (compact) g_string_append_printf(s, "%s (%u size%s, worst %s at %s)", gm, k->sizes, pl, w, at);
+  else if (k->sizes > 1) g_string_append_printf(s, "%u sizes (%s to %s): geomean %s, worst %s at %s", k->sizes, lo, hi, gm, w, at);
+  else g_string_append_printf(s, "1 size (%s): geomean %s, worst %s at %s", lo, gm, w, at);
+  g_free(lo);
+  g_free(hi);
+  g_free(at);
 }
 
-static void pct_str(char *buf, size_t n, double v) {
-  if (isnan(v)) snprintf(buf, n, "%8s", "-");
-  else if (fabs(v) >= 99.995) snprintf(buf, n, "%+7.0f%%", 100 * v);
-  else snprintf(buf, n, "%+7.1f%%", 100 * v);
+char *fab_nccltests_cmp_summary(const FabNcclTestsCmp *c) {
+  if (!c->matched) return g_strdup_printf("no size was both measured and simulated (%u measured)", c->rows->len);
+  GString *s = g_string_new("sim/meas time, geomean: bandwidth-bound ");
+  class_str(s, &c->bandwidth, TRUE);
+  g_string_append(s, "; latency-bound ");
+  class_str(s, &c->latency, TRUE);
+  return g_string_free(s, FALSE);
+}
+
+/* The lines under the table: the rule, the ratios per bound, where the error is. */
+static void cmp_footer(GString *s, const FabNcclTestsCmp *c) {
+  if (!c->matched) {
+    char *sum = fab_nccltests_cmp_summary(c);
+    g_string_append_printf(s, "# %s\n", sum);
+    g_free(sum);
+    return;
+  }
+  char bw[32], *at = size_str(c->peak_bytes);
+  snprintf(bw, sizeof bw, "%.2f", c->peak_busbw_GBps);
+  g_string_append_printf(s, "# time ratio: simulated / measured time (1.00x exact, 0.50x fabsim twice as fast)\n"
+                            "# bandwidth-bound: measured busbw >= 50%% of the log's peak (%s GB/s at %s); "
+                            "latency-bound: below\n# bandwidth-bound ", bw, at);
+  class_str(s, &c->bandwidth, FALSE);
+  g_string_append(s, "\n# latency-bound   ");
+  class_str(s, &c->latency, FALSE);
+  g_free(at);
+  const FabNcclTestsCmpClass *big = c->latency.error_share >= 0.5 ? &c->latency : &c->bandwidth;
+  if (isnan(c->latency.error_share)) g_string_append(s, "\n# no error: every size is at 1.00x\n");
+  else g_string_append_printf(s, "\n# most of the error is in the %s-bound sizes (%.0f%% of the summed |ln ratio|); "
+                              "worst:", big == &c->latency ? "latency" : "bandwidth", 100 * big->error_share);
+  for (uint32_t i = 0; i < c->n_worst && !isnan(c->latency.error_share); i++) {
+    char r[32], *b = size_str(c->worst_bytes[i]);
+    fab_nccltests_ratio_str(r, sizeof r, c->worst_ratio[i]);
+    g_string_append_printf(s, "%s %s %s", i ? "," : "", b, r);
+    g_free(b);
+  }
+  if (!isnan(c->latency.error_share)) g_string_append_c(s, '\n');
 }
 
 char *fab_nccltests_cmp_format(const FabNcclTestsCmp *c) {
   GString *s = g_string_new(NULL);
-  g_string_append(s, "#                  measured           simulated              error\n");
-  g_string_append_printf(s, "# %10s  %8s  %7s  %8s  %7s  %8s  %8s  %s\n", "size", "time", "busbw", "time", "busbw",
-                         "time", "busbw", "algorithm");
-  g_string_append_printf(s, "# %10s  %8s  %7s  %8s  %7s  %8s  %8s\n", "(B)", "(us)", "(GB/s)", "(us)", "(GB/s)",
-                         "(%)", "(%)");
+  g_string_append(s, "#                  measured           simulated  sim/meas\n");
+  g_string_append_printf(s, "# %10s  %8s  %7s  %8s  %7s  %8s  %-9s  %s\n", "size", "time", "busbw", "time", "busbw",
+                         "time", "bound", "algorithm");
+  g_string_append_printf(s, "# %10s  %8s  %7s  %8s  %7s  %8s\n", "(B)", "(us)", "(GB/s)", "(us)", "(GB/s)", "(ratio)");
   for (guint i = 0; i < c->rows->len; i++) {
     const FabNcclTestsCmpRow *r = &g_array_index(c->rows, FabNcclTestsCmpRow, i);
-    char mt[32], mb[32], st[32], sb[32], et[32], eb[32];
+    char mt[32], mb[32], st[32], sb[32], ra[32];
     num_str(mt, sizeof mt, r->meas_time_us, 8);
     num_str(mb, sizeof mb, r->meas_busbw_GBps, 7);
     num_str(st, sizeof st, r->sim_time_us, 8);
     num_str(sb, sizeof sb, r->sim_busbw_GBps, 7);
-    pct_str(et, sizeof et, r->time_err);
-    pct_str(eb, sizeof eb, r->busbw_err);
-    g_string_append_printf(s, "%12" G_GUINT64_FORMAT "  %8s  %7s  %8s  %7s  %8s  %8s", r->bytes, mt, mb, st, sb, et,
-                           eb);
+    fab_nccltests_ratio_str(ra, sizeof ra, r->time_ratio);
+    const char *bound = fab_nccltests_bound_name(r->bound);
+    gsize start = s->len;
+    g_string_append_printf(s, "%12" G_GUINT64_FORMAT "  %8s  %7s  %8s  %7s  %8s  %-9s", r->bytes, mt, mb, st, sb, ra,
+                           bound ? bound : "-");
     if (r->algorithm) g_string_append_printf(s, "  %s/%s", r->algorithm, r->protocol ? r->protocol : "?");
+    if (r->meas_in_place) g_string_append(s, "  (measured in-place)");
+    while (s->len > start && s->str[s->len - 1] == ' ') g_string_truncate(s, s->len - 1);
     g_string_append_c(s, '\n');
   }
-  char *sum = fab_nccltests_cmp_summary(c);
-  g_string_append_printf(s, "# %s\n", sum);
-  g_free(sum);
+  cmp_footer(s, c);
   return g_string_free(s, FALSE);
 }
