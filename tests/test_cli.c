@@ -1,7 +1,7 @@
 /* The fabsim command line, run as a subprocess: bad scenarios (tests/bad),
 ** bad usage, help and version, the built-in quickstart, determinism, the JSON
 ** summary's fields, validate, the HDF5 file's all-or-nothing writing and the
-** human report. See SCENARIO.md for the contract being tested.
+** human report. See README.md ("Scenario format", "Command line", "Outputs") for the contract being tested.
 **
 ** Environment: FABSIM is the fabsim binary (default build/fabsim), FABSIM_SRC
 ** the repository root (default .); meson test sets both.

@@ -543,7 +543,7 @@ out_f:
 /* ---- the swept values as numbers ------------------------------------------ */
 
 /* How the first key's values are read: the first kind under which every one
-** of them parses (the units of SCENARIO.md), or categories when none does. */
+** of them parses (the units README.md lists), or categories when none does. */
 typedef enum { X_NUMBER, X_SIZE, X_RATE, X_TIME, X_RATIO, X_CATEGORY } XKind;
 
 static const char *const xkind_unit[] = {"", "B", "bit/s", "s", "", ""};

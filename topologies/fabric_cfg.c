@@ -26,6 +26,7 @@ typedef struct Read {
   const FabCfgNode *priorities, *xoff, *headroom;                  /* fabric.switch.pfc: */
   bool sharp_enabled;
   GPtrArray *warnings; /* settings with no effect under the current choices (NULL: not kept) */
+  const FabCfgNode *tiers, *pods; /* fabric.topology.tiers, pods (refused) */
 } Read;
 
 static const char *const topo_kinds[] = {"single-switch", "leaf-spine", "fat-tree", "ring", "rail-optimized",
@@ -117,6 +118,8 @@ static const FabCfgKey topo_schema[] = {
   K("k", FAB_CFG_UINT, f.topo.k, .min = 2, .max = 256),
   K("switches", FAB_CFG_UINT, f.topo.leaves, .min = 3, .max = 1024),
   K("hosts_per_switch", FAB_CFG_UINT, f.topo.hosts_per_leaf, .min = 1, .max = 1024),
+  K("tiers", FAB_CFG_NODE, tiers), /* in the contract, not built: refused as such */
+  K("pods", FAB_CFG_NODE, pods),
   FAB_CFG_END_ROW,
 };
 
@@ -533,6 +536,9 @@ static gboolean read_topology(Read *r, uint64_t nodes, const FabCfgNode *nodes_a
   const FabCfgNode *node = r->topology;
   FabTopoSpec *t = &r->f.topo;
   if (!fab_cfg_apply(node, NULL, topo_schema, r, err)) return FALSE;
+  if (r->tiers || r->pods)
+    return fab_cfg_fail(r->tiers ? r->tiers : r->pods, err, "a fat-tree by tiers and pods is not modelled in this version of fabsim "
+                        "(give kind: fat-tree, k: the switch radix: a 3-tier k-ary fat-tree)");
   const char *what = nrails ? "NIC ports (nodes x nics_per_node)" : "nodes";
   if (t->kind != FAB_TOPO_RING &&
       (!set_only_for(node, "switches", "ring", err) || !set_only_for(node, "hosts_per_switch", "ring", err)))

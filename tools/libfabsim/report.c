@@ -148,9 +148,9 @@ static void steps(const FabResults *r, FILE *out) {
   for (size_t j = 0; j < r->n_jobs; j++) {
     const FabStepSummary *s = r->jobs[j].step;
     if (!s) continue;
-    fprintf(out, "  step        %s: %.3f ms per step (%u steps): compute %.3f ms, exposed communication %.3f ms, "
+    fprintf(out, "  step        %s: %.3f ms per step (%u step%s): compute %.3f ms, exposed communication %.3f ms, "
             "overlapped %.3f ms, pipeline bubble %.3f ms (%.1f%%)\n", r->jobs[j].name, s->step_time_s * 1e3,
-            s->steps, s->compute_s * 1e3, s->exposed_comm_s * 1e3, s->overlap_s * 1e3, s->bubble_s * 1e3,
+            s->steps, s->steps == 1 ? "" : "s", s->compute_s * 1e3, s->exposed_comm_s * 1e3, s->overlap_s * 1e3, s->bubble_s * 1e3,
             s->bubble_fraction * 100);
     char *by = fab_report_purposes(r, j, s->steps);
     fprintf(out, "  collectives %s\n", by);

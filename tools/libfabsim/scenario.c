@@ -25,11 +25,13 @@ static const FabCfgKey top_schema[] = {
 typedef struct OutputIn {
   const char *hdf5;
   uint64_t sample_interval;
+  const FabCfgNode *plots; /* in the contract, not built: refused as such */
 } OutputIn;
 
 static const FabCfgKey output_schema[] = {
   FAB_CFG_KEY("hdf5", FAB_CFG_STRING, OutputIn, hdf5),
   FAB_CFG_KEY("sample_interval", FAB_CFG_TIME, OutputIn, sample_interval, .def = "10us", .min = 1000, .max = 1e15),
+  FAB_CFG_KEY("plots", FAB_CFG_NODE, OutputIn, plots),
   FAB_CFG_END_ROW,
 };
 
@@ -182,6 +184,8 @@ FabScenario *fab_scenario_from_cfg(FabCfg *cfg, const char *default_name, GError
   sc->cfg = cfg;
   const FabCfgNode *root = fab_cfg_root(cfg);
   if (!fab_cfg_apply(root, NULL, top_schema, &top, err) || !fab_cfg_apply(top.output, root, output_schema, &out, err) ||
+      (out.plots && !fab_cfg_fail(out.plots, err, "output.plots is not modelled in this version of fabsim: write "
+                                  "output.hdf5 and draw it with fabsim plot")) ||
       !fab_fabric_cfg_read(root, &sc->fabric, sc->warnings, err))
     goto fail;
   if (fab_topology_elements(&sc->fabric) > FAB_ELEM_MAX_ID) {
