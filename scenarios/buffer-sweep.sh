@@ -16,7 +16,7 @@ for pfc in false true; do
   for b in "${SIZES[@]}"; do
     out=$("$FABSIM" run "$ROOT/scenarios/incast.yaml" --json --set output.hdf5=~ \
       --set fabric.switch.buffer="$b" --set fabric.switch.priorities=1 \
-      --set "fabric.switch.pfc={enabled: $pfc, xoff: 32KiB, xon: 16KiB}") || {
+      --set "fabric.switch.pfc=$([[ $pfc == true ]] && echo "{enabled: true, xoff: 32KiB, xon: 16KiB}" || echo "{enabled: false}")") || {
       echo "$b pfc=$pfc: fabsim failed" >&2; continue; }
     python3 -c '
 import json, sys

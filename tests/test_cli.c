@@ -888,6 +888,10 @@ Test(cli, human_report) {
   cr_expect_eq(p.status, 1, "%s: exit status %d; stderr:\n%s", p.cmd, p.status, p.err);
   cr_expect(strstr(p.out, "\n  fct         n/a (no flow completed)\n"), "%s: report:\n%s", p.cmd, p.out);
   proc_clear(&p);
+  p = RUN("run", q, "--set", "stop_time=1us", "--json");
+  cr_expect(strstr(p.out, "\"fct_p50_s\": null, \"fct_p99_s\": null, \"fct_max_s\": null"), "%s: JSON:\n%s", p.cmd,
+            p.out);
+  proc_clear(&p);
   g_free(q);
   /* a GPU preset on slower fabric links: the NIC runs at the link's rate, and the report says why */
   q = src_path("scenarios/nccl-tests-dgx-h100.yaml");

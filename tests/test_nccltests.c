@@ -617,8 +617,8 @@ Test(nccltests_layouts, na_values) {
   cr_assert_float_eq(b->time_ratio, 1.0, 1e-12);
   char *s = fab_nccltests_cmp_format(cmp);
   char *l = line_starting(s, "       65536");
-  /* 3.28 GB/s in-place is above half the peak (5.24 at 128 KiB) */
-  cr_assert_str_eq(l, "       65536     20.00     3.28     40.00     1.64     2.00x  bandwidth  ring/simple  (measured "
+  /* the line through 128 KiB (25 us): 5 us per 64 KiB, so 64 KiB's bytes take 5 of its 20 us: latency-bound */
+  cr_assert_str_eq(l, "       65536     20.00     3.28     40.00     1.64     2.00x  latency    ring/simple  (measured "
                    "in-place)");
   g_free(l);
   g_free(s);
@@ -701,6 +701,34 @@ Test(nccltests_layouts, unknown_and_broken_layouts_refused) {
   g_free(path);
 }
 
+/* A log that stops before the bandwidth plateau: its sizes stay latency-bound
+** (the old rule, half the log's own peak, called its largest bandwidth-bound);
+** one that starts past it: all bandwidth-bound. */
+Test(nccltests, bound_by_the_time_growth_not_the_peak) {
+  char *msg;
+  FabNcclTestsTable *m = parse("# Collective test starting: all_reduce_perf\n"
+                               "#  size  count  type  redop  root  time  algbw  busbw  #wrong  time  algbw  busbw  #wrong\n"
+                               "     8     2  float  sum  -1   38.00   0.00   0.00  0   38.00   0.00   0.00  0\n"
+                               "   512   128  float  sum  -1   38.10   0.01   0.01  0   38.10   0.01   0.01  0\n"
+                               "  4096  1024  float  sum  -1   38.30   0.11   0.19  0   38.30   0.11   0.19  0\n", &msg);
+  cr_assert_not_null(m, "%s", msg);
+  FabNcclTestsCmp *cmp = fab_nccltests_compare(m, NULL);
+  for (guint i = 0; i < 3; i++)
+    cr_expect_eq(g_array_index(cmp->rows, FabNcclTestsCmpRow, i).bound, FAB_NCCLTESTS_LATENCY_BOUND, "row %u", i);
+  fab_nccltests_cmp_free(cmp);
+  fab_nccltests_table_free(m);
+  m = parse("# Collective test starting: all_reduce_perf\n"
+            "#  size  count  type  redop  root  time  algbw  busbw  #wrong  time  algbw  busbw  #wrong\n"
+            "  1073741824  268435456  float  sum  -1  4000.0  268.44  268.44  0  4000.0  268.44  268.44  0\n"
+            "  2147483648  536870912  float  sum  -1  7900.0  271.83  271.83  0  7900.0  271.83  271.83  0\n", &msg);
+  cr_assert_not_null(m, "%s", msg);
+  cmp = fab_nccltests_compare(m, NULL);
+  for (guint i = 0; i < 2; i++)
+    cr_expect_eq(g_array_index(cmp->rows, FabNcclTestsCmpRow, i).bound, FAB_NCCLTESTS_BANDWIDTH_BOUND, "row %u", i);
+  fab_nccltests_cmp_free(cmp);
+  fab_nccltests_table_free(m);
+}
+
 /* NCCL's log printed into the middle of a row (NCCL_DEBUG=INFO on the same stdout) is named as the cause */
 Test(nccltests_layouts, nccl_info_inside_a_row) {
   expect_error("#  size count type redop root time algbw busbw #wrong time algbw busbw #wrong\n"
@@ -751,14 +779,16 @@ Test(nccltests, errors_per_size_and_summary) {
   char *s = fab_nccltests_cmp_format(cmp);
   char *l1 = line_starting(s, "     1048576"), *l3 = line_starting(s, "     4194304");
   cr_assert_not_null(l1, "%s", s);
-  /* the time ratio 110 / 100; 1 MiB's 10.49 GB/s algbw is exactly half the peak (4 MiB, 20.97): bandwidth-bound */
+  /* the time ratio 110 / 100; 1 MiB: the line through 2 MiB (150 us) gives 50 us per MiB, so its bytes take
+  ** 50 of its 100 us, exactly half: bandwidth-bound; 4 MiB: 100 of 200 us through 2 MiB, bandwidth-bound */
   cr_assert_str_eq(l1, "     1048576    100.00    18.35    110.00    16.68     1.10x  bandwidth  ring/simple");
   cr_assert_str_eq(l3, "     4194304    200.00    36.70       N/A      N/A         -  bandwidth");
   /* both matched sizes bandwidth-bound: geomean sqrt(1.1 x 0.9) = 0.995, the worst |ln| is 0.9's */
   cr_assert(strstr(s, "# bandwidth-bound 2 sizes (1 MiB to 2 MiB): geomean 0.99x, worst 0.90x at 2 MiB\n"
                       "# latency-bound   no size\n"), "%s", s);
-  cr_assert(strstr(s, "# bandwidth-bound: measured busbw >= 50% of the log's peak (36.70 GB/s at 4 MiB); "
-                      "latency-bound: below\n"), "%s", s);
+  cr_assert(strstr(s, "# bandwidth-bound: moving the bytes takes at least half the measured time (latency + size / "
+                      "bandwidth through the next smaller size); latency-bound: below; peak busbw 36.70 GB/s at 4 MiB\n"),
+            "%s", s);
   char *sum = fab_nccltests_cmp_summary(cmp);
   cr_assert_str_eq(sum, "sim/meas time, geomean: bandwidth-bound 0.99x (2 sizes, worst 0.90x at 2 MiB); latency-bound "
                    "no size");
@@ -839,8 +869,12 @@ Test(nccltests, time_ratios_by_bound) {
   GPtrArray *tables = fab_nccltests_from_results(&r, NULL);
   FabNcclTestsCmp *cmp = fab_nccltests_compare(m, tables->pdata[0]);
   cr_assert_eq(cmp->matched, 5);
+  /* the share of each time the bytes take, by the line through the next smaller size: 8 B (through 1 KiB, the
+  ** same 10 us) 0, 1 KiB 0, 1 MiB 110 of 120 us (through 1 KiB), 4 MiB 80 x 4/3 of 200 us, 16 MiB 600 x 4/3
+  ** of 800 us: latency, latency, bandwidth, bandwidth, bandwidth (the old rule, half the log's peak busbw,
+  ** called 1 MiB latency-bound at 12 times the latency floor) */
   static const FabNcclTestsBound bound[5] = {FAB_NCCLTESTS_LATENCY_BOUND, FAB_NCCLTESTS_LATENCY_BOUND,
-                                             FAB_NCCLTESTS_LATENCY_BOUND, FAB_NCCLTESTS_BANDWIDTH_BOUND,
+                                             FAB_NCCLTESTS_BANDWIDTH_BOUND, FAB_NCCLTESTS_BANDWIDTH_BOUND,
                                              FAB_NCCLTESTS_BANDWIDTH_BOUND};
   static const double ratio[5] = {0.25, 0.5, 1.0, 1.1, 1.0};
   for (int i = 0; i < 5; i++) {
@@ -851,14 +885,14 @@ Test(nccltests, time_ratios_by_bound) {
   cr_assert_float_eq(g_array_index(cmp->rows, FabNcclTestsCmpRow, 0).busbw_err, 3.0, 1e-12, "+300%%, the old summary's");
   cr_assert_float_eq(cmp->peak_busbw_GBps, 4194304 / 200.0 / 1e3, 1e-12);
   cr_assert_eq(cmp->peak_bytes, 4194304, "the first of the two equal peaks");
-  cr_assert_eq(cmp->latency.sizes, 3);
+  cr_assert_eq(cmp->latency.sizes, 2);
   cr_assert_eq(cmp->latency.min_bytes, 8);
-  cr_assert_eq(cmp->latency.max_bytes, 1048576);
-  cr_assert_float_eq(cmp->latency.geomean_ratio, 0.5, 1e-12);
+  cr_assert_eq(cmp->latency.max_bytes, 1024);
+  cr_assert_float_eq(cmp->latency.geomean_ratio, sqrt(0.125), 1e-12);
   cr_assert_float_eq(cmp->latency.worst_ratio, 0.25, 1e-12);
   cr_assert_eq(cmp->latency.worst_bytes, 8);
-  cr_assert_eq(cmp->bandwidth.sizes, 2);
-  cr_assert_float_eq(cmp->bandwidth.geomean_ratio, sqrt(1.1), 1e-12);
+  cr_assert_eq(cmp->bandwidth.sizes, 3);
+  cr_assert_float_eq(cmp->bandwidth.geomean_ratio, cbrt(1.1), 1e-12);
   cr_assert_float_eq(cmp->bandwidth.worst_ratio, 1.1, 1e-12);
   cr_assert_eq(cmp->bandwidth.worst_bytes, 4194304);
   double lat = log(4) + log(2), bw = log(1.1);
@@ -873,17 +907,17 @@ Test(nccltests, time_ratios_by_bound) {
   cr_assert_str_eq(l, "           8     10.00     0.00      2.50     0.00     0.25x  latency    ring/simple");
   g_free(l);
   cr_assert(strstr(s, "\n# time ratio: simulated / measured time (1.00x exact, 0.50x fabsim twice as fast)\n"
-                      "# bandwidth-bound: measured busbw >= 50% of the log's peak (20.97 GB/s at 4 MiB); latency-bound: "
-                      "below\n"
-                      "# bandwidth-bound 2 sizes (4 MiB to 16 MiB): geomean 1.05x, worst 1.10x at 4 MiB\n"
-                      "# latency-bound   3 sizes (8 B to 1 MiB): geomean 0.50x, worst 0.25x at 8 B\n"
+                      "# bandwidth-bound: moving the bytes takes at least half the measured time (latency + size / "
+                      "bandwidth through the next smaller size); latency-bound: below; peak busbw 20.97 GB/s at 4 MiB\n"
+                      "# bandwidth-bound 3 sizes (1 MiB to 16 MiB): geomean 1.03x, worst 1.10x at 4 MiB\n"
+                      "# latency-bound   2 sizes (8 B to 1 KiB): geomean 0.35x, worst 0.25x at 8 B\n"
                       "# most of the error is in the latency-bound sizes (96% of the summed |ln ratio|); worst: 8 B "
                       "0.25x, 1 KiB 0.50x, 4 MiB 1.10x\n"), "%s", s);
   cr_assert_null(strstr(s, "300"), "no busbw error %% in the text:\n%s", s);
   g_free(s);
   s = fab_nccltests_cmp_summary(cmp);
-  cr_assert_str_eq(s, "sim/meas time, geomean: bandwidth-bound 1.05x (2 sizes, worst 1.10x at 4 MiB); latency-bound "
-                   "0.50x (3 sizes, worst 0.25x at 8 B)");
+  cr_assert_str_eq(s, "sim/meas time, geomean: bandwidth-bound 1.03x (3 sizes, worst 1.10x at 4 MiB); latency-bound "
+                   "0.35x (2 sizes, worst 0.25x at 8 B)");
   g_free(s);
   fab_nccltests_cmp_free(cmp);
   /* simulated exactly: every ratio 1, no share of an error */
@@ -895,7 +929,7 @@ Test(nccltests, time_ratios_by_bound) {
   cr_assert(isnan(cmp->latency.error_share) && isnan(cmp->bandwidth.error_share));
   s = fab_nccltests_cmp_format(cmp);
   cr_assert(strstr(s, "# latency-bound   1 size (8 B): geomean 1.00x, worst 1.00x at 8 B\n# no error: every size is at "
-                      "1.00x\n"), "%s", s);
+                      "1.00x (within 0.5%)\n"), "%s", s);
   g_free(s);
   fab_nccltests_cmp_free(cmp);
   g_ptr_array_free(exact, TRUE);
@@ -1061,8 +1095,8 @@ Test(nccltests_cli, compare_end_to_end, .timeout = 240) {
     g_free(l);
     g_free(prefix);
   }
-  cr_assert(strstr(p.out, "\n# bandwidth-bound: measured busbw >= 50% of the log's peak (5.84 GB/s at 256 KiB); "
-                          "latency-bound: below\n# bandwidth-bound 1 size (256 KiB): geomean "), "%s", p.out);
+  cr_assert(strstr(p.out, "; latency-bound: below; peak busbw 5.84 GB/s at 256 KiB\n# bandwidth-bound 1 size (256 KiB): "
+                          "geomean "), "%s", p.out);
   cr_assert(strstr(p.out, "\n# latency-bound   5 sizes (8 B to 32 KiB): geomean "), "%s", p.out);
   cr_assert_null(strstr(p.err, "warning"), "same rank count: no warning\n%s", p.err);
   char *csv_path = g_build_filename(out, "compare.csv", NULL), *csv = NULL;
@@ -1098,7 +1132,7 @@ Test(nccltests_cli, compare_end_to_end, .timeout = 240) {
   cr_assert(strstr(p.out, "\"group\": \"out-of-place\"}"), "%s", p.out);
   cr_assert(strstr(p.out, "\"bound\": \"latency\"}, {\"bytes\": 64, "), "%s", p.out);
   cr_assert(strstr(p.out, "\"peak_busbw_GBps\": 5.84025461, \"peak_at_bytes\": 262144, \"time_ratio\": {\"rule\": "
-                          "\"bandwidth-bound: measured busbw >= 50% of the log's peak busbw"), "%s", p.out);
+                          "\"bandwidth-bound: moving the bytes takes at least half the measured time"), "%s", p.out);
   cr_assert(strstr(p.out, "\"latency_bound\": {\"sizes\": 5, \"min_bytes\": 8, \"max_bytes\": 32768, "), "%s", p.out);
   cr_assert(strstr(p.err, "warning: ") && strstr(p.err, "ran on 8 ranks"), "%s", p.err);
   proc_clear(&p);

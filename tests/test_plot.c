@@ -123,6 +123,15 @@ Test(plot, sweep_metrics_against_the_swept_values) {
   char *drops = g_strdup_printf("%s/sweep-plots/sweep-drops.png", sweep);
   cr_assert_not(g_file_test(drops, G_FILE_TEST_EXISTS), "%s drawn", drops);
   g_free(drops);
+  /* a metric null at every point (no training here) cannot be drawn: exit 2, nothing written */
+  char *out2 = g_build_filename(dir, "nulls", NULL);
+  const char *c[] = {fabsim_bin(), "plot", h5, "--metric", "step_time_s", "--out", out2, NULL};
+  cr_assert_eq(run(c, &err), 2, "%s", err);
+  cr_assert(strstr(err, "--metric step_time_s: no point of ") && strstr(err, "has a value for it (null in every run: "
+                                                                            "not a training run)"), "%s", err);
+  g_free(err);
+  cr_assert_not(g_file_test(out2, G_FILE_TEST_EXISTS), "%s written", out2);
+  g_free(out2);
   char *cmd = g_strdup_printf("rm -rf '%s'", dir);
   cr_assert_eq(system(cmd), 0);
   g_free(cmd);

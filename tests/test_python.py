@@ -50,6 +50,7 @@ class TestFabsim(unittest.TestCase):
         with self.assertRaisesRegex(fabsim.FabsimError, "'topology' is not a number"):
             run.number("topology")
         self.assertIsNone(run.number("deadlock"))
+        self.assertIsNone(run.number("step.step_time_s"))   # step is null: not a training run
         flows = run.flows()
         self.assertEqual(len(flows), 32)
         self.assertEqual(sum(f["bytes"] for f in flows), js["flows"]["bytes"])

@@ -242,6 +242,46 @@ Test(sweep, bad_value_exits_2_and_writes_nothing) {
   g_free(dir), g_free(sc);
 }
 
+/* A value given twice, as written or as the same number, would run one
+** point twice and count it in two rows: refused before anything runs. */
+Test(sweep, a_value_given_twice_is_refused) {
+  char *dir = tmpdir(), *sc = quickstart();
+  static const struct {
+    const char *set, *says;
+  } c[] = {
+      {"fabric.switch.buffer=1MiB,1MiB,2MiB", "--set fabric.switch.buffer=1MiB,1MiB,2MiB: the value '1MiB' is given "
+                                              "twice\n"},
+      {"fabric.switch.buffer=1MiB,1048576", "--set fabric.switch.buffer=1MiB,1048576: '1MiB' and '1048576' are the "
+                                            "same value\n"},
+      {"fabric.link.latency=1us,1000ns", "'1us' and '1000ns' are the same value"},
+  };
+  for (size_t i = 0; i < G_N_ELEMENTS(c); i++) {
+    Proc p = RUN_IN(dir, "sweep", sc, "--set", c[i].set, "--out", "o");
+    cr_expect_eq(p.status, 2, "%s: exit %d; stderr:\n%s", p.cmd, p.status, p.err);
+    cr_expect(strstr(p.err, c[i].says) != NULL, "%s: stderr:\n%s", p.cmd, p.err);
+    cr_expect_eq(n_entries(dir), 0, "something was written in %s", dir);
+    proc_clear(&p);
+  }
+  rm_rf(dir);
+  g_free(dir), g_free(sc);
+}
+
+/* An A/B sweep of one knob: where the knob makes another setting do nothing
+** (ECN with congestion control none), the points' warnings are shown once
+** each, after the sweep, with the points that gave them. */
+Test(sweep, the_points_warnings_are_shown) {
+  char *dir = tmpdir(), *sc = quickstart();
+  Proc p = RUN_IN(dir, "sweep", sc, "--set", "fabric.switch.ecn.enabled=true", "--set",
+                  "fabric.congestion_control.algorithm=none,dcqcn", "--set", "workload.size=64KiB", "--out", "o");
+  cr_expect_eq(p.status, 0, "%s: exit %d; stderr:\n%s", p.cmd, p.status, p.err);
+  cr_expect(strstr(p.err, "fabsim sweep: warning (point 0): --set:1:27: fabric.switch.ecn.enabled: has no effect: "
+                          "ECN marks only ECN-capable packets") != NULL, "stderr:\n%s", p.err);
+  cr_expect(strstr(p.err, "(point 1)") == NULL, "point 1 runs DCQCN: no warning; stderr:\n%s", p.err);
+  proc_clear(&p);
+  rm_rf(dir);
+  g_free(dir), g_free(sc);
+}
+
 Test(sweep, missing_scenario_exits_2) {
   char *dir = tmpdir();
   Proc p = RUN_IN(dir, "sweep", "no-such-scenario.yaml", "--set", "seed=1,2");

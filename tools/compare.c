@@ -42,8 +42,9 @@ const FabCmd fab_compare_cmd = {
   "come from the log (workload.kind=nccl-tests, workload.op, workload.sizes,\n"
   "workload.dtype are set after your --set). Prints the two tables side by side with\n"
   "the time ratio per size (simulated / measured time), and per bound the geometric\n"
-  "mean and the worst ratio: bandwidth-bound sizes are those whose measured busbw is at\n"
-  "least half the log's peak, latency-bound the others.",
+  "mean and the worst ratio: bandwidth-bound sizes are those where moving the bytes\n"
+  "takes at least half the measured time (latency + size / bandwidth through the next\n"
+  "smaller size), latency-bound the others.",
   compare_opts,
   "The measured values are the out-of-place ones (the in-place ones for a size whose\n"
   "out-of-place time is N/A). Every layout nccl-tests has printed is read (its header\n"

@@ -745,6 +745,18 @@ static gboolean choose_metrics(const Sweep *w, const char *file, GPtrArray *aske
         for (int k = 0; k < w->nnum; k++) g_string_append_printf(why, "%s %s", k ? "," : "", w->num[k]);
         return FALSE;
       }
+      gboolean any = FALSE; /* a value at some ok point: gnuplot cannot draw a column of nulls */
+      for (hsize_t i = 0; i < w->n && !any; i++)
+        any = (!w->status || w->status[i] == 0) && !isnan(w->x[i * w->nnum + m]);
+      if (!any) {
+        g_string_printf(why, "--metric %s: no point of %s has a value for it (null in every run%s)",
+                        (char *)asked->pdata[a], file,
+                        g_str_has_prefix(w->num[m], "step") || !strcmp(w->num[m], "compute_s") ||
+                                !strcmp(w->num[m], "exposed_comm_s") || !strcmp(w->num[m], "bubble_fraction")
+                            ? ": not a training run"
+                            : "");
+        return FALSE;
+      }
       gboolean dup = FALSE;
       for (guint c = 0; c < chosen->len; c++) dup |= g_array_index(chosen, int, c) == m;
       if (!dup) g_array_append_val(chosen, m);

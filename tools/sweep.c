@@ -122,7 +122,56 @@ typedef struct Sweep {
   long jobs;
   size_t n_failed, ran;
   gboolean spawn_error;
+  GPtrArray *warn;   /* Warning*: what ok points said on stderr, each text once, in order of first report */
 } Sweep;
+
+/* A warning of the points run now ("fabsim: warning: ..." on a child's
+** stderr: a setting with no effect, a coarser fidelity), shown once after
+** the sweep with the points that gave it, so that an A/B sweep of one knob
+** does not hide that the knob did nothing at some points. */
+typedef struct Warning {
+  char *text;
+  GString *points;
+} Warning;
+
+static void keep_warnings(Sweep *w, size_t id, const char *err) {
+  static const char tag[] = "fabsim: warning: ";
+  for (const char *l = err; l && *l;) {
+    const char *e = strchr(l, '\n');
+    size_t len = e ? (size_t)(e - l) : strlen(l);
+    if (len > sizeof tag - 1 && !strncmp(l, tag, sizeof tag - 1)) {
+      char *text = g_strndup(l + sizeof tag - 1, len - (sizeof tag - 1));
+      Warning *wn = NULL;
+      for (guint i = 0; i < w->warn->len && !wn; i++)
+        if (!strcmp(((Warning *)w->warn->pdata[i])->text, text)) wn = w->warn->pdata[i];
+      if (!wn) {
+        wn = g_new0(Warning, 1);
+        wn->text = text;
+        wn->points = g_string_new(NULL);
+        g_ptr_array_add(w->warn, wn);
+      } else {
+        g_free(text);
+      }
+      g_string_append_printf(wn->points, "%s%zu", wn->points->len ? ", " : "", id);
+    }
+    l = e ? e + 1 : NULL;
+  }
+}
+
+static void warning_free(gpointer p) {
+  Warning *wn = p;
+  g_free(wn->text);
+  g_string_free(wn->points, TRUE);
+  g_free(wn);
+}
+
+static void print_warnings(const Sweep *w) {
+  for (guint i = 0; i < w->warn->len; i++) {
+    const Warning *wn = w->warn->pdata[i];
+    fprintf(stderr, "fabsim sweep: warning (point%s %s): %s\n", strchr(wn->points->str, ',') ? "s" : "",
+            wn->points->str, wn->text);
+  }
+}
 
 /* Split `s` on commas outside [], {} and quotes. Empty pieces are kept (and
 ** rejected by the caller). */
@@ -206,6 +255,24 @@ static void point_parse_json(const Sweep *w, Point *pt, const char *js) {
   fab_json_index_free(ix);
 }
 
+/* A value given twice, as written or as the same number ("1MiB,1048576"),
+** would run one point twice and count it in two places: a usage error. */
+static int check_distinct(const char *arg, GPtrArray *vals) {
+  double *num = g_new(double, vals->len);
+  const char *unit = NULL;
+  gboolean numeric = fab_plot_values_numeric((const char *const *)vals->pdata, vals->len, num, &unit);
+  int rc = -1;
+  for (guint i = 0; i < vals->len && rc < 0; i++)
+    for (guint j = 0; j < i && rc < 0; j++) {
+      const char *a = vals->pdata[j], *b = vals->pdata[i];
+      if (!strcmp(a, b)) rc = fab_args_error(&fab_sweep_cmd, "--set %s: the value '%s' is given twice", arg, a);
+      else if (numeric && num[i] == num[j])
+        rc = fab_args_error(&fab_sweep_cmd, "--set %s: '%s' and '%s' are the same value", arg, a, b);
+    }
+  g_free(num);
+  return rc;
+}
+
 /* The swept keys and the fixed settings from the --set list. FALSE after a usage error. */
 static int read_keys(Sweep *w, const FabArgs *a) {
   GPtrArray *names = g_ptr_array_new_with_free_func(g_free);
@@ -226,6 +293,7 @@ static int read_keys(Sweep *w, const FabArgs *a) {
     }
     if (rc < 0 && vals->len > 1 && strlen(name) >= KEY_STRLEN)
       rc = fab_args_error(&fab_sweep_cmd, "--set %s: key longer than %d characters", val, KEY_STRLEN - 1);
+    if (rc < 0 && vals->len > 1) rc = check_distinct(val, vals);
     if (rc >= 0 || vals->len == 1) {
       if (rc < 0) g_ptr_array_add(w->fixed, g_strdup(val));
       g_ptr_array_free(vals, TRUE);
@@ -733,6 +801,7 @@ static void reap(Sweep *w, Child *ch, gboolean tty) {
   pt->ok = pt->exit == 0;
   pt->done = TRUE;
   point_parse_json(w, pt, ch->buf[0]->str);
+  if (pt->ok) keep_warnings(w, pt->id, ch->buf[1]->str);
   if (!pt->ok) {
     w->n_failed++;
     fprintf(stderr, "%sfabsim sweep: point %zu failed (exit %d)", tty ? "\n" : "", pt->id, pt->exit);
@@ -948,6 +1017,7 @@ static void sweep_free(Sweep *w) {
   }
   g_ptr_array_free(w->keys, TRUE);
   g_ptr_array_free(w->fixed, TRUE);
+  if (w->warn) g_ptr_array_free(w->warn, TRUE);
   g_array_free(w->cols, TRUE);
   g_free(w->dir);
   g_free(w->csv_path);
@@ -997,6 +1067,7 @@ static int sweep(Sweep *w, const FabArgs *a) {
     g_error_free(err);
   }
   wrote = write_h5(w) && wrote;
+  print_warnings(w);
   print_result(w, a->flag[SW_JSON]);
   return w->spawn_error || !wrote || w->n_failed ? EXIT_FAILED : 0;
 }
@@ -1006,6 +1077,7 @@ int fab_cmd_sweep(int argc, char **argv) {
   Sweep w = {0};
   w.keys = g_ptr_array_new();
   w.fixed = g_ptr_array_new_with_free_func(g_free);
+  w.warn = g_ptr_array_new_with_free_func(warning_free);
   w.cols = sweep_columns();
   int rc = fab_args_parse(&fab_sweep_cmd, argc, argv, &a);
   if (rc < 0) rc = read_keys(&w, &a);

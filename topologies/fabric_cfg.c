@@ -251,6 +251,12 @@ static void no_effect(Read *r, const FabCfgNode *at, const char *fmt, ...) {
   g_free(why);
 }
 
+/* The keys of a feature's map that is off: each has no effect. */
+static void off_keys(Read *r, const FabCfgNode *map, const char *why) {
+  for (size_t i = 0; map && fab_cfg_kind(map) == FAB_CFG_NODE_MAP && i < fab_cfg_len(map); i++)
+    if (strcmp(fab_cfg_key_at(map, i), "enabled")) no_effect(r, fab_cfg_at(map, i), "%s", why);
+}
+
 /* ---- congestion control ---------------------------------------------------- */
 
 static gboolean read_cc(Read *r, GError **err) {
@@ -329,6 +335,7 @@ static gboolean read_pfc(Read *r, uint32_t mtu_wire, GError **err) {
     return fab_cfg_fail(fab_cfg_get(r->pfc, "quanta"), err, "quanta %u (x 512 bit times) is shorter than two packets "
                         "of %u B (expected at least %" G_GUINT64_FORMAT ")", out->quanta, mtu_wire, min_quanta);
   out->mtu_wire = mtu_wire;
+  if (!out->enabled) off_keys(r, r->pfc, "fabric.switch.pfc is off (enabled: false)");
   return TRUE;
 }
 
@@ -340,6 +347,7 @@ static gboolean read_ecn(Read *r, GError **err) {
                         G_GUINT64_FORMAT " B)", e->kmin, e->kmax);
   if (e->enabled && e->pmax <= 0)
     return fab_cfg_fail(fab_cfg_get(r->ecn, "pmax"), err, "pmax must be above 0 when ECN is enabled");
+  if (!e->enabled) off_keys(r, r->ecn, "fabric.switch.ecn is off (enabled: false)");
   return TRUE;
 }
 

@@ -789,7 +789,25 @@ static double meas_algbw(const FabNcclTestsCmpRow *r) {
   return r->meas_time_us > 0 && isfinite(r->meas_time_us) ? (double)r->bytes / r->meas_time_us / 1e3 : NAN;
 }
 
-/* Each row's bound against the peak (algbw, bus factor aside: the same ratio). */
+/* The share of row i's measured time that moving its bytes takes, from the
+** latency + size / bandwidth line through it and its measured neighbour
+** (the next smaller size, or the next larger for the smallest): size /
+** bandwidth over the time. NAN without a neighbour of another size. */
+static double bytes_share(const FabNcclTestsCmp *c, guint i) {
+  const FabNcclTestsCmpRow *r = &g_array_index(c->rows, FabNcclTestsCmpRow, i), *o = NULL;
+  for (guint j = 0; j < c->rows->len; j++) { /* the closest measured size below, else above */
+    const FabNcclTestsCmpRow *q = &g_array_index(c->rows, FabNcclTestsCmpRow, j);
+    if (isnan(meas_algbw(q)) || q->bytes == r->bytes) continue;
+    gboolean below = q->bytes < r->bytes, o_below = o && o->bytes < r->bytes;
+    if (!o || (below && (!o_below || q->bytes > o->bytes)) || (!below && !o_below && q->bytes < o->bytes)) o = q;
+  }
+  if (!o) return NAN;
+  double per_byte = (r->meas_time_us - o->meas_time_us) / ((double)r->bytes - (double)o->bytes); /* 1 / bandwidth */
+  return (double)r->bytes * per_byte / r->meas_time_us;
+}
+
+/* Each row's bound: past the half-bandwidth point when moving its bytes takes
+** at least half its time (FAB_NCCLTESTS_BOUND_RULE). The peak is reported. */
 static void classify(FabNcclTestsCmp *c, double factor) {
   double peak = 0;
   for (guint i = 0; i < c->rows->len; i++) {
@@ -800,10 +818,11 @@ static void classify(FabNcclTestsCmp *c, double factor) {
   c->peak_busbw_GBps = peak > 0 ? peak * factor : NAN;
   for (guint i = 0; i < c->rows->len; i++) {
     FabNcclTestsCmpRow *r = &g_array_index(c->rows, FabNcclTestsCmpRow, i);
-    double a = meas_algbw(r);
-    if (!isnan(a))
-      r->bound = peak > 0 && a >= FAB_NCCLTESTS_BW_BOUND * peak ? FAB_NCCLTESTS_BANDWIDTH_BOUND
-                                                                  : FAB_NCCLTESTS_LATENCY_BOUND;
+    if (isnan(meas_algbw(r))) continue;
+    double share = bytes_share(c, i);
+    /* one measured size alone: the peak rule (it is its own peak: bandwidth-bound) */
+    gboolean bw = isnan(share) ? meas_algbw(r) >= FAB_NCCLTESTS_BW_BOUND * peak : share >= FAB_NCCLTESTS_BW_BOUND;
+    r->bound = bw ? FAB_NCCLTESTS_BANDWIDTH_BOUND : FAB_NCCLTESTS_LATENCY_BOUND;
   }
 }
 
@@ -929,23 +948,26 @@ static void cmp_footer(GString *s, const FabNcclTestsCmp *c) {
   char bw[32], *at = size_str(c->peak_bytes);
   snprintf(bw, sizeof bw, "%.2f", c->peak_busbw_GBps);
   g_string_append_printf(s, "# time ratio: simulated / measured time (1.00x exact, 0.50x fabsim twice as fast)\n"
-                            "# bandwidth-bound: measured busbw >= 50%% of the log's peak (%s GB/s at %s); "
-                            "latency-bound: below\n# bandwidth-bound ", bw, at);
+                            "# bandwidth-bound: moving the bytes takes at least half the measured time (latency + "
+                            "size / bandwidth through the next smaller size); latency-bound: below; peak busbw %s "
+                            "GB/s at %s\n# bandwidth-bound ", bw, at);
   class_str(s, &c->bandwidth, FALSE);
   g_string_append(s, "\n# latency-bound   ");
   class_str(s, &c->latency, FALSE);
   g_free(at);
   const FabNcclTestsCmpClass *big = c->latency.error_share >= 0.5 ? &c->latency : &c->bandwidth;
-  if (isnan(c->latency.error_share)) g_string_append(s, "\n# no error: every size is at 1.00x\n");
+  /* within half a percent everywhere: every ratio prints 1.00x, and shares of that are noise */
+  gboolean none = isnan(c->latency.error_share) || (c->n_worst && fabs(log(c->worst_ratio[0])) < log(1.005));
+  if (none) g_string_append(s, "\n# no error: every size is at 1.00x (within 0.5%)\n");
   else g_string_append_printf(s, "\n# most of the error is in the %s-bound sizes (%.0f%% of the summed |ln ratio|); "
                               "worst:", big == &c->latency ? "latency" : "bandwidth", 100 * big->error_share);
-  for (uint32_t i = 0; i < c->n_worst && !isnan(c->latency.error_share); i++) {
+  for (uint32_t i = 0; i < c->n_worst && !none; i++) {
     char r[32], *b = size_str(c->worst_bytes[i]);
     fab_nccltests_ratio_str(r, sizeof r, c->worst_ratio[i]);
     g_string_append_printf(s, "%s %s %s", i ? "," : "", b, r);
     g_free(b);
   }
-  if (!isnan(c->latency.error_share)) g_string_append_c(s, '\n');
+  if (!none) g_string_append_c(s, '\n');
 }
 
 char *fab_nccltests_cmp_format(const FabNcclTestsCmp *c) {

@@ -158,11 +158,14 @@ FabNcclTestsTable *fab_nccltests_parse_file(const char *path, GError **err);
 
 /* ---- comparison ---------------------------------------------------------- */
 
-/* How a measured size is bound. Bandwidth-bound: its busbw (from its time)
-** is at least FAB_NCCLTESTS_BW_BOUND of the log's peak busbw; latency-bound:
-** below. Half the peak is the half-bandwidth point n1/2 of the latency +
-** size / bandwidth model (Hockney): above it moving the bytes takes longer
-** than the fixed latency, below it the latency dominates the time. */
+/* How a measured size is bound. Bandwidth-bound: moving its bytes takes at
+** least FAB_NCCLTESTS_BW_BOUND of its measured time, by the latency + size /
+** bandwidth line (Hockney) through it and the next smaller measured size
+** (the next larger for the smallest); latency-bound: below. Half is the
+** half-bandwidth point n1/2: past it moving the bytes takes at least as
+** long as the fixed latency. The rule looks at the time's growth, not at
+** the log's peak, so a log that stops before the bandwidth plateau (or
+** starts past it) is classed right. A log of one size: bandwidth-bound. */
 typedef enum {
   FAB_NCCLTESTS_UNBOUND = 0,      /* no measured time */
   FAB_NCCLTESTS_LATENCY_BOUND,
@@ -170,8 +173,8 @@ typedef enum {
 } FabNcclTestsBound;
 #define FAB_NCCLTESTS_BW_BOUND 0.5
 #define FAB_NCCLTESTS_BOUND_RULE                                                                               \
-  "bandwidth-bound: measured busbw >= 50% of the log's peak busbw (past the half-bandwidth point, where moving " \
-  "the bytes takes at least as long as the fixed latency); latency-bound: below"
+  "bandwidth-bound: moving the bytes takes at least half the measured time, by the latency + size / bandwidth " \
+  "line through the size and the next smaller one (past the half-bandwidth point); latency-bound: below"
 
 typedef struct FabNcclTestsCmpRow {
   uint64_t bytes;

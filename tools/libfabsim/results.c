@@ -198,7 +198,7 @@ double fab_results_fct_percentile(const FabResults *r, double p) {
   size_t n = 0;
   for (size_t i = 0; i < r->n_flows; i++)
     if (r->flows[i].end) v[n++] = r->flows[i].end - r->flows[i].start;
-  double out = 0;
+  double out = NAN; /* no completed flow: no percentile (null in the JSON, not 0 s) */
   if (n) {
     qsort(v, n, sizeof *v, cmp_u64);
     size_t rank = (size_t)ceil(p / 100.0 * (double)n);

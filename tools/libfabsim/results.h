@@ -203,7 +203,7 @@ void fab_results_clear(FabResults *r);
 double fab_results_busbw_factor(const char *op, uint32_t n);
 
 /* FCT percentile (nearest rank, p in (0,100]) over completed flows, seconds;
-** 0 when none completed. */
+** NaN when none completed (null in the JSON; n/a in the report). */
 double fab_results_fct_percentile(const FabResults *r, double p);
 
 #endif

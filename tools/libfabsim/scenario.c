@@ -35,6 +35,23 @@ static const FabCfgKey output_schema[] = {
   FAB_CFG_END_ROW,
 };
 
+/* PFC on priorities no job sends on pauses nothing, while its headroom is
+** still reserved out of the buffer (the lossy traffic gets less): a setting
+** with no effect, said so (README "Settings with no effect"). */
+static void pfc_unused(FabScenario *sc, uint32_t prios) {
+  const FabPfcCfg *c = &sc->fabric.sw.pfc;
+  if (!c->enabled || !prios || (c->lossless & prios)) return;
+  const FabCfgNode *pfc = fab_cfg_get(sc->fabric.sw_node, "pfc");
+  const FabCfgNode *at = fab_cfg_get(pfc, "priorities") ? fab_cfg_get(pfc, "priorities") : fab_cfg_get(pfc, "enabled");
+  GString *used = g_string_new(NULL);
+  for (int p = 0; p < 8; p++)
+    if (prios & (1u << p)) g_string_append_printf(used, "%s%d", used->len ? ", " : "", p);
+  g_ptr_array_add(sc->warnings, g_strdup_printf("%s: %s: has no effect: no job sends on a lossless priority (the "
+                                                "jobs use %s), so PFC pauses nothing; its headroom is still reserved "
+                                                "out of the buffer", fab_cfg_where(at), fab_cfg_path(at), used->str));
+  g_string_free(used, TRUE);
+}
+
 /* What the collective algorithms and the tuner know of the fabric. */
 static void coll_env(const FabFabricCfg *f, FabCollEnv *e) {
   const FabGpuSpec *g = &f->gpu;
@@ -203,6 +220,7 @@ FabScenario *fab_scenario_from_cfg(FabCfg *cfg, const char *default_name, GError
   for (uint32_t i = 0; i < fab_dag_len(sc->dag); i++)
     if (fab_dag_op(sc->dag, i)->kind <= FAB_OP_NVLS) prios |= 1u << fab_dag_op(sc->dag, i)->prio;
   if (!fab_fabric_cfg_credits(&sc->fabric, prios, sc->warnings, err)) goto fail;
+  pfc_unused(sc, prios);
   sc->name = top.name ? top.name : (sc->own_name = g_strdup(default_name ? default_name : "quickstart"));
   sc->seed = top.seed;
   sc->fabric.sw.seed = sc->fabric.nic.seed = top.seed;

@@ -211,13 +211,15 @@ class Run:
     def number(self, field):
         """A numeric summary field by dotted name ("sim_time_s", "flows.fct_p99_s",
         "collectives.0.busbw_GBps"); None where the summary holds null (a collective that
-        did not complete). A name that is not in the summary, or not a number there, raises
+        did not complete, "step.step_time_s" of a run that is not training). A name that is not in the summary, or not a number there, raises
         FabsimError (with the closest names), so that a typo is never read as "no value"."""
         v = self._lib.fabsim_run_number(self._handle(), _enc(field))
         if not math.isnan(v):
             return v
         node = self._json_cached()
         for part in field.split(".") if field else [""]:
+            if node is None:          # under a null ("step" of a run that is not training): no value
+                return None
             if isinstance(node, list) and part.isdigit() and int(part) < len(node):
                 node = node[int(part)]
             elif isinstance(node, dict) and part in node:
