@@ -48,46 +48,6 @@ static void collectives(const FabResults *r, FILE *out) {
   if (!shown && r->n_colls && !r->n_steps) fprintf(out, "  collectives %zu\n", r->n_colls);
 }
 
-/* One rank's time in one purpose's collectives: a span of the timeline. */
-typedef struct Busy {
-  uint32_t rank;
-  fab_time_t start, end;
-} Busy;
-
-static int busy_order(const void *a, const void *b) {
-  const Busy *x = a, *y = b;
-  if (x->rank != y->rank) return x->rank < y->rank ? -1 : 1;
-  return x->start < y->start ? -1 : x->start > y->start;
-}
-
-/* The busiest rank of `b` (sorted in place): the most collectives one rank
-** is in, and the longest time one rank spends in them, overlaps counted once
-** (a rank in two buckets' allreduces at once is busy once). */
-static void busiest(GArray *b, size_t *most, double *longest_s) {
-  g_array_sort(b, busy_order);
-  *most = 0;
-  *longest_s = 0;
-  for (guint x = 0; x < b->len;) {
-    const Busy *f = &g_array_index(b, Busy, x);
-    uint32_t rank = f->rank;
-    fab_time_t lo = f->start, hi = f->end, total = 0;
-    size_t n = 0;
-    for (; x < b->len && g_array_index(b, Busy, x).rank == rank; x++, n++) {
-      const Busy *e = &g_array_index(b, Busy, x);
-      if (e->start > hi) {
-        total += hi - lo;
-        lo = e->start;
-        hi = e->end;
-      } else if (e->end > hi) {
-        hi = e->end;
-      }
-    }
-    total += hi - lo;
-    *most = MAX(*most, n);
-    *longest_s = MAX(*longest_s, fab_time_to_s(total));
-  }
-}
-
 /* See report.h. The sum alone misleads: the DP allreduces of many
 ** concurrent groups add up to several times the step. */
 char *fab_report_purposes(const FabResults *r, size_t j, uint32_t steps) {
@@ -107,7 +67,7 @@ char *fab_report_purposes(const FabResults *r, size_t j, uint32_t steps) {
     guint k = GPOINTER_TO_UINT(g_hash_table_lookup(at, key));
     if (!k) {
       sums = g_renew(struct Sum, sums, nk + 1);
-      sums[nk] = (struct Sum){i, 0, 0, g_array_new(FALSE, FALSE, sizeof(Busy))};
+      sums[nk] = (struct Sum){i, 0, 0, g_array_new(FALSE, FALSE, sizeof(FabBusySpan))};
       k = (guint)++nk;
       g_hash_table_insert(at, key, GUINT_TO_POINTER(k));
     } else {
@@ -121,7 +81,7 @@ char *fab_report_purposes(const FabResults *r, size_t j, uint32_t steps) {
     const FabSpanRec *sp = &r->spans[x];
     if (sp->kind == 0 || sp->job != j || sp->coll < 0 || (size_t)sp->coll >= r->n_colls || !key_of[sp->coll])
       continue;
-    Busy b = {sp->rank, sp->start, sp->end};
+    FabBusySpan b = {sp->rank, sp->start, sp->end};
     g_array_append_val(sums[key_of[sp->coll] - 1].busy, b);
   }
   double per = steps ? steps : 1;
@@ -129,7 +89,7 @@ char *fab_report_purposes(const FabResults *r, size_t j, uint32_t steps) {
     const FabCollRec *c = &r->colls[sums[k].first];
     size_t most;
     double longest;
-    busiest(sums[k].busy, &most, &longest);
+    fab_results_busiest(sums[k].busy, &most, &longest);
     g_string_append_printf(by, "%s%s %zu x %s (", by->len ? ", " : "", c->tag ? c->tag : c->op, sums[k].cnt, c->op);
     if (sums[k].busy->len)
       g_string_append_printf(by, "%.6g per rank%s, busiest rank %.3f ms%s; ", (double)most / per,

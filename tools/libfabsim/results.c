@@ -99,6 +99,9 @@ static const FabField group_fields[] = { /* the key first: FAB_F_KEYED */
   F(FabCollGroup, "count", FAB_F_U64, count, .flags = J),
   F(FabCollGroup, "bytes", FAB_F_U64, bytes, .flags = J, .unit = "B"),
   F(FabCollGroup, "time_s", FAB_F_F64, time_s, .flags = J, .unit = "s", .doc = "summed over the collectives"),
+  F(FabCollGroup, "per_rank", FAB_F_U64, per_rank, .flags = J, .doc = "the most of them one rank is in"),
+  F(FabCollGroup, "busiest_rank_s", FAB_F_F64, busiest_rank_s, .flags = J, .unit = "s",
+    .doc = "the longest time one rank spends in them, overlaps counted once"),
 };
 TABLE(group_table, "groups", FabCollGroup, group_fields);
 
@@ -235,27 +238,79 @@ static void finalize_colls(FabResults *r) {
   }
 }
 
+static int busy_order(const void *a, const void *b) {
+  const FabBusySpan *x = a, *y = b;
+  if (x->rank != y->rank) return x->rank < y->rank ? -1 : 1;
+  return x->start < y->start ? -1 : x->start > y->start;
+}
+
+void fab_results_busiest(GArray *b, size_t *most, double *longest_s) {
+  g_array_sort(b, busy_order);
+  *most = 0;
+  *longest_s = 0;
+  for (guint x = 0; x < b->len;) {
+    const FabBusySpan *f = &g_array_index(b, FabBusySpan, x);
+    uint32_t rank = f->rank;
+    fab_time_t lo = f->start, hi = f->end, total = 0;
+    size_t n = 0;
+    for (; x < b->len && g_array_index(b, FabBusySpan, x).rank == rank; x++, n++) {
+      const FabBusySpan *e = &g_array_index(b, FabBusySpan, x);
+      if (e->start > hi) {
+        total += hi - lo;
+        lo = e->start;
+        hi = e->end;
+      } else if (e->end > hi) {
+        hi = e->end;
+      }
+    }
+    total += hi - lo;
+    *most = MAX(*most, n);
+    *longest_s = MAX(*longest_s, fab_time_to_s(total));
+  }
+}
+
 /* The collectives of job j grouped by op (by_tag: by tag), in order of first
-** appearance. Transfer full. */
+** appearance, with the busiest rank's share from the timeline. Transfer full. */
 static FabCollGroup *group_colls(const FabResults *r, uint32_t j, bool by_tag, size_t *n) {
   GArray *g = g_array_new(FALSE, TRUE, sizeof(FabCollGroup));
   GHashTable *at = g_hash_table_new(g_str_hash, g_str_equal); /* key -> index + 1 */
+  guint *key_of = g_new0(guint, r->n_colls + 1);               /* collective -> its group + 1 */
   for (size_t i = 0; i < r->n_colls; i++) {
     const FabCollRec *c = &r->colls[i];
     if (c->job != j) continue;
     const char *key = by_tag ? (c->tag ? c->tag : "none") : c->op;
     guint k = GPOINTER_TO_UINT(g_hash_table_lookup(at, key));
     if (!k) {
-      FabCollGroup ng = {key, 0, 0, 0};
+      FabCollGroup ng = {key, 0, 0, 0, 0, 0};
       g_array_append_val(g, ng);
       k = g->len;
       g_hash_table_insert(at, (gpointer)key, GUINT_TO_POINTER(k));
     }
+    key_of[i] = k;
     FabCollGroup *cg = &g_array_index(g, FabCollGroup, k - 1);
     cg->count++;
     cg->bytes += c->bytes;
     cg->time_s += c->end ? fab_time_to_s(c->end - c->start) : 0;
   }
+  GArray **busy = g_new0(GArray *, g->len + 1);
+  for (size_t x = 0; x < r->n_spans; x++) {
+    const FabSpanRec *sp = &r->spans[x];
+    if (sp->kind == 0 || sp->job != j || sp->coll < 0 || (size_t)sp->coll >= r->n_colls || !key_of[sp->coll]) continue;
+    guint k = key_of[sp->coll] - 1;
+    if (!busy[k]) busy[k] = g_array_new(FALSE, FALSE, sizeof(FabBusySpan));
+    FabBusySpan b = {sp->rank, sp->start, sp->end};
+    g_array_append_val(busy[k], b);
+  }
+  for (guint k = 0; k < g->len; k++) {
+    if (!busy[k]) continue;
+    FabCollGroup *cg = &g_array_index(g, FabCollGroup, k);
+    size_t most;
+    fab_results_busiest(busy[k], &most, &cg->busiest_rank_s);
+    cg->per_rank = most;
+    g_array_unref(busy[k]);
+  }
+  g_free(busy);
+  g_free(key_of);
   g_hash_table_destroy(at);
   *n = g->len;
   return (FabCollGroup *)(void *)g_array_free(g, FALSE);

@@ -108,7 +108,21 @@ typedef struct FabCollGroup {
   const char *key;            /* the op, or the tag ("none" when untagged) */
   uint64_t count, bytes;
   double time_s;              /* summed */
+  uint64_t per_rank;          /* the most of them one rank is in (over all steps) */
+  double busiest_rank_s;      /* the longest time one rank spends in them, overlaps counted once (all steps) */
 } FabCollGroup;
+
+/* One rank's span in a collective (from the timeline), for
+** fab_results_busiest. */
+typedef struct FabBusySpan {
+  uint32_t rank;
+  fab_time_t start, end;
+} FabBusySpan;
+
+/* Over the spans in `b` (sorted in place), the most spans one rank has and
+** the longest time one rank is covered by them, overlaps counted once (a
+** rank in two buckets' allreduces at once is busy once). */
+void fab_results_busiest(GArray *b, size_t *most, double *longest_s);
 
 /* A training job's steps, averaged (JSON `step`). */
 typedef struct FabStepSummary {
