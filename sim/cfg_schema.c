@@ -63,6 +63,20 @@ static size_t edit_distance(const char *a, const char *b) {
   return d;
 }
 
+/* The choice `text` was probably meant as (case aside: "RoCEv2", "adaptiv"),
+** by the rule of unknown keys: within 2 edits and a third of its length. */
+static const char *closest_choice(const char *text, const char *const *choices) {
+  char *low = g_ascii_strdown(text, -1);
+  const char *best = NULL;
+  size_t best_d = (size_t)-1, len = strlen(text);
+  for (int i = 0; choices && choices[i]; i++) {
+    size_t d = edit_distance(low, choices[i]);
+    if (d < best_d) best_d = d, best = choices[i];
+  }
+  g_free(low);
+  return best && best_d <= 2 && best_d * 3 <= len ? best : NULL;
+}
+
 static gboolean check_bounds(const FabCfgKey *k, double v, const char *text, GError **err) {
   if (k->min == 0 && k->max == 0) return TRUE;
   gboolean has_max = k->max >= k->min;
@@ -179,7 +193,9 @@ static gboolean store_scalar(const FabCfgKey *k, const char *text, void *target,
     }
     {
       char *list = choices_list(k->choices);
-      fab_cfg__bad_value(err, text, "is not a valid choice (expected one of: %s)", list);
+      const char *near = closest_choice(text, k->choices);
+      fab_cfg__bad_value(err, text, "is not a valid choice (expected one of: %s)%s%s%s", list,
+                         near ? "; did you mean '" : "", near ? near : "", near ? "'?" : "");
       g_free(list);
     }
     return FALSE;

@@ -691,7 +691,14 @@ Test(schema, enum_choices) {
   All a;
   char *m = apply_text("x: {mode: ecmpp}\n", "x", &a);
   cr_assert_str_eq(m, "t.yaml:1:11: x.mode: 'ecmpp' is not a valid choice (expected one of: "
-                      "ecmp, adaptive, spray)");
+                      "ecmp, adaptive, spray); did you mean 'ecmp'?");
+  g_free(m);
+  /* case aside, and within two edits and a third of the length, as for keys */
+  m = apply_text("x: {mode: Adaptive}\n", "x", &a);
+  assert_has(m, "; did you mean 'adaptive'?");
+  g_free(m);
+  m = apply_text("x: {mode: hash}\n", "x", &a);
+  cr_assert_null(strstr(m, "did you mean"), "%s", m);
   g_free(m);
   m = apply_text("x: {mode: [ecmp]}\n", "x", &a);
   assert_has(m, "x.mode: expected one of: ecmp, adaptive, spray, found a sequence");
@@ -1196,7 +1203,7 @@ Test(schema, enum_outside_a_schema) {
   cr_assert_not_null(e);
   cr_assert_eq(e->domain, FAB_CFG_ERROR);
   cr_assert_str_eq(e->message, "t.yaml:4:4: d: 'ecmpp' is not a valid choice (expected one of: ecmp, adaptive, "
-                               "spray)");
+                               "spray); did you mean 'ecmp'?");
   g_clear_error(&e);
   cr_assert_eq(fab_cfg_enum(fab_cfg_get(r, "h"), modes, &e), -1, "choices are case-sensitive");
   assert_has(e->message, "h: 'ECMP' is not a valid choice");
