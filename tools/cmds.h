@@ -42,8 +42,8 @@ void fab_plot_put_title(GString *gp, const char *text);
 void fab_plot_size_xtics(GString *gp, uint64_t lo, uint64_t hi);
 
 /* Swept values as numbers, for numeric axes (plot) and for ordering the
-** merged values of an extended sweep (sweep): the first kind of SCENARIO.md's
-** values under which every one of the n values `v` parses: a plain number, a
+** merged values of an extended sweep (sweep): the first kind of the
+** scenario contract's values under which every one of the n values `v` parses: a plain number, a
 ** size (bytes), a rate (bit/s), a time (seconds), a ratio ("2:1" is 2). TRUE
 ** with out[i] and *unit ("", "B", "bit/s", "s"; static) set; FALSE when no
 ** kind takes them all (categories: "ecmp", "{enabled: true}"). */

@@ -1325,11 +1325,10 @@ static int run_plots(const char *gp_bin, const char *file, const Series *s, cons
     if (!s->layered)
       fprintf(stderr, "fabsim: plot: %s has no layer column in /links (an older fabsim): every link is drawn\n", file);
     else if (!any)
-      fprintf(stderr, "fabsim: plot: %s has no links of %s: no queue and link pictures\n", file,
-              layers_title(mask, TRUE));
+      fprintf(stderr, "fabsim: plot: %s has no %s: no queue and link pictures\n", file, layers_title(mask, TRUE));
     else if (others && !asked)
       fprintf(stderr, "fabsim: plot: queues and links of the fabric (switch-switch and NIC-switch links); "
-                      "--layer nic, pcie, nvlink or all for the others\n");
+                      "--layer pcie, nvlink or all for the GPUs' links (nic: the NIC-switch links alone)\n");
     gboolean queued = queues(s, mask, dir, q, why);
     if (queued && !draw(gp_bin, dir, "queues", q, why)) rc = 1;
     if (!queued && !why->len && any) /* PCIe and NVLink are credit-based: their queues stay empty */

@@ -20,7 +20,7 @@
 **   public per-hop NVSwitch latency was found; published GPU-to-GPU
 **   latencies (e.g. Li et al., "Evaluating Modern GPU Interconnect", arXiv
 **   1903.04611) are end-to-end cudaMemcpy times that include software
-**   overhead, so they are not used. 500 ns is the SCENARIO.md example value.
+**   overhead, so they are not used. 500 ns is the example value of the scenario contract (README, "Scenario format").
 **   The NVL72 domain uses the same figure: every GPU reaches every other
 **   through one NVLink Switch hop (NVIDIA GB200 NVL72 product page: 9 switch
 **   trays, every GPU linked to every switch chip).
