@@ -379,10 +379,85 @@ static gboolean coll(Train *t, int gk, uint32_t s, FabCollOp op, uint64_t bytes,
   return TRUE;
 }
 
-static fab_time_t compute_ps(const Train *t, double flops) { return (fab_time_t)llround(flops / t->rate * 1e12); }
-
 /* A stream's collectives over the rank's stream group (dp or edp). */
 static inline int stream_group(int st) { return st == DENSE ? GK_DP : GK_EDP; }
+
+/* The operations one group's collective of kind gk on stage s takes: it is
+** expanded and taken back, once per (group kind, op, size) (`seen`). */
+static gboolean group_ops(Train *t, GHashTable *seen, int gk, uint32_t s, FabCollOp op, uint64_t bytes,
+                          const char *tag, double *out, GError **err) {
+  char *key = g_strdup_printf("%d %d %" G_GUINT64_FORMAT, gk, (int)op, bytes);
+  guint n_ops = GPOINTER_TO_UINT(g_hash_table_lookup(seen, key));
+  gboolean ok = TRUE;
+  if (!n_ops) {
+    FabDag *d = t->d;
+    const uint32_t ops0 = fab_dag_len(d), deps0 = d->deps->len, colls0 = d->colls->len, groups0 = d->groups;
+    uint32_t n = members(t, gk, s, 0, t->mem);
+    for (uint32_t q = 0; q < n; q++) t->eps[q] = t->ranks[t->mem[q]], t->st[q] = FAB_OP_NONE;
+    FabCollSpec c = {.op = op, .algorithm = t->algo, .protocol = t->proto, .bytes = bytes, .dtype_bytes = t->dtype,
+                     .nranks = n, .ranks = t->eps, .channels = t->channels, .chunk = t->chunk, .job = t->job,
+                     .tag = tag, .start = t->start};
+    GError *e = NULL;
+    if (n >= 2 && fab_coll_expand(d, t->env, &c, t->st, t->en, &e) < 0) {
+      fab_cfg_fail(t->coll_at, err, "%s %s of %" G_GUINT64_FORMAT " bytes over %u ranks: %s", tag,
+                   fab_coll_op_names[op], bytes, n, e ? e->message : "failed");
+      g_clear_error(&e);
+      ok = FALSE;
+    }
+    n_ops = fab_dag_len(d) - ops0 + 1;
+    g_array_set_size(d->ops, ops0);
+    g_array_set_size(d->deps, deps0);
+    g_array_set_size(d->colls, colls0);
+    d->groups = groups0;
+    g_hash_table_insert(seen, key, GUINT_TO_POINTER(n_ops));
+  } else {
+    g_free(key);
+  }
+  *out = n_ops - 1;
+  return ok;
+}
+
+/* What the collectives of the blocks (TP allreduces, MoE all-to-alls) and
+** the DP buckets will take, before any is kept: one group's collective of
+** each kind and size (the layout is regular: every group of a kind expands
+** alike) times the groups of the stage, the microbatches and the steps.
+** Added to the lower bound of train(), a job too large for the cap is
+** refused before it is built, not after millions of operations (fuzzing
+** found such jobs refused at 0.45 s and 400 MB). FALSE + err if an
+** expansion fails. */
+static gboolean coll_ops(Train *t, double *ops, GError **err) {
+  GHashTable *seen = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL); /* kind -> ops + 1 */
+  gboolean ok = TRUE;
+  double one;
+  *ops = 0;
+  for (uint32_t s = 0; ok && s < t->pp; s++) {
+    for (uint32_t k = 0; ok && k < t->nb; k++)
+      for (int pass = 0; ok && pass < 2; pass++) {
+        const Block *b = &t->blk[s * t->nb + k];
+        const Seg *seg = pass ? b->bwd : b->fwd;
+        for (uint32_t i = 0; ok && i < (pass ? b->nbwd : b->nfwd); i++) {
+          if (seg[i].kind == SEG_COMPUTE || !seg[i].bytes) continue;
+          int gk = seg[i].kind == SEG_TP ? GK_TP : GK_EP;
+          ok = group_ops(t, seen, gk, s, gk == GK_TP ? FAB_COLL_ALLREDUCE : FAB_COLL_ALL_TO_ALL, seg[i].bytes,
+                         tags[gk == GK_TP ? 0 : 1], &one, err);
+          *ops += one * ngroups(t, gk) * t->m * t->steps;
+        }
+      }
+    for (int st = 0; ok && t->dp > 1 && t->zero != 3 && st < NSTREAMS; st++) { /* the buckets, once a step */
+      GArray *bl = t->buckets[s * NSTREAMS + st];
+      for (guint i = 0; ok && i < bl->len; i++) {
+        ok = group_ops(t, seen, stream_group(st), s, t->zero ? FAB_COLL_REDUCE_SCATTER : FAB_COLL_ALLREDUCE,
+                       g_array_index(bl, Bucket, i).bytes, tags[2], &one, err);
+        *ops += one * ngroups(t, stream_group(st)) * t->steps;
+      }
+    }
+  }
+  g_hash_table_destroy(seen);
+  return ok;
+}
+
+static fab_time_t compute_ps(const Train *t, double flops) { return (fab_time_t)llround(flops / t->rate * 1e12); }
+
 
 /* ZeRO-3: gather block k's parameters of stage s for every rank: ends into gnext[]. */
 static gboolean gather(Train *t, uint32_t s, uint32_t k, GError **err) {
@@ -859,7 +934,14 @@ gboolean fab_training_build(const FabTrainIn *in, const FabCfgNode *wl, FabDag *
   t.eps = g_new(uint32_t, nranks);
   t.st = g_new(uint32_t, nranks);
   t.en = g_new(uint32_t, nranks);
-  gboolean ok = TRUE;
+  double colls = 0;
+  gboolean ok = coll_ops(&t, &colls, err);
+  if (ok && est + colls > MAX_OPS)
+    ok = fab_cfg_fail(wl, err, "this training job needs more than %u operations (about %.0f: %u steps x %u "
+                      "microbatches x %u blocks per stage x %u ranks, of which its TP, MoE and DP collectives "
+                      "%.0f); raise chunk (fewer pieces per collective), layer_group (fewer tp/ep collectives) or "
+                      "bucket (fewer dp collectives), or lower channels, steps or microbatches", MAX_OPS,
+                      est + colls, t.steps, t.m, t.nb, nranks, colls);
   for (uint32_t s = 0; ok && s < t.steps; s++) {
     t.step = (uint16_t)s;
     ok = step(&t, err);
