@@ -39,6 +39,13 @@ typedef enum { FAB_ARCH_NONE = 0, FAB_ARCH_AMPERE, FAB_ARCH_HOPPER, FAB_ARCH_BLA
 /* "none", "ampere", "hopper", "blackwell", NULL (YAML enum; index = FabGpuArch). */
 extern const char *const fab_gpu_arch_names[FAB_ARCH_N + 1];
 
+/* The host CPU of a GPU node (cluster.cpu), as NCCL's tuner tells them
+** apart (src/graph/tuning.cc): the multi-node llMaxBws row (AMD and mixed
+** hosts take row 1), the network post overhead (getNetOverhead: 2 us on AMD
+** x86, 1 us otherwise) and NVLS_TREE's bandwidth correction (x86 only). */
+typedef enum { FAB_CPU_INTEL = 0, FAB_CPU_AMD, FAB_CPU_ARM, FAB_CPU_N } FabCpu;
+extern const char *const fab_cpu_names[FAB_CPU_N + 1];
+
 typedef struct FabGpuItem {
   fab_time_t dur;  /* ps */
   uint32_t tag;

@@ -862,6 +862,30 @@ Test(gpu, nic_rate_follows_the_fabric_link) {
              "t.yaml:4:3: fabric.link: ", "missing required key 'bandwidth'");
 }
 
+/* The host CPU is the preset's (NCCL's tuner rows depend on it), or
+** cluster.cpu; plain hosts have none to set. */
+Test(gpu, host_cpu_from_the_preset_or_given) {
+  static const struct {
+    const char *node;
+    FabCpu cpu;
+  } c[] = {{"dgx-a100", FAB_CPU_AMD}, {"aws-p5", FAB_CPU_AMD}, {"dgx-h100", FAB_CPU_INTEL},
+           {"aws-p4d", FAB_CPU_INTEL}, {"dgx-b200", FAB_CPU_INTEL}, {"gb200-nvl72", FAB_CPU_ARM}};
+  for (size_t i = 0; i < G_N_ELEMENTS(c); i++) {
+    char *yaml = g_strdup_printf("cluster: {node: %s, nodes: 1}\nfabric: {topology: {kind: single-switch}}\n"
+                                 "workload: {kind: collective, op: allreduce, size: 1MiB}\n", c[i].node);
+    FabScenario *sc = testscen_load(yaml, NULL);
+    cr_assert_eq(sc->fabric.gpu.cpu, c[i].cpu, "%s", c[i].node);
+    fab_scenario_free(sc);
+    g_free(yaml);
+  }
+  const char *sets[] = {"cluster.cpu=amd", NULL};
+  FabScenario *sc = testscen_load(dgx2, sets);
+  cr_assert_eq(sc->fabric.gpu.cpu, FAB_CPU_AMD);
+  fab_scenario_free(sc);
+  read_fails("cluster: {nodes: 4, cpu: amd}\nfabric:\n  topology: {kind: single-switch}\n  link: {bandwidth: 1Gbps}\n",
+             "t.yaml:1:26: cluster.cpu: ", "'cpu' is for GPU nodes");
+}
+
 Test(gpu, preset_fields_can_be_overridden) {
   const char *sets[] = {"cluster.gpus_per_node=4", "cluster.nics_per_node=2", "cluster.nvlink.bandwidth=900GB/s",
                         "cluster.nic.bandwidth=200Gbps", "fabric.topology.hosts_per_leaf=2", NULL};

@@ -95,9 +95,9 @@ B200_NVLS_N = G(8, 48.0, 48.0)   # starts at maxBw 48, 8 heads fit (9 x 48); pas
 # B200's could reach 16 x 50 if the search rotated the chains' ends (16 x 50 x 7/8 = 700); the
 # same-order chains NCCL tries first fit 16 x 45 only. Not checked against a real NCCL run.
 SHAPES = [
-    Shape("dgx-a100 x1", "dgx-a100", 80, 1, 8, A100_1, A100_1, None, 24.0, "intel"),
-    Shape("dgx-a100 x2 ib", "dgx-a100-ib", 80, 2, 8, A100_N, A100_NT, None, 24.0, "intel"),
-    Shape("dgx-a100 x4 ib", "dgx-a100-ib", 80, 4, 8, A100_N, A100_NT, None, 24.0, "intel"),
+    Shape("dgx-a100 x1", "dgx-a100", 80, 1, 8, A100_1, A100_1, None, 24.0, "amd"),
+    Shape("dgx-a100 x2 ib", "dgx-a100-ib", 80, 2, 8, A100_N, A100_NT, None, 24.0, "amd"),
+    Shape("dgx-a100 x4 ib", "dgx-a100-ib", 80, 4, 8, A100_N, A100_NT, None, 24.0, "amd"),
     Shape("dgx-h100 x1", "dgx-h100", 90, 1, 8, H100_1, H100_1, H100_NVLS_1, 48.0, "intel"),
     Shape("dgx-h100 x2 ib", "dgx-h100-ib", 90, 2, 8, H100_N, H100_N, H100_NVLS_N, 48.0, "intel"),
     Shape("dgx-h100 x16 ib", "dgx-h100-ib", 90, 16, 8, H100_N, H100_N, H100_NVLS_N, 48.0, "intel"),
@@ -105,8 +105,8 @@ SHAPES = [
     Shape("b200 x2 roce", "b200-roce", 100, 2, 8, B200_N, B200_NT, B200_NVLS_N, 48.0, "intel"),
     Shape("b200 x4 roce", "b200-roce", 100, 4, 8, B200_N, B200_NT, B200_NVLS_N, 48.0, "intel"),
 ]
-# cpu: fabsim's tuner assumes Intel x86 (tuner.c header). DGX H100/B200 and GCP A4 are Intel;
-# a real DGX A100 has AMD EPYC, where NCCL takes llMaxBws row 1 and a 2 us net overhead.
+# cpu: the preset's host CPU (cluster.cpu). DGX H100/B200 and GCP A4 are Intel; DGX A100 has AMD EPYC,
+# where NCCL takes llMaxBws row 1 and a 2 us net overhead (one node: no difference).
 OPS = ("allreduce", "allgather", "reduce-scatter")
 SIZES = [1 << k for k in range(3, 34)]              # 8 B .. 8 GiB, powers of 2
 

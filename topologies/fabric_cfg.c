@@ -53,6 +53,7 @@ static const FabCfgKey cluster_schema[] = {
   K("pcie", FAB_CFG_MAP, pcie),
   K("gpu", FAB_CFG_MAP, gpu),
   K("pxn", FAB_CFG_BOOL, f.gpu.pxn, .def = "false"),
+  K("cpu", FAB_CFG_ENUM, f.gpu.cpu, .choices = fab_cpu_names), /* GPU nodes: the preset's unless given */
   K("nccl", FAB_CFG_MAP, f.nccl), /* read by the workload layer (collective.h, fab_nccl_schema) */
   FAB_CFG_END_ROW,
 };
@@ -389,6 +390,7 @@ static gboolean read_gpu_nodes(Read *r, const FabCfgNode *cl, uint64_t *preset_n
   const FabNodePreset *p = fab_preset_find(fab_preset_names[g->preset_id]);
   g_assert(p);
   g->arch = p->arch;
+  if (!fab_cfg_get(cl, "cpu")) g->cpu = p->cpu;
   g->nvlink_links = p->nvlink_links;
   g->nvlink_raw_bps = p->nvlink_raw_bps;
   g->nvlink_bps = p->nvlink_bps;
@@ -743,7 +745,7 @@ static gboolean read_endpoints(Read *r, const FabCfgNode *cl, uint64_t *preset_n
     return TRUE;
   }
   static const char *const gpu_only[] = {"gpus_per_node", "nics_per_node", "nvlink_domain", "nvlink", "pcie",
-                                         "gpu", "pxn", NULL};
+                                         "gpu", "pxn", "cpu", NULL};
   for (int i = 0; cl && gpu_only[i]; i++)
     if (fab_cfg_get(cl, gpu_only[i]))
       return fab_cfg_fail(fab_cfg_get(cl, gpu_only[i]), err,

@@ -19,6 +19,7 @@ typedef struct FabNodePreset {
   const char *name;          /* "dgx-h100" */
   const char *gpu;           /* "H100 SXM5", NULL for host */
   FabGpuArch arch;           /* the GPU generation (FAB_ARCH_NONE for host) */
+  FabCpu cpu;                /* the host CPU, for NCCL's tuner (models/gpu.h) */
   uint32_t gpus_per_node;    /* 0: host (no GPU) */
   uint32_t nics_per_node;    /* scale-out NICs (network ports) per node */
   uint32_t nvlink_domain;    /* GPUs per NVLink/NVSwitch domain (a multiple of gpus_per_node), 0: none */

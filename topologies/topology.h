@@ -65,6 +65,7 @@ typedef struct FabGpuSpec {
   const char *preset;       /* cluster.node */
   uint32_t preset_id;       /* its index in fab_preset_names (0: host) */
   FabGpuArch arch;          /* the GPU generation (cluster.gpu.arch; the preset's by default) */
+  FabCpu cpu;               /* the host CPU (cluster.cpu; the preset's by default) */
   uint32_t nodes;           /* cluster.nodes (0: not given) */
   uint32_t gpus_per_node;   /* 0: host mode (no GPU) */
   uint32_t nics_per_node;   /* network ports per node */

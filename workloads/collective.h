@@ -65,6 +65,9 @@ typedef struct FabNcclCosts {
 extern const FabCfgKey fab_nccl_schema[];
 
 /* What the algorithms and the tuner know of the cluster. */
+/* Host CPUs as NCCL's tuner tells them apart (the order of models/gpu.h's FabCpu). */
+enum { FAB_COLL_CPU_INTEL = 0, FAB_COLL_CPU_AMD = 1, FAB_COLL_CPU_ARM = 2 };
+
 typedef struct FabCollEnv {
   uint32_t endpoints;
   uint32_t gpus_per_node;   /* endpoints per node; 1 for plain hosts */
@@ -72,6 +75,7 @@ typedef struct FabCollEnv {
   uint32_t sm;              /* the GPUs' compute capability x 10 (80 Ampere, 90 Hopper, 100 Blackwell); 0: plain
                             ** hosts, which NCCL's Hopper rows stand for */
   bool nvls;                /* the NVSwitch reduces and multicasts (NVLS) */
+  uint32_t cpu;             /* the host CPU, FAB_COLL_CPU_*: NCCL's tuner rows and network overhead depend on it */
   double nvls_eff;          /* NVLS traffic's data per NVLink byte (for the expansion's estimates) */
   uint32_t nics_per_node;   /* network ports per node (1 for plain hosts) */
   uint64_t nic_bps;         /* one NIC's rate, bits/s */

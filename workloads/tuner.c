@@ -16,9 +16,10 @@
 ** What is not NCCL's: the search is reduced to the fabrics fabsim builds
 ** (every GPU of a node equal, NVLink through one NVSwitch, NICs spread evenly
 ** over the GPUs), NCCL's node is an NVLink domain (multi-node NVLink counts
-** as one node, as NCCL's MNNVL does), the CPU is assumed Intel x86 (NCCL's
-** llMaxBws multi-node row and its network post overhead depend on it), and
-** plain hosts (no GPU) use the Hopper rows. p2p (send-recv, all-to-all) has
+** as one node, as NCCL's MNNVL does), the host CPU is the preset's (or
+** cluster.cpu: NCCL's llMaxBws multi-node row, its network post overhead and
+** NVLS_TREE's correction depend on it), and plain hosts (no GPU) use the
+** Hopper rows and an Intel host. p2p (send-recv, all-to-all) has
 ** no model in NCCL; the one here is fabsim's.
 */
 #include "coll_int.h"
@@ -40,8 +41,10 @@ const double fab_coll__hw_lat[2][ROW_N][3] = {
   [HW_NET] = {[ROW_TREE] = {5.0, 8.5, 14}, [ROW_RING] = {2.7, 4.0, 14.0}, [ROW_NVLS] = {0, 0, 18},
               [ROW_NVLS_TREE] = {0, 0, 20.9}, [ROW_PAT] = {0, 0, 14}, [ROW_COLLNET] = {0, 0, 31}},
 };
-/* llMaxBws' multi-node row for Intel CPUs (N2, N4+). */
-static const double ll_max_multi[2] = {39.0, 20.4};
+/* llMaxBws' multi-node rows (N2, N4+): row 0 for Intel (and Arm) hosts, row 1
+** for AMD (tuning.cc: AMD or mixed vendors take row 1, whose first column
+** is Ampere's single node). */
+static const double ll_max_multi[2][2] = {{39.0, 20.4}, {22.5, 19.0}};
 /* Trees stray from the model at medium sizes; NCCL corrects their bandwidth
 ** by size (powers of two from 64 B; tuning.cc treeCorrectionFactor, 24
 ** entries: the tree reads the first 23, NVLS_TREE all 24). */
@@ -50,8 +53,9 @@ const double fab_coll__tree_correction[3][24] = {
   {1.0, 1.0, 1.0, 1.0, 1.0, .9, .8, .8, .8, .7, .6, .6, .6, .6, .6, .6, .8, .9, .9, .9, .9, 1.0, 1.0, 1.0},
   {.9, .9, .9, .9, .9, .9, .9, .8, .7, .6, .6, .5, .5, .5, .5, .6, .7, .8, .7, .7, .8, .9, .9, .9},
 };
-/* NCCL's network post overhead, Intel x86 (tuning.cc getNetOverhead): 1 us. */
-#define NET_OVERHEAD_US 1.0
+/* NCCL's network post overhead (tuning.cc getNetOverhead): 2 us on AMD x86,
+** 1 us on Intel x86 and others. */
+static double net_overhead_us(uint32_t cpu) { return cpu == FAB_COLL_CPU_AMD ? 2.0 : 1.0; }
 
 /* The topology search's per-channel speeds, GB/s (src/graph/search.cc). */
 static const float speed_intra[] = {40.0, 30.0, 20.0, 18.0, 15.0, 12.0, 10.0, 9.0, 7.0, 6.0, 5.0, 4.0, 3.0};
@@ -232,6 +236,7 @@ void fab_coll__topo_make(Topo *t, const FabCollEnv *env, const FabCollSpec *c) {
   memset(t, 0, sizeof *t);
   t->n = c->nranks;
   t->arch = fab_coll__arch(env->sm);
+  t->cpu = env->cpu;
   t->net = (double)env->net_bps / 8;
   t->nvl = (double)env->nvl_bps / 8 / 1e9;
   t->nic = (double)(env->nic_bps ? env->nic_bps : env->net_bps) / 8 / 1e9;
@@ -290,7 +295,7 @@ static int nidx(uint32_t nodes) { return nodes <= 1 ? 0 : nodes == 2 ? 1 : 2; }
 
 static double ll_max(const Topo *t) {
   uint32_t N = MAX(t->islands, 1u);
-  return N == 1 ? t->arch->ll_max_1node : ll_max_multi[N == 2 ? 0 : 1];
+  return N == 1 ? t->arch->ll_max_1node : ll_max_multi[t->cpu == FAB_COLL_CPU_AMD][N == 2 ? 0 : 1];
 }
 
 uint64_t fab_coll__ll_ceiling(const FabCollEnv *env, const Topo *t) {
@@ -349,7 +354,7 @@ static double latency(const Topo *t, FabCollOp op, FabCollAlgo a, FabProto p) {
       /* fabsim's rings are not the same channels both ways: NCCL's chunk latency per step */
       return lat + nsteps * (p == FAB_PROTO_SIMPLE ? fab_coll__hw_lat[N == 1 ? HW_NVL : HW_NET][ROW_TREE][pi] : hw);
     } else {
-      double over = N > 1 ? NET_OVERHEAD_US * (p == FAB_PROTO_SIMPLE ? 3 : 1) : 0;
+      double over = N > 1 ? net_overhead_us(t->cpu) * (p == FAB_PROTO_SIMPLE ? 3 : 1) : 0;
       uint32_t ninter = N == 1 ? 0 : op == FAB_COLL_ALLREDUCE ? 2 * (N - 1) : N - 1;
       return lat + (nsteps - ninter) * MAX(intra, over) + ninter * inter;
     }
@@ -431,7 +436,8 @@ static double model(const FabCollEnv *env, const Topo *t, FabCollOp op, FabCollA
     int pi = fab_coll__pidx(p);
     /* ncclTopoGetAlgoTime: the tree below 2^23 x 64 B, NVLS_TREE on sm100 (x86) below 2^24 x 64 B */
     if (op == FAB_COLL_ALLREDUCE && ls >= 0 &&
-        ((a == FAB_ALGO_TREE && ls < 23) || (a == FAB_ALGO_NVLS_TREE && t->arch->sm >= 100 && ls < 24)))
+        ((a == FAB_ALGO_TREE && ls < 23) ||
+         (a == FAB_ALGO_NVLS_TREE && t->arch->sm >= 100 && t->cpu != FAB_COLL_CPU_ARM && ls < 24)))
       m.bw *= fab_coll__tree_correction[pi][ls];
     if (a == FAB_ALGO_RING && p == FAB_PROTO_SIMPLE && N > 1 && op == FAB_COLL_ALLREDUCE &&
         bytes / ((uint64_t)MAX(t->nch, 1u) * n) >= 64)

@@ -88,8 +88,9 @@ static void explain_cluster(const FabScenario *sc, GString *s) {
     g_string_append_printf(s, "; %s\n", N >= G ? (N == G ? "one NIC per GPU" : "several NICs per GPU")
                                                  : "GPUs share a NIC");
     g_string_append_printf(s, "gpu        %s, %.6g TFLOPS dense BF16 x %.2g efficiency, memory %.6g TB/s, "
-                           "reductions %.6g GB/s\n", fab_gpu_arch_names[g->arch], g->gpu_flops / 1e12,
-                           g->gpu_efficiency, (double)g->memory_bps / 8e12, (double)g->reduce_bps / 8e9);
+                           "reductions %.6g GB/s; host CPU %s (NCCL's tuner rows)\n", fab_gpu_arch_names[g->arch],
+                           g->gpu_flops / 1e12, g->gpu_efficiency, (double)g->memory_bps / 8e12,
+                           (double)g->reduce_bps / 8e9, fab_cpu_names[g->cpu]);
     explain_nccl(&sc->nccl, s);
   } else {
     g_string_append_printf(s, "endpoints  %u hosts, one NIC each at %.6g Gbps\n", f->topo.hosts,

@@ -63,6 +63,7 @@ static void coll_env(const FabFabricCfg *f, FabCollEnv *e) {
   e->gpus_per_node = g->gpus_per_node ? g->gpus_per_node : 1;
   e->nvl_domain = f->nic.nvl_domain;
   e->sm = fab_arch_facts(g->arch).sm;
+  e->cpu = (uint32_t)g->cpu; /* FabCpu and FAB_COLL_CPU_* share their order */
   e->nvls = g->nvls;
   e->nvls_eff = g->nvls_eff;
   e->nics_per_node = g->gpus_per_node ? g->nics_per_node : 1;
