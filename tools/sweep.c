@@ -49,8 +49,8 @@
 #include "cmds.h"
 #include "tools/libfabsim/json.h"
 #include "tools/libfabsim/scenario.h"
+#include "sweep_int.h"
 
-#define KEY_STRLEN 64
 
 enum { SW_OUT, SW_JOBS, SW_JSON };
 
@@ -85,45 +85,6 @@ const FabCmd fab_sweep_cmd = {
   "2 bad input or usage\n",
 };
 
-typedef struct Point {
-  char **values;   /* one per swept key, borrowed from the Key's values or all */
-  size_t id;       /* its number: DIR/point-NNNN.h5, the table's point column */
-  gboolean in_cmd; /* in this command's grid: run unless it has an ok row */
-  gboolean done;   /* has a result (from this run or a previous one) */
-  gboolean ok;
-  int exit;        /* child's exit status; -1 not exited normally */
-  char **num;      /* text of each column ("" if unknown) */
-} Point;
-
-typedef struct Key {
-  char *name;
-  GPtrArray *values; /* char*: this command's */
-  GPtrArray *all;    /* char*: merged with the earlier sweep's (owned), NULL until merged */
-} Key;
-
-/* A row of an earlier DIR/sweep.csv. */
-typedef struct PrevRow {
-  char **values;     /* nkeys (owned) */
-  size_t id;
-  gboolean ok;
-  int exit;
-  char **num;        /* per current column, "" when the file had no such column (owned) */
-} PrevRow;
-
-typedef struct Sweep {
-  const char *scenario;
-  GPtrArray *keys;   /* Key*: the swept keys */
-  GPtrArray *fixed;  /* "KEY=V": applied to every point */
-  GArray *cols;      /* FabFieldColumn: the summary fields tabulated */
-  Point *pts;
-  size_t n;          /* points in the table: this command's grid, and the earlier rows */
-  size_t n_cmd;      /* of them in this command's grid */
-  char *dir, *csv_path, *h5_path, *header;
-  long jobs;
-  size_t n_failed, ran;
-  gboolean spawn_error;
-  GPtrArray *warn;   /* Warning*: what ok points said on stderr, each text once, in order of first report */
-} Sweep;
 
 /* A warning of the points run now ("fabsim: warning: ..." on a child's
 ** stderr: a setting with no effect, a coarser fidelity), shown once after
@@ -368,147 +329,6 @@ static char *check_points(const Sweep *w) {
   return name;
 }
 
-/* ---- CSV ------------------------------------------------------------------- */
-
-static void csv_cell(GString *s, const char *v) {
-  if (strpbrk(v, ",\"\n\r") || (*v && (v[0] == ' ' || v[strlen(v) - 1] == ' '))) {
-    g_string_append_c(s, '"');
-    for (const char *p = v; *p; p++) {
-      if (*p == '"') g_string_append_c(s, '"');
-      g_string_append_c(s, *p);
-    }
-    g_string_append_c(s, '"');
-  } else {
-    g_string_append(s, v);
-  }
-}
-
-/* Parse one CSV line starting at *pp (advanced past it). NULL at the end. */
-static GPtrArray *csv_row(const char **pp) {
-  const char *p = *pp;
-  if (!*p) return NULL;
-  GPtrArray *row = g_ptr_array_new_with_free_func(g_free);
-  GString *cell = g_string_new(NULL);
-  gboolean q = FALSE;
-  for (;; p++) {
-    char c = *p;
-    if (q) {
-      if (!c) break;
-      if (c == '"') {
-        if (p[1] == '"') g_string_append_c(cell, '"'), p++;
-        else q = FALSE;
-      } else {
-        g_string_append_c(cell, c);
-      }
-    } else if (c == '"') {
-      q = TRUE;
-    } else if (c == ',') {
-      g_ptr_array_add(row, g_string_free(cell, FALSE));
-      cell = g_string_new(NULL);
-    } else if (c == '\n' || c == '\r' || !c) {
-      break;
-    } else {
-      g_string_append_c(cell, c);
-    }
-  }
-  g_ptr_array_add(row, g_string_free(cell, FALSE));
-  if (*p == '\r') p++;
-  if (*p == '\n') p++;
-  *pp = p;
-  return row;
-}
-
-static char *csv_header(const Sweep *w) {
-  GString *s = g_string_new(NULL);
-  for (guint k = 0; k < w->keys->len; k++) {
-    csv_cell(s, ((Key *)w->keys->pdata[k])->name);
-    g_string_append_c(s, ',');
-  }
-  g_string_append(s, "point,status,exit");
-  for (guint f = 0; f < w->cols->len; f++) g_string_append_printf(s, ",%s", g_array_index(w->cols, FabFieldColumn, f).name);
-  return g_string_free(s, FALSE);
-}
-
-static gboolean write_csv(const Sweep *w, GError **err) {
-  GString *s = g_string_new(w->header);
-  g_string_append_c(s, '\n');
-  for (size_t i = 0; i < w->n; i++) {
-    const Point *pt = &w->pts[i];
-    if (!pt->done) continue;
-    for (guint k = 0; k < w->keys->len; k++) {
-      csv_cell(s, pt->values[k]);
-      g_string_append_c(s, ',');
-    }
-    g_string_append_printf(s, "%zu,%s,%d", pt->id, pt->ok ? "ok" : "failed", pt->exit);
-    for (guint f = 0; f < w->cols->len; f++) {
-      g_string_append_c(s, ',');
-      g_string_append(s, pt->num[f] ? pt->num[f] : "");
-    }
-    g_string_append_c(s, '\n');
-  }
-  gboolean ok = g_file_set_contents(w->csv_path, s->str, (gssize)s->len, err);
-  g_string_free(s, TRUE);
-  return ok;
-}
-
-static void prev_row_free(gpointer p) {
-  PrevRow *r = p;
-  g_strfreev(r->values);
-  g_strfreev(r->num);
-  g_free(r);
-}
-
-/* The rows of an earlier DIR/sweep.csv (none if there is none), their summary
-** columns matched to this sweep's by name (a column it did not have is
-** empty). FALSE (with a message) if its swept keys are not this sweep's. */
-static gboolean read_previous(const Sweep *w, GPtrArray *rows) {
-  char *text = NULL;
-  if (!g_file_get_contents(w->csv_path, &text, NULL, NULL)) return TRUE;
-  const char *p = text;
-  GPtrArray *hd = csv_row(&p);
-  size_t nk = w->keys->len, nc = w->cols->len;
-  gboolean same = hd && hd->len >= nk + 3;
-  for (size_t k = 0; same && k < nk; k++) same = !strcmp(hd->pdata[k], ((Key *)w->keys->pdata[k])->name);
-  same = same && !strcmp(hd->pdata[nk], "point") && !strcmp(hd->pdata[nk + 1], "status") &&
-         !strcmp(hd->pdata[nk + 2], "exit");
-  if (!same) {
-    fprintf(stderr, "fabsim sweep: %s holds another sweep (its header differs); use another --out or remove it\n",
-            w->csv_path);
-    if (hd) g_ptr_array_free(hd, TRUE);
-    g_free(text);
-    return FALSE;
-  }
-  int *col_of = g_new(int, hd->len); /* the file's column -> ours, -1 */
-  for (guint c = 0; c < hd->len; c++) {
-    col_of[c] = -1;
-    for (size_t f = 0; c >= nk + 3 && f < nc; f++)
-      if (!strcmp(hd->pdata[c], g_array_index(w->cols, FabFieldColumn, f).name)) col_of[c] = (int)f;
-  }
-  GPtrArray *row;
-  while ((row = csv_row(&p))) {
-    char *end = NULL;
-    guint64 id = row->len == hd->len ? g_ascii_strtoull(row->pdata[nk], &end, 10) : 0;
-    if (row->len == hd->len && end && end != row->pdata[nk] && !*end) {
-      PrevRow *r = g_new0(PrevRow, 1);
-      r->values = g_new0(char *, nk + 1);
-      for (size_t k = 0; k < nk; k++) r->values[k] = g_strdup(row->pdata[k]);
-      r->id = id;
-      r->ok = !strcmp(row->pdata[nk + 1], "ok");
-      r->exit = atoi(row->pdata[nk + 2]);
-      r->num = g_new0(char *, nc + 1);
-      for (size_t f = 0; f < nc; f++) r->num[f] = g_strdup("");
-      for (guint c = nk + 3; c < hd->len; c++)
-        if (col_of[c] >= 0) g_free(r->num[col_of[c]]), r->num[col_of[c]] = g_strdup(row->pdata[c]);
-      g_ptr_array_add(rows, r);
-    }
-    g_ptr_array_free(row, TRUE);
-  }
-  g_free(col_of);
-  g_ptr_array_free(hd, TRUE);
-  g_free(text);
-  return TRUE;
-}
-
 /* ---- extending a sweep: the merged values and the table's points ------------ */
 
 static gboolean has(const GPtrArray *a, const char *v) {
@@ -633,74 +453,6 @@ static gboolean merge_points(Sweep *w, GPtrArray *prev, size_t *n_done) {
   return TRUE;
 }
 
-/* ---- HDF5 table -------------------------------------------------------------- */
-
-static gboolean write_h5(const Sweep *w) {
-  size_t nk = w->keys->len, nc = w->cols->len;
-  size_t off_point = nk * KEY_STRLEN, off_status = off_point + 4, off_exit = off_status + 4;
-  size_t off_num = (off_exit + 4 + 7) & ~(size_t)7, rec = off_num + 8 * nc, rows = 0;
-  for (size_t i = 0; i < w->n; i++) rows += w->pts[i].done;
-  unsigned char *buf = g_malloc0(rec * (rows ? rows : 1));
-  size_t r = 0;
-  for (size_t i = 0; i < w->n; i++) {
-    const Point *pt = &w->pts[i];
-    if (!pt->done) continue;
-    unsigned char *b = buf + r++ * rec;
-    for (size_t k = 0; k < nk; k++) g_strlcpy((char *)b + k * KEY_STRLEN, pt->values[k], KEY_STRLEN);
-    uint32_t u = (uint32_t)pt->id, st = pt->ok ? 0 : 1;
-    int32_t ex = pt->exit;
-    memcpy(b + off_point, &u, 4);
-    memcpy(b + off_status, &st, 4);
-    memcpy(b + off_exit, &ex, 4);
-    for (size_t f = 0; f < nc; f++) {
-      double d = pt->num[f] && *pt->num[f] ? g_ascii_strtod(pt->num[f], NULL) : NAN;
-      memcpy(b + off_num + 8 * f, &d, 8);
-    }
-  }
-  char *tmp = g_strconcat(w->h5_path, ".tmp", NULL);
-  gboolean ok = FALSE;
-  hid_t str = H5Tcopy(H5T_C_S1);
-  H5Tset_size(str, KEY_STRLEN);
-  H5Tset_strpad(str, H5T_STR_NULLTERM);
-  hid_t t = H5Tcreate(H5T_COMPOUND, rec);
-  for (size_t k = 0; k < nk; k++) H5Tinsert(t, ((Key *)w->keys->pdata[k])->name, k * KEY_STRLEN, str);
-  H5Tinsert(t, "point", off_point, H5T_NATIVE_UINT32);
-  H5Tinsert(t, "status", off_status, H5T_NATIVE_UINT32);
-  H5Tinsert(t, "exit", off_exit, H5T_NATIVE_INT32);
-  for (size_t f = 0; f < nc; f++)
-    H5Tinsert(t, g_array_index(w->cols, FabFieldColumn, f).name, off_num + 8 * f, H5T_NATIVE_DOUBLE);
-  H5Eset_auto2(H5E_DEFAULT, NULL, NULL); /* failures are reported by us, once */
-  hid_t file = H5Fcreate(tmp, H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT);
-  if (file >= 0) {
-    hsize_t dims[1] = {rows};
-    hid_t sp = H5Screate_simple(1, dims, NULL);
-    hid_t ds = H5Dcreate2(file, "/sweep", t, sp, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
-    if (ds >= 0) {
-      ok = !rows || H5Dwrite(ds, t, H5S_ALL, H5S_ALL, H5P_DEFAULT, buf) >= 0;
-      hid_t as = H5Screate(H5S_SCALAR), at_t = H5Tcopy(H5T_C_S1); /* status codes, for readers */
-      const char *doc = "status: 0 ok, 1 failed; exit: the run's exit status";
-      H5Tset_size(at_t, strlen(doc) + 1);
-      hid_t a = H5Acreate2(ds, "legend", at_t, as, H5P_DEFAULT, H5P_DEFAULT);
-      if (a >= 0) H5Awrite(a, at_t, doc), H5Aclose(a);
-      H5Tclose(at_t);
-      H5Sclose(as);
-      H5Dclose(ds);
-    }
-    H5Sclose(sp);
-    if (H5Fclose(file) < 0) ok = FALSE;
-  }
-  H5Tclose(t);
-  H5Tclose(str);
-  g_free(buf);
-  if (ok && g_rename(tmp, w->h5_path) != 0) ok = FALSE;
-  if (!ok) {
-    fprintf(stderr, "fabsim sweep: cannot write %s\n", w->h5_path);
-    g_unlink(tmp);
-  }
-  g_free(tmp);
-  return ok;
-}
-
 /* ---- children ---------------------------------------------------------------- */
 
 typedef struct Child {
@@ -815,7 +567,7 @@ static void reap(Sweep *w, Child *ch, gboolean tty) {
   g_string_free(ch->buf[1], TRUE);
   w->ran++;
   GError *err = NULL;
-  if (!write_csv(w, &err)) {
+  if (!fab_sweep__write_csv(w, &err)) {
     fprintf(stderr, "fabsim sweep: %s\n", err->message);
     g_error_free(err);
   }
@@ -968,7 +720,7 @@ static gboolean prepare_dir(Sweep *w, const char *name, const char *out_dir) {
   }
   w->csv_path = g_build_filename(w->dir, "sweep.csv", NULL);
   w->h5_path = g_build_filename(w->dir, "sweep.h5", NULL);
-  w->header = csv_header(w);
+  w->header = fab_sweep__csv_header(w);
   char *sig = signature(w, FALSE), *sig_path = g_build_filename(w->dir, "sweep.key", NULL), *old = NULL;
   gboolean have_csv = g_file_test(w->csv_path, G_FILE_TEST_EXISTS);
   gboolean have_key = g_file_get_contents(sig_path, &old, NULL, NULL);
@@ -1042,9 +794,9 @@ static int sweep(Sweep *w, const FabArgs *a) {
   gboolean ok = prepare_dir(w, name, a->value[SW_OUT]);
   g_free(name);
   if (!ok) return EXIT_USAGE;
-  GPtrArray *prev = g_ptr_array_new_with_free_func(prev_row_free);
+  GPtrArray *prev = g_ptr_array_new_with_free_func(fab_sweep__prev_row_free);
   size_t n_done = 0;
-  ok = read_previous(w, prev);
+  ok = fab_sweep__read_previous(w, prev);
   if (ok && !merge_points(w, prev, &n_done)) {
     fprintf(stderr, "fabsim sweep: %s: the sweep there and this one make a grid of more than a million points\n",
             w->dir);
@@ -1061,12 +813,12 @@ static int sweep(Sweep *w, const FabArgs *a) {
   }
   run_points(w, n_done);
   GError *err = NULL;
-  gboolean wrote = write_csv(w, &err);
+  gboolean wrote = fab_sweep__write_csv(w, &err);
   if (!wrote) {
     fprintf(stderr, "fabsim sweep: %s\n", err->message);
     g_error_free(err);
   }
-  wrote = write_h5(w) && wrote;
+  wrote = fab_sweep__write_h5(w) && wrote;
   print_warnings(w);
   print_result(w, a->flag[SW_JSON]);
   return w->spawn_error || !wrote || w->n_failed ? EXIT_FAILED : 0;

@@ -1,0 +1,64 @@
+/* What tools/sweep.c (the command, the grid, the children) shares with
+** sweep_table.c (DIR/sweep.csv and DIR/sweep.h5). Not a public header. */
+#ifndef FAB_SWEEP_INT_H
+#define FAB_SWEEP_INT_H
+
+#include <glib.h>
+#include <stdint.h>
+
+#define KEY_STRLEN 64  /* a swept key or value, and the HDF5 table's string columns */
+
+typedef struct Point {
+  char **values;   /* one per swept key, borrowed from the Key's values or all */
+  size_t id;       /* its number: DIR/point-NNNN.h5, the table's point column */
+  gboolean in_cmd; /* in this command's grid: run unless it has an ok row */
+  gboolean done;   /* has a result (from this run or a previous one) */
+  gboolean ok;
+  int exit;        /* child's exit status; -1 not exited normally */
+  char **num;      /* text of each column ("" if unknown) */
+} Point;
+
+typedef struct Key {
+  char *name;
+  GPtrArray *values; /* char*: this command's */
+  GPtrArray *all;    /* char*: merged with the earlier sweep's (owned), NULL until merged */
+} Key;
+
+/* A row of an earlier DIR/sweep.csv. */
+typedef struct PrevRow {
+  char **values;     /* nkeys (owned) */
+  size_t id;
+  gboolean ok;
+  int exit;
+  char **num;        /* per current column, "" when the file had no such column (owned) */
+} PrevRow;
+
+typedef struct Sweep {
+  const char *scenario;
+  GPtrArray *keys;   /* Key*: the swept keys */
+  GPtrArray *fixed;  /* "KEY=V": applied to every point */
+  GArray *cols;      /* FabFieldColumn: the summary fields tabulated */
+  Point *pts;
+  size_t n;          /* points in the table: this command's grid, and the earlier rows */
+  size_t n_cmd;      /* of them in this command's grid */
+  char *dir, *csv_path, *h5_path, *header;
+  long jobs;
+  size_t n_failed, ran;
+  gboolean spawn_error;
+  GPtrArray *warn;   /* Warning*: what ok points said on stderr, each text once, in order of first report */
+} Sweep;
+
+/* The CSV's header line (no newline). g_free it. */
+char *fab_sweep__csv_header(const Sweep *w);
+/* Write DIR/sweep.csv in full (via a temporary file and rename). */
+gboolean fab_sweep__write_csv(const Sweep *w, GError **err);
+/* A PrevRow (GPtrArray free function). */
+void fab_sweep__prev_row_free(gpointer p);
+/* The rows of an earlier DIR/sweep.csv (none if there is none), their summary
+** columns matched to this sweep's by name (a column it did not have is
+** empty). FALSE (with a message) if its swept keys are not this sweep's. */
+gboolean fab_sweep__read_previous(const Sweep *w, GPtrArray *rows);
+/* Write DIR/sweep.h5's /sweep table in full; FALSE (said on stderr) if it cannot. */
+gboolean fab_sweep__write_h5(const Sweep *w);
+
+#endif
