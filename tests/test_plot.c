@@ -212,11 +212,8 @@ static CollOut coll_out(const char *op, const char *tag, uint64_t bytes, uint32_
   return c;
 }
 
-/* nccl-tests sweeps of allreduce and allgather on 8 ranks (8 B to 64 MiB,
-** two iterations each), then two training steps on 8 ranks: forward,
-** backward with the dp allreduce overlapping it, a pipeline send, the
-** optimizer. `with_events` FALSE writes the tables empty. */
-static void write_events_h5(const char *path, gboolean with_events) {
+/* Write /collectives and /timeline (CollOut and SpanOut rows) as a run's file does. */
+static void write_event_tables(const char *path, GArray *colls, GArray *spans) {
   hid_t f = H5Fcreate(path, H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT);
   cr_assert_geq(f, 0);
   hid_t str = H5Tcopy(H5T_C_S1);
@@ -249,6 +246,19 @@ static void write_events_h5(const char *path, gboolean with_events) {
   H5Tinsert(st, "step", HOFFSET(SpanOut, step), H5T_NATIVE_UINT32);
   H5Tinsert(st, "start_s", HOFFSET(SpanOut, start_s), H5T_NATIVE_DOUBLE);
   H5Tinsert(st, "end_s", HOFFSET(SpanOut, end_s), H5T_NATIVE_DOUBLE);
+  write_table(f, "/collectives", ct, colls->len, colls->data);
+  write_table(f, "/timeline", st, spans->len, spans->data);
+  H5Tclose(st);
+  H5Tclose(ct);
+  H5Tclose(str);
+  H5Fclose(f);
+}
+
+/* nccl-tests sweeps of allreduce and allgather on 8 ranks (8 B to 64 MiB,
+** two iterations each), then two training steps on 8 ranks: forward,
+** backward with the dp allreduce overlapping it, a pipeline send, the
+** optimizer. `with_events` FALSE writes the tables empty. */
+static void write_events_h5(const char *path, gboolean with_events) {
   GArray *colls = g_array_new(FALSE, TRUE, sizeof(CollOut)), *spans = g_array_new(FALSE, TRUE, sizeof(SpanOut));
   double t = 0;
   if (with_events) {
@@ -290,14 +300,9 @@ static void write_events_h5(const char *path, gboolean with_events) {
       t = s0 + 4.1e-3;
     }
   }
-  write_table(f, "/collectives", ct, colls->len, colls->data);
-  write_table(f, "/timeline", st, spans->len, spans->data);
+  write_event_tables(path, colls, spans);
   g_array_free(colls, TRUE);
   g_array_free(spans, TRUE);
-  H5Tclose(st);
-  H5Tclose(ct);
-  H5Tclose(str);
-  H5Fclose(f);
 }
 
 Test(plot, busbw_and_timeline_from_collectives) {
@@ -497,38 +502,6 @@ Test(plot, layers_choose_the_series_named_by_both_ends, .timeout = 120) {
 ** 7-33, 1 MiB 35-137, 64 MiB 139-1141; 1.5% of the 1141 us shown is 17 us,
 ** so only 8 B goes unlabelled. */
 static void write_nccl_h5(const char *path) {
-  hid_t f = H5Fcreate(path, H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT);
-  cr_assert_geq(f, 0);
-  hid_t str = H5Tcopy(H5T_C_S1);
-  H5Tset_size(str, 16);
-  H5Tset_strpad(str, H5T_STR_NULLPAD);
-  hid_t ct = H5Tcreate(H5T_COMPOUND, sizeof(CollOut));
-  H5Tinsert(ct, "op", HOFFSET(CollOut, op), str);
-  H5Tinsert(ct, "algorithm", HOFFSET(CollOut, algorithm), str);
-  H5Tinsert(ct, "protocol", HOFFSET(CollOut, protocol), str);
-  H5Tinsert(ct, "tag", HOFFSET(CollOut, tag), str);
-  H5Tinsert(ct, "bytes", HOFFSET(CollOut, bytes), H5T_NATIVE_UINT64);
-  H5Tinsert(ct, "count", HOFFSET(CollOut, count), H5T_NATIVE_UINT64);
-  H5Tinsert(ct, "dtype_bytes", HOFFSET(CollOut, dtype_bytes), H5T_NATIVE_UINT32);
-  H5Tinsert(ct, "ranks", HOFFSET(CollOut, ranks), H5T_NATIVE_UINT32);
-  H5Tinsert(ct, "root", HOFFSET(CollOut, root), H5T_NATIVE_INT32);
-  H5Tinsert(ct, "channels", HOFFSET(CollOut, channels), H5T_NATIVE_UINT32);
-  H5Tinsert(ct, "job", HOFFSET(CollOut, job), H5T_NATIVE_UINT32);
-  H5Tinsert(ct, "step", HOFFSET(CollOut, step), H5T_NATIVE_UINT32);
-  H5Tinsert(ct, "start_s", HOFFSET(CollOut, start_s), H5T_NATIVE_DOUBLE);
-  H5Tinsert(ct, "end_s", HOFFSET(CollOut, end_s), H5T_NATIVE_DOUBLE);
-  H5Tinsert(ct, "time_s", HOFFSET(CollOut, time_s), H5T_NATIVE_DOUBLE);
-  H5Tinsert(ct, "algbw_GBps", HOFFSET(CollOut, algbw_GBps), H5T_NATIVE_DOUBLE);
-  H5Tinsert(ct, "busbw_GBps", HOFFSET(CollOut, busbw_GBps), H5T_NATIVE_DOUBLE);
-  hid_t st = H5Tcreate(H5T_COMPOUND, sizeof(SpanOut));
-  H5Tinsert(st, "rank", HOFFSET(SpanOut, rank), H5T_NATIVE_UINT32);
-  H5Tinsert(st, "job", HOFFSET(SpanOut, job), H5T_NATIVE_UINT32);
-  H5Tinsert(st, "kind", HOFFSET(SpanOut, kind), H5T_NATIVE_UINT8);
-  H5Tinsert(st, "phase", HOFFSET(SpanOut, phase), H5T_NATIVE_UINT8);
-  H5Tinsert(st, "coll", HOFFSET(SpanOut, coll), H5T_NATIVE_INT32);
-  H5Tinsert(st, "step", HOFFSET(SpanOut, step), H5T_NATIVE_UINT32);
-  H5Tinsert(st, "start_s", HOFFSET(SpanOut, start_s), H5T_NATIVE_DOUBLE);
-  H5Tinsert(st, "end_s", HOFFSET(SpanOut, end_s), H5T_NATIVE_DOUBLE);
   GArray *colls = g_array_new(FALSE, TRUE, sizeof(CollOut)), *spans = g_array_new(FALSE, TRUE, sizeof(SpanOut));
   static const struct { uint64_t bytes; int iters, us; } sizes[] = {
     {8, 1, 5}, {1024, 2, 12}, {1 << 20, 2, 50}, {64u << 20, 2, 500},
@@ -547,14 +520,9 @@ static void write_nccl_h5(const char *path) {
       }
       t += sizes[k].us + 2;
     }
-  write_table(f, "/collectives", ct, colls->len, colls->data);
-  write_table(f, "/timeline", st, spans->len, spans->data);
+  write_event_tables(path, colls, spans);
   g_array_free(colls, TRUE);
   g_array_free(spans, TRUE);
-  H5Tclose(st);
-  H5Tclose(ct);
-  H5Tclose(str);
-  H5Fclose(f);
 }
 
 Test(plot, nccl_tests_timeline_has_size_bands_and_no_compute_lane) {
