@@ -166,6 +166,17 @@ static void json_bytes(GString *s, gboolean have, uint64_t b) {
   else g_string_append(s, "null");
 }
 
+/* "KEY": {"mean_abs": %, "max_abs": %, "max_at_bytes": B} of one error (fractions in). */
+static void json_error(GString *s, const char *key, double mean, double max, gboolean have, uint64_t at) {
+  g_string_append_printf(s, "\"%s\": {\"mean_abs\": ", key);
+  fab_json_put_num(s, 100 * mean);
+  g_string_append(s, ", \"max_abs\": ");
+  fab_json_put_num(s, 100 * max);
+  g_string_append(s, ", \"max_at_bytes\": ");
+  json_bytes(s, have, at);
+  g_string_append_c(s, '}');
+}
+
 /* The ratios of one bound. */
 static void json_class(GString *s, const char *key, const FabNcclTestsCmpClass *k) {
   g_string_append_printf(s, "\"%s\": {\"sizes\": %u, \"min_bytes\": ", key, k->sizes);
@@ -185,19 +196,11 @@ static void json_class(GString *s, const char *key, const FabNcclTestsCmpClass *
 
 /* The summaries: mean and max |error| (%), then the time ratios by bound. */
 static void json_summary(GString *s, const FabNcclTestsCmp *c) {
-  g_string_append_printf(s, "\"matched\": %u, \"time_error_pct\": {\"mean_abs\": ", c->matched);
-  fab_json_put_num(s, 100 * c->mean_abs_time_err);
-  g_string_append(s, ", \"max_abs\": ");
-  fab_json_put_num(s, 100 * c->max_abs_time_err);
-  g_string_append(s, ", \"max_at_bytes\": ");
-  json_bytes(s, c->matched, c->max_time_err_bytes);
-  g_string_append(s, "}, \"busbw_error_pct\": {\"mean_abs\": ");
-  fab_json_put_num(s, 100 * c->mean_abs_busbw_err);
-  g_string_append(s, ", \"max_abs\": ");
-  fab_json_put_num(s, 100 * c->max_abs_busbw_err);
-  g_string_append(s, ", \"max_at_bytes\": ");
-  json_bytes(s, c->matched, c->max_busbw_err_bytes);
-  g_string_append(s, "}, \"peak_busbw_GBps\": ");
+  g_string_append_printf(s, "\"matched\": %u, ", c->matched);
+  json_error(s, "time_error_pct", c->mean_abs_time_err, c->max_abs_time_err, c->matched, c->max_time_err_bytes);
+  g_string_append(s, ", ");
+  json_error(s, "busbw_error_pct", c->mean_abs_busbw_err, c->max_abs_busbw_err, c->matched, c->max_busbw_err_bytes);
+  g_string_append(s, ", \"peak_busbw_GBps\": ");
   fab_json_put_num(s, c->peak_busbw_GBps);
   g_string_append(s, ", \"peak_at_bytes\": ");
   json_bytes(s, !isnan(c->peak_busbw_GBps), c->peak_bytes);
