@@ -5,11 +5,22 @@
 **  1. A timing wheel ("calendar queue", Brown 1988) for the near future:
 **     NB buckets of W picoseconds each cover [cur, cur + NB*W). A push into
 **     a later bucket is an append; the bucket being drained (the active one)
-**     is heapified once when it becomes active and popped as a heap. A
-**     bitmap finds the next non-empty bucket. The active bucket is a heap, so
-**     many events at one time (all in one bucket) cost O(log n), as a heap.
+**     is sorted once when it becomes active (below). A bitmap finds the
+**     next non-empty bucket.
 **  2. A 4-ary min-heap for events beyond the wheel's horizon (timeouts); they
 **     move into the wheel when it comes within reach.
+**
+** The fast path: the active bucket is a sorted array (the run) popped from
+** the front, O(1) each. A bucket's list is the order its events were
+** pushed, which is nearly sorted: a few ascending stretches, one per element
+** that filled it (equal-time events of many elements arrive mostly in
+** element order). When the bucket becomes active its list is copied into
+** the run and the stretches are merged (a natural merge sort: one pass when
+** the list is already in order). A push into the active bucket is appended
+** when it is not below the run's last key, inserted in place when the run
+** has at most RUN_INSERT events left, and otherwise goes to a heap; a pop
+** takes the smaller of the run's front and the heap's top. (The 1024-host
+** permutation: 0.90 s before, 0.64 s after; README "Event queue".)
 **
 ** Build with -DFAB_EVQ_HEAP_ONLY to use the heap alone (the benchmark's
 ** baseline). Both order events by (time, tie): keys are 24 bytes
@@ -28,6 +39,7 @@
 #define WB 11                   /* bucket width 2^11 ps = 2.048 ns */
 #define NBITS 16                /* 2^16 buckets: horizon 134 us */
 #define NB (1u << NBITS)
+#define RUN_INSERT 16           /* an out-of-order push into a run this short is inserted in place */
 
 typedef struct Key {
   fab_time_t time; /* ps */
@@ -67,7 +79,13 @@ struct FabEvq {
   Bucket *wheel;     /* NB buckets */
   uint64_t *bits;    /* bit b: wheel[b] not empty (active bucket excluded) */
   uint64_t cur;      /* absolute number (time >> WB) of the active bucket */
-  Heap act;          /* the active bucket, as a heap (equal times stay O(log n)) */
+  Key *run;          /* the active bucket's events that came in order: run[rh .. rn), sorted */
+  size_t rh, rn, rcap;
+  Key *tmp;          /* merge scratch, rcap keys */
+  size_t *bounds;    /* where the bucket's list descends: the ascending stretches to merge */
+  size_t nb, bcap;
+  uint64_t run_pops; /* events popped from the run (the fast path) */
+  Heap act;          /* the active bucket's other events, as a heap (equal times stay O(log n)) */
 #endif
 };
 
@@ -121,12 +139,6 @@ static Key heap_pop(Heap *h) {
   return top;
 }
 
-/* Make a heap of the n keys in a, in place. */
-G_GNUC_UNUSED static void heapify(Key *a, size_t n) {
-  if (n < 2) return;
-  for (size_t i = (n - 2) / FAB_EVQ_ARITY + 1; i-- > 0;) sift_down(a, n, i, a[i]);
-}
-
 /* ---- buckets ------------------------------------------------------------ */
 
 /* ---- queue -------------------------------------------------------------- */
@@ -148,6 +160,9 @@ void fab_evq_free(FabEvq *q) {
   g_free(q->wheel);
   g_free(q->bits);
   g_free(q->act.a);
+  g_free(q->run);
+  g_free(q->tmp);
+  g_free(q->bounds);
 #endif
   g_free(q->far.a);
   g_free(q->slots);
@@ -156,6 +171,15 @@ void fab_evq_free(FabEvq *q) {
 }
 
 size_t fab_evq_size(const FabEvq *q) { return q->n; }
+
+uint64_t fab_evq_fast_pops(const FabEvq *q) {
+#ifdef FAB_EVQ_HEAP_ONLY
+  (void)q;
+  return 0;
+#else
+  return q->run_pops;
+#endif
+}
 
 static uint32_t slot_get(FabEvq *q) {
   if (G_UNLIKELY(q->nfree == 0)) {
@@ -169,10 +193,74 @@ static uint32_t slot_get(FabEvq *q) {
 }
 
 #ifndef FAB_EVQ_HEAP_ONLY
+static void run_grow(FabEvq *q) {
+  q->rcap = q->rcap ? q->rcap * 2 : 64;
+  q->run = g_renew(Key, q->run, q->rcap);
+  q->tmp = g_renew(Key, q->tmp, q->rcap);
+}
+
+/* Sort run[0 .. rn), made of nb + 1 ascending stretches that start at 0 and
+** at bounds[0 .. nb): merge neighbouring stretches pairwise until one is
+** left (a natural merge sort: O(n log s) for s stretches; a bucket's list
+** is usually a few stretches, one per element that filled it). Stable. */
+static void run_merge(FabEvq *q) {
+  size_t ns = q->nb + 1;
+  Key *a = q->run, *b = q->tmp;
+  while (ns > 1) {
+    /* stretch k starts at k ? bounds[k - 1] : 0 and ends where k + 1 starts
+    ** (or at rn); the new stretch k / 2 is old k and k + 1 merged, and its
+    ** start goes to bounds[k / 2 - 1], which no later step reads */
+    for (size_t k = 0; k < ns; k += 2) {
+      size_t lo = k ? q->bounds[k - 1] : 0;
+      size_t mid = k < q->nb ? q->bounds[k] : q->rn;
+      size_t hi = k + 1 < q->nb ? q->bounds[k + 1] : q->rn;
+      size_t x = lo, y = mid, o = lo;
+      while (x < mid && y < hi) b[o++] = before(&a[y], &a[x]) ? a[y++] : a[x++];
+      while (x < mid) b[o++] = a[x++];
+      while (y < hi) b[o++] = a[y++];
+      if (k) q->bounds[k / 2 - 1] = lo;
+    }
+    ns = (ns + 1) / 2;
+    q->nb = ns - 1;
+    Key *t = a;
+    a = b;
+    b = t;
+  }
+  q->run = a;
+  q->tmp = b;
+}
+
+/* Into the active bucket: appended to the run if it keeps it sorted. */
+static inline void act_put(FabEvq *q, Key e) {
+  if (q->rh == q->rn) q->rh = q->rn = 0; /* the run is empty: e starts it */
+  if (q->rn == 0 || !before(&e, &q->run[q->rn - 1])) {
+    if (G_UNLIKELY(q->rn == q->rcap)) run_grow(q);
+    q->run[q->rn++] = e;
+  } else if (q->rn - q->rh <= RUN_INSERT) { /* a short run: insert in place */
+    if (G_UNLIKELY(q->rn == q->rcap)) run_grow(q);
+    size_t i = q->rn;
+    while (i > q->rh && before(&e, &q->run[i - 1])) {
+      q->run[i] = q->run[i - 1];
+      i--;
+    }
+    q->run[i] = e;
+    q->rn++;
+  } else {
+    heap_push(&q->act, e);
+  }
+}
+
+static inline bool act_empty(const FabEvq *q) { return q->rh == q->rn && q->act.n == 0; }
+
+/* The active bucket's earliest key: the run's front or the heap's top. */
+static inline bool act_from_run(const FabEvq *q) {
+  return q->rh < q->rn && (q->act.n == 0 || before(&q->run[q->rh], &q->act.a[0]));
+}
+
 static inline void wheel_put(FabEvq *q, Key e) {
   uint64_t b = e.time >> WB;
   if (b <= q->cur) {
-    heap_push(&q->act, e);
+    act_put(q, e);
   } else if (b < q->cur + NB) {
     uint32_t i = (uint32_t)(b & (NB - 1));
     Bucket *w = &q->wheel[i];
@@ -211,7 +299,7 @@ static uint64_t next_bucket(const FabEvq *q) {
 
 /* Make the active bucket non-empty if anything is pending. */
 static void advance(FabEvq *q) {
-  while (q->act.n == 0 && q->n) {
+  while (act_empty(q) && q->n) {
     uint64_t bw = next_bucket(q);
     uint64_t bf = q->far.n ? q->far.a[0].time >> WB : UINT64_MAX;
     if (bf < bw) { /* the far heap comes first: move what is now in reach */
@@ -221,18 +309,25 @@ static void advance(FabEvq *q) {
     }
     q->cur = bw;
     uint32_t i = (uint32_t)(bw & (NB - 1));
-    Bucket *w = &q->wheel[i]; /* the bucket's list becomes the active heap */
+    Bucket *w = &q->wheel[i]; /* the bucket's list becomes the run, sorted */
     fab_time_t base = (fab_time_t)bw << WB;
+    q->rh = q->rn = 0;
+    q->nb = 0;
     for (uint32_t j = w->head; j != NIL; j = q->slots[j].next) {
-      if (q->act.n == q->act.cap) {
-        q->act.cap = q->act.cap ? q->act.cap * 2 : 64;
-        q->act.a = g_renew(Key, q->act.a, q->act.cap);
+      if (G_UNLIKELY(q->rn == q->rcap)) run_grow(q);
+      Key e = {base | q->slots[j].low, q->slots[j].tie, j};
+      if (q->rn && before(&e, &q->run[q->rn - 1])) { /* a descent: a new ascending stretch starts */
+        if (G_UNLIKELY(q->nb == q->bcap)) {
+          q->bcap = q->bcap ? q->bcap * 2 : 64;
+          q->bounds = g_renew(size_t, q->bounds, q->bcap);
+        }
+        q->bounds[q->nb++] = q->rn;
       }
-      q->act.a[q->act.n++] = (Key){base | q->slots[j].low, q->slots[j].tie, j};
+      q->run[q->rn++] = e;
     }
     *w = (Bucket){NIL, NIL};
     q->bits[i >> 6] &= ~(1ull << (i & 63));
-    heapify(q->act.a, q->act.n);
+    if (q->nb) run_merge(q);
     while (q->far.n && (q->far.a[0].time >> WB) < q->cur + NB) wheel_put(q, heap_pop(&q->far));
   }
 }
@@ -257,8 +352,8 @@ fab_time_t fab_evq_peek_time(FabEvq *q) {
 #ifdef FAB_EVQ_HEAP_ONLY
   return q->far.a[0].time;
 #else
-  if (!q->act.n) advance(q);
-  return q->act.a[0].time;
+  if (act_empty(q)) advance(q);
+  return act_from_run(q) ? q->run[q->rh].time : q->act.a[0].time;
 #endif
 }
 
@@ -267,8 +362,14 @@ bool fab_evq_pop(FabEvq *q, FabEvent *out) {
 #ifdef FAB_EVQ_HEAP_ONLY
   Key top = heap_pop(&q->far);
 #else
-  if (!q->act.n) advance(q);
-  Key top = heap_pop(&q->act);
+  if (act_empty(q)) advance(q);
+  Key top;
+  if (act_from_run(q)) {
+    top = q->run[q->rh++];
+    q->run_pops++;
+  } else {
+    top = heap_pop(&q->act);
+  }
 #endif
   q->n--;
   Slot *s = &q->slots[top.slot];

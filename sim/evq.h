@@ -11,9 +11,9 @@
 ** heap, plus a 4-ary heap for events further out (see evq.c). Many events at
 ** one timestamp fall in one bucket and cost what a heap costs: O(log n).
 **
-** Cost: push O(1) into the wheel, O(log n) into a heap; pop O(log k) for k
-** events in the active bucket, plus a bitmap scan to the next non-empty
-** bucket. Memory: about 520 KB for the wheel, allocated by fab_evq_new, plus
+** Cost: push O(1) into the wheel, O(log n) into a heap; pop O(1) for events
+** that came in order, O(log k) for the k others of the active bucket, plus
+** a bitmap scan to the next non-empty bucket. Memory: about 520 KB for the wheel, allocated by fab_evq_new, plus
 ** about 60 bytes per pending event (grown by doubling).
 */
 #ifndef FAB_EVQ_H
@@ -47,6 +47,10 @@ bool fab_evq_pop(FabEvq *q, FabEvent *out);
 
 /* Number of pending events. */
 size_t fab_evq_size(const FabEvq *q);
+
+/* Events popped by the fast path so far (from the active bucket's sorted
+** run, with no heap work; evq.c says when). */
+uint64_t fab_evq_fast_pops(const FabEvq *q);
 
 /* Time of the earliest event, FAB_TIME_MAX if empty. */
 fab_time_t fab_evq_peek_time(FabEvq *q);

@@ -1,6 +1,7 @@
 /*
 ** Event queue (sim/evq.h): events pop in (time, tie) order, whichever of
-** its structures holds them -- the active bucket (a heap), a wheel bucket
+** its structures holds them -- the active bucket (a sorted run of the events
+** that came in order, and a heap of the others), a wheel bucket
 ** (a list, 2^16 buckets of 2048 ps: a 134.2 us horizon) or the far heap
 ** beyond the horizon -- and whenever they move between them.
 **
@@ -398,6 +399,93 @@ Test(evq, push_into_active_bucket_far_away) {
   pop_expect(q, T + 100, 4);
   pop_expect(q, T + HORIZON - 1, 6);
   pop_expect(q, T + HORIZON, 5);
+  fab_evq_free(q);
+}
+
+/* ---- the fast path: the active bucket's sorted run ---------------------- */
+
+Test(evq, in_order_bucket_pops_from_the_run) {
+  /* 1000 events at one time, pushed in tie order (as 1000 NICs starting
+  ** together): all pop from the run, none through the heap. */
+  FabEvq *q = fab_evq_new(8);
+  for (uint64_t i = 0; i < 1000; i++) fab_evq_push(q, 5 * FAB_US, i, NULL, i);
+  for (uint64_t i = 0; i < 1000; i++) pop_expect(q, 5 * FAB_US, i);
+  cr_assert_eq(fab_evq_fast_pops(q), 1000);
+  fab_evq_free(q);
+}
+
+Test(evq, out_of_order_bucket_is_merged_into_the_run) {
+  /* The same bucket pushed in reverse tie order, and another as three
+  ** interleaved ascending stretches (ties 0,3,6,.. then 1,4,7,.. then
+  ** 2,5,8,..): both are merged into order when they become active and pop
+  ** from the run. */
+  FabEvq *q = fab_evq_new(8);
+  for (uint64_t i = 1000; i-- > 0;) fab_evq_push(q, 5 * FAB_US, i, NULL, i);
+  for (uint64_t i = 0; i < 1000; i++) pop_expect_tie(q, 5 * FAB_US, i, i);
+  cr_assert_eq(fab_evq_fast_pops(q), 1000);
+  for (uint64_t k = 0; k < 3; k++)
+    for (uint64_t i = k; i < 300; i += 3) fab_evq_push(q, 9 * FAB_US + i % 7, i, NULL, i);
+  Ref r[300];
+  for (uint64_t i = 0; i < 300; i++) r[i] = (Ref){9 * FAB_US + i % 7, i};
+  qsort(r, 300, sizeof *r, ref_cmp);
+  for (size_t i = 0; i < 300; i++) pop_expect_tie(q, r[i].t, r[i].i, r[i].i);
+  cr_assert_eq(fab_evq_fast_pops(q), 1300);
+  fab_evq_free(q);
+}
+
+/* Push n events at times 1000 + 10 i (ties i) into the active bucket 0: one
+** ascending run. */
+static void long_run(FabEvq *q, uint64_t n) {
+  for (uint64_t i = 0; i < n; i++) fab_evq_push(q, 1000 + 10 * i, i, NULL, i);
+}
+
+Test(evq, run_and_heap_merge_in_the_active_bucket) {
+  /* A run of 40 (longer than the run's in-place insertion limit): a push
+  ** below its last key goes to the heap, one above it extends the run; pops
+  ** take the smaller of the run's front and the heap's top. */
+  FabEvq *q = fab_evq_new(8);
+  long_run(q, 40);
+  pop_expect_tie(q, 1000, 0, 0);
+  fab_evq_push(q, 1015, 100, NULL, 100); /* between 1010 and 1020: heap */
+  fab_evq_push(q, 1020, 1, NULL, 99);   /* a tie before the run's 1020 (tie 2): heap */
+  fab_evq_push(q, 2000, 101, NULL, 101); /* past the run's end: run */
+  pop_expect_tie(q, 1010, 1, 1);
+  pop_expect_tie(q, 1015, 100, 100);
+  pop_expect_tie(q, 1020, 1, 99);
+  for (uint64_t i = 2; i < 40; i++) pop_expect_tie(q, 1000 + 10 * i, i, i);
+  pop_expect_tie(q, 2000, 101, 101);
+  cr_assert_eq(fab_evq_fast_pops(q), 41, "run pops %llu", (unsigned long long)fab_evq_fast_pops(q));
+  cr_assert_eq(fab_evq_size(q), 0);
+  fab_evq_free(q);
+}
+
+Test(evq, short_run_takes_out_of_order_pushes_in_place) {
+  /* A run of 3: pushes below its end are inserted in place, not heaped. */
+  FabEvq *q = fab_evq_new(8);
+  long_run(q, 3);
+  fab_evq_push(q, 1005, 10, NULL, 10);
+  fab_evq_push(q, 1000, 11, NULL, 11); /* equal time, later tie */
+  pop_expect_tie(q, 1000, 0, 0);
+  pop_expect_tie(q, 1000, 11, 11);
+  pop_expect_tie(q, 1005, 10, 10);
+  pop_expect_tie(q, 1010, 1, 1);
+  pop_expect_tie(q, 1020, 2, 2);
+  cr_assert_eq(fab_evq_fast_pops(q), 5);
+  fab_evq_free(q);
+}
+
+Test(evq, run_restarts_after_it_empties) {
+  /* A drained run starts again from the front of its array: later pushes
+  ** into the active bucket form a new run (the heap is empty then: it only
+  ** ever holds keys below the run's last, which popped after them). */
+  FabEvq *q = fab_evq_new(8);
+  long_run(q, 20);
+  for (uint64_t i = 0; i < 20; i++) pop_expect_tie(q, 1000 + 10 * i, i, i);
+  fab_evq_push(q, 1200, 51, NULL, 51);
+  fab_evq_push(q, 1195, 52, NULL, 52);
+  pop_expect_tie(q, 1195, 52, 52);
+  pop_expect_tie(q, 1200, 51, 51);
+  cr_assert_eq(fab_evq_fast_pops(q), 22, "run pops %llu", (unsigned long long)fab_evq_fast_pops(q));
   fab_evq_free(q);
 }
 
