@@ -490,6 +490,31 @@ Test(cli, two_scenarios) {
   g_free(i);
 }
 
+Test(cli, run_under_mpirun_is_refused) {
+  /* mpirun -np 2 fabsim run: each rank would run the whole scenario; until
+  ** one simulation spans ranks, that is a usage error naming the variable,
+  ** with nothing on stdout. A world of one is a plain run. */
+  g_setenv("OMPI_COMM_WORLD_SIZE", "2", TRUE);
+  g_setenv("OMPI_COMM_WORLD_RANK", "1", TRUE);
+  Proc p = RUN("run", "--json");
+  expect_usage_error(&p);
+  expect_err_has(&p, "one of 2 MPI ranks (OMPI_COMM_WORLD_SIZE)");
+  expect_err_has(&p, "fabsim sweep");
+  cr_expect_str_empty(p.out, "stdout: %s", p.out);
+  proc_clear(&p);
+  g_unsetenv("OMPI_COMM_WORLD_SIZE");
+  g_unsetenv("OMPI_COMM_WORLD_RANK");
+  g_setenv("PMI_SIZE", "4", TRUE);
+  p = RUN("run");
+  expect_usage_error(&p);
+  expect_err_has(&p, "one of 4 MPI ranks (PMI_SIZE)");
+  proc_clear(&p);
+  g_setenv("PMI_SIZE", "1", TRUE);
+  p = RUN("run", "--json");
+  cr_expect_eq(p.status, 0, "%s: exit %d, stderr:\n%s", p.cmd, p.status, p.err);
+  proc_clear(&p);
+}
+
 Test(cli, missing_scenario_file) {
   char *m = src_path("tests/data/cli/does-not-exist.yaml");
   Proc p = RUN("run", m, "--json");

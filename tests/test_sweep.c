@@ -4,7 +4,10 @@
 ** a failed point is recorded (exit 1) and rerun on resume; every number of
 ** the JSON summary is a column (pfc_paused_s too); a sweep is extended with
 ** new values (only they run) and refuses another scenario or other keys;
-** --help.
+** --help. Shards: two shards in turn make the local sweep's table, three
+** started at once as an MPI launcher starts them (rank and size in the
+** environment) run each point once and leave the whole table, shards extend
+** a sweep with the same point numbers, and bad shard numbers exit 2.
 **
 ** Environment: FABSIM is the fabsim binary (default build/fabsim), FABSIM_SRC
 ** the repository root (default .); meson test sets both. */
@@ -15,6 +18,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
+#include <unistd.h>
 
 static char *fabsim_bin(void) {
   const char *s = getenv("FABSIM");
@@ -570,6 +574,161 @@ Test(sweep, a_sweep_is_extended_with_new_values) {
   g_free(after), g_free(inc), g_free(kt), g_free(key);
   g_free(text), g_free(bufs), g_free(pts), g_free(hp);
   g_free(p0), g_free(p1), g_free(p2), g_free(csv), g_free(h5);
+  rm_rf(dir);
+  g_free(dir), g_free(q);
+}
+
+/* ---- shards: one sweep over several processes or machines ------------------ */
+
+/* The table's rows as "values|point|status|events|sim_time_s" lines: what
+** must not depend on how the points were spread (wall_s and the rates do). */
+static char *table_core(const char *csv_path) {
+  char *text = read_file(csv_path), **lines = g_strsplit(text, "\n", -1);
+  GPtrArray *hd = csv_cells(lines[0]);
+  int cs[] = {0, 1, col(hd, "point"), col(hd, "status"), col(hd, "events"), col(hd, "sim_time_s")};
+  GString *s = g_string_new(NULL);
+  for (int l = 1; lines[l] && *lines[l]; l++) {
+    GPtrArray *row = csv_cells(lines[l]);
+    for (size_t c = 0; c < G_N_ELEMENTS(cs); c++) g_string_append_printf(s, "%s%s", c ? "|" : "", (char *)row->pdata[cs[c]]);
+    g_string_append_c(s, '\n');
+    g_ptr_array_free(row, TRUE);
+  }
+  g_ptr_array_free(hd, TRUE);
+  g_strfreev(lines);
+  g_free(text);
+  return g_string_free(s, FALSE);
+}
+
+#define GRID "--set", "workload.size=64KiB,128KiB,256KiB", "--set", "fabric.switch.buffer=4MiB,8MiB"
+
+Test(sweep, shards_in_turn_make_the_local_table) {
+  /* --shard 0/2 runs points 0, 2, 4 and leaves a partial table and their
+  ** records; --shard 1/2 runs 1, 3, 5 (same numbers, read back from
+  ** sweep.key) and writes the whole table: the local sweep's, row for row. */
+  char *dir = tmpdir(), *q = quickstart();
+  Proc l = RUN_IN(dir, "sweep", q, GRID, "--out", "local", "--jobs", "2");
+  cr_assert_eq(l.status, 0, "%s", l.err);
+  Proc a = RUN_IN(dir, "sweep", q, GRID, "--out", "sh", "--shard", "0/2", "--jobs", "1");
+  cr_assert_eq(a.status, 0, "%s", a.err);
+  cr_expect(strstr(a.err, "shard 0 of 2: the points whose number mod 2 is 0"), "%s", a.err);
+  cr_expect(strstr(a.err, "3 points of the grid are not done yet"), "%s", a.err);
+  cr_expect(strstr(a.out, "6 points (3 ok, 0 failed, 3 run now)"), "%s", a.out);
+  char *partial = g_build_filename(dir, "sh", "sweep.csv", NULL), *pc = table_core(partial);
+  char *pts = column(read_file(partial), "point");
+  cr_expect_str_eq(pts, "0,2,4");
+  for (int i = 0; i < 6; i++) {
+    char *rec = g_strdup_printf("%s/sh/point-%04d.csv", dir, i), *h5 = g_strdup_printf("%s/sh/point-%04d.h5", dir, i);
+    cr_expect_eq(g_file_test(rec, G_FILE_TEST_IS_REGULAR), i % 2 == 0, "%s", rec);
+    cr_expect_eq(g_file_test(h5, G_FILE_TEST_IS_REGULAR), i % 2 == 0, "%s", h5);
+    g_free(rec), g_free(h5);
+  }
+  Proc b = RUN_IN(dir, "sweep", q, GRID, "--out", "sh", "--shard", "1/2", "--jobs", "1");
+  cr_assert_eq(b.status, 0, "%s", b.err);
+  cr_expect(strstr(b.out, "6 points (6 ok, 0 failed, 3 run now)"), "%s", b.out);
+  cr_expect(!strstr(b.err, "not done yet"), "%s", b.err);
+  char *lc = g_build_filename(dir, "local", "sweep.csv", NULL), *want = table_core(lc), *got = table_core(partial);
+  cr_expect_str_eq(got, want, "the shards' table differs from the local one");
+  /* a rerun of either shard runs nothing */
+  Proc c = RUN_IN(dir, "sweep", q, GRID, "--out", "sh", "--shard", "0/2");
+  cr_expect(strstr(c.out, "6 points (6 ok, 0 failed, 0 run now)"), "%s", c.out);
+  proc_clear(&l), proc_clear(&a), proc_clear(&b), proc_clear(&c);
+  g_free(partial), g_free(pc), g_free(pts), g_free(lc), g_free(want), g_free(got);
+  rm_rf(dir);
+  g_free(dir), g_free(q);
+}
+
+Test(sweep, mpi_ranks_at_once_share_the_points) {
+  /* Three processes started together as an MPI launcher starts them (rank
+  ** and size in the environment): every point runs once, in one shard, and
+  ** the last to finish leaves the whole table. */
+  char *dir = tmpdir(), *q = quickstart(), *bin = fabsim_bin();
+  GPid pid[3];
+  int out[3], err[3];
+  for (int r = 0; r < 3; r++) {
+    char **env = g_get_environ(), *rs = g_strdup_printf("%d", r);
+    env = g_environ_setenv(env, "OMPI_COMM_WORLD_RANK", rs, TRUE);
+    env = g_environ_setenv(env, "OMPI_COMM_WORLD_SIZE", "3", TRUE);
+    env = g_environ_setenv(env, "OMPI_COMM_WORLD_LOCAL_SIZE", "3", TRUE);
+    const char *argv[] = {bin, "sweep", q, GRID, "--out", "mpi", NULL};
+    GError *e = NULL;
+    cr_assert(g_spawn_async_with_pipes(dir, (char **)argv, env, G_SPAWN_DO_NOT_REAP_CHILD, NULL, NULL, &pid[r], NULL,
+                                       &out[r], &err[r], &e), "%s", e ? e->message : "?");
+    g_strfreev(env);
+    g_free(rs);
+  }
+  int ran = 0;
+  for (int r = 0; r < 3; r++) {
+    GString *o = g_string_new(NULL), *x = g_string_new(NULL);
+    char buf[4096];
+    ssize_t n;
+    while ((n = read(err[r], buf, sizeof buf)) > 0) g_string_append_len(x, buf, n); /* children's stderr is short */
+    while ((n = read(out[r], buf, sizeof buf)) > 0) g_string_append_len(o, buf, n);
+    close(out[r]), close(err[r]);
+    int st = 0;
+    waitpid(pid[r], &st, 0);
+    cr_expect(WIFEXITED(st) && WEXITSTATUS(st) == 0, "rank %d: %s", r, x->str);
+    char *want = g_strdup_printf("shard %d of 3 (from OMPI_COMM_WORLD_RANK/OMPI_COMM_WORLD_SIZE)", r);
+    cr_expect(strstr(x->str, want), "rank %d: %s", r, x->str);
+    const char *nowp = strstr(o->str, "failed, ");
+    cr_assert(nowp, "rank %d: %s", r, o->str);
+    ran += atoi(nowp + 8);
+    g_free(want);
+    g_string_free(o, TRUE), g_string_free(x, TRUE);
+  }
+  cr_expect_eq(ran, 6, "the ranks ran %d points in all", ran);
+  char *csv = g_build_filename(dir, "mpi", "sweep.csv", NULL), *text = read_file(csv);
+  char *pts = column(text, "point"), *st = column(text, "status");
+  cr_expect_str_eq(pts, "0,1,2,3,4,5");
+  cr_expect_str_eq(st, "ok,ok,ok,ok,ok,ok");
+  char *h5 = g_build_filename(dir, "mpi", "sweep.h5", NULL), *hp = h5_points(h5);
+  cr_expect_str_eq(hp, "0,1,2,3,4,5", "sweep.h5's rows");
+  g_free(csv), g_free(text), g_free(pts), g_free(st), g_free(h5), g_free(hp);
+  rm_rf(dir);
+  g_free(dir), g_free(q), g_free(bin);
+}
+
+Test(sweep, shards_extend_a_sweep_with_the_same_numbers) {
+  /* A local sweep of two values, extended by two shards with two more: the
+  ** new points are 2 and 3 in both shards, and the table has all four. */
+  char *dir = tmpdir(), *q = quickstart();
+  Proc a = RUN_IN(dir, "sweep", q, "--set", "fabric.switch.buffer=1MiB,4MiB", "--out", "o", "--jobs", "2");
+  cr_assert_eq(a.status, 0, "%s", a.err);
+  Proc b = RUN_IN(dir, "sweep", q, "--set", "fabric.switch.buffer=1MiB,4MiB,16MiB,64MiB", "--out", "o", "--shard",
+                  "1/2");
+  cr_assert_eq(b.status, 0, "%s", b.err);
+  cr_expect(strstr(b.out, "(3 ok, 0 failed, 1 run now)"), "%s", b.out);
+  Proc c = RUN_IN(dir, "sweep", q, "--set", "fabric.switch.buffer=1MiB,4MiB,16MiB,64MiB", "--out", "o", "--shard",
+                  "0/2");
+  cr_assert_eq(c.status, 0, "%s", c.err);
+  cr_expect(strstr(c.out, "(4 ok, 0 failed, 1 run now)"), "%s", c.out);
+  char *csv = g_build_filename(dir, "o", "sweep.csv", NULL), *text = read_file(csv);
+  char *bufs = column(text, "fabric.switch.buffer"), *pts = column(text, "point");
+  cr_expect_str_eq(bufs, "1MiB,4MiB,16MiB,64MiB");
+  cr_expect_str_eq(pts, "0,1,2,3");
+  proc_clear(&a), proc_clear(&b), proc_clear(&c);
+  g_free(csv), g_free(text), g_free(bufs), g_free(pts);
+  rm_rf(dir);
+  g_free(dir), g_free(q);
+}
+
+Test(sweep, bad_shards_exit_2_and_write_nothing) {
+  char *dir = tmpdir(), *q = quickstart();
+  const char *bad[] = {"2/2", "1", "x/2", "0/0", "-1/2", "1/2/3", "0/", "/2"};
+  for (size_t i = 0; i < G_N_ELEMENTS(bad); i++) {
+    Proc p = RUN_IN(dir, "sweep", q, GRID, "--out", "o", "--shard", bad[i]);
+    cr_expect_eq(p.status, 2, "--shard %s: exit %d", bad[i], p.status);
+    char *want = g_strdup_printf("--shard '%s': expected I/N", bad[i]);
+    cr_expect(strstr(p.err, want), "--shard %s: %s", bad[i], p.err);
+    g_free(want);
+    proc_clear(&p);
+  }
+  g_setenv("PMI_RANK", "3", TRUE);
+  g_setenv("PMI_SIZE", "2", TRUE);
+  Proc p = RUN_IN(dir, "sweep", q, GRID, "--out", "o");
+  cr_expect_eq(p.status, 2);
+  cr_expect(strstr(p.err, "PMI_RANK/PMI_SIZE is '3/2': expected a rank below a size"), "%s", p.err);
+  proc_clear(&p);
+  cr_expect_eq(n_entries(dir), 0, "something was written");
   rm_rf(dir);
   g_free(dir), g_free(q);
 }

@@ -1,6 +1,7 @@
 /* fabsim: the command line. See README.md for the contract.
 ** Exit status: 0 success, 1 the simulation ran but failed, 2 bad input or usage. */
 #include <glib.h>
+#include <stdlib.h>
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
@@ -112,10 +113,29 @@ static int outputs(const FabScenario *sc, const FabArgs *a, const FabResults *re
   return rc;
 }
 
+/* Started as one of several MPI ranks (mpirun -np N, N > 1)? One simulation
+** over several processes is not built yet: N copies would each run the
+** whole scenario. Say so instead (the name of the variable that told). */
+static const char *mpi_world(void) {
+  static const char *const envs[] = {"OMPI_COMM_WORLD_SIZE", "PMI_SIZE"};
+  for (size_t i = 0; i < G_N_ELEMENTS(envs); i++) {
+    const char *v = getenv(envs[i]);
+    if (v && atol(v) > 1) return envs[i];
+  }
+  return NULL;
+}
+
 static int cmd_run(int argc, char **argv) {
   FabArgs a;
   int rc = fab_args_parse(&run_cmd, argc, argv, &a);
   if (rc < 0 && !take_max_memory(&run_cmd, &a)) rc = EXIT_USAGE;
+  const char *world = rc < 0 ? mpi_world() : NULL;
+  if (world) {
+    fprintf(stderr, "fabsim run: started as one of %s MPI ranks (%s): one simulation over several processes is "
+            "not built yet, and each rank would run the whole scenario; run it as one process, or spread a "
+            "sweep's points over ranks with `mpirun -np N fabsim sweep ...`\n", getenv(world), world);
+    rc = EXIT_USAGE;
+  }
   if (rc < 0) {
     FabScenario *sc = load(fab_args_pos(&a, 0), &a);
     if (!sc) {

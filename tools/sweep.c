@@ -31,8 +31,20 @@
 ** Another scenario, other settings or other keys are refused (exit 2). The
 ** CSV is rewritten after each finished point (so an interrupted sweep resumes
 ** where it stopped), and both files are written in full at the end, via a
-** temporary file and rename. Exit status: 0 every point ok, 1 some point's
-** simulation failed (its row says so), 2 bad input or usage. */
+** temporary file and rename. Every finished point also leaves its own row
+** in DIR/point-NNNN.csv (the table's header and one row); these records come
+** first when a directory is read back, so a point's newest result wins.
+**
+** Shards: with --shard I/N (or under mpirun: the MPI rank and size from the
+** launcher's environment) this process runs only the points whose number
+** mod N is I. Every shard computes the same grid and numbers from the same
+** directory, so each point belongs to exactly one. A shard writes its
+** points' records but not the table while it runs; when its last point is
+** done it gathers every record in DIR, writes the table, and gathers again,
+** writing once more if a record came in meanwhile, so whichever shard
+** finishes last leaves the whole table. Exit status: 0 every point ok (a
+** shard: every point it ran), 1 some point's simulation failed (its row says
+** so), 2 bad input or usage. */
 #include <glib.h>
 #include <sys/resource.h>
 #include <glib/gstdio.h>
@@ -52,7 +64,7 @@
 #include "sweep_int.h"
 
 
-enum { SW_OUT, SW_JOBS, SW_JSON };
+enum { SW_OUT, SW_JOBS, SW_JSON, SW_SHARD };
 
 static const FabOpt sweep_opts[] = {
   {"--set", 0, FAB_OPT_SET, 0, "KEY=V1,V2,...", "KEY=V1,V2,...", 0, 0,
@@ -60,8 +72,10 @@ static const FabOpt sweep_opts[] = {
   {"--seed", 0, FAB_OPT_SEED, 0, "N", "a number", 0, 0, "the same as --set seed=N"},
   {"--out", 0, FAB_OPT_VALUE, SW_OUT, "DIR", "a directory", 0, 0, "where to write (default: sweep-<scenario name>)"},
   {"--jobs", 'j', FAB_OPT_UINT, SW_JOBS, "N", "a positive integer", 1, 4096,
-   "points run at once (default: the number of CPUs)"},
+   "points run at once (default: the number of CPUs, shared among this machine's shards)"},
   {"--json", 0, FAB_OPT_FLAG, SW_JSON, NULL, NULL, 0, 0, "print the table as JSON on stdout"},
+  {"--shard", 0, FAB_OPT_VALUE, SW_SHARD, "I/N", "I/N", 0, 0,
+   "run only the points whose number mod N is I (default under mpirun: the MPI rank and size)"},
   {NULL},
 };
 
@@ -80,6 +94,12 @@ const FabCmd fab_sweep_cmd = {
   "ok. Rerunning it with other values of the same keys (same scenario and\n"
   "fixed settings) extends it: only the new points run, and the table keeps\n"
   "every point, in grid order of the merged values.\n"
+  "\n"
+  "Across processes or machines sharing DIR: `mpirun -np N fabsim sweep ...`\n"
+  "(each MPI rank takes its share of the points) or --shard I/N in each of N\n"
+  "jobs (a Slurm array: --shard $SLURM_ARRAY_TASK_ID/$SLURM_ARRAY_TASK_COUNT).\n"
+  "Each finished point leaves DIR/point-NNNN.csv; the last shard to finish\n"
+  "writes the whole table, and any rerun completes it.\n"
   "\n"
   "exit status: 0 every point ran ok, 1 some point's simulation failed,\n"
   "2 bad input or usage\n",
@@ -411,10 +431,12 @@ static gboolean merge_points(Sweep *w, GPtrArray *prev, size_t *n_done) {
   GHashTable *old = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL); /* values -> earlier row */
   GHashTable *cmd = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL); /* this command's points */
   size_t next_id = 0;
+  GHashTable *num = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL); /* values -> its number + 1 */
   for (guint r = 0; r < prev->len; r++) {
     PrevRow *row = prev->pdata[r];
     char *key = tuple_key(row->values, nk);
-    if (g_hash_table_contains(old, key)) g_free(key); /* a duplicate row: the first one counts */
+    if (!g_hash_table_contains(num, key)) g_hash_table_insert(num, g_strdup(key), GSIZE_TO_POINTER(row->id + 1));
+    if (!row->result || g_hash_table_contains(old, key)) g_free(key); /* a duplicate row: the first one counts */
     else g_hash_table_insert(old, key, row);
     next_id = MAX(next_id, row->id + 1);
   }
@@ -431,12 +453,13 @@ static gboolean merge_points(Sweep *w, GPtrArray *prev, size_t *n_done) {
     }
     char *tk = tuple_key(vals, nk);
     PrevRow *row = g_hash_table_lookup(old, tk);
+    gsize known = GPOINTER_TO_SIZE(g_hash_table_lookup(num, tk));
     gboolean in_cmd = g_hash_table_contains(cmd, tk);
     g_free(tk);
     if (!row && !in_cmd) continue;
     Point pt = {.values = g_new(char *, nk ? nk : 1), .in_cmd = in_cmd, .num = g_new0(char *, nc + 1)};
     memcpy(pt.values, vals, nk * sizeof *vals);
-    pt.id = row ? row->id : next_id++;
+    pt.id = known ? known - 1 : next_id++;
     if (row) {
       pt.done = TRUE, pt.ok = row->ok, pt.exit = row->exit;
       for (size_t f = 0; f < nc; f++) pt.num[f] = g_strdup(row->num[f]);
@@ -446,6 +469,7 @@ static gboolean merge_points(Sweep *w, GPtrArray *prev, size_t *n_done) {
   }
   g_free(vals);
   g_hash_table_destroy(old);
+  g_hash_table_destroy(num);
   g_hash_table_destroy(cmd);
   points_free(w->pts, w->n);
   w->n = pts->len;
@@ -462,11 +486,24 @@ typedef struct Child {
   GString *buf[2];
 } Child;
 
+/* The children's environment: ours without an MPI launcher's rank
+** variables (a point is one process, not a rank of this sweep's world). */
+static char **child_env(void) {
+  static const char *const mpi[] = {"OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE", "OMPI_COMM_WORLD_LOCAL_RANK",
+                                    "OMPI_COMM_WORLD_LOCAL_SIZE", "PMI_RANK", "PMI_SIZE", "MPI_LOCALNRANKS",
+                                    "MPI_LOCALRANKID"};
+  char **env = g_get_environ();
+  for (size_t i = 0; i < G_N_ELEMENTS(mpi); i++) env = g_environ_unsetenv(env, mpi[i]);
+  return env;
+}
+
 static gboolean child_start(Child *c, char **argv, GError **err) {
   int out = -1, errfd = -1;
-  if (!g_spawn_async_with_pipes(NULL, argv, NULL, G_SPAWN_DO_NOT_REAP_CHILD, NULL, NULL, &c->pid, NULL, &out,
-                                &errfd, err))
-    return FALSE;
+  char **env = child_env();
+  gboolean ok = g_spawn_async_with_pipes(NULL, argv, env, G_SPAWN_DO_NOT_REAP_CHILD, NULL, NULL, &c->pid, NULL, &out,
+                                         &errfd, err);
+  g_strfreev(env);
+  if (!ok) return FALSE;
   c->fd[0] = out;
   c->fd[1] = errfd;
   c->buf[0] = g_string_new(NULL);
@@ -567,24 +604,32 @@ static void reap(Sweep *w, Child *ch, gboolean tty) {
   g_string_free(ch->buf[1], TRUE);
   w->ran++;
   GError *err = NULL;
-  if (!fab_sweep__write_csv(w, &err)) {
+  if (!fab_sweep__write_point(w, pt, &err) || (w->nshards == 1 && !fab_sweep__write_csv(w, &err))) {
     fprintf(stderr, "fabsim sweep: %s\n", err->message);
     g_error_free(err);
   }
 }
 
+/* Whether this process runs point i. */
+static gboolean mine(const Sweep *w, const Point *pt) {
+  return pt->in_cmd && !(pt->done && pt->ok) && pt->id % w->nshards == w->shard;
+}
+
 /* Run this command's points without an ok row, up to w->jobs at once. */
 static void run_points(Sweep *w, size_t n_done) {
   gboolean tty = isatty(STDERR_FILENO);
-  size_t next = 0, finished = n_done, todo = w->n_cmd - n_done, n_run = 0;
+  size_t next = 0, finished = n_done, todo = 0, n_run = 0;
+  for (size_t i = 0; i < w->n; i++) todo += mine(w, &w->pts[i]);
+  if (w->nshards > 1) finished = 0; /* the progress line counts this shard's points */
+  size_t total = finished + todo;
   Child *run = g_new0(Child, (size_t)w->jobs);
   double t0 = g_get_monotonic_time() / 1e6;
-  if (tty && todo) progress(finished, w->n_cmd, 0, todo, t0);
+  if (tty && todo) progress(finished, total, 0, todo, t0);
   for (;;) {
     while (!w->spawn_error && n_run < (size_t)w->jobs && next < w->n) {
       size_t i = next++;
       const Point *pt = &w->pts[i];
-      if (pt->in_cmd && !(pt->done && pt->ok) && spawn_point(w, i, &run[n_run], tty)) n_run++;
+      if (mine(w, pt) && spawn_point(w, i, &run[n_run], tty)) n_run++;
     }
     if (!n_run) break;
     read_children(run, n_run);
@@ -595,12 +640,103 @@ static void run_points(Sweep *w, size_t n_done) {
       }
       reap(w, &run[c], tty);
       finished++;
-      if (tty) progress(finished, w->n_cmd, w->ran, todo - w->ran, t0);
+      if (tty) progress(finished, total, w->ran, todo - w->ran, t0);
       run[c] = run[--n_run];
     }
   }
   g_free(run);
   if (tty && todo) fputc('\n', stderr);
+}
+
+/* ---- shards -------------------------------------------------------------------- */
+
+/* This process's shard: --shard I/N, else an MPI launcher's rank and size
+** (Open MPI's OMPI_COMM_WORLD_RANK/SIZE, MPICH's and Intel MPI's
+** PMI_RANK/SIZE), else the only one. Returns -1, or an exit status after a
+** usage error. */
+static int read_shard(Sweep *w, const FabArgs *a) {
+  static const char *const envs[][2] = {{"OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE"}, {"PMI_RANK", "PMI_SIZE"}};
+  w->shard = 0;
+  w->nshards = 1;
+  char *spec = a->value[SW_SHARD] ? g_strdup(a->value[SW_SHARD]) : NULL, *from = NULL;
+  for (size_t i = 0; !spec && i < G_N_ELEMENTS(envs); i++) {
+    const char *r = getenv(envs[i][0]), *n = getenv(envs[i][1]);
+    if (r && n) {
+      spec = g_strdup_printf("%s/%s", r, n);
+      from = g_strdup_printf("%s/%s", envs[i][0], envs[i][1]);
+    }
+  }
+  int rc = -1;
+  if (spec) {
+    char *slash = strchr(spec, '/'), *e1 = NULL, *e2 = NULL;
+    guint64 i = slash ? g_ascii_strtoull(spec, &e1, 10) : 0, n = slash ? g_ascii_strtoull(slash + 1, &e2, 10) : 0;
+    gboolean good = slash && g_ascii_isdigit(spec[0]) && e1 == slash && g_ascii_isdigit(slash[1]) && e2 && !*e2 &&
+                    n >= 1 && n <= 1000000 && i < n;
+    if (!good && from)
+      rc = fab_args_error(&fab_sweep_cmd, "%s is '%s': expected a rank below a size (give --shard I/N)", from, spec);
+    else if (!good)
+      rc = fab_args_error(&fab_sweep_cmd, "--shard '%s': expected I/N, a shard number I below a count N "
+                          "(at most 1000000)", spec);
+    else
+      w->shard = (uint32_t)i, w->nshards = (uint32_t)n;
+    if (good && n > 1)
+      fprintf(stderr, "fabsim sweep: shard %u of %u%s%s%s: the points whose number mod %u is %u\n", w->shard,
+              w->nshards, from ? " (from " : "", from ? from : "", from ? ")" : "", w->nshards, w->shard);
+  }
+  g_free(spec);
+  g_free(from);
+  return rc;
+}
+
+/* Points run at once by default: the CPUs, shared by the shards on this
+** machine when the launcher says how many there are. */
+static long default_jobs(const Sweep *w) {
+  long cpus = (long)g_get_num_processors(), local = 0;
+  const char *per = getenv("SLURM_CPUS_PER_TASK");
+  if (w->nshards > 1 && per && atol(per) > 0) return atol(per);
+  static const char *const envs[] = {"OMPI_COMM_WORLD_LOCAL_SIZE", "MPI_LOCALNRANKS"};
+  for (size_t i = 0; w->nshards > 1 && !local && i < G_N_ELEMENTS(envs); i++)
+    if (getenv(envs[i])) local = atol(getenv(envs[i]));
+  return local > 0 ? MAX(1, cpus / local) : cpus;
+}
+
+/* Take the results the shards recorded (DIR/point-NNNN.csv) into the table:
+** returns the points with a result. */
+static size_t gather(Sweep *w) {
+  size_t nk = w->keys->len, nc = w->cols->len, n_done = 0;
+  GPtrArray *rows = g_ptr_array_new_with_free_func(fab_sweep__prev_row_free);
+  GHashTable *at = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL); /* values -> point + 1 */
+  for (size_t i = 0; i < w->n; i++) g_hash_table_insert(at, tuple_key(w->pts[i].values, nk), GSIZE_TO_POINTER(i + 1));
+  if (fab_sweep__read_points(w, rows)) {
+    GHashTable *seen = g_hash_table_new(g_direct_hash, g_direct_equal);
+    for (guint r = 0; r < rows->len; r++) {
+      PrevRow *row = rows->pdata[r];
+      char *tk = tuple_key(row->values, nk);
+      gpointer v = g_hash_table_lookup(at, tk);
+      g_free(tk);
+      if (!v || g_hash_table_contains(seen, v)) continue;
+      g_hash_table_add(seen, v);
+      Point *pt = &w->pts[GPOINTER_TO_SIZE(v) - 1];
+      pt->done = TRUE, pt->ok = row->ok, pt->exit = row->exit;
+      for (size_t f = 0; f < nc; f++) g_free(pt->num[f]), pt->num[f] = g_strdup(row->num[f]);
+    }
+    g_hash_table_destroy(seen);
+  }
+  g_hash_table_destroy(at);
+  g_ptr_array_free(rows, TRUE);
+  for (size_t i = 0; i < w->n; i++) n_done += w->pts[i].done;
+  return n_done;
+}
+
+/* Write the table (CSV, then HDF5). */
+static gboolean write_table(Sweep *w) {
+  GError *err = NULL;
+  gboolean wrote = fab_sweep__write_csv(w, &err);
+  if (!wrote) {
+    fprintf(stderr, "fabsim sweep: %s\n", err->message);
+    g_error_free(err);
+  }
+  return fab_sweep__write_h5(w) && wrote;
 }
 
 /* ---- the command ------------------------------------------------------------- */
@@ -645,7 +781,9 @@ static void print_result(const Sweep *w, gboolean json) {
 
 /* What sweep.key says of a sweep: the scenario (path and SHA-256 of its
 ** text), the fixed settings, then a line per swept key with its values (the
-** values are informative: a sweep may be extended with others). */
+** values are informative: a sweep may be extended with others); once merged,
+** a line per point: "point N VALUES" (its values joined by \x1f, escaped
+** as C strings), the number every later command and every shard keeps. */
 static char *signature(const Sweep *w, gboolean merged) {
   GString *sig = g_string_new(NULL);
   char *abs = g_canonicalize_filename(w->scenario, NULL), *text = NULL;
@@ -660,6 +798,12 @@ static char *signature(const Sweep *w, gboolean merged) {
     g_string_append_printf(sig, "sweep %s", key->name);
     for (guint v = 0; v < vals->len; v++) g_string_append_printf(sig, "%s%s", v ? "," : "=", (char *)vals->pdata[v]);
     g_string_append_c(sig, '\n');
+  }
+  for (size_t i = 0; merged && i < w->n; i++) { /* the points' numbers, which every shard must agree on */
+    char *tk = tuple_key(w->pts[i].values, w->keys->len), *esc = g_strescape(tk, NULL);
+    g_string_append_printf(sig, "point %zu %s\n", w->pts[i].id, esc);
+    g_free(esc);
+    g_free(tk);
   }
   g_free(abs);
   g_free(text);
@@ -738,10 +882,38 @@ static gboolean prepare_dir(Sweep *w, const char *name, const char *out_dir) {
     ok = TRUE;
   }
   g_free(why);
-  g_free(old);
+  w->old_key = have_key ? old : NULL;
+  if (!have_key) g_free(old);
   g_free(sig_path);
   g_free(sig);
   return ok;
+}
+
+/* The points numbered in the sweep.key this command found, as rows without
+** a result, into prev (before the table's rows: their numbers come first). */
+static void registry_rows(const Sweep *w, GPtrArray *prev) {
+  if (!w->old_key) return;
+  size_t nk = w->keys->len, nc = w->cols->len;
+  char **lines = g_strsplit(w->old_key, "\n", -1);
+  for (char **l = lines; *l; l++) {
+    char *end = NULL;
+    if (strncmp(*l, "point ", 6)) continue;
+    guint64 id = g_ascii_strtoull(*l + 6, &end, 10);
+    if (!end || end == *l + 6 || *end != ' ') continue;
+    char *tk = g_strcompress(end + 1), **vals = g_strsplit(tk, "\x1f", -1);
+    g_free(tk);
+    if (g_strv_length(vals) != nk) {
+      g_strfreev(vals);
+      continue;
+    }
+    PrevRow *r = g_new0(PrevRow, 1);
+    r->values = vals;
+    r->id = id;
+    r->num = g_new0(char *, nc + 1);
+    for (size_t f = 0; f < nc; f++) r->num[f] = g_strdup("");
+    g_ptr_array_add(prev, r);
+  }
+  g_strfreev(lines);
 }
 
 /* Record the merged values in sweep.key. */
@@ -775,6 +947,7 @@ static void sweep_free(Sweep *w) {
   g_free(w->csv_path);
   g_free(w->h5_path);
   g_free(w->header);
+  g_free(w->old_key);
 }
 
 /* The sweep after its arguments were read: the exit status. */
@@ -783,7 +956,7 @@ static int sweep(Sweep *w, const FabArgs *a) {
     fprintf(stderr, "fabsim sweep: %s: no such scenario file\n", w->scenario);
     return EXIT_USAGE;
   }
-  w->jobs = a->given[SW_JOBS] ? (long)a->num[SW_JOBS] : (long)g_get_num_processors();
+  w->jobs = a->given[SW_JOBS] ? (long)a->num[SW_JOBS] : default_jobs(w);
   struct rlimit nofile;
   if (getrlimit(RLIMIT_NOFILE, &nofile) == 0 && nofile.rlim_cur != RLIM_INFINITY &&
       (rlim_t)w->jobs > (nofile.rlim_cur - 16) / 2)
@@ -796,6 +969,7 @@ static int sweep(Sweep *w, const FabArgs *a) {
   if (!ok) return EXIT_USAGE;
   GPtrArray *prev = g_ptr_array_new_with_free_func(fab_sweep__prev_row_free);
   size_t n_done = 0;
+  registry_rows(w, prev);
   ok = fab_sweep__read_previous(w, prev);
   if (ok && !merge_points(w, prev, &n_done)) {
     fprintf(stderr, "fabsim sweep: %s: the sweep there and this one make a grid of more than a million points\n",
@@ -812,13 +986,24 @@ static int sweep(Sweep *w, const FabArgs *a) {
     fputc('\n', stderr);
   }
   run_points(w, n_done);
-  GError *err = NULL;
-  gboolean wrote = fab_sweep__write_csv(w, &err);
-  if (!wrote) {
-    fprintf(stderr, "fabsim sweep: %s\n", err->message);
-    g_error_free(err);
+  gboolean wrote;
+  if (w->nshards == 1) {
+    wrote = write_table(w);
+  } else { /* the other shards' points too; written again if more came meanwhile, so the last one to finish
+           ** leaves the whole table whatever the order of the renames */
+    size_t before = gather(w), after;
+    for (;;) {
+      wrote = write_table(w);
+      if ((after = gather(w)) == before) break;
+      before = after;
+    }
+    size_t left = 0;
+    for (size_t i = 0; i < w->n; i++) left += w->pts[i].in_cmd && !w->pts[i].done;
+    if (left)
+      fprintf(stderr, "fabsim sweep: shard %u of %u done; %zu point%s of the grid %s not done yet (other shards': "
+              "the last shard to finish writes the whole table, and a rerun completes it)\n", w->shard, w->nshards,
+              left, left == 1 ? "" : "s", left == 1 ? "is" : "are");
   }
-  wrote = fab_sweep__write_h5(w) && wrote;
   print_warnings(w);
   print_result(w, a->flag[SW_JSON]);
   return w->spawn_error || !wrote || w->n_failed ? EXIT_FAILED : 0;
@@ -833,6 +1018,7 @@ int fab_cmd_sweep(int argc, char **argv) {
   w.cols = sweep_columns();
   int rc = fab_args_parse(&fab_sweep_cmd, argc, argv, &a);
   if (rc < 0) rc = read_keys(&w, &a);
+  if (rc < 0) rc = read_shard(&w, &a);
   if (rc < 0) {
     w.scenario = fab_args_pos(&a, 0);
     rc = sweep(&w, &a);

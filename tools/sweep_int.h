@@ -24,10 +24,12 @@ typedef struct Key {
   GPtrArray *all;    /* char*: merged with the earlier sweep's (owned), NULL until merged */
 } Key;
 
-/* A row of an earlier DIR/sweep.csv. */
+/* A row of an earlier DIR/sweep.csv or point record, or (result FALSE) a
+** point numbered in sweep.key. */
 typedef struct PrevRow {
   char **values;     /* nkeys (owned) */
   size_t id;
+  gboolean result;   /* a result (ok, exit, num); FALSE: only the point's number */
   gboolean ok;
   int exit;
   char **num;        /* per current column, "" when the file had no such column (owned) */
@@ -42,7 +44,9 @@ typedef struct Sweep {
   size_t n;          /* points in the table: this command's grid, and the earlier rows */
   size_t n_cmd;      /* of them in this command's grid */
   char *dir, *csv_path, *h5_path, *header;
+  char *old_key;     /* DIR/sweep.key as this command found it (NULL: none) */
   long jobs;
+  uint32_t shard, nshards; /* this process runs the points whose number mod nshards is shard (1 shard: all) */
   size_t n_failed, ran;
   gboolean spawn_error;
   GPtrArray *warn;   /* Warning*: what ok points said on stderr, each text once, in order of first report */
@@ -52,12 +56,22 @@ typedef struct Sweep {
 char *fab_sweep__csv_header(const Sweep *w);
 /* Write DIR/sweep.csv in full (via a temporary file and rename). */
 gboolean fab_sweep__write_csv(const Sweep *w, GError **err);
+/* Write DIR/point-NNNN.csv: the table's header and this point's row (via
+** a temporary file and rename). Every finished point has one: they are
+** what a sweep split over processes or machines (--shard) shares. */
+gboolean fab_sweep__write_point(const Sweep *w, const Point *pt, GError **err);
 /* A PrevRow (GPtrArray free function). */
 void fab_sweep__prev_row_free(gpointer p);
-/* The rows of an earlier DIR/sweep.csv (none if there is none), their summary
-** columns matched to this sweep's by name (a column it did not have is
-** empty). FALSE (with a message) if its swept keys are not this sweep's. */
+/* The rows the directory holds, their summary columns matched to this
+** sweep's by name (a column a file did not have is empty): the points'
+** records (DIR/point-NNNN.csv, in name order) first, then an earlier
+** DIR/sweep.csv's rows; none if there are none. A tuple of values may come
+** more than once: the first row counts (a point's own record is its newest
+** result). FALSE (with a message) if a file's swept keys are not this
+** sweep's. */
 gboolean fab_sweep__read_previous(const Sweep *w, GPtrArray *rows);
+/* The same, from the points' records alone. */
+gboolean fab_sweep__read_points(const Sweep *w, GPtrArray *rows);
 /* Write DIR/sweep.h5's /sweep table in full; FALSE (said on stderr) if it cannot. */
 gboolean fab_sweep__write_h5(const Sweep *w);
 

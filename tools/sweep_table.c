@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 #include "cmds.h"
 #include "tools/libfabsim/json.h"
 #include "tools/libfabsim/scenario.h"
@@ -74,23 +75,37 @@ char *fab_sweep__csv_header(const Sweep *w) {
   return g_string_free(s, FALSE);
 }
 
+/* A point's row, with its newline. */
+static void csv_point(GString *s, const Sweep *w, const Point *pt) {
+  for (guint k = 0; k < w->keys->len; k++) {
+    csv_cell(s, pt->values[k]);
+    g_string_append_c(s, ',');
+  }
+  g_string_append_printf(s, "%zu,%s,%d", pt->id, pt->ok ? "ok" : "failed", pt->exit);
+  for (guint f = 0; f < w->cols->len; f++) {
+    g_string_append_c(s, ',');
+    g_string_append(s, pt->num[f] ? pt->num[f] : "");
+  }
+  g_string_append_c(s, '\n');
+}
+
+gboolean fab_sweep__write_point(const Sweep *w, const Point *pt, GError **err) {
+  GString *s = g_string_new(w->header);
+  g_string_append_c(s, '\n');
+  csv_point(s, w, pt);
+  char *base = g_strdup_printf("point-%04zu.csv", pt->id), *path = g_build_filename(w->dir, base, NULL);
+  gboolean ok = g_file_set_contents(path, s->str, (gssize)s->len, err); /* a temporary file, then rename */
+  g_free(base);
+  g_free(path);
+  g_string_free(s, TRUE);
+  return ok;
+}
+
 gboolean fab_sweep__write_csv(const Sweep *w, GError **err) {
   GString *s = g_string_new(w->header);
   g_string_append_c(s, '\n');
-  for (size_t i = 0; i < w->n; i++) {
-    const Point *pt = &w->pts[i];
-    if (!pt->done) continue;
-    for (guint k = 0; k < w->keys->len; k++) {
-      csv_cell(s, pt->values[k]);
-      g_string_append_c(s, ',');
-    }
-    g_string_append_printf(s, "%zu,%s,%d", pt->id, pt->ok ? "ok" : "failed", pt->exit);
-    for (guint f = 0; f < w->cols->len; f++) {
-      g_string_append_c(s, ',');
-      g_string_append(s, pt->num[f] ? pt->num[f] : "");
-    }
-    g_string_append_c(s, '\n');
-  }
+  for (size_t i = 0; i < w->n; i++)
+    if (w->pts[i].done) csv_point(s, w, &w->pts[i]);
   gboolean ok = g_file_set_contents(w->csv_path, s->str, (gssize)s->len, err);
   g_string_free(s, TRUE);
   return ok;
@@ -103,12 +118,9 @@ void fab_sweep__prev_row_free(gpointer p) {
   g_free(r);
 }
 
-/* The rows of an earlier DIR/sweep.csv (none if there is none), their summary
-** columns matched to this sweep's by name (a column it did not have is
-** empty). FALSE (with a message) if its swept keys are not this sweep's. */
-gboolean fab_sweep__read_previous(const Sweep *w, GPtrArray *rows) {
-  char *text = NULL;
-  if (!g_file_get_contents(w->csv_path, &text, NULL, NULL)) return TRUE;
+/* The rows of one table file (sweep.csv or a point's), appended to rows.
+** FALSE (with a message) if its header is not this sweep's. */
+static gboolean read_table(const Sweep *w, const char *path, const char *text, GPtrArray *rows) {
   const char *p = text;
   GPtrArray *hd = csv_row(&p);
   size_t nk = w->keys->len, nc = w->cols->len;
@@ -118,9 +130,8 @@ gboolean fab_sweep__read_previous(const Sweep *w, GPtrArray *rows) {
          !strcmp(hd->pdata[nk + 2], "exit");
   if (!same) {
     fprintf(stderr, "fabsim sweep: %s holds another sweep (its header differs); use another --out or remove it\n",
-            w->csv_path);
+            path);
     if (hd) g_ptr_array_free(hd, TRUE);
-    g_free(text);
     return FALSE;
   }
   int *col_of = g_new(int, hd->len); /* the file's column -> ours, -1 */
@@ -138,6 +149,7 @@ gboolean fab_sweep__read_previous(const Sweep *w, GPtrArray *rows) {
       r->values = g_new0(char *, nk + 1);
       for (size_t k = 0; k < nk; k++) r->values[k] = g_strdup(row->pdata[k]);
       r->id = id;
+      r->result = TRUE;
       r->ok = !strcmp(row->pdata[nk + 1], "ok");
       r->exit = atoi(row->pdata[nk + 2]);
       r->num = g_new0(char *, nc + 1);
@@ -150,8 +162,44 @@ gboolean fab_sweep__read_previous(const Sweep *w, GPtrArray *rows) {
   }
   g_free(col_of);
   g_ptr_array_free(hd, TRUE);
-  g_free(text);
   return TRUE;
+}
+
+static int name_cmp(const void *a, const void *b) { return strcmp(*(char *const *)a, *(char *const *)b); }
+
+/* The points' own records, DIR/point-NNNN.csv, in name order. */
+static GPtrArray *point_files(const Sweep *w) {
+  GPtrArray *names = g_ptr_array_new_with_free_func(g_free);
+  GDir *d = g_dir_open(w->dir, 0, NULL);
+  const char *n;
+  while (d && (n = g_dir_read_name(d))) {
+    size_t len = strlen(n);
+    if (len > 10 && !strncmp(n, "point-", 6) && !strcmp(n + len - 4, ".csv")) g_ptr_array_add(names, g_strdup(n));
+  }
+  if (d) g_dir_close(d);
+  qsort(names->pdata, names->len, sizeof(char *), name_cmp);
+  return names;
+}
+
+gboolean fab_sweep__read_points(const Sweep *w, GPtrArray *rows) {
+  GPtrArray *names = point_files(w);
+  gboolean ok = TRUE;
+  for (guint i = 0; i < names->len && ok; i++) {
+    char *path = g_build_filename(w->dir, names->pdata[i], NULL), *text = NULL;
+    if (g_file_get_contents(path, &text, NULL, NULL)) ok = read_table(w, path, text, rows);
+    g_free(text);
+    g_free(path);
+  }
+  g_ptr_array_free(names, TRUE);
+  return ok;
+}
+
+gboolean fab_sweep__read_previous(const Sweep *w, GPtrArray *rows) {
+  gboolean ok = fab_sweep__read_points(w, rows);
+  char *text = NULL;
+  if (ok && g_file_get_contents(w->csv_path, &text, NULL, NULL)) ok = read_table(w, w->csv_path, text, rows);
+  g_free(text);
+  return ok;
 }
 
 
@@ -179,7 +227,7 @@ gboolean fab_sweep__write_h5(const Sweep *w) {
       memcpy(b + off_num + 8 * f, &d, 8);
     }
   }
-  char *tmp = g_strconcat(w->h5_path, ".tmp", NULL);
+  char *tmp = g_strdup_printf("%s.tmp.%ld", w->h5_path, (long)getpid()); /* shards may write at once */
   gboolean ok = FALSE;
   hid_t str = H5Tcopy(H5T_C_S1);
   H5Tset_size(str, KEY_STRLEN);
