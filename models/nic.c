@@ -25,6 +25,13 @@ void fab_flow_prepare(FabFlow *f, const FabNicCfg *cfg) {
   f->path = nvl || pxn ? FAB_PATH_NVL : FAB_PATH_NET; /* PXN: network-sized packets over NVLink first */
   f->mtu = nvl ? cfg->nvl_mtu : cfg->mtu;
   f->overhead = nvl ? cfg->nvl_overhead : cfg->transport.data_overhead;
+  f->hdr_unit = 0;
+  f->ack_every = cfg->ack_interval;
+  if (!nvl && cfg->seg > cfg->mtu) { /* a train of seg / mtu packets, ACKed as often per byte as packets are */
+    f->mtu = cfg->seg;
+    f->hdr_unit = cfg->mtu;
+    f->ack_every = MAX(1u, (uint32_t)((uint64_t)cfg->ack_interval * cfg->mtu / cfg->seg));
+  }
   uint64_t line = nvl ? cfg->nvl_bps : cfg->bps;
   uint64_t n = (f->bytes + f->mtu - 1) / f->mtu;
   g_assert(n < UINT32_MAX);
@@ -179,6 +186,10 @@ static FabPkt *nic_pull(FabEngine *eng, FabNode *self, FabPort *port) {
   p->prio = f->prio;
   p->payload = fab_flow_payload(f, f->mtu, seq);
   p->wire = p->payload + f->overhead;
+  if (f->hdr_unit && p->payload > f->hdr_unit) { /* a train: a header per mtu */
+    p->wire = p->payload + f->overhead * ((p->payload + f->hdr_unit - 1) / f->hdr_unit);
+    p->flags |= FAB_PKTF_TRAIN;
+  }
   p->sent = eng->now;
   if (seq + 1 == f->npkts) p->flags |= FAB_PKTF_LAST;
   if (seq < f->snd_max) {
@@ -243,14 +254,14 @@ static void on_data(FabEngine *eng, FabNic *nic, FabFlow *f, FabPkt *p) {
       f->end = eng->now;
       if (nic->done) nic->done(nic->ctx, f);
     }
-    if (last || f->rcv_nxt % nic->cfg.ack_interval == 0) send_ctrl(eng, nic, f, FAB_PKT_ACK);
+    if (last || f->rcv_nxt % f->ack_every == 0) send_ctrl(eng, nic, f, FAB_PKT_ACK);
   } else if (seq > f->rcv_nxt) { /* a gap: ask once for what is missing */
     if (!f->nak_sent) {
       f->nak_sent = true;
       nic->naks_sent++;
       send_ctrl(eng, nic, f, FAB_PKT_NAK);
     }
-  } else if (seq + 1 == f->npkts || (seq + 1) % nic->cfg.ack_interval == 0) {
+  } else if (seq + 1 == f->npkts || (seq + 1) % f->ack_every == 0) {
     send_ctrl(eng, nic, f, FAB_PKT_ACK); /* a duplicate: our ACK may have been lost */
   }
   if (nic->cc && nic->cc->rx_data(&f->cnp_next, &nic->cfg.cc, p, eng->now)) { /* notification point */

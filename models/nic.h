@@ -39,6 +39,8 @@
 typedef struct FabNicCfg {
   uint64_t bps;            /* line rate, bits/s */
   uint32_t mtu;            /* payload bytes per packet */
+  uint32_t seg;            /* fabric.segment: payload bytes per train on the network (a multiple of mtu, each
+                           ** mtu of it with its own headers); 0: packet by packet */
   fab_time_t rto;          /* ps: retransmission timeout */
   uint32_t ack_interval;   /* ACK every this many in-order packets (>= 1) */
   uint32_t max_timeouts;   /* consecutive timeouts without progress before failing */
@@ -79,8 +81,10 @@ typedef struct FabFlow {
   uint32_t nvls_mc;        /* AR: of them, multicast so far */
   uint32_t nvls_need;      /* segments to receive before it is done (counted in rcv_nxt) */
   uint64_t nvls_rx;        /* the payload bytes those segments carry */
-  uint32_t mtu;            /* payload bytes per packet on its path */
+  uint32_t mtu;            /* payload bytes per packet on its path (a train's with fabric.segment) */
   uint32_t overhead;       /* header bytes per packet on its path */
+  uint32_t hdr_unit;       /* a train: one `overhead` per this many payload bytes (the mtu); 0: one per packet */
+  uint32_t ack_every;      /* the receiver ACKs every this many in-order packets (or trains) */
   uint32_t npkts;          /* packets it takes, >= 1 */
   uint64_t max_bps;        /* this flow's own limit, bits/s on the wire (the GPU channel feeding it), 0: none */
   uint64_t rank_bps;       /* the sender's flows with a rank_bps share one pacing gate at this rate (a GPU-side

@@ -34,8 +34,10 @@ static inline int fab_pkt_is_nvls(uint8_t type) { return type >= FAB_PKT_NVLS_UP
 /* Flags. LAST: the flow's last packet. ECN: congestion experienced (CE,
 ** marked by a switch). RETX: sent again. ECT: ECN-capable (set by a sender
 ** whose congestion control reacts to marks). HDRM: a switch counted it in PFC
-** headroom (the switch's own bit while it holds the packet). */
-enum { FAB_PKTF_LAST = 1, FAB_PKTF_ECN = 2, FAB_PKTF_RETX = 4, FAB_PKTF_ECT = 8, FAB_PKTF_HDRM = 0x80 };
+** headroom (the switch's own bit while it holds the packet). TRAIN: data of
+** more than one packet moved as one (fabric.segment), a header per mtu. */
+enum { FAB_PKTF_LAST = 1, FAB_PKTF_ECN = 2, FAB_PKTF_RETX = 4, FAB_PKTF_ECT = 8, FAB_PKTF_TRAIN = 0x10,
+       FAB_PKTF_HDRM = 0x80 };
 
 typedef struct FabPkt {
   struct FabPkt *next; /* link in whatever FIFO holds it */

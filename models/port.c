@@ -46,6 +46,23 @@ static inline FabPkt *q_pop(FabPort *pt, uint32_t pr) {
   return p;
 }
 
+/* pt->tx while a train whose head already went to the peer is still being
+** serialised: the link is busy, and no packet of ours is on it any more. */
+static FabPkt cut_busy;
+
+/* p is on the wire, arriving at the far end at `at` (after what is already on it). */
+static inline void fly(FabEngine *eng, FabPort *pt, FabPkt *p, fab_time_t at) {
+  p->ready = at;
+  p->next = NULL;
+  if (pt->fly_tail) {
+    pt->fly_tail->next = p;
+  } else {
+    pt->fly_head = p;
+    fab_engine_at(eng, p->ready, pt, WAKE_ARRIVE);
+  }
+  pt->fly_tail = p;
+}
+
 /* Pick the next packet and start serialising it, if any is ready. */
 static void start(FabEngine *eng, FabPort *pt) {
   FabPkt *p = NULL;
@@ -89,6 +106,15 @@ static void start(FabEngine *eng, FabPort *pt) {
     if (pt->credits[p->prio] < (int64_t)pt->credit_unit) pt->nocredit |= 1u << p->prio;
   }
   pt->tx = p;
+  if (G_UNLIKELY((p->flags & FAB_PKTF_TRAIN) && pt->cut_mtu && pt->peer->owner->relay)) {
+    /* a train into a switch arrives as its first packet would: the switch may forward it as it would forward
+    ** that packet (switch_receive keeps it from finishing before its last byte is in) */
+    pt->tx_bytes += p->wire;
+    pt->tx_pkts++;
+    p->hops++;
+    fly(eng, pt, p, eng->now + fab_port_ser(pt, pt->cut_mtu + pt->cut_ovh) + pt->latency);
+    pt->tx = &cut_busy;
+  }
   fab_engine_after(eng, fab_port_ser(pt, p->wire), pt, WAKE_TX_DONE);
 }
 
@@ -193,18 +219,12 @@ static void port_wake(FabEngine *eng, void *self, uint64_t arg) {
   case WAKE_TX_DONE:
     p = pt->tx;
     pt->tx = NULL;
-    pt->tx_bytes += p->wire;
-    pt->tx_pkts++;
-    p->hops++;
-    p->ready = eng->now + pt->latency;
-    p->next = NULL;
-    if (pt->fly_tail) {
-      pt->fly_tail->next = p;
-    } else {
-      pt->fly_head = p;
-      fab_engine_at(eng, p->ready, pt, WAKE_ARRIVE);
+    if (p != &cut_busy) {
+      pt->tx_bytes += p->wire;
+      pt->tx_pkts++;
+      p->hops++;
+      fly(eng, pt, p, eng->now + pt->latency);
     }
-    pt->fly_tail = p;
     start(eng, pt);
     break;
   case WAKE_ARRIVE:
@@ -277,18 +297,18 @@ uint64_t fab_port_flush(FabEngine *eng, FabPort *pt, uint64_t *bytes) {
   pt->qbytes = 0;
   n += free_chain(eng, pt->ctrl_head, bytes);
   pt->ctrl_head = pt->ctrl_tail = NULL;
-  if (pt->tx) {
+  if (pt->tx && pt->tx != &cut_busy) {
     pt->tx->next = NULL;
     n += free_chain(eng, pt->tx, bytes);
-    pt->tx = NULL;
   }
+  pt->tx = NULL;
   n += free_chain(eng, pt->fly_head, bytes);
   pt->fly_head = pt->fly_tail = NULL;
   return n;
 }
 
 uint64_t fab_port_in_flight(const FabPort *pt) {
-  uint64_t n = pt->tx ? 1 : 0;
+  uint64_t n = pt->tx && pt->tx != &cut_busy ? 1 : 0;
   for (const FabPkt *p = pt->fly_head; p; p = p->next) n++;
   return n;
 }

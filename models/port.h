@@ -40,6 +40,7 @@ struct FabNode {
   /* optional: `p` left a queue of `port` to be serialised (buffer release) */
   void (*dequeued)(FabEngine *eng, FabNode *self, FabPort *port, FabPkt *p);
   char name[FAB_NAME_LEN]; /* "leaf3", "host12" */
+  bool relay;              /* a switch: it takes a train (fabric.segment) as the train's first packet arrives */
 };
 
 typedef struct FabPktQ {
@@ -72,6 +73,9 @@ struct FabPort {
   int64_t credits[FAB_MAX_PRIOS]; /* bytes the far end can still take, per VL (= priority) */
   int64_t credit_max;      /* what each VL started with */
   fab_time_t retry_at;     /* ps: a wake for a not-yet-ready head is pending then */
+  /* trains (fabric.segment): one sent to a relay arrives when its first packet of cut_mtu payload + cut_ovh
+  ** header bytes would (cut-through at packet granularity), while this link stays busy for the whole train */
+  uint32_t cut_mtu, cut_ovh; /* 0: every packet arrives whole */
   /* counters */
   uint64_t tx_bytes;       /* wire bytes serialised */
   uint64_t tx_pkts;        /* packets serialised (= packet hops over this link) */

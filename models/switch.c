@@ -154,6 +154,16 @@ static void switch_receive(FabEngine *eng, FabNode *self, FabPkt *p, FabPort *in
   p->in_port = (uint16_t)in->index;
   sw->ingress[k] += p->wire;
   p->ready = eng->now + sw->cfg.latency;
+  if (G_UNLIKELY(p->flags & FAB_PKTF_TRAIN) && in->peer->cut_mtu) { /* came in at its first packet's arrival */
+    /* its packets would not leave before they are in: the last one leaves after its own arrival (the train's
+    ** rest still on the ingress link) and its own time on the egress, whatever the two rates */
+    const FabPort *up = in->peer;
+    uint32_t mtu = up->cut_mtu, ovh = up->cut_ovh, k = (p->payload + mtu - 1) / mtu;
+    uint32_t first = mtu + ovh, last = p->payload - (k - 1) * mtu + ovh;
+    fab_time_t in_last = eng->now + fab_port_ser(in, p->wire) - fab_port_ser(in, first);
+    fab_time_t out_end = in_last + fab_port_ser(out, last), out_ser = fab_port_ser(out, p->wire);
+    if (out_end > out_ser + eng->now) p->ready = MAX(p->ready, out_end - out_ser + sw->cfg.latency);
+  }
   if (sw->cfg.ecn.enabled && !sw->cfg.ecn.on_dequeue) ecn_mark(sw, out, p, out->q[p->prio].bytes);
   fab_port_enqueue(eng, out, p);
   return;
@@ -186,6 +196,7 @@ FabSwitch *fab_switch_new(const char *name, const FabSwitchCfg *cfg, uint32_t np
   FabSwitch *sw = g_new0(FabSwitch, 1);
   fab_elem_init(&sw->node.el, &switch_ops);
   sw->node.receive = switch_receive;
+  sw->node.relay = true;
   sw->node.dequeued = switch_dequeued;
   g_strlcpy(sw->node.name, name, sizeof sw->node.name);
   sw->cfg = *cfg;

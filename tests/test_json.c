@@ -82,7 +82,7 @@ Test(json, values_and_rates) {
   cr_assert(strstr(js, "\"flows\": {\"count\": 2, \"completed\": 1, \"bytes\": 400,"), "%s", js);
   cr_assert(strstr(js, "\"status\": \"failed\", \"failure\": \"stop_time reached\""), "%s", js);
   cr_assert(strstr(js, "\"drops\": 3,"), "%s", js);
-  cr_assert(strstr(js, "\"collectives\": [], \"step\": null, \"jobs\": [], \"warnings\": []}"), "%s", js);
+  cr_assert(strstr(js, "\"collectives\": [], \"step\": null, \"jobs\": [], \"warnings\": [], \"fabric_segment_bytes\": null}"), "%s", js);
   g_free(js);
   unfinalize(&r);
 }

@@ -88,6 +88,38 @@ Test(nic, ack_interval_coalesces) {
   pair_fini(&p);
 }
 
+Test(nic, a_train_carries_the_same_wire_bytes_in_fewer_packets) {
+  /* fabric.segment = 4 x mtu: 10,500 B at mtu 1000 is 3 trains (4000, 4000,
+  ** 2500 B of payload) with a header per mtu in each (4, 4 and 3): 11
+  ** headers, as 11 packets have. On one link the flow ends exactly when the
+  ** packets' flow does: the same bytes back to back, then the latency. */
+  Pair a, b;
+  pair_init(&a, 100000000000ULL, 1000, FAB_TRANSPORT_ROCEV2);
+  pair_init(&b, 100000000000ULL, 1000, FAB_TRANSPORT_ROCEV2);
+  b.cfg.seg = 4000;
+  b.cfg.ack_interval = 8;
+  a.flows[0] = testnet_flow(0, 0, 1, 10500, 0, &a.cfg);
+  b.flows[0] = testnet_flow(0, 0, 1, 10500, 0, &b.cfg);
+  cr_assert_eq(b.flows[0].npkts, 3);
+  cr_assert_eq(b.flows[0].ack_every, 2, "ACK every 8 packets' worth of bytes: every 2 trains of 4");
+  fab_nic_post(a.eng, &a.nic[0], &a.flows[0]);
+  fab_nic_post(b.eng, &b.nic[0], &b.flows[0]);
+  cr_assert(fab_engine_run(a.eng, FAB_TIME_MAX));
+  cr_assert(fab_engine_run(b.eng, FAB_TIME_MAX));
+  uint64_t wire = 10500 + 11 * 82;
+  cr_assert_eq(a.nic[0].tx_data_bytes, wire);
+  cr_assert_eq(b.nic[0].tx_data_bytes, wire, "trains: %" G_GUINT64_FORMAT " wire bytes", b.nic[0].tx_data_bytes);
+  cr_assert_eq(a.nic[0].tx_data_pkts, 11);
+  cr_assert_eq(b.nic[0].tx_data_pkts, 3);
+  cr_assert_eq(b.flows[0].end, wire * 80 + FAB_US);
+  cr_assert_eq(b.flows[0].end, a.flows[0].end);
+  cr_assert_eq(b.flows[0].rcv_bytes, 10500);
+  cr_assert(b.flows[0].acked);
+  cr_assert_eq(b.nic[1].tx_ctrl_pkts, 2, "ACKs after train 2 and the last");
+  pair_fini(&a);
+  pair_fini(&b);
+}
+
 Test(nic, two_flows_share_the_port_round_robin) {
   Pair p;
   pair_init(&p, 100000000000ULL, 1000, FAB_TRANSPORT_ROCEV2);

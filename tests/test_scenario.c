@@ -282,6 +282,36 @@ Test(scenario, coarsened_collective_keeps_its_channels_and_warns) {
   fab_scenario_free(sc);
 }
 
+Test(scenario, fabric_segment_moves_trains_cut_through) {
+  /* tests/data/segment-one-flow.yaml works the two end times out. */
+  const fab_time_t pkt = 4178 * 80; /* ps for one packet's 4178 wire bytes at 100 Gbps */
+  FabScenario *sc = load("tests/data/segment-one-flow.yaml", NULL);
+  FabResults a, b;
+  run_ok(sc, &a);
+  cr_assert_eq(a.sim_time, 2 * FAB_US + (256 + 1) * pkt, "packets: %" G_GUINT64_FORMAT, a.sim_time);
+  cr_assert_eq(a.fabric_segment, 0);
+  uint64_t a_hops = a.packet_hops;
+  done(sc, &a);
+  const char *const sets[] = {"fabric.segment=64KiB", NULL};
+  sc = load("tests/data/segment-one-flow.yaml", sets);
+  run_ok(sc, &b);
+  cr_assert_eq(b.sim_time, 2 * FAB_US + (256 + 1) * pkt, "trains: %" G_GUINT64_FORMAT, b.sim_time);
+  cr_assert_eq(b.fabric_segment, 65536);
+  cr_assert_eq(b.packet_hops, 2 * 16 + 2 * 16, "16 trains and 16 ACKs (one per 16 packets' bytes, as packet by "
+               "packet: one per train), each over two links: %" G_GUINT64_FORMAT, b.packet_hops);
+  cr_assert_eq(a_hops, 2 * 256 + 2 * 16, "packets: 256 and 16 ACKs");
+  char *js = fab_json_summary(&b);
+  cr_assert(strstr(js, "\"fabric_segment_bytes\": 65536"), "%s", js);
+  g_free(js);
+  done(sc, &b);
+  const char *const same[] = {"fabric.segment=4KiB", NULL}; /* one packet: packet level */
+  sc = load("tests/data/segment-one-flow.yaml", same);
+  run_ok(sc, &b);
+  cr_assert_eq(b.sim_time, 2 * FAB_US + (256 + 1) * pkt);
+  cr_assert_eq(b.fabric_segment, 0);
+  done(sc, &b);
+}
+
 Test(scenario, pfc_deadlock_is_detected_and_reported) {
   FabScenario *sc = load("scenarios/pfc-deadlock-ring.yaml", NULL);
   FabResults res;

@@ -79,6 +79,57 @@ Test(switch, two_hops_pipeline_packets) {
   star_fini(&s);
 }
 
+/* NIC 0 at 100 Gbps -> switch -> NIC 1 at `out_bps`, one flow of 4 packets
+** of 4096 B (4178 on the wire), packet by packet or as one train of 16 KiB
+** (fabric.segment): its end time. */
+static fab_time_t one_flow_two_rates(uint64_t out_bps, bool train) {
+  FabEngine *eng = testnet_engine(1);
+  FabNicCfg c0 = testnet_nic_cfg(GBPS100, 4096, FAB_TRANSPORT_ROCEV2), c1 = c0;
+  c1.bps = out_bps;
+  if (train) c0.seg = c1.seg = 4 * 4096;
+  FabSwitchCfg sc = {0, 1 << 20, 1.0, 2, 0};
+  FabSwitch *sw = fab_switch_new("switch0", &sc, 2, 2);
+  FabNic nic[2];
+  FabFlow flows[1];
+  TestRun run = {0};
+  testnet_nic(&nic[0], 0, &c0, flows, &run, FAB_US);
+  testnet_nic(&nic[1], 1, &c1, flows, &run, FAB_US);
+  fab_port_connect(&nic[0].port, fab_switch_port_init(sw, 0, GBPS100, FAB_US));
+  fab_port_connect(&nic[1].port, fab_switch_port_init(sw, 1, out_bps, FAB_US));
+  for (uint32_t i = 0; i < 2; i++) fab_switch_set_route(sw, i, fab_switch_add_group(sw, &i, 1));
+  if (train) { /* as the topology builder does for a port into a switch */
+    nic[0].port.cut_mtu = 4096;
+    nic[0].port.cut_ovh = 82;
+  }
+  flows[0] = testnet_flow(0, 0, 1, 4 * 4096, 0, &c0);
+  cr_assert_eq(flows[0].npkts, train ? 1u : 4u);
+  fab_nic_post(eng, &nic[0], &flows[0]);
+  cr_assert(fab_engine_run(eng, FAB_TIME_MAX));
+  cr_assert_eq(run.done, 1);
+  cr_assert_eq(fab_pool_live(eng->pool), 0, "packets leaked");
+  fab_time_t end = flows[0].end;
+  fab_switch_free(sw);
+  fab_engine_free(eng);
+  return end;
+}
+
+Test(switch, a_train_cuts_through_as_its_packets_would_at_any_egress_rate) {
+  /* The switch takes the train as its first packet arrives, but never lets it
+  ** finish leaving before its last packet could: the end times are the
+  ** packets' exactly. 4178 B take 334,240 ps at 100 Gbps, 83,560 at 400 and
+  ** 1,336,960 at 25. */
+  const fab_time_t p100 = 4178 * 80, p400 = 4178 * 20, p25 = 4178 * 320;
+  /* faster egress: bound by the ingress, the last packet then crosses at 400 */
+  cr_assert_eq(one_flow_two_rates(4 * GBPS100, false), 4 * p100 + p400 + 2 * FAB_US);
+  cr_assert_eq(one_flow_two_rates(4 * GBPS100, true), 4 * p100 + p400 + 2 * FAB_US);
+  /* the same rate: the first packet, then four back to back */
+  cr_assert_eq(one_flow_two_rates(GBPS100, false), 5 * p100 + 2 * FAB_US);
+  cr_assert_eq(one_flow_two_rates(GBPS100, true), 5 * p100 + 2 * FAB_US);
+  /* slower egress: bound by it, from the first packet's arrival */
+  cr_assert_eq(one_flow_two_rates(GBPS100 / 4, false), p100 + 4 * p25 + 2 * FAB_US);
+  cr_assert_eq(one_flow_two_rates(GBPS100 / 4, true), p100 + 4 * p25 + 2 * FAB_US);
+}
+
 Test(switch, incast_shares_the_bottleneck_at_line_rate) {
   Star s;
   star_init(&s, 5, 64 << 20, 1.0, 0);

@@ -183,6 +183,13 @@ static void build_fat_tree(FabTopology *t, const FabFabricCfg *cfg) {
     for (uint32_t pod = 0; pod < k; pod++) route_range_to_port(core[c], pod * per_pod, (pod + 1) * per_pod, pod);
 }
 
+/* A port whose peer is a switch takes trains through at packet granularity. */
+static void cut_through(FabPort *pt, const FabNicCfg *nic) {
+  if (!pt->peer || !pt->peer->owner->relay) return;
+  pt->cut_mtu = nic->mtu;
+  pt->cut_ovh = nic->transport.data_overhead;
+}
+
 FabTopology *fab_topology_build(const FabFabricCfg *cfg) {
   FabTopology *t = g_new0(FabTopology, 1);
   const FabGpuSpec *g = &cfg->gpu;
@@ -246,6 +253,15 @@ FabTopology *fab_topology_build(const FabFabricCfg *cfg) {
     for (uint32_t s = 0; s < t->nnet; s++)
       for (uint32_t i = 0; i < fab_switch_nports(t->switches[s]); i++)
         fab_port_set_credits(fab_switch_port_at(t->switches[s], i)->peer, cfg->sw.credits, cfg->sw.mtu_wire);
+  if (cfg->nic.seg) { /* trains: every port into a switch hands them over at their first packet */
+    for (uint32_t s = 0; s < t->nswitches; s++)
+      for (uint32_t i = 0; i < fab_switch_nports(t->switches[s]); i++)
+        cut_through(fab_switch_port_at(t->switches[s], i), &cfg->nic);
+    for (uint32_t h = 0; h < t->nhosts; h++) {
+      cut_through(&t->nics[h].port, &cfg->nic);
+      cut_through(&t->nics[h].nvl, &cfg->nic);
+    }
+  }
   return t;
 }
 

@@ -105,6 +105,7 @@ static const FabCfgKey fabric_schema[] = {
   K("link", FAB_CFG_MAP, link), /* required on plain hosts (fab_fabric_cfg_read) */
   K("switch", FAB_CFG_MAP, sw),
   K("congestion_control", FAB_CFG_MAP, cc),
+  K("segment", FAB_CFG_SIZE, f.nic.seg, .min = 64, .max = 16777216),
   FAB_CFG_END_ROW,
 };
 
@@ -291,6 +292,19 @@ static gboolean read_cc(Read *r, GError **err) {
 
 /* ---- switch: PFC, ECN --------------------------------------------------------- */
 
+/* fabric.segment: a whole number of MTU packets, moved as one train on the
+** network (exact bytes on the wire, coarser events). Equal to the mtu: packet
+** by packet, as without it. */
+static gboolean read_segment(Read *r, const FabCfgNode *fabric, GError **err) {
+  uint32_t seg = r->f.nic.seg, mtu = r->f.nic.mtu;
+  if (!seg) return TRUE;
+  if (seg < mtu || seg % mtu)
+    return fab_cfg_fail(fab_cfg_get(fabric, "segment"), err, "segment %u B is not a whole number of packets of the "
+                        "mtu (%u B): give a multiple of it, such as %u", seg, mtu, MAX(mtu, seg / mtu * mtu));
+  if (seg == mtu) r->f.nic.seg = 0;
+  return TRUE;
+}
+
 static gboolean read_pfc(Read *r, uint32_t mtu_wire, GError **err) {
   FabPfcCfg *out = &r->f.sw.pfc;
   uint32_t nprio = r->f.sw.nprio;
@@ -319,21 +333,24 @@ static gboolean read_pfc(Read *r, uint32_t mtu_wire, GError **err) {
   if (!out->dynamic && out->xon >= out->xoff)
     return fab_cfg_fail(xon_at ? xon_at : r->xoff, err, "xon (%" G_GUINT64_FORMAT " B) must be below xoff (%"
                         G_GUINT64_FORMAT " B)", out->xon, out->xoff);
-  if (!out->dynamic && out->xoff < mtu_wire)
-    return fab_cfg_fail(r->xoff, err, "xoff %" G_GUINT64_FORMAT " B is below one packet (%u B)", out->xoff, mtu_wire);
+  if (!out->dynamic && out->xoff < mtu_wire && (r->xoff || out->enabled)) /* the default matters only with PFC on */
+    return r->xoff ? fab_cfg_fail(r->xoff, err, "xoff %" G_GUINT64_FORMAT " B is below one packet (%u B%s)", out->xoff,
+                                  mtu_wire, r->f.nic.seg ? ", a train of fabric.segment" : "")
+                   : fab_cfg_fail(r->pfc, err, "the default xoff (%" G_GUINT64_FORMAT " B) is below one packet (%u B"
+                                  "%s): set xoff", out->xoff, mtu_wire, r->f.nic.seg ? ", a train of fabric.segment" : "");
   out->headroom = 0; /* auto */
   if (r->headroom) {
     if (!size_or(r->headroom, "auto", &out->headroom, &word, err)) return FALSE;
     if (!word && out->headroom < mtu_wire)
-      return fab_cfg_fail(r->headroom, err, "headroom %" G_GUINT64_FORMAT " B is below one packet (%u B)",
-                          out->headroom, mtu_wire);
+      return fab_cfg_fail(r->headroom, err, "headroom %" G_GUINT64_FORMAT " B is below one packet (%u B%s)",
+                          out->headroom, mtu_wire, r->f.nic.seg ? ", a train of fabric.segment" : "");
     if (word) out->headroom = 0;
   }
   /* a refresh (sent at half the pause) may wait behind one full packet: the
   ** pause must outlast two packets plus the frame, or it lapses between refreshes */
   uint64_t min_quanta = (2 * ((uint64_t)mtu_wire + FAB_PAUSE_WIRE) + 63) / 64;
   if (out->enabled && out->quanta < min_quanta)
-    return fab_cfg_fail(fab_cfg_get(r->pfc, "quanta"), err, "quanta %u (x 512 bit times) is shorter than two packets "
+    return fab_cfg_fail(fab_cfg_get(r->pfc, "quanta") ? fab_cfg_get(r->pfc, "quanta") : r->pfc, err, "quanta %u (x 512 bit times) is shorter than two packets "
                         "of %u B (expected at least %" G_GUINT64_FORMAT ")", out->quanta, mtu_wire, min_quanta);
   out->mtu_wire = mtu_wire;
   if (!out->enabled) off_keys(r, r->pfc, "fabric.switch.pfc is off (enabled: false)");
@@ -783,7 +800,9 @@ gboolean fab_fabric_cfg_read(const FabCfgNode *root, FabFabricCfg *out, GPtrArra
       !not_yet(&r, r.sharp, "SHARP", err))
     return FALSE;
   r.f.nic.transport = fab_transport_get(r.f.nic.transport.kind);
-  uint32_t mtu_wire = r.f.nic.mtu + r.f.nic.transport.data_overhead;
+  if (!read_segment(&r, fab_node, err)) return FALSE;
+  uint32_t per = r.f.nic.seg ? r.f.nic.seg / r.f.nic.mtu : 1; /* packets in the largest unit on the wire */
+  uint32_t mtu_wire = per * (r.f.nic.mtu + r.f.nic.transport.data_overhead);
   if (!read_pfc(&r, mtu_wire, err) || !read_ecn(&r, err) || !read_cc(&r, err)) return FALSE;
   uint64_t nic_bps = r.f.topo.host_bps, preset_nic_bps = 0; /* cluster.nic.bandwidth, 0: not given */
   if (!read_endpoints(&r, cl, &preset_nic_bps, err)) return FALSE;
@@ -792,6 +811,10 @@ gboolean fab_fabric_cfg_read(const FabCfgNode *root, FabFabricCfg *out, GPtrArra
     return fab_cfg_fail(fab_cfg_get(r.sw, "buffer"), err, "buffer %" G_GUINT64_FORMAT " B cannot hold one packet of "
                         "mtu %u (expected at least %" G_GUINT64_FORMAT " B: mtu + 128 B of headers)", buffer,
                         r.f.nic.mtu, (uint64_t)r.f.nic.mtu + 128);
+  if (buffer < (uint64_t)per * (r.f.nic.mtu + 128))
+    return fab_cfg_fail(fab_cfg_get(r.sw, "buffer"), err, "buffer %" G_GUINT64_FORMAT " B cannot hold one train of "
+                        "fabric.segment %u B (expected at least %" G_GUINT64_FORMAT " B: %u packets of mtu + 128 B "
+                        "of headers)", buffer, r.f.nic.seg, (uint64_t)per * (r.f.nic.mtu + 128), per);
   FabTopoSpec *t = &r.f.topo;
   if (!t->link_bps) { /* GPU nodes: the preset's NIC rate serves (a single node needs no fabric.link) */
     if (!preset_nic_bps)

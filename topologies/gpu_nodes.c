@@ -48,6 +48,7 @@ void fab_topo__build_gpu_edges(FabTopology *t, const FabFabricCfg *cfg, const Fa
   sc.ecn = (FabEcnCfg){0};
   sc.lanes = true; /* a flow with a lane leaves by its NIC (NCCL's channel -> NIC); NVSwitches route one way anyway */
   uint32_t pcie_unit = cfg->sw.mtu_wire, nvl_unit = g->segment + cfg->nic.nvl_overhead;
+  if (g->pxn) nvl_unit = MAX(nvl_unit, pcie_unit); /* PXN relays network packets (or trains) over NVLink */
   uint64_t pcie_bps = g->gpudirect ? g->pcie_bps : MIN(g->pcie_bps, g->host_bps);
   fab_time_t pcie_lat = g->pcie_latency + (g->gpudirect ? 0 : g->host_latency);
   char name[FAB_NAME_LEN];

@@ -390,6 +390,7 @@ static void fill_results(Run *r, bool drained, const Totals *tot, FabResults *re
   res->packet_hops = tot->hops;
   res->endpoints = r->topo->nhosts;
   res->nvlink_segment = sc->fabric.nic.nvl_domain ? sc->fabric.nic.nvl_mtu : 0;
+  res->fabric_segment = sc->fabric.nic.seg;
   res->drops = tot->drops;
   res->max_queue_bytes = tot->max_q;
   res->pfc_pause_frames = tot->pauses;

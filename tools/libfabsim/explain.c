@@ -103,6 +103,10 @@ static void explain_fabric(const FabScenario *sc, GString *s) {
   const FabFabricCfg *f = &sc->fabric;
   g_string_append_printf(s, "links      %.6g Gbps, latency %.6g us, mtu %u B payload\n",
                          (double)f->topo.link_bps / 1e9, (double)f->topo.link_latency / 1e6, f->nic.mtu);
+  if (f->nic.seg)
+    g_string_append_printf(s, "segment    fabric.segment %u B: the network carries trains of %u packets (each with "
+                           "its headers: the same bytes on the wire), switched store-and-forward and dropped, marked "
+                           "and retransmitted whole; coarser than packet level\n", f->nic.seg, f->nic.seg / f->nic.mtu);
   g_string_append_printf(s, "transport  %s: %u B headers+framing per data packet, %u B per ACK/NAK\n",
                          fab_transport_names[f->nic.transport.kind], f->nic.transport.data_overhead,
                          f->nic.transport.ack_bytes);

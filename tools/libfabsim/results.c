@@ -180,6 +180,9 @@ static const FabField results_fields[] = {
   ARR(FabResults, "jobs", FAB_F_ARR, jobs, n_jobs, .sub = &fab_job_table, .flags = J),
   ARR(FabResults, "warnings", FAB_F_STR_ARR, warnings, n_warnings, .flags = J,
       .doc = "what the scenario's settings cost (on stderr too)"),
+  R("fabric_segment_bytes", FAB_F_U32, fabric_segment, .flags = J | M | FAB_FF_NULL0, .unit = "B",
+    .doc = "fabric.segment: payload per train on the network (null: packet by packet); last, so sweep columns "
+           "only grow at the end"),
 };
 TABLE(fab_results_table, "results", FabResults, results_fields);
 
