@@ -64,6 +64,7 @@ static void rr_push(FabNic *nic, FabFlow *f) {
   else nic->rr_head[k] = f;
   nic->rr_tail[k] = f;
   f->in_rr = true;
+  if (nic->rr_n[k][f->prio]++ == 0) nic->rr_prios[k] |= 1u << f->prio;
 }
 
 /* Take f (whose predecessor in the round robin is prev, or NULL) out. */
@@ -74,6 +75,7 @@ static void rr_unlink(FabNic *nic, FabFlow *prev, FabFlow *f) {
   if (nic->rr_tail[k] == f) nic->rr_tail[k] = prev;
   f->rr_next = NULL;
   f->in_rr = false;
+  if (--nic->rr_n[k][f->prio] == 0) nic->rr_prios[k] &= ~(1u << f->prio);
 }
 
 /* Make sure a CC timer event is pending at or before f->cc.timer_at. */
@@ -144,10 +146,15 @@ static void nvls_rx(FabEngine *eng, FabNic *nic, FabFlow *f, const FabPkt *p) {
 
 /* Build the next data packet of the first eligible flow in the round robin:
 ** not acknowledged, its priority not paused, its pacing time reached. Cost:
-** the number of flows skipped. */
+** the number of flows skipped; none when every priority with a flow waiting
+** is paused or out of credit (a GPU behind a full PCIe switch or NVSwitch
+** port asks at every credit return: with thousands of flows waiting, the
+** walk was most of a large training step's time). */
 static FabPkt *nic_pull(FabEngine *eng, FabNode *self, FabPort *port) {
   FabNic *nic = (FabNic *)self;
-  FabFlow *prev = NULL, *f = nic->rr_head[port == &nic->nvl ? FAB_PATH_NVL : FAB_PATH_NET];
+  uint32_t path = port == &nic->nvl ? FAB_PATH_NVL : FAB_PATH_NET;
+  if (!(nic->rr_prios[path] & ~(port->paused | port->nocredit))) return NULL; /* what the walk would find */
+  FabFlow *prev = NULL, *f = nic->rr_head[path];
   fab_time_t soonest = FAB_TIME_MAX;
   while (f) {
     FabFlow *next = f->rr_next;

@@ -136,6 +136,8 @@ struct FabNic {
   fab_time_t cap_next;     /* ps: the next packet of a flow with rank_bps may not leave before this */
   FabFlow *flows;          /* the run's flow table (transfer none) */
   FabFlow *rr_head[2], *rr_tail[2]; /* flows with packets to send, per path */
+  uint32_t rr_n[2][FAB_MAX_PRIOS];   /* of them, per priority */
+  uint32_t rr_prios[2];              /* bit p: rr_n[path][p] > 0 */
   FabFlowDoneFn done;
   FabFlowFailFn fail;
   FabFlowDoneFn sent;      /* optional: the flow's last packet left the sender for the first time */
