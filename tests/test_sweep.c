@@ -614,8 +614,9 @@ Test(sweep, shards_in_turn_make_the_local_table) {
   cr_expect(strstr(a.err, "3 points of the grid are not done yet"), "%s", a.err);
   cr_expect(strstr(a.out, "6 points (3 ok, 0 failed, 3 run now)"), "%s", a.out);
   char *partial = g_build_filename(dir, "sh", "sweep.csv", NULL), *pc = table_core(partial);
-  char *pts = column(read_file(partial), "point");
+  char *ptext = read_file(partial), *pts = column(ptext, "point");
   cr_expect_str_eq(pts, "0,2,4");
+  g_free(ptext);
   for (int i = 0; i < 6; i++) {
     char *rec = g_strdup_printf("%s/sh/point-%04d.csv", dir, i), *h5 = g_strdup_printf("%s/sh/point-%04d.h5", dir, i);
     cr_expect_eq(g_file_test(rec, G_FILE_TEST_IS_REGULAR), i % 2 == 0, "%s", rec);

@@ -177,7 +177,7 @@ static GPtrArray *point_files(const Sweep *w) {
     if (len > 10 && !strncmp(n, "point-", 6) && !strcmp(n + len - 4, ".csv")) g_ptr_array_add(names, g_strdup(n));
   }
   if (d) g_dir_close(d);
-  qsort(names->pdata, names->len, sizeof(char *), name_cmp);
+  if (names->len > 1) qsort(names->pdata, names->len, sizeof(char *), name_cmp);
   return names;
 }
 

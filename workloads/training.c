@@ -75,7 +75,8 @@
 #include <stddef.h>
 #include <string.h>
 
-#define MAX_OPS 4000000u /* guard: ops one training job may add */
+#define MAX_OPS FAB_DAG_MAX_OPS /* guard: ops one training job may add (the whole workload's: a 70B step on 256
+                                 ** GPUs, tp 8 pp 4 dp 8, needs 5.1 M at default fidelity) */
 /* Memory traffic of a mixed-precision Adam step per parameter: read and
 ** write the fp32 weight, momentum and variance (24 B), read the bf16/fp16
 ** gradient (2 B), write the bf16/fp16 weight copy (2 B). NVIDIA/apex
