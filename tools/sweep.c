@@ -875,7 +875,8 @@ static gboolean prepare_dir(Sweep *w, const char *name, const char *out_dir) {
     fprintf(stderr, "fabsim sweep: %s holds another sweep: %s; see %s. A sweep is extended by the same command "
             "with more values (each swept key with two or more: a single value is a fixed setting); give another "
             "--out for another sweep\n", w->dir, why, sig_path);
-  } else if (!g_file_set_contents(sig_path, sig, -1, &e)) { /* can it be written? (rewritten once merged) */
+  } else if (!have_key && !g_file_set_contents(sig_path, sig, -1, &e)) { /* can it be written? (rewritten once
+    ** merged; a key already there stays until then: a shard starting meanwhile must read its points' numbers) */
     fprintf(stderr, "fabsim sweep: cannot write in %s: %s\n", w->dir, e->message);
     g_error_free(e);
   } else {
