@@ -52,6 +52,21 @@ static void pfc_unused(FabScenario *sc, uint32_t prios) {
   g_string_free(used, TRUE);
 }
 
+/* Trains ride the network only: when no flow leaves its NVLink domain (one
+** GPU node, say), fabric.segment changes nothing. */
+static void segment_unused(FabScenario *sc, const FabCfgNode *root) {
+  uint32_t dom = sc->fabric.nic.nvl_domain;
+  if (!sc->fabric.nic.seg) return;
+  for (uint32_t i = 0; i < fab_dag_len(sc->dag); i++) {
+    const FabOp *o = fab_dag_op(sc->dag, i);
+    if (o->kind == FAB_OP_FLOW && !(dom && o->src / dom == o->dst / dom)) return;
+  }
+  const FabCfgNode *at = fab_cfg_get(fab_cfg_get(root, "fabric"), "segment");
+  g_ptr_array_add(sc->warnings, g_strdup_printf("%s: %s: has no effect: no flow leaves its NVLink domain, so no "
+                                                "train goes on the network (NVLink moves nvlink.segment pieces)",
+                                                fab_cfg_where(at), fab_cfg_path(at)));
+}
+
 /* What the collective algorithms and the tuner know of the fabric. */
 static void coll_env(const FabFabricCfg *f, FabCollEnv *e) {
   const FabGpuSpec *g = &f->gpu;
@@ -222,6 +237,7 @@ FabScenario *fab_scenario_from_cfg(FabCfg *cfg, const char *default_name, GError
     if (fab_dag_op(sc->dag, i)->kind <= FAB_OP_NVLS) prios |= 1u << fab_dag_op(sc->dag, i)->prio;
   if (!fab_fabric_cfg_credits(&sc->fabric, prios, sc->warnings, err)) goto fail;
   pfc_unused(sc, prios);
+  segment_unused(sc, root);
   sc->name = top.name ? top.name : (sc->own_name = g_strdup(default_name ? default_name : "quickstart"));
   sc->seed = top.seed;
   sc->fabric.sw.seed = sc->fabric.nic.seed = top.seed;
