@@ -400,8 +400,7 @@ static void merge_values(Key *key, size_t k, const GPtrArray *prev) {
   g_free(x);
 }
 
-/* "v1 \x1f v2 ...": a point's values as one hash key. */
-static char *tuple_key(char *const *values, size_t nk) {
+char *fab_sweep__tuple_key(char *const *values, size_t nk) {
   GString *s = g_string_new(NULL);
   for (size_t k = 0; k < nk; k++) g_string_append_printf(s, "%s%s", k ? "\x1f" : "", values[k]);
   return g_string_free(s, FALSE);
@@ -434,13 +433,13 @@ static gboolean merge_points(Sweep *w, GPtrArray *prev, size_t *n_done) {
   GHashTable *num = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL); /* values -> its number + 1 */
   for (guint r = 0; r < prev->len; r++) {
     PrevRow *row = prev->pdata[r];
-    char *key = tuple_key(row->values, nk);
+    char *key = fab_sweep__tuple_key(row->values, nk);
     if (!g_hash_table_contains(num, key)) g_hash_table_insert(num, g_strdup(key), GSIZE_TO_POINTER(row->id + 1));
     if (!row->result || g_hash_table_contains(old, key)) g_free(key); /* a duplicate row: the first one counts */
     else g_hash_table_insert(old, key, row);
     next_id = MAX(next_id, row->id + 1);
   }
-  for (size_t i = 0; i < w->n; i++) g_hash_table_add(cmd, tuple_key(w->pts[i].values, nk));
+  for (size_t i = 0; i < w->n; i++) g_hash_table_add(cmd, fab_sweep__tuple_key(w->pts[i].values, nk));
   GArray *pts = g_array_new(FALSE, TRUE, sizeof(Point));
   char **vals = g_new0(char *, nk + 1);
   *n_done = 0;
@@ -451,7 +450,7 @@ static gboolean merge_points(Sweep *w, GPtrArray *prev, size_t *n_done) {
       vals[k] = key->all->pdata[r % key->all->len];
       r /= key->all->len;
     }
-    char *tk = tuple_key(vals, nk);
+    char *tk = fab_sweep__tuple_key(vals, nk);
     PrevRow *row = g_hash_table_lookup(old, tk);
     gsize known = GPOINTER_TO_SIZE(g_hash_table_lookup(num, tk));
     gboolean in_cmd = g_hash_table_contains(cmd, tk);
@@ -486,20 +485,9 @@ typedef struct Child {
   GString *buf[2];
 } Child;
 
-/* The children's environment: ours without an MPI launcher's rank
-** variables (a point is one process, not a rank of this sweep's world). */
-static char **child_env(void) {
-  static const char *const mpi[] = {"OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE", "OMPI_COMM_WORLD_LOCAL_RANK",
-                                    "OMPI_COMM_WORLD_LOCAL_SIZE", "PMI_RANK", "PMI_SIZE", "MPI_LOCALNRANKS",
-                                    "MPI_LOCALRANKID"};
-  char **env = g_get_environ();
-  for (size_t i = 0; i < G_N_ELEMENTS(mpi); i++) env = g_environ_unsetenv(env, mpi[i]);
-  return env;
-}
-
 static gboolean child_start(Child *c, char **argv, GError **err) {
   int out = -1, errfd = -1;
-  char **env = child_env();
+  char **env = fab_sweep__child_env();
   gboolean ok = g_spawn_async_with_pipes(NULL, argv, env, G_SPAWN_DO_NOT_REAP_CHILD, NULL, NULL, &c->pid, NULL, &out,
                                          &errfd, err);
   g_strfreev(env);
@@ -648,86 +636,6 @@ static void run_points(Sweep *w, size_t n_done) {
   if (tty && todo) fputc('\n', stderr);
 }
 
-/* ---- shards -------------------------------------------------------------------- */
-
-/* This process's shard: --shard I/N, else an MPI launcher's rank and size
-** (Open MPI's OMPI_COMM_WORLD_RANK/SIZE, MPICH's and Intel MPI's
-** PMI_RANK/SIZE), else the only one. Returns -1, or an exit status after a
-** usage error. */
-static int read_shard(Sweep *w, const FabArgs *a) {
-  static const char *const envs[][2] = {{"OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE"}, {"PMI_RANK", "PMI_SIZE"}};
-  w->shard = 0;
-  w->nshards = 1;
-  char *spec = a->value[SW_SHARD] ? g_strdup(a->value[SW_SHARD]) : NULL, *from = NULL;
-  for (size_t i = 0; !spec && i < G_N_ELEMENTS(envs); i++) {
-    const char *r = getenv(envs[i][0]), *n = getenv(envs[i][1]);
-    if (r && n) {
-      spec = g_strdup_printf("%s/%s", r, n);
-      from = g_strdup_printf("%s/%s", envs[i][0], envs[i][1]);
-    }
-  }
-  int rc = -1;
-  if (spec) {
-    char *slash = strchr(spec, '/'), *e1 = NULL, *e2 = NULL;
-    guint64 i = slash ? g_ascii_strtoull(spec, &e1, 10) : 0, n = slash ? g_ascii_strtoull(slash + 1, &e2, 10) : 0;
-    gboolean good = slash && g_ascii_isdigit(spec[0]) && e1 == slash && g_ascii_isdigit(slash[1]) && e2 && !*e2 &&
-                    n >= 1 && n <= 1000000 && i < n;
-    if (!good && from)
-      rc = fab_args_error(&fab_sweep_cmd, "%s is '%s': expected a rank below a size (give --shard I/N)", from, spec);
-    else if (!good)
-      rc = fab_args_error(&fab_sweep_cmd, "--shard '%s': expected I/N, a shard number I below a count N "
-                          "(at most 1000000)", spec);
-    else
-      w->shard = (uint32_t)i, w->nshards = (uint32_t)n;
-    if (good && n > 1)
-      fprintf(stderr, "fabsim sweep: shard %u of %u%s%s%s: the points whose number mod %u is %u\n", w->shard,
-              w->nshards, from ? " (from " : "", from ? from : "", from ? ")" : "", w->nshards, w->shard);
-  }
-  g_free(spec);
-  g_free(from);
-  return rc;
-}
-
-/* Points run at once by default: the CPUs, shared by the shards on this
-** machine when the launcher says how many there are. */
-static long default_jobs(const Sweep *w) {
-  long cpus = (long)g_get_num_processors(), local = 0;
-  const char *per = getenv("SLURM_CPUS_PER_TASK");
-  if (w->nshards > 1 && per && atol(per) > 0) return atol(per);
-  static const char *const envs[] = {"OMPI_COMM_WORLD_LOCAL_SIZE", "MPI_LOCALNRANKS"};
-  for (size_t i = 0; w->nshards > 1 && !local && i < G_N_ELEMENTS(envs); i++)
-    if (getenv(envs[i])) local = atol(getenv(envs[i]));
-  return local > 0 ? MAX(1, cpus / local) : cpus;
-}
-
-/* Take the results the shards recorded (DIR/point-NNNN.csv) into the table:
-** returns the points with a result. */
-static size_t gather(Sweep *w) {
-  size_t nk = w->keys->len, nc = w->cols->len, n_done = 0;
-  GPtrArray *rows = g_ptr_array_new_with_free_func(fab_sweep__prev_row_free);
-  GHashTable *at = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL); /* values -> point + 1 */
-  for (size_t i = 0; i < w->n; i++) g_hash_table_insert(at, tuple_key(w->pts[i].values, nk), GSIZE_TO_POINTER(i + 1));
-  if (fab_sweep__read_points(w, rows)) {
-    GHashTable *seen = g_hash_table_new(g_direct_hash, g_direct_equal);
-    for (guint r = 0; r < rows->len; r++) {
-      PrevRow *row = rows->pdata[r];
-      char *tk = tuple_key(row->values, nk);
-      gpointer v = g_hash_table_lookup(at, tk);
-      g_free(tk);
-      if (!v || g_hash_table_contains(seen, v)) continue;
-      g_hash_table_add(seen, v);
-      Point *pt = &w->pts[GPOINTER_TO_SIZE(v) - 1];
-      pt->done = TRUE, pt->ok = row->ok, pt->exit = row->exit;
-      for (size_t f = 0; f < nc; f++) g_free(pt->num[f]), pt->num[f] = g_strdup(row->num[f]);
-    }
-    g_hash_table_destroy(seen);
-  }
-  g_hash_table_destroy(at);
-  g_ptr_array_free(rows, TRUE);
-  for (size_t i = 0; i < w->n; i++) n_done += w->pts[i].done;
-  return n_done;
-}
-
 /* Write the table (CSV, then HDF5). */
 static gboolean write_table(Sweep *w) {
   GError *err = NULL;
@@ -800,7 +708,7 @@ static char *signature(const Sweep *w, gboolean merged) {
     g_string_append_c(sig, '\n');
   }
   for (size_t i = 0; merged && i < w->n; i++) { /* the points' numbers, which every shard must agree on */
-    char *tk = tuple_key(w->pts[i].values, w->keys->len), *esc = g_strescape(tk, NULL);
+    char *tk = fab_sweep__tuple_key(w->pts[i].values, w->keys->len), *esc = g_strescape(tk, NULL);
     g_string_append_printf(sig, "point %zu %s\n", w->pts[i].id, esc);
     g_free(esc);
     g_free(tk);
@@ -890,33 +798,6 @@ static gboolean prepare_dir(Sweep *w, const char *name, const char *out_dir) {
   return ok;
 }
 
-/* The points numbered in the sweep.key this command found, as rows without
-** a result, into prev (before the table's rows: their numbers come first). */
-static void registry_rows(const Sweep *w, GPtrArray *prev) {
-  if (!w->old_key) return;
-  size_t nk = w->keys->len, nc = w->cols->len;
-  char **lines = g_strsplit(w->old_key, "\n", -1);
-  for (char **l = lines; *l; l++) {
-    char *end = NULL;
-    if (strncmp(*l, "point ", 6)) continue;
-    guint64 id = g_ascii_strtoull(*l + 6, &end, 10);
-    if (!end || end == *l + 6 || *end != ' ') continue;
-    char *tk = g_strcompress(end + 1), **vals = g_strsplit(tk, "\x1f", -1);
-    g_free(tk);
-    if (g_strv_length(vals) != nk) {
-      g_strfreev(vals);
-      continue;
-    }
-    PrevRow *r = g_new0(PrevRow, 1);
-    r->values = vals;
-    r->id = id;
-    r->num = g_new0(char *, nc + 1);
-    for (size_t f = 0; f < nc; f++) r->num[f] = g_strdup("");
-    g_ptr_array_add(prev, r);
-  }
-  g_strfreev(lines);
-}
-
 /* Record the merged values in sweep.key. */
 static gboolean write_key(Sweep *w) {
   char *sig = signature(w, TRUE), *sig_path = g_build_filename(w->dir, "sweep.key", NULL);
@@ -957,7 +838,7 @@ static int sweep(Sweep *w, const FabArgs *a) {
     fprintf(stderr, "fabsim sweep: %s: no such scenario file\n", w->scenario);
     return EXIT_USAGE;
   }
-  w->jobs = a->given[SW_JOBS] ? (long)a->num[SW_JOBS] : default_jobs(w);
+  w->jobs = a->given[SW_JOBS] ? (long)a->num[SW_JOBS] : fab_sweep__default_jobs(w);
   struct rlimit nofile;
   if (getrlimit(RLIMIT_NOFILE, &nofile) == 0 && nofile.rlim_cur != RLIM_INFINITY &&
       (rlim_t)w->jobs > (nofile.rlim_cur - 16) / 2)
@@ -970,7 +851,7 @@ static int sweep(Sweep *w, const FabArgs *a) {
   if (!ok) return EXIT_USAGE;
   GPtrArray *prev = g_ptr_array_new_with_free_func(fab_sweep__prev_row_free);
   size_t n_done = 0;
-  registry_rows(w, prev);
+  fab_sweep__registry_rows(w, prev);
   ok = fab_sweep__read_previous(w, prev);
   if (ok && !merge_points(w, prev, &n_done)) {
     fprintf(stderr, "fabsim sweep: %s: the sweep there and this one make a grid of more than a million points\n",
@@ -992,10 +873,10 @@ static int sweep(Sweep *w, const FabArgs *a) {
     wrote = write_table(w);
   } else { /* the other shards' points too; written again if more came meanwhile, so the last one to finish
            ** leaves the whole table whatever the order of the renames */
-    size_t before = gather(w), after;
+    size_t before = fab_sweep__gather(w), after;
     for (;;) {
       wrote = write_table(w);
-      if ((after = gather(w)) == before) break;
+      if ((after = fab_sweep__gather(w)) == before) break;
       before = after;
     }
     size_t left = 0;
@@ -1019,7 +900,7 @@ int fab_cmd_sweep(int argc, char **argv) {
   w.cols = sweep_columns();
   int rc = fab_args_parse(&fab_sweep_cmd, argc, argv, &a);
   if (rc < 0) rc = read_keys(&w, &a);
-  if (rc < 0) rc = read_shard(&w, &a);
+  if (rc < 0) rc = fab_sweep__shard(&w, a.value[SW_SHARD]);
   if (rc < 0) {
     w.scenario = fab_args_pos(&a, 0);
     rc = sweep(&w, &a);

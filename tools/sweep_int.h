@@ -75,4 +75,20 @@ gboolean fab_sweep__read_points(const Sweep *w, GPtrArray *rows);
 /* Write DIR/sweep.h5's /sweep table in full; FALSE (said on stderr) if it cannot. */
 gboolean fab_sweep__write_h5(const Sweep *w);
 
+/* "v1 \x1f v2 ...": a point's values as one hash key (sweep.c). g_free it. */
+char *fab_sweep__tuple_key(char *const *values, size_t nk);
+
+/* Shards (sweep_shard.c). This process's shard from `given` (--shard I/N, or
+** NULL) or an MPI launcher's environment: -1, or an exit status after a usage
+** error. */
+int fab_sweep__shard(Sweep *w, const char *given);
+/* Points run at once by default. */
+long fab_sweep__default_jobs(const Sweep *w);
+/* Take every point record in DIR into the table; returns the points with a result. */
+size_t fab_sweep__gather(Sweep *w);
+/* The children's environment (g_strfreev it). */
+char **fab_sweep__child_env(void);
+/* The points numbered in the sweep.key this command found, as rows without a result, into prev. */
+void fab_sweep__registry_rows(const Sweep *w, GPtrArray *prev);
+
 #endif

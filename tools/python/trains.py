@@ -16,9 +16,11 @@ import argparse
 import glob
 import json
 import os
-import re
 import subprocess
 import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from bench_rows import mtu_of  # noqa: E402  (the scenario's mtu, from validate --explain)
 
 
 def run(fabsim, scenario, extra):
@@ -26,12 +28,6 @@ def run(fabsim, scenario, extra):
     if p.returncode not in (0, 1) or not p.stdout.strip():
         return None, (p.stderr.strip().splitlines() or ["exit %d" % p.returncode])[-1]
     return json.loads(p.stdout), None
-
-
-def mtu_of(fabsim, scenario):
-    p = subprocess.run([fabsim, "validate", scenario, "--explain"], capture_output=True, text=True)
-    m = re.search(r"mtu (\d+) B payload", p.stdout)
-    return int(m.group(1)) if m else None
 
 
 def metrics(js):
