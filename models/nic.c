@@ -3,15 +3,79 @@
 #include "ecmp.h"
 #include "nvls.h"
 #include <math.h>
+#include <string.h>
 #include <glib.h>
 
 /* Event kinds: a flow starts, its retransmission timer, its CC timer; and
-** the NIC's one pacing wake-up (flow 0). */
+** the NIC's one pacing wake-up (flow 0). A flow's events carry its slot and
+** its generation (30 bits of it: a slot is not reused 2^30 times while one
+** event waits). */
 enum { WAKE_START = 0, WAKE_RTO = 1, WAKE_CC = 2, WAKE_PACE = 3 };
-#define WAKE(kind, flow) (((uint64_t)(flow) << 2) | (kind))
+#define WAKE(kind, f) (((uint64_t)((f)->gen & 0x3fffffffu) << 34) | ((uint64_t)(f)->slot << 2) | (kind))
+#define WAKE_SLOT(arg) ((uint32_t)((arg) >> 2))
+#define WAKE_GEN(arg) ((uint32_t)((arg) >> 34))
 
 static void nic_wake(FabEngine *eng, void *self, uint64_t arg);
 static const FabOps nic_ops = {"nic", nic_wake};
+
+/* ---- the flow table ---------------------------------------------------------- */
+
+void fab_flow_table_init(FabFlowTable *t) {
+  *t = (FabFlowTable){0};
+  t->free = g_array_new(FALSE, FALSE, sizeof(uint32_t));
+}
+
+void fab_flow_table_wrap(FabFlowTable *t, FabFlow *flows) {
+  *t = (FabFlowTable){0};
+  t->one = flows;
+  t->chunk = &t->one;
+  t->nchunks = 1;
+  t->used = FAB_FLOW_CHUNK;
+}
+
+void fab_flow_table_clear(FabFlowTable *t) {
+  if (t->free) {
+    for (uint32_t k = 0; k < t->nchunks; k++) g_free(t->chunk[k]);
+    g_free(t->chunk);
+    g_array_free(t->free, TRUE);
+  }
+  *t = (FabFlowTable){0};
+}
+
+FabFlow *fab_flow_table_take(FabFlowTable *t) {
+  g_assert(t->free);
+  uint32_t slot;
+  if (t->free->len) {
+    slot = g_array_index(t->free, uint32_t, t->free->len - 1);
+    g_array_set_size(t->free, t->free->len - 1);
+  } else {
+    g_assert(t->used < UINT32_MAX - FAB_FLOW_CHUNK);
+    slot = t->used++;
+    if ((slot >> FAB_FLOW_CHUNK_BITS) == t->nchunks) {
+      t->chunk = g_renew(FabFlow *, t->chunk, t->nchunks + 1);
+      t->chunk[t->nchunks++] = g_new0(FabFlow, FAB_FLOW_CHUNK);
+    }
+  }
+  t->live++;
+  FabFlow *f = fab_flow_at(t, slot);
+  uint32_t gen = f->gen + 1; /* new chunks come zeroed */
+  memset(f, 0, sizeof *f);
+  f->slot = slot;
+  f->gen = gen;
+  return f;
+}
+
+void fab_flow_table_put(FabFlowTable *t, FabFlow *f) {
+  g_assert(t->free && t->live > 0);
+  t->live--;
+  g_array_append_val(t->free, f->slot);
+}
+
+/* Whether nothing names f any more (fab_nic_init): then tell the owner. */
+static void maybe_release(FabNic *nic, FabFlow *f) {
+  if (nic->release && !f->nvls && f->acked && f->rcv_nxt == f->npkts && !f->inflight && !f->in_rr)
+    nic->release(nic->ctx, f);
+}
 
 uint32_t fab_flow_payload(const FabFlow *f, uint32_t mtu, uint32_t seq) {
   uint64_t off = (uint64_t)seq * mtu;
@@ -84,7 +148,7 @@ static void cc_arm(FabEngine *eng, FabNic *nic, FabFlow *f) {
   if (t < f->cc_wake_at) {
     if (t < eng->now) t = eng->now;
     f->cc_wake_at = t;
-    fab_engine_at(eng, t, nic, WAKE(WAKE_CC, f->id));
+    fab_engine_at(eng, t, nic, WAKE(WAKE_CC, f));
   }
 }
 
@@ -160,6 +224,7 @@ static FabPkt *nic_pull(FabEngine *eng, FabNode *self, FabPort *port) {
     FabFlow *next = f->rr_next;
     if (f->acked) { /* acked while waiting its turn */
       rr_unlink(nic, prev, f);
+      maybe_release(nic, f);
       f = next;
       continue;
     }
@@ -175,15 +240,16 @@ static FabPkt *nic_pull(FabEngine *eng, FabNode *self, FabPort *port) {
   if (!f) { /* nothing eligible: one wake-up when the first paced flow may send */
     if (soonest < nic->pace_at) {
       nic->pace_at = soonest;
-      fab_engine_at(eng, soonest, nic, WAKE(WAKE_PACE, 0));
+      fab_engine_at(eng, soonest, nic, (uint64_t)WAKE_PACE);
     }
     return NULL;
   }
   rr_unlink(nic, prev, f);
   FabPkt *p = fab_pkt_alloc(eng);
-  p->flow = f->id;
+  p->flow = f->slot;
   p->src = f->src;
   if (f->nvls) return nvls_packet(eng, nic, f, p);
+  f->inflight++;
   uint32_t seq = f->snd_nxt++;
   p->type = FAB_PKT_DATA;
   p->seq = seq;
@@ -221,7 +287,7 @@ static FabPkt *nic_pull(FabEngine *eng, FabNode *self, FabPort *port) {
   if (!f->timer_armed) {
     f->timer_armed = true;
     f->deadline = eng->now + nic->cfg.rto;
-    fab_engine_at(eng, f->deadline, nic, WAKE(WAKE_RTO, f->id));
+    fab_engine_at(eng, f->deadline, nic, WAKE(WAKE_RTO, f));
   }
   if (f->snd_nxt < f->npkts) rr_push(nic, f);
   if (seq + 1 == f->npkts && !f->sent_all) {
@@ -234,7 +300,8 @@ static FabPkt *nic_pull(FabEngine *eng, FabNode *self, FabPort *port) {
 static void send_ctrl(FabEngine *eng, FabNic *nic, FabFlow *f, uint8_t type) {
   FabPkt *p = fab_pkt_alloc(eng);
   p->type = type;
-  p->flow = f->id;
+  p->flow = f->slot;
+  f->inflight++;
   p->seq = f->rcv_nxt;
   p->src = f->dst;
   p->dst = f->src;
@@ -320,9 +387,15 @@ static void nic_receive(FabEngine *eng, FabNode *self, FabPkt *p, FabPort *in) {
     fab_port_enqueue(eng, out, p);
     return;
   }
-  FabFlow *f = &nic->flows[p->flow];
+  FabFlow *f = fab_flow_at(nic->flows, p->flow);
   if (fab_pkt_is_nvls(p->type)) {
-    nvls_rx(eng, nic, f, p);  } else if (p->type == FAB_PKT_DATA) {
+    nvls_rx(eng, nic, f, p);
+    fab_pkt_free(eng, p);
+    return;
+  }
+  g_assert(f->inflight > 0);
+  f->inflight--;
+  if (p->type == FAB_PKT_DATA) {
     g_assert(p->dst == nic->id && f->dst == nic->id);
     on_data(eng, nic, f, p);
   } else {
@@ -330,11 +403,13 @@ static void nic_receive(FabEngine *eng, FabNode *self, FabPkt *p, FabPort *in) {
     on_ctrl(eng, nic, f, p);
   }
   fab_pkt_free(eng, p);
+  maybe_release(nic, f);
 }
 
 static void nic_wake(FabEngine *eng, void *self, uint64_t arg) {
   FabNic *nic = self;
-  FabFlow *f = (arg & 3) == WAKE_PACE ? NULL : &nic->flows[arg >> 2];
+  FabFlow *f = (arg & 3) == WAKE_PACE ? NULL : fab_flow_at(nic->flows, WAKE_SLOT(arg));
+  if (f && WAKE_GEN(arg) != (f->gen & 0x3fffffffu)) return; /* a released flow's timer: it found the flow done */
   switch (arg & 3) {
   case WAKE_START:
     f->cc.rate_bps = f->cc.line_bps = f->path == FAB_PATH_NVL ? nic->cfg.nvl_bps : nic->cfg.bps;
@@ -380,7 +455,7 @@ static void nic_wake(FabEngine *eng, void *self, uint64_t arg) {
   }
 }
 
-void fab_nic_init(FabNic *nic, uint32_t id, const FabNicCfg *cfg, FabFlow *flows,
+void fab_nic_init(FabNic *nic, uint32_t id, const FabNicCfg *cfg, FabFlowTable *flows,
                   FabFlowDoneFn done, FabFlowFailFn fail, void *ctx) {
   g_assert(cfg->mtu > 0 && cfg->ack_interval >= 1 && cfg->rto > 0);
   g_assert(fab_cc_cfg_invalid(&cfg->cc) == NULL);
@@ -412,5 +487,5 @@ void fab_nic_set_name(FabNic *nic, const char *name) {
 
 void fab_nic_post(FabEngine *eng, FabNic *nic, FabFlow *f) {
   g_assert(f->src == nic->id);
-  fab_engine_at(eng, f->start, nic, WAKE(WAKE_START, f->id));
+  fab_engine_at(eng, f->start, nic, WAKE(WAKE_START, f));
 }

@@ -63,7 +63,12 @@ typedef struct FabNicCfg {
 
 /* One flow: what was asked (first block) and its transport state. */
 typedef struct FabFlow {
-  uint32_t id, src, dst;   /* flow and endpoint numbers */
+  uint32_t id, src, dst;   /* flow and endpoint numbers (id: the flow's number in the run, which its ECMP
+                           ** source port follows) */
+  uint32_t slot;           /* its place in the flow table (FabFlowTable), which packets and timers name */
+  uint32_t inflight;       /* packets of it a NIC made (data, ACK, NAK, CNP) and no NIC has received yet */
+  uint32_t gen;            /* how many flows held its slot before it: its timer events carry it, so one
+                           ** left pending by a released flow is not taken for its successor's */
   uint64_t bytes;          /* payload */
   fab_time_t start;        /* ps: posted at the sender */
   fab_time_t end;          /* ps: last byte at the receiver; 0 while running */
@@ -112,6 +117,39 @@ typedef struct FabFlow {
   fab_time_t cnp_next;     /* ps: the next CNP for this flow may leave at (notification point) */
 } FabFlow;
 
+/* The run's flows by slot. Slots live in chunks of FAB_FLOW_CHUNK flows, so
+** a flow never moves while the table grows, and a slot given back is handed
+** out again (the last one freed first, whose memory is warm). A run takes a
+** slot when a flow is posted and gives it back once nothing can name it any
+** more (fab_nic_init's `release`), so the table holds the flows running, not
+** every flow of the workload. */
+#define FAB_FLOW_CHUNK_BITS 12
+#define FAB_FLOW_CHUNK (1u << FAB_FLOW_CHUNK_BITS)
+
+typedef struct FabFlowTable {
+  FabFlow **chunk;         /* chunk k: slots k x FAB_FLOW_CHUNK ... */
+  uint32_t nchunks;
+  uint32_t used;           /* slots handed out at least once */
+  uint32_t live;           /* slots in use now */
+  GArray *free;            /* uint32_t: slots given back, to reuse (NULL: a wrapped array) */
+  FabFlow *one;            /* a wrapped array's only chunk */
+} FabFlowTable;
+
+static inline FabFlow *fab_flow_at(const FabFlowTable *t, uint32_t slot) {
+  return &t->chunk[slot >> FAB_FLOW_CHUNK_BITS][slot & (FAB_FLOW_CHUNK - 1)];
+}
+
+/* An empty table that grows. */
+void fab_flow_table_init(FabFlowTable *t);
+/* A table over the caller's array of at most FAB_FLOW_CHUNK flows (slot i
+** is flows[i]; tests build flows by hand with slot = index). */
+void fab_flow_table_wrap(FabFlowTable *t, FabFlow *flows);
+void fab_flow_table_clear(FabFlowTable *t);
+/* A zeroed flow in a free slot (f->slot set). */
+FabFlow *fab_flow_table_take(FabFlowTable *t);
+/* Give f's slot back. */
+void fab_flow_table_put(FabFlowTable *t, FabFlow *f);
+
 /* The flow's current sending rate, bits/s (its line rate under CC none). */
 static inline uint64_t fab_flow_rate(const FabFlow *f) { return f->cc.rate_bps; }
 
@@ -134,13 +172,14 @@ struct FabNic {
   const FabCcOps *cc;      /* cfg.cc's handlers; NULL under none */
   fab_time_t pace_at;      /* ps: the pending pacing wake-up (FAB_TIME_MAX: none) */
   fab_time_t cap_next;     /* ps: the next packet of a flow with rank_bps may not leave before this */
-  FabFlow *flows;          /* the run's flow table (transfer none) */
+  FabFlowTable *flows;     /* the run's flow table (transfer none) */
   FabFlow *rr_head[2], *rr_tail[2]; /* flows with packets to send, per path */
   uint32_t rr_n[2][FAB_MAX_PRIOS];   /* of them, per priority */
   uint32_t rr_prios[2];              /* bit p: rr_n[path][p] > 0 */
   FabFlowDoneFn done;
   FabFlowFailFn fail;
   FabFlowDoneFn sent;      /* optional: the flow's last packet left the sender for the first time */
+  FabFlowDoneFn release;   /* optional: nothing names the flow any more (below) */
   void *ctx;
   /* counters */
   uint64_t tx_data_pkts, tx_data_bytes;   /* data packets sent (wire bytes) */
@@ -152,10 +191,18 @@ struct FabNic {
   uint64_t pxn_relayed;                   /* packets this GPU forwarded for a peer (PXN) */
 };
 
-/* Set up a NIC for endpoint `id`. `flows` is the table flow ids index.
-** cfg->cc chooses the congestion control (it must pass fab_cc_cfg_invalid);
-** change it only through a new fab_nic_init. */
-void fab_nic_init(FabNic *nic, uint32_t id, const FabNicCfg *cfg, FabFlow *flows,
+/* Set up a NIC for endpoint `id`. `flows` is the table packets' and timers'
+** flow slots index. cfg->cc chooses the congestion control (it must pass
+** fab_cc_cfg_invalid); change it only through a new fab_nic_init.
+**
+** When `release` is set, the NIC calls it (at its sender's or its receiver's
+** NIC) once a flow other than an NVLS member is done at both ends (every byte
+** received, every PSN acknowledged), no packet of it is on its way (inflight
+** 0) and it waits in no round robin: the owner may then reuse its slot. Its
+** timer events still pending fire as before and find it done (they carry
+** its generation). A flow that lost a packet keeps inflight above 0 and is
+** never released (the drop is not seen by the NICs). */
+void fab_nic_init(FabNic *nic, uint32_t id, const FabNicCfg *cfg, FabFlowTable *flows,
                   FabFlowDoneFn done, FabFlowFailFn fail, void *ctx);
 
 /* Rename the NIC ("gpu7" for a GPU's endpoint; fab_nic_init names it

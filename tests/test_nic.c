@@ -41,6 +41,113 @@ Test(nic, one_flow_one_link_exact) {
   pair_fini(&p);
 }
 
+/* A run's release hook: when, and how often. */
+typedef struct Released {
+  int n;
+  fab_time_t at;
+  FabEngine *eng;
+  uint32_t inflight;
+} Released;
+
+static void note_release(void *ctx, FabFlow *f) {
+  Released *r = ((TestRun *)ctx)->user;
+  r->n++;
+  r->at = r->eng->now;
+  r->inflight = f->inflight;
+}
+
+Test(nic, a_finished_flow_is_released_when_its_last_ack_arrives) {
+  Pair p;
+  Released rel = {0};
+  pair_init(&p, 100000000000ULL, 4096, FAB_TRANSPORT_ROCEV2);
+  rel.eng = p.eng;
+  p.run.user = &rel;
+  p.nic[0].release = p.nic[1].release = note_release;
+  p.flows[0] = testnet_flow(0, 0, 1, 10000, 0, &p.cfg);
+  fab_nic_post(p.eng, &p.nic[0], &p.flows[0]);
+  cr_assert(fab_engine_run(p.eng, FAB_TIME_MAX));
+  cr_assert(p.flows[0].acked && p.flows[0].end == 819680 + 1000000);
+  /* the last ACK (86 B) leaves NIC 1 when the last byte arrives and reaches
+  ** NIC 0 1 us later: then nothing of the flow is in flight and its slot may
+  ** be reused; its retransmission timer, still pending, fires at the RTO and
+  ** finds the flow done */
+  cr_assert_eq(rel.n, 1, "released once, released %d times", rel.n);
+  cr_assert_eq(rel.at, 819680 + 1000000 + 86 * 80 + 1000000, "at %" G_GUINT64_FORMAT, rel.at);
+  cr_assert_eq(rel.inflight, 0);
+  cr_assert_eq(p.eng->now, p.cfg.rto, "the timer event still fired");
+  pair_fini(&p);
+}
+
+/* Flow A (0 -> 1) and then flow B, posted by A's release at t_b, in the
+** slot A gave back (reuse) or in a new one; A's retransmission timer is still
+** pending then. Returns B's end and the run's events. */
+typedef struct Reuse {
+  FabFlowTable table;
+  FabEngine *eng;
+  FabNic *nic;
+  const FabNicCfg *cfg;
+  bool reuse;
+  FabFlow *b;
+} Reuse;
+
+static void reuse_release(void *ctx, FabFlow *f) {
+  Reuse *u = ((TestRun *)ctx)->user;
+  if (f->id != 0) return;
+  if (u->reuse) fab_flow_table_put(&u->table, f);
+  FabFlow *b = u->b = fab_flow_table_take(&u->table);
+  b->id = 1;
+  b->src = 0;
+  b->dst = 1;
+  b->bytes = 2000000;
+  fab_flow_prepare(b, u->cfg);
+  b->start = u->eng->now + FAB_US;
+  fab_nic_post(u->eng, &u->nic[0], b);
+}
+
+static void run_reuse(bool reuse, fab_time_t *end, uint64_t *events, uint32_t *slot) {
+  Pair p;
+  Reuse u = {.reuse = reuse};
+  pair_init(&p, 100000000000ULL, 4096, FAB_TRANSPORT_ROCEV2);
+  fab_flow_table_init(&u.table);
+  u.eng = p.eng;
+  u.nic = p.nic;
+  u.cfg = &p.cfg;
+  p.run.user = &u;
+  for (int i = 0; i < 2; i++) {
+    p.nic[i].flows = &u.table;
+    p.nic[i].release = reuse_release;
+  }
+  FabFlow *a = fab_flow_table_take(&u.table);
+  a->id = 0;
+  a->src = 0;
+  a->dst = 1;
+  a->bytes = 10000;
+  fab_flow_prepare(a, &p.cfg);
+  fab_nic_post(p.eng, &p.nic[0], a);
+  cr_assert(fab_engine_run(p.eng, FAB_TIME_MAX));
+  cr_assert_not_null(u.b);
+  cr_assert(u.b->end > p.cfg.rto, "B is still sending when A's timer fires");
+  *end = u.b->end;
+  *events = p.eng->events;
+  *slot = u.b->slot;
+  cr_assert_eq(u.b->gen, reuse ? 2 : 1);
+  pair_fini(&p);
+  fab_flow_table_clear(&u.table);
+}
+
+Test(nic, a_reused_slot_behaves_as_a_new_one) {
+  fab_time_t e0, e1;
+  uint64_t n0, n1;
+  uint32_t s0, s1;
+  run_reuse(false, &e0, &n0, &s0);
+  run_reuse(true, &e1, &n1, &s1);
+  cr_assert_eq(s0, 1);
+  cr_assert_eq(s1, 0, "B took A's slot");
+  /* A's timer fires in B's time and is known for A's: B runs exactly alike */
+  cr_assert_eq(e1, e0, "end %" G_GUINT64_FORMAT " vs %" G_GUINT64_FORMAT, e1, e0);
+  cr_assert_eq(n1, n0);
+}
+
 Test(nic, infiniband_headers) {
   Pair p;
   pair_init(&p, 100000000000ULL, 4096, FAB_TRANSPORT_INFINIBAND);
@@ -183,6 +290,51 @@ Test(nic, go_back_n_after_a_nak) {
   cr_assert(l.flows[0].end < 100 * FAB_US, "recovered within an RTT, long before the RTO");
   cr_assert_eq(fab_pool_live(l.eng->pool), 0);
   fab_engine_free(l.eng);
+}
+
+Test(nic, a_flow_that_lost_a_packet_is_never_released) {
+  Lossy l;
+  Released rel = {0};
+  lossy_init(&l, drop_seq_once, 3);
+  rel.eng = l.eng;
+  l.run.user = &rel;
+  l.nic[0].release = l.nic[1].release = note_release;
+  l.flows[0] = testnet_flow(0, 0, 1, 10 * 1000, 0, &l.cfg);
+  fab_nic_post(l.eng, &l.nic[0], &l.flows[0]);
+  cr_assert(fab_engine_run(l.eng, FAB_TIME_MAX));
+  cr_assert_eq(l.run.done, 1);
+  cr_assert(l.flows[0].acked);
+  /* the NICs cannot see the drop: one packet stays counted in flight */
+  cr_assert_eq(l.flows[0].inflight, 1);
+  cr_assert_eq(rel.n, 0);
+  fab_engine_free(l.eng);
+}
+
+Test(nic, the_flow_table_grows_in_chunks_and_reuses_the_last_slot_freed) {
+  FabFlowTable t;
+  fab_flow_table_init(&t);
+  FabFlow **got = g_new(FabFlow *, FAB_FLOW_CHUNK + 2);
+  for (uint32_t i = 0; i < FAB_FLOW_CHUNK + 2; i++) {
+    got[i] = fab_flow_table_take(&t);
+    cr_assert_eq(got[i]->slot, i);
+    got[i]->bytes = i;
+  }
+  cr_assert_eq(t.nchunks, 2);
+  for (uint32_t i = 0; i < FAB_FLOW_CHUNK + 2; i++) /* growing moved none of them */
+    cr_assert(fab_flow_at(&t, i) == got[i] && got[i]->bytes == i);
+  fab_flow_table_put(&t, got[7]);
+  fab_flow_table_put(&t, got[FAB_FLOW_CHUNK + 1]);
+  cr_assert_eq(t.live, FAB_FLOW_CHUNK);
+  FabFlow *a = fab_flow_table_take(&t), *b = fab_flow_table_take(&t), *c = fab_flow_table_take(&t);
+  cr_assert_eq(a->slot, FAB_FLOW_CHUNK + 1, "the last slot freed first");
+  cr_assert_eq(b->slot, 7);
+  cr_assert_eq(c->slot, FAB_FLOW_CHUNK + 2, "then a new one");
+  cr_assert_eq(a->bytes, 0, "a reused slot comes zeroed");
+  cr_assert_eq(a->gen, 2, "a new generation: its predecessor's pending timers are not its own");
+  cr_assert_eq(c->gen, 1);
+  cr_assert_eq(t.used, FAB_FLOW_CHUNK + 3);
+  g_free(got);
+  fab_flow_table_clear(&t);
 }
 
 Test(nic, last_packet_lost_is_recovered_by_timeout) {

@@ -98,6 +98,23 @@ Test(scenario, permutation_completes_and_ecmp_spreads_over_spines) {
   done(sc, &res);
 }
 
+Test(scenario, only_the_flows_under_way_hold_memory) {
+  /* a permutation starts every flow at once: each needs a slot */
+  FabScenario *sc = load("scenarios/quickstart.yaml", NULL);
+  FabResults res;
+  run_ok(sc, &res);
+  cr_assert_eq(res.flow_slots, 32);
+  done(sc, &res);
+  /* nccl-tests runs collective after collective: a slot is reused once its
+  ** flow is done at both ends and its retransmission timer has fired */
+  sc = load("tests/scenarios/nccl-tests-allreduce.yaml", NULL);
+  run_ok(sc, &res);
+  cr_assert_gt(res.n_flows, 1000);
+  for (size_t i = 0; i < res.n_flows; i++) cr_assert_neq(res.flows[i].end, 0, "flow %zu done", i);
+  cr_assert_lt(res.flow_slots * 4, res.n_flows, "%u slots for %zu flows", res.flow_slots, res.n_flows);
+  done(sc, &res);
+}
+
 Test(scenario, same_seed_same_results_other_seed_other_results) {
   FabScenario *a = load("tests/scenarios/leaf-spine-small.yaml", NULL);
   FabScenario *b = load("tests/scenarios/leaf-spine-small.yaml", NULL);

@@ -40,6 +40,8 @@ static inline FabNicCfg testnet_fabric_nic_cfg(uint64_t bps) {
 typedef struct TestRun {
   int done, failed;
   fab_time_t last_end;
+  FabFlowTable table; /* over the test's array of flows: slot i is flows[i] */
+  void *user;         /* a test's own */
 } TestRun;
 
 static inline void testnet_done(void *ctx, FabFlow *f) {
@@ -54,7 +56,8 @@ static inline void testnet_fail(void *ctx, FabFlow *f) {
 
 static inline void testnet_nic(FabNic *nic, uint32_t id, const FabNicCfg *cfg, FabFlow *flows, TestRun *r,
                                fab_time_t latency) {
-  fab_nic_init(nic, id, cfg, flows, testnet_done, testnet_fail, r);
+  fab_flow_table_wrap(&r->table, flows);
+  fab_nic_init(nic, id, cfg, &r->table, testnet_done, testnet_fail, r);
   nic->port.latency = latency;
 }
 
@@ -62,6 +65,7 @@ static inline FabFlow testnet_flow(uint32_t id, uint32_t src, uint32_t dst, uint
                                    const FabNicCfg *cfg) {
   FabFlow f = {0};
   f.id = id;
+  f.slot = id;
   f.src = src;
   f.dst = dst;
   f.bytes = bytes;

@@ -15,7 +15,7 @@
 typedef struct FabCollectIn {
   const FabDag *dag;
   const FabExec *exec;     /* the op times */
-  const FabFlow *flows;    /* the flow table, and op -> flow */
+  const FabFlowRec *flows; /* the flows' records, and op -> flow */
   const uint32_t *flow_of;
 } FabCollectIn;
 

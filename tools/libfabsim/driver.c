@@ -14,9 +14,12 @@ typedef struct Run {
   const FabScenario *sc;
   FabEngine *eng;
   FabTopology *topo;
-  FabFlow *flows;           /* the flow table: one per FLOW or NVLS op */
+  FabFlowTable table;       /* the flows under way: a slot each, taken when posted, given back when released */
+  FabFlowRec *recs;         /* per flow (one per FLOW or NVLS op, in op order): what the results say of it */
   uint32_t nflows, completed;
   uint32_t *flow_of, *op_of;/* op -> flow (FAB_OP_NONE), flow -> op */
+  uint32_t *slot_of;        /* flow -> its slot in the table (FAB_OP_NONE: not posted yet, or released) */
+  char *bad_flow;           /* a released flow that did not hold exactly its bytes (an invariant broken) */
   FabExec *exec;
   FabSampler *sampler;      /* NULL: queues not sampled */
   FabWatchdog *wd;          /* NULL: no watchdog (lossy fabric) */
@@ -27,9 +30,12 @@ typedef struct Run {
 
 /* ---- hooks: executor -> models, models -> executor ------------------------- */
 
+static FabFlow *flow_make(Run *r, uint32_t n);
+
 static void post(void *ctx, uint32_t op, fab_time_t at) {
   Run *r = ctx;
-  FabFlow *f = &r->flows[r->flow_of[op]];
+  uint32_t n = r->flow_of[op];
+  FabFlow *f = r->slot_of[n] != FAB_OP_NONE ? fab_flow_at(&r->table, r->slot_of[n]) : flow_make(r, n);
   f->start = at;
   fab_nic_post(r->eng, &r->topo->nics[f->src], f);
 }
@@ -60,6 +66,38 @@ static void flow_sent(void *ctx, FabFlow *f) {
   fab_exec_sent(r->exec, r->op_of[f->id]);
 }
 
+/* What the results say of flow f: its times so far. */
+static void record(Run *r, const FabFlow *f) {
+  FabFlowRec *rec = &r->recs[f->id];
+  rec->start = f->start == FAB_TIME_MAX ? 0 : f->start;
+  rec->end = f->end;
+  rec->retransmits = f->retransmits;
+}
+
+/* Whether the completed flow f received exactly its bytes (NVLS: what its
+** mode receives); else the failure, once. */
+static void check_bytes(Run *r, const FabFlow *f) {
+  uint64_t want = f->nvls ? f->nvls_rx : f->bytes;
+  if (!f->end || f->rcv_bytes == want || r->bad_flow) return;
+  r->bad_flow = g_strdup_printf("internal error: flow %u completed with %" G_GUINT64_FORMAT " of %" G_GUINT64_FORMAT
+                                " bytes", f->id, f->rcv_bytes, want);
+}
+
+/* Nothing names f any more: keep what the results need, free its slot. */
+static void flow_release(void *ctx, FabFlow *f) {
+  Run *r = ctx;
+  g_assert(r->slot_of[f->id] == f->slot);
+  record(r, f);
+  check_bytes(r, f);
+  r->slot_of[f->id] = FAB_OP_NONE;
+  fab_flow_table_put(&r->table, f);
+}
+
+static const FabFlow *flow_by_number(void *ctx, uint32_t n) {
+  const Run *r = ctx;
+  return r->slot_of[n] == FAB_OP_NONE ? NULL : fab_flow_at(&r->table, r->slot_of[n]);
+}
+
 static void flow_fail(void *ctx, FabFlow *f) {
   Run *r = ctx;
   if (!r->failed) r->failed = f;
@@ -87,31 +125,45 @@ static void progress(FabEngine *eng, void *ctx) {
 
 /* ---- wiring ------------------------------------------------------------------ */
 
-/* The flow table: one flow per FLOW or NVLS op, in op order. */
+/* Flow n (of op_of[n]) in a slot of its own, not posted yet. */
+static FabFlow *flow_make(Run *r, uint32_t n) {
+  const FabOp *o = fab_dag_op(r->sc->dag, r->op_of[n]);
+  g_assert(r->slot_of[n] == FAB_OP_NONE && r->recs[n].start == 0 && r->recs[n].end == 0);
+  FabFlow *f = fab_flow_table_take(&r->table);
+  f->id = n;
+  f->src = o->src;
+  f->dst = o->dst;
+  f->bytes = o->bytes;
+  f->prio = o->prio;
+  f->nvls = o->kind == FAB_OP_NVLS;
+  f->nvls_mode = o->mark == FAB_NVLS_OP_RS ? FAB_NVLS_RS : o->mark == FAB_NVLS_OP_AG ? FAB_NVLS_AG : FAB_NVLS_AR;
+  fab_flow_prepare(f, &r->sc->fabric.nic);
+  f->max_bps = o->max_bps;
+  f->rank_bps = o->rank_bps;
+  f->lane = o->lane;
+  f->start = FAB_TIME_MAX; /* not posted yet */
+  r->slot_of[n] = f->slot;
+  return f;
+}
+
+/* The flows' numbers (one per FLOW or NVLS op, in op order) and their
+** records. A flow gets a slot when it is posted (an NVLS member when its
+** group is set up), so the table holds the flows under way, not all. */
 static void make_flows(Run *r) {
   const FabDag *dag = r->sc->dag;
   uint32_t nops = fab_dag_len(dag);
   r->nflows = fab_dag_flows(dag);
-  r->flows = g_new0(FabFlow, r->nflows ? r->nflows : 1);
+  fab_flow_table_init(&r->table);
+  r->recs = g_new0(FabFlowRec, r->nflows ? r->nflows : 1);
   r->flow_of = g_new(uint32_t, nops ? nops : 1);
   r->op_of = g_new(uint32_t, r->nflows ? r->nflows : 1);
+  r->slot_of = g_new(uint32_t, r->nflows ? r->nflows : 1);
   for (uint32_t i = 0, n = 0; i < nops; i++) {
     const FabOp *o = fab_dag_op(dag, i);
     r->flow_of[i] = FAB_OP_NONE;
     if (o->kind > FAB_OP_NVLS) continue;
-    FabFlow *f = &r->flows[n];
-    f->id = n;
-    f->src = o->src;
-    f->dst = o->dst;
-    f->bytes = o->bytes;
-    f->prio = o->prio;
-    f->nvls = o->kind == FAB_OP_NVLS;
-    f->nvls_mode = o->mark == FAB_NVLS_OP_RS ? FAB_NVLS_RS : o->mark == FAB_NVLS_OP_AG ? FAB_NVLS_AG : FAB_NVLS_AR;
-    fab_flow_prepare(f, &r->sc->fabric.nic);
-    f->max_bps = o->max_bps;
-    f->rank_bps = o->rank_bps;
-    f->lane = o->lane;
-    f->start = FAB_TIME_MAX; /* not posted yet */
+    r->recs[n] = (FabFlowRec){.id = n, .src = o->src, .dst = o->dst, .bytes = o->bytes};
+    r->slot_of[n] = FAB_OP_NONE;
     r->flow_of[i] = n;
     r->op_of[n++] = i;
   }
@@ -125,18 +177,19 @@ static bool nvls_group(Run *r, GArray *mem) {
   const FabDag *dag = r->sc->dag;
   uint32_t dom = r->sc->fabric.nic.nvl_domain;
   uint32_t n = mem->len, *port = g_new(uint32_t, n), *fid = g_new(uint32_t, n), *rank = g_new(uint32_t, n);
-  FabFlow *f0 = &r->flows[r->flow_of[g_array_index(mem, uint32_t, 0)]];
+  for (uint32_t m = 0; m < n; m++) flow_make(r, r->flow_of[g_array_index(mem, uint32_t, m)]);
+  FabFlow *f0 = fab_flow_at(&r->table, r->slot_of[r->flow_of[g_array_index(mem, uint32_t, 0)]]);
   bool ok = dom && n >= 2;
   uint32_t all = 0; /* AG: every member's segments */
   uint64_t all_bytes = 0;
   for (uint32_t m = 0; ok && m < n; m++) {
     uint32_t i = g_array_index(mem, uint32_t, m);
-    FabFlow *f = &r->flows[r->flow_of[i]];
+    FabFlow *f = fab_flow_at(&r->table, r->slot_of[r->flow_of[i]]);
     rank[m] = fab_dag_op(dag, i)->src;
     ok = rank[m] / dom == rank[0] / dom && f->nvls_mode == f0->nvls_mode &&
          (f->nvls_mode == FAB_NVLS_AG || f->npkts == f0->npkts);
     port[m] = rank[m] % dom;
-    fid[m] = r->flow_of[i];
+    fid[m] = f->slot;
     all += f->npkts;
     all_bytes += f->bytes;
   }
@@ -145,7 +198,7 @@ static bool nvls_group(Run *r, GArray *mem) {
     fab_nvls_set_reduce_rate(nv, r->sc->fabric.gpu.nvls_reduce_bps);
     uint32_t sg = fab_nvls_add(nv, (FabNvlsMode)f0->nvls_mode, n, port, fid, rank, f0->npkts);
     for (uint32_t m = 0; m < n; m++) {
-      FabFlow *f = &r->flows[fid[m]];
+      FabFlow *f = fab_flow_at(&r->table, fid[m]);
       uint32_t own = f->npkts > m ? (f->npkts - m + n - 1) / n : 0;
       f->nvls_group = sg;
       f->nvls_member = m;
@@ -212,10 +265,11 @@ static void wire(Run *r, const FabRunOpts *opts) {
   r->exec = fab_exec_new(r->eng, sc->dag, &hooks, r);
   for (uint32_t h = 0; h < r->topo->nhosts; h++) {
     FabNic *nic = &r->topo->nics[h];
-    nic->flows = r->flows;
+    nic->flows = &r->table;
     nic->done = flow_done;
     nic->fail = flow_fail;
     nic->sent = flow_sent;
+    nic->release = flow_release;
     nic->ctx = r;
     r->topo->gpus[h].done = gpu_done;
     r->topo->gpus[h].ctx = r;
@@ -223,7 +277,8 @@ static void wire(Run *r, const FabRunOpts *opts) {
   uint32_t id = fab_topology_number(r->topo, 0);
   fab_elem_set_id(fab_exec_elem(r->exec), id++);
   if (sc->hdf5 || opts->sample_queues) {
-    r->sampler = fab_sampler_new(r->topo, sc->sample_interval, sc->fabric.sw.nprio, r->flows, r->nflows, finished, r);
+    r->sampler = fab_sampler_new(r->topo, sc->sample_interval, sc->fabric.sw.nprio, r->nflows, flow_by_number,
+                                 finished, r);
     /* 256 MB of samples, or 4096 rows when rows are larger, but never more than half of what the estimate
     ** leaves of this run's memory: a run sampled too finely for its length keeps its span, coarser */
     uint64_t lim = fab_scenario_mem_limit(), rest = lim > sc->mem_bytes ? lim - sc->mem_bytes : 0;
@@ -348,14 +403,9 @@ static void check_packets(Run *r, bool drained, Totals *tot, GString **fail) {
           ", dropped %" G_GUINT64_FORMAT ", in flight %" G_GUINT64_FORMAT ")", sent, recv, tot->drops, tot->flushed);
   if (fab_pool_live(r->eng->pool) != 0)
     failf(fail, "internal error: %zu packets leaked from the pool", fab_pool_live(r->eng->pool));
-  for (uint32_t i = 0; i < r->nflows; i++) {
-    uint64_t want = r->flows[i].nvls ? r->flows[i].nvls_rx : r->flows[i].bytes; /* NVLS: what its mode receives */
-    if (r->flows[i].end && r->flows[i].rcv_bytes != want) {
-      failf(fail, "internal error: flow %u completed with %" G_GUINT64_FORMAT " of %" G_GUINT64_FORMAT " bytes", i,
-            r->flows[i].rcv_bytes, want);
-      break;
-    }
-  }
+  for (uint32_t i = 0; i < r->nflows; i++) /* the flows still holding a slot (released ones were checked then) */
+    if (r->slot_of[i] != FAB_OP_NONE) check_bytes(r, fab_flow_at(&r->table, r->slot_of[i]));
+  if (r->bad_flow) failf(fail, "%s", r->bad_flow);
 }
 
 /* ---- results ----------------------------------------------------------------- */
@@ -400,15 +450,14 @@ static void fill_results(Run *r, bool drained, const Totals *tot, FabResults *re
     res->cnps += r->topo->nics[h].cnps_sent;
   }
   for (uint32_t s = 0; s < r->topo->nswitches; s++) res->ecn_marks += fab_switch_stats(r->topo->switches[s])->ecn_marks;
-  FabCollectIn in = {sc->dag, r->exec, r->flows, r->flow_of};
+  for (uint32_t i = 0; i < r->nflows; i++) /* the flows still holding a slot */
+    if (r->slot_of[i] != FAB_OP_NONE) record(r, fab_flow_at(&r->table, r->slot_of[i]));
+  FabCollectIn in = {sc->dag, r->exec, r->recs, r->flow_of};
   fab_collect(&in, res);
   res->n_flows = r->nflows;
-  res->flows = g_new0(FabFlowRec, r->nflows ? r->nflows : 1);
-  for (uint32_t i = 0; i < r->nflows; i++) {
-    const FabFlow *f = &r->flows[i];
-    res->flows[i] = (FabFlowRec){f->id, f->src, f->dst, f->bytes, f->start == FAB_TIME_MAX ? 0 : f->start, f->end,
-                                 f->retransmits, 0};
-  }
+  res->flows = r->recs;
+  r->recs = NULL;
+  res->flow_slots = r->table.used;
   LinkFill lf = {g_array_new(FALSE, FALSE, sizeof(FabLinkRec)), res->sim_time, fab_layers_new(r->topo)};
   fab_topology_foreach_port(r->topo, fill_link, &lf);
   fab_layers_free(lf.layers);
@@ -437,9 +486,12 @@ static void run_free(Run *r) {
   fab_watchdog_free(r->wd);
   fab_exec_free(r->exec);
   g_free(r->setup);
-  g_free(r->flows);
+  fab_flow_table_clear(&r->table);
+  g_free(r->recs);
+  g_free(r->bad_flow);
   g_free(r->flow_of);
   g_free(r->op_of);
+  g_free(r->slot_of);
   fab_topology_free(r->topo);
   fab_engine_free(r->eng);
 }

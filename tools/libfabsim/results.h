@@ -179,6 +179,8 @@ typedef struct FabResults {
   /* tables */
   size_t n_flows;
   FabFlowRec *flows;
+  uint32_t flow_slots;       /* the most flows held in memory at once (slots of the run's flow table; not in the
+                             ** JSON: how much of the workload was under way together) */
   size_t n_links;
   FabLinkRec *links;
   FabQueueSeries queues;

@@ -9,7 +9,7 @@ struct FabSampler {
   uint32_t ncols;
   FabPort **cols;           /* every switch port */
   uint32_t nprio;           /* per-priority depths recorded when > 1 */
-  const FabFlow *flows;
+  const FabFlow *(*flow)(void *ctx, uint32_t i);
   uint32_t nflows;
   bool sample_rates;        /* few enough flows to sample every flow's rate */
   bool (*finished)(void *ctx);
@@ -69,14 +69,14 @@ FabLayer fab_layers_of(const FabLayers *l, const FabPort *pt) {
   return FAB_LAYER_PCIE;                                            /* a GPU and its PCIe element */
 }
 
-FabSampler *fab_sampler_new(FabTopology *topo, fab_time_t interval, uint32_t nprio, const FabFlow *flows,
-                            uint32_t nflows, bool (*finished)(void *ctx), void *ctx) {
+FabSampler *fab_sampler_new(FabTopology *topo, fab_time_t interval, uint32_t nprio, uint32_t nflows,
+                            const FabFlow *(*flow)(void *ctx, uint32_t i), bool (*finished)(void *ctx), void *ctx) {
   FabSampler *s = g_new0(FabSampler, 1);
   fab_elem_init(&s->el, &sampler_ops);
   s->topo = topo;
   s->interval = interval;
   s->nprio = nprio;
-  s->flows = flows;
+  s->flow = flow;
   s->nflows = nflows;
   s->sample_rates = nflows <= FAB_RATE_FLOWS;
   s->finished = finished;
@@ -170,8 +170,8 @@ static void sample(FabEngine *eng, void *self, uint64_t arg) {
     }
   }
   for (uint32_t i = 0; s->sample_rates && i < s->nflows; i++) { /* a flow sends from its start until all is acked */
-    const FabFlow *f = &s->flows[i];
-    uint64_t bps = f->start <= eng->now && !f->acked && f->start != FAB_TIME_MAX ? fab_flow_rate(f) : 0;
+    const FabFlow *f = s->flow(s->ctx, i);
+    uint64_t bps = f && f->start <= eng->now && !f->acked ? fab_flow_rate(f) : 0;
     g_array_append_val(s->rate, bps);
   }
   fab_topology_foreach_port(s->topo, sample_link, s->link_bytes);

@@ -20,9 +20,11 @@
 typedef struct FabSampler FabSampler;
 
 /* A sampler of topo's switch ports and links and of `nflows` flows, that
-** stops when `finished(ctx)` says so. Transfer full. */
-FabSampler *fab_sampler_new(FabTopology *topo, fab_time_t interval, uint32_t nprio, const FabFlow *flows,
-                            uint32_t nflows, bool (*finished)(void *ctx), void *ctx);
+** stops when `finished(ctx)` says so. flow(ctx, i) is flow i (its number in
+** the run), or NULL when it holds no slot (not posted yet, or released:
+** either way not sending). Transfer full. */
+FabSampler *fab_sampler_new(FabTopology *topo, fab_time_t interval, uint32_t nprio, uint32_t nflows,
+                            const FabFlow *(*flow)(void *ctx, uint32_t i), bool (*finished)(void *ctx), void *ctx);
 void fab_sampler_free(FabSampler *s);
 
 FabElem *fab_sampler_elem(FabSampler *s);

@@ -1,6 +1,7 @@
 /* Scenario loading: the top-level keys, then each layer reads its part.
 ** See scenario.h. */
 #include "scenario.h"
+#include "results.h"
 #include "topologies/presets.h"
 #include <string.h>
 #include <unistd.h>
@@ -147,6 +148,11 @@ uint64_t fab_scenario_mem_limit(void) {
 #define MEM_BASE (16ull << 20)
 /* Per operation of the DAG: the op, its dependencies, the executor's state. */
 #define MEM_PER_OP (sizeof(FabOp) + 64)
+/* Per flow: its record for the results and its numbers (op, slot). */
+#define MEM_PER_FLOW (sizeof(FabFlowRec) + 2 * sizeof(uint32_t))
+/* Flows under way at once per endpoint, of those that wait for others (an
+** estimate: NCCL keeps a few pieces in flight per channel and peer). */
+#define FLOWS_UNDER_WAY 64u
 
 static char *gb(uint64_t bytes) {
   return bytes >= (1ull << 30) ? g_strdup_printf("%.1f GB", (double)bytes / 1e9)
@@ -184,11 +190,12 @@ static gboolean check_workload(FabScenario *sc, const FabCfgNode *root, GError *
   const FabCfgNode *wl = fab_cfg_get(root, "workload"), *fl = fab_cfg_get(wl, "flows");
   uint64_t mtu = sc->fabric.nic.mtu;
   if (sc->fabric.gpu.gpus_per_node && sc->fabric.gpu.segment) mtu = MIN(mtu, sc->fabric.gpu.segment);
-  uint32_t nflows = 0;
+  uint32_t nflows = 0, roots = 0;
   for (uint32_t i = 0; i < fab_dag_len(sc->dag); i++) {
     const FabOp *o = fab_dag_op(sc->dag, i);
     if (o->kind != FAB_OP_FLOW) continue;
     nflows++;
+    roots += o->ndeps == 0;
     uint64_t pkts = o->bytes / mtu + (o->bytes % mtu != 0);
     if (pkts < UINT32_MAX) continue;
     const FabCfgNode *at = fl && i < fab_cfg_len(fl) ? fab_cfg_get(fab_cfg_at(fl, i), "size") : NULL;
@@ -198,7 +205,12 @@ static gboolean check_workload(FabScenario *sc, const FabCfgNode *root, GError *
                         "number (raise fabric.link.mtu or send less)", o->bytes, o->src, o->dst, pkts, mtu,
                         UINT32_MAX - 1);
   }
-  uint64_t ops = fab_dag_len(sc->dag) * (uint64_t)MEM_PER_OP + (uint64_t)nflows * sizeof(FabFlow);
+  /* a flow holds its transport state only while it is under way (driver.c): every flow that waits for
+  ** nothing may run at once; of the others, count FLOWS_UNDER_WAY per endpoint */
+  uint64_t endpoints = sc->fabric.gpu.gpus_per_node ? (uint64_t)sc->fabric.gpu.nodes * sc->fabric.gpu.gpus_per_node
+                                                    : sc->fabric.topo.hosts;
+  uint64_t live = roots + MIN((uint64_t)(nflows - roots), FLOWS_UNDER_WAY * endpoints);
+  uint64_t ops = fab_dag_len(sc->dag) * (uint64_t)MEM_PER_OP + (uint64_t)nflows * MEM_PER_FLOW + live * sizeof(FabFlow);
   sc->mem_bytes += ops;
   if (sc->mem_bytes <= fab_scenario_mem_limit()) return TRUE;
   char *need = gb(sc->mem_bytes), *w = gb(ops);
