@@ -11,7 +11,8 @@
 ** its generation (30 bits of it: a slot is not reused 2^30 times while one
 ** event waits). */
 enum { WAKE_START = 0, WAKE_RTO = 1, WAKE_CC = 2, WAKE_PACE = 3 };
-#define WAKE(kind, f) (((uint64_t)((f)->gen & 0x3fffffffu) << 34) | ((uint64_t)(f)->slot << 2) | (kind))
+#define WAKE_GEN_OF(f) ((f)->gen & 0x3fffffffu)
+#define WAKE(kind, f) (((uint64_t)WAKE_GEN_OF(f) << 34) | ((uint64_t)(f)->slot << 2) | (kind))
 #define WAKE_SLOT(arg) ((uint32_t)((arg) >> 2))
 #define WAKE_GEN(arg) ((uint32_t)((arg) >> 34))
 
@@ -388,28 +389,27 @@ static void nic_receive(FabEngine *eng, FabNode *self, FabPkt *p, FabPort *in) {
     return;
   }
   FabFlow *f = fab_flow_at(nic->flows, p->flow);
-  if (fab_pkt_is_nvls(p->type)) {
+  if (fab_pkt_is_nvls(p->type)) { /* NVLS packets are the switch's too: not counted in inflight */
     nvls_rx(eng, nic, f, p);
-    fab_pkt_free(eng, p);
-    return;
-  }
-  g_assert(f->inflight > 0);
-  f->inflight--;
-  if (p->type == FAB_PKT_DATA) {
-    g_assert(p->dst == nic->id && f->dst == nic->id);
-    on_data(eng, nic, f, p);
   } else {
-    g_assert(p->dst == nic->id && f->src == nic->id);
-    on_ctrl(eng, nic, f, p);
+    g_assert(f->inflight > 0);
+    f->inflight--;
+    if (p->type == FAB_PKT_DATA) {
+      g_assert(p->dst == nic->id && f->dst == nic->id);
+      on_data(eng, nic, f, p);
+    } else {
+      g_assert(p->dst == nic->id && f->src == nic->id);
+      on_ctrl(eng, nic, f, p);
+    }
   }
   fab_pkt_free(eng, p);
-  maybe_release(nic, f);
+  maybe_release(nic, f); /* never an NVLS member */
 }
 
 static void nic_wake(FabEngine *eng, void *self, uint64_t arg) {
   FabNic *nic = self;
   FabFlow *f = (arg & 3) == WAKE_PACE ? NULL : fab_flow_at(nic->flows, WAKE_SLOT(arg));
-  if (f && WAKE_GEN(arg) != (f->gen & 0x3fffffffu)) return; /* a released flow's timer: it found the flow done */
+  if (f && WAKE_GEN(arg) != WAKE_GEN_OF(f)) return; /* a released flow's timer: it found the flow done */
   switch (arg & 3) {
   case WAKE_START:
     f->cc.rate_bps = f->cc.line_bps = f->path == FAB_PATH_NVL ? nic->cfg.nvl_bps : nic->cfg.bps;
