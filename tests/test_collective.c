@@ -121,7 +121,8 @@ static void check_dag(const FabDag *d, const FabCollEnv *env, const FabCollSpec 
         cr_assert(is_flow(p) || p->kind == FAB_OP_NVLS, "op %u: SENT on a non-flow", i);
         cr_assert(p->src == o->src || p->src == o->dst, "op %u: SENT on a third rank's flow", i);
       } else if (o->kind == FAB_OP_FLOW && p->kind == FAB_OP_FLOW) { /* what arrived here, or a slot kept */
-        cr_assert(p->dst == o->src || (p->src == o->src && p->dst == o->dst),
+        bool ce = g_str_equal(g_array_index(d->colls, FabCollDef, coll).algorithm, "ce"); /* or, copy engines: */
+        cr_assert(p->dst == o->src || (p->src == o->src && (p->dst == o->dst || ce)), /* its own copies landed */
                   "flow %u (%u->%u) waits for flow %u (%u->%u), which did not arrive at %u", i, o->src, o->dst, at,
                   p->src, p->dst, o->src);
       } else if (o->kind == FAB_OP_FLOW && p->kind == FAB_OP_NVLS) {
@@ -592,6 +593,104 @@ Test(pairwise, rounds_in_order) {
   }
 }
 
+/* ---- copy engines --------------------------------------------------------------- */
+
+/* cta_zero in one NVLink domain: allgather and all-to-all take the copy
+** engines (ce). Per rank: n-1 flags out (after its BEGIN, paying the launch
+** and the flag work), its n-1 copies after every peer's flag reached it, to
+** i+1, i+2, ... (allgather: its own part; all-to-all: the receiver's
+** block), then n-1 flags after all its copies landed; it ends when every
+** peer's second flag reached it. No per-channel SM limit on the copies. */
+Test(ce, a_barrier_the_copies_a_barrier) {
+  for (int a2a = 0; a2a < 2; a2a++)
+    for (size_t z = 0; z < NSIZES; z++) {
+      uint32_t n = sizes[z], e[MAXR];
+      FabCollEnv env = gpus(1, n);
+      env.costs.launch = 7 * FAB_US, env.costs.ce_sync = 3 * FAB_US;
+      uint64_t S = 4096ull * n + 4 * (n - 1), rx[MAXR]; /* parts differ by an element */
+      FabCollSpec s = spec(a2a ? FAB_COLL_ALL_TO_ALL : FAB_COLL_ALLGATHER, FAB_ALGO_AUTO, S, n);
+      s.cta_zero = true;
+      s.channels = 0;
+      s.protocol = FAB_PROTO_AUTO;
+      int32_t coll;
+      FabDag *d = expand(&env, &s, e, &coll);
+      const FabCollDef *def = &g_array_index(d->colls, FabCollDef, coll);
+      cr_assert_str_eq(def->algorithm, "ce");
+      cr_assert_str_eq(def->protocol, "memcpy");
+      check_dag(d, &env, &s, coll, e);
+      uint32_t len = fab_dag_len(d), out[3 * MAXR];
+      cr_assert_eq(count_kind(d, FAB_OP_FLOW), 3 * n * (n - 1));
+      received(d, &s, rx);
+      for (uint32_t r = 0; r < n; r++) {
+        uint64_t want = 2 * (n - 1) * 4;
+        for (uint32_t i = 0; i < n; i++)
+          if (i != r) want += (S / 4) / n * 4 + ((a2a ? r : i) < (S / 4) % n ? 4 : 0);
+        cr_assert_eq(rx[r], want, "rank %u received %" G_GUINT64_FORMAT ", not %" G_GUINT64_FORMAT, r, rx[r], want);
+      }
+      uint64_t *ready = g_new(uint64_t, len), *done = g_new(uint64_t, len);
+      play(d, ready, done);
+      for (uint32_t r = 0; r < n; r++) {
+        cr_assert_eq(flows_of(d, r, true, out), 3 * (n - 1));
+        for (uint32_t k = 0; k < 3 * (n - 1); k++) {
+          const FabOp *o = op_at(d, out[k]);
+          uint32_t phase = k / (n - 1), to = (r + k % (n - 1) + 1) % n;
+          cr_assert_eq(o->dst, to, "rank %u's flow %u goes to %u", r, k, o->dst);
+          cr_assert_eq(o->max_bps, 0, "no channel limit");
+          cr_assert_eq(o->pre, phase == 0 ? 10 * FAB_US : phase == 1 ? 0 : 3 * FAB_US);
+          if (phase != 1) cr_assert_eq(o->bytes, 4, "a flag");
+          if (phase == 1) /* a copy: every peer's first flag is in */
+            for (uint32_t i = 0; i < len; i++)
+              if (op_at(d, i)->dst == r && op_at(d, i)->bytes == 4 && i < out[n - 1])
+                cr_assert_geq(ready[out[k]], done[i], "rank %u copied before flag %u reached it", r, i);
+          if (phase == 2) /* a second flag: all its copies landed */
+            for (uint32_t c = n - 1; c < 2 * (n - 1); c++) cr_assert_geq(ready[out[k]], done[out[c]]);
+        }
+      }
+      g_free(ready);
+      g_free(done);
+      fab_dag_free(d);
+    }
+}
+
+/* Where NCCL has no copy-engine path, cta_zero changes nothing but says so:
+** ranks in two NVLink domains (its hierarchical path is not modelled), no
+** NVLink at all; and other collectives never take it. */
+Test(ce, only_in_one_nvlink_domain_and_says_so_elsewhere) {
+  uint32_t e[MAXR];
+  FabCollEnv two = gpus(2, 4), h = hosts(8), one = gpus(1, 8);
+  FabCollEnv *envs[] = {&two, &h};
+  const char *why[] = {"span NVLink domains", "no NVLink"};
+  for (int k = 0; k < 2; k++) {
+    GPtrArray *w = g_ptr_array_new_with_free_func(g_free);
+    envs[k]->warnings = w;
+    FabCollSpec s = spec(FAB_COLL_ALLGATHER, FAB_ALGO_AUTO, 1 << 20, 8);
+    s.cta_zero = true;
+    FabDag *d = expand(envs[k], &s, e, NULL);
+    cr_assert_str_neq(g_array_index(d->colls, FabCollDef, 0).algorithm, "ce");
+    cr_assert_eq(w->len, 1);
+    cr_assert(strstr(g_ptr_array_index(w, 0), "cta_policy zero: allgather on 8 ranks runs NCCL's SM kernels"));
+    cr_assert(strstr(g_ptr_array_index(w, 0), why[k]), "%s", (char *)g_ptr_array_index(w, 0));
+    fab_dag_free(d);
+    g_ptr_array_unref(w);
+    envs[k]->warnings = NULL;
+  }
+  GPtrArray *w = g_ptr_array_new_with_free_func(g_free);
+  one.warnings = w;
+  FabCollSpec s = spec(FAB_COLL_ALLREDUCE, FAB_ALGO_AUTO, 1 << 20, 8);
+  s.cta_zero = true;
+  FabDag *d = expand(&one, &s, e, NULL);
+  cr_assert_str_neq(g_array_index(d->colls, FabCollDef, 0).algorithm, "ce");
+  cr_assert_eq(w->len, 0, "an allreduce has no copy-engine path in NCCL: nothing to say");
+  fab_dag_free(d);
+  /* an explicit algorithm gives way, as NCCL takes the copy engines before any algorithm choice */
+  s = spec(FAB_COLL_ALLGATHER, FAB_ALGO_RING, 1 << 20, 8);
+  s.cta_zero = true;
+  d = expand(&one, &s, e, NULL);
+  cr_assert_str_eq(g_array_index(d->colls, FabCollDef, 0).algorithm, "ce");
+  fab_dag_free(d);
+  g_ptr_array_unref(w);
+}
+
 Test(sendrecv, each_rank_to_the_next) {
   for (size_t z = 0; z < NSIZES; z++) {
     uint32_t n = sizes[z], e[MAXR];
@@ -1038,6 +1137,15 @@ Test(errors, algorithms_where_they_cannot_run) {
   s = spec(FAB_COLL_ALLREDUCE, FAB_ALGO_NVLS, 1 << 20, 4);
   s.protocol = FAB_PROTO_LL;
   fails_with(&two, &s, "simple protocol only");
+  FabCollEnv one = gpus(1, 8);
+  s = spec(FAB_COLL_ALLREDUCE, FAB_ALGO_CE, 1 << 20, 8);
+  fails_with(&one, &s, "ce (NCCL's copy-engine collectives) runs allgather and all-to-all only (not allreduce)");
+  s = spec(FAB_COLL_ALLGATHER, FAB_ALGO_CE, 1 << 20, 8);
+  fails_with(&two, &s, "ce needs all ranks in one NVLink domain");
+  fails_with(&h, &s, "ce needs an NVLink domain");
+  s = spec(FAB_COLL_ALL_TO_ALL, FAB_ALGO_CE, 1 << 20, 8);
+  s.protocol = FAB_PROTO_LL;
+  fails_with(&one, &s, "no NCCL protocol (not ll)");
 }
 
 Test(errors, uneven_groups_and_bad_ranks) {

@@ -473,3 +473,66 @@ Test(protocol, ll_is_limited_on_the_gpu) {
   cr_assert_gt(ll, 25.0, "but not far below it: %g GB/s", ll);
   cr_assert_gt(ll128, 100.0, "LL128 is not limited so: %g GB/s", ll128);
 }
+
+/* ---- copy engines ----------------------------------------------------------- */
+
+/* An allgather on the copy engines (cta_policy zero) on one DGX H100, S =
+** 64 MiB with NCCL's costs at zero: every GPU writes 7 parts of S/8 into
+** its NVLink port at once, so the copies take 7/8 S at the NVLink rate
+** (370.8 GB/s; each 64 KiB segment carries a 16-byte header), and the two
+** barriers and the last copy add their paths: 500 ns GPU to GPU each, and
+** the last segment's store and forward in the NVSwitch. A 5 us start and
+** 10 us more flag work cost exactly 5 + 2 x 10 us more, as every rank pays
+** the same (from 10 us of flag work on, so no flag meets a late copy). */
+static double ce_allgather_s(const char *costs, uint64_t S) {
+  FabScenario *sc;
+  char *y = g_strdup_printf("cluster: {node: dgx-h100, nodes: 1, nccl: {%s}}\n"
+                            "fabric: {topology: {kind: single-switch}}\n"
+                            "workload: {kind: collective, op: allgather, size: %" G_GUINT64_FORMAT
+                            ", cta_policy: zero}\n", costs, S);
+  FabResults r = run_yaml(y, &sc);
+  cr_assert_eq(r.n_colls, 1);
+  cr_assert_str_eq(r.colls[0].algorithm, "ce");
+  cr_assert_str_eq(r.colls[0].protocol, "memcpy");
+  cr_assert_eq(r.n_flows, 3 * 8 * 7, "flags, copies, flags");
+  uint64_t *rx = rx_bytes(&r, 8);
+  for (uint32_t i = 0; i < 8; i++) cr_assert_eq(rx[i], 7 * (S / 8) + 2 * 7 * 4, "rank %u: 7 parts and 14 flags", i);
+  g_free(rx);
+  double t = fab_time_to_s(r.colls[0].end - r.colls[0].start);
+  testscen_done(sc, &r);
+  return t;
+}
+
+Test(ce, allgather_moves_at_the_nvlink_rate_and_pays_its_barriers) {
+  const uint64_t S = 64ull << 20;
+  double t0 = ce_allgather_s("launch: 0, ce_sync: 0", S);
+  double seg = (65536 + 16) / 370.8e9; /* the switch stores and forwards the last segment */
+  double want = 7.0 * S / 8 * (65536 + 16) / 65536 / 370.8e9 + 3 * 500e-9 + seg;
+  cr_assert(fabs(t0 - want) < want * 1e-3, "the allgather took %.9g s, on paper %.9g s", t0, want);
+  double t1 = ce_allgather_s("launch: 0, ce_sync: 10us", S), t2 = ce_allgather_s("launch: 5us, ce_sync: 20us", S);
+  cr_assert(fabs((t2 - t1) - 25e-6) < 1e-12, "5 us start + 2 x 10 us more flag work: %.12g s more", t2 - t1);
+}
+
+/* A training step's ZeRO-3 gathers take the copy engines with cta_policy
+** zero, its reduce-scatters NCCL's kernels (NCCL has no copy-engine
+** reduction). */
+Test(ce, training_gathers_on_the_copy_engines) {
+  FabScenario *sc;
+  FabResults r = run_yaml(g_strdup("cluster: {node: dgx-h100, nodes: 1}\n"
+                                   "fabric: {topology: {kind: single-switch}}\n"
+                                   "workload:\n  kind: training\n  cta_policy: zero\n"
+                                   "  model: {layers: 2, hidden: 1024, ffn: 4096, seq: 512, global_batch: 8}\n"
+                                   "  parallelism: {dp: 8, zero: 3}\n"), &sc);
+  uint32_t ag = 0, rs = 0;
+  for (size_t i = 0; i < r.n_colls; i++) {
+    if (g_str_equal(r.colls[i].op, "allgather")) {
+      cr_assert_str_eq(r.colls[i].algorithm, "ce");
+      ag++;
+    } else if (g_str_equal(r.colls[i].op, "reduce-scatter")) {
+      cr_assert_str_neq(r.colls[i].algorithm, "ce");
+      rs++;
+    }
+  }
+  cr_assert(ag > 0 && rs > 0, "%u gathers, %u reduce-scatters", ag, rs);
+  testscen_done(sc, &r);
+}

@@ -515,6 +515,52 @@ void fab_coll__send_recv(Ex *x, uint64_t bytes) {
     }
 }
 
+/* ---- copy engines ----------------------------------------------------------- */
+
+#define CE_FLAG_BYTES 4 /* a barrier's flag: one 32-bit sequence number (ce_coll.cc) */
+
+/* One barrier of NCCL's ncclMemOpSync: every rank i writes its flag into
+** every peer after deps[i][0 .. nd[i]) (none: after its phase's start);
+** rank i is through once all peers' flags reached it (the phase's JOIN, or
+** the END after the last barrier). */
+static void ce_barrier(Ex *x, uint32_t *const *deps, const uint32_t *nd, unsigned flags) {
+  uint32_t n = x->n;
+  for (uint32_t i = 0; i < n && !x->over; i++) {
+    bool after = deps && nd[i];
+    for (uint32_t k = 1; k < n; k++)
+      fab_coll__flow(x, i, (i + k) % n, CE_FLAG_BYTES, F_SYNC | flags, after ? deps[i] : &x->ready[i],
+                     after ? nd[i] : 1);
+  }
+}
+
+/* NCCL's copy-engine allgather and all-to-all in one NVLink domain
+** (src/ce_coll.cc ncclCeAllGather, ncclCeAlltoAll): a barrier, then each
+** rank's copies to its peers i+1, i+2, ... as one batch (allgather: its own
+** part to every peer; all-to-all: block j of its buffer to rank j), then a
+** barrier once its copies have landed. The batch's copies run together,
+** sharing the GPU's NVLink port (and the copy engines' rate, ce_bps); the
+** copy into its own buffer stays in HBM and is not modelled. The first
+** barrier pays the start (`launch`), each flag `ce_sync`. */
+void fab_coll__ce(Ex *x, uint64_t bytes, bool a2a) {
+  uint32_t n = x->n;
+  if (n < 2 || bytes == 0) return;
+  ce_barrier(x, NULL, NULL, F_LAUNCH);
+  fab_coll__phase_end(x, FAB_MARK_JOIN, NULL);
+  uint32_t **copies = g_new(uint32_t *, n), *buf = g_new(uint32_t, (size_t)n * (n - 1)), *nc = g_new0(uint32_t, n);
+  for (uint32_t i = 0; i < n; i++) {
+    copies[i] = buf + (size_t)i * (n - 1);
+    for (uint32_t k = 1; k < n && !x->over; k++) {
+      uint32_t j = (i + k) % n;
+      uint64_t b = fab_coll__part(x, bytes, n, a2a ? j : i);
+      if (b) copies[i][nc[i]++] = fab_coll__flow(x, i, j, b, 0, &x->ready[i], 1);
+    }
+  }
+  ce_barrier(x, copies, nc, 0);
+  g_free(nc);
+  g_free(buf);
+  g_free(copies);
+}
+
 /* ---- NVLS ------------------------------------------------------------------- */
 
 /* One NVLink domain: every rank's part of one NVLS allreduce (the switch

@@ -3,7 +3,7 @@
 ** collective.c expands a collective (the frame: ranks, phases, chunks, the
 ** estimate, and the ops' common shape); coll_algos.c holds the algorithms
 ** (ring, chain, tree, PAT, pairwise, send-recv, NVLS, NVLS+tree,
-** hierarchical); tuner.c holds NCCL's cost model and its figures. Not for use
+** hierarchical, copy engines); tuner.c holds NCCL's cost model and its figures. Not for use
 ** outside workloads/coll*.c and tuner.c.
 */
 #ifndef FAB_COLL_INT_H
@@ -71,7 +71,8 @@ static inline uint64_t fab_coll__ceil_div(uint64_t a, uint64_t b) { return a / b
 /* Whether protocol p exists for algorithm a in NCCL. */
 static inline bool fab_coll__proto_ok(FabCollAlgo a, FabProto p) {
   return p == FAB_PROTO_SIMPLE ||
-         !(a == FAB_ALGO_NVLS || a == FAB_ALGO_NVLS_TREE || a == FAB_ALGO_PAT || a == FAB_ALGO_COLLNET);
+         !(a == FAB_ALGO_NVLS || a == FAB_ALGO_NVLS_TREE || a == FAB_ALGO_PAT || a == FAB_ALGO_COLLNET ||
+           a == FAB_ALGO_CE);
 }
 
 /* ---- groups of ranks (collective.c) ---------------------------------------- */
@@ -148,6 +149,7 @@ enum {
   F_READY = 1,  /* first piece on a connection: wait for both ends to be in the phase */
   F_LAUNCH = 2, /* a rank's first step: pay the kernel's launch (FabNcclCosts.launch) */
   F_REDUCE = 4, /* the receiver reduces it */
+  F_SYNC = 8,   /* a copy-engine barrier's flag: pays FabNcclCosts.ce_sync */
 };
 
 typedef struct Ex {
@@ -200,6 +202,7 @@ void fab_coll__tree(Ex *x, const uint32_t *mem, uint32_t k, uint64_t bytes, bool
 void fab_coll__pat(Ex *x, uint64_t bytes, bool rs);
 void fab_coll__pairwise(Ex *x, uint64_t bytes);
 void fab_coll__send_recv(Ex *x, uint64_t bytes);
+void fab_coll__ce(Ex *x, uint64_t bytes, bool a2a);
 void fab_coll__run_nvls(Ex *x);
 void fab_coll__run_nvls_tree(Ex *x, const Groups *dom, uint32_t G, uint32_t *end);
 void fab_coll__run_hierarchical(Ex *x, const Groups *nodes, uint32_t L, uint32_t *end);

@@ -75,6 +75,12 @@
 **                 sendrecv_perf).
 **   collnet       in-network reduction (SHARP): not modelled yet; see
 **                 collnet_expand(), the hook where its ops will be made.
+**   ce            NCCL's copy-engine allgather and all-to-all (ce_coll.cc),
+**                 inside one NVLink domain: a barrier of flags, every
+**                 rank's copies to all its peers at once, a second barrier
+**                 after its copies landed (coll_algos.c). No channels, no
+**                 slots, no protocol: the copy engines write the peers'
+**                 buffers directly.
 **
 ** Protocols (NCCL's LL, LL128, Simple) cost three things. Bandwidth: LL moves
 ** 8 data bytes in every 16 on the wire, LL128 120 in every 128, Simple all of
@@ -121,8 +127,9 @@
 const char *const fab_coll_op_names[FAB_COLL_N + 1] = {"allreduce", "allgather", "reduce-scatter", "broadcast",
                                                        "reduce", "all-to-all", "send-recv", NULL};
 const char *const fab_coll_algo_names[FAB_ALGO_N + 1] = {"auto", "ring", "tree", "nvls", "nvls-tree", "hierarchical",
-                                                         "pat", "pairwise", "collnet", NULL};
+                                                         "pat", "pairwise", "collnet", "ce", NULL};
 const char *const fab_proto_names[FAB_PROTO_N + 1] = {"auto", "simple", "ll128", "ll", NULL};
+const char *const fab_cta_policy_names[3] = {"default", "zero", NULL};
 
 /* The wire bytes of `payload` under protocol `p`. */
 static uint64_t wire_bytes(FabProto p, uint64_t payload) {
@@ -196,6 +203,8 @@ fab_time_t fab_coll__us_ps(double us) { return (fab_time_t)llround(us * 1e6); }
 ** the kernel's launch. The wire itself is the fabric's. */
 fab_time_t fab_coll__hop_lat(const Ex *x, uint32_t s, uint32_t r, unsigned flags) {
   const FabNcclCosts *k = &x->env->costs;
+  if (x->algo == FAB_ALGO_CE) /* no kernel steps: the barrier's flag work, and the start */
+    return (flags & F_SYNC ? k->ce_sync : 0) + (flags & F_LAUNCH ? k->launch : 0);
   fab_time_t pre = k->step[fab_coll__pidx(x->proto)];
   if (!fab_coll__same_domain(x->env, x->ep[s], x->ep[r]))
     pre += k->proxy + (x->proto == FAB_PROTO_SIMPLE ? k->flush : 0);
@@ -400,6 +409,8 @@ static uint64_t default_chunk(Ex *x, const Topo *t) {
   }
   case FAB_ALGO_NVLS:
     return MAX(x->c->bytes, 1);
+  case FAB_ALGO_CE: /* one copy per peer, whole */
+    return MAX(fab_coll__ceil_div(x->c->bytes, x->n), 1);
   default:
     break;
   }
@@ -466,10 +477,20 @@ static double estimate(const Ex *x, uint32_t G, uint32_t L) {
   case FAB_ALGO_PAIRWISE:
     f = n * (n - 1) * pcs(x, S / n + u, C);
     break;
+  case FAB_ALGO_CE:
+    f = 3 * n * (n - 1); /* flags, copies, flags */
+    break;
   default:
     break;
   }
   return f + 4 * n; /* BEGIN, END, up to two joins */
+}
+
+/* The first rank not in rank 0's NVLink domain (there is one). */
+static uint32_t other_domain(const Ex *x) {
+  uint32_t D = x->env->nvl_domain, i = 1;
+  while (x->ep[i] / D == x->ep[0] / D) i++;
+  return i;
 }
 
 /* The algorithm can run op here? (err when not) */
@@ -478,8 +499,8 @@ static gboolean check(const Ex *x, const Topo *t, const Groups *nodes, const Gro
   FabCollOp op = x->c->op;
   FabCollAlgo a = x->algo;
   const char *an = fab_coll_algo_names[a], *pn = fab_proto_names[x->proto];
-  if (op == FAB_COLL_ALL_TO_ALL && a != FAB_ALGO_PAIRWISE)
-    return fail(err, "all-to-all runs the pairwise algorithm only (not %s)", an);
+  if (op == FAB_COLL_ALL_TO_ALL && a != FAB_ALGO_PAIRWISE && a != FAB_ALGO_CE)
+    return fail(err, "all-to-all runs the pairwise algorithm (or ce, NCCL's copy engines) only (not %s)", an);
   if (op == FAB_COLL_SEND_RECV && a != FAB_ALGO_RING)
     return fail(err, "send-recv runs with algorithm auto or ring (not %s)", an);
   switch (a) {
@@ -493,8 +514,7 @@ static gboolean check(const Ex *x, const Topo *t, const Groups *nodes, const Gro
       return fail(err, "nvls needs an NVSwitch that reduces (sm90 and later; cluster.nvlink.nvls not false), and this "
                   "cluster's has none");
     if (t->domains != 1) {
-      uint32_t i = 1;
-      while (!(x->ep[i] / env->nvl_domain != x->ep[0] / env->nvl_domain)) i++;
+      uint32_t i = other_domain(x);
       return fail(err, "nvls needs all ranks in one NVLink domain, but rank 0 (endpoint %u) and rank %u (endpoint "
                   "%u) are in different domains of %u: use nvls-tree across domains", x->ep[0], i, x->ep[i],
                   env->nvl_domain);
@@ -527,6 +547,21 @@ static gboolean check(const Ex *x, const Topo *t, const Groups *nodes, const Gro
     break;
   case FAB_ALGO_COLLNET:
     return fail(err, "collnet (SHARP in-network reduction) is not available: fabric.switch.sharp is not modelled yet");
+  case FAB_ALGO_CE:
+    if (op != FAB_COLL_ALLGATHER && op != FAB_COLL_ALL_TO_ALL)
+      return fail(err, "ce (NCCL's copy-engine collectives) runs allgather and all-to-all only (not %s)",
+                  fab_coll_op_names[op]);
+    if (x->c->algorithm == FAB_ALGO_CE && x->c->protocol != FAB_PROTO_AUTO && x->c->protocol != FAB_PROTO_SIMPLE)
+      return fail(err, "ce moves data with the copy engines, which have no NCCL protocol (not %s): leave protocol "
+                  "auto", pn);
+    if (!env->nvl_domain || t->nvl <= 0) return fail(err, "ce needs an NVLink domain, and this cluster has none");
+    if (t->domains != 1) {
+      uint32_t i = other_domain(x);
+      return fail(err, "ce needs all ranks in one NVLink domain (NCCL's hierarchical copy-engine path across "
+                  "domains is not modelled), but rank 0 (endpoint %u) and rank %u (endpoint %u) are in different "
+                  "domains of %u", x->ep[0], i, x->ep[i], env->nvl_domain);
+    }
+    break;
   default:
     break;
   }
@@ -629,16 +664,23 @@ int32_t fab_coll_expand(FabDag *d, const FabCollEnv *env, const FabCollSpec *c, 
   if (c->algorithm == FAB_ALGO_COLLNET && env->collnet) return collnet_expand(d, env, c, start, end, err);
 
   FabCollSpec s = *c;
-  if (s.algorithm == FAB_ALGO_AUTO || s.protocol == FAB_PROTO_AUTO || !s.channels) fab_coll_tune(env, &s);
+  if (s.algorithm == FAB_ALGO_AUTO || s.protocol == FAB_PROTO_AUTO || !s.channels || s.cta_zero) fab_coll_tune(env, &s);
   Topo t;
   fab_coll__topo_make(&t, env, &s);
+  if (s.cta_zero && s.algorithm != FAB_ALGO_CE && n > 1 && env->warnings &&
+      (c->op == FAB_COLL_ALLGATHER || c->op == FAB_COLL_ALL_TO_ALL))
+    warn_once(env->warnings, "cta_policy zero: %s on %u ranks runs NCCL's SM kernels (%s), not the copy engines: %s",
+              fab_coll_op_names[c->op], n, fab_coll_algo_names[s.algorithm],
+              t.nvl <= 0 ? "there is no NVLink" : "its ranks span NVLink domains, and NCCL's hierarchical "
+              "copy-engine path (RMA proxy) is not modelled");
   uint32_t dt = c->dtype_bytes ? c->dtype_bytes : 1;
   Ex x = {.d = d, .env = env, .c = c, .algo = s.algorithm, .proto = s.protocol, .n = n, .ep = c->ranks,
           .channels = MAX(s.channels, 1u), .unit = c->bytes % dt == 0 ? dt : 1};
   /* what the GPU side can move: a channel's SM per protocol (wire bits/s), and for LL a rank over all its
   ** channels (LL's ceiling, twice that on the wire) */
   const FabNcclCosts *k = &env->costs;
-  if (x.proto == FAB_PROTO_LL) x.cap_bps = 2 * fab_coll__ll_ceiling(env, &t);
+  if (x.algo == FAB_ALGO_CE) x.cap_bps = k->ce_bps; /* no SM, no channel: the copy engines together */
+  else if (x.proto == FAB_PROTO_LL) x.cap_bps = 2 * fab_coll__ll_ceiling(env, &t);
   else x.flow_bps = x.proto == FAB_PROTO_LL128 ? k->channel_bps[1] / 120 * 128 : k->channel_bps[2];
   uint32_t *all = g_new(uint32_t, n);
   for (uint32_t i = 0; i < n; i++) all[i] = i;
@@ -655,7 +697,7 @@ int32_t fab_coll_expand(FabDag *d, const FabCollEnv *env, const FabCollSpec *c, 
   if (c->op == FAB_COLL_ALLGATHER || c->op == FAB_COLL_REDUCE_SCATTER) elems = elems / (4ull * n) * 4; /* ALIGN 4 */
   else if (c->op == FAB_COLL_ALL_TO_ALL) elems /= n;
   FabCollDef def = {.op = fab_coll_op_names[c->op], .algorithm = fab_coll_algo_names[x.algo],
-                    .protocol = fab_proto_names[x.proto], .tag = c->tag, .bytes = c->bytes,
+                    .protocol = x.algo == FAB_ALGO_CE ? "memcpy" : fab_proto_names[x.proto], .tag = c->tag, .bytes = c->bytes,
                     .count = (uint32_t)MIN(elems, (uint64_t)UINT32_MAX), .dtype_bytes = dt, .nranks = n,
                     .root = (c->op == FAB_COLL_BROADCAST || c->op == FAB_COLL_REDUCE) ? (int32_t)c->root : -1,
                     .channels = x.channels, .chunk = x.chunk, .job = c->job, .step = c->step};
@@ -701,6 +743,10 @@ int32_t fab_coll_expand(FabDag *d, const FabCollEnv *env, const FabCollSpec *c, 
     break;
   case FAB_ALGO_PAIRWISE:
     fab_coll__pairwise(&x, S);
+    fab_coll__phase_end(&x, FAB_MARK_COLL_END, endv);
+    break;
+  case FAB_ALGO_CE:
+    fab_coll__ce(&x, S, c->op == FAB_COLL_ALL_TO_ALL);
     fab_coll__phase_end(&x, FAB_MARK_COLL_END, endv);
     break;
   default:

@@ -11,7 +11,9 @@
 ** a tree across domains), hierarchical (inside each node, then across nodes,
 ** then inside again), PAT (allgather, reduce-scatter), pairwise all-to-all,
 ** collnet (the in-network reduction hook: until the SHARP issue lands it is
-** rejected as not available), and the ring / direct pattern of send-recv.
+** rejected as not available), the ring / direct pattern of send-recv, and
+** ce (NCCL's copy-engine allgather and all-to-all inside one NVLink domain,
+** taken when cta_zero asks for it).
 **
 ** Channels split the data into parallel rings or trees; chunking cuts each
 ** step's data into pieces of `chunk` bytes that pipeline (a piece moves on
@@ -37,13 +39,17 @@ extern const char *const fab_coll_op_names[FAB_COLL_N + 1];  /* "allreduce", ...
 
 typedef enum {
   FAB_ALGO_AUTO = 0, FAB_ALGO_RING, FAB_ALGO_TREE, FAB_ALGO_NVLS, FAB_ALGO_NVLS_TREE, FAB_ALGO_HIERARCHICAL,
-  FAB_ALGO_PAT, FAB_ALGO_PAIRWISE, FAB_ALGO_COLLNET, FAB_ALGO_N
+  FAB_ALGO_PAT, FAB_ALGO_PAIRWISE, FAB_ALGO_COLLNET, FAB_ALGO_CE, FAB_ALGO_N
 } FabCollAlgo;
 extern const char *const fab_coll_algo_names[FAB_ALGO_N + 1]; /* "auto", "ring", "tree", "nvls", "nvls-tree",
-                                                              ** "hierarchical", "pat", "pairwise", "collnet", NULL */
+                                                              ** "hierarchical", "pat", "pairwise", "collnet", "ce",
+                                                              ** NULL */
 
 typedef enum { FAB_PROTO_AUTO = 0, FAB_PROTO_SIMPLE, FAB_PROTO_LL128, FAB_PROTO_LL, FAB_PROTO_N } FabProto;
 extern const char *const fab_proto_names[FAB_PROTO_N + 1];   /* "auto", "simple", "ll128", "ll", NULL */
+
+/* NCCL_CTA_POLICY as a workload key: "default", "zero" (FabCollSpec.cta_zero), NULL. */
+extern const char *const fab_cta_policy_names[3];
 
 /* What NCCL's kernels and proxy cost in the simulation, apart from moving
 ** bytes over links (the tuner keeps NCCL's own constants to choose). Times
@@ -58,6 +64,10 @@ typedef struct FabNcclCosts {
   fab_time_t flush;         /* per Simple piece over the network: the receiver's GPUDirect flush */
   uint64_t channel_bps[3];  /* bits/s of data one channel (one SM's CTA) moves, [1] LL128, [2] Simple; [0] what
                             ** a rank moves over all its LL channels (LL's ceiling; 0: NCCL's for the node count) */
+  fab_time_t ce_sync;       /* copy-engine collectives: a rank's flag work in each of their two barriers (stream
+                            ** memory operations: the write into each peer, the wait for theirs) */
+  uint64_t ce_bps;          /* copy-engine collectives: bits/s a GPU's copy engines move together (0: no limit
+                            ** beyond NVLink) */
 } FabNcclCosts;
 
 /* cluster.nccl: the keys that set FabNcclCosts (unset ones keep
@@ -112,6 +122,9 @@ typedef struct FabCollSpec {
   uint16_t job, step;
   const char *tag;          /* FabCollDef.tag (interned or static) */
   fab_time_t start;         /* not before this (absolute ps) */
+  bool cta_zero;            /* NCCL_CTA_POLICY=ZERO with symmetric-registered buffers (nccl-tests -x 2 -R 2):
+                            ** allgather and all-to-all inside one NVLink domain run on the copy engines (ce),
+                            ** whatever the algorithm, as NCCL takes that path before any algorithm choice */
 } FabCollSpec;
 
 /* Expand `c` into `d`. start[i] (NULL, or entries FAB_OP_NONE: none) is the

@@ -113,6 +113,7 @@ const FabCfgKey fab_training_schema[] = {
   TK("protocol", FAB_CFG_ENUM, protocol, .def = "auto", .choices = fab_proto_names),
   TK("channels", FAB_CFG_UINT, channels, .def = "0", .min = 0, .max = 64),
   TK("chunk", FAB_CFG_SIZE, chunk, .def = "0", .max = 0x1p50),
+  TK("cta_policy", FAB_CFG_ENUM, cta_policy, .def = "default", .choices = fab_cta_policy_names),
   FAB_CFG_END_ROW,
 };
 
@@ -261,6 +262,7 @@ typedef struct Train {
   gboolean overlap;
   FabCollAlgo algo;
   FabProto proto;
+  bool cta_zero;
   uint32_t channels;
   uint64_t chunk;      /* bytes per pipelined piece of a collective; 0: the protocol's */
   Block *blk;          /* [pp * nb] */
@@ -361,7 +363,7 @@ static gboolean coll(Train *t, int gk, uint32_t s, FabCollOp op, uint64_t bytes,
     }
     FabCollSpec c = {.op = op, .algorithm = t->algo, .protocol = t->proto, .bytes = bytes,
                      .dtype_bytes = t->dtype, .nranks = n, .ranks = t->eps, .channels = t->channels, .chunk = t->chunk,
-                     .job = t->job, .step = t->step, .tag = tag, .start = t->start};
+                     .job = t->job, .step = t->step, .tag = tag, .start = t->start, .cta_zero = t->cta_zero};
     GError *e = NULL;
     uint32_t before = fab_dag_len(t->d);
     if (fab_coll_expand(t->d, t->env, &c, t->st, t->en, &e) < 0) {
@@ -397,7 +399,7 @@ static gboolean group_ops(Train *t, GHashTable *seen, int gk, uint32_t s, FabCol
     for (uint32_t q = 0; q < n; q++) t->eps[q] = t->ranks[t->mem[q]], t->st[q] = FAB_OP_NONE;
     FabCollSpec c = {.op = op, .algorithm = t->algo, .protocol = t->proto, .bytes = bytes, .dtype_bytes = t->dtype,
                      .nranks = n, .ranks = t->eps, .channels = t->channels, .chunk = t->chunk, .job = t->job,
-                     .tag = tag, .start = t->start};
+                     .tag = tag, .start = t->start, .cta_zero = t->cta_zero};
     GError *e = NULL;
     if (n >= 2 && fab_coll_expand(d, t->env, &c, t->st, t->en, &e) < 0) {
       fab_cfg_fail(t->coll_at, err, "%s %s of %" G_GUINT64_FORMAT " bytes over %u ranks: %s", tag,
@@ -866,6 +868,7 @@ static gboolean configure(Train *t, const FabTrainIn *inp, const FabCfgNode *wl,
   t->overlap = in.overlap;
   t->algo = (FabCollAlgo)in.algorithm;
   t->proto = (FabProto)in.protocol;
+  t->cta_zero = in.cta_policy == 1;
   t->channels = (uint32_t)in.channels;
   t->chunk = in.chunk;
   t->coll_at = fab_cfg_get(wl, "algorithm") ? fab_cfg_get(wl, "algorithm") : wl;

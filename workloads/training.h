@@ -56,6 +56,7 @@ typedef struct FabTrainIn {
   uint64_t chunk;                             /* bytes per pipelined piece of every collective; 0: auto */
   bool overlap;                               /* gradient reduction overlaps the backward */
   int algorithm, protocol;                    /* FabCollAlgo, FabProto of every collective */
+  int cta_policy;                             /* 1: zero (FabCollSpec.cta_zero) */
 } FabTrainIn;
 
 /* The training job's schema (fab_job_prefix spliced in first). */

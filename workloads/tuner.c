@@ -19,8 +19,8 @@
 ** as one node, as NCCL's MNNVL does), the host CPU is the preset's (or
 ** cluster.cpu: NCCL's llMaxBws multi-node row, its network post overhead and
 ** NVLS_TREE's correction depend on it), and plain hosts (no GPU) use the
-** Hopper rows and an Intel host. p2p (send-recv, all-to-all) has
-** no model in NCCL; the one here is fabsim's.
+** Hopper rows and an Intel host. p2p (send-recv, all-to-all) and the
+** copy-engine path have no model in NCCL; the ones here are fabsim's.
 */
 #include "coll_int.h"
 #include <math.h>
@@ -103,18 +103,26 @@ static const FabNcclArch arches[] = {
 **  - channels: NCCL's per-channel ceilings of tuning.cc, one node:
 **    perChMaxTreeBws for Simple, perChMaxRingLL128Bws for LL128; and for
 **    LL, a rank's over all its channels, llMaxBws (by architecture on one
-**    node, by the node count on several: fab_coll__ll_ceiling). */
+**    node, by the node count on several: fab_coll__ll_ceiling).
+**  - copy-engine collectives (ce_coll.cc): each barrier's flag work, 1 us a
+**    rank (ASSUMPTION: a stream write and a stream wait; no public figure),
+**    and no copy-engine limit below NVLink: cudaMemcpyPeerAsync between two
+**    H100s writes at 371-377 GB/s (p2pBandwidthLatencyTest, NVIDIA/nccl
+**    issue #1264), NCCL's effective NVLink rate (20.6 x 18 = 370.8) that
+**    fabsim's NVLink already runs at. The start is the kernel's `launch`
+**    (ASSUMPTION: the same per-collective cost on a back-to-back stream). */
 typedef struct Costs {
-  double launch, step[3], proxy, flush, ll, ll128, simple;
+  double launch, step[3], proxy, flush, ll, ll128, simple, ce_sync;
 } Costs;
 static const Costs costs[] = {
-  {6.05, {1.475, 1.975, 2.475}, 2.0, 1.0, 87.7, 20.0, 24.0},   /* Ampere */
-  {6.05, {0.0, 0.5, 1.0}, 2.0, 1.0, 141.0, 36.7, 38.7},        /* Hopper */
-  {6.05, {0.0, 0.5, 1.0}, 2.0, 1.0, 282.0, 40.0, 70.0},        /* Blackwell */
+  {6.05, {1.475, 1.975, 2.475}, 2.0, 1.0, 87.7, 20.0, 24.0, 1.0},   /* Ampere */
+  {6.05, {0.0, 0.5, 1.0}, 2.0, 1.0, 141.0, 36.7, 38.7, 1.0},        /* Hopper */
+  {6.05, {0.0, 0.5, 1.0}, 2.0, 1.0, 282.0, 40.0, 70.0, 1.0},        /* Blackwell */
 };
 
 FabNcclCosts fab_coll_costs_unset(void) {
-  FabNcclCosts k = {FAB_TIME_MAX, {FAB_TIME_MAX, FAB_TIME_MAX, FAB_TIME_MAX}, FAB_TIME_MAX, FAB_TIME_MAX, {0, 0, 0}};
+  FabNcclCosts k = {FAB_TIME_MAX, {FAB_TIME_MAX, FAB_TIME_MAX, FAB_TIME_MAX}, FAB_TIME_MAX, FAB_TIME_MAX, {0, 0, 0},
+                    FAB_TIME_MAX, 0};
   return k;
 }
 
@@ -129,6 +137,8 @@ const FabCfgKey fab_nccl_schema[] = {
   K("ll_bandwidth", FAB_CFG_RATE, channel_bps[0]),
   K("channel_ll128", FAB_CFG_RATE, channel_bps[1]),
   K("channel_simple", FAB_CFG_RATE, channel_bps[2]),
+  K("ce_sync", FAB_CFG_TIME, ce_sync, .min = 0, .max = 1e12),
+  K("ce_bandwidth", FAB_CFG_RATE, ce_bps),
   FAB_CFG_END_ROW,
 };
 #undef K
@@ -142,6 +152,7 @@ void fab_coll_costs_resolve(FabCollEnv *env) {
     if (k->step[p] == FAB_TIME_MAX) k->step[p] = fab_coll__us_ps(c->step[p]);
   if (k->proxy == FAB_TIME_MAX) k->proxy = fab_coll__us_ps(c->proxy);
   if (k->flush == FAB_TIME_MAX) k->flush = fab_coll__us_ps(c->flush);
+  if (k->ce_sync == FAB_TIME_MAX) k->ce_sync = fab_coll__us_ps(c->ce_sync);
   double def[3] = {0, c->ll128, c->simple}; /* LL's ceiling depends on the node count: fab_coll__ll_ceiling */
   for (int p = 1; p < 3; p++)
     if (!k->channel_bps[p]) k->channel_bps[p] = (uint64_t)llround(def[p] * 8e9);
@@ -406,6 +417,8 @@ static bool offered(const FabCollEnv *env, const Topo *t, FabCollOp op, FabCollA
   case FAB_ALGO_PAIRWISE: return op == FAB_COLL_ALL_TO_ALL;
   case FAB_ALGO_HIERARCHICAL: return (ar || agrs) && t->per_node;
   case FAB_ALGO_COLLNET: return ar && env->collnet;
+  case FAB_ALGO_CE: /* ncclCeAvailable: allgather, all-to-all; every rank reachable over NVLink */
+    return (op == FAB_COLL_ALLGATHER || op == FAB_COLL_ALL_TO_ALL) && t->domains == 1 && t->nvl > 0;
   default: return false;
   }
 }
@@ -456,6 +469,9 @@ static double model(const FabCollEnv *env, const Topo *t, FabCollOp op, FabCollA
     if (L > 1 && op != FAB_COLL_REDUCE_SCATTER) tt += model(env, &in, FAB_COLL_ALLGATHER, FAB_ALGO_RING, p, C, bytes);
     return tt;
   }
+  case FAB_ALGO_CE: /* NCCL has no model: it takes the copy engines whenever the CTA policy asks. fabsim's:
+                     ** each rank writes (n-1)/n of the data over its NVLink */
+    return (double)bytes * (n - 1) / n / (t->nvl * 1e9);
   case FAB_ALGO_COLLNET: {
     /* rough until the SHARP model lands: NCCL's collnet-direct latency, the
     ** rank's network share (each rank sends its data up once, gets the sum) */
@@ -503,6 +519,10 @@ double fab_coll_tune(const FabCollEnv *env, FabCollSpec *c) {
   }
   Topo t;
   fab_coll__topo_make(&t, env, c);
+  if (c->cta_zero && offered(env, &t, c->op, FAB_ALGO_CE)) { /* enqueue.cc: before any algorithm choice */
+    c->algorithm = FAB_ALGO_CE, c->protocol = FAB_PROTO_SIMPLE, c->channels = 1;
+    return model(env, &t, c->op, FAB_ALGO_CE, FAB_PROTO_SIMPLE, 1, c->bytes);
+  }
   FabCollAlgo algs[8];
   uint32_t na = 1;
   if (c->algorithm != FAB_ALGO_AUTO) algs[0] = c->algorithm;

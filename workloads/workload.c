@@ -27,7 +27,7 @@ typedef struct WorkloadIn {
   FabJobIn job;             /* first: fab_job_prefix's rows */
   uint64_t size, receiver, priority;
   const FabCfgNode *senders, *flows;
-  int op, algorithm, protocol, dtype;
+  int op, algorithm, protocol, dtype, cta_policy;
   uint64_t channels, chunk, root, min, max, factor, iters, warmup;
   const FabCfgNode *sizes;
   const FabCfgNode *a2a_size; /* kind all-to-all: `size`, refused (see read_all_to_all) */
@@ -49,6 +49,7 @@ static const FabCfgKey coll_rows[] = {
   K("channels", FAB_CFG_UINT, channels, .def = "0", .min = 0, .max = 64),
   K("chunk", FAB_CFG_SIZE, chunk, .def = "0", .max = 0x1p50),
   K("root", FAB_CFG_UINT, root, .def = "0"),
+  K("cta_policy", FAB_CFG_ENUM, cta_policy, .def = "default", .choices = fab_cta_policy_names),
   FAB_CFG_END_ROW,
 };
 
@@ -282,7 +283,7 @@ static const FabCfgNode *coll_at(const FabCfgNode *wl) {
 static void spec_from(FabCollSpec *c, const Job *j, const WorkloadIn *in) {
   *c = (FabCollSpec){(FabCollOp)in->op, (FabCollAlgo)in->algorithm, (FabProto)in->protocol, in->size,
                      dtype_size[in->dtype], j->n, j->ep, (uint32_t)in->root, (uint32_t)in->channels, in->chunk,
-                     (uint8_t)in->priority, j->id, 0, NULL, in->job.start};
+                     (uint8_t)in->priority, j->id, 0, NULL, in->job.start, in->cta_policy == 1};
 }
 
 /* nccl-tests' size for `op` on n ranks: what its *_perf binary reports for a

@@ -25,8 +25,11 @@ static void explain_nccl(const FabNcclCosts *k, GString *s) {
                          (double)k->launch / 1e6, (double)k->step[0] / 1e6, (double)k->step[1] / 1e6,
                          (double)k->step[2] / 1e6, (double)k->proxy / 1e6, (double)k->flush / 1e6,
                          (double)k->channel_bps[1] / 8e9, (double)k->channel_bps[2] / 8e9);
-  if (k->channel_bps[0]) g_string_append_printf(s, "%.6g GB/s per rank\n", (double)k->channel_bps[0] / 8e9);
-  else g_string_append(s, "NCCL's for the node count\n");
+  if (k->channel_bps[0]) g_string_append_printf(s, "%.6g GB/s per rank", (double)k->channel_bps[0] / 8e9);
+  else g_string_append(s, "NCCL's for the node count");
+  g_string_append_printf(s, "; copy engines (cta_policy zero) %.6g us per barrier flag, ", (double)k->ce_sync / 1e6);
+  if (k->ce_bps) g_string_append_printf(s, "%.6g GB/s per GPU\n", (double)k->ce_bps / 8e9);
+  else g_string_append(s, "at the NVLink rate\n");
 }
 
 char *fab_scenario_nic_rate(const FabScenario *sc) {
