@@ -112,10 +112,27 @@ void fab_flow_prepare(FabFlow *f, const FabNicCfg *cfg) {
   f->rcv_nxt = 0;
   f->nak_sent = false;
   f->rcv_bytes = 0;
-  f->next_tx = 0;
+  f->next_tx = f->made = 0;
   f->cc_wake_at = FAB_TIME_MAX;
   f->cnp_next = 0;
   f->cc = (FabCcFlow){.rate_bps = line, .line_bps = line, .timer_at = FAB_TIME_MAX};
+}
+
+/* The wire bytes of a data packet of `payload` bytes (a train: a header per hdr_unit). */
+static inline uint32_t data_wire(const FabFlow *f, uint32_t payload) {
+  if (f->hdr_unit && payload > f->hdr_unit) return payload + f->overhead * ((payload + f->hdr_unit - 1) / f->hdr_unit);
+  return payload + f->overhead;
+}
+
+/* A flow with its own GPU-side limit (max_bps below the line) sends packet
+** `seq` once the GPU has made its data, at max_bps after the data before it:
+** its last byte leaves no earlier than that, so a flow takes bytes / max_bps
+** (plus the path), exactly, from one packet up. Sets next_tx. */
+static void pace_made(const FabEngine *eng, FabFlow *f, uint32_t seq) {
+  if (seq >= f->npkts) return;
+  uint32_t w = data_wire(f, fab_flow_payload(f, f->mtu, seq));
+  fab_time_t at = f->made + fab_time_ser(w, f->max_bps) - fab_time_ser(w, f->cc.line_bps);
+  f->next_tx = MAX(f->next_tx, MAX(at, eng->now));
 }
 
 static inline FabPort *path_port(FabNic *nic, const FabFlow *f) {
@@ -259,11 +276,8 @@ static FabPkt *nic_pull(FabEngine *eng, FabNode *self, FabPort *port) {
   p->lane = f->lane;
   p->prio = f->prio;
   p->payload = fab_flow_payload(f, f->mtu, seq);
-  p->wire = p->payload + f->overhead;
-  if (f->hdr_unit && p->payload > f->hdr_unit) { /* a train: a header per mtu */
-    p->wire = p->payload + f->overhead * ((p->payload + f->hdr_unit - 1) / f->hdr_unit);
-    p->flags |= FAB_PKTF_TRAIN;
-  }
+  p->wire = data_wire(f, p->payload);
+  if (f->hdr_unit && p->payload > f->hdr_unit) p->flags |= FAB_PKTF_TRAIN; /* a header per mtu */
   p->sent = eng->now;
   if (seq + 1 == f->npkts) p->flags |= FAB_PKTF_LAST;
   if (seq < f->snd_max) {
@@ -283,8 +297,10 @@ static FabPkt *nic_pull(FabEngine *eng, FabNode *self, FabPort *port) {
   }
   if (f->rank_bps) /* the GPU's own limit on its capped flows together, below whatever CC allows */
     nic->cap_next = eng->now + fab_time_ser(p->wire, f->rank_bps);
-  if (f->max_bps && f->max_bps < f->cc.rate_bps) /* the flow's own GPU-side limit */
-    f->next_tx = MAX(f->next_tx, eng->now + fab_time_ser(p->wire, f->max_bps));
+  if (f->max_bps && f->max_bps < f->cc.line_bps) { /* the flow's own GPU-side limit: the GPU makes its data */
+    f->made = MAX(f->made + fab_time_ser(p->wire, f->max_bps), eng->now + fab_time_ser(p->wire, f->cc.line_bps));
+    pace_made(eng, f, f->snd_nxt);
+  }
   if (!f->timer_armed) {
     f->timer_armed = true;
     f->deadline = eng->now + nic->cfg.rto;
@@ -415,6 +431,10 @@ static void nic_wake(FabEngine *eng, void *self, uint64_t arg) {
     f->cc.rate_bps = f->cc.line_bps = f->path == FAB_PATH_NVL ? nic->cfg.nvl_bps : nic->cfg.bps;
     f->cc.timer_at = FAB_TIME_MAX;
     if (nic->cc) nic->cc->init(&f->cc, &nic->cfg.cc, eng->now);
+    if (f->max_bps && f->max_bps < f->cc.line_bps) { /* its GPU starts making the data now */
+      f->made = eng->now;
+      pace_made(eng, f, 0);
+    }
     if (!f->in_rr) rr_push(nic, f);
     fab_port_kick(eng, path_port(nic, f));
     break;

@@ -108,6 +108,7 @@ typedef struct FabFlow {
   uint32_t retransmits;    /* packets sent again */
   struct FabFlow *rr_next;
   fab_time_t next_tx;      /* ps: paced: the next packet may not leave before this */
+  fab_time_t made;         /* ps: with max_bps, when its GPU has made the data of the packets sent so far */
   fab_time_t cc_wake_at;   /* ps: the earliest pending CC timer event (FAB_TIME_MAX: none) */
   FabCcFlow cc;            /* congestion-control state; cc.rate_bps is the current rate */
   /* receiver */

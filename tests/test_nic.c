@@ -425,10 +425,11 @@ Test(nic, paused_priority_is_skipped_until_resumed) {
 }
 
 /* A flow with its own limit (a GPU channel's throughput) is paced at it:
-** three 4178-byte packets at a quarter of 100 Gbps leave 4 packet times
-** apart (1337 ns), the last arriving 2 x 1337 + 334 ns (its serialisation)
-** + 1 us after the first left. A second flow without a limit is not held
-** back by the first one's pacing. */
+** its GPU makes three 4178-byte packets at a quarter of 100 Gbps, 1337 ns
+** each, and a packet leaves when its last byte can go out as it is made
+** (1337 - 334 ns after the one before was made), so the flow takes its
+** bytes at the limit plus the path, exactly: 3 x 1337 ns + 1 us. A second
+** flow without a limit is not held back by the first one's pacing. */
 Test(nic, a_flow_limit_paces_that_flow_only) {
   Pair p;
   pair_init(&p, 100000000000ULL, 4096, FAB_TRANSPORT_ROCEV2);
@@ -437,7 +438,16 @@ Test(nic, a_flow_limit_paces_that_flow_only) {
   fab_nic_post(p.eng, &p.nic[0], &p.flows[0]);
   cr_assert(fab_engine_run(p.eng, FAB_TIME_MAX));
   fab_time_t ser = 4178 * 80, gap = 4178 * 320;
-  cr_assert_eq(p.flows[0].end, 2 * gap + ser + FAB_US, "end %" G_GUINT64_FORMAT, p.flows[0].end);
+  cr_assert_eq(p.flows[0].end, 3 * gap + FAB_US, "end %" G_GUINT64_FORMAT, p.flows[0].end);
+  pair_fini(&p);
+  /* one packet too: it leaves a packet time at the limit, less its serialisation, after the start */
+  pair_init(&p, 100000000000ULL, 4096, FAB_TRANSPORT_ROCEV2);
+  p.flows[0] = testnet_flow(0, 0, 1, 4096, 0, &p.cfg);
+  p.flows[0].max_bps = 25000000000ULL;
+  fab_nic_post(p.eng, &p.nic[0], &p.flows[0]);
+  cr_assert(fab_engine_run(p.eng, FAB_TIME_MAX));
+  cr_assert_eq(p.flows[0].end, gap + FAB_US, "a one-packet flow takes its bytes at the limit: end %" G_GUINT64_FORMAT,
+               p.flows[0].end);
   pair_fini(&p);
   pair_init(&p, 100000000000ULL, 4096, FAB_TRANSPORT_ROCEV2);
   p.flows[0] = testnet_flow(0, 0, 1, 3 * 4096, 0, &p.cfg);
@@ -446,7 +456,7 @@ Test(nic, a_flow_limit_paces_that_flow_only) {
   fab_nic_post(p.eng, &p.nic[0], &p.flows[0]);
   fab_nic_post(p.eng, &p.nic[0], &p.flows[1]);
   cr_assert(fab_engine_run(p.eng, FAB_TIME_MAX));
-  cr_assert_eq(p.flows[0].end, 2 * gap + ser + FAB_US, "the limited flow is as alone");
+  cr_assert_eq(p.flows[0].end, 3 * gap + FAB_US, "the limited flow is as alone");
   cr_assert_leq(p.flows[1].end, 4 * ser + FAB_US, "the other fills the gaps: done by its 3 packets + 1 of the first");
   pair_fini(&p);
 }
