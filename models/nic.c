@@ -124,6 +124,9 @@ static inline uint32_t data_wire(const FabFlow *f, uint32_t payload) {
   return payload + f->overhead;
 }
 
+/* A flow with its own GPU-side limit (a channel's SM) below its line rate. */
+static inline bool gpu_limited(const FabFlow *f) { return f->max_bps && f->max_bps < f->cc.line_bps; }
+
 /* A flow with its own GPU-side limit (max_bps below the line) sends packet
 ** `seq` once the GPU has made its data, at max_bps after the data before it:
 ** its last byte leaves no earlier than that, so a flow takes bytes / max_bps
@@ -297,7 +300,7 @@ static FabPkt *nic_pull(FabEngine *eng, FabNode *self, FabPort *port) {
   }
   if (f->rank_bps) /* the GPU's own limit on its capped flows together, below whatever CC allows */
     nic->cap_next = eng->now + fab_time_ser(p->wire, f->rank_bps);
-  if (f->max_bps && f->max_bps < f->cc.line_bps) { /* the flow's own GPU-side limit: the GPU makes its data */
+  if (gpu_limited(f)) { /* the GPU makes the data */
     f->made = MAX(f->made + fab_time_ser(p->wire, f->max_bps), eng->now + fab_time_ser(p->wire, f->cc.line_bps));
     pace_made(eng, f, f->snd_nxt);
   }
@@ -431,7 +434,7 @@ static void nic_wake(FabEngine *eng, void *self, uint64_t arg) {
     f->cc.rate_bps = f->cc.line_bps = f->path == FAB_PATH_NVL ? nic->cfg.nvl_bps : nic->cfg.bps;
     f->cc.timer_at = FAB_TIME_MAX;
     if (nic->cc) nic->cc->init(&f->cc, &nic->cfg.cc, eng->now);
-    if (f->max_bps && f->max_bps < f->cc.line_bps) { /* its GPU starts making the data now */
+    if (gpu_limited(f)) { /* its GPU starts making the data now */
       f->made = eng->now;
       pace_made(eng, f, 0);
     }
