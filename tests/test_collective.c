@@ -967,9 +967,9 @@ Test(frame, deterministic) {
     s.channels = 3;
     FabDag *d1 = expand(&env, &s, NULL, NULL), *d2 = expand(&env, &s, NULL, NULL);
     cr_assert_eq(fab_dag_len(d1), fab_dag_len(d2));
-    cr_assert_eq(memcmp(d1->ops->data, d2->ops->data, fab_dag_len(d1) * sizeof(FabOp)), 0);
-    cr_assert_eq(d1->deps->len, d2->deps->len);
-    cr_assert_eq(memcmp(d1->deps->data, d2->deps->data, d1->deps->len * sizeof(uint32_t)), 0);
+    cr_assert_eq(memcmp(fab_dag_op(d1, 0), fab_dag_op(d2, 0), fab_dag_len(d1) * sizeof(FabOp)), 0);
+    cr_assert_eq(fab_dag_deps_len(d1), fab_dag_deps_len(d2));
+    cr_assert_eq(memcmp(fab_deq_at(&d1->deps, 0), fab_deq_at(&d2->deps, 0), fab_dag_deps_len(d1) * sizeof(uint32_t)), 0);
     fab_dag_free(d1);
     fab_dag_free(d2);
   }

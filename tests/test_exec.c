@@ -46,7 +46,11 @@ struct H {
   uint32_t nreduce;               /* reduce hook calls */
   uint32_t lose;                  /* a flow whose last byte never arrives (FAB_OP_NONE: none) */
   uint32_t liar;                  /* a compute op the owner reports done at once, begun at 0 (FAB_OP_NONE) */
+  bool retire;                    /* retire what can be after every report (an unfolding DAG's owner) */
+  size_t most;                    /* the most bytes the executor and the DAG's ops held at once */
 };
+
+static void h_after_report(H *h);
 
 static void net_wake(FabEngine *eng, void *self, uint64_t arg) {
   H *h = ((Net *)self)->h;
@@ -60,6 +64,7 @@ static void net_wake(FabEngine *eng, void *self, uint64_t arg) {
     h->sent[op] = eng->now;
     fab_exec_sent(h->x, op);
   }
+  h_after_report(h);
 }
 static const FabOps net_ops = {"test-net", net_wake};
 
@@ -104,27 +109,34 @@ static void gpu_done(void *ctx, int which, uint32_t tag, fab_time_t began) {
   cr_assert_eq(which == FAB_GPU_COMPUTE, fab_dag_op(h->d, tag)->kind == FAB_OP_COMPUTE, "op %u on the wrong lane",
                tag);
   fab_exec_done(h->x, tag, began);
+  h_after_report(h);
 }
 
-static const FabExecHooks hooks = {hook_post, hook_compute, hook_reduce};
+/* The per-op records, for ops [from, to) the executor took in. */
+static void hook_grow(void *ctx, uint32_t from, uint32_t to) {
+  H *h = ctx;
+  cr_assert_eq(from, h->n, "ops taken in twice or skipped");
+  h->posted = g_renew(fab_time_t, h->posted, to);
+  h->sent = g_renew(fab_time_t, h->sent, to);
+  h->recv = g_renew(fab_time_t, h->recv, to);
+  h->rank = g_renew(uint32_t, h->rank, to);
+  h->dur = g_renew(fab_time_t, h->dur, to);
+  for (uint32_t i = from; i < to; i++) {
+    h->posted[i] = h->sent[i] = h->recv[i] = NEVER;
+    h->rank[i] = UINT32_MAX;
+    h->dur[i] = 0;
+  }
+  h->n = to;
+}
+
+static const FabExecHooks hooks = {hook_post, hook_compute, hook_reduce, hook_grow};
 
 /* An executor of d (kept by h) on a fresh engine. */
 static H *h_new(FabDag *d) {
   H *h = g_new0(H, 1);
   h->eng = fab_engine_new(1, 64);
   h->d = d;
-  h->n = fab_dag_len(d);
-  h->x = fab_exec_new(h->eng, d, &hooks, h);
-  size_t n = h->n ? h->n : 1;
-  h->posted = g_new(fab_time_t, n);
-  h->sent = g_new(fab_time_t, n);
-  h->recv = g_new(fab_time_t, n);
-  h->rank = g_new(uint32_t, n);
-  h->dur = g_new0(fab_time_t, n);
-  for (uint32_t i = 0; i < h->n; i++) {
-    h->posted[i] = h->sent[i] = h->recv[i] = NEVER;
-    h->rank[i] = UINT32_MAX;
-  }
+  h->x = fab_exec_new(h->eng, d, &hooks, h); /* the records grow as it takes the ops in (hook_grow) */
   h->log = g_array_new(FALSE, FALSE, sizeof(uint32_t));
   h->lose = h->liar = FAB_OP_NONE;
   /* ids as the driver gives them: the models, then the executor */
@@ -137,6 +149,11 @@ static H *h_new(FabDag *d) {
   fab_elem_set_id(&h->net.el, NR);
   fab_elem_set_id(fab_exec_elem(h->x), NR + 1);
   return h;
+}
+
+static void h_after_report(H *h) {
+  if (h->retire) fab_dag_retire(h->d, fab_exec_retire(h->x));
+  h->most = MAX(h->most, fab_exec_bytes(h->x) + fab_deq_bytes(&h->d->ops) + fab_deq_bytes(&h->d->deps));
 }
 
 static void h_run(H *h) {
@@ -538,4 +555,148 @@ Test(exec, pre_counts_from_the_data_not_from_the_queue) {
   cr_assert_eq(h->posted[g], 5 * US, "queued behind F's send: its 2 us overlap it");
   cr_assert_eq(h->posted[hh], 7 * US, "6 us after its data: longer than the queue");
   h_free(h);
+}
+
+/* ---- a DAG made as it runs (fab_dag_set_more) -------------------------------- */
+
+/* A ring of NR ranks, step by step, one batch per step s:
+**   flow (s, r) r -> r+1 of RB bytes, pre RP, after flow (s-1, r-1) arrived
+**     and flow (s-1, r) left (its connection's order);
+**   compute (s) on rank 0, RD, after flow (s, NR-1) arrived;
+**   mark (s) after compute (s) and flow (s, 0).
+** Every flow of step s waits for step s - 1: the unfolding contract. */
+#define RB 3000
+#define RP (2 * US)
+#define RD (1 * US)
+typedef struct Ring {
+  uint32_t steps, s;
+  uint32_t prev[4][NR]; /* the flows of the last four steps, step s at [s % 4] */
+  bool far;             /* flow (s, r) also waits for flow (s - 3, r) to arrive (a slot, long retired) */
+} Ring;
+
+static void ring_step(Ring *g, FabDag *d) {
+  uint32_t *cur = g->prev[g->s % 4], *before = g->prev[(g->s + 3) % 4], *far = g->prev[(g->s + 1) % 4];
+  for (uint32_t r = 0; r < NR; r++) {
+    uint32_t deps[3] = {g->s ? before[(r + NR - 1) % NR] : FAB_OP_NONE,
+                        g->s ? before[r] | FAB_DEP_SENT : FAB_OP_NONE, g->far && g->s >= 3 ? far[r] : FAB_OP_NONE};
+    cur[r] = flow(d, r, (r + 1) % NR, RB, RP, 0, deps, 3);
+  }
+  uint32_t c = compute(d, 0, RD, &cur[NR - 1], 1);
+  uint32_t deps[2] = {c, cur[0]};
+  mark(d, 0, deps, 2);
+  g->s++;
+}
+
+static bool ring_more(void *ctx, FabDag *d) {
+  Ring *g = ctx;
+  if (g->s == g->steps) return false;
+  ring_step(g, d);
+  return g->s < g->steps;
+}
+
+/* The ring made whole before the run (unfold false) or batch by batch. */
+static FabDag *ring_dag(Ring *g, uint32_t steps, bool unfold) {
+  *g = (Ring){.steps = steps, .far = g->far};
+  FabDag *d = fab_dag_new();
+  if (unfold) fab_dag_set_more(d, ring_more, g);
+  else
+    while (g->s < steps) ring_step(g, d);
+  return d;
+}
+
+/* Unfolding changes nothing: every op's times and the order of the hooks'
+** calls are those of the DAG made whole. */
+Test(exec, unfolding_dag_runs_as_if_made_first) {
+  Ring g1 = {0}, g2 = {0};
+  H *a = h_new(ring_dag(&g1, 50, false)), *b = h_new(ring_dag(&g2, 50, true));
+  cr_assert_eq(fab_exec_ops(a->x), 50 * (NR + 2));
+  cr_assert_eq(fab_exec_ops(b->x), NR + 2, "only the first batch before the run");
+  h_run(a);
+  h_run(b);
+  h_check_finished(a);
+  h_check_finished(b);
+  cr_assert_eq(b->n, a->n);
+  for (uint32_t i = 0; i < a->n; i++) {
+    times(b, i, fab_exec_began(a->x, i), fab_exec_ended(a->x, i));
+    cr_assert_eq(b->posted[i], a->posted[i], "op %u", i);
+    cr_assert_eq(b->recv[i], a->recv[i], "op %u", i);
+  }
+  cr_assert_eq(b->log->len, a->log->len);
+  cr_assert_eq(memcmp(b->log->data, a->log->data, a->log->len * sizeof(uint32_t)), 0, "hooks called in one order");
+  cr_assert_eq(fab_exec_inexact(b->x), 0);
+  h_free(a);
+  h_free(b);
+}
+
+/* Retired as it goes, a long unfolding ring holds a few batches, not all of
+** them, and keeps its times: step s's flows are posted at RP + s (RB ns +
+** LAT + RP) (each waits for the one before it along the ring, RP after it
+** arrived), the last compute begins when the last flow arrives. */
+Test(exec, unfolding_dag_retired_as_it_runs_stays_small) {
+  const uint32_t steps = 20000;
+  Ring g = {0};
+  H *h = h_new(ring_dag(&g, steps, true));
+  h->retire = true;
+  h_run(h);
+  h_check_order(h);
+  cr_assert(fab_exec_finished(h->x));
+  cr_assert_eq(fab_exec_ops_done(h->x), steps * (NR + 2));
+  const fab_time_t per = SEND(RB) + LAT + RP;
+  for (uint32_t s = 0; s < steps; s += 997)
+    for (uint32_t r = 0; r < NR; r++) cr_assert_eq(h->posted[s * (NR + 2) + r], RP + s * per, "step %u rank %u", s, r);
+  cr_assert_eq(h->eng->now, steps * per + RD);
+  cr_assert_eq(fab_exec_last_end(h->x), steps * per + RD);
+  /* retired: all but the ops done within the largest `pre` (RP) of the end, the last step's */
+  cr_assert_geq(fab_exec_base(h->x), (steps - 1) * (NR + 2));
+  cr_assert_eq(fab_exec_inexact(h->x), 0);
+  size_t whole = (size_t)steps * (NR + 2) * sizeof(FabOp);
+  cr_assert_lt(h->most, whole / 20, "held %zu bytes at most; the DAG's ops alone are %zu", h->most, whole);
+  h_free(h);
+}
+
+/* Retiring is exact for ops made later that wait for retired ones: a retired
+** op is done and sent, and its time no longer matters (done at least the
+** largest `pre` ago). Each flow here also waits for its rank's flow three
+** steps before, retired by the time it is made: the times are those of the
+** DAG made whole. */
+Test(exec, retired_dependencies_count_as_done_and_sent) {
+  Ring g1 = {.far = true}, g2 = {.far = true};
+  H *a = h_new(ring_dag(&g1, 40, false)), *b = h_new(ring_dag(&g2, 40, true));
+  b->retire = true;
+  h_run(a);
+  h_run(b);
+  h_check_finished(a);
+  h_check_order(b);
+  cr_assert(fab_exec_finished(b->x));
+  cr_assert_gt(fab_exec_base(b->x), 30 * (NR + 2), "retired as it went");
+  cr_assert_eq(b->n, a->n);
+  for (uint32_t i = 0; i < a->n; i++) {
+    cr_assert_eq(b->posted[i], a->posted[i], "op %u", i);
+    cr_assert_eq(b->recv[i], a->recv[i], "op %u", i);
+  }
+  cr_assert_eq(b->eng->now, a->eng->now);
+  cr_assert_eq(fab_exec_inexact(b->x), 0);
+  uint32_t left = 9;
+  cr_assert_eq(fab_exec_first_waiting(b->x, &left), FAB_OP_NONE);
+  h_free(a);
+  h_free(b);
+}
+
+/* The contract: an op of a later batch that waits for nothing of the batch
+** before it (or its own) could be made after all it waits for is done, and
+** is refused. */
+static bool loose_more(void *ctx, FabDag *d) {
+  uint32_t *calls = ctx, first = 0;
+  if ((*calls)++ == 0) flow(d, 0, 1, 100, 0, 0, NULL, 0); /* the first batch: a root */
+  else if (*calls == 2) flow(d, 1, 2, 100, 0, 0, &first, 1); /* batch 1 may wait for batch 0 */
+  else flow(d, 2, 3, 100, 0, 0, &first, 1); /* batch 2 waits only for batch 0: refused */
+  return *calls < 3;
+}
+
+Test(exec, unanchored_op_in_a_later_batch_aborts, .signal = SIGABRT) {
+  uint32_t calls = 0;
+  FabDag *d = fab_dag_new();
+  fab_dag_set_more(d, loose_more, &calls);
+  H *h = h_new(d);
+  h_run(h);
 }

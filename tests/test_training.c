@@ -744,7 +744,7 @@ Test(training, collective_error_leaves_the_dag_as_it_was) {
   cr_assert(g_str_has_prefix(g.err->message, "t.yaml:5:14: workload.algorithm:"), "%s", g.err->message);
   cr_assert(strstr(g.err->message, "dp allreduce"), "%s", g.err->message);
   cr_assert_eq(fab_dag_len(g.d), 0);
-  cr_assert_eq(g.d->deps->len, 0);
+  cr_assert_eq(fab_dag_deps_len(g.d), 0);
   cr_assert_eq(g.d->colls->len, 0);
   cr_assert_eq(g_array_index(g.d->jobs, FabJobDef, 0).steps, 0);
   done(&g);

@@ -701,7 +701,7 @@ int32_t fab_coll_expand(FabDag *d, const FabCollEnv *env, const FabCollSpec *c, 
                     .count = (uint32_t)MIN(elems, (uint64_t)UINT32_MAX), .dtype_bytes = dt, .nranks = n,
                     .root = (c->op == FAB_COLL_BROADCAST || c->op == FAB_COLL_REDUCE) ? (int32_t)c->root : -1,
                     .channels = x.channels, .chunk = x.chunk, .job = c->job, .step = c->step};
-  uint32_t ops0 = fab_dag_len(d), deps0 = d->deps->len, colls0 = d->colls->len, groups0 = d->groups;
+  uint32_t ops0 = fab_dag_len(d), deps0 = fab_dag_deps_len(d), colls0 = d->colls->len, groups0 = d->groups;
   x.coll = fab_dag_coll(d, &def);
   x.limit = ops0 + FAB_COLL_MAX_OPS + 4 * n; /* the estimate is a bound; this is the backstop */
   x.ready = g_new(uint32_t, n);
@@ -753,8 +753,7 @@ int32_t fab_coll_expand(FabDag *d, const FabCollEnv *env, const FabCollSpec *c, 
     g_assert_not_reached();
   }
   if (x.over) { /* the estimate missed: undo everything this call added */
-    g_array_set_size(d->ops, ops0);
-    g_array_set_size(d->deps, deps0);
+    fab_dag_truncate(d, ops0, deps0);
     g_array_set_size(d->colls, colls0);
     d->groups = groups0;
     fail(err, "this %s over %u ranks expands to more than %u operations: raise chunk (now %" G_GUINT64_FORMAT

@@ -44,6 +44,7 @@
 #include <glib.h>
 #include <stdbool.h>
 #include <stdint.h>
+#include "sim/deq.h"
 #include "sim/time.h"
 
 typedef enum { FAB_OP_FLOW = 0, FAB_OP_NVLS, FAB_OP_COMPUTE, FAB_OP_MARK } FabOpKind;
@@ -68,6 +69,8 @@ extern const char *const fab_phase_names[FAB_PHASE_N];
 #define FAB_DAG_MAX_JOBS 65535u  /* FabOp.job is 16 bits */
 #define FAB_DEP_SENT 0x80000000u /* dependency flag: wait for the flow's last packet to leave, not arrive */
 #define FAB_OP_NONE UINT32_MAX   /* "no op" in arrays of op indices */
+
+typedef struct FabDag FabDag;
 
 typedef struct FabOp {
   uint8_t kind;         /* FabOpKind */
@@ -131,13 +134,28 @@ typedef struct FabJobDef {
   uint32_t pp;           /* training: pipeline stages (1: none) */
 } FabJobDef;
 
-typedef struct FabDag {
-  GArray *ops;     /* FabOp */
-  GArray *deps;    /* uint32_t: op index, | FAB_DEP_SENT */
+/* Ops made as a run goes (an unfolding DAG): `more` appends the next batch
+** of ops and returns false when it has none left. The contract that keeps
+** the run exact (the same as if every op had been made first): each op of a
+** batch after the first waits for at least one op of the batch before it or
+** of its own batch (fab_dag_add checks it), so that no op is made after
+** everything it waits for is done; the executor asks for batch b + 1 when
+** the first op of batch b becomes ready (exec.h). */
+typedef bool (*FabDagMore)(void *ctx, FabDag *d);
+
+struct FabDag {
+  FabDeq ops;      /* FabOp, by op index; the ones before ops.first are retired */
+  FabDeq deps;     /* uint32_t: op index, | FAB_DEP_SENT */
   GArray *colls;   /* FabCollDef */
   GArray *jobs;    /* FabJobDef */
   uint32_t groups; /* NVLS groups handed out */
-} FabDag;
+  FabDagMore more; /* NULL: every op is made before the run */
+  void *more_ctx;
+  bool exhausted;  /* `more` said it has no more */
+  bool making;     /* inside `more` for a batch after the first */
+  uint32_t batch0; /* the newest batch's first op */
+  uint32_t prev0;  /* the batch before it's first op */
+};
 
 FabDag *fab_dag_new(void);
 void fab_dag_free(FabDag *d);
@@ -155,11 +173,33 @@ uint32_t fab_dag_compute(FabDag *d, uint32_t rank, fab_time_t dur, FabPhase phas
 uint32_t fab_dag_mark(FabDag *d, uint32_t rank, FabMarkKind mark, uint16_t job, int32_t coll,
                       const uint32_t *deps, uint32_t ndeps);
 
-static inline FabOp *fab_dag_op(const FabDag *d, uint32_t i) { return &g_array_index(d->ops, FabOp, i); }
-static inline uint32_t fab_dag_len(const FabDag *d) { return d->ops->len; }
+static inline FabOp *fab_dag_op(const FabDag *d, uint32_t i) { return (FabOp *)fab_deq_at(&d->ops, i); }
+/* Ops made so far (retired ones included): the next op's index. */
+static inline uint32_t fab_dag_len(const FabDag *d) { return (uint32_t)fab_deq_end(&d->ops); }
+/* The first op not retired. */
+static inline uint32_t fab_dag_base(const FabDag *d) { return (uint32_t)d->ops.first; }
 static inline uint32_t fab_dag_dep(const FabDag *d, const FabOp *op, uint32_t k) {
-  return g_array_index(d->deps, uint32_t, op->dep0 + k);
+  return *(const uint32_t *)fab_deq_at(&d->deps, (uint64_t)op->dep0 + k);
 }
+/* Dependency entries made so far (for fab_dag_truncate). */
+static inline uint32_t fab_dag_deps_len(const FabDag *d) { return (uint32_t)fab_deq_end(&d->deps); }
+
+/* Undo the ops made from op `ops0` on, whose dependency entries began at
+** `deps0` (a workload that failed halfway). */
+void fab_dag_truncate(FabDag *d, uint32_t ops0, uint32_t deps0);
+
+/* Forget ops before `upto` (fab_dag_base <= upto <= fab_dag_len) and their
+** dependency entries: their indices stay taken, fab_dag_op must not be
+** asked for them again. */
+void fab_dag_retire(FabDag *d, uint32_t upto);
+
+/* Ops made as the run goes: `more` (see FabDagMore) is called by
+** fab_dag_more, batch by batch. The ops made before (by the workload, or a
+** first fab_dag_more) are the first batch. */
+void fab_dag_set_more(FabDag *d, FabDagMore more, void *ctx);
+
+/* Make the next batch: false when there is none (nothing was added). */
+bool fab_dag_more(FabDag *d);
 
 /* Add a collective definition; returns its index (for FabOp.coll). */
 int32_t fab_dag_coll(FabDag *d, const FabCollDef *c);

@@ -1,78 +1,101 @@
 /* The operation-DAG executor. See exec.h. */
 #include "exec.h"
 
+/* Per op. */
+typedef struct XOp {
+  fab_time_t t0, t1; /* began (posted, computing), done */
+  fab_time_t ts;     /* its last packet left (FAB_TIME_MAX: not yet, or not a flow) */
+  uint32_t left;     /* dependencies not yet met */
+  uint32_t head;     /* its dependents: the first edge (FAB_OP_NONE: none), in op order */
+  uint32_t tail;     /* the last edge */
+  uint32_t e0;       /* the first edge its own dependencies made */
+  uint8_t state;     /* FAB_EXEC_* */
+} XOp;
+
+/* "Op `to` waits for the op whose list this is on" (| FAB_DEP_SENT: for its send). */
+typedef struct Edge {
+  uint32_t to, next;
+} Edge;
+
 struct FabExec {
   FabElem el;
   FabEngine *eng;
-  const FabDag *dag;
+  FabDag *dag;
   FabExecHooks hooks;
   void *ctx;
-  uint32_t nops, ops_done;
+  uint32_t nops, ops_done;  /* ops taken in from the DAG so far, and done */
   fab_time_t last_end;      /* ps: latest completion */
-  uint32_t *left;           /* dependencies not yet met, per op */
-  uint32_t *out0, *out;     /* dependents: out[out0[i] .. out0[i+1]), each | FAB_DEP_SENT if it waits for the send */
-  fab_time_t *t0, *t1;      /* per op: began (posted, computing), done */
-  fab_time_t *ts;           /* per op: its last packet left (FAB_TIME_MAX: not yet, or not a flow) */
-  uint8_t *state;           /* FAB_EXEC_* */
+  FabDeq ops;               /* XOp, by op index; the retired ones dropped */
+  FabDeq edges;             /* Edge, by edge number; those of retired ops dropped */
+  fab_time_t max_pre;       /* the largest `pre` taken in */
+  fab_time_t retired_t1;    /* the latest completion among retired ops */
+  uint64_t inexact;         /* posts that used retired_t1 for a retired dependency it exceeded */
   GArray *todo;             /* ops to complete (a worklist, not recursion) */
-  bool draining;
+  bool draining, started;
 };
 
 static void exec_wake(FabEngine *eng, void *self, uint64_t arg);
 static const FabOps exec_ops = {"dag", exec_wake};
+static void ready(FabExec *x, uint32_t i);
 
-/* The dependents of every op, in op order (deterministic). */
-static void dependents(FabExec *x) {
+static inline XOp *xop(const FabExec *x, uint32_t i) { return fab_deq_at(&x->ops, i); }
+static inline Edge *edge(const FabExec *x, uint32_t e) { return fab_deq_at(&x->edges, e); }
+
+/* Take in the ops the DAG made since the last call: each dependency not met
+** yet puts the op on that dependency's list (after the ops already there:
+** lists stay in op order, so releases are deterministic). */
+static void adopt(FabExec *x) {
   const FabDag *dag = x->dag;
-  uint32_t nops = x->nops;
-  for (uint32_t i = 0; i < nops; i++) {
-    const FabOp *o = fab_dag_op(dag, i);
-    x->left[i] = o->ndeps;
-    for (uint32_t k = 0; k < o->ndeps; k++) x->out0[(fab_dag_dep(dag, o, k) & ~FAB_DEP_SENT) + 1]++;
-  }
-  for (uint32_t i = 0; i < nops; i++) x->out0[i + 1] += x->out0[i];
-  uint32_t *at = g_memdup2(x->out0, sizeof(uint32_t) * (nops ? nops : 1));
-  for (uint32_t i = 0; i < nops; i++) {
-    const FabOp *o = fab_dag_op(dag, i);
+  uint32_t from = x->nops, to = fab_dag_len(dag);
+  for (uint32_t j = from; j < to; j++) {
+    g_assert(fab_deq_end(&x->edges) < UINT32_MAX);
+    XOp *me = fab_deq_push(&x->ops);
+    me->ts = FAB_TIME_MAX;
+    me->head = me->tail = FAB_OP_NONE;
+    me->e0 = (uint32_t)fab_deq_end(&x->edges);
+    const FabOp *o = fab_dag_op(dag, j);
+    x->max_pre = MAX(x->max_pre, o->pre);
+    uint32_t left = 0;
     for (uint32_t k = 0; k < o->ndeps; k++) {
-      uint32_t d = fab_dag_dep(dag, o, k);
-      x->out[at[d & ~FAB_DEP_SENT]++] = i | (d & FAB_DEP_SENT);
+      uint32_t d = fab_dag_dep(dag, o, k), on = d & ~FAB_DEP_SENT;
+      if (on < x->ops.first) continue; /* retired: done and sent */
+      XOp *od = xop(x, on);
+      if (d & FAB_DEP_SENT ? od->ts != FAB_TIME_MAX : od->state == FAB_EXEC_DONE) continue;
+      uint32_t e = (uint32_t)fab_deq_end(&x->edges);
+      *(Edge *)fab_deq_push(&x->edges) = (Edge){j | (d & FAB_DEP_SENT), FAB_OP_NONE};
+      if (od->tail == FAB_OP_NONE) od->head = e;
+      else edge(x, od->tail)->next = e;
+      od->tail = e;
+      left++;
     }
+    xop(x, j)->left = left;
+    /* an op made during the run waits for one not yet done (dag.h's contract): never ready on arrival */
+    g_assert(left > 0 || !x->started);
   }
-  g_free(at);
+  x->nops = to;
+  if (to > from && x->hooks.grow) x->hooks.grow(x->ctx, from, to);
 }
 
-FabExec *fab_exec_new(FabEngine *eng, const FabDag *dag, const FabExecHooks *hooks, void *ctx) {
+FabExec *fab_exec_new(FabEngine *eng, FabDag *dag, const FabExecHooks *hooks, void *ctx) {
   FabExec *x = g_new0(FabExec, 1);
-  uint32_t nops = fab_dag_len(dag);
   fab_elem_init(&x->el, &exec_ops);
   x->eng = eng;
   x->dag = dag;
   x->hooks = *hooks;
   x->ctx = ctx;
-  x->nops = nops;
-  x->left = g_new(uint32_t, nops ? nops : 1);
-  x->out0 = g_new0(uint32_t, nops + 1);
-  x->out = g_new(uint32_t, dag->deps->len ? dag->deps->len : 1);
-  x->t0 = g_new0(fab_time_t, nops ? nops : 1);
-  x->t1 = g_new0(fab_time_t, nops ? nops : 1);
-  x->ts = g_new(fab_time_t, nops ? nops : 1);
-  for (uint32_t i = 0; i < nops; i++) x->ts[i] = FAB_TIME_MAX;
-  x->state = g_new0(uint8_t, nops ? nops : 1);
+  fab_deq_init(&x->ops, sizeof(XOp));
+  fab_deq_init(&x->edges, sizeof(Edge));
   x->todo = g_array_new(FALSE, FALSE, sizeof(uint32_t));
-  dependents(x);
+  if (fab_dag_len(dag) == 0) fab_dag_more(dag); /* an unfolding DAG's first batch */
+  g_assert(fab_dag_base(dag) == 0);
+  adopt(x);
   return x;
 }
 
 void fab_exec_free(FabExec *x) {
   if (!x) return;
-  g_free(x->left);
-  g_free(x->out0);
-  g_free(x->out);
-  g_free(x->t0);
-  g_free(x->t1);
-  g_free(x->ts);
-  g_free(x->state);
+  fab_deq_clear(&x->ops);
+  fab_deq_clear(&x->edges);
   g_array_free(x->todo, TRUE);
   g_free(x);
 }
@@ -86,22 +109,31 @@ static void complete(FabExec *x, uint32_t i);
 ** (its dependencies without FAB_DEP_SENT: what it carries), and not before
 ** now. A dependency on a send only orders the flow behind the one before
 ** it on its connection: the latency of the step overlaps that send. */
-static fab_time_t post_at(const FabExec *x, const FabOp *o) {
-  fab_time_t t = o->start;
+static fab_time_t post_at(FabExec *x, const FabOp *o) {
+  fab_time_t t = o->start, now = x->eng->now;
+  bool old = false;
   for (uint32_t k = 0; k < o->ndeps; k++) {
     uint32_t d = fab_dag_dep(x->dag, o, k);
-    if (!(d & FAB_DEP_SENT) && x->t1[d] > t) t = x->t1[d];
+    if (d & FAB_DEP_SENT) continue;
+    if (d < x->ops.first) old = true; /* retired: done by retired_t1 at the latest */
+    else t = MAX(t, xop(x, d)->t1);
   }
-  return MAX(t + o->pre, x->eng->now);
+  if (old && x->retired_t1 + o->pre > MAX(t + o->pre, now)) { /* the bound matters: exactness not assured */
+    x->inexact++;
+    t = x->retired_t1;
+  }
+  return MAX(t + o->pre, now);
 }
 
 /* Op i's dependencies are met now: begin it, or wait for its start time. */
 static void ready(FabExec *x, uint32_t i) {
+  if (i >= x->dag->batch0 && fab_dag_more(x->dag)) adopt(x); /* the newest batch begins: make the next */
   const FabOp *o = fab_dag_op(x->dag, i);
   fab_time_t now = x->eng->now;
   if (o->kind <= FAB_OP_NVLS) { /* a flow posts itself, for later if need be: no event of ours */
-    x->state[i] = FAB_EXEC_RUNNING;
-    x->t0[i] = MAX(o->start, now);
+    XOp *me = xop(x, i);
+    me->state = FAB_EXEC_RUNNING;
+    me->t0 = MAX(o->start, now);
     x->hooks.post(x->ctx, i, post_at(x, o));
   } else if (o->start > now) {
     fab_engine_at(x->eng, o->start, x, i);
@@ -113,12 +145,13 @@ static void ready(FabExec *x, uint32_t i) {
 /* Release the dependents of op i that wait for it to be done (sent: false)
 ** or for its last packet to leave (sent: true). */
 static void release(FabExec *x, uint32_t i, bool sent) {
-  for (uint32_t k = x->out0[i]; k < x->out0[i + 1]; k++) {
-    uint32_t d = x->out[k];
+  for (uint32_t e = xop(x, i)->head; e != FAB_OP_NONE; e = edge(x, e)->next) {
+    uint32_t d = edge(x, e)->to;
     if (((d & FAB_DEP_SENT) != 0) != sent) continue;
     d &= ~FAB_DEP_SENT;
-    g_assert(x->left[d] > 0);
-    if (--x->left[d] == 0) ready(x, d);
+    XOp *od = xop(x, d);
+    g_assert(od->left > 0);
+    if (--od->left == 0) ready(x, d);
   }
 }
 
@@ -129,11 +162,12 @@ static void complete(FabExec *x, uint32_t i) {
   x->draining = true;
   for (guint at = 0; at < x->todo->len; at++) { /* first in, first out: dependents in op order */
     uint32_t k = g_array_index(x->todo, uint32_t, at);
-    g_assert(x->state[k] != FAB_EXEC_DONE);
-    x->state[k] = FAB_EXEC_DONE;
-    x->t1[k] = x->eng->now;
+    XOp *me = xop(x, k);
+    g_assert(me->state != FAB_EXEC_DONE);
+    me->state = FAB_EXEC_DONE;
+    me->t1 = x->eng->now;
     x->ops_done++;
-    if (x->t1[k] > x->last_end) x->last_end = x->t1[k];
+    if (me->t1 > x->last_end) x->last_end = me->t1;
     release(x, k, false);
   }
   g_array_set_size(x->todo, 0);
@@ -143,8 +177,9 @@ static void complete(FabExec *x, uint32_t i) {
 static void begin(FabExec *x, uint32_t i) {
   const FabOp *o = fab_dag_op(x->dag, i);
   fab_time_t now = x->eng->now;
-  x->state[i] = FAB_EXEC_RUNNING;
-  x->t0[i] = now;
+  XOp *me = xop(x, i);
+  me->state = FAB_EXEC_RUNNING;
+  me->t0 = now;
   switch ((FabOpKind)o->kind) {
   case FAB_OP_FLOW:
   case FAB_OP_NVLS:
@@ -162,12 +197,14 @@ static void begin(FabExec *x, uint32_t i) {
 static void exec_wake(FabEngine *eng, void *self, uint64_t arg) { begin(self, (uint32_t)arg); }
 
 void fab_exec_start(FabExec *x) {
-  for (uint32_t i = 0; i < x->nops; i++) /* the roots (not ops their release made ready meanwhile) */
+  uint32_t n = x->nops; /* the first batch: the ops made later are never roots */
+  x->started = true;
+  for (uint32_t i = 0; i < n; i++) /* the roots (not ops their release made ready meanwhile) */
     if (!fab_dag_op(x->dag, i)->ndeps) ready(x, i);
 }
 
 void fab_exec_sent(FabExec *x, uint32_t op) {
-  x->ts[op] = x->eng->now;
+  xop(x, op)->ts = x->eng->now;
   release(x, op, true);
 }
 
@@ -178,21 +215,41 @@ void fab_exec_received(FabExec *x, uint32_t op) {
 }
 
 void fab_exec_done(FabExec *x, uint32_t op, fab_time_t began) {
-  if (fab_dag_op(x->dag, op)->kind == FAB_OP_COMPUTE) x->t0[op] = began;
+  if (fab_dag_op(x->dag, op)->kind == FAB_OP_COMPUTE) xop(x, op)->t0 = began;
   complete(x, op);
 }
 
 uint32_t fab_exec_ops(const FabExec *x) { return x->nops; }
 uint32_t fab_exec_ops_done(const FabExec *x) { return x->ops_done; }
+bool fab_exec_finished(const FabExec *x) { return x->ops_done == x->nops && x->dag->exhausted; }
 fab_time_t fab_exec_last_end(const FabExec *x) { return x->last_end; }
-int fab_exec_state(const FabExec *x, uint32_t i) { return x->state[i]; }
-fab_time_t fab_exec_began(const FabExec *x, uint32_t i) { return x->t0[i]; }
-fab_time_t fab_exec_ended(const FabExec *x, uint32_t i) { return x->t1[i]; }
+int fab_exec_state(const FabExec *x, uint32_t i) { return xop(x, i)->state; }
+fab_time_t fab_exec_began(const FabExec *x, uint32_t i) { return xop(x, i)->t0; }
+fab_time_t fab_exec_ended(const FabExec *x, uint32_t i) { return xop(x, i)->t1; }
+uint32_t fab_exec_base(const FabExec *x) { return (uint32_t)x->ops.first; }
+uint64_t fab_exec_inexact(const FabExec *x) { return x->inexact; }
+size_t fab_exec_bytes(const FabExec *x) { return fab_deq_bytes(&x->ops) + fab_deq_bytes(&x->edges); }
+
+uint32_t fab_exec_retire(FabExec *x) {
+  uint32_t r = (uint32_t)x->ops.first;
+  fab_time_t now = x->eng->now, t1 = x->retired_t1;
+  for (; r < x->nops; r++) {
+    const XOp *o = xop(x, r);
+    if (o->state != FAB_EXEC_DONE || o->t1 + x->max_pre > now) break;
+    t1 = MAX(t1, o->t1);
+  }
+  if (r == x->ops.first) return r;
+  uint32_t e = r < x->nops ? xop(x, r)->e0 : (uint32_t)fab_deq_end(&x->edges);
+  x->retired_t1 = t1;
+  fab_deq_drop(&x->ops, r);
+  fab_deq_drop(&x->edges, e);
+  return r;
+}
 
 uint32_t fab_exec_first_waiting(const FabExec *x, uint32_t *left) {
-  for (uint32_t i = 0; i < x->nops; i++)
-    if (x->state[i] == FAB_EXEC_WAITING) {
-      *left = x->left[i];
+  for (uint32_t i = (uint32_t)x->ops.first; i < x->nops; i++)
+    if (xop(x, i)->state == FAB_EXEC_WAITING) {
+      *left = xop(x, i)->left;
       return i;
     }
   *left = 0;
@@ -200,11 +257,14 @@ uint32_t fab_exec_first_waiting(const FabExec *x, uint32_t *left) {
 }
 
 bool fab_exec_check_order(const FabExec *x, uint32_t *op, uint32_t *dep) {
-  for (uint32_t i = 0; i < x->nops; i++) {
+  for (uint32_t i = (uint32_t)x->ops.first; i < x->nops; i++) {
     const FabOp *o = fab_dag_op(x->dag, i);
-    for (uint32_t k = 0; x->state[i] && k < o->ndeps; k++) {
+    const XOp *me = xop(x, i);
+    for (uint32_t k = 0; me->state && k < o->ndeps; k++) {
       uint32_t d = fab_dag_dep(x->dag, o, k), j = d & ~FAB_DEP_SENT;
-      bool met = d & FAB_DEP_SENT ? x->ts[j] <= x->t0[i] : x->state[j] == FAB_EXEC_DONE && x->t1[j] <= x->t0[i];
+      if (j < x->ops.first) continue; /* retired: done before anything still held began */
+      const XOp *od = xop(x, j);
+      bool met = d & FAB_DEP_SENT ? od->ts <= me->t0 : od->state == FAB_EXEC_DONE && od->t1 <= me->t0;
       if (!met) {
         *op = i;
         *dep = j;

@@ -24,6 +24,16 @@
 ** dependents in op order, through a first-in first-out worklist (no
 ** recursion). The executor is an element: its only events are "op i's start
 ** time has come" for ops that are not flows.
+**
+** An unfolding DAG (fab_dag_set_more) is made batch by batch: when the first
+** op of the newest batch becomes ready, the executor has the DAG make the
+** next one and takes its ops in (the `grow` hook tells the owner), before
+** anything of the newest batch is done; with dag.h's contract every op is
+** then in place before what it waits for is done, and the run is the same
+** as if all had been made first. fab_exec_retire forgets the ops done long
+** enough ago that nothing still to be posted can need their times (done,
+** and `pre` behind now); a retired op counts as done and sent for ops made
+** later.
 */
 #ifndef FAB_EXEC_H
 #define FAB_EXEC_H
@@ -37,6 +47,7 @@ typedef struct FabExecHooks {
   void (*post)(void *ctx, uint32_t op, fab_time_t at);
   void (*compute)(void *ctx, uint32_t op, uint32_t rank, fab_time_t dur);
   void (*reduce)(void *ctx, uint32_t op, uint32_t rank, fab_time_t dur);
+  void (*grow)(void *ctx, uint32_t from, uint32_t to); /* ops [from, to) were taken in (NULL: not told) */
 } FabExecHooks;
 
 /* Op states. */
@@ -44,9 +55,11 @@ enum { FAB_EXEC_WAITING = 0, FAB_EXEC_RUNNING = 1, FAB_EXEC_DONE = 2 };
 
 typedef struct FabExec FabExec;
 
-/* An executor of `dag` (transfer none: it must outlive the executor) on
-** `eng`. Transfer full. Cost: O(ops + deps) memory and time. */
-FabExec *fab_exec_new(FabEngine *eng, const FabDag *dag, const FabExecHooks *hooks, void *ctx);
+/* An executor of `dag` (transfer none: it must outlive the executor; an
+** unfolding DAG is made further by it) on `eng`; it takes in the ops made
+** so far (an empty unfolding DAG makes its first batch). Transfer full.
+** Cost: O(ops + deps) memory and time, of the ops held (not retired). */
+FabExec *fab_exec_new(FabEngine *eng, FabDag *dag, const FabExecHooks *hooks, void *ctx);
 void fab_exec_free(FabExec *x);
 
 /* Its element header (the builder gives it an id). */
@@ -62,14 +75,30 @@ void fab_exec_done(FabExec *x, uint32_t op, fab_time_t began);
 
 /* ---- progress and times --------------------------------------------------- */
 
+/* Ops taken in so far (the DAG's length), and how many are done. */
 uint32_t fab_exec_ops(const FabExec *x);
 uint32_t fab_exec_ops_done(const FabExec *x);
-static inline bool fab_exec_finished(const FabExec *x) { return fab_exec_ops_done(x) == fab_exec_ops(x); }
+/* Every op done, and the DAG has no more to make. */
+bool fab_exec_finished(const FabExec *x);
 
 /* The latest completion so far, ps. */
 fab_time_t fab_exec_last_end(const FabExec *x);
 
-/* Op i's state, when it began (posted, or began computing) and when it was done. */
+/* Retire what can be: the ops from fab_exec_base on that are done and whose
+** completion plus the largest `pre` is not after now, up to the first that
+** is not. Returns the new base; the owner then forgets them too
+** (fab_dag_retire). */
+uint32_t fab_exec_retire(FabExec *x);
+uint32_t fab_exec_base(const FabExec *x);
+/* Posts whose time used the latest retired completion instead of a retired
+** dependency's own (an op made with a larger `pre` than any before the
+** retirement): 0 when the run is exact. */
+uint64_t fab_exec_inexact(const FabExec *x);
+/* Bytes the executor's per-op and per-dependency state holds now. */
+size_t fab_exec_bytes(const FabExec *x);
+
+/* Op i's state, when it began (posted, or began computing) and when it was
+** done (i not retired). */
 int fab_exec_state(const FabExec *x, uint32_t i);
 fab_time_t fab_exec_began(const FabExec *x, uint32_t i);
 fab_time_t fab_exec_ended(const FabExec *x, uint32_t i);

@@ -394,7 +394,7 @@ static gboolean group_ops(Train *t, GHashTable *seen, int gk, uint32_t s, FabCol
   gboolean ok = TRUE;
   if (!n_ops) {
     FabDag *d = t->d;
-    const uint32_t ops0 = fab_dag_len(d), deps0 = d->deps->len, colls0 = d->colls->len, groups0 = d->groups;
+    const uint32_t ops0 = fab_dag_len(d), deps0 = fab_dag_deps_len(d), colls0 = d->colls->len, groups0 = d->groups;
     uint32_t n = members(t, gk, s, 0, t->mem);
     for (uint32_t q = 0; q < n; q++) t->eps[q] = t->ranks[t->mem[q]], t->st[q] = FAB_OP_NONE;
     FabCollSpec c = {.op = op, .algorithm = t->algo, .protocol = t->proto, .bytes = bytes, .dtype_bytes = t->dtype,
@@ -408,8 +408,7 @@ static gboolean group_ops(Train *t, GHashTable *seen, int gk, uint32_t s, FabCol
       ok = FALSE;
     }
     n_ops = fab_dag_len(d) - ops0 + 1;
-    g_array_set_size(d->ops, ops0);
-    g_array_set_size(d->deps, deps0);
+    fab_dag_truncate(d, ops0, deps0);
     g_array_set_size(d->colls, colls0);
     d->groups = groups0;
     g_hash_table_insert(seen, key, GUINT_TO_POINTER(n_ops));
@@ -916,7 +915,7 @@ gboolean fab_training_build(const FabTrainIn *in, const FabCfgNode *wl, FabDag *
     train_free(&t);
     return FALSE;
   }
-  const guint deps0 = d->deps->len, colls0 = d->colls->len, groups0 = d->groups;
+  const guint deps0 = fab_dag_deps_len(d), colls0 = d->colls->len, groups0 = d->groups;
   t.tail = g_new(uint32_t, nranks);
   t.lastc = g_new(uint32_t, nranks);
   for (int i = 0; i < 3; i++) t.x[i] = g_new(uint32_t, nranks);
@@ -952,8 +951,7 @@ gboolean fab_training_build(const FabTrainIn *in, const FabCfgNode *wl, FabDag *
   }
   train_free(&t);
   if (!ok) { /* leave d as it was */
-    g_array_set_size(d->ops, t.ops0);
-    g_array_set_size(d->deps, deps0);
+    fab_dag_truncate(d, t.ops0, deps0);
     g_array_set_size(d->colls, colls0);
     d->groups = groups0;
     return FALSE;

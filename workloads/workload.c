@@ -347,7 +347,7 @@ static gboolean read_ncclt(Job *j, const FabCfgNode *wl, const WorkloadIn *in, c
     if (!bytes) continue;
     FabCollSpec c;
     GError *e = NULL;
-    uint32_t ops0 = fab_dag_len(j->d), deps0 = j->d->deps->len, colls0 = j->d->colls->len, groups0 = j->d->groups;
+    uint32_t ops0 = fab_dag_len(j->d), deps0 = fab_dag_deps_len(j->d), colls0 = j->d->colls->len, groups0 = j->d->groups;
     spec_from(&c, j, in);
     c.bytes = bytes;
     c.tag = "nccl-tests";
@@ -357,8 +357,7 @@ static gboolean read_ncclt(Job *j, const FabCfgNode *wl, const WorkloadIn *in, c
       break;
     }
     need += (uint64_t)(fab_dag_len(j->d) - ops0) * (in->warmup + in->iters) + 2; /* and the meeting marks */
-    g_array_set_size(j->d->ops, ops0);
-    g_array_set_size(j->d->deps, deps0);
+    fab_dag_truncate(j->d, ops0, deps0);
     g_array_set_size(j->d->colls, colls0);
     j->d->groups = groups0;
     if (need > FAB_DAG_MAX_OPS)
