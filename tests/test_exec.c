@@ -152,7 +152,11 @@ static H *h_new(FabDag *d) {
 }
 
 static void h_after_report(H *h) {
-  if (h->retire) fab_dag_retire(h->d, fab_exec_retire(h->x));
+  if (h->retire) {
+    uint32_t upto = fab_exec_retirable(h->x, UINT32_MAX);
+    fab_exec_retire(h->x, upto);
+    fab_dag_retire(h->d, upto);
+  }
   h->most = MAX(h->most, fab_exec_bytes(h->x) + fab_deq_bytes(&h->d->ops) + fab_deq_bytes(&h->d->deps));
 }
 

@@ -31,6 +31,7 @@ struct FabExec {
   fab_time_t retired_t1;    /* the latest completion among retired ops */
   uint64_t inexact;         /* posts that used retired_t1 for a retired dependency it exceeded */
   GArray *todo;             /* ops to complete (a worklist, not recursion) */
+  uint32_t busy;            /* inside a release or a hook call: nothing may be retired now */
   bool draining, started;
 };
 
@@ -127,6 +128,7 @@ static fab_time_t post_at(FabExec *x, const FabOp *o) {
 
 /* Op i's dependencies are met now: begin it, or wait for its start time. */
 static void ready(FabExec *x, uint32_t i) {
+  x->busy++;
   if (i >= x->dag->batch0 && fab_dag_more(x->dag)) adopt(x); /* the newest batch begins: make the next */
   const FabOp *o = fab_dag_op(x->dag, i);
   fab_time_t now = x->eng->now;
@@ -140,11 +142,13 @@ static void ready(FabExec *x, uint32_t i) {
   } else {
     begin(x, i);
   }
+  x->busy--;
 }
 
 /* Release the dependents of op i that wait for it to be done (sent: false)
 ** or for its last packet to leave (sent: true). */
 static void release(FabExec *x, uint32_t i, bool sent) {
+  x->busy++;
   for (uint32_t e = xop(x, i)->head; e != FAB_OP_NONE; e = edge(x, e)->next) {
     uint32_t d = edge(x, e)->to;
     if (((d & FAB_DEP_SENT) != 0) != sent) continue;
@@ -153,6 +157,7 @@ static void release(FabExec *x, uint32_t i, bool sent) {
     g_assert(od->left > 0);
     if (--od->left == 0) ready(x, d);
   }
+  x->busy--;
 }
 
 /* Op i is done now. Ops done in passing (marks) are queued, not recursed into. */
@@ -180,6 +185,7 @@ static void begin(FabExec *x, uint32_t i) {
   XOp *me = xop(x, i);
   me->state = FAB_EXEC_RUNNING;
   me->t0 = now;
+  x->busy++;
   switch ((FabOpKind)o->kind) {
   case FAB_OP_FLOW:
   case FAB_OP_NVLS:
@@ -192,6 +198,7 @@ static void begin(FabExec *x, uint32_t i) {
     complete(x, i);
     break;
   }
+  x->busy--;
 }
 
 static void exec_wake(FabEngine *eng, void *self, uint64_t arg) { begin(self, (uint32_t)arg); }
@@ -230,20 +237,23 @@ uint32_t fab_exec_base(const FabExec *x) { return (uint32_t)x->ops.first; }
 uint64_t fab_exec_inexact(const FabExec *x) { return x->inexact; }
 size_t fab_exec_bytes(const FabExec *x) { return fab_deq_bytes(&x->ops) + fab_deq_bytes(&x->edges); }
 
-uint32_t fab_exec_retire(FabExec *x) {
-  uint32_t r = (uint32_t)x->ops.first;
-  fab_time_t now = x->eng->now, t1 = x->retired_t1;
-  for (; r < x->nops; r++) {
+uint32_t fab_exec_retirable(const FabExec *x, uint32_t limit) {
+  uint32_t r = (uint32_t)x->ops.first, end = x->busy ? r : MIN(x->nops, limit); /* busy: called from a hook */
+  fab_time_t now = x->eng->now;
+  for (; r < end; r++) {
     const XOp *o = xop(x, r);
     if (o->state != FAB_EXEC_DONE || o->t1 + x->max_pre > now) break;
-    t1 = MAX(t1, o->t1);
   }
-  if (r == x->ops.first) return r;
-  uint32_t e = r < x->nops ? xop(x, r)->e0 : (uint32_t)fab_deq_end(&x->edges);
-  x->retired_t1 = t1;
-  fab_deq_drop(&x->ops, r);
-  fab_deq_drop(&x->edges, e);
   return r;
+}
+
+void fab_exec_retire(FabExec *x, uint32_t upto) {
+  g_assert(upto >= x->ops.first && upto <= fab_exec_retirable(x, upto));
+  if (upto == x->ops.first) return;
+  for (uint32_t r = (uint32_t)x->ops.first; r < upto; r++) x->retired_t1 = MAX(x->retired_t1, xop(x, r)->t1);
+  uint32_t e = upto < x->nops ? xop(x, upto)->e0 : (uint32_t)fab_deq_end(&x->edges);
+  fab_deq_drop(&x->ops, upto);
+  fab_deq_drop(&x->edges, e);
 }
 
 uint32_t fab_exec_first_waiting(const FabExec *x, uint32_t *left) {

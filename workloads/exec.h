@@ -84,11 +84,14 @@ bool fab_exec_finished(const FabExec *x);
 /* The latest completion so far, ps. */
 fab_time_t fab_exec_last_end(const FabExec *x);
 
-/* Retire what can be: the ops from fab_exec_base on that are done and whose
-** completion plus the largest `pre` is not after now, up to the first that
-** is not. Returns the new base; the owner then forgets them too
-** (fab_dag_retire). */
-uint32_t fab_exec_retire(FabExec *x);
+/* How far ops can be retired: the ops from fab_exec_base on that are done
+** and whose completion plus the largest `pre` is not after now, up to the
+** first that is not or `limit`. Returns the op after the last; none while
+** the executor is inside a hook call (a report made from a hook). */
+uint32_t fab_exec_retirable(const FabExec *x, uint32_t limit);
+/* Retire the ops before `upto` (at most fab_exec_retirable); the owner
+** forgets them too (fab_dag_retire), after it read what it needs of them. */
+void fab_exec_retire(FabExec *x, uint32_t upto);
 uint32_t fab_exec_base(const FabExec *x);
 /* Posts whose time used the latest retired completion instead of a retired
 ** dependency's own (an op made with a larger `pre` than any before the

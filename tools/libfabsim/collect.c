@@ -52,89 +52,155 @@ static int span_order(const void *x, const void *y) {
   return p->start < q->start ? -1 : p->start > q->start;
 }
 
-/* ---- collectives and jobs: from the first op of theirs to begin to the last one done */
+/* What the folds keep between calls. */
+struct FabCollect {
+  const FabDag *dag;
+  FabCollRec *colls;
+  FabJobRec *jobs;
+  bool *open, *jopen;   /* per collective / job: an op not done */
+  GArray *spans;        /* FabSpanRec */
+  GHashTable *begins;   /* (coll + 1) << 32 | rank -> its COLL_BEGIN mark's end + 1 (0: not done) */
+  GHashTable *sb, *se;  /* (step row + 1) << 32 | rank -> its STEP_BEGIN / STEP_END mark's end + 1 */
+  uint32_t *first;      /* per job + 1: the row of its first step */
+  bool *whole;          /* per step row: every rank's marks done (not cut by stop_time) */
+  uint32_t nrows;
+  uint32_t next;        /* the next op to fold */
+};
 
-static void colls_and_jobs(const FabCollectIn *in, FabResults *res) {
-  const FabDag *d = in->dag;
+FabCollect *fab_collect_new(const FabDag *d) {
+  FabCollect *c = g_new0(FabCollect, 1);
   uint32_t nc = d->colls->len, nj = d->jobs->len;
-  res->n_colls = nc;
-  res->colls = g_new0(FabCollRec, nc ? nc : 1);
-  bool *open = g_new0(bool, nc ? nc : 1), *jopen = g_new0(bool, nj ? nj : 1);
-  for (uint32_t c = 0; c < nc; c++) {
-    const FabCollDef *cd = &g_array_index(d->colls, FabCollDef, c);
-    res->colls[c] = (FabCollRec){cd->op, cd->algorithm, cd->protocol, cd->tag, cd->bytes, cd->count, cd->dtype_bytes,
-                                 cd->nranks, cd->root, cd->channels, cd->job, cd->step, FAB_TIME_MAX, 0, 0, 0, 0};
+  c->dag = d;
+  c->colls = g_new0(FabCollRec, nc ? nc : 1);
+  c->jobs = g_new0(FabJobRec, nj ? nj : 1);
+  c->open = g_new0(bool, nc ? nc : 1);
+  c->jopen = g_new0(bool, nj ? nj : 1);
+  for (uint32_t k = 0; k < nc; k++) {
+    const FabCollDef *cd = &g_array_index(d->colls, FabCollDef, k);
+    c->colls[k] = (FabCollRec){cd->op, cd->algorithm, cd->protocol, cd->tag, cd->bytes, cd->count, cd->dtype_bytes,
+                               cd->nranks, cd->root, cd->channels, cd->job, cd->step, FAB_TIME_MAX, 0, 0, 0, 0};
   }
-  res->n_jobs = nj;
-  res->jobs = g_new0(FabJobRec, nj ? nj : 1);
   for (uint32_t j = 0; j < nj; j++) {
     const FabJobDef *jd = &g_array_index(d->jobs, FabJobDef, j);
-    res->jobs[j] = (FabJobRec){jd->name, jd->kind, jd->nranks, 0, 0, 0, FAB_TIME_MAX, 0, 0, NULL};
+    c->jobs[j] = (FabJobRec){jd->name, jd->kind, jd->nranks, 0, 0, 0, FAB_TIME_MAX, 0, 0, NULL};
   }
-  for (uint32_t i = 0; i < fab_dag_len(d); i++) {
-    const FabOp *o = fab_dag_op(d, i);
-    int st = fab_exec_state(in->exec, i);
-    bool done = st == FAB_EXEC_DONE;
-    FabJobRec *jr = &res->jobs[o->job];
-    if (st) jr->start = MIN(jr->start, fab_exec_began(in->exec, i));
-    if (done) jr->end = MAX(jr->end, fab_exec_ended(in->exec, i));
-    else jopen[o->job] = true;
-    if (o->kind <= FAB_OP_NVLS) {
-      jr->flows++;
-      jr->bytes += o->bytes;
-      jr->completed += in->flows[in->flow_of[i]].end != 0;
-    }
-    if (o->coll >= 0) {
-      FabCollRec *cr = &res->colls[o->coll];
-      if (st) cr->start = MIN(cr->start, fab_exec_began(in->exec, i));
-      if (done) cr->end = MAX(cr->end, fab_exec_ended(in->exec, i));
-      else open[o->coll] = true;
-    }
-  }
-  for (uint32_t c = 0; c < nc; c++) {
-    if (open[c] || res->colls[c].start == FAB_TIME_MAX) res->colls[c].end = 0;
-    if (res->colls[c].start == FAB_TIME_MAX) res->colls[c].start = 0;
-  }
-  for (uint32_t j = 0; j < nj; j++) {
-    if (jopen[j]) res->jobs[j].end = 0;
-    if (res->jobs[j].start == FAB_TIME_MAX) res->jobs[j].start = 0;
-  }
-  g_free(open);
-  g_free(jopen);
+  c->spans = g_array_new(FALSE, FALSE, sizeof(FabSpanRec));
+  G_STATIC_ASSERT(sizeof(gsize) >= 8); /* keys pack an index and an endpoint in 32 bits each */
+  c->begins = g_hash_table_new(NULL, NULL);
+  c->sb = g_hash_table_new(NULL, NULL);
+  c->se = g_hash_table_new(NULL, NULL);
+  c->first = g_new0(uint32_t, nj + 1);
+  for (uint32_t j = 0; j < nj; j++) c->first[j + 1] = c->first[j] + g_array_index(d->jobs, FabJobDef, j).steps;
+  c->nrows = c->first[nj];
+  c->whole = g_new(bool, c->nrows + 1);
+  for (uint32_t k = 0; k < c->nrows; k++) c->whole[k] = true;
+  return c;
 }
 
-/* ---- the timeline: compute ops, collectives per rank, pipeline transfers - */
+void fab_collect_free(FabCollect *c) {
+  if (!c) return;
+  g_free(c->colls);
+  g_free(c->jobs);
+  g_free(c->open);
+  g_free(c->jopen);
+  if (c->spans) g_array_free(c->spans, TRUE);
+  g_hash_table_destroy(c->begins);
+  g_hash_table_destroy(c->sb);
+  g_hash_table_destroy(c->se);
+  g_free(c->first);
+  g_free(c->whole);
+  g_free(c);
+}
 
-static GArray *timeline(const FabCollectIn *in) {
-  const FabDag *d = in->dag;
+static gpointer key(uint64_t a, uint32_t rank) { return GSIZE_TO_POINTER((gsize)(a + 1) << 32 | rank); }
+static gpointer end1(fab_time_t t) { return GSIZE_TO_POINTER((gsize)t + 1); }
+
+/* Collectives and jobs: from the first op of theirs to begin to the last one done. */
+static void fold_colls_and_jobs(FabCollect *c, const FabCollectIn *in, uint32_t i, const FabOp *o, int st) {
+  bool done = st == FAB_EXEC_DONE;
+  FabJobRec *jr = &c->jobs[o->job];
+  if (st) jr->start = MIN(jr->start, fab_exec_began(in->exec, i));
+  if (done) jr->end = MAX(jr->end, fab_exec_ended(in->exec, i));
+  else c->jopen[o->job] = true;
+  if (o->kind <= FAB_OP_NVLS) {
+    jr->flows++;
+    jr->bytes += o->bytes;
+    jr->completed += in->flows[in->flow_of[i]].end != 0;
+  }
+  if (o->coll >= 0) {
+    FabCollRec *cr = &c->colls[o->coll];
+    if (st) cr->start = MIN(cr->start, fab_exec_began(in->exec, i));
+    if (done) cr->end = MAX(cr->end, fab_exec_ended(in->exec, i));
+    else c->open[o->coll] = true;
+  }
+}
+
+/* The timeline: compute ops, collectives per rank (from its COLL_BEGIN mark to
+** its COLL_END), pipeline transfers. */
+static void fold_timeline(FabCollect *c, const FabCollectIn *in, uint32_t i, const FabOp *o, bool done) {
   const FabExec *x = in->exec;
-  GArray *spans = g_array_new(FALSE, FALSE, sizeof(FabSpanRec));
-  G_STATIC_ASSERT(sizeof(gsize) >= 8); /* keys pack an index and an endpoint in 32 bits each */
-  GHashTable *begins = g_hash_table_new(NULL, NULL); /* (coll + 1) << 32 | rank -> COLL_BEGIN op + 1 */
-  for (uint32_t i = 0; i < fab_dag_len(d); i++) {
-    const FabOp *o = fab_dag_op(d, i);
-    bool done = fab_exec_state(x, i) == FAB_EXEC_DONE;
-    if (o->kind == FAB_OP_COMPUTE && done) {
-      FabSpanRec sp = {o->src, o->job, 0, o->mark, -1, o->step, fab_exec_began(x, i), fab_exec_ended(x, i)};
-      g_array_append_val(spans, sp);
-    } else if (o->kind == FAB_OP_MARK && o->coll >= 0 && o->mark == FAB_MARK_COLL_BEGIN) {
-      g_hash_table_insert(begins, GSIZE_TO_POINTER(((gsize)o->coll + 1) << 32 | o->src), GUINT_TO_POINTER(i + 1));
-    } else if (o->kind == FAB_OP_MARK && o->coll >= 0 && o->mark == FAB_MARK_COLL_END && done) {
-      guint b = GPOINTER_TO_UINT(g_hash_table_lookup(begins, GSIZE_TO_POINTER(((gsize)o->coll + 1) << 32 | o->src)));
-      if (b && fab_exec_state(x, b - 1) == FAB_EXEC_DONE) {
-        FabSpanRec sp = {o->src, o->job, 1, 0, o->coll, o->step, fab_exec_ended(x, b - 1), fab_exec_ended(x, i)};
-        g_array_append_val(spans, sp);
-      }
-    } else if (o->kind == FAB_OP_FLOW && o->coll >= 0 && done) { /* pipeline send/recv: no marks, a span per send */
-      const FabCollDef *cd = &g_array_index(d->colls, FabCollDef, o->coll);
-      if (cd->tag && g_str_equal(cd->tag, "pp")) {
-        FabSpanRec sp = {o->src, o->job, 2, 0, o->coll, o->step, in->flows[in->flow_of[i]].start, fab_exec_ended(x, i)};
-        g_array_append_val(spans, sp);
-      }
+  if (o->kind == FAB_OP_COMPUTE && done) {
+    FabSpanRec sp = {o->src, o->job, 0, o->mark, -1, o->step, fab_exec_began(x, i), fab_exec_ended(x, i)};
+    g_array_append_val(c->spans, sp);
+  } else if (o->kind == FAB_OP_MARK && o->coll >= 0 && o->mark == FAB_MARK_COLL_BEGIN) {
+    g_hash_table_insert(c->begins, key((uint64_t)o->coll, o->src), done ? end1(fab_exec_ended(x, i)) : NULL);
+  } else if (o->kind == FAB_OP_MARK && o->coll >= 0 && o->mark == FAB_MARK_COLL_END && done) {
+    gsize b = GPOINTER_TO_SIZE(g_hash_table_lookup(c->begins, key((uint64_t)o->coll, o->src)));
+    if (b) {
+      FabSpanRec sp = {o->src, o->job, 1, 0, o->coll, o->step, (fab_time_t)b - 1, fab_exec_ended(x, i)};
+      g_array_append_val(c->spans, sp);
+    }
+  } else if (o->kind == FAB_OP_FLOW && o->coll >= 0 && done) { /* pipeline send/recv: no marks, a span per send */
+    const FabCollDef *cd = &g_array_index(c->dag->colls, FabCollDef, o->coll);
+    if (cd->tag && g_str_equal(cd->tag, "pp")) {
+      FabSpanRec sp = {o->src, o->job, 2, 0, o->coll, o->step, in->flows[in->flow_of[i]].start, fab_exec_ended(x, i)};
+      g_array_append_val(c->spans, sp);
     }
   }
-  g_hash_table_destroy(begins);
-  return spans;
+}
+
+/* Step marks: per (job, step, rank), its STEP_BEGIN and STEP_END. */
+static void fold_steps(FabCollect *c, const FabCollectIn *in, uint32_t i, const FabOp *o, bool done) {
+  if (o->kind != FAB_OP_MARK || (o->mark != FAB_MARK_STEP_BEGIN && o->mark != FAB_MARK_STEP_END)) return;
+  if (o->job >= c->dag->jobs->len || o->step >= c->first[o->job + 1] - c->first[o->job]) return;
+  uint32_t row = c->first[o->job] + o->step;
+  if (!done) {
+    c->whole[row] = false;
+    return;
+  }
+  g_hash_table_insert(o->mark == FAB_MARK_STEP_BEGIN ? c->sb : c->se, key(row, o->src),
+                      end1(fab_exec_ended(in->exec, i)));
+}
+
+void fab_collect_fold(FabCollect *c, const FabCollectIn *in, uint32_t to) {
+  const FabDag *d = c->dag;
+  g_assert(c->next >= fab_dag_base(d) && to <= fab_dag_len(d));
+  for (uint32_t i = c->next; i < to; i++) {
+    const FabOp *o = fab_dag_op(d, i);
+    int st = fab_exec_state(in->exec, i);
+    fold_colls_and_jobs(c, in, i, o, st);
+    fold_timeline(c, in, i, o, st == FAB_EXEC_DONE);
+    fold_steps(c, in, i, o, st == FAB_EXEC_DONE);
+  }
+  c->next = MAX(c->next, to);
+}
+
+static void finish_colls_and_jobs(FabCollect *c, FabResults *res) {
+  uint32_t nc = c->dag->colls->len, nj = c->dag->jobs->len;
+  for (uint32_t k = 0; k < nc; k++) {
+    if (c->open[k] || c->colls[k].start == FAB_TIME_MAX) c->colls[k].end = 0;
+    if (c->colls[k].start == FAB_TIME_MAX) c->colls[k].start = 0;
+  }
+  for (uint32_t j = 0; j < nj; j++) {
+    if (c->jopen[j]) c->jobs[j].end = 0;
+    if (c->jobs[j].start == FAB_TIME_MAX) c->jobs[j].start = 0;
+  }
+  res->n_colls = nc;
+  res->colls = c->colls;
+  res->n_jobs = nj;
+  res->jobs = c->jobs;
+  c->colls = NULL;
+  c->jobs = NULL;
 }
 
 /* ---- steps: per (job, step, rank) from its STEP_BEGIN to STEP_END marks ---- */
@@ -147,42 +213,26 @@ typedef struct Steps {
 } Steps;
 
 /* Each step's window: from the first rank's begin to the last rank's end. */
-static void step_windows(const FabCollectIn *in, Steps *s) {
-  const FabDag *d = in->dag;
-  uint32_t nj = d->jobs->len;
-  GHashTable *sb = g_hash_table_new(NULL, NULL), *se = g_hash_table_new(NULL, NULL);
-  for (uint32_t i = 0; i < fab_dag_len(d); i++) {
-    const FabOp *o = fab_dag_op(d, i);
-    if (o->kind != FAB_OP_MARK || (o->mark != FAB_MARK_STEP_BEGIN && o->mark != FAB_MARK_STEP_END)) continue;
-    if (o->job >= nj || o->step >= s->first[o->job + 1] - s->first[o->job]) continue;
-    if (fab_exec_state(in->exec, i) != FAB_EXEC_DONE) {
-      s->whole[s->first[o->job] + o->step] = false;
-      continue;
-    }
-    gsize key = ((gsize)(s->first[o->job] + o->step) + 1) << 32 | o->src;
-    g_hash_table_insert(o->mark == FAB_MARK_STEP_BEGIN ? sb : se, GSIZE_TO_POINTER(key), GUINT_TO_POINTER(i + 1));
-  }
+static void step_windows(const FabCollect *c, Steps *s) {
+  const FabDag *d = c->dag;
   for (guint k = 0; k < s->rows->len; k++) {
     FabStepRec *sr = &g_array_index(s->rows, FabStepRec, k);
     const FabJobDef *jd = &g_array_index(d->jobs, FabJobDef, sr->job);
     for (uint32_t q = 0; q < jd->nranks; q++) {
-      gsize key = ((gsize)k + 1) << 32 | jd->ranks[q];
-      guint b = GPOINTER_TO_UINT(g_hash_table_lookup(sb, GSIZE_TO_POINTER(key)));
-      guint en = GPOINTER_TO_UINT(g_hash_table_lookup(se, GSIZE_TO_POINTER(key)));
+      gsize b = GPOINTER_TO_SIZE(g_hash_table_lookup(c->sb, key(k, jd->ranks[q])));
+      gsize en = GPOINTER_TO_SIZE(g_hash_table_lookup(c->se, key(k, jd->ranks[q])));
       if (!b || !en) {
         s->whole[k] = false;
         continue;
       }
-      sr->start = MIN(sr->start, fab_exec_ended(in->exec, b - 1));
-      sr->end = MAX(sr->end, fab_exec_ended(in->exec, en - 1));
+      sr->start = MIN(sr->start, (fab_time_t)b - 1);
+      sr->end = MAX(sr->end, (fab_time_t)en - 1);
     }
     if (sr->start == FAB_TIME_MAX) sr->start = 0;
     /* every rank's GPU is accounted over the whole step, first begin to last end:
     ** the stage that finishes early idles until the step is over (the pipeline's tail) */
     s->len[k] = fab_time_to_s(sr->end - sr->start) * jd->nranks;
   }
-  g_hash_table_destroy(sb);
-  g_hash_table_destroy(se);
 }
 
 /* What filled each rank's part of each step: compute, collectives, both. */
@@ -219,25 +269,23 @@ static void step_use(GArray *spans, Steps *s) {
   g_array_free(mv, TRUE);
 }
 
-static void steps(const FabCollectIn *in, GArray *spans, FabResults *res) {
-  const FabDag *d = in->dag;
+static void steps(FabCollect *c, GArray *spans, FabResults *res) {
+  const FabDag *d = c->dag;
   uint32_t nj = d->jobs->len;
-  Steps s = {g_array_new(FALSE, TRUE, sizeof(FabStepRec)), g_new0(uint32_t, nj + 1), NULL, NULL, NULL};
+  Steps s = {g_array_new(FALSE, TRUE, sizeof(FabStepRec)), c->first, c->whole, NULL, NULL};
   for (uint32_t j = 0; j < nj; j++) {
     const FabJobDef *jd = &g_array_index(d->jobs, FabJobDef, j);
-    s.first[j + 1] = s.first[j] + jd->steps;
     for (uint32_t st = 0; st < jd->steps; st++) {
       FabStepRec sr = {.job = j, .step = st, .start = FAB_TIME_MAX};
       g_array_append_val(s.rows, sr);
     }
   }
   guint n = s.rows->len;
-  s.whole = g_new(bool, n + 1);
-  for (guint k = 0; k < n; k++) s.whole[k] = true;
+  g_assert(n == c->nrows);
   s.len = g_new0(double, n + 1);
   s.busy = g_new0(double, n + 1);
   if (n) {
-    step_windows(in, &s);
+    step_windows(c, &s);
     step_use(spans, &s);
     for (guint k = 0; k < n; k++) { /* averages over the job's ranks */
       FabStepRec *sr = &g_array_index(s.rows, FabStepRec, k);
@@ -253,16 +301,15 @@ static void steps(const FabCollectIn *in, GArray *spans, FabResults *res) {
     if (!s.whole[k]) g_array_remove_index(s.rows, k);
   res->n_steps = s.rows->len;
   res->steps = (FabStepRec *)(void *)g_array_free(s.rows, FALSE);
-  g_free(s.first);
-  g_free(s.whole);
   g_free(s.len);
   g_free(s.busy);
 }
 
-void fab_collect(const FabCollectIn *in, FabResults *res) {
-  colls_and_jobs(in, res);
-  GArray *spans = timeline(in);
-  steps(in, spans, res);
-  res->n_spans = spans->len;
-  res->spans = (FabSpanRec *)(void *)g_array_free(spans, FALSE);
+void fab_collect_finish(FabCollect *c, const FabCollectIn *in, FabResults *res) {
+  fab_collect_fold(c, in, fab_dag_len(c->dag));
+  finish_colls_and_jobs(c, res);
+  steps(c, c->spans, res);
+  res->n_spans = c->spans->len;
+  res->spans = (FabSpanRec *)(void *)g_array_free(c->spans, FALSE);
+  c->spans = NULL;
 }

@@ -19,8 +19,19 @@ typedef struct FabCollectIn {
   const uint32_t *flow_of;
 } FabCollectIn;
 
-/* Fill res's colls, jobs, spans and steps (raw: fab_results_finalize derives
-** the rest). */
-void fab_collect(const FabCollectIn *in, FabResults *res);
+/* The records are folded op by op, in op order, so that a run can forget
+** the ops it has folded (retired ones): fold before retiring, finish at the
+** end. What a fold reads of an op (its state and times, its flow's record)
+** must be final: the op done and its flow released, or the run over. */
+typedef struct FabCollect FabCollect;
+FabCollect *fab_collect_new(const FabDag *dag);
+void fab_collect_free(FabCollect *c);
+
+/* Fold the ops not folded yet below `to`. */
+void fab_collect_fold(FabCollect *c, const FabCollectIn *in, uint32_t to);
+
+/* Fold the rest and fill res's colls, jobs, spans and steps (raw:
+** fab_results_finalize derives the rest). */
+void fab_collect_finish(FabCollect *c, const FabCollectIn *in, FabResults *res);
 
 #endif

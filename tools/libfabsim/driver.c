@@ -21,6 +21,9 @@ typedef struct Run {
   uint32_t *slot_of;        /* flow -> its slot in the table (FAB_OP_NONE: not posted yet, or released) */
   char *bad_flow;           /* a released flow that did not hold exactly its bytes (an invariant broken) */
   FabExec *exec;
+  FabCollect *coll;         /* the result records, folded from the ops as their state is final */
+  uint32_t settled;         /* the ops before it are not flows, or flows released (their records final) */
+  uint32_t reports;         /* reports to the executor since the last retirement */
   FabSampler *sampler;      /* NULL: queues not sampled */
   FabWatchdog *wd;          /* NULL: no watchdog (lossy fabric) */
   FabFlow *failed;          /* the first flow that gave up */
@@ -50,20 +53,55 @@ static void reduce(void *ctx, uint32_t op, uint32_t rank, fab_time_t dur) {
   fab_gpu_submit(r->eng, &r->topo->gpus[rank], FAB_GPU_REDUCE, dur, op);
 }
 
+/* Every RETIRE_EVERY reports, the executor forgets the ops it no longer
+** needs, once the results have folded them (collect.h): what it holds
+** follows the ops under way. The DAG itself belongs to the scenario and is
+** kept. A debug_checks build retires after every report, so that the whole
+** test suite checks that retiring changes no result. */
+#ifdef FAB_DEBUG_CHECKS
+#define RETIRE_EVERY 1
+#else
+#define RETIRE_EVERY 4096
+#endif
+static void retire(Run *r) {
+  const FabDag *dag = r->sc->dag;
+  uint32_t n = fab_exec_ops(r->exec);
+  r->reports = 0;
+  while (r->settled < n) {
+    const FabOp *o = fab_dag_op(dag, r->settled);
+    if (o->kind <= FAB_OP_NVLS && (fab_exec_state(r->exec, r->settled) != FAB_EXEC_DONE ||
+                                   r->slot_of[r->flow_of[r->settled]] != FAB_OP_NONE))
+      break;
+    r->settled++;
+  }
+  uint32_t upto = fab_exec_retirable(r->exec, r->settled);
+  if (upto == fab_exec_base(r->exec)) return;
+  FabCollectIn in = {dag, r->exec, r->recs, r->flow_of};
+  fab_collect_fold(r->coll, &in, upto);
+  fab_exec_retire(r->exec, upto);
+}
+
+static inline void reported(Run *r) {
+  if (++r->reports == RETIRE_EVERY) retire(r);
+}
+
 static void gpu_done(void *ctx, int which, uint32_t tag, fab_time_t began) {
   Run *r = ctx;
   fab_exec_done(r->exec, tag, began);
+  reported(r);
 }
 
 static void flow_done(void *ctx, FabFlow *f) {
   Run *r = ctx;
   r->completed++;
   fab_exec_received(r->exec, r->op_of[f->id]);
+  reported(r);
 }
 
 static void flow_sent(void *ctx, FabFlow *f) {
   Run *r = ctx;
   fab_exec_sent(r->exec, r->op_of[f->id]);
+  reported(r);
 }
 
 /* What the results say of flow f: its times so far. */
@@ -263,6 +301,7 @@ static void wire(Run *r, const FabRunOpts *opts) {
   make_nvls(r);
   static const FabExecHooks hooks = {post, compute, reduce};
   r->exec = fab_exec_new(r->eng, sc->dag, &hooks, r);
+  r->coll = fab_collect_new(sc->dag);
   for (uint32_t h = 0; h < r->topo->nhosts; h++) {
     FabNic *nic = &r->topo->nics[h];
     nic->flows = &r->table;
@@ -453,7 +492,7 @@ static void fill_results(Run *r, bool drained, const Totals *tot, FabResults *re
   for (uint32_t i = 0; i < r->nflows; i++) /* the flows still holding a slot */
     if (r->slot_of[i] != FAB_OP_NONE) record(r, fab_flow_at(&r->table, r->slot_of[i]));
   FabCollectIn in = {sc->dag, r->exec, r->recs, r->flow_of};
-  fab_collect(&in, res);
+  fab_collect_finish(r->coll, &in, res);
   res->n_flows = r->nflows;
   res->flows = r->recs;
   r->recs = NULL;
@@ -485,6 +524,7 @@ static void run_free(Run *r) {
   fab_sampler_free(r->sampler);
   fab_watchdog_free(r->wd);
   fab_exec_free(r->exec);
+  fab_collect_free(r->coll);
   g_free(r->setup);
   fab_flow_table_clear(&r->table);
   g_free(r->recs);
