@@ -31,7 +31,7 @@ uint32_t fab_dag_add(FabDag *d, const FabOp *op, const uint32_t *deps, uint32_t 
   FabOp o = *op;
   bool anchored = !d->making; /* a later batch's op waits for the batch before it or its own */
   g_assert(idx < FAB_DEP_SENT);
-  g_assert(fab_deq_end(&d->deps) + ndeps < UINT32_MAX);
+  g_assert(fab_deq_end(&d->deps) + ndeps < UINT32_MAX && ndeps < (1u << 30));
   o.dep0 = fab_dag_deps_len(d);
   o.ndeps = 0;
   for (uint32_t k = 0; k < ndeps; k++) {

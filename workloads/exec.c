@@ -5,12 +5,13 @@
 typedef struct XOp {
   fab_time_t t0, t1; /* began (posted, computing), done */
   fab_time_t ts;     /* its last packet left (FAB_TIME_MAX: not yet, or not a flow) */
-  uint32_t left;     /* dependencies not yet met */
-  uint32_t head;     /* its dependents: the first edge (FAB_OP_NONE: none), in op order */
-  uint32_t tail;     /* the last edge */
-  uint32_t e0;       /* the first edge its own dependencies made */
-  uint8_t state;     /* FAB_EXEC_* */
+  uint32_t left : 30; /* dependencies not yet met (fab_dag_add keeps an op's below 2^30) */
+  uint32_t state : 2; /* FAB_EXEC_* */
+  uint32_t head;      /* its dependents: the first edge (FAB_OP_NONE: none), in op order */
+  uint32_t tail;      /* the last edge */
+  uint32_t e0;        /* the first edge its own dependencies made */
 } XOp;
+G_STATIC_ASSERT(sizeof(XOp) == 40);
 
 /* "Op `to` waits for the op whose list this is on" (| FAB_DEP_SENT: for its send). */
 typedef struct Edge {

@@ -147,9 +147,9 @@ uint64_t fab_scenario_mem_limit(void) {
 ** quickstart's peak is about 10 MB). */
 #define MEM_BASE (16ull << 20)
 /* Per operation of the DAG: the op and its dependencies (about 3 x 4 B), the
-** executor's state (48 B) and dependents' lists (about 3 x 8 B), its flow
+** executor's state (40 B) and dependents' lists (about 3 x 8 B), its flow
 ** number (4 B). */
-#define MEM_PER_OP (sizeof(FabOp) + 88)
+#define MEM_PER_OP (sizeof(FabOp) + 80)
 /* Per flow: its record for the results and its numbers (op, slot). */
 #define MEM_PER_FLOW (sizeof(FabFlowRec) + 2 * sizeof(uint32_t))
 /* Flows under way at once per endpoint, of those that wait for others (an
