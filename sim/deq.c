@@ -50,3 +50,15 @@ void fab_deq_truncate(FabDeq *q, uint64_t from) {
   g_assert(from >= q->first && from <= fab_deq_end(q));
   q->len = (size_t)(from - q->first);
 }
+
+void *fab_deq_steal(FabDeq *q) {
+  void *out;
+  if (!q->buf) {
+    out = g_malloc(q->esz);
+  } else {
+    if (q->start) memmove(q->buf, q->buf + q->start * q->esz, q->len * q->esz);
+    out = q->buf;
+  }
+  fab_deq_init(q, q->esz);
+  return out;
+}

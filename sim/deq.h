@@ -46,6 +46,10 @@ void fab_deq_drop(FabDeq *q, uint64_t upto);
 /* Forget the elements from `from` on (first <= from <= end): undo pushes. */
 void fab_deq_truncate(FabDeq *q, uint64_t from);
 
+/* The live elements as one allocation the caller frees (g_free), first
+** element at its start; the deque is empty again, numbered from 0. */
+void *fab_deq_steal(FabDeq *q);
+
 /* Bytes the deque holds now (its capacity). */
 static inline size_t fab_deq_bytes(const FabDeq *q) { return q->cap * q->esz; }
 

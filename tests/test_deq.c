@@ -73,3 +73,22 @@ Test(deq, memory_follows_the_live_window) {
   cr_assert_leq(most, 16384, "a window of 1000 never needed %zu slots", most);
   fab_deq_clear(&q);
 }
+
+Test(deq, steal_hands_over_the_live_part) {
+  FabDeq q;
+  fab_deq_init(&q, sizeof(uint32_t));
+  uint32_t *none = fab_deq_steal(&q); /* empty: still an allocation to free */
+  cr_assert_not_null(none);
+  g_free(none);
+  for (uint32_t i = 0; i < 100; i++) *(uint32_t *)fab_deq_push(&q) = i + 1;
+  fab_deq_drop(&q, 10); /* a small drop: the live part does not start the allocation */
+  cr_assert_gt(q.start, 0);
+  uint32_t *v = fab_deq_steal(&q);
+  for (uint32_t i = 0; i < 90; i++) cr_assert_eq(v[i], i + 11, "element %u", i);
+  g_free(v);
+  cr_assert_null(q.buf);
+  cr_assert_eq(fab_deq_end(&q), 0, "empty again, numbered from 0");
+  *(uint32_t *)fab_deq_push(&q) = 5;
+  cr_assert_eq(*(uint32_t *)fab_deq_at(&q, 0), 5);
+  fab_deq_clear(&q);
+}

@@ -602,7 +602,7 @@ static bool ring_more(void *ctx, FabDag *d) {
 static FabDag *ring_dag(Ring *g, uint32_t steps, bool unfold) {
   *g = (Ring){.steps = steps, .far = g->far};
   FabDag *d = fab_dag_new();
-  if (unfold) fab_dag_set_more(d, ring_more, g);
+  if (unfold) fab_dag_set_more(d, ring_more, g, NULL);
   else
     while (g->s < steps) ring_step(g, d);
   return d;
@@ -700,7 +700,7 @@ static bool loose_more(void *ctx, FabDag *d) {
 Test(exec, unanchored_op_in_a_later_batch_aborts, .signal = SIGABRT) {
   uint32_t calls = 0;
   FabDag *d = fab_dag_new();
-  fab_dag_set_more(d, loose_more, &calls);
+  fab_dag_set_more(d, loose_more, &calls, NULL);
   H *h = h_new(d);
   h_run(h);
 }

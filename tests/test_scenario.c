@@ -299,6 +299,55 @@ Test(scenario, coarsened_collective_keeps_its_channels_and_warns) {
   fab_scenario_free(sc);
 }
 
+/* A collective job unfolds as it runs (ops made layer by layer, retired once
+** done): the same JSON as the same DAG made whole before the run, while the
+** run holds a small part of its ops; with a background job after it, it is
+** made whole (only the last job unfolds). GPU nodes, so NVLink and the
+** network both carry it, on 4 channels. */
+static const char unfold_yaml[] =
+  "name: unfold\nseed: 3\ncluster: {node: dgx-h100, nodes: 2}\n"
+  "fabric: {topology: {kind: rail-optimized}, link: {bandwidth: 400Gbps, latency: 500ns}}\n"
+  "workload:\n"
+  "  - {name: ar, kind: collective, op: allreduce, size: 768MiB, algorithm: ring, protocol: simple, channels: 4,"
+  " chunk: 64KiB}\n";
+
+static FabScenario *load_text(const char *text) {
+  GError *err = NULL;
+  FabScenario *sc = fab_scenario_load_string(text, "unfold", ".", NULL, &err);
+  cr_assert_not_null(sc, "%s", err ? err->message : "?");
+  return sc;
+}
+
+Test(scenario, an_unfolding_collective_runs_as_if_made_whole) {
+  FabScenario *a = load_text(unfold_yaml), *b = load_text(unfold_yaml);
+  cr_assert_not_null(a->dag->more, "a collective job unfolds");
+  char *ex = fab_scenario_explain(a);
+  cr_assert(strstr(ex, "more operations made as it runs, layer by layer"), "%s", ex);
+  g_free(ex);
+  while (fab_dag_more(b->dag)) continue; /* b: every op made before the run */
+  uint32_t total = fab_dag_len(b->dag);
+  FabResults ra, rb;
+  run_ok(a, &ra);
+  run_ok(b, &rb);
+  char *ja = stable_json(&ra), *jb = stable_json(&rb);
+  cr_assert_str_eq(ja, jb, "unfolded and made whole differ");
+  cr_assert_null(ra.flows, "unfolded: the flows' records folded as they retire");
+  cr_assert_eq(rb.n_flows, ra.flow_stats.count);
+  cr_assert_eq(rb.ops_held, total, "made whole: every op held");
+  cr_assert_lt(ra.ops_held, total / 10, "unfolded: %u of %u ops held at once", ra.ops_held, total);
+  g_free(ja);
+  g_free(jb);
+  done(a, &ra);
+  done(b, &rb);
+  /* not the last job: made whole */
+  char *two = g_strconcat(unfold_yaml, "  - {name: bg, kind: permutation, size: 1MiB, ranks: [0, 8]}\n", NULL);
+  FabScenario *c = load_text(two);
+  cr_assert_null(c->dag->more);
+  cr_assert_eq(fab_dag_len(c->dag), total + 2, "the collective made whole, then the background's two flows");
+  fab_scenario_free(c);
+  g_free(two);
+}
+
 Test(scenario, fabric_segment_moves_trains_cut_through) {
   /* tests/data/segment-one-flow.yaml works the two end times out. */
   const fab_time_t pkt = 4178 * 80; /* ps for one packet's 4178 wire bytes at 100 Gbps */

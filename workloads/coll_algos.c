@@ -93,56 +93,85 @@ static void conn_consumed(const Ex *x, Conn *cn, uint32_t m, uint32_t dep) {
 ** after the other on its connection. A forwarded piece waits for its
 ** arrival; the slot it came in is free once it is forwarded (the last step:
 ** once it arrived). `launch`: the first step pays the kernel launch. */
+bool fab_coll__ring_begin(Ex *x, Ring *g, const uint32_t *mem, uint32_t k, uint64_t bytes, uint32_t nsteps,
+                          uint32_t nreduce, bool launch) {
+  memset(g, 0, sizeof *g);
+  if (k < 2 || bytes == 0) return false;
+  *g = (Ring){.k = k, .nsteps = nsteps, .nreduce = nreduce, .C = fab_coll__chans(x, bytes, k), .Q = MAX(x->spc, 1u),
+              .launch = launch};
+  uint32_t C = g->C;
+  g->ord = g_new(uint32_t, (size_t)C * k);
+  ring_orders(x, mem, k, C, g->ord);
+  g->loop = (uint64_t)k * g->Q * x->chunk;
+  g->min_slice = MAX(x->chunk / 32, (uint64_t)x->unit);
+  g->cb = g_new(uint64_t, C);
+  for (uint32_t c = 0; c < C; c++) {
+    g->cb[c] = fab_coll__part(x, bytes, C, c);
+    g->L = MAX(g->L, fab_coll__ceil_div(g->cb[c], g->loop));
+  }
+  size_t nseg = (size_t)C * k * g->Q;
+  g->arr = g_new(uint32_t, nseg);
+  g->arr_m = g_new(uint32_t, nseg);
+  g->cn = conns_new(x, (size_t)C * k);
+  return g->L > 0 && nsteps > 0;
+}
+
+/* Layer (l, s): at step s of loop l, every slice of every channel, each
+** position's piece. Returns whether a layer is left. */
+bool fab_coll__ring_layer(Ex *x, Ring *g) {
+  uint32_t k = g->k, Q = g->Q, C = g->C, s = g->s, nsteps = g->nsteps;
+  uint64_t l = g->l, loop = g->loop;
+  uint32_t deps[4];
+  for (uint32_t q = 0; q < Q && !x->over; q++)
+    for (uint32_t c = 0; c < C; c++) {
+      if (l * loop >= g->cb[c]) continue;
+      uint64_t lb = MIN(loop, g->cb[c] - l * loop);
+      for (uint32_t p = 0; p < k; p++) {
+        uint32_t sg = (uint32_t)((p + k - s % k) % k);
+        uint64_t seg = fab_coll__part(x, lb, k, sg);
+        uint32_t nq = (uint32_t)MIN((uint64_t)Q, MAX(1, fab_coll__ceil_div(seg, g->min_slice)));
+        uint64_t b = q < nq ? fab_coll__part(x, seg, nq, q) : 0;
+        if (b == 0) continue;
+        size_t at = ((size_t)c * k + sg) * Q + q;
+        Conn *me = &g->cn[(size_t)c * k + p], *up = &g->cn[(size_t)c * k + (p + k - 1) % k];
+        uint32_t nd = 0;
+        if (s > 0) deps[nd++] = g->arr[at]; /* the piece arrived here a step ago */
+        nd = conn_deps(x, me, deps, nd);
+        unsigned fl = (me->count == 0 ? F_READY : 0) | (s < g->nreduce ? F_REDUCE : 0) |
+                      (g->launch && l == 0 && s == 0 ? F_LAUNCH : 0);
+        x->chan = c;
+        uint32_t op = fab_coll__flow(x, g->ord[(size_t)c * k + p], g->ord[(size_t)c * k + (p + 1) % k], b, fl, deps, nd);
+        if (op == FAB_OP_NONE) break;
+        if (s > 0) conn_consumed(x, up, g->arr_m[at], op | FAB_DEP_SENT); /* forwarded: its slot is free */
+        uint32_t m = conn_push(x, me, op);
+        if (s + 1 == nsteps) conn_consumed(x, me, m, op); /* kept where it arrived */
+        g->arr[at] = op;
+        g->arr_m[at] = m;
+      }
+    }
+  if (++g->s == nsteps) {
+    g->s = 0;
+    g->l++;
+  }
+  return g->l < g->L && !x->over;
+}
+
+void fab_coll__ring_free(Ring *g) {
+  if (g->cn) conns_free(g->cn);
+  g_free(g->arr);
+  g_free(g->arr_m);
+  g_free(g->cb);
+  g_free(g->ord);
+  memset(g, 0, sizeof *g);
+}
+
+/* The whole ring at once. */
 void fab_coll__ring(Ex *x, const uint32_t *mem, uint32_t k, uint64_t bytes, uint32_t nsteps, uint32_t nreduce,
                     bool launch) {
-  if (k < 2 || bytes == 0) return;
-  uint32_t C = fab_coll__chans(x, bytes, k), Q = MAX(x->spc, 1u);
-  uint32_t *ord = g_new(uint32_t, (size_t)C * k);
-  ring_orders(x, mem, k, C, ord);
-  uint64_t loop = (uint64_t)k * Q * x->chunk, min_slice = MAX(x->chunk / 32, (uint64_t)x->unit);
-  uint64_t *cb = g_new(uint64_t, C), L = 0;
-  for (uint32_t c = 0; c < C; c++) {
-    cb[c] = fab_coll__part(x, bytes, C, c);
-    L = MAX(L, fab_coll__ceil_div(cb[c], loop));
-  }
-  size_t nseg = (size_t)C * k * Q;
-  uint32_t *arr = g_new(uint32_t, nseg), *arr_m = g_new(uint32_t, nseg); /* per (channel, segment, slice) */
-  Conn *cn = conns_new(x, (size_t)C * k);                                /* per (channel, sender position) */
-  uint32_t deps[4];
-  for (uint64_t l = 0; l < L && !x->over; l++)
-    for (uint32_t s = 0; s < nsteps && !x->over; s++)
-      for (uint32_t q = 0; q < Q && !x->over; q++)
-        for (uint32_t c = 0; c < C; c++) {
-          if (l * loop >= cb[c]) continue;
-          uint64_t lb = MIN(loop, cb[c] - l * loop);
-          for (uint32_t p = 0; p < k; p++) {
-            uint32_t sg = (uint32_t)((p + k - s % k) % k);
-            uint64_t seg = fab_coll__part(x, lb, k, sg);
-            uint32_t nq = (uint32_t)MIN((uint64_t)Q, MAX(1, fab_coll__ceil_div(seg, min_slice)));
-            uint64_t b = q < nq ? fab_coll__part(x, seg, nq, q) : 0;
-            if (b == 0) continue;
-            size_t at = ((size_t)c * k + sg) * Q + q;
-            Conn *me = &cn[(size_t)c * k + p], *up = &cn[(size_t)c * k + (p + k - 1) % k];
-            uint32_t nd = 0;
-            if (s > 0) deps[nd++] = arr[at]; /* the piece arrived here a step ago */
-            nd = conn_deps(x, me, deps, nd);
-            unsigned fl = (me->count == 0 ? F_READY : 0) | (s < nreduce ? F_REDUCE : 0) |
-                          (launch && l == 0 && s == 0 ? F_LAUNCH : 0);
-            x->chan = c;
-            uint32_t op = fab_coll__flow(x, ord[(size_t)c * k + p], ord[(size_t)c * k + (p + 1) % k], b, fl, deps, nd);
-            if (op == FAB_OP_NONE) break;
-            if (s > 0) conn_consumed(x, up, arr_m[at], op | FAB_DEP_SENT); /* forwarded: its slot is free */
-            uint32_t m = conn_push(x, me, op);
-            if (s + 1 == nsteps) conn_consumed(x, me, m, op); /* kept where it arrived */
-            arr[at] = op;
-            arr_m[at] = m;
-          }
-        }
-  conns_free(cn);
-  g_free(arr);
-  g_free(arr_m);
-  g_free(cb);
-  g_free(ord);
+  Ring g;
+  if (fab_coll__ring_begin(x, &g, mem, k, bytes, nsteps, nreduce, launch))
+    while (fab_coll__ring_layer(x, &g)) continue;
+  fab_coll__ring_free(&g);
 }
 
 /* Broadcast (from the root) or reduce (to the root) as NCCL's pipelined chain

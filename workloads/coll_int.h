@@ -14,7 +14,9 @@
 #include <stdint.h>
 #include "collective.h"
 
-#define FAB_COLL_MAX_OPS 4000000u /* one expansion; beyond this the user raises `chunk` or lowers `channels` */
+#define FAB_COLL_MAX_OPS 4000000u /* one expansion made whole; beyond this the user raises `chunk` or lowers
+                                  ** `channels` */
+#define FAB_COLL_UNFOLD_MAX_OPS 1500000000u /* one expansion made layer by layer: op indices are 31 bits */
 #define MAX_CHANNELS 32u          /* NCCL's MAXCHANNELS (2.x) */
 #define NVLS_CHANNELS 16u         /* NCCL_NVLS_NCHANNELS default */
 #define PERCH_BPS 40e9            /* bytes/s one Simple channel (one SM) moves: the top of NCCL's sm90 search
@@ -143,7 +145,14 @@ enum { COV_RECV = 1, COV_SENT = 2 };
 typedef struct Meta {
   uint32_t s, r; /* ranks (NVLS: s == r) */
   uint8_t cov;   /* COV_*: a later flow of the rank consumed its arrival / follows it on the wire */
+  uint8_t flow;  /* a FAB_OP_FLOW (its send chain counts too) */
 } Meta;
+
+/* A Meta kept past the window (fab_coll__meta_prune): the op it is of. */
+typedef struct MetaAt {
+  uint32_t op;
+  Meta m;
+} MetaAt;
 
 enum {
   F_READY = 1,  /* first piece on a connection: wait for both ends to be in the phase */
@@ -170,7 +179,10 @@ typedef struct Ex {
   uint32_t unit;    /* data is split in whole multiples of this (the element, when it divides the size) */
   uint32_t *ready;  /* n: the op rank i's current phase starts from */
   uint32_t phase0;  /* first op of the current phase */
-  GArray *meta;     /* Meta of each op since phase0 */
+  uint32_t meta0;   /* the op meta[0] is of (>= phase0) */
+  GArray *meta;     /* Meta of each op since meta0 */
+  GArray *residue;  /* MetaAt, by op: the ops of the phase before meta0 not consumed both ways (an unfolding
+                    ** expansion keeps only a window of Meta; these are what the phase's end still needs) */
   GArray *tmp;      /* uint32_t: dependency scratch */
   uint32_t limit;   /* refuse ops from this index on */
   bool over;
@@ -185,7 +197,8 @@ bool fab_coll__same_domain(const FabCollEnv *env, uint32_t a, uint32_t b);
 fab_time_t fab_coll__us_ps(double us);
 fab_time_t fab_coll__step_lat(const Ex *x, uint32_t s, uint32_t r, int row, unsigned flags);
 fab_time_t fab_coll__reduce_ps(const Ex *x, uint64_t bytes);
-Meta *fab_coll__meta_at(const Ex *x, uint32_t op);
+Meta *fab_coll__meta_at(const Ex *x, uint32_t op); /* NULL: before the phase, or consumed both ways */
+void fab_coll__meta_prune(Ex *x, uint32_t upto);
 uint32_t fab_coll__add_op(Ex *x, FabOp *o, uint32_t s, uint32_t r, const uint32_t *deps, uint32_t nd, unsigned flags);
 uint32_t fab_coll__flow(Ex *x, uint32_t s, uint32_t r, uint64_t payload, unsigned flags, const uint32_t *deps,
                         uint32_t nd);
@@ -195,6 +208,24 @@ uint32_t fab_coll__mark_op(Ex *x, uint32_t i, FabMarkKind kind, const uint32_t *
 void fab_coll__phase_end(Ex *x, FabMarkKind kind, uint32_t *out);
 
 /* The algorithms (coll_algos.c). */
+
+/* A ring made layer by layer: fab_coll__ring_begin, then fab_coll__ring_layer
+** until it returns false (one (loop, step) of every channel and slice a
+** call, in the order fab_coll__ring makes them), then fab_coll__ring_free. */
+typedef struct Ring {
+  uint32_t k, nsteps, nreduce, C, Q;
+  bool launch;
+  uint32_t *ord;         /* C x k: ring order per channel */
+  uint64_t *cb, loop, min_slice, L;
+  uint32_t *arr, *arr_m; /* per (channel, segment, slice): its latest piece, and its number on its connection */
+  struct Conn *cn;       /* per (channel, sender position) */
+  uint64_t l;            /* the next layer: loop l, step s */
+  uint32_t s;
+} Ring;
+bool fab_coll__ring_begin(Ex *x, Ring *g, const uint32_t *mem, uint32_t k, uint64_t bytes, uint32_t nsteps,
+                          uint32_t nreduce, bool launch);
+bool fab_coll__ring_layer(Ex *x, Ring *g);
+void fab_coll__ring_free(Ring *g);
 void fab_coll__ring(Ex *x, const uint32_t *mem, uint32_t k, uint64_t bytes, uint32_t nsteps, uint32_t nreduce,
                     bool launch);
 void fab_coll__chain(Ex *x, uint32_t root, uint64_t bytes, bool reduce);

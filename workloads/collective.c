@@ -217,7 +217,37 @@ fab_time_t fab_coll__reduce_ps(const Ex *x, uint64_t bytes) {
   return (fab_time_t)ceil((double)bytes / x->env->reduce_Bps * 1e12);
 }
 
-Meta *fab_coll__meta_at(const Ex *x, uint32_t op) { return &g_array_index(x->meta, Meta, op - x->phase0); }
+Meta *fab_coll__meta_at(const Ex *x, uint32_t op) {
+  if (op < x->phase0) return NULL;
+  if (op >= x->meta0) return &g_array_index(x->meta, Meta, op - x->meta0);
+  guint lo = 0, hi = x->residue->len; /* kept past the window, or consumed both ways */
+  while (lo < hi) {
+    guint mid = lo + (hi - lo) / 2;
+    MetaAt *e = &g_array_index(x->residue, MetaAt, mid);
+    if (e->op == op) return &e->m;
+    if (e->op < op) lo = mid + 1;
+    else hi = mid;
+  }
+  return NULL;
+}
+
+static bool consumed(const Meta *m) { return (m->cov & COV_RECV) && (!m->flow || (m->cov & COV_SENT)); }
+
+/* Keep Meta only from op `upto` on: of the ops before it, those not consumed
+** both ways move to the residue (the phase's end needs them; a later op may
+** still consume them), the others are forgotten. */
+void fab_coll__meta_prune(Ex *x, uint32_t upto) {
+  if (upto <= x->meta0) return;
+  guint k = MIN(upto - x->meta0, x->meta->len);
+  for (guint i = 0; i < k; i++) {
+    const Meta *m = &g_array_index(x->meta, Meta, i);
+    if (consumed(m)) continue;
+    MetaAt e = {x->meta0 + i, *m};
+    g_array_append_val(x->residue, e);
+  }
+  g_array_remove_range(x->meta, 0, k);
+  x->meta0 += k;
+}
 
 /* Add `o` with deps[0..nd) (+ the ready ops of s and r with F_READY), and
 ** record which earlier ops of the phase it consumes. */
@@ -236,14 +266,13 @@ uint32_t fab_coll__add_op(Ex *x, FabOp *o, uint32_t s, uint32_t r, const uint32_
   for (guint k = 0; k < x->tmp->len; k++) {
     uint32_t dep = g_array_index(x->tmp, uint32_t, k);
     if (dep == FAB_OP_NONE) continue;
-    uint32_t at = dep & ~FAB_DEP_SENT;
-    if (at < x->phase0) continue;
-    Meta *m = fab_coll__meta_at(x, at);
+    Meta *m = fab_coll__meta_at(x, dep & ~FAB_DEP_SENT);
+    if (!m) continue;
     if (!(dep & FAB_DEP_SENT) && m->r == s) m->cov |= COV_RECV;
     if (m->s == s) m->cov |= COV_SENT;
   }
   uint32_t id = fab_dag_add(x->d, o, (const uint32_t *)x->tmp->data, x->tmp->len);
-  Meta m = {s, r, 0};
+  Meta m = {s, r, 0, o->kind == FAB_OP_FLOW};
   g_array_append_val(x->meta, m);
   return id;
 }
@@ -287,26 +316,35 @@ uint32_t fab_coll__mark_op(Ex *x, uint32_t i, FabMarkKind kind, const uint32_t *
   return fab_dag_add(x->d, &o, deps, nd);
 }
 
+/* The phase's Meta in op order: the residue, then the window. */
+static const Meta *phase_meta(const Ex *x, guint k, uint32_t *op) {
+  if (k < x->residue->len) {
+    const MetaAt *e = &g_array_index(x->residue, MetaAt, k);
+    *op = e->op;
+    return &e->m;
+  }
+  *op = x->meta0 + (k - x->residue->len);
+  return &g_array_index(x->meta, Meta, k - x->residue->len);
+}
+
 /* Close the phase: per rank, a mark after its unconsumed arrivals, the last
 ** pieces of its send chains and its NVLS parts. A JOIN is made only for a
 ** rank that did something in the phase; the END for every rank (into out[]). */
 void fab_coll__phase_end(Ex *x, FabMarkKind kind, uint32_t *out) {
   if (x->over) return;
-  uint32_t n = x->n, len = x->meta->len;
+  uint32_t n = x->n, len = x->residue->len + x->meta->len, op;
   uint32_t *off = g_new0(uint32_t, n + 2);
   for (uint32_t k = 0; k < len; k++) {
-    const Meta *m = &g_array_index(x->meta, Meta, k);
-    const FabOp *o = fab_dag_op(x->d, x->phase0 + k);
+    const Meta *m = phase_meta(x, k, &op);
     if (!(m->cov & COV_RECV)) off[m->r + 2]++;
-    if (o->kind == FAB_OP_FLOW && !(m->cov & COV_SENT)) off[m->s + 2]++;
+    if (m->flow && !(m->cov & COV_SENT)) off[m->s + 2]++;
   }
   for (uint32_t i = 0; i < n; i++) off[i + 2] += off[i + 1];
   uint32_t *list = g_new(uint32_t, MAX(off[n + 1], 1) + 1);
   for (uint32_t k = 0; k < len; k++) {
-    const Meta *m = &g_array_index(x->meta, Meta, k);
-    const FabOp *o = fab_dag_op(x->d, x->phase0 + k);
-    if (!(m->cov & COV_RECV)) list[off[m->r + 1]++] = x->phase0 + k;
-    if (o->kind == FAB_OP_FLOW && !(m->cov & COV_SENT)) list[off[m->s + 1]++] = (x->phase0 + k) | FAB_DEP_SENT;
+    const Meta *m = phase_meta(x, k, &op);
+    if (!(m->cov & COV_RECV)) list[off[m->r + 1]++] = op;
+    if (m->flow && !(m->cov & COV_SENT)) list[off[m->s + 1]++] = op | FAB_DEP_SENT;
   }
   /* off[i] .. off[i+1] is now rank i's list */
   GArray *deps = g_array_new(FALSE, FALSE, sizeof(uint32_t));
@@ -322,8 +360,9 @@ void fab_coll__phase_end(Ex *x, FabMarkKind kind, uint32_t *out) {
   g_array_free(deps, TRUE);
   g_free(list);
   g_free(off);
-  x->phase0 = fab_dag_len(x->d);
+  x->phase0 = x->meta0 = fab_dag_len(x->d);
   g_array_set_size(x->meta, 0);
+  g_array_set_size(x->residue, 0);
 }
 
 /* ------------------------------------------------------------------------ */
@@ -610,8 +649,10 @@ static void G_GNUC_PRINTF(2, 3) warn_once(GPtrArray *w, const char *fmt, ...) {
 }
 
 /* The pieces and channels: the default chunk, then fewer channels or larger
-** pieces while an automatic choice would exceed FAB_COLL_MAX_OPS. */
-static gboolean size_pieces(Ex *x, const Topo *t, const Groups *nodes, const Groups *dom, GError **err) {
+** pieces while an automatic choice would exceed `cap` operations (the
+** expansion's estimate into *est). */
+static gboolean size_pieces(Ex *x, const Topo *t, const Groups *nodes, const Groups *dom, uint32_t cap, double *est_out,
+                            GError **err) {
   const FabCollSpec *c = x->c;
   uint64_t def = default_chunk(x, t);
   x->chunk = c->chunk ? c->chunk : def;
@@ -621,7 +662,7 @@ static gboolean size_pieces(Ex *x, const Topo *t, const Groups *nodes, const Gro
   uint64_t chunk0 = x->chunk;
   /* fewer channels while that shrinks the expansion by a quarter or more
   ** (rings, trees); larger pieces where channels barely count (NVLS_TREE) */
-  while (est > FAB_COLL_MAX_OPS) {
+  while (est > cap) {
     bool can_ch = !c->channels && x->channels > 1, can_chunk = !c->chunk && x->chunk < c->bytes;
     if (can_ch) {
       uint32_t was = x->channels;
@@ -646,23 +687,111 @@ static gboolean size_pieces(Ex *x, const Topo *t, const Groups *nodes, const Gro
     warn_once(x->env->warnings, "%s of %" G_GUINT64_FORMAT " B on %u ranks (%s, %s): %s%s, to stay within %u "
                    "operations a collective; set workload.channels or workload.chunk to choose",
                    fab_coll_op_names[c->op], c->bytes, x->n, fab_coll_algo_names[x->algo], fab_proto_names[x->proto],
-                   chs, cks, FAB_COLL_MAX_OPS);
+                   chs, cks, cap);
   }
-  if (est > FAB_COLL_MAX_OPS)
+  *est_out = est;
+  if (est > cap)
     return fail(err, "this %s over %u ranks (%s, %s) expands to about %.0f operations, more than %u: raise chunk "
                 "(now %" G_GUINT64_FORMAT " bytes) or lower channels (now %u)", fab_coll_op_names[c->op], x->n,
-                fab_coll_algo_names[x->algo], fab_proto_names[x->proto], est, FAB_COLL_MAX_OPS, x->chunk, x->channels);
+                fab_coll_algo_names[x->algo], fab_proto_names[x->proto], est, cap, x->chunk, x->channels);
   return TRUE;
 }
 
-int32_t fab_coll_expand(FabDag *d, const FabCollEnv *env, const FabCollSpec *c, const uint32_t *start,
-                        uint32_t *end, GError **err) {
-  g_return_val_if_fail(d && env && c && c->op < FAB_COLL_N && c->algorithm < FAB_ALGO_N && c->protocol < FAB_PROTO_N,
-                       -1);
-  uint32_t n = c->nranks;
-  if (!check_ranks(env, c, err)) return -1;
-  if (c->algorithm == FAB_ALGO_COLLNET && env->collnet) return collnet_expand(d, env, c, start, end, err);
+/* An expansion under way (collective.h). */
+struct FabCollGen {
+  FabCollEnv env; /* copies: a generator outlives what it was made from */
+  FabCollSpec c;
+  Ex x;
+  Groups nodes, dom;
+  uint32_t *all, *end;
+  Ring ring;
+  bool ringing;   /* a ring made layer by layer */
+  bool done;      /* every op made, the END marks too */
+  uint32_t last0; /* the first op of the latest batch */
+  int32_t id;
+  double est;     /* ops the whole expansion makes (the estimate) */
+};
 
+void fab_coll_gen_free(FabCollGen *g) {
+  if (!g) return;
+  fab_coll__ring_free(&g->ring);
+  fab_coll__groups_free(&g->nodes);
+  fab_coll__groups_free(&g->dom);
+  g_free(g->all);
+  g_free(g->end);
+  g_free(g->x.ready);
+  if (g->x.meta) g_array_free(g->x.meta, TRUE);
+  if (g->x.residue) g_array_free(g->x.residue, TRUE);
+  if (g->x.tmp) g_array_free(g->x.tmp, TRUE);
+  g_free(g);
+}
+
+/* The whole algorithm at once, END marks included. */
+static void run_whole(FabCollGen *g) {
+  Ex *x = &g->x;
+  const FabCollSpec *c = &g->c;
+  uint32_t n = x->n, *endv = g->end;
+  uint64_t S = c->bytes;
+  bool ar = c->op == FAB_COLL_ALLREDUCE;
+  switch (x->algo) {
+  case FAB_ALGO_RING:
+    if (c->op == FAB_COLL_BROADCAST || c->op == FAB_COLL_REDUCE) fab_coll__chain(x, c->root, S, c->op == FAB_COLL_REDUCE);
+    else if (c->op == FAB_COLL_SEND_RECV) fab_coll__send_recv(x, S);
+    else fab_coll__ring(x, g->all, n, S, ar ? 2 * (n - 1) : n - 1, c->op == FAB_COLL_ALLGATHER ? 0 : n - 1, true);
+    fab_coll__phase_end(x, FAB_MARK_COLL_END, endv);
+    break;
+  case FAB_ALGO_TREE:
+    fab_coll__tree(x, g->all, n, S, x->env->gpus_per_node > 1, true);
+    fab_coll__phase_end(x, FAB_MARK_COLL_END, endv);
+    break;
+  case FAB_ALGO_NVLS:
+    if (n > 1 && S) fab_coll__run_nvls(x);
+    fab_coll__phase_end(x, FAB_MARK_COLL_END, endv);
+    break;
+  case FAB_ALGO_NVLS_TREE:
+    if (n > 1 && S) fab_coll__run_nvls_tree(x, &g->dom, fab_coll__even_groups(&g->dom), endv);
+    else fab_coll__phase_end(x, FAB_MARK_COLL_END, endv);
+    break;
+  case FAB_ALGO_HIERARCHICAL:
+    fab_coll__run_hierarchical(x, &g->nodes, fab_coll__even_groups(&g->nodes), endv);
+    break;
+  case FAB_ALGO_PAT:
+    fab_coll__pat(x, S, c->op == FAB_COLL_REDUCE_SCATTER);
+    fab_coll__phase_end(x, FAB_MARK_COLL_END, endv);
+    break;
+  case FAB_ALGO_PAIRWISE:
+    fab_coll__pairwise(x, S);
+    fab_coll__phase_end(x, FAB_MARK_COLL_END, endv);
+    break;
+  case FAB_ALGO_CE:
+    fab_coll__ce(x, S, c->op == FAB_COLL_ALL_TO_ALL);
+    fab_coll__phase_end(x, FAB_MARK_COLL_END, endv);
+    break;
+  default:
+    g_assert_not_reached();
+  }
+  g->done = true;
+}
+
+/* Whether the expansion of x can be made layer by layer (a ring
+** allreduce, allgather or reduce-scatter). */
+static bool layered(const Ex *x) {
+  FabCollOp op = x->c->op;
+  return x->algo == FAB_ALGO_RING && x->n > 1 && x->c->bytes &&
+         (op == FAB_COLL_ALLREDUCE || op == FAB_COLL_ALLGATHER || op == FAB_COLL_REDUCE_SCATTER);
+}
+
+FabCollGen *fab_coll_begin(FabDag *d, const FabCollEnv *env, const FabCollSpec *c, const uint32_t *start, bool unfold,
+                           GError **err) {
+  g_return_val_if_fail(d && env && c && c->op < FAB_COLL_N && c->algorithm < FAB_ALGO_N && c->protocol < FAB_PROTO_N,
+                       NULL);
+  uint32_t n = c->nranks;
+  if (!check_ranks(env, c, err)) return NULL;
+  FabCollGen *g = g_new0(FabCollGen, 1);
+  g->env = *env;
+  g->c = *c;
+  env = &g->env;
+  c = &g->c;
   FabCollSpec s = *c;
   if (s.algorithm == FAB_ALGO_AUTO || s.protocol == FAB_PROTO_AUTO || !s.channels || s.cta_zero) fab_coll_tune(env, &s);
   Topo t;
@@ -674,100 +803,100 @@ int32_t fab_coll_expand(FabDag *d, const FabCollEnv *env, const FabCollSpec *c, 
               t.nvl <= 0 ? "there is no NVLink" : "its ranks span NVLink domains, and NCCL's hierarchical "
               "copy-engine path (RMA proxy) is not modelled");
   uint32_t dt = c->dtype_bytes ? c->dtype_bytes : 1;
-  Ex x = {.d = d, .env = env, .c = c, .algo = s.algorithm, .proto = s.protocol, .n = n, .ep = c->ranks,
-          .channels = MAX(s.channels, 1u), .unit = c->bytes % dt == 0 ? dt : 1};
+  Ex *x = &g->x;
+  *x = (Ex){.d = d, .env = env, .c = c, .algo = s.algorithm, .proto = s.protocol, .n = n, .ep = c->ranks,
+            .channels = MAX(s.channels, 1u), .unit = c->bytes % dt == 0 ? dt : 1};
   /* what the GPU side can move: a channel's SM per protocol (wire bits/s), and for LL a rank over all its
   ** channels (LL's ceiling, twice that on the wire) */
   const FabNcclCosts *k = &env->costs;
-  if (x.algo == FAB_ALGO_CE) x.cap_bps = k->ce_bps; /* no SM, no channel: the copy engines together */
-  else if (x.proto == FAB_PROTO_LL) x.cap_bps = 2 * fab_coll__ll_ceiling(env, &t);
-  else x.flow_bps = x.proto == FAB_PROTO_LL128 ? k->channel_bps[1] / 120 * 128 : k->channel_bps[2];
-  uint32_t *all = g_new(uint32_t, n);
-  for (uint32_t i = 0; i < n; i++) all[i] = i;
-  Groups nodes, dom;
-  fab_coll__groups_make(&nodes, c->ranks, all, n, env->gpus_per_node);
-  fab_coll__groups_make(&dom, c->ranks, all, n, env->nvl_domain ? env->nvl_domain : 1);
-  int32_t id = -1;
-  if (!check(&x, &t, &nodes, &dom, err)) goto out;
-
-  if (!size_pieces(&x, &t, &nodes, &dom, err)) goto out;
+  if (x->algo == FAB_ALGO_CE) x->cap_bps = k->ce_bps; /* no SM, no channel: the copy engines together */
+  else if (x->proto == FAB_PROTO_LL) x->cap_bps = 2 * fab_coll__ll_ceiling(env, &t);
+  else x->flow_bps = x->proto == FAB_PROTO_LL128 ? k->channel_bps[1] / 120 * 128 : k->channel_bps[2];
+  g->all = g_new(uint32_t, n);
+  for (uint32_t i = 0; i < n; i++) g->all[i] = i;
+  fab_coll__groups_make(&g->nodes, c->ranks, g->all, n, env->gpus_per_node);
+  fab_coll__groups_make(&g->dom, c->ranks, g->all, n, env->nvl_domain ? env->nvl_domain : 1);
+  /* made layer by layer, an expansion holds what is under way, not all of it: no cap on its operations but
+  ** what op indices can number */
+  bool lay = unfold && layered(x);
+  if (!check(x, &t, &g->nodes, &g->dom, err) ||
+      !size_pieces(x, &t, &g->nodes, &g->dom, lay ? FAB_COLL_UNFOLD_MAX_OPS : FAB_COLL_MAX_OPS, &g->est, err)) {
+    fab_coll_gen_free(g);
+    return NULL;
+  }
 
   /* the collective as the reports see it (nccl-tests' count column) */
   uint64_t elems = c->bytes / dt;
   if (c->op == FAB_COLL_ALLGATHER || c->op == FAB_COLL_REDUCE_SCATTER) elems = elems / (4ull * n) * 4; /* ALIGN 4 */
   else if (c->op == FAB_COLL_ALL_TO_ALL) elems /= n;
-  FabCollDef def = {.op = fab_coll_op_names[c->op], .algorithm = fab_coll_algo_names[x.algo],
-                    .protocol = x.algo == FAB_ALGO_CE ? "memcpy" : fab_proto_names[x.proto], .tag = c->tag, .bytes = c->bytes,
-                    .count = (uint32_t)MIN(elems, (uint64_t)UINT32_MAX), .dtype_bytes = dt, .nranks = n,
-                    .root = (c->op == FAB_COLL_BROADCAST || c->op == FAB_COLL_REDUCE) ? (int32_t)c->root : -1,
-                    .channels = x.channels, .chunk = x.chunk, .job = c->job, .step = c->step};
+  FabCollDef def = {.op = fab_coll_op_names[c->op], .algorithm = fab_coll_algo_names[x->algo],
+                    .protocol = x->algo == FAB_ALGO_CE ? "memcpy" : fab_proto_names[x->proto], .tag = c->tag,
+                    .bytes = c->bytes, .count = (uint32_t)MIN(elems, (uint64_t)UINT32_MAX), .dtype_bytes = dt,
+                    .nranks = n, .root = (c->op == FAB_COLL_BROADCAST || c->op == FAB_COLL_REDUCE) ? (int32_t)c->root : -1,
+                    .channels = x->channels, .chunk = x->chunk, .job = c->job, .step = c->step};
   uint32_t ops0 = fab_dag_len(d), deps0 = fab_dag_deps_len(d), colls0 = d->colls->len, groups0 = d->groups;
-  x.coll = fab_dag_coll(d, &def);
-  x.limit = ops0 + FAB_COLL_MAX_OPS + 4 * n; /* the estimate is a bound; this is the backstop */
-  x.ready = g_new(uint32_t, n);
-  x.meta = g_array_new(FALSE, FALSE, sizeof(Meta));
-  x.tmp = g_array_new(FALSE, FALSE, sizeof(uint32_t));
+  x->coll = fab_dag_coll(d, &def);
+  /* the estimate is a bound; this is the backstop */
+  x->limit = lay ? FAB_DEP_SENT - 1 : ops0 + FAB_COLL_MAX_OPS + 4 * n;
+  x->ready = g_new(uint32_t, n);
+  x->meta = g_array_new(FALSE, FALSE, sizeof(Meta));
+  x->residue = g_array_new(FALSE, FALSE, sizeof(MetaAt));
+  x->tmp = g_array_new(FALSE, FALSE, sizeof(uint32_t));
+  g->end = g_new(uint32_t, n);
   for (uint32_t i = 0; i < n; i++) {
     uint32_t dep = start ? start[i] : FAB_OP_NONE;
-    x.ready[i] = fab_coll__mark_op(&x, i, FAB_MARK_COLL_BEGIN, &dep, 1);
+    x->ready[i] = fab_coll__mark_op(x, i, FAB_MARK_COLL_BEGIN, &dep, 1);
   }
-  x.phase0 = fab_dag_len(d);
-  uint32_t *endv = end ? end : g_new(uint32_t, n);
-  uint64_t S = c->bytes;
+  x->phase0 = x->meta0 = g->last0 = fab_dag_len(d);
+  g->id = x->coll;
   bool ar = c->op == FAB_COLL_ALLREDUCE;
-  switch (x.algo) {
-  case FAB_ALGO_RING:
-    if (c->op == FAB_COLL_BROADCAST || c->op == FAB_COLL_REDUCE) fab_coll__chain(&x, c->root, S, c->op == FAB_COLL_REDUCE);
-    else if (c->op == FAB_COLL_SEND_RECV) fab_coll__send_recv(&x, S);
-    else fab_coll__ring(&x, all, n, S, ar ? 2 * (n - 1) : n - 1, c->op == FAB_COLL_ALLGATHER ? 0 : n - 1, true);
-    fab_coll__phase_end(&x, FAB_MARK_COLL_END, endv);
-    break;
-  case FAB_ALGO_TREE:
-    fab_coll__tree(&x, all, n, S, env->gpus_per_node > 1, true);
-    fab_coll__phase_end(&x, FAB_MARK_COLL_END, endv);
-    break;
-  case FAB_ALGO_NVLS:
-    if (n > 1 && S) fab_coll__run_nvls(&x);
-    fab_coll__phase_end(&x, FAB_MARK_COLL_END, endv);
-    break;
-  case FAB_ALGO_NVLS_TREE:
-    if (n > 1 && S) fab_coll__run_nvls_tree(&x, &dom, fab_coll__even_groups(&dom), endv);
-    else fab_coll__phase_end(&x, FAB_MARK_COLL_END, endv);
-    break;
-  case FAB_ALGO_HIERARCHICAL:
-    fab_coll__run_hierarchical(&x, &nodes, fab_coll__even_groups(&nodes), endv);
-    break;
-  case FAB_ALGO_PAT:
-    fab_coll__pat(&x, S, c->op == FAB_COLL_REDUCE_SCATTER);
-    fab_coll__phase_end(&x, FAB_MARK_COLL_END, endv);
-    break;
-  case FAB_ALGO_PAIRWISE:
-    fab_coll__pairwise(&x, S);
-    fab_coll__phase_end(&x, FAB_MARK_COLL_END, endv);
-    break;
-  case FAB_ALGO_CE:
-    fab_coll__ce(&x, S, c->op == FAB_COLL_ALL_TO_ALL);
-    fab_coll__phase_end(&x, FAB_MARK_COLL_END, endv);
-    break;
-  default:
-    g_assert_not_reached();
-  }
-  if (x.over) { /* the estimate missed: undo everything this call added */
+  if (lay)
+    g->ringing = fab_coll__ring_begin(x, &g->ring, g->all, n, c->bytes, ar ? 2 * (n - 1) : n - 1,
+                                      c->op == FAB_COLL_ALLGATHER ? 0 : n - 1, true);
+  if (!g->ringing) run_whole(g);
+  if (x->over) { /* the estimate missed: undo everything this call added */
     fab_dag_truncate(d, ops0, deps0);
     g_array_set_size(d->colls, colls0);
     d->groups = groups0;
     fail(err, "this %s over %u ranks expands to more than %u operations: raise chunk (now %" G_GUINT64_FORMAT
-         " bytes) or lower channels (now %u)", fab_coll_op_names[c->op], n, FAB_COLL_MAX_OPS, x.chunk, x.channels);
-  } else {
-    id = x.coll;
+         " bytes) or lower channels (now %u)", fab_coll_op_names[c->op], n, FAB_COLL_MAX_OPS, x->chunk, x->channels);
+    fab_coll_gen_free(g);
+    return NULL;
   }
-  if (!end) g_free(endv);
-  g_free(x.ready);
-  g_array_free(x.meta, TRUE);
-  g_array_free(x.tmp, TRUE);
-out:
-  fab_coll__groups_free(&nodes);
-  fab_coll__groups_free(&dom);
-  g_free(all);
+  return g;
+}
+
+bool fab_coll_gen_more(FabCollGen *g, uint32_t min_ops) {
+  if (g->done) return false;
+  Ex *x = &g->x;
+  fab_coll__meta_prune(x, g->last0); /* the batch before the last: later ops rarely name them */
+  uint32_t from = g->last0 = fab_dag_len(x->d);
+  bool left = true;
+  while (left && fab_dag_len(x->d) - from < min_ops) left = fab_coll__ring_layer(x, &g->ring);
+  g_assert(!x->over);
+  if (left) return true;
+  fab_coll__ring_free(&g->ring);
+  fab_coll__phase_end(x, FAB_MARK_COLL_END, g->end);
+  g->done = true;
+  return false;
+}
+
+bool fab_coll_gen_done(const FabCollGen *g) { return g->done; }
+int32_t fab_coll_gen_id(const FabCollGen *g) { return g->id; }
+const uint32_t *fab_coll_gen_end(const FabCollGen *g) { return g->done ? g->end : NULL; }
+double fab_coll_gen_estimate(const FabCollGen *g) { return g->est; }
+
+int32_t fab_coll_expand(FabDag *d, const FabCollEnv *env, const FabCollSpec *c, const uint32_t *start,
+                        uint32_t *end, GError **err) {
+  g_return_val_if_fail(d && env && c && c->op < FAB_COLL_N && c->algorithm < FAB_ALGO_N && c->protocol < FAB_PROTO_N,
+                       -1);
+  if (!check_ranks(env, c, err)) return -1;
+  if (c->algorithm == FAB_ALGO_COLLNET && env->collnet) return collnet_expand(d, env, c, start, end, err);
+  FabCollGen *g = fab_coll_begin(d, env, c, start, false, err);
+  if (!g) return -1;
+  g_assert(g->done);
+  if (end) memcpy(end, g->end, sizeof(uint32_t) * c->nranks);
+  int32_t id = g->id;
+  fab_coll_gen_free(g);
   return id;
 }

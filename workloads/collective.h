@@ -137,6 +137,26 @@ typedef struct FabCollSpec {
 int32_t fab_coll_expand(FabDag *d, const FabCollEnv *env, const FabCollSpec *c, const uint32_t *start,
                         uint32_t *end, GError **err);
 
+/* An expansion made as a run goes. fab_coll_begin checks and sizes `c` as
+** fab_coll_expand does, makes the BEGIN marks, and with `unfold` set, when
+** the expansion is a ring allreduce, allgather or reduce-scatter, stops
+** there: fab_coll_gen_more then makes the next layers (one step of the
+** ring, on every channel, a layer), at least `min_ops` ops a call, and
+** returns false once the END marks are made too. Otherwise (or without
+** `unfold`) everything is made at once. The ops come in the same order
+** either way, so a run cannot tell. Made layer by layer, an expansion is not
+** coarsened to stay under FAB_COLL_MAX_OPS: it holds what is under way.
+** NULL + err as fab_coll_expand. */
+typedef struct FabCollGen FabCollGen;
+FabCollGen *fab_coll_begin(FabDag *d, const FabCollEnv *env, const FabCollSpec *c, const uint32_t *start, bool unfold,
+                           GError **err);
+bool fab_coll_gen_more(FabCollGen *g, uint32_t min_ops);
+bool fab_coll_gen_done(const FabCollGen *g);
+int32_t fab_coll_gen_id(const FabCollGen *g);              /* the FabCollDef index */
+const uint32_t *fab_coll_gen_end(const FabCollGen *g);     /* the END marks, once done (else NULL) */
+double fab_coll_gen_estimate(const FabCollGen *g);         /* ops the whole expansion makes, about */
+void fab_coll_gen_free(FabCollGen *g);
+
 /* The tuner: the algorithm, protocol and channels NCCL's cost model would
 ** pick for `c` on `env` (fills the AUTO fields of *c; leaves set ones), and
 ** the time it predicts, in seconds. */

@@ -19,6 +19,7 @@ void fab_dag_free(FabDag *d) {
     g_free(g_array_index(d->jobs, FabJobDef, i).ranks);
     g_free((char *)g_array_index(d->jobs, FabJobDef, i).name);
   }
+  if (d->more_free) d->more_free(d->more_ctx);
   fab_deq_clear(&d->ops);
   fab_deq_clear(&d->deps);
   g_array_free(d->colls, TRUE);
@@ -60,9 +61,11 @@ void fab_dag_retire(FabDag *d, uint32_t upto) {
   fab_deq_drop(&d->deps, deps);
 }
 
-void fab_dag_set_more(FabDag *d, FabDagMore more, void *ctx) {
+void fab_dag_set_more(FabDag *d, FabDagMore more, void *ctx, GDestroyNotify ctx_free) {
+  if (d->more_free) d->more_free(d->more_ctx);
   d->more = more;
   d->more_ctx = ctx;
+  d->more_free = ctx_free;
   d->exhausted = more == NULL;
   d->batch0 = d->prev0 = 0;
 }

@@ -151,6 +151,8 @@ struct FabDag {
   uint32_t groups; /* NVLS groups handed out */
   FabDagMore more; /* NULL: every op is made before the run */
   void *more_ctx;
+  GDestroyNotify more_free; /* frees more_ctx with the DAG (NULL: not ours) */
+  double more_ops;  /* about how many ops `more` will still make (its maker's estimate, for reports) */
   bool exhausted;  /* `more` said it has no more */
   bool making;     /* inside `more` for a batch after the first */
   uint32_t batch0; /* the newest batch's first op */
@@ -196,7 +198,7 @@ void fab_dag_retire(FabDag *d, uint32_t upto);
 /* Ops made as the run goes: `more` (see FabDagMore) is called by
 ** fab_dag_more, batch by batch. The ops made before (by the workload, or a
 ** first fab_dag_more) are the first batch. */
-void fab_dag_set_more(FabDag *d, FabDagMore more, void *ctx);
+void fab_dag_set_more(FabDag *d, FabDagMore more, void *ctx, GDestroyNotify ctx_free);
 
 /* Make the next batch: false when there is none (nothing was added). */
 bool fab_dag_more(FabDag *d);

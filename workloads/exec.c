@@ -25,6 +25,7 @@ struct FabExec {
   FabExecHooks hooks;
   void *ctx;
   uint32_t nops, ops_done;  /* ops taken in from the DAG so far, and done */
+  uint32_t peak;            /* the most ops held at once (taken in, not retired) */
   fab_time_t last_end;      /* ps: latest completion */
   FabDeq ops;               /* XOp, by op index; the retired ones dropped */
   FabDeq edges;             /* Edge, by edge number; those of retired ops dropped */
@@ -75,6 +76,7 @@ static void adopt(FabExec *x) {
     g_assert(left > 0 || !x->started);
   }
   x->nops = to;
+  x->peak = MAX(x->peak, (uint32_t)x->ops.len);
   if (to > from && x->hooks.grow) x->hooks.grow(x->ctx, from, to);
 }
 
@@ -285,3 +287,5 @@ bool fab_exec_check_order(const FabExec *x, uint32_t *op, uint32_t *dep) {
   }
   return true;
 }
+
+uint32_t fab_exec_peak(const FabExec *x) { return x->peak; }

@@ -97,6 +97,8 @@ uint32_t fab_exec_base(const FabExec *x);
 ** dependency's own (an op made with a larger `pre` than any before the
 ** retirement): 0 when the run is exact. */
 uint64_t fab_exec_inexact(const FabExec *x);
+/* The most ops held at once so far (taken in and not retired). */
+uint32_t fab_exec_peak(const FabExec *x);
 /* Bytes the executor's per-op and per-dependency state holds now. */
 size_t fab_exec_bytes(const FabExec *x);
 

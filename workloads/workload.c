@@ -422,9 +422,46 @@ static int job_kind(const FabCfgNode *wl, GError **err) {
   return kind;
 }
 
-/* Read one job's map into d. */
+/* A collective job made as the run goes (collective.h: FabCollGen): ops a
+** batch, at least. Smaller batches keep less ahead of the run; a ring's
+** layer (one step on every channel) is made whole anyway. */
+#define BATCH_OPS 4096u
+
+typedef struct Unfold {
+  FabCollGen *g;
+  uint32_t ops0; /* the DAG's length when it began */
+} Unfold;
+
+static void unfold_free(gpointer p) {
+  Unfold *u = p;
+  fab_coll_gen_free(u->g);
+  g_free(u);
+}
+
+static void unfold_left(const Unfold *u, FabDag *d) {
+  double made = fab_dag_len(d) - u->ops0, est = fab_coll_gen_estimate(u->g);
+  d->more_ops = fab_coll_gen_done(u->g) ? 0 : MAX(est - made, 0);
+}
+
+static bool unfold_more(void *ctx, FabDag *d) {
+  Unfold *u = ctx;
+  bool more = fab_coll_gen_more(u->g, BATCH_OPS);
+  unfold_left(u, d);
+  return more;
+}
+
+/* The rest of a job left to unfold, made now (another job follows it). */
+static void unfold_finish(Unfold **pending) {
+  if (!*pending) return;
+  while (fab_coll_gen_more((*pending)->g, UINT32_MAX)) continue;
+  unfold_free(*pending);
+  *pending = NULL;
+}
+
+/* Read one job's map into d. A collective job's expansion may be left to
+** unfold (*pending): the caller makes the rest, or has the run make it. */
 static gboolean read_job(const FabCfgNode *wl, const FabWorkloadEnv *env, FabDag *d, uint32_t index,
-                         gboolean several, GHashTable *names, GError **err) {
+                         gboolean several, GHashTable *names, Unfold **pending, GError **err) {
   union {
     FabJobIn job;
     WorkloadIn w;
@@ -506,13 +543,18 @@ static gboolean read_job(const FabCfgNode *wl, const FabWorkloadEnv *env, FabDag
     }
     FabCollSpec c;
     GError *e = NULL;
-    uint32_t *end = g_new(uint32_t, n);
     spec_from(&c, &j, &in);
-    if (fab_coll_expand(d, &env->coll, &c, NULL, end, &e) < 0) {
+    Unfold u = {NULL, fab_dag_len(d)};
+    if (c.algorithm != FAB_ALGO_COLLNET || !env->coll.collnet) u.g = fab_coll_begin(d, &env->coll, &c, NULL, TRUE, &e);
+    else fab_coll_expand(d, &env->coll, &c, NULL, NULL, &e);
+    if (e) {
       ok = fab_cfg_fail(coll_at(wl), err, "%s", e->message);
       g_error_free(e);
+    } else if (u.g && fab_coll_gen_more(u.g, BATCH_OPS)) { /* the first batch now, the rest as the run goes */
+      *pending = g_memdup2(&u, sizeof u);
+    } else {
+      fab_coll_gen_free(u.g);
     }
-    g_free(end);
     break;
   }
   case FAB_WL_NCCL_TESTS:
@@ -541,18 +583,27 @@ FabDag *fab_workload_read(const FabCfgNode *root, const FabWorkloadEnv *env, GEr
     return NULL;
   }
   FabDag *d = fab_dag_new();
+  Unfold *pending = NULL;
   GHashTable *names = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL); /* of the jobs so far */
   gboolean ok = TRUE;
   if (fab_cfg_kind(wl) == FAB_CFG_NODE_SEQ) { /* several jobs at once */
     if (!fab_cfg_len(wl)) ok = fab_cfg_fail(wl, err, "an empty list of jobs");
     if (fab_cfg_len(wl) > FAB_DAG_MAX_JOBS)
       ok = fab_cfg_fail(wl, err, "%zu jobs: at most %u", fab_cfg_len(wl), FAB_DAG_MAX_JOBS);
-    for (size_t i = 0; ok && i < fab_cfg_len(wl); i++)
-      ok = read_job(fab_cfg_at(wl, i), env, d, (uint32_t)i, TRUE, names, err);
+    for (size_t i = 0; ok && i < fab_cfg_len(wl); i++) {
+      unfold_finish(&pending); /* only the last job unfolds: the ops keep the order of a DAG made whole */
+      ok = read_job(fab_cfg_at(wl, i), env, d, (uint32_t)i, TRUE, names, &pending, err);
+    }
   } else {
-    ok = read_job(wl, env, d, 0, FALSE, names, err);
+    ok = read_job(wl, env, d, 0, FALSE, names, &pending, err);
   }
   g_hash_table_destroy(names);
+  if (ok && pending) {
+    fab_dag_set_more(d, unfold_more, pending, unfold_free);
+    unfold_left(pending, d);
+  } else {
+    unfold_finish(&pending);
+  }
   if (ok && !fab_dag_flows(d)) ok = fab_cfg_fail(wl, err, "the workload has no flows");
   if (!ok) {
     fab_dag_free(d);

@@ -118,6 +118,7 @@ FabsimRun *fabsim_run(const FabsimScenario *s, char **err) {
   run->sc = sc;
   FabRunOpts opts;
   memset(&opts, 0, sizeof opts);
+  opts.keep_flows = true; /* fabsim_run_flow reads them */
   run->status = fab_run(sc, &opts, &run->res) ? 1 : 0;
   return run;
 }

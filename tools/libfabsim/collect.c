@@ -125,7 +125,7 @@ static void fold_colls_and_jobs(FabCollect *c, const FabCollectIn *in, uint32_t 
   if (o->kind <= FAB_OP_NVLS) {
     jr->flows++;
     jr->bytes += o->bytes;
-    jr->completed += in->flows[in->flow_of[i]].end != 0;
+    jr->completed += in->rec(in->ctx, i)->end != 0;
   }
   if (o->coll >= 0) {
     FabCollRec *cr = &c->colls[o->coll];
@@ -153,7 +153,7 @@ static void fold_timeline(FabCollect *c, const FabCollectIn *in, uint32_t i, con
   } else if (o->kind == FAB_OP_FLOW && o->coll >= 0 && done) { /* pipeline send/recv: no marks, a span per send */
     const FabCollDef *cd = &g_array_index(c->dag->colls, FabCollDef, o->coll);
     if (cd->tag && g_str_equal(cd->tag, "pp")) {
-      FabSpanRec sp = {o->src, o->job, 2, 0, o->coll, o->step, in->flows[in->flow_of[i]].start, fab_exec_ended(x, i)};
+      FabSpanRec sp = {o->src, o->job, 2, 0, o->coll, o->step, in->rec(in->ctx, i)->start, fab_exec_ended(x, i)};
       g_array_append_val(c->spans, sp);
     }
   }

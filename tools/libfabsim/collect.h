@@ -15,8 +15,8 @@
 typedef struct FabCollectIn {
   const FabDag *dag;
   const FabExec *exec;     /* the op times */
-  const FabFlowRec *flows; /* the flows' records, and op -> flow */
-  const uint32_t *flow_of;
+  const FabFlowRec *(*rec)(const void *ctx, uint32_t op); /* the record of flow op `op` */
+  const void *ctx;
 } FabCollectIn;
 
 /* The records are folded op by op, in op order, so that a run can forget

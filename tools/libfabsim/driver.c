@@ -15,10 +15,15 @@ typedef struct Run {
   FabEngine *eng;
   FabTopology *topo;
   FabFlowTable table;       /* the flows under way: a slot each, taken when posted, given back when released */
-  FabFlowRec *recs;         /* per flow (one per FLOW or NVLS op, in op order): what the results say of it */
+  FabDeq recs;              /* FabFlowRec per flow (one per FLOW or NVLS op, in op order): what the results say of
+                            ** it; an unfolding DAG's are folded into `fold` as they retire (unless kept) */
   uint32_t nflows, completed;
-  uint32_t *flow_of, *op_of;/* op -> flow (FAB_OP_NONE), flow -> op */
-  uint32_t *slot_of;        /* flow -> its slot in the table (FAB_OP_NONE: not posted yet, or released) */
+  FabDeq flow_of;           /* uint32_t per op: its flow (FAB_OP_NONE: not a flow) */
+  FabDeq op_of, slot_of;    /* uint32_t per flow: its op; its slot in the table (FAB_OP_NONE: not posted yet, or
+                            ** released) */
+  bool unfolds;             /* the DAG is made as the run goes: the run retires it too */
+  bool keep_flows;          /* every flow's record goes to the results (else only their summary) */
+  FabFlowFold fold;         /* the records retired so far, summed */
   char *bad_flow;           /* a released flow that did not hold exactly its bytes (an invariant broken) */
   FabExec *exec;
   FabCollect *coll;         /* the result records, folded from the ops as their state is final */
@@ -31,14 +36,19 @@ typedef struct Run {
   gint64 last_report;       /* progress on stderr */
 } Run;
 
+static inline uint32_t *flow_of(const Run *r, uint32_t op) { return fab_deq_at(&r->flow_of, op); }
+static inline uint32_t *op_of(const Run *r, uint32_t n) { return fab_deq_at(&r->op_of, n); }
+static inline uint32_t *slot_of(const Run *r, uint32_t n) { return fab_deq_at(&r->slot_of, n); }
+static inline FabFlowRec *rec_of(const Run *r, uint32_t n) { return fab_deq_at(&r->recs, n); }
+
 /* ---- hooks: executor -> models, models -> executor ------------------------- */
 
 static FabFlow *flow_make(Run *r, uint32_t n);
 
 static void post(void *ctx, uint32_t op, fab_time_t at) {
   Run *r = ctx;
-  uint32_t n = r->flow_of[op];
-  FabFlow *f = r->slot_of[n] != FAB_OP_NONE ? fab_flow_at(&r->table, r->slot_of[n]) : flow_make(r, n);
+  uint32_t n = *flow_of(r, op);
+  FabFlow *f = *slot_of(r, n) != FAB_OP_NONE ? fab_flow_at(&r->table, *slot_of(r, n)) : flow_make(r, n);
   f->start = at;
   fab_nic_post(r->eng, &r->topo->nics[f->src], f);
 }
@@ -63,22 +73,40 @@ static void reduce(void *ctx, uint32_t op, uint32_t rank, fab_time_t dur) {
 #else
 #define RETIRE_EVERY 4096
 #endif
+static const FabFlowRec *rec_for(const void *ctx, uint32_t op) { return rec_of(ctx, *flow_of(ctx, op)); }
+
 static void retire(Run *r) {
-  const FabDag *dag = r->sc->dag;
+  FabDag *dag = r->sc->dag;
   uint32_t n = fab_exec_ops(r->exec);
   r->reports = 0;
   while (r->settled < n) {
     const FabOp *o = fab_dag_op(dag, r->settled);
     if (o->kind <= FAB_OP_NVLS && (fab_exec_state(r->exec, r->settled) != FAB_EXEC_DONE ||
-                                   r->slot_of[r->flow_of[r->settled]] != FAB_OP_NONE))
+                                   *slot_of(r, *flow_of(r, r->settled)) != FAB_OP_NONE))
       break;
     r->settled++;
   }
   uint32_t upto = fab_exec_retirable(r->exec, r->settled);
   if (upto == fab_exec_base(r->exec)) return;
-  FabCollectIn in = {dag, r->exec, r->recs, r->flow_of};
+  FabCollectIn in = {dag, r->exec, rec_for, r};
   fab_collect_fold(r->coll, &in, upto);
   fab_exec_retire(r->exec, upto);
+  if (!r->unfolds) return; /* a DAG made whole is the scenario's, and kept */
+  /* the flows of the retired ops: numbered in op order, so those before the first flow of an op kept */
+  uint32_t f = (uint32_t)fab_deq_end(&r->op_of);
+  for (uint32_t i = upto; i < fab_dag_len(dag); i++)
+    if (*flow_of(r, i) != FAB_OP_NONE) {
+      f = *flow_of(r, i);
+      break;
+    }
+  if (!r->keep_flows) {
+    for (uint32_t k = (uint32_t)r->recs.first; k < f; k++) fab_flow_fold_add(&r->fold, rec_of(r, k));
+    fab_deq_drop(&r->recs, f);
+  }
+  fab_deq_drop(&r->op_of, f);
+  fab_deq_drop(&r->slot_of, f);
+  fab_deq_drop(&r->flow_of, upto);
+  fab_dag_retire(dag, upto);
 }
 
 static inline void reported(Run *r) {
@@ -94,19 +122,19 @@ static void gpu_done(void *ctx, int which, uint32_t tag, fab_time_t began) {
 static void flow_done(void *ctx, FabFlow *f) {
   Run *r = ctx;
   r->completed++;
-  fab_exec_received(r->exec, r->op_of[f->id]);
+  fab_exec_received(r->exec, *op_of(r, f->id));
   reported(r);
 }
 
 static void flow_sent(void *ctx, FabFlow *f) {
   Run *r = ctx;
-  fab_exec_sent(r->exec, r->op_of[f->id]);
+  fab_exec_sent(r->exec, *op_of(r, f->id));
   reported(r);
 }
 
 /* What the results say of flow f: its times so far. */
 static void record(Run *r, const FabFlow *f) {
-  FabFlowRec *rec = &r->recs[f->id];
+  FabFlowRec *rec = rec_of(r, f->id);
   rec->start = f->start == FAB_TIME_MAX ? 0 : f->start;
   rec->end = f->end;
   rec->retransmits = f->retransmits;
@@ -124,16 +152,17 @@ static void check_bytes(Run *r, const FabFlow *f) {
 /* Nothing names f any more: keep what the results need, free its slot. */
 static void flow_release(void *ctx, FabFlow *f) {
   Run *r = ctx;
-  g_assert(r->slot_of[f->id] == f->slot);
+  g_assert(*slot_of(r, f->id) == f->slot);
   record(r, f);
   check_bytes(r, f);
-  r->slot_of[f->id] = FAB_OP_NONE;
+  *slot_of(r, f->id) = FAB_OP_NONE;
   fab_flow_table_put(&r->table, f);
 }
 
 static const FabFlow *flow_by_number(void *ctx, uint32_t n) {
   const Run *r = ctx;
-  return r->slot_of[n] == FAB_OP_NONE ? NULL : fab_flow_at(&r->table, r->slot_of[n]);
+  return n < r->slot_of.first || n >= fab_deq_end(&r->slot_of) || *slot_of(r, n) == FAB_OP_NONE
+             ? NULL : fab_flow_at(&r->table, *slot_of(r, n));
 }
 
 static void flow_fail(void *ctx, FabFlow *f) {
@@ -165,8 +194,8 @@ static void progress(FabEngine *eng, void *ctx) {
 
 /* Flow n (of op_of[n]) in a slot of its own, not posted yet. */
 static FabFlow *flow_make(Run *r, uint32_t n) {
-  const FabOp *o = fab_dag_op(r->sc->dag, r->op_of[n]);
-  g_assert(r->slot_of[n] == FAB_OP_NONE && r->recs[n].start == 0 && r->recs[n].end == 0);
+  const FabOp *o = fab_dag_op(r->sc->dag, *op_of(r, n));
+  g_assert(*slot_of(r, n) == FAB_OP_NONE && rec_of(r, n)->start == 0 && rec_of(r, n)->end == 0);
   FabFlow *f = fab_flow_table_take(&r->table);
   f->id = n;
   f->src = o->src;
@@ -180,30 +209,27 @@ static FabFlow *flow_make(Run *r, uint32_t n) {
   f->rank_bps = o->rank_bps;
   f->lane = o->lane;
   f->start = FAB_TIME_MAX; /* not posted yet */
-  r->slot_of[n] = f->slot;
+  *slot_of(r, n) = f->slot;
   return f;
 }
 
 /* The flows' numbers (one per FLOW or NVLS op, in op order) and their
-** records. A flow gets a slot when it is posted (an NVLS member when its
-** group is set up), so the table holds the flows under way, not all. */
-static void make_flows(Run *r) {
+** records, for ops [from, to). A flow gets a slot when it is posted (an NVLS
+** member when its group is set up), so the table holds the flows under way,
+** not all. */
+static void number_flows(Run *r, uint32_t from, uint32_t to) {
   const FabDag *dag = r->sc->dag;
-  uint32_t nops = fab_dag_len(dag);
-  r->nflows = fab_dag_flows(dag);
-  fab_flow_table_init(&r->table);
-  r->recs = g_new0(FabFlowRec, r->nflows ? r->nflows : 1);
-  r->flow_of = g_new(uint32_t, nops ? nops : 1);
-  r->op_of = g_new(uint32_t, r->nflows ? r->nflows : 1);
-  r->slot_of = g_new(uint32_t, r->nflows ? r->nflows : 1);
-  for (uint32_t i = 0, n = 0; i < nops; i++) {
+  for (uint32_t i = from; i < to; i++) {
     const FabOp *o = fab_dag_op(dag, i);
-    r->flow_of[i] = FAB_OP_NONE;
+    uint32_t *fo = fab_deq_push(&r->flow_of);
+    *fo = FAB_OP_NONE;
     if (o->kind > FAB_OP_NVLS) continue;
-    r->recs[n] = (FabFlowRec){.id = n, .src = o->src, .dst = o->dst, .bytes = o->bytes};
-    r->slot_of[n] = FAB_OP_NONE;
-    r->flow_of[i] = n;
-    r->op_of[n++] = i;
+    uint32_t n = r->nflows++;
+    g_assert(n < FAB_OP_NONE);
+    *fo = n;
+    *(FabFlowRec *)fab_deq_push(&r->recs) = (FabFlowRec){.id = n, .src = o->src, .dst = o->dst, .bytes = o->bytes};
+    *(uint32_t *)fab_deq_push(&r->slot_of) = FAB_OP_NONE;
+    *(uint32_t *)fab_deq_push(&r->op_of) = i;
   }
 }
 
@@ -215,14 +241,14 @@ static bool nvls_group(Run *r, GArray *mem) {
   const FabDag *dag = r->sc->dag;
   uint32_t dom = r->sc->fabric.nic.nvl_domain;
   uint32_t n = mem->len, *port = g_new(uint32_t, n), *fid = g_new(uint32_t, n), *rank = g_new(uint32_t, n);
-  for (uint32_t m = 0; m < n; m++) flow_make(r, r->flow_of[g_array_index(mem, uint32_t, m)]);
-  FabFlow *f0 = fab_flow_at(&r->table, r->slot_of[r->flow_of[g_array_index(mem, uint32_t, 0)]]);
+  for (uint32_t m = 0; m < n; m++) flow_make(r, *flow_of(r, g_array_index(mem, uint32_t, m)));
+  FabFlow *f0 = fab_flow_at(&r->table, *slot_of(r, *flow_of(r, g_array_index(mem, uint32_t, 0))));
   bool ok = dom && n >= 2;
   uint32_t all = 0; /* AG: every member's segments */
   uint64_t all_bytes = 0;
   for (uint32_t m = 0; ok && m < n; m++) {
     uint32_t i = g_array_index(mem, uint32_t, m);
-    FabFlow *f = fab_flow_at(&r->table, r->slot_of[r->flow_of[i]]);
+    FabFlow *f = fab_flow_at(&r->table, *slot_of(r, *flow_of(r, i)));
     rank[m] = fab_dag_op(dag, i)->src;
     ok = rank[m] / dom == rank[0] / dom && f->nvls_mode == f0->nvls_mode &&
          (f->nvls_mode == FAB_NVLS_AG || f->npkts == f0->npkts);
@@ -254,26 +280,46 @@ static bool nvls_group(Run *r, GArray *mem) {
   return ok;
 }
 
-static void make_nvls(Run *r) {
+/* The NVLS groups of ops [from, to): a group's members are made together
+** (in one batch of an unfolding DAG). */
+static void make_nvls(Run *r, uint32_t from, uint32_t to) {
   const FabDag *dag = r->sc->dag;
-  if (!dag->groups) return;
-  GArray **mem = g_new0(GArray *, dag->groups); /* per group: its ops */
-  for (uint32_t i = 0; i < fab_dag_len(dag); i++) {
+  GHashTable *by = NULL; /* group -> its ops (GArray) */
+  GArray *order = NULL;  /* the groups in order of first member */
+  for (uint32_t i = from; i < to; i++) {
     const FabOp *o = fab_dag_op(dag, i);
     if (o->kind != FAB_OP_NVLS) continue;
     g_assert(o->group < dag->groups);
-    if (!mem[o->group]) mem[o->group] = g_array_new(FALSE, FALSE, sizeof(uint32_t));
-    g_array_append_val(mem[o->group], i);
+    if (!by) {
+      by = g_hash_table_new_full(g_direct_hash, g_direct_equal, NULL, (GDestroyNotify)g_array_unref);
+      order = g_array_new(FALSE, FALSE, sizeof(uint32_t));
+    }
+    GArray *mem = g_hash_table_lookup(by, GUINT_TO_POINTER(o->group + 1));
+    if (!mem) {
+      mem = g_array_new(FALSE, FALSE, sizeof(uint32_t));
+      g_hash_table_insert(by, GUINT_TO_POINTER(o->group + 1), mem);
+      g_array_append_val(order, o->group);
+    }
+    g_array_append_val(mem, i);
   }
-  for (uint32_t g = 0; g < dag->groups; g++) {
-    if (!mem[g]) continue;
-    if (!nvls_group(r, mem[g]) && !r->setup) /* fail the run, do not abort the process */
+  for (guint k = 0; order && k < order->len; k++) {
+    uint32_t g = g_array_index(order, uint32_t, k);
+    GArray *mem = g_hash_table_lookup(by, GUINT_TO_POINTER(g + 1));
+    if (!nvls_group(r, mem) && !r->setup) /* fail the run, do not abort the process */
       r->setup = g_strdup_printf("internal error: NVLS group %u (op %u) has %u members, not 2 or more of one NVLink "
-                                 "domain doing the same with equal sizes", g, g_array_index(mem[g], uint32_t, 0),
-                                 mem[g]->len);
-    g_array_free(mem[g], TRUE);
+                                 "domain doing the same with equal sizes", g, g_array_index(mem, uint32_t, 0),
+                                 mem->len);
   }
-  g_free(mem);
+  if (by) g_hash_table_destroy(by);
+  if (order) g_array_free(order, TRUE);
+}
+
+/* The executor took ops [from, to) in (an unfolding DAG made them). */
+static void grow(void *ctx, uint32_t from, uint32_t to) {
+  Run *r = ctx;
+  if (!r->exec) return; /* the first batch: wire() numbers it */
+  number_flows(r, from, to);
+  make_nvls(r, from, to);
 }
 
 /* Every port of the fabric, in the topology's stable order. */
@@ -297,10 +343,17 @@ static void wire(Run *r, const FabRunOpts *opts) {
   const FabScenario *sc = r->sc;
   r->eng = fab_engine_new(sc->seed, sizeof(FabPkt));
   r->topo = fab_topology_build(&sc->fabric);
-  make_flows(r);
-  make_nvls(r);
-  static const FabExecHooks hooks = {post, compute, reduce};
+  fab_flow_table_init(&r->table);
+  fab_deq_init(&r->recs, sizeof(FabFlowRec));
+  fab_deq_init(&r->flow_of, sizeof(uint32_t));
+  fab_deq_init(&r->op_of, sizeof(uint32_t));
+  fab_deq_init(&r->slot_of, sizeof(uint32_t));
+  r->unfolds = sc->dag->more && !sc->dag->exhausted;
+  r->keep_flows = !r->unfolds || sc->hdf5 || opts->keep_flows;
+  static const FabExecHooks hooks = {post, compute, reduce, grow};
   r->exec = fab_exec_new(r->eng, sc->dag, &hooks, r);
+  number_flows(r, 0, fab_exec_ops(r->exec));
+  make_nvls(r, 0, fab_exec_ops(r->exec));
   r->coll = fab_collect_new(sc->dag);
   for (uint32_t h = 0; h < r->topo->nhosts; h++) {
     FabNic *nic = &r->topo->nics[h];
@@ -316,7 +369,9 @@ static void wire(Run *r, const FabRunOpts *opts) {
   uint32_t id = fab_topology_number(r->topo, 0);
   fab_elem_set_id(fab_exec_elem(r->exec), id++);
   if (sc->hdf5 || opts->sample_queues) {
-    r->sampler = fab_sampler_new(r->topo, sc->sample_interval, sc->fabric.sw.nprio, r->nflows, flow_by_number,
+    /* a DAG made as it goes has no flow count up front: no per-flow rates (as with more than FAB_RATE_FLOWS) */
+    r->sampler = fab_sampler_new(r->topo, sc->sample_interval, sc->fabric.sw.nprio, r->unfolds ? UINT32_MAX : r->nflows,
+                                 flow_by_number,
                                  finished, r);
     /* 256 MB of samples, or 4096 rows when rows are larger, but never more than half of what the estimate
     ** leaves of this run's memory: a run sampled too finely for its length keeps its span, coarser */
@@ -442,8 +497,9 @@ static void check_packets(Run *r, bool drained, Totals *tot, GString **fail) {
           ", dropped %" G_GUINT64_FORMAT ", in flight %" G_GUINT64_FORMAT ")", sent, recv, tot->drops, tot->flushed);
   if (fab_pool_live(r->eng->pool) != 0)
     failf(fail, "internal error: %zu packets leaked from the pool", fab_pool_live(r->eng->pool));
-  for (uint32_t i = 0; i < r->nflows; i++) /* the flows still holding a slot (released ones were checked then) */
-    if (r->slot_of[i] != FAB_OP_NONE) check_bytes(r, fab_flow_at(&r->table, r->slot_of[i]));
+  /* the flows still holding a slot (released ones were checked then) */
+  for (uint32_t i = (uint32_t)r->slot_of.first; i < fab_deq_end(&r->slot_of); i++)
+    if (*slot_of(r, i) != FAB_OP_NONE) check_bytes(r, fab_flow_at(&r->table, *slot_of(r, i)));
   if (r->bad_flow) failf(fail, "%s", r->bad_flow);
 }
 
@@ -489,14 +545,21 @@ static void fill_results(Run *r, bool drained, const Totals *tot, FabResults *re
     res->cnps += r->topo->nics[h].cnps_sent;
   }
   for (uint32_t s = 0; s < r->topo->nswitches; s++) res->ecn_marks += fab_switch_stats(r->topo->switches[s])->ecn_marks;
-  for (uint32_t i = 0; i < r->nflows; i++) /* the flows still holding a slot */
-    if (r->slot_of[i] != FAB_OP_NONE) record(r, fab_flow_at(&r->table, r->slot_of[i]));
-  FabCollectIn in = {sc->dag, r->exec, r->recs, r->flow_of};
+  for (uint32_t i = (uint32_t)r->slot_of.first; i < fab_deq_end(&r->slot_of); i++) /* those still holding a slot */
+    if (*slot_of(r, i) != FAB_OP_NONE) record(r, fab_flow_at(&r->table, *slot_of(r, i)));
+  FabCollectIn in = {sc->dag, r->exec, rec_for, r};
   fab_collect_finish(r->coll, &in, res);
-  res->n_flows = r->nflows;
-  res->flows = r->recs;
-  r->recs = NULL;
+  if (r->keep_flows) { /* every record (none retired) */
+    g_assert(r->recs.first == 0 && r->recs.len == r->nflows);
+    res->n_flows = r->nflows;
+    res->flows = fab_deq_steal(&r->recs);
+  } else { /* the summary of them all */
+    for (uint32_t k = (uint32_t)r->recs.first; k < fab_deq_end(&r->recs); k++) fab_flow_fold_add(&r->fold, rec_of(r, k));
+    res->flow_fold = r->fold;
+    memset(&r->fold, 0, sizeof r->fold);
+  }
   res->flow_slots = r->table.used;
+  res->ops_held = fab_exec_peak(r->exec);
   LinkFill lf = {g_array_new(FALSE, FALSE, sizeof(FabLinkRec)), res->sim_time, fab_layers_new(r->topo)};
   fab_topology_foreach_port(r->topo, fill_link, &lf);
   fab_layers_free(lf.layers);
@@ -527,11 +590,12 @@ static void run_free(Run *r) {
   fab_collect_free(r->coll);
   g_free(r->setup);
   fab_flow_table_clear(&r->table);
-  g_free(r->recs);
+  fab_deq_clear(&r->recs);
   g_free(r->bad_flow);
-  g_free(r->flow_of);
-  g_free(r->op_of);
-  g_free(r->slot_of);
+  fab_deq_clear(&r->flow_of);
+  fab_deq_clear(&r->op_of);
+  fab_deq_clear(&r->slot_of);
+  fab_flow_fold_clear(&r->fold);
   fab_topology_free(r->topo);
   fab_engine_free(r->eng);
 }

@@ -23,6 +23,8 @@
 typedef struct FabRunOpts {
   bool progress;            /* report progress on stderr */
   bool sample_queues;       /* record the queue time series even without hdf5 */
+  bool keep_flows;          /* every flow's record in res->flows, even when the DAG unfolds (else, for an
+                            ** unfolding DAG without hdf5, only their summary: res->flow_fold) */
 } FabRunOpts;
 
 /* Run `sc` and fill `res` (finalized; free it with fab_results_clear).

@@ -247,9 +247,15 @@ static void explain_workload(const FabScenario *sc, GString *s) {
     if (o->kind <= FAB_OP_NVLS) total += o->bytes, nflows++;
     ncompute += o->kind == FAB_OP_COMPUTE;
   }
-  g_string_append_printf(s, "workload   %u flow%s, %" G_GUINT64_FORMAT " bytes of payload, %u compute op%s, %u "
-                         "collective%s\n", nflows, nflows == 1 ? "" : "s", total, ncompute, ncompute == 1 ? "" : "s",
-                         sc->dag->colls->len, sc->dag->colls->len == 1 ? "" : "s");
+  if (sc->dag->more) /* the last job's collective is made as the run goes */
+    g_string_append_printf(s, "workload   %u flow%s made before the run (%" G_GUINT64_FORMAT " bytes of payload), about "
+                           "%.0f more operations made as it runs, layer by layer, and forgotten once done; %u "
+                           "collective%s\n", nflows, nflows == 1 ? "" : "s", total, sc->dag->more_ops,
+                           sc->dag->colls->len, sc->dag->colls->len == 1 ? "" : "s");
+  else
+    g_string_append_printf(s, "workload   %u flow%s, %" G_GUINT64_FORMAT " bytes of payload, %u compute op%s, %u "
+                           "collective%s\n", nflows, nflows == 1 ? "" : "s", total, ncompute,
+                           ncompute == 1 ? "" : "s", sc->dag->colls->len, sc->dag->colls->len == 1 ? "" : "s");
   for (guint j = 0; j < sc->dag->jobs->len; j++) {
     const FabJobDef *jd = &g_array_index(sc->dag->jobs, FabJobDef, j);
     char *eps = fab_explain_ranks(jd->ranks, jd->nranks);

@@ -12,8 +12,8 @@ static void head(const FabScenario *sc, const FabResults *r, FILE *out) {
   char *nics = fab_scenario_nic_rate(sc);
   fprintf(out, "  nics        %s\n", nics);
   g_free(nics);
-  fprintf(out, "  flows       %" G_GUINT64_FORMAT "/%zu completed, %" G_GUINT64_FORMAT " bytes\n", fs->completed,
-          r->n_flows, fs->bytes);
+  fprintf(out, "  flows       %" G_GUINT64_FORMAT "/%" G_GUINT64_FORMAT " completed, %" G_GUINT64_FORMAT " bytes\n",
+          fs->completed, fs->count, fs->bytes);
   if (fs->completed) /* percentiles of no completed flow are not 0: there are none */
     fprintf(out, "  fct         p50 %.3f us, p99 %.3f us, max %.3f us\n", fs->fct_p50_s * 1e6, fs->fct_p99_s * 1e6,
             fs->fct_max_s * 1e6);

@@ -199,19 +199,79 @@ static int cmp_u64(const void *a, const void *b) {
   return x < y ? -1 : x > y;
 }
 
-double fab_results_fct_percentile(const FabResults *r, double p) {
-  uint64_t *v = g_new(uint64_t, r->n_flows ? r->n_flows : 1);
-  size_t n = 0;
-  for (size_t i = 0; i < r->n_flows; i++)
-    if (r->flows[i].end) v[n++] = r->flows[i].end - r->flows[i].start;
-  double out = NAN; /* no completed flow: no percentile (null in the JSON, not 0 s) */
-  if (n) {
-    qsort(v, n, sizeof *v, cmp_u64);
-    size_t rank = (size_t)ceil(p / 100.0 * (double)n);
-    if (rank < 1) rank = 1;
-    if (rank > n) rank = n;
-    out = fab_time_to_s(v[rank - 1]);
+void fab_flow_fold_add(FabFlowFold *f, const FabFlowRec *r) {
+  f->count++;
+  f->bytes += r->bytes;
+  if (!r->end) return;
+  f->completed++;
+  f->sorted = false;
+  uint64_t v = r->end - r->start;
+  if (v <= UINT32_MAX) {
+    if (!f->fct32) f->fct32 = g_array_new(FALSE, FALSE, sizeof(uint32_t));
+    uint32_t w = (uint32_t)v;
+    g_array_append_val(f->fct32, w);
+  } else {
+    if (!f->fct64) f->fct64 = g_array_new(FALSE, FALSE, sizeof(uint64_t));
+    g_array_append_val(f->fct64, v);
   }
+}
+
+void fab_flow_fold_clear(FabFlowFold *f) {
+  if (f->fct32) g_array_free(f->fct32, TRUE);
+  if (f->fct64) g_array_free(f->fct64, TRUE);
+  memset(f, 0, sizeof *f);
+}
+
+static int cmp_u32(const void *a, const void *b) {
+  uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
+  return x < y ? -1 : x > y;
+}
+
+/* The nearest rank p (percent) of n completion times, the k-th smallest
+** from at(ctx, k); NaN when none (null in the JSON, not 0 s). */
+static double nearest_rank(size_t n, double p, uint64_t (*at)(const void *, size_t), const void *ctx) {
+  if (!n) return NAN;
+  size_t rank = (size_t)ceil(p / 100.0 * (double)n);
+  if (rank < 1) rank = 1;
+  if (rank > n) rank = n;
+  return fab_time_to_s(at(ctx, rank - 1));
+}
+
+static uint64_t at_u64(const void *ctx, size_t k) { return ((const uint64_t *)ctx)[k]; }
+
+/* The folded times, sorted: the 4-byte ones (all below 2^32) then the others. */
+static uint64_t at_fold(const void *ctx, size_t k) {
+  const FabFlowFold *f = ctx;
+  size_t n32 = f->fct32 ? f->fct32->len : 0;
+  return k < n32 ? g_array_index(f->fct32, uint32_t, k) : g_array_index(f->fct64, uint64_t, k - n32);
+}
+
+static void fold_sort(FabFlowFold *f) {
+  if (f->sorted) return;
+  if (f->fct32) qsort(f->fct32->data, f->fct32->len, sizeof(uint32_t), cmp_u32);
+  if (f->fct64) qsort(f->fct64->data, f->fct64->len, sizeof(uint64_t), cmp_u64);
+  f->sorted = true;
+}
+
+/* The records' completion times, sorted (ps); *n of them. */
+static uint64_t *fct_sorted(const FabResults *r, size_t *n) {
+  uint64_t *v = g_new(uint64_t, r->n_flows ? r->n_flows : 1);
+  *n = 0;
+  for (size_t i = 0; i < r->n_flows; i++)
+    if (r->flows[i].end) v[(*n)++] = r->flows[i].end - r->flows[i].start;
+  if (*n) qsort(v, *n, sizeof *v, cmp_u64);
+  return v;
+}
+
+double fab_results_fct_percentile(const FabResults *r, double p) {
+  if (!r->flows && r->flow_fold.completed) {
+    FabFlowFold f = r->flow_fold; /* sorted by fab_results_finalize; else sorted here (the arrays are r's) */
+    fold_sort(&f);
+    return nearest_rank(f.completed, p, at_fold, &f);
+  }
+  size_t n;
+  uint64_t *v = fct_sorted(r, &n);
+  double out = nearest_rank(n, p, at_u64, v);
   g_free(v);
   return out;
 }
@@ -219,16 +279,30 @@ double fab_results_fct_percentile(const FabResults *r, double p) {
 static void finalize_flows(FabResults *r) {
   FabFlowSummary *fs = &r->flow_stats;
   memset(fs, 0, sizeof *fs);
-  fs->count = r->n_flows;
+  if (!r->flows && r->flow_fold.count) { /* the records were folded as the run went */
+    FabFlowFold *f = &r->flow_fold;
+    fs->count = f->count;
+    fs->completed = f->completed;
+    fs->bytes = f->bytes;
+    fold_sort(f);
+    fs->fct_p50_s = nearest_rank(f->completed, 50, at_fold, f);
+    fs->fct_p99_s = nearest_rank(f->completed, 99, at_fold, f);
+    fs->fct_max_s = nearest_rank(f->completed, 100, at_fold, f);
+    return;
+  }
   for (size_t i = 0; i < r->n_flows; i++) {
     FabFlowRec *f = &r->flows[i];
+    fs->count++;
     fs->bytes += f->bytes;
     fs->completed += f->end != 0;
     f->fct_s = f->end ? fab_time_to_s(f->end - f->start) : NAN;
   }
-  fs->fct_p50_s = fab_results_fct_percentile(r, 50);
-  fs->fct_p99_s = fab_results_fct_percentile(r, 99);
-  fs->fct_max_s = fab_results_fct_percentile(r, 100);
+  size_t n;
+  uint64_t *v = fct_sorted(r, &n);
+  fs->fct_p50_s = nearest_rank(n, 50, at_u64, v);
+  fs->fct_p99_s = nearest_rank(n, 99, at_u64, v);
+  fs->fct_max_s = nearest_rank(n, 100, at_u64, v);
+  g_free(v);
 }
 
 static void finalize_colls(FabResults *r) {
@@ -380,6 +454,7 @@ void fab_results_clear(FabResults *r) {
   if (!r) return;
   g_free((char *)r->failure);
   g_free(r->flows);
+  fab_flow_fold_clear(&r->flow_fold);
   g_free(r->links);
   g_free(r->queues.port);
   g_free(r->queues.t);

@@ -152,6 +152,18 @@ typedef struct FabFlowSummary {
   double fct_p50_s, fct_p99_s, fct_max_s; /* nearest rank over completed flows; 0 when none */
 } FabFlowSummary;
 
+/* What a run that forgets its flows' records as it goes (an unfolding DAG)
+** keeps of them: their count, completions, bytes, and every completion time
+** for the exact percentiles, in 4 bytes when under 2^32 ps (4.29 ms), else 8. */
+typedef struct FabFlowFold {
+  uint64_t count, completed, bytes;
+  GArray *fct32; /* uint32_t, ps: the completion times below 2^32 ps (NULL: none yet) */
+  GArray *fct64; /* uint64_t, ps: the others */
+  bool sorted;   /* both sorted (fab_results_finalize) */
+} FabFlowFold;
+void fab_flow_fold_add(FabFlowFold *f, const FabFlowRec *r);
+void fab_flow_fold_clear(FabFlowFold *f);
+
 typedef struct FabResults {
   /* identity */
   const char *version;       /* fabsim version string */
@@ -179,6 +191,9 @@ typedef struct FabResults {
   /* tables */
   size_t n_flows;
   FabFlowRec *flows;
+  FabFlowFold flow_fold;     /* when the records were not kept (flows NULL): their summary */
+  uint32_t ops_held;         /* the most operations held at once (not in the JSON: all of them for a DAG made
+                             ** whole; for one that unfolds, what was under way) */
   uint32_t flow_slots;       /* the most flows held in memory at once (slots of the run's flow table; not in the
                              ** JSON: how much of the workload was under way together) */
   size_t n_links;

@@ -152,6 +152,9 @@ uint64_t fab_scenario_mem_limit(void) {
 #define MEM_PER_OP (sizeof(FabOp) + 80)
 /* Per flow: its record for the results and its numbers (op, slot). */
 #define MEM_PER_FLOW (sizeof(FabFlowRec) + 2 * sizeof(uint32_t))
+/* An unfolding DAG holds about this many batches of the size of its first
+** (the one running, the next, and those done but not yet retired). */
+#define UNFOLD_HELD 4u
 /* Flows under way at once per endpoint, of those that wait for others (an
 ** estimate: NCCL keeps a few pieces in flight per channel and peer). */
 #define FLOWS_UNDER_WAY 64u
@@ -213,11 +216,22 @@ static gboolean check_workload(FabScenario *sc, const FabCfgNode *root, GError *
                                                     : sc->fabric.topo.hosts;
   uint64_t live = roots + MIN((uint64_t)(nflows - roots), FLOWS_UNDER_WAY * endpoints);
   uint64_t ops = fab_dag_len(sc->dag) * (uint64_t)MEM_PER_OP + (uint64_t)nflows * MEM_PER_FLOW + live * sizeof(FabFlow);
+  if (sc->dag->more) { /* made as it runs: the ops under way (the first batch, the next, and those not yet
+                        ** retired: UNFOLD_HELD batches), and per flow to come its completion time, or its whole
+                        ** record when output.hdf5 keeps them */
+    uint64_t later = (uint64_t)sc->dag->more_ops;
+    ops += (UNFOLD_HELD - 1) * fab_dag_len(sc->dag) * (uint64_t)MEM_PER_OP +
+           later * (sc->hdf5 ? MEM_PER_FLOW : sizeof(uint32_t));
+  }
   sc->mem_bytes += ops;
   if (sc->mem_bytes <= fab_scenario_mem_limit()) return TRUE;
   char *need = gb(sc->mem_bytes), *w = gb(ops);
-  char *what = g_strdup_printf("the run would use about %s (%s of it for the workload's %u operations, %u of them "
-                               "flows)", need, w, fab_dag_len(sc->dag), nflows);
+  char *what = sc->dag->more
+                   ? g_strdup_printf("the run would use about %s (%s of it for the workload's operations, %u made "
+                                     "before the run and about %.0f more as it goes)", need, w, fab_dag_len(sc->dag),
+                                     sc->dag->more_ops)
+                   : g_strdup_printf("the run would use about %s (%s of it for the workload's %u operations, %u of "
+                                     "them flows)", need, w, fab_dag_len(sc->dag), nflows);
   g_free(need);
   g_free(w);
   return over_limit(wl, err, what);
