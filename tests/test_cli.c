@@ -1034,6 +1034,18 @@ Test(cli, set_keys_are_bounded_and_printable) {
   g_free(q);
 }
 
+/* A collective that unfolds: validate counts the flows made before the run
+** (the first layer: 16 channels x 1024 ranks) and says more will come. */
+Test(cli, validate_counts_what_an_unfolding_collective_makes_first) {
+  char *f = src_path("scenarios/bench/allreduce-1024-gpus.yaml");
+  Proc p = RUN("validate", f);
+  cr_expect_eq(p.status, 0, "%s: %s", p.cmd, p.err);
+  cr_expect(strstr(p.out, ", 16384 flows made before the run, about ") && strstr(p.out, " more operations as it runs"),
+            "%s", p.out);
+  proc_clear(&p);
+  g_free(f);
+}
+
 /* 21 files each including the next twice: 2^20 paths, 21 files, parsed once each. */
 Test(cli, include_diamonds_are_cheap) {
   char *tmp = g_dir_make_tmp("fabsim-diamond-XXXXXX", NULL);
