@@ -788,6 +788,14 @@ FabCollGen *fab_coll_begin(FabDag *d, const FabCollEnv *env, const FabCollSpec *
   uint32_t n = c->nranks;
   if (!check_ranks(env, c, err)) return NULL;
   FabCollGen *g = g_new0(FabCollGen, 1);
+  if (c->algorithm == FAB_ALGO_COLLNET && env->collnet) { /* the in-network reduction's hook: made whole there */
+    g->end = g_new(uint32_t, n);
+    g->id = collnet_expand(d, env, c, start, g->end, err);
+    g->done = true;
+    if (g->id >= 0) return g;
+    fab_coll_gen_free(g);
+    return NULL;
+  }
   g->env = *env;
   g->c = *c;
   env = &g->env;
@@ -890,8 +898,6 @@ int32_t fab_coll_expand(FabDag *d, const FabCollEnv *env, const FabCollSpec *c, 
                         uint32_t *end, GError **err) {
   g_return_val_if_fail(d && env && c && c->op < FAB_COLL_N && c->algorithm < FAB_ALGO_N && c->protocol < FAB_PROTO_N,
                        -1);
-  if (!check_ranks(env, c, err)) return -1;
-  if (c->algorithm == FAB_ALGO_COLLNET && env->collnet) return collnet_expand(d, env, c, start, end, err);
   FabCollGen *g = fab_coll_begin(d, env, c, start, false, err);
   if (!g) return -1;
   g_assert(g->done);

@@ -545,12 +545,11 @@ static gboolean read_job(const FabCfgNode *wl, const FabWorkloadEnv *env, FabDag
     GError *e = NULL;
     spec_from(&c, &j, &in);
     Unfold u = {NULL, fab_dag_len(d)};
-    if (c.algorithm != FAB_ALGO_COLLNET || !env->coll.collnet) u.g = fab_coll_begin(d, &env->coll, &c, NULL, TRUE, &e);
-    else fab_coll_expand(d, &env->coll, &c, NULL, NULL, &e);
-    if (e) {
+    u.g = fab_coll_begin(d, &env->coll, &c, NULL, TRUE, &e);
+    if (!u.g) {
       ok = fab_cfg_fail(coll_at(wl), err, "%s", e->message);
       g_error_free(e);
-    } else if (u.g && fab_coll_gen_more(u.g, BATCH_OPS)) { /* the first batch now, the rest as the run goes */
+    } else if (fab_coll_gen_more(u.g, BATCH_OPS)) { /* the first batch now, the rest as the run goes */
       *pending = g_memdup2(&u, sizeof u);
     } else {
       fab_coll_gen_free(u.g);

@@ -314,10 +314,10 @@ static void make_nvls(Run *r, uint32_t from, uint32_t to) {
   if (order) g_array_free(order, TRUE);
 }
 
-/* The executor took ops [from, to) in (an unfolding DAG made them). */
+/* The executor took ops [from, to) in: the first batch as it is made, then
+** each batch an unfolding DAG makes. */
 static void grow(void *ctx, uint32_t from, uint32_t to) {
   Run *r = ctx;
-  if (!r->exec) return; /* the first batch: wire() numbers it */
   number_flows(r, from, to);
   make_nvls(r, from, to);
 }
@@ -351,9 +351,7 @@ static void wire(Run *r, const FabRunOpts *opts) {
   r->unfolds = sc->dag->more && !sc->dag->exhausted;
   r->keep_flows = !r->unfolds || sc->hdf5 || opts->keep_flows;
   static const FabExecHooks hooks = {post, compute, reduce, grow};
-  r->exec = fab_exec_new(r->eng, sc->dag, &hooks, r);
-  number_flows(r, 0, fab_exec_ops(r->exec));
-  make_nvls(r, 0, fab_exec_ops(r->exec));
+  r->exec = fab_exec_new(r->eng, sc->dag, &hooks, r); /* numbers the first batch's flows (grow) */
   r->coll = fab_collect_new(sc->dag);
   for (uint32_t h = 0; h < r->topo->nhosts; h++) {
     FabNic *nic = &r->topo->nics[h];
