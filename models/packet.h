@@ -41,7 +41,7 @@ enum { FAB_PKTF_LAST = 1, FAB_PKTF_ECN = 2, FAB_PKTF_RETX = 4, FAB_PKTF_ECT = 8,
 
 typedef struct FabPkt {
   struct FabPkt *next; /* link in whatever FIFO holds it */
-  fab_time_t ready;    /* ps: earliest time it may leave its queue / arrives at the link end */
+  fab_time_t ready;    /* ps: earliest time it may leave its queue; on a wire, when the packet after it arrives (port.c) */
   fab_time_t sent;     /* ps: when the NIC put it on the wire (data) or the data's time (ack) */
   uint32_t flow;       /* flow id */
   uint32_t seq;        /* data: packet sequence number in the flow; ack/nak: next expected */

@@ -50,15 +50,20 @@ static inline FabPkt *q_pop(FabPort *pt, uint32_t pr) {
 ** serialised: the link is busy, and no packet of ours is on it any more. */
 static FabPkt cut_busy;
 
-/* p is on the wire, arriving at the far end at `at` (after what is already on it). */
+/* p is on the wire, arriving at the far end at `at` (after what is already on
+** it). The head's arrival is scheduled; any other packet's time waits in the
+** `ready` of the packet before it, so that when the head arrives the next
+** arrival is read from the head itself, not from a second packet's header (a
+** cache miss per hop on large fabrics). A packet's own `ready` means nothing
+** on the wire: whoever receives it sets it. */
 static inline void fly(FabEngine *eng, FabPort *pt, FabPkt *p, fab_time_t at) {
-  p->ready = at;
   p->next = NULL;
   if (pt->fly_tail) {
     pt->fly_tail->next = p;
+    pt->fly_tail->ready = at;
   } else {
     pt->fly_head = p;
-    fab_engine_at(eng, p->ready, pt, WAKE_ARRIVE);
+    fab_engine_at(eng, at, pt, WAKE_ARRIVE);
   }
   pt->fly_tail = p;
 }
@@ -231,7 +236,7 @@ static void port_wake(FabEngine *eng, void *self, uint64_t arg) {
     p = pt->fly_head;
     pt->fly_head = p->next;
     if (!pt->fly_head) pt->fly_tail = NULL;
-    else fab_engine_at(eng, pt->fly_head->ready, pt, WAKE_ARRIVE);
+    else fab_engine_at(eng, p->ready, pt, WAKE_ARRIVE); /* the next one's arrival (fly) */
     p->next = NULL;
     if (G_UNLIKELY(p->type == FAB_PKT_PAUSE)) { /* link level: the far port obeys it */
       pause_rx(eng, pt->peer, p->prio, p->seq);

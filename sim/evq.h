@@ -13,8 +13,10 @@
 **
 ** Cost: push O(1) into the wheel, O(log n) into a heap; pop O(1) for events
 ** that came in order, O(log k) for the k others of the active bucket, plus
-** a bitmap scan to the next non-empty bucket. Memory: about 520 KB for the wheel, allocated by fab_evq_new, plus
-** about 60 bytes per pending event (grown by doubling).
+** a bitmap scan to the next non-empty bucket. Memory: about 520 KB for the
+** wheel, allocated by fab_evq_new, plus 32 bytes per pending event (a wheel
+** bucket's list is blocks of four events, so up to three unused places per
+** non-empty bucket; arrays grown by doubling).
 */
 #ifndef FAB_EVQ_H
 #define FAB_EVQ_H

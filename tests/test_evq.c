@@ -433,6 +433,44 @@ Test(evq, out_of_order_bucket_is_merged_into_the_run) {
   fab_evq_free(q);
 }
 
+Test(evq, bucket_lists_across_block_boundaries) {
+  /* A wheel bucket keeps its events in blocks of four. Buckets of 1 to 13
+  ** events (every way a list can end inside or at the end of a block), filled
+  ** in round-robin so that their blocks interleave in memory, each with its
+  ** events' times inside the bucket out of push order (a descent in every
+  ** block): every event pops in (time, tie) order with its own target and
+  ** arg. Then again, on blocks given back by the first round. */
+  static int tg[13];
+  FabEvq *q = fab_evq_new(8);
+  for (int round = 0; round < 2; round++) {
+    fab_time_t base = (fab_time_t)(round + 1) * 10 * FAB_US;
+    Ref r[91];
+    size_t n = 0;
+    for (uint64_t k = 0; k < 13; k++)     /* event k of each bucket */
+      for (uint64_t b = 0; b < 13; b++) { /* bucket b holds b + 1 events */
+        if (k > b) continue;
+        fab_time_t t = base + b * BUCKET + (k % 2 ? 100 : 900) - k; /* inside bucket b, descending by pairs */
+        uint64_t id = b * 100 + k;
+        fab_evq_push(q, t, id, &tg[b], id);
+        r[n++] = (Ref){t, id};
+      }
+    cr_assert_eq(n, 91);
+    qsort(r, n, sizeof *r, ref_cmp);
+    for (size_t i = 0; i < n; i++) {
+      FabEvent ev;
+      cr_assert(fab_evq_pop(q, &ev));
+      cr_assert_eq(ev.time, r[i].t, "round %d, pop %zu: time %llu, expected %llu", round, i,
+                   (unsigned long long)ev.time, (unsigned long long)r[i].t);
+      cr_assert_eq(ev.tie, r[i].i);
+      cr_assert_eq(ev.arg, r[i].i);
+      cr_assert_eq(ev.target, &tg[r[i].i / 100], "round %d: event %llu came with another's target", round,
+                   (unsigned long long)r[i].i);
+    }
+    cr_assert_eq(fab_evq_size(q), 0);
+  }
+  fab_evq_free(q);
+}
+
 /* Push n events at times 1000 + 10 i (ties i) into the active bucket 0: one
 ** ascending run. */
 static void long_run(FabEvq *q, uint64_t n) {
