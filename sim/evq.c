@@ -7,8 +7,14 @@
 **     a later bucket is an append; the bucket being drained (the active one)
 **     is sorted once when it becomes active (below). A bitmap finds the
 **     next non-empty bucket.
-**  2. A 4-ary min-heap for events beyond the wheel's horizon (timeouts); they
-**     move into the wheel when it comes within reach.
+**  2. A coarse wheel of NB2 buckets of one horizon each (550 ms) for events
+**     beyond the wheel's horizon (retransmission timers: a run of millions
+**     of short flows keeps one pending per flow started in the last 1 ms,
+**     and a heap of them cost 4 % of a 1024-GPU ring in sift-downs alone).
+**     A coarse bucket's events move into the wheel, an append each, when
+**     the wheel reaches the first bucket of its horizon.
+**  3. A 4-ary min-heap for events further out; they move into the wheels
+**     when they come within reach.
 **
 ** The fast path: the active bucket is a sorted array (the run) popped from
 ** the front, O(1) each. A bucket's list is the order its events were
@@ -45,6 +51,8 @@
 #define WB 11                   /* bucket width 2^11 ps = 2.048 ns */
 #define NBITS 16                /* 2^16 buckets: horizon 134 us */
 #define NB (1u << NBITS)
+#define NBITS2 12               /* 2^12 coarse buckets of one horizon each: 550 ms */
+#define NB2 (1u << NBITS2)
 #define RUN_INSERT 16           /* an out-of-order push into a run this short is inserted in place */
 #define BLK 4                   /* events per block of a bucket's list: 128 bytes, two cache lines */
 
@@ -74,6 +82,8 @@ struct FabEvq {
   Bucket *wheel;     /* NB buckets */
   uint64_t *bits;    /* bit b: wheel[b] not empty (active bucket excluded) */
   uint64_t cur;      /* absolute number (time >> WB) of the active bucket */
+  Bucket *wheel2;    /* NB2 coarse buckets, one wheel horizon (NB buckets) each, beyond the wheel */
+  uint64_t *bits2;   /* bit c: wheel2[c] not empty */
   Ev *ev;            /* the buckets' blocks: nblk * BLK events */
   uint32_t *nxt;     /* block after block b in its bucket's list */
   uint32_t *freeb;   /* stack of free blocks */
@@ -147,6 +157,9 @@ FabEvq *fab_evq_new(size_t cap) {
   q->wheel = g_new(Bucket, NB);
   for (uint32_t i = 0; i < NB; i++) q->wheel[i] = (Bucket){NIL, NIL};
   q->bits = g_new0(uint64_t, NB / 64);
+  q->wheel2 = g_new(Bucket, NB2);
+  for (uint32_t i = 0; i < NB2; i++) q->wheel2[i] = (Bucket){NIL, NIL};
+  q->bits2 = g_new0(uint64_t, NB2 / 64);
 #endif
   return q;
 }
@@ -156,6 +169,8 @@ void fab_evq_free(FabEvq *q) {
 #ifndef FAB_EVQ_HEAP_ONLY
   g_free(q->wheel);
   g_free(q->bits);
+  g_free(q->wheel2);
+  g_free(q->bits2);
   g_free(q->act.a);
   g_free(q->run);
   g_free(q->tmp);
@@ -258,28 +273,56 @@ static inline bool act_from_run(const FabEvq *q) {
   return q->rh < q->rn && (q->act.n == 0 || before(&q->run[q->rh], &q->act.a[0]));
 }
 
+/* Append e to bucket i of a wheel (bits: that wheel's bitmap). */
+static inline void bucket_put(FabEvq *q, Bucket *w, uint64_t *bits, uint32_t i, const Ev *e) {
+  uint32_t p;
+  if (w->head == NIL) { /* a new list */
+    p = w->head = blk_get(q) * BLK;
+    bits[i >> 6] |= 1ull << (i & 63);
+  } else if ((w->last & (BLK - 1)) == BLK - 1) { /* its last block is full */
+    p = blk_get(q) * BLK;
+    q->nxt[w->last / BLK] = p / BLK;
+  } else {
+    p = w->last + 1;
+  }
+  w->last = p;
+  q->ev[p] = *e;
+}
+
+/* Where an event goes: the active bucket, the wheel (within NB buckets of
+** cur), the coarse wheel (a later horizon within NB2 of cur's), or the far
+** heap. The coarse wheel holds only horizons after cur's: its bucket c is
+** moved into the wheel when cur reaches c's first bucket (advance). */
 static inline void wheel_put(FabEvq *q, const Ev *e) {
   uint64_t b = e->time >> WB;
   if (b <= q->cur) {
     act_put(q, e);
   } else if (b < q->cur + NB) {
     uint32_t i = (uint32_t)(b & (NB - 1));
-    Bucket *w = &q->wheel[i];
-    uint32_t p;
-    if (w->head == NIL) { /* a new list */
-      p = w->head = blk_get(q) * BLK;
-      q->bits[i >> 6] |= 1ull << (i & 63);
-    } else if ((w->last & (BLK - 1)) == BLK - 1) { /* its last block is full */
-      p = blk_get(q) * BLK;
-      q->nxt[w->last / BLK] = p / BLK;
-    } else {
-      p = w->last + 1;
-    }
-    w->last = p;
-    q->ev[p] = *e;
+    bucket_put(q, &q->wheel[i], q->bits, i, e);
+  } else if ((b >> NBITS) < (q->cur >> NBITS) + NB2) {
+    uint32_t i = (uint32_t)((b >> NBITS) & (NB2 - 1));
+    bucket_put(q, &q->wheel2[i], q->bits2, i, e);
   } else {
     heap_push(&q->far, e);
   }
+}
+
+/* Absolute number of the first non-empty coarse bucket after cur's, or UINT64_MAX. */
+static uint64_t next_coarse(const FabEvq *q) {
+  uint64_t c0 = q->cur >> NBITS;
+  uint32_t start = (uint32_t)((c0 + 1) & (NB2 - 1));
+  uint32_t w = start >> 6;
+  uint64_t word = q->bits2[w] & (~0ull << (start & 63));
+  for (uint32_t step = 0; step <= NB2 / 64; step++) {
+    if (word) {
+      uint32_t i = (w << 6) | (uint32_t)__builtin_ctzll(word);
+      return c0 + 1 + ((i - start) & (NB2 - 1));
+    }
+    w = (w + 1) & (NB2 / 64 - 1);
+    word = q->bits2[w];
+  }
+  return UINT64_MAX;
 }
 
 /* Absolute number of the first non-empty wheel bucket after cur, or UINT64_MAX. */
@@ -299,57 +342,92 @@ static uint64_t next_bucket(const FabEvq *q) {
   return UINT64_MAX;
 }
 
-/* Move what the far heap holds within the wheel's reach into it. */
+/* Move what the far heap holds within the wheels' reach into them. */
 static void far_in(FabEvq *q) {
-  while (q->far.n && (q->far.a[0].time >> WB) < q->cur + NB) {
+  while (q->far.n && (q->far.a[0].time >> (WB + NBITS)) < (q->cur >> NBITS) + NB2) {
     Ev e;
     heap_pop(&q->far, &e);
     wheel_put(q, &e);
   }
 }
 
-/* Make the active bucket non-empty if anything is pending. */
+/* Make wheel bucket bw (the first non-empty one after cur) the active one:
+** its list becomes the run, sorted. */
+static void activate(FabEvq *q, uint64_t bw) {
+  q->cur = bw;
+  uint32_t i = (uint32_t)(bw & (NB - 1));
+  Bucket *w = &q->wheel[i];
+  q->rh = q->rn = 0;
+  q->nb = 0;
+  uint32_t lastb = w->last / BLK;
+  for (uint32_t b = w->head / BLK;;) {
+    uint32_t nb = b == lastb ? NIL : q->nxt[b];
+    if (nb != NIL) { /* the next block's lines are on their way while this one is copied */
+      __builtin_prefetch(&q->ev[(size_t)nb * BLK]);
+      __builtin_prefetch(&q->ev[(size_t)nb * BLK + BLK / 2]);
+    }
+    uint32_t k = b == lastb ? w->last % BLK + 1 : BLK;
+    if (G_UNLIKELY(q->rn + BLK > q->rcap)) run_grow(q);
+    const Ev *e = &q->ev[(size_t)b * BLK];
+    for (uint32_t j = 0; j < k; j++) {
+      if (q->rn && before(&e[j], &q->run[q->rn - 1])) { /* a descent: a new ascending stretch starts */
+        if (G_UNLIKELY(q->nb == q->bcap)) {
+          q->bcap = q->bcap ? q->bcap * 2 : 64;
+          q->bounds = g_renew(size_t, q->bounds, q->bcap);
+        }
+        q->bounds[q->nb++] = q->rn;
+      }
+      q->run[q->rn++] = e[j];
+    }
+    q->freeb[q->nfree++] = b;
+    if (nb == NIL) break;
+    b = nb;
+  }
+  *w = (Bucket){NIL, NIL};
+  q->bits[i >> 6] &= ~(1ull << (i & 63));
+  if (q->nb) run_merge(q);
+}
+
+/* cur has reached the first bucket of coarse bucket bc's horizon: its
+** events go into the wheel (those of bucket cur into the active one). */
+static void migrate(FabEvq *q, uint64_t bc) {
+  uint32_t i = (uint32_t)(bc & (NB2 - 1));
+  Bucket *w = &q->wheel2[i];
+  uint32_t lastb = w->last / BLK;
+  for (uint32_t b = w->head / BLK;;) {
+    uint32_t nb = b == lastb ? NIL : q->nxt[b];
+    if (nb != NIL) __builtin_prefetch(&q->ev[(size_t)nb * BLK]);
+    uint32_t k = b == lastb ? w->last % BLK + 1 : BLK;
+    for (uint32_t j = 0; j < k; j++) {
+      Ev e = q->ev[(size_t)b * BLK + j]; /* a copy: wheel_put may grow q->ev */
+      wheel_put(q, &e);
+    }
+    q->freeb[q->nfree++] = b; /* after its last read: wheel_put may take it again */
+    if (nb == NIL) break;
+    b = nb;
+  }
+  *w = (Bucket){NIL, NIL};
+  q->bits2[i >> 6] &= ~(1ull << (i & 63));
+}
+
+/* Make the active bucket non-empty if anything is pending. Whichever comes
+** first: a coarse bucket's horizon (its events go to the wheel, after the
+** wheel's own bucket at the same place became active, so that it is not
+** passed by), the far heap's top, the next wheel bucket. */
 static void advance(FabEvq *q) {
   while (act_empty(q) && q->n) {
     uint64_t bw = next_bucket(q);
+    uint64_t bc = next_coarse(q), bs = bc == UINT64_MAX ? UINT64_MAX : bc << NBITS;
     uint64_t bf = q->far.n ? q->far.a[0].time >> WB : UINT64_MAX;
-    if (bf < bw) { /* the far heap comes first: move what is now in reach */
+    if (bs <= bw && bs <= bf) {
+      if (bw == bs) activate(q, bw);
+      else q->cur = bs, q->rh = q->rn = 0;
+      migrate(q, bc);
+    } else if (bf < bw) { /* bucket bf goes to act (b <= cur) */
       q->cur = bf;
-      far_in(q);
-      continue; /* bucket bf went to act (b <= cur) */
+    } else {
+      activate(q, bw);
     }
-    q->cur = bw;
-    uint32_t i = (uint32_t)(bw & (NB - 1));
-    Bucket *w = &q->wheel[i]; /* the bucket's list becomes the run, sorted */
-    q->rh = q->rn = 0;
-    q->nb = 0;
-    uint32_t lastb = w->last / BLK;
-    for (uint32_t b = w->head / BLK;;) {
-      uint32_t nb = b == lastb ? NIL : q->nxt[b];
-      if (nb != NIL) { /* the next block's lines are on their way while this one is copied */
-        __builtin_prefetch(&q->ev[(size_t)nb * BLK]);
-        __builtin_prefetch(&q->ev[(size_t)nb * BLK + BLK / 2]);
-      }
-      uint32_t k = b == lastb ? w->last % BLK + 1 : BLK;
-      if (G_UNLIKELY(q->rn + BLK > q->rcap)) run_grow(q);
-      const Ev *e = &q->ev[(size_t)b * BLK];
-      for (uint32_t j = 0; j < k; j++) {
-        if (q->rn && before(&e[j], &q->run[q->rn - 1])) { /* a descent: a new ascending stretch starts */
-          if (G_UNLIKELY(q->nb == q->bcap)) {
-            q->bcap = q->bcap ? q->bcap * 2 : 64;
-            q->bounds = g_renew(size_t, q->bounds, q->bcap);
-          }
-          q->bounds[q->nb++] = q->rn;
-        }
-        q->run[q->rn++] = e[j];
-      }
-      q->freeb[q->nfree++] = b;
-      if (nb == NIL) break;
-      b = nb;
-    }
-    *w = (Bucket){NIL, NIL};
-    q->bits[i >> 6] &= ~(1ull << (i & 63));
-    if (q->nb) run_merge(q);
     far_in(q);
   }
 }

@@ -8,7 +8,8 @@
 ** pushed. The structure, chosen by the hold-model benchmark in
 ** tests/bench_evq.c (README "Event queue"), is a timing wheel of 2^16
 ** buckets of 2.048 ns for the next 134 us, whose active bucket is a 4-ary
-** heap, plus a 4-ary heap for events further out (see evq.c). Many events at
+** heap, a coarse wheel of 2^12 buckets of 134 us for the next 550 ms (timeouts),
+** plus a 4-ary heap for events further out (see evq.c). Many events at
 ** one timestamp fall in one bucket and cost what a heap costs: O(log n).
 **
 ** Cost: push O(1) into the wheel, O(log n) into a heap; pop O(1) for events

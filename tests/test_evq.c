@@ -652,6 +652,8 @@ static Ref refq_pop(RefQ *q) { return q->a[--q->n]; }
 ** unrelated to push order. */
 static uint64_t hold_tie(uint64_t id, bool scramble) { return scramble ? fab_mix64(id) : id; }
 
+static fab_time_t hold_now; /* the time just popped, for increments that aim at absolute times */
+
 /* Fill with `pending` events, then `ops` holds: pop the earliest, push a new
 ** event at popped time + an increment from inc(). Compare every pop and peek
 ** with the reference (ordered by (time, tie)), then drain. */
@@ -662,6 +664,7 @@ static void hold_with(uint64_t seed, size_t pending, size_t ops, fab_time_t (*in
   RefQ ref = {0};
   uint64_t id = 0;
   for (size_t i = 0; i < pending; i++, id++) {
+    hold_now = 0;
     fab_time_t t = inc(&r);
     fab_evq_push(q, t, hold_tie(id, scramble), NULL, hold_tie(id, scramble));
     refq_push(&ref, t, hold_tie(id, scramble));
@@ -685,6 +688,7 @@ static void hold_with(uint64_t seed, size_t pending, size_t ops, fab_time_t (*in
       /* sometimes two pushes or none, so the size wanders */
       int npush = k % 7 == 3 ? 2 : k % 7 == 5 ? 0 : 1;
       for (int j = 0; j < npush; j++, id++) {
+        hold_now = ev.time;
         fab_time_t t = ev.time + inc(&r);
         fab_evq_push(q, t, hold_tie(id, scramble), NULL, hold_tie(id, scramble));
         refq_push(&ref, t, hold_tie(id, scramble));
@@ -741,7 +745,29 @@ static fab_time_t inc_large(FabRng *r) {
 /* nearly all ties: {0, 0, 0, 1 ns} */
 static fab_time_t inc_ties(FabRng *r) { return fab_rng_below(r, 4) == 3 ? FAB_NS : 0; }
 
+/* Aimed at the coarse wheel beyond the horizon (one bucket per horizon of
+** 2^16 buckets, 2^12 of them) and its edges: the next horizon's first
+** bucket exactly (where the wheel's own bucket of that time may already
+** hold events), a picosecond before or after it, a bucket later, several
+** horizons on, the last coarse bucket in reach and the first beyond it (the
+** far heap); and small steps, so that the wheel's buckets fill too. */
+static fab_time_t inc_coarse(FabRng *r) {
+  fab_time_t edge = HORIZON - hold_now % HORIZON; /* to the next horizon's start */
+  switch (fab_rng_below(r, 10)) {
+  case 0: return edge;
+  case 1: return edge - 1;
+  case 2: return edge + 1;
+  case 3: return edge + BUCKET;
+  case 4: return edge + fab_rng_below(r, 5) * HORIZON;
+  case 5: return edge + (4094 + fab_rng_below(r, 4)) * HORIZON - fab_rng_below(r, 2);
+  case 6: return fab_rng_below(r, 3 * HORIZON);
+  default: return fab_rng_below(r, 4) * BUCKET / 2;
+  }
+}
+
 Test(evq, hold_small_increments) { hold(1, 1000, 50000, inc_small); }
+Test(evq, hold_coarse_wheel_edges) { hold(8, 500, 40000, inc_coarse); }
+Test(evq, hold_coarse_wheel_edges_scrambled) { hold_with(9, 200, 30000, inc_coarse, true); }
 Test(evq, hold_mixed_increments) { hold(2, 1000, 50000, inc_mixed); }
 Test(evq, hold_large_increments) { hold(3, 300, 20000, inc_large); }
 Test(evq, hold_ties) { hold(4, 500, 30000, inc_ties); }
