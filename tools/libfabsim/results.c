@@ -222,11 +222,6 @@ void fab_flow_fold_clear(FabFlowFold *f) {
   memset(f, 0, sizeof *f);
 }
 
-static int cmp_u32(const void *a, const void *b) {
-  uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
-  return x < y ? -1 : x > y;
-}
-
 /* The nearest rank p (percent) of n completion times, the k-th smallest
 ** from at(ctx, k); NaN when none (null in the JSON, not 0 s). */
 static double nearest_rank(size_t n, double p, uint64_t (*at)(const void *, size_t), const void *ctx) {
@@ -246,9 +241,41 @@ static uint64_t at_fold(const void *ctx, size_t k) {
   return k < n32 ? g_array_index(f->fct32, uint32_t, k) : g_array_index(f->fct64, uint64_t, k - n32);
 }
 
+/* Sort v[0 .. n) in place, most significant byte first (American flag
+** sort: each byte's buckets are filled by cycling elements into place),
+** by insertion below 64 elements. glibc's qsort copies an array this
+** size into a buffer of its own: 134 MB more at the end of a 1024-GPU
+** ring's 33.5 M completion times. */
+static void sort_u32(uint32_t *v, size_t n, unsigned shift) {
+  if (n < 64) {
+    for (size_t i = 1; i < n; i++) {
+      uint32_t x = v[i];
+      size_t j = i;
+      for (; j > 0 && v[j - 1] > x; j--) v[j] = v[j - 1];
+      v[j] = x;
+    }
+    return;
+  }
+  size_t count[256] = {0}, next[256], end[256];
+  for (size_t i = 0; i < n; i++) count[(v[i] >> shift) & 255]++;
+  for (size_t d = 0, at = 0; d < 256; d++) next[d] = at, at += count[d], end[d] = at;
+  for (size_t d = 0; d < 256; d++)
+    while (next[d] < end[d]) { /* carry v[next[d]] to its bucket, and what it displaces, until one belongs in d */
+      uint32_t x = v[next[d]];
+      for (size_t e = (x >> shift) & 255; e != d; e = (x >> shift) & 255) {
+        uint32_t y = v[next[e]];
+        v[next[e]++] = x;
+        x = y;
+      }
+      v[next[d]++] = x;
+    }
+  if (shift)
+    for (size_t d = 0, at = 0; d < 256; at += count[d], d++) sort_u32(v + at, count[d], shift - 8);
+}
+
 static void fold_sort(FabFlowFold *f) {
   if (f->sorted) return;
-  if (f->fct32) qsort(f->fct32->data, f->fct32->len, sizeof(uint32_t), cmp_u32);
+  if (f->fct32) sort_u32((uint32_t *)(void *)f->fct32->data, f->fct32->len, 24);
   if (f->fct64) qsort(f->fct64->data, f->fct64->len, sizeof(uint64_t), cmp_u64);
   f->sorted = true;
 }
