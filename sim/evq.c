@@ -308,39 +308,30 @@ static inline void wheel_put(FabEvq *q, const Ev *e) {
   }
 }
 
-/* Absolute number of the first non-empty coarse bucket after cur's, or UINT64_MAX. */
-static uint64_t next_coarse(const FabEvq *q) {
-  uint64_t c0 = q->cur >> NBITS;
-  uint32_t start = (uint32_t)((c0 + 1) & (NB2 - 1));
+/* The first absolute bucket number after `after` whose bit is set in a
+** wheel's bitmap of n buckets (a power of two, a multiple of 64), or
+** UINT64_MAX when none is. */
+static uint64_t next_set(const uint64_t *bits, uint32_t n, uint64_t after) {
+  uint32_t start = (uint32_t)((after + 1) & (n - 1));
   uint32_t w = start >> 6;
-  uint64_t word = q->bits2[w] & (~0ull << (start & 63));
-  for (uint32_t step = 0; step <= NB2 / 64; step++) {
+  uint64_t word = bits[w] & (~0ull << (start & 63));
+  for (uint32_t step = 0; step <= n / 64; step++) {
     if (word) {
       uint32_t i = (w << 6) | (uint32_t)__builtin_ctzll(word);
-      return c0 + 1 + ((i - start) & (NB2 - 1));
+      return after + 1 + ((i - start) & (n - 1));
     }
-    w = (w + 1) & (NB2 / 64 - 1);
-    word = q->bits2[w];
+    w = (w + 1) & (n / 64 - 1);
+    word = bits[w];
   }
   return UINT64_MAX;
 }
 
-/* Absolute number of the first non-empty wheel bucket after cur, or UINT64_MAX. */
-static uint64_t next_bucket(const FabEvq *q) {
-  uint32_t start = (uint32_t)((q->cur + 1) & (NB - 1));
-  uint32_t w = start >> 6;
-  uint64_t word = q->bits[w] & (~0ull << (start & 63));
-  for (uint32_t step = 0; step <= NB / 64; step++) {
-    if (word) {
-      uint32_t i = (w << 6) | (uint32_t)__builtin_ctzll(word);
-      uint64_t d = (i - start) & (NB - 1); /* buckets after cur+1 */
-      return q->cur + 1 + d;
-    }
-    w = (w + 1) & (NB / 64 - 1);
-    word = q->bits[w];
-  }
-  return UINT64_MAX;
+/* Walking a bucket's list: the block after block b (NIL after the last)
+** and the events block b holds. */
+static inline uint32_t blk_next(const FabEvq *q, const Bucket *w, uint32_t b) {
+  return b == w->last / BLK ? NIL : q->nxt[b];
 }
+static inline uint32_t blk_len(const Bucket *w, uint32_t b) { return b == w->last / BLK ? w->last % BLK + 1 : BLK; }
 
 /* Move what the far heap holds within the wheels' reach into them. */
 static void far_in(FabEvq *q) {
@@ -359,14 +350,13 @@ static void activate(FabEvq *q, uint64_t bw) {
   Bucket *w = &q->wheel[i];
   q->rh = q->rn = 0;
   q->nb = 0;
-  uint32_t lastb = w->last / BLK;
-  for (uint32_t b = w->head / BLK;;) {
-    uint32_t nb = b == lastb ? NIL : q->nxt[b];
+  for (uint32_t b = w->head / BLK, nb; b != NIL; b = nb) {
+    nb = blk_next(q, w, b);
     if (nb != NIL) { /* the next block's lines are on their way while this one is copied */
       __builtin_prefetch(&q->ev[(size_t)nb * BLK]);
       __builtin_prefetch(&q->ev[(size_t)nb * BLK + BLK / 2]);
     }
-    uint32_t k = b == lastb ? w->last % BLK + 1 : BLK;
+    uint32_t k = blk_len(w, b);
     if (G_UNLIKELY(q->rn + BLK > q->rcap)) run_grow(q);
     const Ev *e = &q->ev[(size_t)b * BLK];
     for (uint32_t j = 0; j < k; j++) {
@@ -380,8 +370,6 @@ static void activate(FabEvq *q, uint64_t bw) {
       q->run[q->rn++] = e[j];
     }
     q->freeb[q->nfree++] = b;
-    if (nb == NIL) break;
-    b = nb;
   }
   *w = (Bucket){NIL, NIL};
   q->bits[i >> 6] &= ~(1ull << (i & 63));
@@ -393,18 +381,14 @@ static void activate(FabEvq *q, uint64_t bw) {
 static void migrate(FabEvq *q, uint64_t bc) {
   uint32_t i = (uint32_t)(bc & (NB2 - 1));
   Bucket *w = &q->wheel2[i];
-  uint32_t lastb = w->last / BLK;
-  for (uint32_t b = w->head / BLK;;) {
-    uint32_t nb = b == lastb ? NIL : q->nxt[b];
+  for (uint32_t b = w->head / BLK, nb; b != NIL; b = nb) {
+    nb = blk_next(q, w, b);
     if (nb != NIL) __builtin_prefetch(&q->ev[(size_t)nb * BLK]);
-    uint32_t k = b == lastb ? w->last % BLK + 1 : BLK;
-    for (uint32_t j = 0; j < k; j++) {
+    for (uint32_t j = 0, k = blk_len(w, b); j < k; j++) {
       Ev e = q->ev[(size_t)b * BLK + j]; /* a copy: wheel_put may grow q->ev */
       wheel_put(q, &e);
     }
     q->freeb[q->nfree++] = b; /* after its last read: wheel_put may take it again */
-    if (nb == NIL) break;
-    b = nb;
   }
   *w = (Bucket){NIL, NIL};
   q->bits2[i >> 6] &= ~(1ull << (i & 63));
@@ -416,8 +400,8 @@ static void migrate(FabEvq *q, uint64_t bc) {
 ** passed by), the far heap's top, the next wheel bucket. */
 static void advance(FabEvq *q) {
   while (act_empty(q) && q->n) {
-    uint64_t bw = next_bucket(q);
-    uint64_t bc = next_coarse(q), bs = bc == UINT64_MAX ? UINT64_MAX : bc << NBITS;
+    uint64_t bw = next_set(q->bits, NB, q->cur);
+    uint64_t bc = next_set(q->bits2, NB2, q->cur >> NBITS), bs = bc == UINT64_MAX ? UINT64_MAX : bc << NBITS;
     uint64_t bf = q->far.n ? q->far.a[0].time >> WB : UINT64_MAX;
     if (bs <= bw && bs <= bf) {
       if (bw == bs) activate(q, bw);
