@@ -148,7 +148,7 @@ typedef struct Meta {
   uint8_t flow;  /* a FAB_OP_FLOW (its send chain counts too) */
 } Meta;
 
-/* A Meta kept past the window (fab_coll__meta_prune): the op it is of. */
+/* A Meta and the op it is of (the window, and what is kept past it: fab_coll__meta_prune). */
 typedef struct MetaAt {
   uint32_t op;
   Meta m;
@@ -179,8 +179,9 @@ typedef struct Ex {
   uint32_t unit;    /* data is split in whole multiples of this (the element, when it divides the size) */
   uint32_t *ready;  /* n: the op rank i's current phase starts from */
   uint32_t phase0;  /* first op of the current phase */
-  uint32_t meta0;   /* the op meta[0] is of (>= phase0) */
-  GArray *meta;     /* Meta of each op since meta0 */
+  uint32_t meta0;   /* the window's first op (>= phase0) */
+  GArray *meta;     /* MetaAt, by op: each op of this expansion since meta0 (other expansions made as a
+                    ** training step unfolds may add ops between them) */
   GArray *residue;  /* MetaAt, by op: the ops of the phase before meta0 not consumed both ways (an unfolding
                     ** expansion keeps only a window of Meta; these are what the phase's end still needs) */
   GArray *tmp;      /* uint32_t: dependency scratch */

@@ -217,18 +217,25 @@ fab_time_t fab_coll__reduce_ps(const Ex *x, uint64_t bytes) {
   return (fab_time_t)ceil((double)bytes / x->env->reduce_Bps * 1e12);
 }
 
-Meta *fab_coll__meta_at(const Ex *x, uint32_t op) {
-  if (op < x->phase0) return NULL;
-  if (op >= x->meta0) return &g_array_index(x->meta, Meta, op - x->meta0);
-  guint lo = 0, hi = x->residue->len; /* kept past the window, or consumed both ways */
+/* The entry of `op` in w (MetaAt, by op), or NULL. */
+static Meta *meta_find(GArray *w, uint32_t op) {
+  guint lo = 0, hi = w->len;
   while (lo < hi) {
     guint mid = lo + (hi - lo) / 2;
-    MetaAt *e = &g_array_index(x->residue, MetaAt, mid);
+    MetaAt *e = &g_array_index(w, MetaAt, mid);
     if (e->op == op) return &e->m;
     if (e->op < op) lo = mid + 1;
     else hi = mid;
   }
   return NULL;
+}
+
+Meta *fab_coll__meta_at(const Ex *x, uint32_t op) {
+  if (op < x->phase0) return NULL;
+  if (op < x->meta0) return meta_find(x->residue, op); /* kept past the window, or consumed both ways */
+  guint i = op - x->meta0; /* where it is when no other expansion's ops came between */
+  if (i < x->meta->len && g_array_index(x->meta, MetaAt, i).op == op) return &g_array_index(x->meta, MetaAt, i).m;
+  return meta_find(x->meta, op);
 }
 
 static bool consumed(const Meta *m) { return (m->cov & COV_RECV) && (!m->flow || (m->cov & COV_SENT)); }
@@ -238,15 +245,13 @@ static bool consumed(const Meta *m) { return (m->cov & COV_RECV) && (!m->flow ||
 ** still consume them), the others are forgotten. */
 void fab_coll__meta_prune(Ex *x, uint32_t upto) {
   if (upto <= x->meta0) return;
-  guint k = MIN(upto - x->meta0, x->meta->len);
-  for (guint i = 0; i < k; i++) {
-    const Meta *m = &g_array_index(x->meta, Meta, i);
-    if (consumed(m)) continue;
-    MetaAt e = {x->meta0 + i, *m};
-    g_array_append_val(x->residue, e);
+  guint k = 0;
+  for (; k < x->meta->len && g_array_index(x->meta, MetaAt, k).op < upto; k++) {
+    const MetaAt *e = &g_array_index(x->meta, MetaAt, k);
+    if (!consumed(&e->m)) g_array_append_val(x->residue, *e);
   }
   g_array_remove_range(x->meta, 0, k);
-  x->meta0 += k;
+  x->meta0 = upto;
 }
 
 /* Add `o` with deps[0..nd) (+ the ready ops of s and r with F_READY), and
@@ -272,7 +277,7 @@ uint32_t fab_coll__add_op(Ex *x, FabOp *o, uint32_t s, uint32_t r, const uint32_
     if (m->s == s) m->cov |= COV_SENT;
   }
   uint32_t id = fab_dag_add(x->d, o, (const uint32_t *)x->tmp->data, x->tmp->len);
-  Meta m = {s, r, 0, o->kind == FAB_OP_FLOW};
+  MetaAt m = {id, {s, r, 0, o->kind == FAB_OP_FLOW}};
   g_array_append_val(x->meta, m);
   return id;
 }
@@ -323,8 +328,9 @@ static const Meta *phase_meta(const Ex *x, guint k, uint32_t *op) {
     *op = e->op;
     return &e->m;
   }
-  *op = x->meta0 + (k - x->residue->len);
-  return &g_array_index(x->meta, Meta, k - x->residue->len);
+  const MetaAt *e = &g_array_index(x->meta, MetaAt, k - x->residue->len);
+  *op = e->op;
+  return &e->m;
 }
 
 /* Close the phase: per rank, a mark after its unconsumed arrivals, the last
@@ -847,7 +853,7 @@ FabCollGen *fab_coll_begin(FabDag *d, const FabCollEnv *env, const FabCollSpec *
   /* the estimate is a bound; this is the backstop */
   x->limit = lay ? FAB_DEP_SENT - 1 : ops0 + FAB_COLL_MAX_OPS + 4 * n;
   x->ready = g_new(uint32_t, n);
-  x->meta = g_array_new(FALSE, FALSE, sizeof(Meta));
+  x->meta = g_array_new(FALSE, FALSE, sizeof(MetaAt));
   x->residue = g_array_new(FALSE, FALSE, sizeof(MetaAt));
   x->tmp = g_array_new(FALSE, FALSE, sizeof(uint32_t));
   g->end = g_new(uint32_t, n);
