@@ -1,0 +1,96 @@
+/*
+** The training job's plan, shared by training.c (the ops) and train_plan.c
+** (the YAML and the plan). Internal to workloads/.
+*/
+#ifndef FAB_TRAIN_INT_H
+#define FAB_TRAIN_INT_H
+
+#include "training.h"
+
+#define MAX_OPS FAB_DAG_MAX_OPS /* guard: ops one training job may add (the whole workload's: a 70B step on 256
+                                 ** GPUs, tp 8 pp 4 dp 8, needs 5.1 M at default fidelity) */
+/* A key's node, or the map's when the key is absent (for errors). */
+#define AT_KEY(map, key) (fab_cfg_get((map), (key)) ? fab_cfg_get((map), (key)) : (map))
+
+typedef struct ModelIn {
+  const FabCfgNode *params;
+  uint64_t layers, hidden, ffn, heads, seq, micro_batch, global_batch, experts, top_k, moe_every;
+  int dtype;
+} ModelIn;
+
+typedef struct Shape {
+  uint64_t layers, hidden, ffn;
+} Shape;
+
+/* ---- the plan ------------------------------------------------------------- */
+
+enum { GK_TP, GK_EP, GK_DP, GK_EDP };         /* rank groups, see the top */
+enum { SEG_COMPUTE, SEG_TP, SEG_EP };         /* parts of a block */
+enum { DENSE = 0, EXPERT = 1, NSTREAMS = 2 }; /* gradient streams: over dp, over edp */
+
+typedef struct Seg {
+  int kind;
+  double flops;   /* SEG_COMPUTE */
+  uint64_t bytes; /* collectives */
+} Seg;
+
+typedef struct Block {
+  Seg fwd[6], bwd[6];
+  uint32_t nfwd, nbwd;
+  double params[NSTREAMS];    /* parameters per rank (after tp and ep split) */
+  uint64_t gbytes[NSTREAMS];  /* their gradient (and parameter) bytes per rank */
+} Block;
+
+typedef struct Bucket {
+  uint32_t block; /* ready after the last microbatch's backward of this block */
+  uint64_t bytes;
+} Bucket;
+
+typedef struct Train {
+  /* the job */
+  FabDag *d;
+  const FabCollEnv *env;
+  const uint32_t *ranks;
+  uint32_t nranks;
+  uint16_t job, step;
+  fab_time_t start;
+  const FabCfgNode *wl, *coll_at; /* where errors are reported */
+  /* the model */
+  uint32_t dp, tp, pp, ep, edp, zero, m, nb, steps;
+  uint32_t dtype;
+  uint64_t act_bytes;  /* PP flow per rank per microbatch */
+  double rate;         /* FLOP/s achieved */
+  double mem_Bps;      /* optimizer memory bandwidth, bytes/s */
+  uint64_t bucket;
+  gboolean too_many_buckets; /* more than MAX_OPS buckets in a stage */
+  gboolean overlap;
+  FabCollAlgo algo;
+  FabProto proto;
+  bool cta_zero;
+  uint32_t channels;
+  uint64_t chunk;      /* bytes per pipelined piece of a collective; 0: the protocol's */
+  Block *blk;          /* [pp * nb] */
+  GArray **buckets;    /* [pp * NSTREAMS] of Bucket */
+  /* state while generating (per job rank) */
+  uint32_t *tail;      /* the rank's last op in schedule order */
+  uint32_t *lastc;     /* its last compute op */
+  uint32_t *x[3];      /* deps the next compute (or collective) must add: pp flow, zero-3 gathers */
+  uint32_t *gnext[NSTREAMS]; /* zero-3: prefetched gathers for the next block */
+  uint32_t *act, *grad; /* [(pp-1) * m * tp*dp] pp flows: into stage s+1 / back into stage s */
+  GArray **pending;    /* per rank: ops the optimizer waits for */
+  GArray **post;       /* per rank: ops the step end waits for */
+  int32_t coll_fwd_base, coll_bwd_base; /* FabCollDef of the pp transfers of this step, per boundary */
+  uint32_t *mem, *eps, *st, *en; /* scratch, nranks each */
+  uint32_t ops0;       /* ops in d before this job */
+  uint64_t ops_by[4];  /* ops added by the collectives tagged tp, ep, dp, zero (for the guard's message) */
+} Train;
+
+/* Everything about the job that YAML says, checked; t's model fields filled. */
+gboolean fab_train__configure(Train *t, const FabTrainIn *inp, const FabCfgNode *wl, ModelIn *mi, Shape *sh, uint32_t *G,
+                              const FabTrainGpu *gpu, GError **err);
+/* Per stage and block: segments, parameters, gradient bytes; buckets. */
+void fab_train__plan(Train *t, const ModelIn *mi, const Shape *sh, uint32_t G);
+/* Free what t holds (not t). */
+void fab_train__free(Train *t);
+
+#endif

@@ -1,0 +1,370 @@
+/* A training job's YAML, read and checked, and its plan (blocks, buckets). See
+** training.c for the model and train_int.h for what is shared. */
+#include "train_int.h"
+#include <math.h>
+#include <string.h>
+
+/* gpu.memory_bandwidth when the cluster's nodes are plain hosts (no GPU
+** preset to take it from): 2 TB/s. ASSUMPTION, between A100 40GB (1.555
+** TB/s) and H100 (3.35 TB/s); README lists it. */
+#define HOST_MEMORY_BPS (2ull * 8 * 1000 * 1000 * 1000 * 1000)
+
+/* ---- YAML ----------------------------------------------------------------- */
+
+static const char *const dtype_names[] = {"bf16", "fp16", "fp32", "fp8", NULL};
+static const uint32_t dtype_bytes[] = {2, 2, 4, 1};
+static const char *const zero_names[] = {"0", "1", "2", "3", "fsdp", NULL};
+
+#define TK(NAME, TYPE, FIELD, ...) FAB_CFG_KEY(NAME, TYPE, FabTrainIn, FIELD, __VA_ARGS__)
+
+const FabCfgKey fab_training_schema[] = {
+  FAB_CFG_SPLICE_OF(fab_job_prefix),
+  TK("model", FAB_CFG_MAP, model, .required = true),
+  TK("parallelism", FAB_CFG_MAP, parallelism),
+  TK("gpu", FAB_CFG_MAP, gpu),
+  TK("bucket", FAB_CFG_SIZE, bucket, .def = "25MiB", .min = 1, .max = 0x1p50),
+  TK("overlap", FAB_CFG_BOOL, overlap, .def = "true"),
+  TK("steps", FAB_CFG_UINT, steps, .def = "1", .min = 1, .max = 65535),
+  TK("layer_group", FAB_CFG_UINT, layer_group, .def = "1", .min = 1, .max = 1e6),
+  TK("algorithm", FAB_CFG_ENUM, algorithm, .def = "auto", .choices = fab_coll_algo_names),
+  TK("protocol", FAB_CFG_ENUM, protocol, .def = "auto", .choices = fab_proto_names),
+  TK("channels", FAB_CFG_UINT, channels, .def = "0", .min = 0, .max = 64),
+  TK("chunk", FAB_CFG_SIZE, chunk, .def = "0", .max = 0x1p50),
+  TK("cta_policy", FAB_CFG_ENUM, cta_policy, .def = "default", .choices = fab_cta_policy_names),
+  FAB_CFG_END_ROW,
+};
+
+
+static const FabCfgKey model_schema[] = {
+  FAB_CFG_KEY("params", FAB_CFG_NODE, ModelIn, params),
+  FAB_CFG_KEY("layers", FAB_CFG_UINT, ModelIn, layers, .min = 1, .max = 1e6),
+  FAB_CFG_KEY("hidden", FAB_CFG_UINT, ModelIn, hidden, .min = 1, .max = 1e7),
+  FAB_CFG_KEY("ffn", FAB_CFG_UINT, ModelIn, ffn, .min = 1, .max = 1e8),
+  FAB_CFG_KEY("heads", FAB_CFG_UINT, ModelIn, heads, .min = 1, .max = 1e6),
+  FAB_CFG_KEY("seq", FAB_CFG_UINT, ModelIn, seq, .required = true, .min = 1, .max = 1e8),
+  FAB_CFG_KEY("micro_batch", FAB_CFG_UINT, ModelIn, micro_batch, .def = "1", .min = 1, .max = 1e6),
+  FAB_CFG_KEY("global_batch", FAB_CFG_UINT, ModelIn, global_batch, .min = 1, .max = 1e9),
+  FAB_CFG_KEY("dtype", FAB_CFG_ENUM, ModelIn, dtype, .def = "bf16", .choices = dtype_names),
+  FAB_CFG_KEY("experts", FAB_CFG_UINT, ModelIn, experts, .def = "0", .min = 0, .max = 1e6),
+  FAB_CFG_KEY("top_k", FAB_CFG_UINT, ModelIn, top_k, .def = "2", .min = 1, .max = 1e3),
+  FAB_CFG_KEY("moe_every", FAB_CFG_UINT, ModelIn, moe_every, .def = "1", .min = 1, .max = 1e6),
+  FAB_CFG_END_ROW,
+};
+
+typedef struct ParIn {
+  uint64_t dp, tp, pp, ep;
+  int zero;
+  const FabCfgNode *microbatches;
+} ParIn;
+
+static const FabCfgKey par_schema[] = {
+  FAB_CFG_KEY("dp", FAB_CFG_UINT, ParIn, dp, .min = 1, .max = 1e7),
+  FAB_CFG_KEY("tp", FAB_CFG_UINT, ParIn, tp, .def = "1", .min = 1, .max = 1e6),
+  FAB_CFG_KEY("pp", FAB_CFG_UINT, ParIn, pp, .def = "1", .min = 1, .max = 1e6),
+  FAB_CFG_KEY("ep", FAB_CFG_UINT, ParIn, ep, .def = "1", .min = 1, .max = 1e6),
+  FAB_CFG_KEY("zero", FAB_CFG_ENUM, ParIn, zero, .def = "0", .choices = zero_names),
+  FAB_CFG_KEY("microbatches", FAB_CFG_NODE, ParIn, microbatches),
+  FAB_CFG_END_ROW,
+};
+
+typedef struct GpuIn {
+  const FabCfgNode *flops;
+  double efficiency;
+  uint64_t memory_bps;
+} GpuIn;
+
+static const FabCfgKey gpu_schema[] = {
+  FAB_CFG_KEY("flops", FAB_CFG_NODE, GpuIn, flops),
+  FAB_CFG_KEY("efficiency", FAB_CFG_DOUBLE, GpuIn, efficiency, .min = 1e-6, .max = 1),
+  FAB_CFG_KEY("memory_bandwidth", FAB_CFG_RATE, GpuIn, memory_bps), /* default: the cluster's (its preset's HBM) */
+  FAB_CFG_END_ROW,
+};
+
+/* A positive number followed by an optional multiplier letter (from
+** `letters`, case-insensitive, worth 10^(3 (i+1)) for letter i, except that
+** `alias` also means 10^9) and then an optional `unit` word
+** (case-insensitive). "7B" -> 7e9, "989TFLOPS" -> 9.89e14. */
+static gboolean parse_scaled(const char *s, const char *letters, char alias, const char *const *units, double *out) {
+  if (!s || !*s || g_ascii_isspace(*s) || *s == '-' || *s == '+') return FALSE;
+  char *end = NULL;
+  double v = g_ascii_strtod(s, &end);
+  if (end == s || !isfinite(v) || !(v > 0)) return FALSE;
+  for (const char *p = s; p < end; p++)
+    if (!g_ascii_isdigit(*p) && *p != '.' && *p != 'e' && *p != 'E' && *p != '-' && *p != '+') return FALSE;
+  while (*end == ' ') end++;
+  if (*end) {
+    char c = g_ascii_toupper(*end);
+    const char *hit = strchr(letters, c);
+    if (c && hit) {
+      v *= pow(10, 3.0 * (double)(hit - letters + 1));
+      end++;
+    } else if (c && c == alias) {
+      v *= 1e9;
+      end++;
+    }
+  }
+  if (*end) {
+    gboolean ok = FALSE;
+    for (int i = 0; units && units[i] && !ok; i++) ok = g_ascii_strcasecmp(end, units[i]) == 0;
+    if (!ok) return FALSE;
+  }
+  *out = v;
+  return isfinite(v);
+}
+
+static gboolean read_params(const FabCfgNode *n, double *v, GError **err) {
+  if (fab_cfg_kind(n) != FAB_CFG_NODE_SCALAR || !parse_scaled(fab_cfg_scalar(n), "KMBT", 'G', NULL, v) ||
+      *v < 1)
+    return fab_cfg_fail(n, err, "'%s' is not a parameter count (expected a number with K, M, B or T, e.g. 7B, "
+                        "175B or 350M, or a plain number)", fab_cfg_kind(n) == FAB_CFG_NODE_SCALAR ?
+                        fab_cfg_scalar(n) : "(not a scalar)");
+  return TRUE;
+}
+
+static gboolean read_flops(const FabCfgNode *n, double *v, GError **err) {
+  static const char *const units[] = {"FLOPS", "FLOP/s", NULL};
+  if (fab_cfg_kind(n) != FAB_CFG_NODE_SCALAR || !parse_scaled(fab_cfg_scalar(n), "KMGTPE", 0, units, v))
+    return fab_cfg_fail(n, err, "'%s' is not a FLOP rate (expected a number with KFLOPS, MFLOPS, GFLOPS, "
+                        "TFLOPS or PFLOPS, e.g. 989TFLOPS, or a plain number of FLOP/s)",
+                        fab_cfg_kind(n) == FAB_CFG_NODE_SCALAR ? fab_cfg_scalar(n) : "(not a scalar)");
+  return TRUE;
+}
+
+/* ---- reading ---------------------------------------------------------------- */
+
+/* Round x to a multiple of u, at least u. */
+static uint64_t round_to(double x, uint64_t u) {
+  double k = floor(x / (double)u + 0.5);
+  return k < 1 ? u : (uint64_t)k * u;
+}
+
+
+static gboolean read_shape(const FabCfgNode *model, const ModelIn *mi, uint64_t unit, Shape *sh, GError **err) {
+  sh->layers = mi->layers, sh->hidden = mi->hidden, sh->ffn = mi->ffn;
+  if (!mi->params) {
+    if (!mi->layers || !mi->hidden) return fab_cfg_fail(model, err, "give params, or layers and hidden");
+    if (!mi->ffn) sh->ffn = 4 * mi->hidden;
+    return TRUE;
+  }
+  double p;
+  if (!read_params(mi->params, &p, err)) return FALSE;
+  if (mi->experts)
+    return fab_cfg_fail(mi->params, err, "params cannot size an MoE model: give layers, hidden and ffn (the "
+                        "size of one expert's MLP) instead");
+  if (mi->ffn)
+    return fab_cfg_fail(fab_cfg_get(model, "ffn"), err, "give ffn or params, not both (with params, ffn is "
+                        "derived so that the layers hold params; to use params where a file gives ffn, "
+                        "remove it: --set %s=~)", fab_cfg_path(fab_cfg_get(model, "ffn")));
+  if (!sh->layers && !sh->hidden) sh->layers = round_to(cbrt(p / (12.0 * 128 * 128)), 8);
+  if (!sh->layers) sh->layers = (uint64_t)llround(p / (12.0 * (double)sh->hidden * (double)sh->hidden));
+  if (!mi->layers) sh->layers = round_to((double)sh->layers, unit);
+  if (!sh->hidden) sh->hidden = round_to(sqrt(p / (12.0 * (double)sh->layers)), 128);
+  double h = (double)sh->hidden, f = (p / (double)sh->layers - 4 * h * h) / (2 * h);
+  if (f < 1)
+    return fab_cfg_fail(mi->params, err, "%s parameters are too few for %" G_GUINT64_FORMAT " layers of hidden %"
+                        G_GUINT64_FORMAT " (their attention alone holds %.4g)", fab_cfg_scalar(mi->params),
+                        sh->layers, sh->hidden, 4 * h * h * (double)sh->layers);
+  sh->ffn = (uint64_t)llround(f);
+  return TRUE;
+}
+
+static uint64_t ceil_div(uint64_t a, uint64_t b) { return a / b + (a % b != 0); }
+
+/* Per stage and block: segments, parameters, gradient bytes; buckets. */
+void fab_train__plan(Train *t, const ModelIn *mi, const Shape *sh, uint32_t G) {
+  const double h = (double)sh->hidden, f = (double)sh->ffn, s = (double)mi->seq, b = (double)mi->micro_batch;
+  const double tp = t->tp, tokens = b * s;
+  const uint64_t act = mi->micro_batch * mi->seq * sh->hidden * t->dtype; /* b s h B */
+  t->blk = g_new0(Block, (size_t)t->pp * t->nb);
+  t->buckets = g_new(GArray *, (size_t)t->pp * NSTREAMS);
+  for (uint32_t st = 0; st < t->pp; st++) {
+    for (uint32_t k = 0; k < t->nb; k++) {
+      Block *bk = &t->blk[st * t->nb + k];
+      uint32_t nmoe = 0;
+      for (uint32_t l = 0; l < G; l++) {
+        uint64_t layer = ((uint64_t)st * t->nb + k) * G + l;
+        nmoe += mi->experts && layer % mi->moe_every == 0;
+      }
+      double ndense = G - nmoe;
+      double attn = G * (2 * tokens * 4 * h * h + 4 * b * s * s * h) / tp;
+      double mlp = 2 * tokens * 2 * h * f * (ndense + (double)nmoe * (double)mi->top_k) / tp;
+      double p_dense = (G * 4 * h * h + ndense * 2 * h * f) / tp, p_exp = nmoe * (double)mi->experts * 2 * h * f / tp;
+      if (t->ep > 1) {
+        bk->params[DENSE] = p_dense, bk->params[EXPERT] = p_exp / t->ep;
+      } else {
+        bk->params[DENSE] = p_dense + p_exp;
+      }
+      for (int i = 0; i < NSTREAMS; i++) bk->gbytes[i] = (uint64_t)ceil(bk->params[i] * t->dtype);
+      uint64_t tpb = t->tp > 1 ? G * act : 0, epb = t->ep > 1 ? nmoe * act * mi->top_k : 0;
+      const Seg fwd[] = {{SEG_COMPUTE, attn, 0},       {SEG_TP, 0, tpb}, {SEG_EP, 0, epb}, {SEG_COMPUTE, mlp, 0},
+                         {SEG_EP, 0, epb},              {SEG_TP, 0, tpb}};
+      const Seg bwd[] = {{SEG_EP, 0, epb},              {SEG_COMPUTE, 2 * mlp, 0}, {SEG_EP, 0, epb},
+                         {SEG_TP, 0, tpb},              {SEG_COMPUTE, 2 * attn, 0}, {SEG_TP, 0, tpb}};
+      for (int pass = 0; pass < 2; pass++) { /* drop empty collectives, merge adjacent computes */
+        const Seg *in = pass ? bwd : fwd;
+        Seg *out = pass ? bk->bwd : bk->fwd;
+        uint32_t n = 0;
+        for (int i = 0; i < 6; i++) {
+          if (in[i].kind != SEG_COMPUTE && !in[i].bytes) continue;
+          if (in[i].kind == SEG_COMPUTE && n && out[n - 1].kind == SEG_COMPUTE) out[n - 1].flops += in[i].flops;
+          else out[n++] = in[i];
+        }
+        *(pass ? &bk->nbwd : &bk->nfwd) = n;
+      }
+    }
+    for (int i = 0; i < NSTREAMS; i++) { /* buckets in backward order */
+      GArray *bl = g_array_new(FALSE, FALSE, sizeof(Bucket));
+      t->buckets[st * NSTREAMS + i] = bl;
+      uint64_t acc = 0, total = 0;
+      for (uint32_t k = 0; k < t->nb; k++) total += t->blk[st * t->nb + k].gbytes[i];
+      if (total / t->bucket > MAX_OPS) { /* reported by the caller; do not build billions */
+        t->too_many_buckets = TRUE;
+        continue;
+      }
+      for (uint32_t k = t->nb; k-- > 0;) {
+        acc += t->blk[st * t->nb + k].gbytes[i];
+        for (; acc >= t->bucket; acc -= t->bucket) g_array_append_val(bl, ((Bucket){k, t->bucket}));
+      }
+      if (acc) g_array_append_val(bl, ((Bucket){0, acc}));
+    }
+  }
+}
+
+void fab_train__free(Train *t) {
+  for (uint32_t i = 0; t->buckets && i < t->pp * NSTREAMS; i++) g_array_free(t->buckets[i], TRUE);
+  g_free(t->buckets);
+  g_free(t->blk);
+  for (uint32_t r = 0; t->pending && r < t->nranks; r++) {
+    g_array_free(t->pending[r], TRUE);
+    g_array_free(t->post[r], TRUE);
+  }
+  g_free(t->pending);
+  g_free(t->post);
+  g_free(t->tail);
+  g_free(t->lastc);
+  for (int i = 0; i < 3; i++) g_free(t->x[i]);
+  for (int i = 0; i < NSTREAMS; i++) g_free(t->gnext[i]);
+  g_free(t->act);
+  g_free(t->grad);
+  g_free(t->mem);
+  g_free(t->eps);
+  g_free(t->st);
+  g_free(t->en);
+}
+
+/* Everything about the job that YAML says, checked; t's model fields filled. */
+gboolean fab_train__configure(Train *t, const FabTrainIn *inp, const FabCfgNode *wl, ModelIn *mi, Shape *sh,
+                              uint32_t *G, const FabTrainGpu *gpu, GError **err) {
+  const FabTrainIn in = *inp;
+  ParIn pi = {0};
+  GpuIn gi = {0};
+  if (!fab_cfg_apply(in.model, NULL, model_schema, mi, err) || !fab_cfg_apply(in.parallelism, wl, par_schema, &pi, err) ||
+      !fab_cfg_apply(in.gpu, wl, gpu_schema, &gi, err))
+    return FALSE;
+  const FabCfgNode *par = in.parallelism ? in.parallelism : wl;
+  /* parallelism */
+  t->tp = (uint32_t)pi.tp, t->pp = (uint32_t)pi.pp, t->ep = (uint32_t)pi.ep;
+  uint64_t tpp = pi.tp * pi.pp;
+  if (!pi.dp) {
+    if (t->nranks % tpp)
+      return fab_cfg_fail(par, err, "tp x pp = %" G_GUINT64_FORMAT " does not divide the job's %u ranks", tpp,
+                          t->nranks);
+    pi.dp = t->nranks / tpp;
+  }
+  if (pi.dp * tpp != t->nranks)
+    return fab_cfg_fail(par, err, "dp x tp x pp = %" G_GUINT64_FORMAT " x %" G_GUINT64_FORMAT " x %" G_GUINT64_FORMAT
+                        " = %" G_GUINT64_FORMAT ", but the job has %u ranks", pi.dp, pi.tp, pi.pp, pi.dp * tpp,
+                        t->nranks);
+  t->dp = (uint32_t)pi.dp;
+  if (t->dp % t->ep)
+    return fab_cfg_fail(AT_KEY(par, "ep"), err, "ep = %u does not divide dp = %u (expert groups are made of dp ranks)",
+                        t->ep, t->dp);
+  if (t->ep > 1 && !mi->experts)
+    return fab_cfg_fail(AT_KEY(par, "ep"), err, "ep = %u needs an MoE model (model.experts)", t->ep);
+  if (t->ep > 1 && mi->experts % t->ep)
+    return fab_cfg_fail(AT_KEY(in.model, "experts"), err, "%" G_GUINT64_FORMAT " experts cannot be split evenly over "
+                        "ep = %u ranks", mi->experts, t->ep);
+  if (mi->experts && mi->top_k > mi->experts)
+    return fab_cfg_fail(AT_KEY(in.model, "top_k"), err, "top_k = %" G_GUINT64_FORMAT " is more than the %"
+                        G_GUINT64_FORMAT " experts", mi->top_k, mi->experts);
+  t->edp = t->dp / t->ep;
+  t->zero = pi.zero == 4 ? 3 : (uint32_t)pi.zero;
+  /* model */
+  *G = (uint32_t)in.layer_group;
+  if (!read_shape(in.model, mi, pi.pp * in.layer_group, sh, err)) return FALSE;
+  if (sh->layers % pi.pp)
+    return fab_cfg_fail(AT_KEY(in.model, "layers"), err, "%" G_GUINT64_FORMAT " layers cannot be split evenly "
+                        "into pp = %u pipeline stages", sh->layers, t->pp);
+  if ((sh->layers / pi.pp) % in.layer_group)
+    return fab_cfg_fail(AT_KEY(wl, "layer_group"), err, "layer_group = %u does not divide the %" G_GUINT64_FORMAT
+                        " layers of a pipeline stage", *G, sh->layers / pi.pp);
+  if (mi->heads && (sh->hidden % mi->heads || mi->heads % pi.tp))
+    return fab_cfg_fail(fab_cfg_get(in.model, "heads"), err, "%" G_GUINT64_FORMAT " heads must divide hidden (%"
+                        G_GUINT64_FORMAT ") and be divisible by tp (%u)", mi->heads, sh->hidden, t->tp);
+  t->nb = (uint32_t)(sh->layers / pi.pp / in.layer_group);
+  t->dtype = dtype_bytes[mi->dtype];
+  /* microbatches */
+  uint64_t per = mi->micro_batch * pi.dp, m = 0;
+  const FabCfgNode *mbn = pi.microbatches;
+  if (mbn && !(fab_cfg_kind(mbn) == FAB_CFG_NODE_SCALAR && g_str_equal(fab_cfg_scalar(mbn), "auto"))) {
+    int64_t v;
+    if (fab_cfg_kind(mbn) != FAB_CFG_NODE_SCALAR || !fab_parse_int(fab_cfg_scalar(mbn), &v, NULL) || v < 1 ||
+        v > 1000000)
+      return fab_cfg_fail(mbn, err, "expected 'auto' or a number of microbatches from 1 to 1000000");
+    m = (uint64_t)v;
+    if (mi->global_batch && mi->global_batch != m * per)
+      return fab_cfg_fail(mbn, err, "%" G_GUINT64_FORMAT " microbatches x micro_batch %" G_GUINT64_FORMAT " x dp %u = %"
+                          G_GUINT64_FORMAT ", but model.global_batch is %" G_GUINT64_FORMAT, m, mi->micro_batch, t->dp,
+                          m * per, mi->global_batch);
+  } else {
+    if (!mi->global_batch)
+      return fab_cfg_fail(in.model, err, "missing required key 'global_batch' (or give parallelism.microbatches)");
+    if (mi->global_batch % per)
+      return fab_cfg_fail(AT_KEY(in.model, "global_batch"), err, "global_batch %" G_GUINT64_FORMAT " is not a "
+                          "multiple of micro_batch x dp = %" G_GUINT64_FORMAT, mi->global_batch, per);
+    m = mi->global_batch / per;
+    if (m > 1000000) return fab_cfg_fail(AT_KEY(in.model, "global_batch"), err, "more than 10^6 microbatches per step");
+  }
+  t->m = (uint32_t)m;
+  /* gpu */
+  double flops = gpu->flops, eff = gpu->eff;
+  if (gi.flops && !read_flops(gi.flops, &flops, err)) return FALSE;
+  if (gi.efficiency > 0) eff = gi.efficiency;
+  if (!(flops > 0))
+    return fab_cfg_fail(in.gpu ? in.gpu : wl, err, "missing gpu.flops: the cluster gives no GPU peak (set "
+                        "cluster.node to a GPU preset or gpu: {flops: 989TFLOPS, efficiency: 0.4})");
+  if (!(eff > 0) || eff > 1)
+    return fab_cfg_fail(in.gpu ? in.gpu : wl, err, "missing gpu.efficiency: the cluster gives none (expected a "
+                        "fraction of peak, e.g. efficiency: 0.4)");
+  if (flops < 1e9) /* a peak without its unit (989 for 989 TFLOPS) would give days of compute per layer */
+    return fab_cfg_fail(gi.flops ? gi.flops : in.gpu ? in.gpu : wl, err, "a GPU of %g FLOP/s: expected at least 1e9 "
+                        "(say 989TFLOPS, or 989e12)", flops);
+  if (!gi.memory_bps) gi.memory_bps = gpu->memory_bps ? gpu->memory_bps : HOST_MEMORY_BPS;
+  if (gi.memory_bps < 8000000000ull)
+    return fab_cfg_fail(AT_KEY(in.gpu, "memory_bandwidth"), err, "memory bandwidth below 1 GB/s");
+  t->rate = flops * eff;
+  t->mem_Bps = (double)gi.memory_bps / 8;
+  /* the rest */
+  t->steps = (uint32_t)in.steps;
+  t->bucket = in.bucket;
+  t->overlap = in.overlap;
+  t->algo = (FabCollAlgo)in.algorithm;
+  t->proto = (FabProto)in.protocol;
+  t->cta_zero = in.cta_policy == 1;
+  t->channels = (uint32_t)in.channels;
+  t->chunk = in.chunk;
+  t->coll_at = fab_cfg_get(wl, "algorithm") ? fab_cfg_get(wl, "algorithm") : wl;
+  if (!mi->micro_batch || !mi->seq || !sh->hidden) return fab_cfg_fail(in.model, err, "an empty model");
+  /* b s h B bytes per microbatch, and at most layers x top_k of them in one
+  ** block's collective: all kept far from 64-bit overflow (FAB_BYTES_MAX) */
+  double act = (double)mi->micro_batch * (double)mi->seq * (double)sh->hidden * t->dtype;
+  double most = act * (double)sh->layers * (double)MAX(mi->top_k, 1);
+  if (act > FAB_BYTES_MAX || most > FAB_BYTES_MAX)
+    return fab_cfg_fail(AT_KEY(in.model, "micro_batch"), err, "activations of %.4g bytes per microbatch "
+                        "(micro_batch x seq x hidden x dtype bytes; %.4g over the layers%s): more than the %.4g "
+                        "bytes one transfer can describe", act, most, mi->top_k > 1 ? " and top_k" : "",
+                        (double)FAB_BYTES_MAX);
+  t->act_bytes = ceil_div(mi->micro_batch * mi->seq * sh->hidden * t->dtype, t->tp);
+  return TRUE;
+}
+
