@@ -67,8 +67,13 @@ static uint32_t compare(const FabCollEnv *env, const FabCollSpec *s, const char 
     start[i] = fab_dag_mark(whole, i, FAB_MARK_JOIN, 0, -1, NULL, 0), fab_dag_mark(lay, i, FAB_MARK_JOIN, 0, -1, NULL, 0);
   int32_t id = fab_coll_expand(whole, env, s, start, end, &err);
   cr_assert_geq(id, 0, "%s: %s", what, err ? err->message : "?");
-  Feed f = {fab_coll_begin(lay, env, s, start, true, &err), 0};
+  uint32_t scratch[NR]; /* the caller's ranks, which it reuses once begun (training.c's scratch) */
+  FabCollSpec ls = *s;
+  memcpy(scratch, s->ranks, sizeof(uint32_t) * s->nranks);
+  ls.ranks = scratch;
+  Feed f = {fab_coll_begin(lay, env, &ls, start, true, &err), 0};
   cr_assert_not_null(f.g, "%s: %s", what, err ? err->message : "?");
+  memset(scratch, 0, sizeof scratch);
   cr_assert_eq(fab_coll_gen_id(f.g), id);
   cr_assert_null(fab_coll_gen_end(f.g), "%s: no END marks before the last layer", what);
   fab_dag_set_more(lay, feed_more, &f, NULL);

@@ -706,10 +706,10 @@ static gboolean size_pieces(Ex *x, const Topo *t, const Groups *nodes, const Gro
 /* An expansion under way (collective.h). */
 struct FabCollGen {
   FabCollEnv env; /* copies: a generator outlives what it was made from */
-  FabCollSpec c;
+  FabCollSpec c;  /* its ranks are `ranks` */
   Ex x;
   Groups nodes, dom;
-  uint32_t *all, *end;
+  uint32_t *all, *end, *ranks;
   Ring ring;
   bool ringing;   /* a ring made layer by layer */
   bool done;      /* every op made, the END marks too */
@@ -725,6 +725,7 @@ void fab_coll_gen_free(FabCollGen *g) {
   fab_coll__groups_free(&g->dom);
   g_free(g->all);
   g_free(g->end);
+  g_free(g->ranks);
   g_free(g->x.ready);
   if (g->x.meta) g_array_free(g->x.meta, TRUE);
   if (g->x.residue) g_array_free(g->x.residue, TRUE);
@@ -804,6 +805,8 @@ FabCollGen *fab_coll_begin(FabDag *d, const FabCollEnv *env, const FabCollSpec *
   }
   g->env = *env;
   g->c = *c;
+  g->ranks = g_memdup2(c->ranks, sizeof(uint32_t) * n); /* the caller's array may be its scratch (training.c) */
+  g->c.ranks = g->ranks;
   env = &g->env;
   c = &g->c;
   FabCollSpec s = *c;
