@@ -348,6 +348,27 @@ Test(scenario, an_unfolding_collective_runs_as_if_made_whole) {
   g_free(two);
 }
 
+/* A training job unfolds as it runs (a round at a time: one 1F1B slot of
+** every stage and a layer of each DP ring), with the same JSON as the same
+** job made whole before the run; its stages must be alike. */
+Test(scenario, an_unfolding_training_step_runs_as_if_made_whole) {
+  FabScenario *a = load("tests/scenarios/training-pp-tp.yaml", NULL), *b = load("tests/scenarios/training-pp-tp.yaml", NULL);
+  cr_assert_not_null(a->dag->more, "a training job whose stages are alike unfolds");
+  while (fab_dag_more(b->dag)) continue;
+  uint32_t total = fab_dag_len(b->dag);
+  FabResults ra, rb;
+  run_ok(a, &ra);
+  run_ok(b, &rb);
+  char *ja = stable_json(&ra), *jb = stable_json(&rb);
+  cr_assert_str_eq(ja, jb, "unfolded and made whole differ");
+  cr_assert_eq(rb.ops_held, total, "made whole: every op held");
+  cr_assert_lt(ra.ops_held, total / 2, "unfolded: %u of %u ops held at once", ra.ops_held, total);
+  g_free(ja);
+  g_free(jb);
+  done(a, &ra);
+  done(b, &rb);
+}
+
 Test(scenario, fabric_segment_moves_trains_cut_through) {
   /* tests/data/segment-one-flow.yaml works the two end times out. */
   const fab_time_t pkt = 4178 * 80; /* ps for one packet's 4178 wire bytes at 100 Gbps */

@@ -749,3 +749,79 @@ Test(training, collective_error_leaves_the_dag_as_it_was) {
   cr_assert_eq(g_array_index(g.d->jobs, FabJobDef, 0).steps, 0);
   done(&g);
 }
+
+/* ---- made as the run goes ------------------------------------------------ */
+
+typedef struct TFeed {
+  FabTrainGen *g;
+  uint32_t batches;
+} TFeed;
+
+static bool tfeed_more(void *ctx, FabDag *d) {
+  (void)d;
+  TFeed *f = ctx;
+  f->batches++;
+  int more = fab_training_gen_more(f->g, 64, NULL);
+  cr_assert_geq(more, 0);
+  return more > 0;
+}
+
+/* `yaml` on n ranks made whole (fab_training_build) and round by round
+** through the DAG's `more` (dag.h's contract checked on every op): the same
+** ops, fields and dependencies, in the same order. Returns the batches. */
+static uint32_t same_unfolded(const char *yaml, uint32_t n) {
+  Gen w = gen_ok(yaml, n);
+  GError *e = NULL;
+  FabCfg *cfg = fab_cfg_load_string(yaml, "t.yaml", &e);
+  const FabCfgNode *wl = fab_cfg_get(fab_cfg_root(cfg), "workload");
+  FabDag *d = fab_dag_new();
+  FabJobDef j = {.name = "train", .kind = "training", .nranks = n, .ranks = g_new(uint32_t, n)};
+  for (uint32_t i = 0; i < n; i++) j.ranks[i] = EP(i);
+  uint16_t job = fab_dag_job(d, &j);
+  FabTrainIn in = {0};
+  cr_assert(fab_cfg_apply(wl, NULL, fab_training_schema, &in, &e));
+  in.job.start = 7000;
+  FabTrainGpu gpu = {1e12, 0.5, 16000000000000ull};
+  TFeed f = {fab_training_begin(&in, wl, d, &env, g_array_index(d->jobs, FabJobDef, job).ranks, n, job, &gpu, true,
+                                &e), 0};
+  cr_assert_not_null(f.g, "%s", e ? e->message : "?");
+  cr_assert(fab_training_gen_unfolds(f.g), "stages alike: it unfolds");
+  cr_assert_eq(fab_dag_len(d), 0, "nothing made at the start");
+  fab_dag_set_more(d, tfeed_more, &f, NULL);
+  while (fab_dag_more(d)) continue;
+  cr_assert_eq(fab_dag_len(d), fab_dag_len(w.d), "%u ops unfolded, %u made whole", fab_dag_len(d), fab_dag_len(w.d));
+  cr_assert_eq(d->colls->len, w.d->colls->len);
+  for (uint32_t i = 0; i < fab_dag_len(d); i++) {
+    const FabOp *x = fab_dag_op(w.d, i), *y = fab_dag_op(d, i);
+    cr_assert(memcmp(x, y, sizeof *x) == 0, "op %u differs", i);
+    for (uint32_t k = 0; k < x->ndeps; k++) cr_assert_eq(fab_dag_dep(w.d, x, k), fab_dag_dep(d, y, k), "op %u", i);
+  }
+  double est = fab_training_gen_estimate(f.g), made = fab_dag_len(d);
+  cr_assert(est >= 0.5 * made && est <= 2 * made, "the estimate %.0f is not near the %.0f ops made", est, made);
+  fab_training_gen_free(f.g);
+  fab_dag_free(d);
+  fab_cfg_free(cfg);
+  done(&w);
+  return f.batches;
+}
+
+Test(training, made_round_by_round_is_made_whole) {
+  static const char *const cases[] = {
+    /* tp 2, pp 2, dp 2; DP rings over the network, two steps */
+    "workload:\n  kind: training\n  model: {layers: 4, hidden: 256, seq: 256, micro_batch: 1, global_batch: 8}\n"
+    "  parallelism: {tp: 2, pp: 2, dp: 2}\n  bucket: 300KiB\n  steps: 2\n  algorithm: ring\n",
+    /* no overlap, ZeRO-1: reduce-scatters, the optimizer, allgathers */
+    "workload:\n  kind: training\n  model: {layers: 4, hidden: 256, seq: 256, micro_batch: 1, global_batch: 8}\n"
+    "  parallelism: {pp: 2, dp: 4, zero: 1}\n  bucket: 200KiB\n  overlap: false\n  steps: 2\n  algorithm: ring\n",
+    /* ZeRO-3 on a pipeline */
+    "workload:\n  kind: training\n  model: {layers: 4, hidden: 256, seq: 256, micro_batch: 1, global_batch: 12}\n"
+    "  parallelism: {pp: 2, dp: 4, zero: 3}\n  algorithm: ring\n",
+    /* MoE with ep 2: expert gradients over edp */
+    "workload:\n  kind: training\n  model: {layers: 4, hidden: 256, seq: 256, micro_batch: 1, global_batch: 8, experts: 4}\n"
+    "  parallelism: {pp: 2, dp: 4, ep: 2}\n  bucket: 1MiB\n",
+  };
+  for (size_t c = 0; c < sizeof cases / sizeof *cases; c++) {
+    uint32_t b = same_unfolded(cases[c], 8);
+    cr_assert_gt(b, 4, "case %zu: %u batches", c, b);
+  }
+}

@@ -16,7 +16,6 @@
 
 #define FAB_COLL_MAX_OPS 4000000u /* one expansion made whole; beyond this the user raises `chunk` or lowers
                                   ** `channels` */
-#define FAB_COLL_UNFOLD_MAX_OPS 1500000000u /* one expansion made layer by layer: op indices are 31 bits */
 #define MAX_CHANNELS 32u          /* NCCL's MAXCHANNELS (2.x) */
 #define NVLS_CHANNELS 16u         /* NCCL_NVLS_NCHANNELS default */
 #define PERCH_BPS 40e9            /* bytes/s one Simple channel (one SM) moves: the top of NCCL's sm90 search

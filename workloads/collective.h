@@ -148,6 +148,7 @@ int32_t fab_coll_expand(FabDag *d, const FabCollEnv *env, const FabCollSpec *c, 
 ** coarsened to stay under FAB_COLL_MAX_OPS: it holds what is under way.
 ** NULL + err as fab_coll_expand. */
 typedef struct FabCollGen FabCollGen;
+#define FAB_COLL_UNFOLD_MAX_OPS 1500000000u /* what may be made as a run goes: op indices are 31 bits */
 FabCollGen *fab_coll_begin(FabDag *d, const FabCollEnv *env, const FabCollSpec *c, const uint32_t *start, bool unfold,
                            GError **err);
 bool fab_coll_gen_more(FabCollGen *g, uint32_t min_ops);

@@ -83,6 +83,18 @@ typedef struct Train {
   uint32_t *mem, *eps, *st, *en; /* scratch, nranks each */
   uint32_t ops0;       /* ops in d before this job */
   uint64_t ops_by[4];  /* ops added by the collectives tagged tp, ep, dp, zero (for the guard's message) */
+  /* the rounds (training.c: "Rounds") */
+  bool unfold;         /* made as the run goes: no cap but what op indices number, no errors after the start */
+  int phase;           /* PH_* */
+  uint32_t slot;       /* the step's next 1F1B position */
+  uint8_t *fdone, *bdone; /* [pp * m] this step's forward / backward items made */
+  GPtrArray *active;   /* Active *: expansions made a layer a round, in the order they began */
+  uint32_t *busy;      /* per rank: its active expansions */
+  uint8_t *state;      /* per rank: RS_* once the step's items are made */
+  uint32_t *opt;       /* per rank: this step's optimizer op */
+  uint8_t *gathered;   /* per stage: its ZeRO-1/2 allgathers begun */
+  double est;          /* about how many ops the job makes */
+  FabCollEnv envc;     /* env is this copy: a job made as the run goes outlives what it was read with */
 } Train;
 
 /* Everything about the job that YAML says, checked; t's model fields filled. */

@@ -150,9 +150,28 @@ static void absorb(Train *t, uint32_t r) {
   t->x[0][r] = t->x[1][r] = t->x[2][r] = FAB_OP_NONE;
 }
 
+/* An expansion made a layer a round (see "Rounds"): whose ends go onto
+** collect[] once it is done. */
+typedef struct Active {
+  FabCollGen *g;
+  GArray **collect;
+  uint32_t n;
+  uint32_t mem[]; /* its job ranks */
+} Active;
+
+/* Rank mem[i]'s end of an expansion: onto `to` and `collect`. */
+static void ends(Train *t, const uint32_t *mem, uint32_t n, const uint32_t *en, uint32_t *to, GArray **collect) {
+  for (uint32_t i = 0; i < n; i++) {
+    if (to) to[mem[i]] = en[i];
+    if (collect) g_array_append_val(collect[mem[i]], en[i]);
+  }
+}
+
 /* One collective per group of kind gk on stage s. Rank r enters after
 ** from[r]; its end goes to to[r] (if to) and onto collect[r] (if collect).
-** Groups of one rank do nothing. */
+** Groups of one rank do nothing. One whose ends only go onto collect[] (the
+** DP and ZeRO collectives the optimizer and the step's end wait for) is
+** made a layer a round when it is a ring (t->active); the others at once. */
 static gboolean coll(Train *t, int gk, uint32_t s, FabCollOp op, uint64_t bytes, const char *tag,
                      const uint32_t *from, uint32_t *to, GArray **collect, GError **err) {
   if (!bytes) return TRUE;
@@ -169,18 +188,29 @@ static gboolean coll(Train *t, int gk, uint32_t s, FabCollOp op, uint64_t bytes,
                      .job = t->job, .step = t->step, .tag = tag, .start = t->start, .cta_zero = t->cta_zero};
     GError *e = NULL;
     uint32_t before = fab_dag_len(t->d);
-    if (fab_coll_expand(t->d, t->env, &c, t->st, t->en, &e) < 0) {
+    FabCollGen *cg = fab_coll_begin(t->d, t->env, &c, t->st, !to && collect, &e);
+    if (!cg) {
+      if (t->unfold) /* coll_ops made one of each kind and size before the run */
+        g_error("internal error: %s %s of %" G_GUINT64_FORMAT " bytes over %u ranks: %s", tag, fab_coll_op_names[op],
+                bytes, n, e ? e->message : "failed");
       fab_cfg_fail(t->coll_at, err, "%s %s of %" G_GUINT64_FORMAT " bytes over %u ranks: %s", tag,
                    fab_coll_op_names[op], bytes, n, e ? e->message : "failed");
       g_clear_error(&e);
       return FALSE;
     }
-    for (int i = 0; i < 4; i++) t->ops_by[i] += (tag == tags[i]) * (uint64_t)(fab_dag_len(t->d) - before);
-    for (uint32_t i = 0; i < n; i++) {
-      if (to) to[t->mem[i]] = t->en[i];
-      if (collect) g_array_append_val(collect[t->mem[i]], t->en[i]);
+    uint64_t made = fab_coll_gen_done(cg) ? fab_dag_len(t->d) - before : (uint64_t)fab_coll_gen_estimate(cg);
+    for (int i = 0; i < 4; i++) t->ops_by[i] += (tag == tags[i]) * made;
+    if (fab_coll_gen_done(cg)) {
+      ends(t, t->mem, n, fab_coll_gen_end(cg), to, collect);
+      fab_coll_gen_free(cg);
+    } else {
+      Active *a = g_malloc(sizeof *a + n * sizeof(uint32_t));
+      *a = (Active){cg, collect, n};
+      memcpy(a->mem, t->mem, n * sizeof(uint32_t));
+      for (uint32_t i = 0; i < n; i++) t->busy[t->mem[i]]++;
+      g_ptr_array_add(t->active, a);
     }
-    if (too_many(t, err)) return FALSE;
+    if (!t->unfold && too_many(t, err)) return FALSE;
   }
   return TRUE;
 }
@@ -189,13 +219,15 @@ static gboolean coll(Train *t, int gk, uint32_t s, FabCollOp op, uint64_t bytes,
 static inline int stream_group(int st) { return st == DENSE ? GK_DP : GK_EDP; }
 
 /* The operations one group's collective of kind gk on stage s takes: it is
-** expanded and taken back, once per (group kind, op, size) (`seen`). */
-static gboolean group_ops(Train *t, GHashTable *seen, int gk, uint32_t s, FabCollOp op, uint64_t bytes,
+** begun and taken back, once per (group kind, op, size) (`seen`); `lay`:
+** as coll() begins one that is made a layer a round (its estimate, not
+** made). */
+static gboolean group_ops(Train *t, GHashTable *seen, int gk, uint32_t s, FabCollOp op, uint64_t bytes, bool lay,
                           const char *tag, double *out, GError **err) {
   char *key = g_strdup_printf("%d %d %" G_GUINT64_FORMAT, gk, (int)op, bytes);
-  guint n_ops = GPOINTER_TO_UINT(g_hash_table_lookup(seen, key));
+  gpointer hit = g_hash_table_lookup(seen, key);
   gboolean ok = TRUE;
-  if (!n_ops) {
+  if (!hit) {
     FabDag *d = t->d;
     const uint32_t ops0 = fab_dag_len(d), deps0 = fab_dag_deps_len(d), colls0 = d->colls->len, groups0 = d->groups;
     uint32_t n = members(t, gk, s, 0, t->mem);
@@ -204,56 +236,79 @@ static gboolean group_ops(Train *t, GHashTable *seen, int gk, uint32_t s, FabCol
                      .nranks = n, .ranks = t->eps, .channels = t->channels, .chunk = t->chunk, .job = t->job,
                      .tag = tag, .start = t->start, .cta_zero = t->cta_zero};
     GError *e = NULL;
-    if (n >= 2 && fab_coll_expand(d, t->env, &c, t->st, t->en, &e) < 0) {
+    FabCollGen *cg = n >= 2 ? fab_coll_begin(d, t->env, &c, t->st, lay, &e) : NULL;
+    double made = 0;
+    if (n >= 2 && !cg) {
       fab_cfg_fail(t->coll_at, err, "%s %s of %" G_GUINT64_FORMAT " bytes over %u ranks: %s", tag,
                    fab_coll_op_names[op], bytes, n, e ? e->message : "failed");
       g_clear_error(&e);
       ok = FALSE;
+    } else if (cg) {
+      made = fab_coll_gen_done(cg) ? fab_dag_len(d) - ops0 : fab_coll_gen_estimate(cg);
+      fab_coll_gen_free(cg);
     }
-    n_ops = fab_dag_len(d) - ops0 + 1;
     fab_dag_truncate(d, ops0, deps0);
     g_array_set_size(d->colls, colls0);
     d->groups = groups0;
-    g_hash_table_insert(seen, key, GUINT_TO_POINTER(n_ops));
+    double *v = g_new(double, 1);
+    *v = made;
+    g_hash_table_insert(seen, key, v);
+    hit = v;
   } else {
     g_free(key);
   }
-  *out = n_ops - 1;
+  *out = *(const double *)hit;
   return ok;
 }
 
-/* What the collectives of the blocks (TP allreduces, MoE all-to-alls) and
-** the DP buckets will take, before any is kept: one group's collective of
-** each kind and size (the layout is regular: every group of a kind expands
-** alike) times the groups of the stage, the microbatches and the steps.
-** Added to the lower bound of train(), a job too large for the cap is
-** refused before it is built, not after millions of operations (fuzzing
-** found such jobs refused at 0.45 s and 400 MB). FALSE + err if an
-** expansion fails. */
+/* What the collectives of the blocks (TP allreduces, MoE all-to-alls), the
+** DP buckets and ZeRO's gathers and reduce-scatters will take, before any
+** is kept: one group's collective of each kind and size (the layout is
+** regular: every group of a kind expands alike) times the groups of the
+** stage, the microbatches and the steps. Added to the lower bound of
+** train(), a job too large for the cap is refused before it is built, not
+** after millions of operations (fuzzing found such jobs refused at 0.45 s
+** and 400 MB); and every kind has been made once, so a job made as the run
+** goes meets no error later. FALSE + err if an expansion fails. */
 static gboolean coll_ops(Train *t, double *ops, GError **err) {
-  GHashTable *seen = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL); /* kind -> ops + 1 */
+  GHashTable *seen = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, g_free); /* kind -> ops */
   gboolean ok = TRUE;
   double one;
+  const double steps = t->steps;
   *ops = 0;
   for (uint32_t s = 0; ok && s < t->pp; s++) {
-    for (uint32_t k = 0; ok && k < t->nb; k++)
+    for (uint32_t k = 0; ok && k < t->nb; k++) {
+      const Block *b = &t->blk[s * t->nb + k];
       for (int pass = 0; ok && pass < 2; pass++) {
-        const Block *b = &t->blk[s * t->nb + k];
         const Seg *seg = pass ? b->bwd : b->fwd;
         for (uint32_t i = 0; ok && i < (pass ? b->nbwd : b->nfwd); i++) {
           if (seg[i].kind == SEG_COMPUTE || !seg[i].bytes) continue;
           int gk = seg[i].kind == SEG_TP ? GK_TP : GK_EP;
-          ok = group_ops(t, seen, gk, s, gk == GK_TP ? FAB_COLL_ALLREDUCE : FAB_COLL_ALL_TO_ALL, seg[i].bytes,
+          ok = group_ops(t, seen, gk, s, gk == GK_TP ? FAB_COLL_ALLREDUCE : FAB_COLL_ALL_TO_ALL, seg[i].bytes, false,
                          tags[gk == GK_TP ? 0 : 1], &one, err);
-          *ops += one * ngroups(t, gk) * t->m * t->steps;
+          *ops += one * ngroups(t, gk) * t->m * steps;
         }
       }
+      for (int st = 0; ok && t->zero == 3 && t->dp > 1 && st < NSTREAMS; st++) { /* per block and microbatch */
+        int gk = stream_group(st);
+        ok = group_ops(t, seen, gk, s, FAB_COLL_ALLGATHER, b->gbytes[st], false, tags[3], &one, err);
+        *ops += 2 * one * ngroups(t, gk) * t->m * steps; /* before its forward and its backward */
+        if (ok) ok = group_ops(t, seen, gk, s, FAB_COLL_REDUCE_SCATTER, b->gbytes[st], true, tags[3], &one, err);
+        *ops += one * ngroups(t, gk) * t->m * steps;
+      }
+    }
     for (int st = 0; ok && t->dp > 1 && t->zero != 3 && st < NSTREAMS; st++) { /* the buckets, once a step */
       GArray *bl = t->buckets[s * NSTREAMS + st];
+      int gk = stream_group(st);
       for (guint i = 0; ok && i < bl->len; i++) {
-        ok = group_ops(t, seen, stream_group(st), s, t->zero ? FAB_COLL_REDUCE_SCATTER : FAB_COLL_ALLREDUCE,
-                       g_array_index(bl, Bucket, i).bytes, tags[2], &one, err);
-        *ops += one * ngroups(t, stream_group(st)) * t->steps;
+        uint64_t bytes = g_array_index(bl, Bucket, i).bytes;
+        ok = group_ops(t, seen, gk, s, t->zero ? FAB_COLL_REDUCE_SCATTER : FAB_COLL_ALLREDUCE, bytes, true, tags[2],
+                       &one, err);
+        *ops += one * ngroups(t, gk) * steps;
+        if (ok && t->zero) { /* ZeRO-1/2: the updated parameters gathered back */
+          ok = group_ops(t, seen, gk, s, FAB_COLL_ALLGATHER, bytes, true, tags[3], &one, err);
+          *ops += one * ngroups(t, gk) * steps;
+        }
       }
     }
   }
@@ -355,7 +410,7 @@ static gboolean item(Train *t, uint32_t s, gboolean fwd, uint32_t j, GError **er
     if (!fwd && s > 0)
       t->grad[((size_t)(s - 1) * t->m + j) * nq + q] = pp_flow(t, r, r - nq, t->coll_bwd_base + (int32_t)((s - 1) * t->m + j));
   }
-  return !too_many(t, err);
+  return t->unfold || !too_many(t, err);
 }
 
 /* Item i of stage s's 1F1B sequence: *fwd and microbatch *j. */
@@ -372,7 +427,36 @@ static void schedule_at(const Train *t, uint32_t s, uint32_t i, gboolean *fwd, u
   }
 }
 
-static gboolean step(Train *t, GError **err) {
+/* ---- rounds ------------------------------------------------------------------
+**
+** A step's ops are made a round at a time, in the same order whether the
+** job is made whole before the run or as the run goes (FabDag's `more`),
+** so the two runs are the same run. A round makes, in this order:
+**  1. the step's begin marks (its first round), then one 1F1B position
+**     (slot) of every stage: the forwards first stage first, then the
+**     backwards last stage first. A forward of stage s waits for stage
+**     s-1's forward of the same microbatch, made in this slot or the one
+**     before; a backward for stage s+1's backward, likewise (schedule_at's
+**     positions differ by at most one between neighbours);
+**  2. one layer of every ring begun earlier whose ends only the optimizer
+**     and the step's end wait for (the DP buckets, ZeRO's reduce-scatters
+**     and allgathers), in the order they began (collective.h:
+**     FabCollGen): the 70B step's 4928 bucket allreduces are 4.4 M of its
+**     5.1 M ops, all begun in its last slot;
+**  3. once every slot is made: a rank's optimizer in the round its last
+**     such collective ends (ZeRO-1/2: then its stage's allgathers, begun
+**     once every rank of the stage has its optimizer), its step end in the
+**     round its allgathers end; the next step begins in the round after
+**     the last rank's step end.
+** So every op waits for an op of its own round or the round before, as an
+** unfolding DAG must (dag.h), provided every rank's collectives end in the
+** same round: true when every stage has the same blocks and buckets
+** (symmetric()), and only then may the job unfold. */
+enum { PH_BEGIN, PH_SLOTS, PH_DRAIN, PH_DONE };
+enum { RS_OPT, RS_GATHER, RS_ENDED }; /* a rank after the step's items: waits for its optimizer, its allgathers, done */
+
+/* The step's begin: its pp transfers' definitions, the ranks' begin marks. */
+static void step_begin(Train *t) {
   const uint32_t n = t->nranks;
   /* the pp transfers' definitions: per boundary and microbatch, forward then backward (one
   ** transfer's time and bandwidth, not a span over the whole pipeline) */
@@ -390,137 +474,299 @@ static gboolean step(Train *t, GError **err) {
   for (uint32_t r = 0; r < n; r++) {
     g_array_set_size(t->pending[r], 0);
     g_array_set_size(t->post[r], 0);
+    t->state[r] = RS_OPT;
     t->lastc[r] = t->tail[r] = mark(t, r, FAB_MARK_STEP_BEGIN, &t->tail[r], 1);
   }
-  /* 1F1B items of all stages, in an order where every cross-stage dependency exists already */
-  uint32_t *pos = g_new0(uint32_t, t->pp);
-  gboolean *fdone = g_new0(gboolean, (size_t)t->pp * t->m), *bdone = g_new0(gboolean, (size_t)t->pp * t->m);
-  gboolean ok = TRUE, progress = TRUE;
-  while (ok && progress) {
-    progress = FALSE;
-    for (uint32_t s = 0; ok && s < t->pp; s++) {
-      while (ok && pos[s] < 2 * t->m) {
-        gboolean fwd;
-        uint32_t j;
-        schedule_at(t, s, pos[s], &fwd, &j);
-        if (fwd ? s > 0 && !fdone[(s - 1) * t->m + j] : s + 1 < t->pp && !bdone[(s + 1) * t->m + j]) break;
-        ok = item(t, s, fwd, j, err);
-        (fwd ? fdone : bdone)[s * t->m + j] = TRUE;
-        pos[s]++;
-        progress = TRUE;
-      }
-    }
-  }
-  for (uint32_t s = 0; ok && s < t->pp; s++) g_assert(pos[s] == 2 * t->m); /* 1F1B never deadlocks */
-  g_free(pos);
-  g_free(fdone);
-  g_free(bdone);
-  if (!ok) return FALSE;
-  /* optimizer, ZeRO-1/2 allgathers, step end */
-  uint32_t *opt = g_new(uint32_t, n);
-  for (uint32_t r = 0; r < n; r++) {
-    uint32_t s = r / (t->tp * t->dp);
-    double p = 0;
-    for (uint32_t k = 0; k < t->nb; k++) {
-      const Block *b = &t->blk[s * t->nb + k];
-      p += b->params[DENSE] / (t->zero ? t->dp : 1) + b->params[EXPERT] / (t->zero ? t->edp : 1);
-    }
-    g_array_prepend_val(t->pending[r], t->tail[r]);
-    FabOp o = {.kind = FAB_OP_COMPUTE, .mark = FAB_PHASE_OPT, .job = t->job, .step = t->step, .src = t->ranks[r],
-               .dst = t->ranks[r], .coll = -1, .start = t->start,
-               .dur = (fab_time_t)llround(OPT_BYTES * p / t->mem_Bps * 1e12)};
-    opt[r] = fab_dag_add(t->d, &o, (const uint32_t *)t->pending[r]->data, t->pending[r]->len);
-  }
-  if ((t->zero == 1 || t->zero == 2) && t->dp > 1)
-    for (uint32_t s = 0; ok && s < t->pp; s++)
-      for (int st = 0; ok && st < NSTREAMS; st++) {
-        GArray *bl = t->buckets[s * NSTREAMS + st];
-        for (guint i = 0; ok && i < bl->len; i++)
-          ok = coll(t, stream_group(st), s, FAB_COLL_ALLGATHER, g_array_index(bl, Bucket, i).bytes, tags[3], opt,
-                    NULL, t->post, err);
-      }
-  for (uint32_t r = 0; ok && r < n; r++) {
-    g_array_prepend_val(t->post[r], opt[r]);
-    t->tail[r] = mark(t, r, FAB_MARK_STEP_END, (const uint32_t *)t->post[r]->data, t->post[r]->len);
-  }
-  g_free(opt);
-  return ok && !too_many(t, err);
+  memset(t->fdone, 0, (size_t)t->pp * t->m);
+  memset(t->bdone, 0, (size_t)t->pp * t->m);
+  memset(t->gathered, 0, t->pp);
 }
+
+/* 1F1B position i of every stage (see above). */
+static gboolean slot(Train *t, uint32_t i, GError **err) {
+  for (uint32_t k = 0; k < 2 * t->pp; k++) {
+    uint32_t s = k < t->pp ? k : 2 * t->pp - 1 - k;
+    gboolean fwd;
+    uint32_t j;
+    schedule_at(t, s, i, &fwd, &j);
+    if (fwd != (k < t->pp)) continue;
+    g_assert(fwd ? s == 0 || t->fdone[(s - 1) * t->m + j] : s + 1 == t->pp || t->bdone[(s + 1) * t->m + j]);
+    if (!item(t, s, fwd, j, err)) return FALSE;
+    (fwd ? t->fdone : t->bdone)[s * t->m + j] = 1;
+  }
+  return TRUE;
+}
+
+/* One layer of every active expansion; those that end hand their ends over. */
+static void advance(Train *t) {
+  guint keep = 0;
+  for (guint i = 0; i < t->active->len; i++) {
+    Active *a = g_ptr_array_index(t->active, i);
+    if (fab_coll_gen_more(a->g, 1)) {
+      g_ptr_array_index(t->active, keep++) = a;
+      continue;
+    }
+    ends(t, a->mem, a->n, fab_coll_gen_end(a->g), NULL, a->collect);
+    for (uint32_t k = 0; k < a->n; k++) t->busy[a->mem[k]]--;
+    fab_coll_gen_free(a->g);
+    g_free(a);
+  }
+  g_ptr_array_set_size(t->active, keep);
+}
+
+/* Rank r's optimizer: after its tail and everything on pending[r]. */
+static void optimizer(Train *t, uint32_t r) {
+  uint32_t s = r / (t->tp * t->dp);
+  double p = 0;
+  for (uint32_t k = 0; k < t->nb; k++) {
+    const Block *b = &t->blk[s * t->nb + k];
+    p += b->params[DENSE] / (t->zero ? t->dp : 1) + b->params[EXPERT] / (t->zero ? t->edp : 1);
+  }
+  g_array_prepend_val(t->pending[r], t->tail[r]);
+  FabOp o = {.kind = FAB_OP_COMPUTE, .mark = FAB_PHASE_OPT, .job = t->job, .step = t->step, .src = t->ranks[r],
+             .dst = t->ranks[r], .coll = -1, .start = t->start,
+             .dur = (fab_time_t)llround(OPT_BYTES * p / t->mem_Bps * 1e12)};
+  t->opt[r] = fab_dag_add(t->d, &o, (const uint32_t *)t->pending[r]->data, t->pending[r]->len);
+  t->state[r] = RS_GATHER;
+}
+
+/* After the step's items: optimizers, ZeRO-1/2 allgathers and step ends as
+** their collectives end (see above). */
+static gboolean drain(Train *t, GError **err) {
+  const uint32_t n = t->nranks, nq = t->tp * t->dp;
+  const bool zero12 = (t->zero == 1 || t->zero == 2) && t->dp > 1;
+  for (uint32_t r = 0; r < n; r++)
+    if (t->state[r] == RS_OPT && !t->busy[r]) optimizer(t, r);
+  for (uint32_t s = 0; zero12 && s < t->pp; s++) {
+    gboolean all = !t->gathered[s];
+    for (uint32_t q = 0; all && q < nq; q++) all = t->state[s * nq + q] == RS_GATHER;
+    if (!all) continue;
+    t->gathered[s] = 1;
+    for (int st = 0; st < NSTREAMS; st++) {
+      GArray *bl = t->buckets[s * NSTREAMS + st];
+      for (guint i = 0; i < bl->len; i++)
+        if (!coll(t, stream_group(st), s, FAB_COLL_ALLGATHER, g_array_index(bl, Bucket, i).bytes, tags[3], t->opt,
+                  NULL, t->post, err))
+          return FALSE;
+    }
+  }
+  gboolean ended = TRUE;
+  for (uint32_t r = 0; r < n; r++) {
+    if (t->state[r] == RS_GATHER && !t->busy[r] && (!zero12 || t->gathered[r / nq])) {
+      g_array_prepend_val(t->post[r], t->opt[r]);
+      t->tail[r] = mark(t, r, FAB_MARK_STEP_END, (const uint32_t *)t->post[r]->data, t->post[r]->len);
+      t->state[r] = RS_ENDED;
+    }
+    ended &= t->state[r] == RS_ENDED;
+  }
+  if (ended) {
+    g_assert(!t->active->len);
+    t->phase = t->step + 1u < t->steps ? PH_BEGIN : PH_DONE;
+    if (t->phase == PH_BEGIN) t->step++;
+  }
+  return TRUE;
+}
+
+/* One round (see above). FALSE + err on a failed expansion or past the cap. */
+static gboolean round_once(Train *t, GError **err) {
+  if (t->phase == PH_BEGIN) {
+    step_begin(t);
+    t->phase = PH_SLOTS;
+    t->slot = 0;
+  }
+  if (t->phase == PH_SLOTS) {
+    if (!slot(t, t->slot, err)) return FALSE;
+    if (++t->slot == 2 * t->m) t->phase = PH_DRAIN;
+  }
+  advance(t);
+  if (t->phase == PH_DRAIN && !drain(t, err)) return FALSE;
+  return t->unfold || !too_many(t, err);
+}
+
+/* Whether every stage has the same blocks and buckets, so that every
+** rank's collectives end in the same round (see above). */
+static bool symmetric(const Train *t) {
+  for (uint32_t s = 1; s < t->pp; s++) {
+    for (uint32_t k = 0; k < t->nb; k++) {
+      const Block *a = &t->blk[k], *b = &t->blk[s * t->nb + k];
+      if (a->nfwd != b->nfwd || a->nbwd != b->nbwd) return false;
+      for (uint32_t i = 0; i < a->nfwd + a->nbwd; i++) {
+        const Seg *x = i < a->nfwd ? &a->fwd[i] : &a->bwd[i - a->nfwd], *y = i < a->nfwd ? &b->fwd[i] : &b->bwd[i - a->nfwd];
+        if (x->kind != y->kind || x->flops != y->flops || x->bytes != y->bytes) return false;
+      }
+      for (int st = 0; st < NSTREAMS; st++)
+        if (a->gbytes[st] != b->gbytes[st] || a->params[st] != b->params[st]) return false;
+    }
+    for (int st = 0; st < NSTREAMS; st++) {
+      const GArray *a = t->buckets[st], *b = t->buckets[s * NSTREAMS + st];
+      if (a->len != b->len) return false;
+      for (guint i = 0; i < a->len; i++)
+        if (g_array_index(a, Bucket, i).block != g_array_index(b, Bucket, i).block ||
+            g_array_index(a, Bucket, i).bytes != g_array_index(b, Bucket, i).bytes)
+          return false;
+    }
+  }
+  return true;
+}
+
+/* ---- the job ---------------------------------------------------------------- */
+
+struct FabTrainGen {
+  Train t;
+  uint32_t deps0, colls0, groups0; /* the DAG before the job, to undo it */
+};
+
+void fab_training_gen_free(FabTrainGen *g) {
+  if (!g) return;
+  Train *t = &g->t;
+  if (t->active) {
+    for (guint i = 0; i < t->active->len; i++) {
+      Active *a = g_ptr_array_index(t->active, i);
+      fab_coll_gen_free(a->g);
+      g_free(a);
+    }
+    g_ptr_array_free(t->active, TRUE);
+  }
+  g_free(t->fdone);
+  g_free(t->bdone);
+  g_free(t->busy);
+  g_free(t->state);
+  g_free(t->opt);
+  g_free(t->gathered);
+  fab_train__free(t);
+  g_free(g);
+}
+
+/* Undo what g made, and free it. */
+static void undo(FabTrainGen *g) {
+  FabDag *d = g->t.d;
+  fab_dag_truncate(d, g->t.ops0, g->deps0);
+  g_array_set_size(d->colls, g->colls0);
+  d->groups = g->groups0;
+  fab_training_gen_free(g);
+}
+
+static void *arr(uint32_t n, size_t size) { return g_malloc0_n(n ? n : 1, size); }
+
+FabTrainGen *fab_training_begin(const FabTrainIn *in, const FabCfgNode *wl, FabDag *d, const FabCollEnv *env,
+                                const uint32_t *ranks, uint32_t nranks, uint16_t job, const FabTrainGpu *gpu,
+                                bool unfold, GError **err) {
+  g_assert(in && wl && d && env && (ranks || !nranks) && job < d->jobs->len);
+  if (!nranks) return fab_cfg_fail(wl, err, "a training job needs ranks"), NULL;
+  FabTrainGen *g = g_new0(FabTrainGen, 1);
+  Train *t = &g->t;
+  *t = (Train){.d = d, .env = env, .ranks = ranks, .nranks = nranks, .job = job, .start = in->job.start, .wl = wl,
+               .ops0 = fab_dag_len(d)};
+  t->envc = *env;
+  t->env = &t->envc;
+  g->deps0 = fab_dag_deps_len(d), g->colls0 = d->colls->len, g->groups0 = d->groups;
+  ModelIn mi = {0};
+  Shape sh = {0};
+  uint32_t G = 1;
+  if (!fab_train__configure(t, in, wl, &mi, &sh, &G, gpu, err)) {
+    fab_training_gen_free(g);
+    return NULL;
+  }
+  fab_train__plan(t, &mi, &sh, G);
+  t->unfold = unfold && symmetric(t);
+  /* made as the run goes, a job holds what is under way: no cap but what op indices can number */
+  const double cap = t->unfold ? FAB_COLL_UNFOLD_MAX_OPS : MAX_OPS;
+  /* a lower bound on the ops before building any: computes, pp flows, two marks per rank per bucket */
+  double est = (double)t->steps * ((double)nranks * ((double)t->m * t->nb * 2 + 3) +
+                                   2.0 * (t->pp - 1) * t->m * t->tp * t->dp);
+  for (uint32_t s = 0; s < t->pp * NSTREAMS && t->dp > 1 && t->zero != 3; s++)
+    est += (double)t->steps * t->tp * t->dp * 2 * t->buckets[s]->len * (t->zero ? 2 : 1) *
+           (s % 2 == DENSE || t->edp > 1);
+  if (t->too_many_buckets && t->dp > 1 && t->zero != 3) {
+    fab_cfg_fail(AT_KEY(wl, "bucket"), err, "bucket %" G_GUINT64_FORMAT " bytes cuts the gradients into more than %u "
+                 "buckets: use a larger bucket", t->bucket, MAX_OPS);
+    fab_training_gen_free(g);
+    return NULL;
+  }
+  if (est > cap) {
+    fab_cfg_fail(wl, err, "this training job needs more than %.0f operations (%u steps x %u microbatches x %u "
+                 "blocks per stage x %u ranks); raise layer_group, lower steps or microbatches, or use a larger "
+                 "bucket", cap, t->steps, t->m, t->nb, nranks);
+    fab_training_gen_free(g);
+    return NULL;
+  }
+  t->tail = arr(nranks, sizeof(uint32_t));
+  t->lastc = arr(nranks, sizeof(uint32_t));
+  for (int i = 0; i < 3; i++) t->x[i] = arr(nranks, sizeof(uint32_t));
+  for (int i = 0; i < NSTREAMS; i++) t->gnext[i] = arr(nranks, sizeof(uint32_t));
+  for (uint32_t r = 0; r < nranks; r++) {
+    t->tail[r] = t->lastc[r] = FAB_OP_NONE;
+    t->x[0][r] = t->x[1][r] = t->x[2][r] = t->gnext[0][r] = t->gnext[1][r] = FAB_OP_NONE;
+  }
+  size_t nflows = (size_t)(t->pp - 1) * t->m * t->tp * t->dp;
+  t->act = arr((uint32_t)nflows, sizeof(uint32_t));
+  t->grad = arr((uint32_t)nflows, sizeof(uint32_t));
+  t->pending = g_new(GArray *, nranks);
+  t->post = g_new(GArray *, nranks);
+  for (uint32_t r = 0; r < nranks; r++) {
+    t->pending[r] = g_array_new(FALSE, FALSE, sizeof(uint32_t));
+    t->post[r] = g_array_new(FALSE, FALSE, sizeof(uint32_t));
+  }
+  t->mem = arr(nranks, sizeof(uint32_t));
+  t->eps = arr(nranks, sizeof(uint32_t));
+  t->st = arr(nranks, sizeof(uint32_t));
+  t->en = arr(nranks, sizeof(uint32_t));
+  t->fdone = arr(t->pp * t->m, 1);
+  t->bdone = arr(t->pp * t->m, 1);
+  t->gathered = arr(t->pp, 1);
+  t->busy = arr(nranks, sizeof(uint32_t));
+  t->state = arr(nranks, 1);
+  t->opt = arr(nranks, sizeof(uint32_t));
+  t->active = g_ptr_array_new();
+  double colls = 0;
+  if (!coll_ops(t, &colls, err)) {
+    undo(g);
+    return NULL;
+  }
+  t->est = est + colls;
+  if (t->est > cap) {
+    fab_cfg_fail(wl, err, "this training job needs more than %.0f operations (about %.0f: %u steps x %u "
+                 "microbatches x %u blocks per stage x %u ranks, of which its TP, MoE, DP and ZeRO collectives "
+                 "%.0f); raise chunk (fewer pieces per collective), layer_group (fewer tp/ep collectives) or "
+                 "bucket (fewer dp collectives), or lower channels, steps or microbatches", cap, t->est, t->steps,
+                 t->m, t->nb, nranks, colls);
+    undo(g);
+    return NULL;
+  }
+  /* made as it runs, the job's collectives are of the kinds and sizes coll_ops made: any warning they give
+  ** was given now, at load */
+  if (t->unfold) t->envc.warnings = NULL;
+  FabJobDef *jd = &g_array_index(d->jobs, FabJobDef, job);
+  jd->steps = t->steps;
+  jd->microbatches = t->m;
+  jd->pp = t->pp;
+  t->phase = PH_BEGIN;
+  return g;
+}
+
+int fab_training_gen_more(FabTrainGen *g, uint32_t min_ops, GError **err) {
+  Train *t = &g->t;
+  const uint32_t from = fab_dag_len(t->d);
+  while (t->phase != PH_DONE && fab_dag_len(t->d) - from < min_ops)
+    if (!round_once(t, err)) return -1;
+  return t->phase != PH_DONE;
+}
+
+bool fab_training_gen_unfolds(const FabTrainGen *g) { return g->t.unfold; }
+double fab_training_gen_estimate(const FabTrainGen *g) { return g->t.est; }
+uint32_t fab_training_gen_first(const FabTrainGen *g) { return g->t.ops0; }
 
 gboolean fab_training_build(const FabTrainIn *in, const FabCfgNode *wl, FabDag *d, const FabCollEnv *env,
                             const uint32_t *ranks, uint32_t nranks, uint16_t job, const FabTrainGpu *gpu,
                             GError **err) {
-  g_assert(in && wl && d && env && (ranks || !nranks) && job < d->jobs->len);
-  Train t = {.d = d, .env = env, .ranks = ranks, .nranks = nranks, .job = job, .start = in->job.start, .wl = wl,
-             .ops0 = fab_dag_len(d)};
-  ModelIn mi = {0};
-  Shape sh = {0};
-  uint32_t G = 1;
-  if (!nranks) return fab_cfg_fail(wl, err, "a training job needs ranks");
-  if (!fab_train__configure(&t, in, wl, &mi, &sh, &G, gpu, err)) return FALSE;
-  fab_train__plan(&t, &mi, &sh, G);
-  /* a lower bound on the ops before building any: computes, pp flows, two marks per rank per bucket */
-  double est = (double)t.steps * ((double)nranks * ((double)t.m * t.nb * 2 + 3) +
-                                  2.0 * (t.pp - 1) * t.m * t.tp * t.dp);
-  for (uint32_t s = 0; s < t.pp * NSTREAMS && t.dp > 1 && t.zero != 3; s++)
-    est += (double)t.steps * t.tp * t.dp * 2 * t.buckets[s]->len * (t.zero ? 2 : 1) * (s % 2 == DENSE || t.edp > 1);
-  if (t.too_many_buckets && t.dp > 1 && t.zero != 3) {
-    fab_cfg_fail(AT_KEY(wl, "bucket"), err, "bucket %" G_GUINT64_FORMAT " bytes cuts the gradients into more than %u "
-                 "buckets: use a larger bucket", t.bucket, MAX_OPS);
-    fab_train__free(&t);
+  FabTrainGen *g = fab_training_begin(in, wl, d, env, ranks, nranks, job, gpu, false, err);
+  if (!g) return FALSE;
+  int more;
+  while ((more = fab_training_gen_more(g, UINT32_MAX, err)) > 0) continue;
+  if (more < 0) {
+    undo(g);
     return FALSE;
   }
-  if (est > MAX_OPS) {
-    fab_cfg_fail(wl, err, "this training job needs more than %u operations (%u steps x %u microbatches x %u "
-                 "blocks per stage x %u ranks); raise layer_group, lower steps or microbatches, or use a larger "
-                 "bucket", MAX_OPS, t.steps, t.m, t.nb, nranks);
-    fab_train__free(&t);
-    return FALSE;
-  }
-  const guint deps0 = fab_dag_deps_len(d), colls0 = d->colls->len, groups0 = d->groups;
-  t.tail = g_new(uint32_t, nranks);
-  t.lastc = g_new(uint32_t, nranks);
-  for (int i = 0; i < 3; i++) t.x[i] = g_new(uint32_t, nranks);
-  for (int i = 0; i < NSTREAMS; i++) t.gnext[i] = g_new(uint32_t, nranks);
-  for (uint32_t r = 0; r < nranks; r++) {
-    t.tail[r] = t.lastc[r] = FAB_OP_NONE;
-    t.x[0][r] = t.x[1][r] = t.x[2][r] = t.gnext[0][r] = t.gnext[1][r] = FAB_OP_NONE;
-  }
-  size_t nflows = (size_t)(t.pp - 1) * t.m * t.tp * t.dp;
-  t.act = g_new(uint32_t, nflows ? nflows : 1);
-  t.grad = g_new(uint32_t, nflows ? nflows : 1);
-  t.pending = g_new(GArray *, nranks);
-  t.post = g_new(GArray *, nranks);
-  for (uint32_t r = 0; r < nranks; r++) {
-    t.pending[r] = g_array_new(FALSE, FALSE, sizeof(uint32_t));
-    t.post[r] = g_array_new(FALSE, FALSE, sizeof(uint32_t));
-  }
-  t.mem = g_new(uint32_t, nranks);
-  t.eps = g_new(uint32_t, nranks);
-  t.st = g_new(uint32_t, nranks);
-  t.en = g_new(uint32_t, nranks);
-  double colls = 0;
-  gboolean ok = coll_ops(&t, &colls, err);
-  if (ok && est + colls > MAX_OPS)
-    ok = fab_cfg_fail(wl, err, "this training job needs more than %u operations (about %.0f: %u steps x %u "
-                      "microbatches x %u blocks per stage x %u ranks, of which its TP, MoE and DP collectives "
-                      "%.0f); raise chunk (fewer pieces per collective), layer_group (fewer tp/ep collectives) or "
-                      "bucket (fewer dp collectives), or lower channels, steps or microbatches", MAX_OPS,
-                      est + colls, t.steps, t.m, t.nb, nranks, colls);
-  for (uint32_t s = 0; ok && s < t.steps; s++) {
-    t.step = (uint16_t)s;
-    ok = step(&t, err);
-  }
-  fab_train__free(&t);
-  if (!ok) { /* leave d as it was */
-    fab_dag_truncate(d, t.ops0, deps0);
-    g_array_set_size(d->colls, colls0);
-    d->groups = groups0;
-    return FALSE;
-  }
-  FabJobDef *jd = &g_array_index(d->jobs, FabJobDef, job);
-  jd->steps = t.steps;
-  jd->microbatches = t.m;
-  jd->pp = t.pp;
+  fab_training_gen_free(g);
   return TRUE;
 }

@@ -80,4 +80,25 @@ gboolean fab_training_build(const FabTrainIn *in, const FabCfgNode *wl, FabDag *
                             const uint32_t *ranks, uint32_t nranks, uint16_t job, const FabTrainGpu *gpu,
                             GError **err);
 
+/* A training job made as the run goes (the last job of a workload): ops a
+** round at a time, in the same order as fab_training_build makes them (see
+** training.c, "Rounds"). fab_training_begin reads and checks the job as
+** fab_training_build does (every kind of collective it will make is made
+** once and taken back, so nothing fails later) and makes nothing yet;
+** with `unfold`, a job whose stages are alike may be made as it runs
+** (fab_training_gen_unfolds) and has no cap on its operations but what op
+** indices number; otherwise it is capped as a whole. fab_training_gen_more
+** makes rounds until at least `min_ops` ops are made or the job is done:
+** 1 more to come, 0 done, -1 + err (only for a job that does not unfold:
+** past the cap, or a failed expansion; the caller then drops the DAG). */
+typedef struct FabTrainGen FabTrainGen;
+FabTrainGen *fab_training_begin(const FabTrainIn *in, const FabCfgNode *wl, FabDag *d, const FabCollEnv *env,
+                                const uint32_t *ranks, uint32_t nranks, uint16_t job, const FabTrainGpu *gpu,
+                                bool unfold, GError **err);
+int fab_training_gen_more(FabTrainGen *g, uint32_t min_ops, GError **err);
+bool fab_training_gen_unfolds(const FabTrainGen *g);
+double fab_training_gen_estimate(const FabTrainGen *g); /* ops the whole job makes, about */
+uint32_t fab_training_gen_first(const FabTrainGen *g);  /* the job's first op */
+void fab_training_gen_free(FabTrainGen *g);
+
 #endif

@@ -422,40 +422,91 @@ static int job_kind(const FabCfgNode *wl, GError **err) {
   return kind;
 }
 
-/* A collective job made as the run goes (collective.h: FabCollGen): ops a
-** batch, at least. Smaller batches keep less ahead of the run; a ring's
-** layer (one step on every channel) is made whole anyway. */
+/* A collective job (collective.h: FabCollGen) or a training job
+** (training.h: FabTrainGen) made as the run goes: ops a batch, at least.
+** Smaller batches keep less ahead of the run; a ring's layer (one step on
+** every channel) or a training round is made whole anyway. */
 #define BATCH_OPS 4096u
 
 typedef struct Unfold {
-  FabCollGen *g;
-  uint32_t ops0; /* the DAG's length when it began */
+  FabCollGen *g;        /* a collective job's, or */
+  FabTrainGen *tg;      /* a training job's */
+  const FabCfgNode *at; /* the job (for errors while loading) */
+  uint32_t ops0;        /* the DAG's length when it began */
 } Unfold;
 
 static void unfold_free(gpointer p) {
   Unfold *u = p;
+  if (!u) return;
   fab_coll_gen_free(u->g);
+  fab_training_gen_free(u->tg);
   g_free(u);
 }
 
+static bool unfold_done(const Unfold *u) { return u->g ? fab_coll_gen_done(u->g) : !u->tg; }
+
 static void unfold_left(const Unfold *u, FabDag *d) {
-  double made = fab_dag_len(d) - u->ops0, est = fab_coll_gen_estimate(u->g);
-  d->more_ops = fab_coll_gen_done(u->g) ? 0 : MAX(est - made, 0);
+  if (unfold_done(u)) {
+    d->more_ops = 0;
+    return;
+  }
+  double made = fab_dag_len(d) - u->ops0, est = u->g ? fab_coll_gen_estimate(u->g) : fab_training_gen_estimate(u->tg);
+  d->more_ops = MAX(est - made, 0);
+}
+
+/* The next batch; false when the job has no more. */
+static bool unfold_step(Unfold *u, uint32_t min_ops) {
+  if (u->g) return fab_coll_gen_more(u->g, min_ops);
+  if (!u->tg) return false;
+  /* a training job that unfolds met every error at its start (training.h) */
+  int more = fab_training_gen_more(u->tg, min_ops, NULL);
+  g_assert(more >= 0);
+  if (!more) { /* done: its state goes now, not with the DAG */
+    fab_training_gen_free(u->tg);
+    u->tg = NULL;
+  }
+  return more > 0;
 }
 
 static bool unfold_more(void *ctx, FabDag *d) {
   Unfold *u = ctx;
-  bool more = fab_coll_gen_more(u->g, BATCH_OPS);
+  bool more = unfold_step(u, BATCH_OPS);
   unfold_left(u, d);
   return more;
 }
 
-/* The rest of a job left to unfold, made now (another job follows it). */
-static void unfold_finish(Unfold **pending) {
-  if (!*pending) return;
-  while (fab_coll_gen_more((*pending)->g, UINT32_MAX)) continue;
-  unfold_free(*pending);
+/* The rest of a job left to unfold, made now (another job follows it): a
+** training job only if its estimate is within the cap of a DAG made whole. */
+static gboolean unfold_finish(Unfold **pending, GError **err) {
+  if (!*pending) return TRUE;
+  Unfold *u = *pending;
+  gboolean ok = TRUE;
+  if (u->tg && fab_training_gen_estimate(u->tg) > FAB_DAG_MAX_OPS - u->ops0)
+    ok = fab_cfg_fail(u->at, err, "this training job needs about %.0f operations: made before the run (another job "
+                      "follows it; only a workload's last job is made as it runs), more than the %u a workload may "
+                      "have", fab_training_gen_estimate(u->tg), FAB_DAG_MAX_OPS);
+  while (ok && unfold_step(u, UINT32_MAX)) continue;
+  unfold_free(u);
   *pending = NULL;
+  return ok;
+}
+
+/* A training job: made whole now when it cannot unfold (its stages
+** differ), else its first batch now and the rest left to *pending. */
+static gboolean read_training(const FabTrainIn *in, const FabCfgNode *wl, const FabWorkloadEnv *env, FabDag *d,
+                              const Job *j, Unfold **pending, GError **err) {
+  FabTrainGpu gpu = {env->gpu_flops, env->gpu_eff, env->gpu_mem_bps};
+  Unfold tu = {.ops0 = fab_dag_len(d), .at = wl};
+  tu.tg = fab_training_begin(in, wl, d, &env->coll, j->ep, j->n, j->id, &gpu, TRUE, err);
+  if (!tu.tg) return FALSE;
+  if (!fab_training_gen_unfolds(tu.tg)) { /* made whole now, capped */
+    int more;
+    while ((more = fab_training_gen_more(tu.tg, UINT32_MAX, err)) > 0) continue;
+    fab_training_gen_free(tu.tg);
+    return more == 0;
+  }
+  if (unfold_step(&tu, BATCH_OPS)) *pending = g_memdup2(&tu, sizeof tu); /* the rest as the run goes */
+  return TRUE;
 }
 
 /* Read one job's map into d. A collective job's expansion may be left to
@@ -544,7 +595,7 @@ static gboolean read_job(const FabCfgNode *wl, const FabWorkloadEnv *env, FabDag
     FabCollSpec c;
     GError *e = NULL;
     spec_from(&c, &j, &in);
-    Unfold u = {NULL, fab_dag_len(d)};
+    Unfold u = {.ops0 = fab_dag_len(d), .at = wl};
     u.g = fab_coll_begin(d, &env->coll, &c, NULL, TRUE, &e);
     if (!u.g) {
       ok = fab_cfg_fail(coll_at(wl), err, "%s", e->message);
@@ -563,8 +614,7 @@ static gboolean read_job(const FabCfgNode *wl, const FabWorkloadEnv *env, FabDag
     else ok = read_ncclt(&j, wl, &in, env, err);
     break;
   case FAB_WL_TRAINING: { /* (a declaration may not follow a label in C11: clang refuses it) */
-    FabTrainGpu gpu = {env->gpu_flops, env->gpu_eff, env->gpu_mem_bps};
-    ok = fab_training_build(&u.t, wl, d, &env->coll, ranks, n, j.id, &gpu, err);
+    ok = read_training(&u.t, wl, env, d, &j, pending, err);
     break;
   }
   }
@@ -590,8 +640,8 @@ FabDag *fab_workload_read(const FabCfgNode *root, const FabWorkloadEnv *env, GEr
     if (fab_cfg_len(wl) > FAB_DAG_MAX_JOBS)
       ok = fab_cfg_fail(wl, err, "%zu jobs: at most %u", fab_cfg_len(wl), FAB_DAG_MAX_JOBS);
     for (size_t i = 0; ok && i < fab_cfg_len(wl); i++) {
-      unfold_finish(&pending); /* only the last job unfolds: the ops keep the order of a DAG made whole */
-      ok = read_job(fab_cfg_at(wl, i), env, d, (uint32_t)i, TRUE, names, &pending, err);
+      ok = unfold_finish(&pending, err); /* only the last job unfolds: the ops keep the order of a DAG made whole */
+      if (ok) ok = read_job(fab_cfg_at(wl, i), env, d, (uint32_t)i, TRUE, names, &pending, err);
     }
   } else {
     ok = read_job(wl, env, d, 0, FALSE, names, &pending, err);
@@ -601,7 +651,7 @@ FabDag *fab_workload_read(const FabCfgNode *root, const FabWorkloadEnv *env, GEr
     fab_dag_set_more(d, unfold_more, pending, unfold_free);
     unfold_left(pending, d);
   } else {
-    unfold_finish(&pending);
+    unfold_free(pending);
   }
   if (ok && !fab_dag_flows(d)) ok = fab_cfg_fail(wl, err, "the workload has no flows");
   if (!ok) {

@@ -64,22 +64,36 @@ struct FabCollect {
   uint32_t *first;      /* per job + 1: the row of its first step */
   bool *whole;          /* per step row: every rank's marks done (not cut by stop_time) */
   uint32_t nrows;
+  uint32_t ncolls, capc; /* collectives recorded, room for them (a DAG made as it runs adds some) */
   uint32_t next;        /* the next op to fold */
 };
 
-FabCollect *fab_collect_new(const FabDag *d) {
-  FabCollect *c = g_new0(FabCollect, 1);
-  uint32_t nc = d->colls->len, nj = d->jobs->len;
-  c->dag = d;
-  c->colls = g_new0(FabCollRec, nc ? nc : 1);
-  c->jobs = g_new0(FabJobRec, nj ? nj : 1);
-  c->open = g_new0(bool, nc ? nc : 1);
-  c->jopen = g_new0(bool, nj ? nj : 1);
-  for (uint32_t k = 0; k < nc; k++) {
+/* A record for each collective the DAG has defined so far. */
+static void sync_colls(FabCollect *c) {
+  const FabDag *d = c->dag;
+  uint32_t nc = d->colls->len;
+  if (nc > c->capc) {
+    uint32_t cap = MAX(nc, 2 * c->capc);
+    c->colls = g_renew(FabCollRec, c->colls, cap);
+    c->open = g_renew(bool, c->open, cap);
+    c->capc = cap;
+  }
+  for (uint32_t k = c->ncolls; k < nc; k++) {
     const FabCollDef *cd = &g_array_index(d->colls, FabCollDef, k);
     c->colls[k] = (FabCollRec){cd->op, cd->algorithm, cd->protocol, cd->tag, cd->bytes, cd->count, cd->dtype_bytes,
                                cd->nranks, cd->root, cd->channels, cd->job, cd->step, FAB_TIME_MAX, 0, 0, 0, 0};
+    c->open[k] = false;
   }
+  c->ncolls = nc;
+}
+
+FabCollect *fab_collect_new(const FabDag *d) {
+  FabCollect *c = g_new0(FabCollect, 1);
+  uint32_t nj = d->jobs->len;
+  c->dag = d;
+  c->jobs = g_new0(FabJobRec, nj ? nj : 1);
+  c->jopen = g_new0(bool, nj ? nj : 1);
+  sync_colls(c);
   for (uint32_t j = 0; j < nj; j++) {
     const FabJobDef *jd = &g_array_index(d->jobs, FabJobDef, j);
     c->jobs[j] = (FabJobRec){jd->name, jd->kind, jd->nranks, 0, 0, 0, FAB_TIME_MAX, 0, 0, NULL};
@@ -175,6 +189,7 @@ static void fold_steps(FabCollect *c, const FabCollectIn *in, uint32_t i, const 
 void fab_collect_fold(FabCollect *c, const FabCollectIn *in, uint32_t to) {
   const FabDag *d = c->dag;
   g_assert(c->next >= fab_dag_base(d) && to <= fab_dag_len(d));
+  sync_colls(c);
   for (uint32_t i = c->next; i < to; i++) {
     const FabOp *o = fab_dag_op(d, i);
     int st = fab_exec_state(in->exec, i);
@@ -186,7 +201,8 @@ void fab_collect_fold(FabCollect *c, const FabCollectIn *in, uint32_t to) {
 }
 
 static void finish_colls_and_jobs(FabCollect *c, FabResults *res) {
-  uint32_t nc = c->dag->colls->len, nj = c->dag->jobs->len;
+  sync_colls(c);
+  uint32_t nc = c->ncolls, nj = c->dag->jobs->len;
   for (uint32_t k = 0; k < nc; k++) {
     if (c->open[k] || c->colls[k].start == FAB_TIME_MAX) c->colls[k].end = 0;
     if (c->colls[k].start == FAB_TIME_MAX) c->colls[k].start = 0;
