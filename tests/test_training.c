@@ -25,25 +25,35 @@ typedef struct Gen {
 static const FabCollEnv env = {.endpoints = 5 + MAXR, .gpus_per_node = 8, .nvl_domain = 0, .net_bps = 400000000000ull,
                                .nvl_bps = 0, .net_lat = 2000000, .nvl_lat = 500000, .reduce_Bps = 0, .collnet = false};
 
-/* Generate `yaml` (a whole scenario; its workload: map is read) on n ranks. */
-/* The cluster's GPU: flops x eff, and 2 TB/s of memory bandwidth. */
-static Gen gen_with(const char *yaml, uint32_t n, double flops, double eff) {
-  FabTrainGpu gpu = {flops, eff, 16000000000000ull};
-  Gen g = {0};
+/* The DAG, job and keys of `yaml` (a whole scenario; its workload: map is
+** read) on n ranks, as the workload reader sets them up; the caller's start
+** is 7000 ps. Returns the workload map; g->ok says whether the keys apply. */
+static const FabCfgNode *prepare(const char *yaml, uint32_t n, Gen *g, FabTrainIn *in, uint16_t *job) {
   GError *e = NULL;
-  g.cfg = fab_cfg_load_string(yaml, "t.yaml", &e);
-  cr_assert_not_null(g.cfg, "%s", e ? e->message : "?");
-  const FabCfgNode *wl = fab_cfg_get(fab_cfg_root(g.cfg), "workload");
+  *g = (Gen){0};
+  g->cfg = fab_cfg_load_string(yaml, "t.yaml", &e);
+  cr_assert_not_null(g->cfg, "%s", e ? e->message : "?");
+  const FabCfgNode *wl = fab_cfg_get(fab_cfg_root(g->cfg), "workload");
   cr_assert_not_null(wl);
-  g.d = fab_dag_new();
+  g->d = fab_dag_new();
   cr_assert_leq(n, MAXR);
   FabJobDef j = {.name = "train", .kind = "training", .nranks = n, .ranks = g_new(uint32_t, n)};
   for (uint32_t i = 0; i < n; i++) j.ranks[i] = EP(i);
-  uint16_t job = fab_dag_job(g.d, &j);
-  /* the job's keys as the workload reader applies them; the caller's start is 7000 ps */
-  FabTrainIn in = {0};
-  g.ok = fab_cfg_apply(wl, NULL, fab_training_schema, &in, &g.err);
-  in.job.start = 7000;
+  *job = fab_dag_job(g->d, &j);
+  *in = (FabTrainIn){0};
+  g->ok = fab_cfg_apply(wl, NULL, fab_training_schema, in, &g->err);
+  in->job.start = 7000;
+  return wl;
+}
+
+/* Generate `yaml` on n ranks, made whole. The cluster's GPU: flops x eff,
+** and 2 TB/s of memory bandwidth. */
+static Gen gen_with(const char *yaml, uint32_t n, double flops, double eff) {
+  FabTrainGpu gpu = {flops, eff, 16000000000000ull};
+  Gen g;
+  FabTrainIn in;
+  uint16_t job;
+  const FabCfgNode *wl = prepare(yaml, n, &g, &in, &job);
   if (g.ok)
     g.ok = fab_training_build(&in, wl, g.d, &env, g_array_index(g.d->jobs, FabJobDef, job).ranks, n, job, &gpu,
                               &g.err);
@@ -770,21 +780,16 @@ static bool tfeed_more(void *ctx, FabDag *d) {
 ** through the DAG's `more` (dag.h's contract checked on every op): the same
 ** ops, fields and dependencies, in the same order. Returns the batches. */
 static uint32_t same_unfolded(const char *yaml, uint32_t n) {
-  Gen w = gen_ok(yaml, n);
-  GError *e = NULL;
-  FabCfg *cfg = fab_cfg_load_string(yaml, "t.yaml", &e);
-  const FabCfgNode *wl = fab_cfg_get(fab_cfg_root(cfg), "workload");
-  FabDag *d = fab_dag_new();
-  FabJobDef j = {.name = "train", .kind = "training", .nranks = n, .ranks = g_new(uint32_t, n)};
-  for (uint32_t i = 0; i < n; i++) j.ranks[i] = EP(i);
-  uint16_t job = fab_dag_job(d, &j);
-  FabTrainIn in = {0};
-  cr_assert(fab_cfg_apply(wl, NULL, fab_training_schema, &in, &e));
-  in.job.start = 7000;
-  FabTrainGpu gpu = {1e12, 0.5, 16000000000000ull};
+  Gen w = gen_ok(yaml, n), u;
+  FabTrainIn in;
+  uint16_t job;
+  const FabCfgNode *wl = prepare(yaml, n, &u, &in, &job);
+  cr_assert(u.ok, "%s", u.err ? u.err->message : "?");
+  FabDag *d = u.d;
+  FabTrainGpu gpu = {1e12, 0.5, 16000000000000ull}; /* gen()'s */
   TFeed f = {fab_training_begin(&in, wl, d, &env, g_array_index(d->jobs, FabJobDef, job).ranks, n, job, &gpu, true,
-                                &e), 0};
-  cr_assert_not_null(f.g, "%s", e ? e->message : "?");
+                                &u.err), 0};
+  cr_assert_not_null(f.g, "%s", u.err ? u.err->message : "?");
   cr_assert(fab_training_gen_unfolds(f.g), "stages alike: it unfolds");
   cr_assert_eq(fab_dag_len(d), 0, "nothing made at the start");
   fab_dag_set_more(d, tfeed_more, &f, NULL);
@@ -799,8 +804,7 @@ static uint32_t same_unfolded(const char *yaml, uint32_t n) {
   double est = fab_training_gen_estimate(f.g), made = fab_dag_len(d);
   cr_assert(est >= 0.5 * made && est <= 2 * made, "the estimate %.0f is not near the %.0f ops made", est, made);
   fab_training_gen_free(f.g);
-  fab_dag_free(d);
-  fab_cfg_free(cfg);
+  done(&u);
   done(&w);
   return f.batches;
 }

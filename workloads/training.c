@@ -754,16 +754,13 @@ int fab_training_gen_more(FabTrainGen *g, uint32_t min_ops, GError **err) {
 
 bool fab_training_gen_unfolds(const FabTrainGen *g) { return g->t.unfold; }
 double fab_training_gen_estimate(const FabTrainGen *g) { return g->t.est; }
-uint32_t fab_training_gen_first(const FabTrainGen *g) { return g->t.ops0; }
 
 gboolean fab_training_build(const FabTrainIn *in, const FabCfgNode *wl, FabDag *d, const FabCollEnv *env,
                             const uint32_t *ranks, uint32_t nranks, uint16_t job, const FabTrainGpu *gpu,
                             GError **err) {
   FabTrainGen *g = fab_training_begin(in, wl, d, env, ranks, nranks, job, gpu, false, err);
   if (!g) return FALSE;
-  int more;
-  while ((more = fab_training_gen_more(g, UINT32_MAX, err)) > 0) continue;
-  if (more < 0) {
+  if (fab_training_gen_more(g, UINT32_MAX, err) < 0) {
     undo(g);
     return FALSE;
   }

@@ -98,7 +98,6 @@ FabTrainGen *fab_training_begin(const FabTrainIn *in, const FabCfgNode *wl, FabD
 int fab_training_gen_more(FabTrainGen *g, uint32_t min_ops, GError **err);
 bool fab_training_gen_unfolds(const FabTrainGen *g);
 double fab_training_gen_estimate(const FabTrainGen *g); /* ops the whole job makes, about */
-uint32_t fab_training_gen_first(const FabTrainGen *g);  /* the job's first op */
 void fab_training_gen_free(FabTrainGen *g);
 
 #endif

@@ -500,8 +500,7 @@ static gboolean read_training(const FabTrainIn *in, const FabCfgNode *wl, const 
   tu.tg = fab_training_begin(in, wl, d, &env->coll, j->ep, j->n, j->id, &gpu, TRUE, err);
   if (!tu.tg) return FALSE;
   if (!fab_training_gen_unfolds(tu.tg)) { /* made whole now, capped */
-    int more;
-    while ((more = fab_training_gen_more(tu.tg, UINT32_MAX, err)) > 0) continue;
+    int more = fab_training_gen_more(tu.tg, UINT32_MAX, err);
     fab_training_gen_free(tu.tg);
     return more == 0;
   }
