@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "workloads/collective.h"
+#include "testdag.h"
 
 #define NR 16
 static uint32_t eps[NR];
@@ -44,20 +45,6 @@ static bool feed_more(void *ctx, FabDag *d) {
   return fab_coll_gen_more(f->g, 8);
 }
 
-/* Every op and dependency of a and b alike. */
-static void same_dag(const FabDag *a, const FabDag *b, const char *what) {
-  cr_assert_eq(fab_dag_len(a), fab_dag_len(b), "%s: %u ops made whole, %u unfolded", what, fab_dag_len(a),
-               fab_dag_len(b));
-  cr_assert_eq(fab_dag_deps_len(a), fab_dag_deps_len(b), "%s: dependency entries", what);
-  for (uint32_t i = 0; i < fab_dag_len(a); i++) {
-    const FabOp *x = fab_dag_op(a, i), *y = fab_dag_op(b, i);
-    cr_assert(memcmp(x, y, sizeof *x) == 0, "%s: op %u differs (kind %u/%u, %u->%u / %u->%u)", what, i, x->kind,
-              y->kind, x->src, x->dst, y->src, y->dst);
-    for (uint32_t k = 0; k < x->ndeps; k++)
-      cr_assert_eq(fab_dag_dep(a, x, k), fab_dag_dep(b, y, k), "%s: op %u's dependency %u", what, i, k);
-  }
-}
-
 /* Expand s whole and unfolded; compare. Returns the unfolded run's batches. */
 static uint32_t compare(const FabCollEnv *env, const FabCollSpec *s, const char *what) {
   FabDag *whole = fab_dag_new(), *lay = fab_dag_new();
@@ -82,7 +69,7 @@ static uint32_t compare(const FabCollEnv *env, const FabCollSpec *s, const char 
   const uint32_t *lend = fab_coll_gen_end(f.g);
   cr_assert_not_null(lend);
   for (uint32_t i = 0; i < s->nranks; i++) cr_assert_eq(lend[i], end[i], "%s: rank %u's END mark", what, i);
-  same_dag(whole, lay, what);
+  testdag_same(whole, lay, what);
   double est = fab_coll_gen_estimate(f.g), made = fab_dag_len(lay);
   cr_assert(est >= 0.5 * made && est <= 4 * made, "%s: the estimate %.0f is not near the %.0f ops made", what, est,
             made);

@@ -8,6 +8,7 @@
 #include "tools/libfabsim/driver.h"
 #include "tools/libfabsim/json.h"
 #include "tools/libfabsim/scenario.h"
+#include "testdag.h"
 
 static const char *src_dir(void) {
   const char *s = getenv("FABSIM_SRC");
@@ -354,6 +355,45 @@ Test(scenario, an_unfolding_collective_runs_as_if_made_whole) {
   cr_assert_eq(fab_dag_len(c->dag), total + 2, "the collective made whole, then the background's two flows");
   fab_scenario_free(c);
   g_free(two);
+}
+
+/* An nccl-tests sweep, the workload's last job, unfolds: its collectives
+** one after another, rings layer by layer (the larger sizes here) and
+** trees made whole (the smaller), every collective defined at load; the
+** same ops as the sweep made whole before the run (when another job follows
+** it), the same JSON as all of it made first. */
+static const char sweep_yaml[] =
+  "name: sweep\nseed: 2\ncluster: {nodes: 8}\n"
+  "fabric: {topology: {kind: leaf-spine, hosts_per_leaf: 4, spines: 2}, link: {bandwidth: 100Gbps, latency: 1us}}\n"
+  "workload:\n"
+  "  - {name: sweep, kind: nccl-tests, op: allreduce, min: 4KiB, max: 64MiB, factor: 128, warmup: 1, iters: 2,"
+  " chunk: 64KiB}\n";
+
+Test(scenario, an_unfolding_nccl_tests_sweep_runs_as_if_made_whole) {
+  FabScenario *a = load_text(sweep_yaml), *b = load_text(sweep_yaml);
+  cr_assert_not_null(a->dag->more, "the sweep unfolds");
+  cr_assert_eq(a->dag->colls->len, 3 * 3, "3 sizes x (1 warm-up + 2 iterations) defined at load");
+  cr_assert_lt(fab_dag_len(a->dag), 4096 + 4096, "a first batch, not the sweep");
+  char *ex = fab_scenario_explain(a);
+  cr_assert(strstr(ex, "collective 2 x allreduce of 67108864 B on 8 ranks: ring, simple"), "%s", ex);
+  cr_assert(strstr(ex, "collective 2 x allreduce of 4096 B on 8 ranks: tree"), "%s", ex);
+  g_free(ex);
+  /* made whole: another job follows it */
+  char *two = g_strconcat(sweep_yaml, "  - {name: bg, kind: flows, flows: [{src: 0, dst: 1, size: 1KiB}]}\n", NULL);
+  FabScenario *c = load_text(two);
+  cr_assert_null(c->dag->more);
+  while (fab_dag_more(b->dag)) continue;
+  FabDag *whole = c->dag;
+  uint32_t n = fab_dag_len(b->dag);
+  cr_assert_eq(fab_dag_len(whole), n + 1, "the sweep made whole, then the background's flow");
+  fab_dag_truncate(whole, n, fab_dag_deps_len(b->dag));
+  g_array_set_size(whole->colls, b->dag->colls->len);
+  testdag_same(whole, b->dag, "an nccl-tests sweep");
+  fab_scenario_free(c);
+  g_free(two);
+  fab_scenario_free(b);
+  b = load_text(sweep_yaml);
+  same_both_ways(a, b, 2);
 }
 
 /* A training job unfolds as it runs (a round at a time: one 1F1B slot of

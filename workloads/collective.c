@@ -852,7 +852,16 @@ FabCollGen *fab_coll_begin(FabDag *d, const FabCollEnv *env, const FabCollSpec *
                     .nranks = n, .root = (c->op == FAB_COLL_BROADCAST || c->op == FAB_COLL_REDUCE) ? (int32_t)c->root : -1,
                     .channels = x->channels, .chunk = x->chunk, .job = c->job, .step = c->step};
   uint32_t ops0 = fab_dag_len(d), deps0 = fab_dag_deps_len(d), colls0 = d->colls->len, groups0 = d->groups;
-  x->coll = fab_dag_coll(d, &def);
+  if (c->def1) { /* defined before: it must be the definition this expansion would make */
+    g_assert(c->def1 <= d->colls->len);
+    const FabCollDef *was = &g_array_index(d->colls, FabCollDef, c->def1 - 1);
+    g_assert(was->bytes == def.bytes && was->channels == def.channels &&
+             was->chunk == def.chunk && g_str_equal(was->algorithm, def.algorithm) &&
+             g_str_equal(was->protocol, def.protocol) && was->nranks == def.nranks);
+    x->coll = (int32_t)c->def1 - 1;
+  } else {
+    x->coll = fab_dag_coll(d, &def);
+  }
   /* the estimate is a bound; this is the backstop */
   x->limit = lay ? FAB_DEP_SENT - 1 : ops0 + FAB_COLL_MAX_OPS + 4 * n;
   x->ready = g_new(uint32_t, n);

@@ -125,6 +125,9 @@ typedef struct FabCollSpec {
   bool cta_zero;            /* NCCL_CTA_POLICY=ZERO with symmetric-registered buffers (nccl-tests -x 2 -R 2):
                             ** allgather and all-to-all inside one NVLink domain run on the copy engines (ce),
                             ** whatever the algorithm, as NCCL takes that path before any algorithm choice */
+  uint32_t def1;            /* 0: the expansion defines its FabCollDef; else the index + 1 of one defined before
+                            ** with the same choices (an nccl-tests sweep made as it runs lists every collective
+                            ** from the start) */
 } FabCollSpec;
 
 /* Expand `c` into `d`. start[i] (NULL, or entries FAB_OP_NONE: none) is the

@@ -297,11 +297,138 @@ static uint64_t ncclt_size(FabCollOp op, uint64_t want, uint32_t dt, uint32_t n)
   }
 }
 
+/* A collective job (collective.h: FabCollGen), a training job
+** (training.h: FabTrainGen) or an nccl-tests sweep (Sweep) made as the run goes: ops a batch, at least.
+** Smaller batches keep less ahead of the run; a ring's layer (one step on
+** every channel) or a training round is made whole anyway. */
+#define BATCH_OPS 4096u
+
 /* kind: nccl-tests: sizes one after another; within a size, `warmup` then
 ** `iters` back to back on each rank (the next waits for the rank's previous
-** one, as on one CUDA stream); between sizes all ranks meet. */
+** one, as on one CUDA stream), the warm-up's end a meeting of all ranks;
+** between sizes all ranks meet. Made whole before the run, or, as the
+** workload's last job, as the run goes (Sweep). */
+typedef struct Sweep {
+  FabDag *d;
+  FabCollEnv env;   /* a copy: the loader's is gone before the run ends */
+  FabCollSpec c;    /* the job's; bytes and tag set per collective */
+  uint64_t *bytes;  /* per size (each at least an element per rank) */
+  uint32_t nsizes, warmup, iters;
+  bool unfold;      /* rings made layer by layer, every definition made at load */
+  uint32_t k, it;   /* the next collective: size k, iteration it */
+  uint32_t def;     /* its definition (unfold) */
+  FabCollGen *g;    /* the one under way */
+  uint32_t *prev;   /* what each rank waits for before the next */
+  double est;       /* ops in all, about */
+} Sweep;
+
+static void sweep_free(Sweep *s) {
+  if (!s) return;
+  fab_coll_gen_free(s->g);
+  g_free(s->bytes);
+  g_free(s->prev);
+  g_free(s);
+}
+
+static const char *sweep_tag(const Sweep *s, uint32_t it) { return it < s->warmup ? "nccl-tests-warmup" : "nccl-tests"; }
+
+/* The collective under way has ended: the next waits for its ends, and at
+** the warm-up's end and a size's end for all ranks to meet. */
+static void sweep_ended(Sweep *s) {
+  memcpy(s->prev, fab_coll_gen_end(s->g), sizeof(uint32_t) * s->c.nranks);
+  fab_coll_gen_free(s->g);
+  s->g = NULL;
+  bool last = ++s->it == s->warmup + s->iters;
+  if (s->it == s->warmup || last) {
+    uint32_t join = fab_dag_mark(s->d, s->c.ranks[0], FAB_MARK_JOIN, s->c.job, -1, s->prev, s->c.nranks);
+    for (uint32_t i = 0; i < s->c.nranks; i++) s->prev[i] = join;
+  }
+  if (last) s->it = 0, s->k++;
+}
+
+/* At least min_ops more ops (collectives made whole count whole). 1: more
+** to come, 0: the sweep is made, -1 + err: an expansion failed (only made
+** whole: a sweep that unfolds began every size at load). */
+static int sweep_more(Sweep *s, uint32_t min_ops, GError **err) {
+  const uint32_t from = fab_dag_len(s->d);
+  while (fab_dag_len(s->d) - from < min_ops) {
+    if (!s->g) {
+      if (s->k == s->nsizes) return 0;
+      s->c.bytes = s->bytes[s->k];
+      s->c.tag = sweep_tag(s, s->it);
+      s->c.def1 = s->unfold ? ++s->def : 0;
+      s->g = fab_coll_begin(s->d, &s->env, &s->c, s->prev, s->unfold, err);
+      if (!s->g) {
+        g_assert(!s->unfold);
+        return -1;
+      }
+    } else if (fab_coll_gen_more(s->g, min_ops - (fab_dag_len(s->d) - from))) {
+      continue;
+    }
+    if (fab_coll_gen_done(s->g)) sweep_ended(s);
+  }
+  return s->g || s->k < s->nsizes;
+}
+
+/* Checks every size (one collective of each begun and taken back) and
+** what the sweep will make, before any of it is kept; with `unfold`, defines
+** every collective of the sweep (the results and validate --explain list
+** them from the start). NULL + err on bad input. */
+static Sweep *sweep_begin(FabDag *d, const FabCollEnv *env, const FabCollSpec *c, const uint64_t *bytes,
+                          uint32_t nsizes, uint32_t warmup, uint32_t iters, bool unfold, const FabCfgNode *wl,
+                          GError **err) {
+  Sweep *s = g_new0(Sweep, 1);
+  *s = (Sweep){.d = d, .env = *env, .c = *c, .bytes = g_memdup2(bytes, sizeof(uint64_t) * nsizes), .nsizes = nsizes,
+               .warmup = warmup, .iters = iters, .unfold = unfold, .prev = g_new(uint32_t, c->nranks),
+               .def = d->colls->len};
+  for (uint32_t i = 0; i < c->nranks; i++) s->prev[i] = FAB_OP_NONE;
+  GArray *defs = g_array_new(FALSE, FALSE, sizeof(FabCollDef));
+  const double cap = unfold ? FAB_COLL_UNFOLD_MAX_OPS : FAB_DAG_MAX_OPS;
+  double need = fab_dag_len(d);
+  for (uint32_t k = 0; k < nsizes; k++) {
+    GError *e = NULL;
+    uint32_t ops0 = fab_dag_len(d), deps0 = fab_dag_deps_len(d), colls0 = d->colls->len, groups0 = d->groups;
+    s->c.bytes = bytes[k];
+    s->c.tag = "nccl-tests";
+    FabCollGen *g = fab_coll_begin(d, &s->env, &s->c, s->prev, unfold, &e);
+    if (!g) {
+      fab_cfg_fail(coll_at(wl), err, "%s", e->message);
+      g_error_free(e);
+      break;
+    }
+    need += (fab_coll_gen_done(g) ? fab_dag_len(d) - ops0 : fab_coll_gen_estimate(g)) * (warmup + iters) + 2;
+    fab_coll_gen_free(g);
+    g_array_append_val(defs, g_array_index(d->colls, FabCollDef, colls0));
+    fab_dag_truncate(d, ops0, deps0);
+    g_array_set_size(d->colls, colls0);
+    d->groups = groups0;
+    if (need > cap) {
+      fab_cfg_fail(wl, err, "the sweep needs more than %.0f operations (%.0f by the end of %" G_GUINT64_FORMAT " B)%s: "
+                   "fewer sizes, iters or warmup, or a larger chunk", cap, need, bytes[k],
+                   unfold ? ", more than a run can number even made as it goes" : "");
+      break;
+    }
+  }
+  if (defs->len < nsizes) {
+    g_array_free(defs, TRUE);
+    sweep_free(s);
+    return NULL;
+  }
+  for (uint32_t k = 0; unfold && k < nsizes; k++)
+    for (uint32_t it = 0; it < warmup + iters; it++) {
+      FabCollDef def = g_array_index(defs, FabCollDef, k);
+      def.tag = sweep_tag(s, it);
+      fab_dag_coll(d, &def);
+    }
+  g_array_free(defs, TRUE);
+  s->est = need - fab_dag_len(d);
+  /* made as it runs, its collectives are those begun here: any warning they give was given now, at load */
+  if (unfold) s->env.warnings = NULL;
+  return s;
+}
+
 static gboolean read_ncclt(Job *j, const FabCfgNode *wl, const WorkloadIn *in, const FabWorkloadEnv *env,
-                           GError **err) {
+                           bool last, Sweep **unfolding, GError **err) {
   GArray *sizes = g_array_new(FALSE, FALSE, sizeof(uint64_t));
   gboolean ok = TRUE;
   uint32_t dt = dtype_size[in->dtype];
@@ -336,68 +463,28 @@ static gboolean read_ncclt(Job *j, const FabCfgNode *wl, const WorkloadIn *in, c
     }
   }
   if (ok && sizes->len > 64) ok = fab_cfg_fail(in->sizes ? in->sizes : wl, err, "%u sizes: at most 64", sizes->len);
-  uint32_t *prev = g_new(uint32_t, j->n), *end = g_new(uint32_t, j->n);
-  for (uint32_t i = 0; i < j->n; i++) prev[i] = FAB_OP_NONE;
-  /* What the whole sweep will take, before any of it is kept: one collective of each size is expanded and
-  ** taken back (every iteration of a size expands alike), so a sweep too large is refused at the cost of one
-  ** collective per size, not after millions of operations were built. */
-  uint64_t need = fab_dag_len(j->d);
+  guint runs = 0; /* the sizes of at least an element per rank (nccl-tests skips the others too), in place */
   for (guint k = 0; ok && k < sizes->len; k++) {
     uint64_t bytes = ncclt_size((FabCollOp)in->op, g_array_index(sizes, uint64_t, k), dt, j->n);
-    if (!bytes) continue;
-    FabCollSpec c;
-    GError *e = NULL;
-    uint32_t ops0 = fab_dag_len(j->d), deps0 = fab_dag_deps_len(j->d), colls0 = j->d->colls->len, groups0 = j->d->groups;
-    spec_from(&c, j, in);
-    c.bytes = bytes;
-    c.tag = "nccl-tests";
-    if (fab_coll_expand(j->d, &env->coll, &c, prev, end, &e) < 0) {
-      ok = fab_cfg_fail(coll_at(wl), err, "%s", e->message);
-      g_error_free(e);
-      break;
-    }
-    need += (uint64_t)(fab_dag_len(j->d) - ops0) * (in->warmup + in->iters) + 2; /* and the meeting marks */
-    fab_dag_truncate(j->d, ops0, deps0);
-    g_array_set_size(j->d->colls, colls0);
-    j->d->groups = groups0;
-    if (need > FAB_DAG_MAX_OPS)
-      ok = fab_cfg_fail(wl, err, "the sweep needs more than %u operations (%" G_GUINT64_FORMAT " by the end of "
-                        "%" G_GUINT64_FORMAT " B): fewer sizes, iters or warmup, or a larger chunk", FAB_DAG_MAX_OPS,
-                        need, bytes);
-  }
-  uint32_t runs = 0;
-  for (guint k = 0; ok && k < sizes->len; k++) {
-    uint64_t bytes = ncclt_size((FabCollOp)in->op, g_array_index(sizes, uint64_t, k), dt, j->n);
-    if (!bytes) continue; /* less than an element per rank: nccl-tests skips it too */
-    for (uint64_t it = 0; ok && it < in->warmup + in->iters; it++) {
-      FabCollSpec c;
-      GError *e = NULL;
-      spec_from(&c, j, in);
-      c.bytes = bytes;
-      c.tag = it < in->warmup ? "nccl-tests-warmup" : "nccl-tests";
-      if (fab_coll_expand(j->d, &env->coll, &c, prev, end, &e) < 0) {
-        ok = fab_cfg_fail(coll_at(wl), err, "%s", e->message);
-        g_error_free(e);
-        break;
-      }
-      memcpy(prev, end, sizeof(uint32_t) * j->n);
-      if (it + 1 == in->warmup) { /* timing starts after the warm-up, all ranks together (a barrier) */
-        uint32_t join = fab_dag_mark(j->d, j->ep[0], FAB_MARK_JOIN, j->id, -1, prev, j->n);
-        for (uint32_t i = 0; i < j->n; i++) prev[i] = join;
-      }
-    }
-    if (!ok) break;
-    /* all ranks meet before the next size */
-    uint32_t join = fab_dag_mark(j->d, j->ep[0], FAB_MARK_JOIN, j->id, -1, prev, j->n);
-    for (uint32_t i = 0; i < j->n; i++) prev[i] = join;
-    runs++;
+    if (bytes) g_array_index(sizes, uint64_t, runs++) = bytes;
   }
   if (ok && !runs)
     ok = fab_cfg_fail(wl, err, "every size is below one %u-byte element per rank on %u ranks", dt, j->n);
-  g_free(prev);
-  g_free(end);
+  FabCollSpec c;
+  spec_from(&c, j, in);
+  Sweep *s = ok ? sweep_begin(j->d, &env->coll, &c, (const uint64_t *)sizes->data, runs, (uint32_t)in->warmup,
+                              (uint32_t)in->iters, last, wl, err)
+                : NULL;
   g_array_free(sizes, TRUE);
-  return ok;
+  if (!s) return FALSE;
+  GError *e = NULL;
+  int more = sweep_more(s, last ? BATCH_OPS : UINT32_MAX, &e);
+  if (more > 0) *unfolding = s; /* the rest as the run goes */
+  else sweep_free(s);
+  if (more >= 0) return TRUE;
+  fab_cfg_fail(coll_at(wl), err, "%s", e->message);
+  g_error_free(e);
+  return FALSE;
 }
 
 /* The kind a job map names, and its keys checked against the kind's schema
@@ -422,15 +509,11 @@ static int job_kind(const FabCfgNode *wl, GError **err) {
   return kind;
 }
 
-/* A collective job (collective.h: FabCollGen) or a training job
-** (training.h: FabTrainGen) made as the run goes: ops a batch, at least.
-** Smaller batches keep less ahead of the run; a ring's layer (one step on
-** every channel) or a training round is made whole anyway. */
-#define BATCH_OPS 4096u
 
 typedef struct Unfold {
   FabCollGen *g;        /* a collective job's, or */
-  FabTrainGen *tg;      /* a training job's */
+  FabTrainGen *tg;      /* a training job's, or */
+  Sweep *sw;            /* an nccl-tests job's */
   const FabCfgNode *at; /* the job (for errors while loading) */
   uint32_t ops0;        /* the DAG's length when it began */
 } Unfold;
@@ -440,23 +523,31 @@ static void unfold_free(gpointer p) {
   if (!u) return;
   fab_coll_gen_free(u->g);
   fab_training_gen_free(u->tg);
+  sweep_free(u->sw);
   g_free(u);
 }
 
-static bool unfold_done(const Unfold *u) { return u->g ? fab_coll_gen_done(u->g) : !u->tg; }
+static bool unfold_done(const Unfold *u) { return u->g ? fab_coll_gen_done(u->g) : !u->tg && !u->sw; }
 
 static void unfold_left(const Unfold *u, FabDag *d) {
   if (unfold_done(u)) {
     d->more_ops = 0;
     return;
   }
-  double made = fab_dag_len(d) - u->ops0, est = u->g ? fab_coll_gen_estimate(u->g) : fab_training_gen_estimate(u->tg);
+  double made = fab_dag_len(d) - u->ops0;
+  double est = u->g ? fab_coll_gen_estimate(u->g) : u->tg ? fab_training_gen_estimate(u->tg) : u->sw->est;
   d->more_ops = MAX(est - made, 0);
 }
 
 /* The next batch; false when the job has no more. */
 static bool unfold_step(Unfold *u, uint32_t min_ops) {
   if (u->g) return fab_coll_gen_more(u->g, min_ops);
+  if (u->sw) { /* a sweep that unfolds began every size at load: nothing fails */
+    int more = sweep_more(u->sw, min_ops, NULL);
+    g_assert(more >= 0);
+    if (!more) sweep_free(u->sw), u->sw = NULL;
+    return more > 0;
+  }
   if (!u->tg) return false;
   /* a training job that unfolds met every error at its start (training.h) */
   int more = fab_training_gen_more(u->tg, min_ops, NULL);
@@ -511,7 +602,7 @@ static gboolean read_training(const FabTrainIn *in, const FabCfgNode *wl, const 
 /* Read one job's map into d. A collective job's expansion may be left to
 ** unfold (*pending): the caller makes the rest, or has the run make it. */
 static gboolean read_job(const FabCfgNode *wl, const FabWorkloadEnv *env, FabDag *d, uint32_t index,
-                         gboolean several, GHashTable *names, Unfold **pending, GError **err) {
+                         gboolean several, bool last, GHashTable *names, Unfold **pending, GError **err) {
   union {
     FabJobIn job;
     WorkloadIn w;
@@ -610,7 +701,11 @@ static gboolean read_job(const FabCfgNode *wl, const FabWorkloadEnv *env, FabDag
     if (n < 2) ok = fab_cfg_fail(at, err, "a collective needs at least 2 ranks");
     else if (in.root >= n)
       ok = fab_cfg_fail(fab_cfg_get(wl, "root"), err, "root %" G_GUINT64_FORMAT " is not a rank (0..%u)", in.root, n - 1);
-    else ok = read_ncclt(&j, wl, &in, env, err);
+    else {
+      Unfold nu = {.ops0 = fab_dag_len(d), .at = wl};
+      ok = read_ncclt(&j, wl, &in, env, last, &nu.sw, err);
+      if (ok && nu.sw) *pending = g_memdup2(&nu, sizeof nu);
+    }
     break;
   case FAB_WL_TRAINING: { /* (a declaration may not follow a label in C11: clang refuses it) */
     ok = read_training(&u.t, wl, env, d, &j, pending, err);
@@ -640,10 +735,10 @@ FabDag *fab_workload_read(const FabCfgNode *root, const FabWorkloadEnv *env, GEr
       ok = fab_cfg_fail(wl, err, "%zu jobs: at most %u", fab_cfg_len(wl), FAB_DAG_MAX_JOBS);
     for (size_t i = 0; ok && i < fab_cfg_len(wl); i++) {
       ok = unfold_finish(&pending, err); /* only the last job unfolds: the ops keep the order of a DAG made whole */
-      if (ok) ok = read_job(fab_cfg_at(wl, i), env, d, (uint32_t)i, TRUE, names, &pending, err);
+      if (ok) ok = read_job(fab_cfg_at(wl, i), env, d, (uint32_t)i, TRUE, i + 1 == fab_cfg_len(wl), names, &pending, err);
     }
   } else {
-    ok = read_job(wl, env, d, 0, FALSE, names, &pending, err);
+    ok = read_job(wl, env, d, 0, FALSE, true, names, &pending, err);
   }
   g_hash_table_destroy(names);
   if (ok && pending) {
