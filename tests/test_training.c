@@ -116,6 +116,20 @@ static gboolean depends_on(const FabDag *d, uint32_t op, uint32_t on) {
   return FALSE;
 }
 
+/* Whether a collective's BEGIN mark enters after `on`: directly, or
+** through the JOIN of what it was ready on and the END of the collective
+** before it on its communicator (a bucket collective, training.c: Streams). */
+static gboolean enters_after(const FabDag *d, uint32_t begin, uint32_t on) {
+  if (depends_on(d, begin, on)) return TRUE;
+  const FabOp *b = fab_dag_op(d, begin);
+  for (uint32_t k = 0; k < b->ndeps; k++) {
+    uint32_t j = fab_dag_dep(d, b, k) & ~FAB_DEP_SENT;
+    const FabOp *o = fab_dag_op(d, j);
+    if (o->kind == FAB_OP_MARK && o->mark == FAB_MARK_JOIN && depends_on(d, j, on)) return TRUE;
+  }
+  return FALSE;
+}
+
 /* Collectives with `tag` (and op, unless NULL). */
 static uint32_t count_colls(const FabDag *d, const char *tag, const char *op) {
   uint32_t n = 0;
@@ -522,7 +536,10 @@ Test(training, dp_buckets_without_overlap) {
       uint32_t last_bwd = comp[(i / 4) * 17 + 15], opt = comp[(i / 4) * 17 + 16];
       cr_assert_eq(fab_dag_op(g.d, last_bwd)->mark, FAB_PHASE_BWD);
       uint32_t b = coll_mark(g.d, c[i], FAB_MARK_COLL_BEGIN, EP(r));
-      cr_assert(depends_on(g.d, b, last_bwd), "bucket %u on rank %u does not wait for the backward", i, r);
+      cr_assert(enters_after(g.d, b, last_bwd), "bucket %u on rank %u does not wait for the backward", i, r);
+      if (i % 4) /* one after another on the communicator */
+        cr_assert(enters_after(g.d, b, coll_mark(g.d, c[i - 1], FAB_MARK_COLL_END, EP(r))),
+                  "bucket %u on rank %u does not wait for bucket %u", i, r, i - 1);
       cr_assert(depends_on(g.d, opt, coll_mark(g.d, c[i], FAB_MARK_COLL_END, EP(r))),
                 "the optimizer does not wait for bucket %u on rank %u", i, r);
     }
@@ -539,9 +556,19 @@ Test(training, dp_buckets_with_overlap) {
     uint32_t comp[20];
     cr_assert_eq(computes_of(g.d, EP(r), comp, 20), 17);
     for (uint32_t i = 0; i < 4; i++) {
+      /* bucket 0 enters after its backward; a later one after a JOIN of its backward and the bucket before */
       uint32_t b = coll_mark(g.d, c[i], FAB_MARK_COLL_BEGIN, EP(r));
       cr_assert_eq(fab_dag_op(g.d, b)->ndeps, 1);
-      cr_assert_eq(fab_dag_dep(g.d, fab_dag_op(g.d, b), 0), comp[12 + i], "bucket %u on rank %u", i, r);
+      uint32_t on = fab_dag_dep(g.d, fab_dag_op(g.d, b), 0);
+      if (!i) {
+        cr_assert_eq(on, comp[12], "bucket 0 on rank %u", r);
+        continue;
+      }
+      const FabOp *j = fab_dag_op(g.d, on);
+      cr_assert(j->kind == FAB_OP_MARK && j->mark == FAB_MARK_JOIN && j->ndeps == 2, "bucket %u on rank %u", i, r);
+      cr_assert_eq(fab_dag_dep(g.d, j, 0), comp[12 + i], "bucket %u on rank %u: its backward", i, r);
+      cr_assert_eq(fab_dag_dep(g.d, j, 1), coll_mark(g.d, c[i - 1], FAB_MARK_COLL_END, EP(r)),
+                   "bucket %u on rank %u: the bucket before", i, r);
     }
   }
   done(&g);
@@ -556,7 +583,8 @@ Test(training, dp_buckets_with_overlap) {
   for (uint32_t i = 0; i < 3; i++) {
     cr_assert_eq(g_array_index(g.d->colls, FabCollDef, c[i]).bytes, bytes[i]);
     uint32_t b = coll_mark(g.d, c[i], FAB_MARK_COLL_BEGIN, EP(2));
-    cr_assert_eq(fab_dag_dep(g.d, fab_dag_op(g.d, b), 0), comp[at[i]], "bucket %u", i);
+    uint32_t on = fab_dag_dep(g.d, fab_dag_op(g.d, b), 0);
+    cr_assert_eq(i ? fab_dag_dep(g.d, fab_dag_op(g.d, on), 0) : on, comp[at[i]], "bucket %u", i);
   }
   done(&g);
 }
@@ -687,11 +715,17 @@ Test(training, zero1_reduce_scatter_then_allgather) {
     if (fab_dag_op(g.d, i)->kind == FAB_OP_MARK && fab_dag_op(g.d, i)->mark == FAB_MARK_STEP_END &&
         fab_dag_op(g.d, i)->src == EP(0))
       end = i;
+  int32_t rs[8];
+  cr_assert_eq(colls_tagged(g.d, "dp", rs, 8), 4);
+  const uint32_t end_rs = coll_mark(g.d, rs[3], FAB_MARK_COLL_END, EP(0));
   for (uint32_t i = 0; i < 4; i++) {
     const FabCollDef *def = &g_array_index(g.d->colls, FabCollDef, c[i]);
     cr_assert_str_eq(def->op, "allgather");
     cr_assert_eq(def->bytes, 98304);
-    cr_assert(depends_on(g.d, coll_mark(g.d, c[i], FAB_MARK_COLL_BEGIN, EP(0)), comp[8]));
+    uint32_t b = coll_mark(g.d, c[i], FAB_MARK_COLL_BEGIN, EP(0));
+    cr_assert(enters_after(g.d, b, comp[8]), "allgather %u after the optimizer", i);
+    /* after the last reduce-scatter, then one after another */
+    cr_assert(enters_after(g.d, b, i ? coll_mark(g.d, c[i - 1], FAB_MARK_COLL_END, EP(0)) : end_rs), "allgather %u", i);
     cr_assert(depends_on(g.d, end, coll_mark(g.d, c[i], FAB_MARK_COLL_END, EP(0))));
   }
   done(&g);

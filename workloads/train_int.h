@@ -80,7 +80,7 @@ typedef struct Train {
   GArray **pending;    /* per rank: ops the optimizer waits for */
   GArray **post;       /* per rank: ops the step end waits for */
   int32_t coll_fwd_base, coll_bwd_base; /* FabCollDef of the pp transfers of this step, per boundary */
-  uint32_t *mem, *eps, *st, *en; /* scratch, nranks each */
+  uint32_t *mem, *eps, *st, *en; /* scratch, nranks each (en: what a queued collective's ranks enter after) */
   uint32_t ops0;       /* ops in d before this job */
   uint64_t ops_by[4];  /* ops added by the collectives tagged tp, ep, dp, zero (for the guard's message) */
   /* the rounds (training.c: "Rounds") */
@@ -89,7 +89,11 @@ typedef struct Train {
   uint32_t slot;       /* the step's next 1F1B position */
   uint8_t *fdone, *bdone; /* [pp * m] this step's forward / backward items made */
   GPtrArray *active;   /* Active *: expansions made a layer a round, in the order they began */
-  uint32_t *busy;      /* per rank: its active expansions */
+  uint32_t *busy;      /* per rank: its active expansions and its collectives queued on a communicator */
+  GQueue **dpq;        /* [pp * NSTREAMS]: bucket collectives waiting for the one before them on their stage's
+                       ** dp (edp) communicators, in the order they were ready (training.c: "Streams") */
+  uint32_t *dprun;     /* [pp * NSTREAMS]: that communicator's rings being made */
+  uint32_t *dpend[NSTREAMS]; /* per rank: its last bucket collective's END this step (FAB_OP_NONE: none) */
   uint8_t *state;      /* per rank: RS_* once the step's items are made */
   uint32_t *opt;       /* per rank: this step's optimizer op */
   uint8_t *gathered;   /* per stage: its ZeRO-1/2 allgathers begun */

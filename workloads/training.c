@@ -53,6 +53,8 @@
 ** ceil(bytes / bucket) per group. A bucket is ready when the last
 ** microbatch's backward of the block holding its last byte is done
 ** (overlap: true), or when the whole backward is (overlap: false).
+** A stage's bucket collectives run one after another on their
+** communicator, in the order they are ready ("Streams" below).
 **   zero 0   allreduce per bucket; the optimizer waits for all of them;
 **   zero 1,2 reduce-scatter per bucket, the optimizer, then an allgather
 **            per bucket of the updated parameters (2 differs from 1 only in
@@ -155,6 +157,7 @@ static void absorb(Train *t, uint32_t r) {
 typedef struct Active {
   FabCollGen *g;
   GArray **collect;
+  uint32_t q;     /* its communicator's queue (dpq index), or UINT32_MAX: not a bucket collective */
   uint32_t n;
   uint32_t mem[]; /* its job ranks */
 } Active;
@@ -171,9 +174,11 @@ static void ends(Train *t, const uint32_t *mem, uint32_t n, const uint32_t *en, 
 ** from[r]; its end goes to to[r] (if to) and onto collect[r] (if collect).
 ** Groups of one rank do nothing. One whose ends only go onto collect[] (the
 ** DP and ZeRO collectives the optimizer and the step's end wait for) is
-** made a layer a round when it is a ring (t->active); the others at once. */
-static gboolean coll(Train *t, int gk, uint32_t s, FabCollOp op, uint64_t bytes, const char *tag,
-                     const uint32_t *from, uint32_t *to, GArray **collect, GError **err) {
+** made a layer a round when it is a ring (t->active); the others at once.
+** q: a bucket collective's communicator queue (its ends become the ranks'
+** dpend, its rings count in dprun), or UINT32_MAX. */
+static gboolean coll_q(Train *t, int gk, uint32_t s, FabCollOp op, uint64_t bytes, const char *tag,
+                       const uint32_t *from, uint32_t *to, GArray **collect, uint32_t q, GError **err) {
   if (!bytes) return TRUE;
   for (uint32_t g = 0; g < ngroups(t, gk); g++) {
     uint32_t n = members(t, gk, s, g, t->mem);
@@ -202,21 +207,89 @@ static gboolean coll(Train *t, int gk, uint32_t s, FabCollOp op, uint64_t bytes,
     for (int i = 0; i < 4; i++) t->ops_by[i] += (tag == tags[i]) * made;
     if (fab_coll_gen_done(cg)) {
       ends(t, t->mem, n, fab_coll_gen_end(cg), to, collect);
+      if (q != UINT32_MAX) ends(t, t->mem, n, fab_coll_gen_end(cg), t->dpend[q % NSTREAMS], NULL);
       fab_coll_gen_free(cg);
     } else {
       Active *a = g_malloc(sizeof *a + n * sizeof(uint32_t));
-      *a = (Active){cg, collect, n};
+      *a = (Active){cg, collect, q, n};
       memcpy(a->mem, t->mem, n * sizeof(uint32_t));
       for (uint32_t i = 0; i < n; i++) t->busy[t->mem[i]]++;
       g_ptr_array_add(t->active, a);
+      if (q != UINT32_MAX) t->dprun[q]++;
     }
     if (!t->unfold && too_many(t, err)) return FALSE;
   }
   return TRUE;
 }
 
+static gboolean coll(Train *t, int gk, uint32_t s, FabCollOp op, uint64_t bytes, const char *tag,
+                     const uint32_t *from, uint32_t *to, GArray **collect, GError **err) {
+  return coll_q(t, gk, s, op, bytes, tag, from, to, collect, UINT32_MAX, err);
+}
+
 /* A stream's collectives over the rank's stream group (dp or edp). */
 static inline int stream_group(int st) { return st == DENSE ? GK_DP : GK_EDP; }
+
+/* Streams. A stage's bucket collectives (the DP allreduces, ZeRO-1/2's
+** reduce-scatters and the allgathers after the optimizer) run one after
+** another on their dp (edp) communicator, in the order they are ready, as
+** DDP issues its buckets and NCCL runs a communicator's collectives on its
+** stream: one ready while the one before it is still being made waits in
+** the queue (and counts as busy for its ranks); it begins in the round the
+** one before it is made to its end, its ranks entering after both what it
+** was ready on and that end. Every stage's buckets are ready in the same
+** round (the step's last slot) and its chains are alike, so every rank's
+** last one still ends in the same round. ZeRO-3's per-block collectives
+** are not queued. */
+typedef struct Queued {
+  FabCollOp op;
+  uint64_t bytes;
+  const char *tag;
+  GArray **collect;
+  uint32_t from[]; /* per rank of the stage: what it was ready on */
+} Queued;
+
+/* Begin a bucket collective of queue q (stage q / NSTREAMS) now: each rank
+** enters after from[r] and its last bucket collective's end. */
+static gboolean stream_begin(Train *t, uint32_t q, FabCollOp op, uint64_t bytes, const char *tag,
+                             const uint32_t *from, GArray **collect, GError **err) {
+  const uint32_t s = q / NSTREAMS, st = q % NSTREAMS, nq = t->tp * t->dp;
+  for (uint32_t r = s * nq; r < (s + 1) * nq; r++) {
+    uint32_t deps[2] = {from[r - s * nq], t->dpend[st][r]};
+    t->en[r] = deps[1] == FAB_OP_NONE ? deps[0] : mark(t, r, FAB_MARK_JOIN, deps, 2);
+  }
+  return coll_q(t, stream_group((int)st), s, op, bytes, tag, t->en, NULL, collect, q, err);
+}
+
+/* A bucket collective of stage s on stream st, ready now: ranks enter
+** after from[r] (job ranks). Begun at once, or queued. */
+static gboolean stream_coll(Train *t, int st, uint32_t s, FabCollOp op, uint64_t bytes, const char *tag,
+                            const uint32_t *from, GArray **collect, GError **err) {
+  const uint32_t q = s * NSTREAMS + (uint32_t)st, nq = t->tp * t->dp;
+  if (!bytes) return TRUE;
+  if (!t->dprun[q] && g_queue_is_empty(t->dpq[q]))
+    return stream_begin(t, q, op, bytes, tag, from + s * nq, collect, err);
+  Queued *e = g_malloc(sizeof *e + nq * sizeof(uint32_t));
+  *e = (Queued){op, bytes, tag, collect};
+  memcpy(e->from, from + s * nq, nq * sizeof(uint32_t));
+  g_queue_push_tail(t->dpq[q], e);
+  for (uint32_t r = s * nq; r < (s + 1) * nq; r++) t->busy[r]++;
+  return TRUE;
+}
+
+/* Begin what waits on communicators whose collective before is made. */
+static gboolean stream_next(Train *t, GError **err) {
+  const uint32_t nq = t->tp * t->dp;
+  for (uint32_t q = 0; q < t->pp * NSTREAMS; q++)
+    while (!t->dprun[q] && !g_queue_is_empty(t->dpq[q])) {
+      Queued *e = g_queue_pop_head(t->dpq[q]);
+      for (uint32_t r = q / NSTREAMS * nq; r < (q / NSTREAMS + 1) * nq; r++) t->busy[r]--;
+      gboolean ok = stream_begin(t, q, e->op, e->bytes, e->tag, e->from, e->collect, err);
+      g_free(e);
+      if (!ok) return FALSE;
+    }
+  return TRUE;
+}
 
 /* The operations one group's collective of kind gk on stage s takes: it is
 ** begun and taken back, once per (group kind, op, size) (`seen`); `lay`:
@@ -339,7 +412,7 @@ static gboolean buckets(Train *t, uint32_t s, uint32_t k, GError **err) {
     for (guint i = 0; i < bl->len; i++) {
       const Bucket *bk = &g_array_index(bl, Bucket, i);
       if (k != UINT32_MAX && bk->block != k) continue;
-      if (!coll(t, stream_group(st), s, op, bk->bytes, tags[2], t->lastc, NULL, t->pending, err)) return FALSE;
+      if (!stream_coll(t, st, s, op, bk->bytes, tags[2], t->lastc, t->pending, err)) return FALSE;
     }
   }
   return TRUE;
@@ -475,6 +548,7 @@ static void step_begin(Train *t) {
     g_array_set_size(t->pending[r], 0);
     g_array_set_size(t->post[r], 0);
     t->state[r] = RS_OPT;
+    t->dpend[DENSE][r] = t->dpend[EXPERT][r] = FAB_OP_NONE;
     t->lastc[r] = t->tail[r] = mark(t, r, FAB_MARK_STEP_BEGIN, &t->tail[r], 1);
   }
   memset(t->fdone, 0, (size_t)t->pp * t->m);
@@ -497,8 +571,9 @@ static gboolean slot(Train *t, uint32_t i, GError **err) {
   return TRUE;
 }
 
-/* One layer of every active expansion; those that end hand their ends over. */
-static void advance(Train *t) {
+/* One layer of every active expansion; those that end hand their ends
+** over; then what waited for them on their communicators begins. */
+static gboolean advance(Train *t, GError **err) {
   guint keep = 0;
   for (guint i = 0; i < t->active->len; i++) {
     Active *a = g_ptr_array_index(t->active, i);
@@ -507,11 +582,16 @@ static void advance(Train *t) {
       continue;
     }
     ends(t, a->mem, a->n, fab_coll_gen_end(a->g), NULL, a->collect);
+    if (a->q != UINT32_MAX) {
+      ends(t, a->mem, a->n, fab_coll_gen_end(a->g), t->dpend[a->q % NSTREAMS], NULL);
+      t->dprun[a->q]--;
+    }
     for (uint32_t k = 0; k < a->n; k++) t->busy[a->mem[k]]--;
     fab_coll_gen_free(a->g);
     g_free(a);
   }
   g_ptr_array_set_size(t->active, keep);
+  return stream_next(t, err);
 }
 
 /* Rank r's optimizer: after its tail and everything on pending[r]. */
@@ -545,8 +625,8 @@ static gboolean drain(Train *t, GError **err) {
     for (int st = 0; st < NSTREAMS; st++) {
       GArray *bl = t->buckets[s * NSTREAMS + st];
       for (guint i = 0; i < bl->len; i++)
-        if (!coll(t, stream_group(st), s, FAB_COLL_ALLGATHER, g_array_index(bl, Bucket, i).bytes, tags[3], t->opt,
-                  NULL, t->post, err))
+        if (!stream_coll(t, st, s, FAB_COLL_ALLGATHER, g_array_index(bl, Bucket, i).bytes, tags[3], t->opt, t->post,
+                         err))
           return FALSE;
     }
   }
@@ -561,6 +641,7 @@ static gboolean drain(Train *t, GError **err) {
   }
   if (ended) {
     g_assert(!t->active->len);
+    for (uint32_t q = 0; q < t->pp * NSTREAMS; q++) g_assert(g_queue_is_empty(t->dpq[q]) && !t->dprun[q]);
     t->phase = t->step + 1u < t->steps ? PH_BEGIN : PH_DONE;
     if (t->phase == PH_BEGIN) t->step++;
   }
@@ -578,7 +659,7 @@ static gboolean round_once(Train *t, GError **err) {
     if (!slot(t, t->slot, err)) return FALSE;
     if (++t->slot == 2 * t->m) t->phase = PH_DRAIN;
   }
-  advance(t);
+  if (!advance(t, err)) return FALSE;
   if (t->phase == PH_DRAIN && !drain(t, err)) return FALSE;
   return t->unfold || !too_many(t, err);
 }
@@ -630,6 +711,10 @@ void fab_training_gen_free(FabTrainGen *g) {
   g_free(t->fdone);
   g_free(t->bdone);
   g_free(t->busy);
+  for (uint32_t q = 0; t->dpq && q < t->pp * NSTREAMS; q++) g_queue_free_full(t->dpq[q], g_free);
+  g_free(t->dpq);
+  g_free(t->dprun);
+  for (int i = 0; i < NSTREAMS; i++) g_free(t->dpend[i]);
   g_free(t->state);
   g_free(t->opt);
   g_free(t->gathered);
@@ -715,6 +800,10 @@ FabTrainGen *fab_training_begin(const FabTrainIn *in, const FabCfgNode *wl, FabD
   t->bdone = arr(t->pp * t->m, 1);
   t->gathered = arr(t->pp, 1);
   t->busy = arr(nranks, sizeof(uint32_t));
+  t->dpq = g_new(GQueue *, t->pp * NSTREAMS);
+  for (uint32_t q = 0; q < t->pp * NSTREAMS; q++) t->dpq[q] = g_queue_new();
+  t->dprun = arr(t->pp * NSTREAMS, sizeof(uint32_t));
+  for (int i = 0; i < NSTREAMS; i++) t->dpend[i] = arr(nranks, sizeof(uint32_t));
   t->state = arr(nranks, 1);
   t->opt = arr(nranks, sizeof(uint32_t));
   t->active = g_ptr_array_new();

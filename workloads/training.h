@@ -35,7 +35,8 @@
 **    forward and backward, over the ep group;
 **  - DP: gradients in buckets of `bucket` bytes, each allreduced over the dp
 **    group as soon as the last microbatch's backward has produced it (with
-**    overlap), or all after the backward (without); ZeRO-1/2 reduce-scatter
+**    overlap), or all after the backward (without), one after another on
+**    the dp communicator in the order they are ready; ZeRO-1/2 reduce-scatter
 **    the gradients and allgather the updated parameters; ZeRO-3/FSDP also
 **    allgather each layer's parameters before its forward and backward;
 **  - an optimizer step, then the next step.
