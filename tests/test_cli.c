@@ -500,6 +500,7 @@ Test(cli, run_under_mpirun_is_refused) {
   expect_usage_error(&p);
   expect_err_has(&p, "one of 2 MPI ranks (OMPI_COMM_WORLD_SIZE)");
   expect_err_has(&p, "fabsim sweep");
+  expect_err_has(&p, "--partition N");
   cr_expect_str_empty(p.out, "stdout: %s", p.out);
   proc_clear(&p);
   g_unsetenv("OMPI_COMM_WORLD_SIZE");
@@ -513,6 +514,29 @@ Test(cli, run_under_mpirun_is_refused) {
   p = RUN("run", "--json");
   cr_expect_eq(p.status, 0, "%s: exit %d, stderr:\n%s", p.cmd, p.status, p.err);
   proc_clear(&p);
+}
+
+Test(cli, validate_partition) {
+  /* the quickstart (4 leaves of 8 hosts, 8 spines) cut in two: a leaf group
+  ** pair and 4 spines each, 8 x 2 leaf-spine links cut; too many ranks, or
+  ** none, is a usage error with nothing on stdout */
+  char *q = src_path("scenarios/quickstart.yaml");
+  Proc p = RUN("validate", q, "--partition", "2");
+  cr_expect_eq(p.status, 0, "%s: exit %d, stderr:\n%s", p.cmd, p.status, p.err);
+  cr_expect(g_str_has_prefix(p.out, "partition: 2 ranks; 32 parts that may not be split (NVLink domains and nodes "
+                                    "whole) in 4 leaf groups, cut between them\n"), "%s", p.out);
+  cr_expect(strstr(p.out, "   1         16         6     64  50.0%  16-31\n") != NULL, "%s", p.out);
+  cr_expect(strstr(p.out, "cut: 16 links; lookahead 1.000 us") != NULL, "%s", p.out);
+  cr_expect(strstr(p.out, "not built yet (issue 14)") != NULL, "%s", p.out);
+  proc_clear(&p);
+  p = RUN("validate", q, "--partition", "33");
+  expect_usage_error(&p);
+  expect_err_has(&p, "--partition 33: the fabric has 32 parts that may not be split");
+  proc_clear(&p);
+  p = RUN("validate", q, "--partition", "0");
+  expect_usage_of(&p, "validate", "--partition 0: expected a number of ranks from 1 to 65536");
+  proc_clear(&p);
+  g_free(q);
 }
 
 Test(cli, missing_scenario_file) {

@@ -10,10 +10,11 @@
 #include "tools/libfabsim/driver.h"
 #include "tools/libfabsim/h5out.h"
 #include "tools/libfabsim/json.h"
+#include "tools/libfabsim/partition.h"
 #include "tools/libfabsim/report.h"
 #include "tools/libfabsim/scenario.h"
 
-enum { RUN_JSON, RUN_HDF5, RUN_NO_PROGRESS, RUN_EXPLAIN, RUN_MAX_MEMORY };
+enum { RUN_JSON, RUN_HDF5, RUN_NO_PROGRESS, RUN_EXPLAIN, RUN_MAX_MEMORY, RUN_PARTITION };
 
 #define MAX_MEMORY_OPT                                                                                             \
   {"--max-memory", 0, FAB_OPT_VALUE, RUN_MAX_MEMORY, "SIZE", "a size such as 8GiB", 0, 0,                           \
@@ -40,6 +41,8 @@ static const FabOpt validate_opts[] = {
   {"--seed", 0, FAB_OPT_SEED, 0, "N", "a number", 0, 0, "the same as --set seed=N"},
   {"--explain", 0, FAB_OPT_FLAG, RUN_EXPLAIN, NULL, NULL, 0, 0,
    "print what it expands to (topology, rates, headers, flows, collectives)"},
+  {"--partition", 0, FAB_OPT_UINT, RUN_PARTITION, "N", "a number of ranks from 1 to 65536", 1, 65536,
+   "print how a run over N processes would cut the fabric: the ranks, the cut, its lookahead"},
   MAX_MEMORY_OPT,
   {NULL},
 };
@@ -133,7 +136,8 @@ static int cmd_run(int argc, char **argv) {
   if (world) {
     fprintf(stderr, "fabsim run: started as one of %s MPI ranks (%s): one simulation over several processes is "
             "not built yet, and each rank would run the whole scenario; run it as one process, or spread a "
-            "sweep's points over ranks with `mpirun -np N fabsim sweep ...`\n", getenv(world), world);
+            "sweep's points over ranks with `mpirun -np N fabsim sweep ...` (`fabsim validate SCENARIO "
+            "--partition N` shows the cut such a run would use)\n", getenv(world), world);
     rc = EXIT_USAGE;
   }
   if (rc < 0) {
@@ -158,6 +162,28 @@ static int cmd_run(int argc, char **argv) {
   return rc;
 }
 
+/* validate --partition N: the cut a run over N processes would use, or
+** FALSE after the reason it cannot (nothing printed on stdout). */
+static gboolean print_partition(const FabScenario *sc, uint32_t n) {
+  FabTopology *t = fab_topology_build(&sc->fabric);
+  FabPartition p;
+  GError *err = NULL;
+  gboolean ok = fab_partition_make(t, n, &p, &err);
+  if (ok) {
+    FabPartDeps dp;
+    fab_partition_deps(&p, sc->dag, &dp);
+    char *s = fab_partition_report(t, &p, &dp, sc->dag->more != NULL);
+    fputs(s, stdout);
+    g_free(s);
+    fab_partition_clear(&p);
+  } else {
+    fprintf(stderr, "fabsim validate: %s\n", err->message);
+    g_error_free(err);
+  }
+  fab_topology_free(t);
+  return ok;
+}
+
 static int cmd_validate(int argc, char **argv) {
   FabArgs a;
   int rc = fab_args_parse(&validate_cmd, argc, argv, &a);
@@ -169,11 +195,12 @@ static int cmd_validate(int argc, char **argv) {
       sc = NULL;
     }
     rc = sc ? 0 : EXIT_USAGE;
-    if (sc && a.flag[RUN_EXPLAIN]) {
+    if (sc && a.given[RUN_PARTITION] && !print_partition(sc, (uint32_t)a.num[RUN_PARTITION])) rc = EXIT_USAGE;
+    if (sc && rc == 0 && a.flag[RUN_EXPLAIN]) {
       char *s = fab_scenario_explain(sc);
       fputs(s, stdout);
       g_free(s);
-    } else if (sc) {
+    } else if (sc && rc == 0 && !a.given[RUN_PARTITION]) {
       uint32_t n = fab_dag_flows(sc->dag);
       char *mem = sc->mem_bytes >= (1ull << 30) ? g_strdup_printf("; would use about %.1f GB of memory",
                                                                    (double)sc->mem_bytes / 1e9) : g_strdup("");

@@ -1,0 +1,166 @@
+/*
+** How a run over N processes would cut the fabric (tools/libfabsim/partition.h),
+** on fabrics small enough to cut on paper.
+**
+** Leaf-spine, 4 leaves of 2 hosts, 2 spines, into 2 ranks. Weights are
+** ports: a host 1, a leaf 2 + 2, a spine 4; 32 in all, so a rank may take
+** 17.6. The hosts split 0-3 | 4-7 (a leaf-group boundary); leaves 0 and 1
+** go with hosts 0-3 (rank 0: 4 + 8 = 12), leaves 2 and 3 with 4-7 (12);
+** spine0 has two links into each rank: the lower of two equal ranks, 0
+** (16); spine1 likewise: rank 1 is now lighter (16). Cut: leaf0-spine1,
+** leaf1-spine1, leaf2-spine0, leaf3-spine0: 4 links, lookahead the link
+** latency.
+**
+** Three leaves of 2 hosts, 2 spines, into 2 ranks: hosts of weight 1 split
+** 3 | 3, inside leaf1's group (its boundaries are 1 off the even share,
+** more than the quarter-share slack of 0). Total 6 + 3 x 4 + 2 x 3 = 24,
+** cap 13.2: leaf0 -> 0 (7), leaf1 (one link each way) -> the lighter 1
+** (7), leaf2 -> 1 (11); spine0 has 2 links into rank 1, but 14 > 13.2, so
+** rank 0 (10); spine1 the same (13). Cut: host3-leaf1 is not (host 3 is on
+** rank 1 with leaf1), host2-leaf1 is; leaf0 reaches both spines on rank 0;
+** leaf1 and leaf2 reach both: 1 + 2 + 2 = 5 links.
+*/
+#include <criterion/criterion.h>
+#include <string.h>
+
+#include "tools/libfabsim/partition.h"
+#include "tools/libfabsim/scenario.h"
+#include "testnet.h"
+
+static FabTopology *leaf_spine(uint32_t leaves, uint32_t hpl, uint32_t spines) {
+  FabFabricCfg c;
+  memset(&c, 0, sizeof c);
+  c.topo.kind = FAB_TOPO_LEAF_SPINE;
+  c.topo.link_bps = c.topo.host_bps = 100000000000ULL;
+  c.topo.link_latency = 700 * FAB_NS;
+  c.topo.leaves = leaves;
+  c.topo.hosts_per_leaf = hpl;
+  c.topo.spines = spines;
+  c.topo.hosts = leaves * hpl;
+  c.sw.buffer = 1 << 20;
+  c.sw.alpha = 1.0;
+  c.sw.nprio = 1;
+  c.nic = testnet_fabric_nic_cfg(c.topo.host_bps);
+  return fab_topology_build(&c);
+}
+
+/* The rank of switch s (its index in t->switches). */
+static uint32_t sw_rank(const FabTopology *t, const FabPartition *p, uint32_t s) { return p->rank[t->nhosts + s]; }
+
+Test(partition, leaf_groups_stay_whole_and_spines_spread) {
+  FabTopology *t = leaf_spine(4, 2, 2);
+  FabPartition p;
+  GError *err = NULL;
+  cr_assert(fab_partition_make(t, 2, &p, &err));
+  cr_assert_eq(p.nparts, 8);
+  cr_assert_eq(p.groups, 4);
+  cr_assert(p.by_group);
+  for (uint32_t h = 0; h < 8; h++) cr_assert_eq(fab_partition_rank_of(&p, h), h / 4, "host %u", h);
+  for (uint32_t l = 0; l < 4; l++) cr_assert_eq(sw_rank(t, &p, l), l / 2, "leaf%u", l);
+  cr_assert_eq(sw_rank(t, &p, 4), 0, "spine0");
+  cr_assert_eq(sw_rank(t, &p, 5), 1, "spine1");
+  cr_assert_eq(p.weight[0], 16);
+  cr_assert_eq(p.weight[1], 16);
+  cr_assert_eq(p.endpoints[0], 4);
+  cr_assert_eq(p.switches[1], 3);
+  cr_assert_eq(p.cut, 4);
+  cr_assert_eq(p.lookahead, 700 * FAB_NS);
+  cr_assert_str_eq(p.lookahead_link, "leaf0-spine1");
+  fab_partition_clear(&p);
+  /* one rank: nothing cut */
+  cr_assert(fab_partition_make(t, 1, &p, &err));
+  cr_assert_eq(p.cut, 0);
+  cr_assert_eq(p.lookahead, FAB_TIME_MAX);
+  cr_assert_eq(p.weight[0], 32);
+  fab_partition_clear(&p);
+  /* more ranks than parts */
+  cr_assert_not(fab_partition_make(t, 9, &p, &err));
+  cr_assert(strstr(err->message, "8 parts that may not be split") && strstr(err->message, "at most 8 ranks"), "%s",
+            err->message);
+  g_error_free(err);
+  fab_topology_free(t);
+}
+
+Test(partition, uneven_leaves_cut_inside_a_group_and_keep_ranks_even) {
+  FabTopology *t = leaf_spine(3, 2, 2);
+  FabPartition p;
+  cr_assert(fab_partition_make(t, 2, &p, NULL));
+  cr_assert_not(p.by_group);
+  for (uint32_t h = 0; h < 6; h++) cr_assert_eq(fab_partition_rank_of(&p, h), h / 3, "host %u", h);
+  cr_assert_eq(sw_rank(t, &p, 0), 0, "leaf0");
+  cr_assert_eq(sw_rank(t, &p, 1), 1, "leaf1");
+  cr_assert_eq(sw_rank(t, &p, 2), 1, "leaf2");
+  cr_assert_eq(sw_rank(t, &p, 3), 0, "spine0");
+  cr_assert_eq(sw_rank(t, &p, 4), 0, "spine1");
+  cr_assert_eq(p.weight[0], 13);
+  cr_assert_eq(p.weight[1], 11);
+  cr_assert_eq(p.cut, 5);
+  fab_partition_clear(&p);
+  fab_topology_free(t);
+}
+
+/* GPU nodes: a node with its NVSwitch, PCIe switches and NICs is one part. */
+Test(partition, gpu_nodes_stay_whole) {
+  GError *err = NULL;
+  FabScenario *sc = fab_scenario_load_string(
+    "name: p\ncluster: {node: dgx-h100, nodes: 3}\n"
+    "fabric: {topology: {kind: rail-optimized}, link: {bandwidth: 400Gbps, latency: 600ns}}\n"
+    "workload: {kind: flows, flows: [{src: 0, dst: 9, size: 1MiB}]}\n", "p", ".", NULL, &err);
+  cr_assert_not_null(sc, "%s", err ? err->message : "?");
+  FabTopology *t = fab_topology_build(&sc->fabric);
+  FabPartition p;
+  cr_assert(fab_partition_make(t, 3, &p, &err));
+  cr_assert_eq(p.nparts, 3);
+  cr_assert_eq(p.groups, 1, "every node reaches rail0 first");
+  for (uint32_t g = 0; g < 24; g++) cr_assert_eq(fab_partition_rank_of(&p, g), g / 8, "gpu%u", g);
+  for (uint32_t s = t->nnet; s < t->nswitches; s++) { /* the PCIe and NVLink elements go with their GPUs */
+    FabSwitch *sw = t->switches[s];
+    uint32_t r = p.rank[t->nhosts + s];
+    for (uint32_t i = 0; i < fab_switch_nports(sw); i++) {
+      FabPort *pt = fab_switch_port_at(sw, i);
+      if (!pt->peer) continue;
+      for (uint32_t g = 0; g < t->nhosts; g++)
+        if (pt->peer->owner == &t->nics[g].node) cr_assert_eq(fab_partition_rank_of(&p, g), r, "%s", fab_switch_name(sw));
+    }
+  }
+  cr_assert_eq(p.lookahead, 600 * FAB_NS, "rails join every node: NIC links are cut");
+  fab_partition_clear(&p);
+  cr_assert_not(fab_partition_make(t, 4, &p, &err));
+  cr_assert(strstr(err->message, "3 parts"), "%s", err->message);
+  g_error_free(err);
+  fab_topology_free(t);
+  fab_scenario_free(sc);
+}
+
+/* Dependencies between ranks, on the first leaf-spine's cut (hosts 0-3 on
+** rank 0, 4-7 on rank 1). */
+Test(partition, dependencies_between_ranks_and_their_lookahead) {
+  FabTopology *t = leaf_spine(4, 2, 2);
+  FabPartition p;
+  cr_assert(fab_partition_make(t, 2, &p, NULL));
+  FabDag *d = fab_dag_new();
+  uint32_t f = fab_dag_flow(d, 0, 5, 4096, 0, 0, -1, 0, 0, NULL, 0);          /* crosses the cut: the network's */
+  fab_dag_compute(d, 5, 1000, FAB_PHASE_FWD, 0, 0, &f, 1);                  /* f ends at 5: same rank */
+  fab_dag_mark(d, 0, FAB_MARK_JOIN, 0, -1, &f, 1);                          /* f ends at 5, the mark is at 0 */
+  uint32_t m4 = fab_dag_mark(d, 4, FAB_MARK_JOIN, 0, -1, NULL, 0);
+  fab_dag_flow(d, 1, 2, 4096, 0, 0, -1, 3 * FAB_US, 0, &m4, 1);             /* 4 -> 1: posted 3 us after */
+  uint32_t sent = f | FAB_DEP_SENT;
+  fab_dag_flow(d, 0, 6, 4096, 0, 0, -1, 0, 0, &sent, 1);                    /* f's send ends at 0: same rank */
+  FabPartDeps dp;
+  fab_partition_deps(&p, d, &dp);
+  cr_assert_eq(dp.ops, 6);
+  cr_assert_eq(dp.deps, 4);
+  cr_assert_eq(dp.cross, 2);
+  cr_assert_eq(dp.zero, 1);
+  cr_assert_eq(dp.min_pre, 3 * FAB_US);
+  char *s = fab_partition_report(t, &p, &dp, false);
+  cr_assert(strstr(s, "cut: 4 links; lookahead 0.700 us (the smallest latency of a cut link, e.g. leaf0-spine1)"),
+            "%s", s);
+  cr_assert(strstr(s, "dependencies between ranks: 2 of 4 (of 6 operations); 1 with no lookahead, the others at "
+                      "least 3.000 us"), "%s", s);
+  cr_assert(strstr(s, "   0          4         3     16  50.0%  0-3\n"), "%s", s);
+  g_free(s);
+  fab_dag_free(d);
+  fab_partition_clear(&p);
+  fab_topology_free(t);
+}

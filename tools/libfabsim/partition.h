@@ -1,0 +1,80 @@
+/*
+** How one simulation would be cut over N processes (issue 14's parallel run;
+** `fabsim validate SCENARIO --partition N`). The parallel run itself is not
+** built: this computes the cut it would use and what stands in its way.
+**
+** The fabric's elements are split into N ranks:
+**  - a part that may not be split stays whole: an NVLink domain with its
+**    nodes' PCIe and NIC elements, or a plain host's NIC (the elements
+**    joined by links that do not touch a network switch);
+**  - those parts, in the order of their first endpoint, are cut into N
+**    runs of about equal weight (ports: each port's queue and wire carry
+**    the events), each cut moved to the nearest boundary between leaf
+**    groups (the parts whose first network switch differs) when that keeps
+**    every rank within a quarter of its share: leaf groups, pods and rail
+**    groups stay whole where they can;
+**  - the network switches then go, nearest the endpoints first, each to
+**    the rank it has the most links into (a leaf to its hosts' rank, an
+**    aggregation switch to its pod's), ties to the lighter rank and then
+**    the lower: spines and cores spread evenly.
+** A link whose two ends are on different ranks is cut; the lookahead is the
+** smallest latency of a cut link: conservative ranks may run that far ahead
+** of each other before exchanging what crossed.
+**
+** The operation DAG adds dependencies between ranks: op o waits for op d
+** on another rank when d ends there (a flow ends at its receiver, or, for a
+** FAB_DEP_SENT dependency, at its sender; other ops at their rank) and o
+** begins on this one (at its src). Such a dependency gives the ranks a
+** lookahead of o's `pre` for a flow or NVLS op (it is posted that long
+** after), and none for a compute or mark op (it begins at once): a
+** dependency with none is one the parallel run cannot take without a
+** change of the model.
+*/
+#ifndef FAB_PARTITION_H
+#define FAB_PARTITION_H
+
+#include <glib.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include "topologies/topology.h"
+#include "workloads/dag.h"
+
+typedef struct FabPartition {
+  uint32_t nranks;
+  uint32_t nnodes;          /* the topology's nodes: endpoints 0..nhosts-1 (their NICs), then its switches */
+  uint32_t *rank;           /* per node */
+  uint32_t nparts;          /* parts that may not be split */
+  uint64_t *weight;         /* per rank: ports */
+  uint32_t *endpoints;      /* per rank: endpoints */
+  uint32_t *switches;       /* per rank: network switches */
+  uint32_t groups;          /* leaf groups: runs of parts whose first network switch is the same */
+  bool by_group;            /* every cut between parts fell on a leaf-group boundary */
+  uint64_t cut;             /* full-duplex links cut */
+  fab_time_t lookahead;     /* ps: the smallest latency of a cut link (FAB_TIME_MAX: none cut) */
+  char lookahead_link[2 * FAB_NAME_LEN + 1]; /* "leaf0-spine1": one cut link that has it */
+} FabPartition;
+
+/* Cut topology t into n ranks (n >= 1). FALSE + err (a sentence) when it has
+** fewer than n parts that may not be split. */
+gboolean fab_partition_make(const FabTopology *t, uint32_t n, FabPartition *out, GError **err);
+void fab_partition_clear(FabPartition *p);
+
+/* The rank of endpoint e. */
+static inline uint32_t fab_partition_rank_of(const FabPartition *p, uint32_t e) { return p->rank[e]; }
+
+/* Dependencies of the ops made so far, between ranks. */
+typedef struct FabPartDeps {
+  uint64_t ops, deps;   /* ops and dependencies looked at */
+  uint64_t cross;       /* dependencies between ranks */
+  uint64_t zero;        /* of them, with no lookahead */
+  fab_time_t min_pre;   /* ps: the smallest lookahead of the others (FAB_TIME_MAX: none) */
+} FabPartDeps;
+
+void fab_partition_deps(const FabPartition *p, const FabDag *d, FabPartDeps *out);
+
+/* What `validate --partition N` prints: the ranks, the cut, its lookahead,
+** the dependencies between ranks (g_free it). `unfolds`: the DAG is made as
+** the run goes, so only its first ops were counted. */
+char *fab_partition_report(const FabTopology *t, const FabPartition *p, const FabPartDeps *dp, bool unfolds);
+
+#endif
