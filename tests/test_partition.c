@@ -99,6 +99,33 @@ Test(partition, uneven_leaves_cut_inside_a_group_and_keep_ranks_even) {
   fab_topology_free(t);
 }
 
+/* A k = 4 fat-tree (4 pods of 2 edges with 2 hosts each, 2 aggregations,
+** 4 cores) into 4 ranks: a pod each (its edges and aggregations have all
+** their down links in it) and a core each (every core has one link into
+** each pod: the lighter rank, the lower). Each pod's 4 uplinks go to the 4
+** cores, one of them its own: 3 x 4 = 12 links cut. */
+Test(partition, fat_tree_pods_stay_whole) {
+  GError *err = NULL;
+  FabScenario *sc = fab_scenario_load_string(
+    "name: ft\nfabric: {topology: {kind: fat-tree, k: 4}, link: {bandwidth: 100Gbps, latency: 1us}}\n"
+    "workload: {kind: permutation, size: 1MiB}\n", "ft", ".", NULL, &err);
+  cr_assert_not_null(sc, "%s", err ? err->message : "?");
+  FabTopology *t = fab_topology_build(&sc->fabric);
+  FabPartition p;
+  cr_assert(fab_partition_make(t, 4, &p, NULL));
+  cr_assert_eq(p.groups, 8);
+  cr_assert(p.by_group);
+  for (uint32_t h = 0; h < 16; h++) cr_assert_eq(fab_partition_rank_of(&p, h), h / 4, "host %u", h);
+  for (uint32_t e = 0; e < 8; e++) cr_assert_eq(sw_rank(t, &p, e), e / 2, "edge%u", e);
+  for (uint32_t a = 0; a < 8; a++) cr_assert_eq(sw_rank(t, &p, 8 + a), a / 2, "agg%u", a);
+  for (uint32_t c = 0; c < 4; c++) cr_assert_eq(sw_rank(t, &p, 16 + c), c, "core%u", c);
+  cr_assert_eq(p.cut, 12);
+  cr_assert_eq(p.lookahead, FAB_US);
+  fab_partition_clear(&p);
+  fab_topology_free(t);
+  fab_scenario_free(sc);
+}
+
 /* GPU nodes: a node with its NVSwitch, PCIe switches and NICs is one part. */
 Test(partition, gpu_nodes_stay_whole) {
   GError *err = NULL;
