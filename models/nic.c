@@ -107,6 +107,7 @@ void fab_flow_prepare(FabFlow *f, const FabNicCfg *cfg) {
   f->end = 0;
   f->snd_nxt = f->snd_una = f->snd_max = 0;
   f->timer_armed = f->in_rr = f->acked = f->sent_all = false;
+  f->ar = f->bytes >= cfg->ar_threshold;
   f->timeouts = f->retransmits = 0;
   f->rr_next = NULL;
   f->rcv_nxt = 0;
@@ -281,6 +282,7 @@ static FabPkt *nic_pull(FabEngine *eng, FabNode *self, FabPort *port) {
   p->payload = fab_flow_payload(f, f->mtu, seq);
   p->wire = data_wire(f, p->payload);
   if (f->hdr_unit && p->payload > f->hdr_unit) p->flags |= FAB_PKTF_TRAIN; /* a header per mtu */
+  if (f->ar) p->flags |= FAB_PKTF_AR;
   p->sent = eng->now;
   if (seq + 1 == f->npkts) p->flags |= FAB_PKTF_LAST;
   if (seq < f->snd_max) {

@@ -56,6 +56,9 @@ typedef struct FabNicCfg {
   uint32_t nvl_mtu;        /* payload bytes per NVLink segment (the fidelity knob) */
   uint32_t nvl_overhead;   /* header bytes per NVLink segment (and the size of its ACKs) */
   double nvls_eff;         /* NVLS segments carry this much data per byte on NVLink (multimem efficiency) */
+  uint64_t ar_threshold;   /* data of a flow of at least this many bytes may be routed adaptively (FAB_PKTF_AR;
+                           ** NCCL's NCCL_IB_AR_THRESHOLD: bulk RDMA writes), smaller flows and control packets
+                           ** take the ECMP hash's port */
   uint32_t pxn_rails;      /* PXN: GPUs per node (= NICs, rail = rank % pxn_rails); a flow to another
                            ** node on another rail goes over NVLink to the local GPU on the destination's
                            ** rail, which forwards it to its NIC; 0: off */
@@ -104,6 +107,7 @@ typedef struct FabFlow {
   bool in_rr;              /* in the NIC's round robin */
   bool acked;              /* every PSN acknowledged: sender done */
   bool sent_all;           /* its last packet has left the sender once (FabNic.sent was called) */
+  bool ar;                 /* its data packets carry FAB_PKTF_AR (bytes >= ar_threshold) */
   uint32_t timeouts;       /* consecutive timeouts without progress */
   uint32_t retransmits;    /* packets sent again */
   struct FabFlow *rr_next;

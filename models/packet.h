@@ -35,9 +35,11 @@ static inline int fab_pkt_is_nvls(uint8_t type) { return type >= FAB_PKT_NVLS_UP
 ** marked by a switch). RETX: sent again. ECT: ECN-capable (set by a sender
 ** whose congestion control reacts to marks). HDRM: a switch counted it in PFC
 ** headroom (the switch's own bit while it holds the packet). TRAIN: data of
-** more than one packet moved as one (fabric.segment), a header per mtu. */
+** more than one packet moved as one (fabric.segment), a header per mtu. AR:
+** a switch that routes adaptively may choose its port (data of a flow at
+** least FabNicCfg.ar_threshold long); others take the ECMP hash's. */
 enum { FAB_PKTF_LAST = 1, FAB_PKTF_ECN = 2, FAB_PKTF_RETX = 4, FAB_PKTF_ECT = 8, FAB_PKTF_TRAIN = 0x10,
-       FAB_PKTF_HDRM = 0x80 };
+       FAB_PKTF_AR = 0x20, FAB_PKTF_HDRM = 0x80 };
 
 typedef struct FabPkt {
   struct FabPkt *next; /* link in whatever FIFO holds it */

@@ -5,6 +5,14 @@
 #include <glib.h>
 #include <string.h>
 
+/* A flowlet table entry: the group and member the flow(s) hashed here last
+** took, and when their last packet passed. */
+typedef struct Flowlet {
+  fab_time_t last;
+  uint32_t group; /* UINT32_MAX: never used */
+  uint32_t member;
+} Flowlet;
+
 struct FabSwitch {
   FabNode node;
   FabSwitchCfg cfg;
@@ -19,6 +27,8 @@ struct FabSwitch {
   uint32_t *goff, *glen;
   uint32_t *gports;
   uint32_t ngports;
+  uint32_t *rr;         /* ROUND_ROBIN: per group, the member the next packet takes */
+  Flowlet *flowlets;    /* FLOWLET: cfg.flowlet_table entries (NULL: other routing) */
   /* buffer */
   uint64_t *ingress;    /* bytes held per (ingress port * nprio + prio), shared and headroom */
   uint64_t *hdrm;       /* of which in headroom, per (ingress port * nprio + prio) */
@@ -111,14 +121,76 @@ static FabPort *lane_hop(const FabSwitch *sw, uint32_t dst, uint32_t lane) {
   return &sw->ports[sw->gports[sw->goff[g] + lane % sw->glen[g]]];
 }
 
+/* How loaded member port pt is for a packet of priority prio: paused first,
+** then its egress in quanta (what waits, and one for a packet on its
+** serialiser), then slower (smaller is better). */
+static inline uint64_t load_of(const FabSwitch *sw, const FabPort *pt, uint32_t prio) {
+  uint64_t paused = (pt->paused >> prio) & 1u, level = pt->qbytes / sw->cfg.ar_quantum + (pt->tx != NULL);
+  return paused << 63 | MIN(level, (1ull << 40) - 1) << 22 | (uint64_t)(~(pt->bps >> 20) & 0x3fffff);
+}
+
+/* The least loaded member of group g (ADAPTIVE's choice): all members, or
+** two distinct ones drawn at random; ties by the switch's RNG. */
+static uint32_t least_loaded(FabSwitch *sw, uint32_t g, uint32_t prio) {
+  const uint32_t n = sw->glen[g], *m = &sw->gports[sw->goff[g]];
+  if (sw->cfg.ar_choices == 2 && n > 2) {
+    uint32_t a = fab_rng_below(&sw->rng, n), b = fab_rng_below(&sw->rng, n - 1);
+    b += b >= a;
+    uint64_t la = load_of(sw, &sw->ports[m[a]], prio), lb = load_of(sw, &sw->ports[m[b]], prio);
+    if (la != lb) return la < lb ? a : b;
+    return fab_rng_below(&sw->rng, 2) ? b : a;
+  }
+  uint64_t best = UINT64_MAX;
+  uint32_t pick = 0, ties = 0;
+  for (uint32_t i = 0; i < n; i++) {
+    uint64_t l = load_of(sw, &sw->ports[m[i]], prio);
+    if (l < best) {
+      best = l;
+      pick = i;
+      ties = 1;
+    } else if (l == best && fab_rng_below(&sw->rng, ++ties) == 0) { /* reservoir: each tie equally likely */
+      pick = i;
+    }
+  }
+  return pick;
+}
+
+/* FLOWLET: the member for a packet of group g with `hash` now. */
+static uint32_t flowlet(FabEngine *eng, FabSwitch *sw, uint32_t g, const FabPkt *p) {
+  Flowlet *e = &sw->flowlets[fab_ecmp_pick(p->hash, sw->salt, sw->cfg.flowlet_table)];
+  if (e->group != g || eng->now - e->last > sw->cfg.flowlet_gap) { /* a new flowlet */
+    uint32_t m = sw->cfg.flowlet_random ? fab_rng_below(&sw->rng, sw->glen[g]) : least_loaded(sw, g, p->prio);
+    if (e->group == g && m != e->member) sw->st.moves++;
+    e->group = g;
+    e->member = m;
+  }
+  e->last = eng->now;
+  return e->member;
+}
+
+/* The egress for p: its lane's member, the ECMP hash's, or the routing's. */
+static FabPort *next_hop(FabEngine *eng, FabSwitch *sw, const FabPkt *p) {
+  if (G_UNLIKELY(sw->cfg.lanes && p->lane)) return lane_hop(sw, p->dst, p->lane - 1u);
+  if (G_LIKELY(sw->cfg.routing == FAB_ROUTE_ECMP || !(p->flags & FAB_PKTF_AR)))
+    return fab_switch_next_hop(sw, p->dst, p->hash);
+  if (G_UNLIKELY(p->dst >= sw->nendpoints || sw->route[p->dst] == UINT32_MAX)) return NULL;
+  uint32_t g = sw->route[p->dst], i = 0;
+  if (sw->glen[g] > 1) switch ((FabRouting)sw->cfg.routing) {
+    case FAB_ROUTE_ADAPTIVE: i = least_loaded(sw, g, p->prio); break;
+    case FAB_ROUTE_FLOWLET: i = flowlet(eng, sw, g, p); break;
+    case FAB_ROUTE_ROUND_ROBIN: i = sw->rr[g]++ % sw->glen[g]; break;
+    case FAB_ROUTE_ECMP: g_assert_not_reached();
+    }
+  return &sw->ports[sw->gports[sw->goff[g] + i]];
+}
+
 static void switch_receive(FabEngine *eng, FabNode *self, FabPkt *p, FabPort *in) {
   FabSwitch *sw = (FabSwitch *)self;
   if (G_UNLIKELY(p->type == FAB_PKT_NVLS_UP || p->type == FAB_PKT_NVLS_MC)) {
     fab_nvls_receive(eng, sw->nvls, p, in);
     return;
   }
-  FabPort *out = G_UNLIKELY(sw->cfg.lanes && p->lane) ? lane_hop(sw, p->dst, p->lane - 1u)
-                                                      : fab_switch_next_hop(sw, p->dst, p->hash);
+  FabPort *out = next_hop(eng, sw, p);
   if (G_UNLIKELY(!out)) {
     sw->st.unroutable++;
     sw->st.drops++;
@@ -211,6 +283,12 @@ FabSwitch *fab_switch_new(const char *name, const FabSwitchCfg *cfg, uint32_t np
   sw->hdrm = g_new0(uint64_t, (size_t)nports * cfg->nprio);
   sw->hdrm_max = g_new0(uint64_t, nports);
   sw->pause_gen = g_new0(uint32_t, (size_t)nports * cfg->nprio);
+  if (cfg->routing == FAB_ROUTE_FLOWLET) {
+    g_assert(cfg->flowlet_table && !(cfg->flowlet_table & (cfg->flowlet_table - 1)));
+    sw->flowlets = g_new(Flowlet, cfg->flowlet_table);
+    for (uint32_t i = 0; i < cfg->flowlet_table; i++) sw->flowlets[i] = (Flowlet){0, UINT32_MAX, 0};
+  }
+  g_assert(cfg->routing == FAB_ROUTE_ECMP || cfg->ar_quantum >= 1);
   return sw;
 }
 
@@ -225,6 +303,8 @@ void fab_switch_free(FabSwitch *sw) {
   g_free(sw->hdrm);
   g_free(sw->hdrm_max);
   g_free(sw->pause_gen);
+  g_free(sw->rr);
+  g_free(sw->flowlets);
   fab_nvls_free(sw->nvls);
   g_free(sw);
 }
@@ -242,6 +322,8 @@ uint32_t fab_switch_add_group(FabSwitch *sw, const uint32_t *ports, uint32_t n) 
   uint32_t g = sw->ngroups++;
   sw->goff = g_renew(uint32_t, sw->goff, sw->ngroups);
   sw->glen = g_renew(uint32_t, sw->glen, sw->ngroups);
+  sw->rr = g_renew(uint32_t, sw->rr, sw->ngroups);
+  sw->rr[g] = 0;
   sw->goff[g] = sw->ngports;
   sw->glen[g] = n;
   sw->gports = g_renew(uint32_t, sw->gports, sw->ngports + n);

@@ -65,6 +65,25 @@ typedef struct FabEcnCfg {
 ** time, and its packet being sent. */
 uint64_t fab_pfc_headroom_auto(uint64_t bps, fab_time_t latency, fab_time_t response, uint32_t mtu_wire);
 
+/* How a switch picks among a route group's equal-cost ports, for a packet
+** with FAB_PKTF_AR (any other packet takes the ECMP hash's port):
+**   ECMP         the hash of the flow's 5-tuple (fab_ecmp_pick), per flow;
+**   ADAPTIVE     per packet, the least loaded member: one whose priority is
+**                not paused (PFC) first, then the emptiest egress (queued
+**                bytes in whole `ar_quantum`s, plus one while a packet is
+**                being serialised), then the fastest link; ties
+**                by the switch's own RNG stream. ar_choices 2 compares two
+**                distinct members drawn at random (power of two choices)
+**                instead of all;
+**   FLOWLET      per flowlet: a flow keeps its port while its packets come
+**                less than `flowlet_gap` apart, and after a longer gap is
+**                placed again (the least loaded member, or a random one
+**                with flowlet_random). The switch tracks flowlets in a table
+**                of `flowlet_table` entries indexed by the flow's hash, as
+**                hardware does: flows that share an entry share a flowlet;
+**   ROUND_ROBIN  per packet, each member of the group in turn. */
+typedef enum { FAB_ROUTE_ECMP = 0, FAB_ROUTE_ADAPTIVE, FAB_ROUTE_FLOWLET, FAB_ROUTE_ROUND_ROBIN } FabRouting;
+
 typedef struct FabSwitchCfg {
   fab_time_t latency;  /* ps: port-to-port, arrival of the last bit to eligible at egress */
   uint64_t buffer;     /* bytes shared by all ports (PFC headroom not included) */
@@ -79,6 +98,12 @@ typedef struct FabSwitchCfg {
   uint32_t mtu_wire;     /* a full packet on the wire, bytes */
   bool lanes;            /* a packet with a lane takes member (lane - 1) mod n of its route's group, not the
                          ** hash's (the PCIe element between a GPU and its NICs) */
+  uint32_t routing;      /* FabRouting */
+  uint32_t ar_choices;   /* ADAPTIVE: members compared, 0: all, 2: two drawn at random */
+  uint32_t ar_quantum;   /* ADAPTIVE, FLOWLET: bytes per queue-depth level compared (>= 1) */
+  fab_time_t flowlet_gap; /* FLOWLET: ps of idle after which a flow may move */
+  uint32_t flowlet_table; /* FLOWLET: entries, a power of two */
+  bool flowlet_random;   /* FLOWLET: a new flowlet takes a random member, not the least loaded */
 } FabSwitchCfg;
 
 /* What a switch counted. */
@@ -87,6 +112,7 @@ typedef struct FabSwitchStats {
   uint64_t unroutable;        /* of which: no route to their destination */
   uint64_t hdrm_drops;        /* of which: lossless packets whose PFC headroom overflowed */
   uint64_t ecn_marks;         /* packets marked CE */
+  uint64_t moves;             /* FLOWLET: flowlets placed on another port than their flow's last one */
   uint64_t used;              /* bytes held in egress queues now */
   uint64_t max_used;          /* high-water mark of `used` */
 } FabSwitchStats;

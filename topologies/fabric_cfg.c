@@ -27,14 +27,17 @@ typedef struct Read {
   bool sharp_enabled;
   GPtrArray *warnings; /* settings with no effect under the current choices (NULL: not kept) */
   const FabCfgNode *tiers, *pods; /* fabric.topology.tiers, pods (refused) */
+  uint32_t ar_pick, flowlet_pick; /* fabric.switch.adaptive_pick, flowlet_pick */
 } Read;
 
 static const char *const topo_kinds[] = {"single-switch", "leaf-spine", "fat-tree", "ring", "rail-optimized",
                                          "multi-rail", NULL};
-static const char *const routings[] = {"ecmp", NULL};
+static const char *const routings[] = {"ecmp", "adaptive", "flowlet", "round-robin", NULL}; /* FabRouting order */
 /* Named in the issues and in other tools, not modelled yet: refused as such
 ** rather than as a misspelling ("not a valid choice"). */
-static const char *const routings_later[] = {"adaptive", "flowlet", "round-robin", "spray", NULL};
+static const char *const routings_later[] = {"spray", NULL};
+static const char *const adaptive_picks[] = {"least-loaded", "two-choices", NULL};
+static const char *const flowlet_picks[] = {"least-loaded", "random", NULL};
 static const char *const transports[] = {"rocev2", "infiniband", NULL}; /* fab_transport_names without srd */
 static const char *const cc_algorithms[] = {"none", "dcqcn", NULL}; /* in FabCcKind order */
 static const char *const cc_presets[] = {"dcqcn-paper", "dcqcn-mlx", NULL};
@@ -139,6 +142,14 @@ static const FabCfgKey switch_schema[] = {
   K("priorities", FAB_CFG_UINT, f.sw.nprio, .def = "8", .min = 1, .max = FAB_MAX_PRIOS),
   K("ecmp_seed", FAB_CFG_UINT, f.sw.ecmp_seed, .def = "0"),
   K("routing", FAB_CFG_ENUM, f.routing, .def = "ecmp", .choices = routings),
+  /* adaptive routing (models/switch.h, FabRouting); the threshold is NCCL's NCCL_IB_AR_THRESHOLD default
+  ** (docs.nvidia.com/deeplearning/nccl/user-guide/docs/env.html: 8192) */
+  K("adaptive_threshold", FAB_CFG_SIZE, f.nic.ar_threshold, .def = "8KiB", .max = 0x1p50),
+  K("adaptive_pick", FAB_CFG_ENUM, ar_pick, .def = "least-loaded", .choices = adaptive_picks),
+  K("adaptive_quantum", FAB_CFG_SIZE, f.sw.ar_quantum, .min = 1, .max = 1e12),
+  K("flowlet_gap", FAB_CFG_TIME, f.sw.flowlet_gap, .def = "10us", .min = 0, .max = 1e15),
+  K("flowlet_pick", FAB_CFG_ENUM, flowlet_pick, .def = "least-loaded", .choices = flowlet_picks),
+  K("flowlet_table", FAB_CFG_UINT, f.sw.flowlet_table, .def = "4096", .min = 1, .max = 1u << 24),
   K("pfc", FAB_CFG_MAP, pfc),
   K("ecn", FAB_CFG_MAP, ecn),
   K("sharp", FAB_CFG_MAP, sharp),
@@ -257,6 +268,41 @@ static void no_effect(Read *r, const FabCfgNode *at, const char *fmt, ...) {
 static void off_keys(Read *r, const FabCfgNode *map, const char *why) {
   for (size_t i = 0; map && fab_cfg_kind(map) == FAB_CFG_NODE_MAP && i < fab_cfg_len(map); i++)
     if (strcmp(fab_cfg_key_at(map, i), "enabled")) no_effect(r, fab_cfg_at(map, i), "%s", why);
+}
+
+/* ---- routing ------------------------------------------------------------------ */
+
+/* fabric.switch.routing and its parameters into the switch config: the
+** parameters of another routing are warned about, a flowlet table must be a
+** power of two. */
+static gboolean read_routing(Read *r, uint32_t mtu_wire, GError **err) {
+  FabSwitchCfg *sw = &r->f.sw;
+  sw->routing = r->f.routing;
+  sw->ar_choices = r->ar_pick == 1 ? 2 : 0;
+  sw->flowlet_random = r->flowlet_pick == 1;
+  if (!sw->ar_quantum) sw->ar_quantum = mtu_wire; /* one full packet (or train) on the wire per level */
+  static const char *const ar_keys[] = {"adaptive_threshold", "adaptive_pick", "adaptive_quantum", NULL};
+  static const char *const fl_keys[] = {"flowlet_gap", "flowlet_pick", "flowlet_table", NULL};
+  const char *name = routings[sw->routing];
+  for (const char *const *k = ar_keys; *k; k++) {
+    const FabCfgNode *n = fab_cfg_get(r->sw, *k);
+    if (!n) continue;
+    if (sw->routing == FAB_ROUTE_ECMP)
+      no_effect(r, n, "fabric.switch.routing is ecmp: every packet takes its flow's hash");
+    else if (sw->routing == FAB_ROUTE_ROUND_ROBIN && *k != ar_keys[0])
+      no_effect(r, n, "fabric.switch.routing is round-robin: no member is compared");
+    else if (sw->routing == FAB_ROUTE_FLOWLET && r->flowlet_pick == 1 && *k != ar_keys[0])
+      no_effect(r, n, "fabric.switch.flowlet_pick is random: no member is compared");
+  }
+  for (const char *const *k = fl_keys; *k; k++) {
+    const FabCfgNode *n = fab_cfg_get(r->sw, *k);
+    if (n && sw->routing != FAB_ROUTE_FLOWLET) no_effect(r, n, "fabric.switch.routing is %s, not flowlet", name);
+  }
+  if (sw->flowlet_table & (sw->flowlet_table - 1))
+    return fab_cfg_fail(fab_cfg_get(r->sw, "flowlet_table"), err, "%u entries: expected a power of two (a table "
+                        "indexed by hash bits), such as %u", sw->flowlet_table,
+                        1u << (31 - __builtin_clz(sw->flowlet_table)));
+  return TRUE;
 }
 
 /* ---- congestion control ---------------------------------------------------- */
@@ -803,7 +849,8 @@ gboolean fab_fabric_cfg_read(const FabCfgNode *root, FabFabricCfg *out, GPtrArra
   if (!read_segment(&r, fab_node, err)) return FALSE;
   uint32_t per = r.f.nic.seg ? r.f.nic.seg / r.f.nic.mtu : 1; /* packets in the largest unit on the wire */
   uint32_t mtu_wire = per * (r.f.nic.mtu + r.f.nic.transport.data_overhead);
-  if (!read_pfc(&r, mtu_wire, err) || !read_ecn(&r, err) || !read_cc(&r, err)) return FALSE;
+  if (!read_pfc(&r, mtu_wire, err) || !read_ecn(&r, err) || !read_cc(&r, err) || !read_routing(&r, mtu_wire, err))
+    return FALSE;
   uint64_t nic_bps = r.f.topo.host_bps, preset_nic_bps = 0; /* cluster.nic.bandwidth, 0: not given */
   if (!read_endpoints(&r, cl, &preset_nic_bps, err)) return FALSE;
   uint64_t buffer = r.f.sw.buffer;

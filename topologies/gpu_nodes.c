@@ -47,6 +47,7 @@ void fab_topo__build_gpu_edges(FabTopology *t, const FabFabricCfg *cfg, const Fa
   sc.pfc = (FabPfcCfg){0};
   sc.ecn = (FabEcnCfg){0};
   sc.lanes = true; /* a flow with a lane leaves by its NIC (NCCL's channel -> NIC); NVSwitches route one way anyway */
+  sc.routing = FAB_ROUTE_ECMP; /* fabric.switch.routing is the network's: a flow keeps the NIC its hash gave it */
   uint32_t pcie_unit = cfg->sw.mtu_wire, nvl_unit = g->segment + cfg->nic.nvl_overhead;
   if (g->pxn) nvl_unit = MAX(nvl_unit, pcie_unit); /* PXN relays network packets (or trains) over NVLink */
   uint64_t pcie_bps = g->gpudirect ? g->pcie_bps : MIN(g->pcie_bps, g->host_bps);

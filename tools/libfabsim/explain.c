@@ -102,6 +102,30 @@ static void explain_cluster(const FabScenario *sc, GString *s) {
 }
 
 /* Links, transport, switches, PFC, ECN, credits, congestion control, NIC. */
+/* The network switches' choice among equal-cost ports (models/switch.h). */
+static void explain_routing(const FabFabricCfg *f, GString *s) {
+  const FabSwitchCfg *w = &f->sw;
+  if (w->routing == FAB_ROUTE_ECMP) {
+    g_string_append(s, "routing    ecmp: each flow's packets take the port its 5-tuple hash picks\n");
+    return;
+  }
+  char *who = g_strdup_printf("data of flows of %" G_GUINT64_FORMAT " B or more (ACKs, NAKs, CNPs and smaller flows "
+                              "take their hash's port)", f->nic.ar_threshold);
+  if (w->routing == FAB_ROUTE_ROUND_ROBIN)
+    g_string_append_printf(s, "routing    round-robin: per packet, each equal-cost port in turn, for %s\n", who);
+  else if (w->routing == FAB_ROUTE_ADAPTIVE)
+    g_string_append_printf(s, "routing    adaptive: per packet, the least loaded of %s equal-cost ports (not paused, "
+                           "then egress in levels of %u B, then the faster link; ties by the switch's RNG), for %s\n",
+                           w->ar_choices == 2 ? "two random" : "all", w->ar_quantum, who);
+  else
+    g_string_append_printf(s, "routing    flowlet: a flow moves only after %.6g us idle, to %s port; %u table entries "
+                           "per switch, indexed by the flow's hash; for %s\n", (double)w->flowlet_gap / 1e6,
+                           w->flowlet_random ? "a random" : w->ar_choices == 2 ? "the less loaded of two random"
+                                                                                : "the least loaded",
+                           w->flowlet_table, who);
+  g_free(who);
+}
+
 static void explain_fabric(const FabScenario *sc, GString *s) {
   const FabFabricCfg *f = &sc->fabric;
   g_string_append_printf(s, "links      %.6g Gbps, latency %.6g us, mtu %u B payload\n",
@@ -116,6 +140,7 @@ static void explain_fabric(const FabScenario *sc, GString *s) {
   g_string_append_printf(s, "switch     latency %.6g ns, shared buffer %" G_GUINT64_FORMAT
                          " B, alpha %g, %u priorities, ECMP seed %" G_GUINT64_FORMAT "\n",
                          (double)f->sw.latency / 1e3, f->sw.buffer, f->sw.alpha, f->sw.nprio, f->sw.ecmp_seed);
+  explain_routing(f, s);
   const FabPfcCfg *pfc = &f->sw.pfc;
   if (pfc->enabled) {
     g_string_append(s, "pfc        lossless priorities");
