@@ -260,6 +260,10 @@ static uint32_t *read_ranks(const FabCfgNode *r, uint32_t endpoints, uint32_t *n
       g_array_append_val(a, u);
     }
     g_hash_table_destroy(seen);
+    if (!a->len) { /* (an empty GArray would also hand back no array at all) */
+      fab_cfg_fail(r, err, "an empty list: a job needs ranks (a list of endpoints, a range A-B, or 'all')");
+      goto fail;
+    }
   } else {
     fab_cfg_fail(r, err, "expected 'all', a list of endpoints or a range A-B");
     goto fail;
