@@ -111,6 +111,9 @@ void fab_flow_prepare(FabFlow *f, const FabNicCfg *cfg) {
   f->timeouts = f->retransmits = 0;
   f->rr_next = NULL;
   f->rcv_nxt = 0;
+  f->rtx_nxt = f->rtx_end = f->sack_hi = 0;
+  memset(f->sacked, 0, sizeof f->sacked);
+  memset(f->rcvd, 0, sizeof f->rcvd);
   f->nak_sent = false;
   f->rcv_bytes = 0;
   f->next_tx = f->made = 0;
@@ -126,6 +129,52 @@ static inline uint32_t data_wire(const FabFlow *f, uint32_t payload) {
 }
 
 /* A flow with its own GPU-side limit (a channel's SM) below its line rate. */
+/* ---- selective repeat (nic.h) ---------------------------------------------- */
+
+static inline bool bit_at(const uint64_t *m, uint32_t i) { return m[i >> 6] >> (i & 63) & 1; }
+static inline void bit_set(uint64_t *m, uint32_t i) { m[i >> 6] |= 1ull << (i & 63); }
+
+/* Drop the first k bits (the window moved k PSNs on). */
+static void bits_shift(uint64_t *m, uint32_t k) {
+  if (k >= FAB_SACK_WINDOW) {
+    memset(m, 0, FAB_SACK_WORDS * sizeof *m);
+    return;
+  }
+  uint32_t w = k >> 6, b = k & 63;
+  for (uint32_t i = 0; i < FAB_SACK_WORDS; i++) {
+    uint64_t lo = i + w < FAB_SACK_WORDS ? m[i + w] : 0, hi = i + w + 1 < FAB_SACK_WORDS ? m[i + w + 1] : 0;
+    m[i] = b ? lo >> b | hi << (64 - b) : lo;
+  }
+}
+
+/* The bits set from bit 0 on, in a row. */
+static uint32_t ones_from_0(const uint64_t *m) {
+  uint32_t n = 0;
+  for (uint32_t i = 0; i < FAB_SACK_WORDS; i++) {
+    if (m[i] == UINT64_MAX) {
+      n += 64;
+      continue;
+    }
+    return n + (uint32_t)__builtin_ctzll(~m[i]);
+  }
+  return n;
+}
+
+/* Selective: the next PSN presumed lost and not resent yet, or UINT32_MAX. */
+static uint32_t next_lost(FabFlow *f) {
+  if (f->rtx_nxt < f->snd_una) f->rtx_nxt = f->snd_una;
+  while (f->rtx_nxt < f->rtx_end && f->rtx_nxt - f->snd_una < FAB_SACK_WINDOW &&
+         bit_at(f->sacked, f->rtx_nxt - f->snd_una))
+    f->rtx_nxt++;
+  return f->rtx_nxt < f->rtx_end ? f->rtx_nxt : UINT32_MAX;
+}
+
+/* Whether the flow has a packet to send now (it belongs in the round robin). */
+static bool has_work(const FabNic *nic, FabFlow *f) {
+  if (!nic->cfg.selective) return f->snd_nxt < f->npkts;
+  return next_lost(f) != UINT32_MAX || (f->snd_nxt < f->npkts && f->snd_nxt - f->snd_una < FAB_SACK_WINDOW);
+}
+
 static inline bool gpu_limited(const FabFlow *f) { return f->max_bps && f->max_bps < f->cc.line_bps; }
 
 /* A flow with its own GPU-side limit (max_bps below the line) sends packet
@@ -244,7 +293,8 @@ static FabPkt *nic_pull(FabEngine *eng, FabNode *self, FabPort *port) {
   fab_time_t soonest = FAB_TIME_MAX;
   while (f) {
     FabFlow *next = f->rr_next;
-    if (f->acked) { /* acked while waiting its turn */
+    if (f->acked || (G_UNLIKELY(nic->cfg.selective) && !has_work(nic, f))) { /* acked (or, selective: what it
+                                                                              ** had to resend acknowledged) meanwhile */
       rr_unlink(nic, prev, f);
       maybe_release(nic, f);
       f = next;
@@ -272,7 +322,9 @@ static FabPkt *nic_pull(FabEngine *eng, FabNode *self, FabPort *port) {
   p->src = f->src;
   if (f->nvls) return nvls_packet(eng, nic, f, p);
   f->inflight++;
-  uint32_t seq = f->snd_nxt++;
+  uint32_t seq = nic->cfg.selective ? next_lost(f) : UINT32_MAX;
+  if (seq == UINT32_MAX) seq = f->snd_nxt++;
+  else f->rtx_nxt++; /* resent: next time, the next one */
   p->type = FAB_PKT_DATA;
   p->seq = seq;
   p->dst = f->dst;
@@ -311,7 +363,7 @@ static FabPkt *nic_pull(FabEngine *eng, FabNode *self, FabPort *port) {
     f->deadline = eng->now + nic->cfg.rto;
     fab_engine_at(eng, f->deadline, nic, WAKE(WAKE_RTO, f));
   }
-  if (f->snd_nxt < f->npkts) rr_push(nic, f);
+  if (has_work(nic, f)) rr_push(nic, f);
   if (seq + 1 == f->npkts && !f->sent_all) {
     f->sent_all = true;
     if (nic->sent) nic->sent(nic->ctx, f);
@@ -319,12 +371,14 @@ static FabPkt *nic_pull(FabEngine *eng, FabNode *self, FabPort *port) {
   return p;
 }
 
-static void send_ctrl(FabEngine *eng, FabNic *nic, FabFlow *f, uint8_t type) {
+/* An ACK, NAK or CNP of flow f from its receiver; `sack`: an ACK's selectively acknowledged PSN + 1 (0: none). */
+static void send_ctrl(FabEngine *eng, FabNic *nic, FabFlow *f, uint8_t type, uint32_t sack) {
   FabPkt *p = fab_pkt_alloc(eng);
   p->type = type;
   p->flow = f->slot;
   f->inflight++;
   p->seq = f->rcv_nxt;
+  p->payload = sack;
   p->src = f->dst;
   p->dst = f->src;
   p->hash = f->hash_rev;
@@ -337,11 +391,41 @@ static void send_ctrl(FabEngine *eng, FabNic *nic, FabFlow *f, uint8_t type) {
   fab_port_enqueue(eng, path_port(nic, f), p);
 }
 
+/* Selective repeat's receiver (nic.h): hold what comes within the window,
+** deliver in order, ACK out-of-order packets at once and selectively. */
+static void on_data_selective(FabEngine *eng, FabNic *nic, FabFlow *f, const FabPkt *p) {
+  uint32_t seq = p->seq, d = seq - f->rcv_nxt;
+  if (seq < f->rcv_nxt || (d < FAB_SACK_WINDOW && bit_at(f->rcvd, d))) { /* a duplicate: our ACK may be lost */
+    if (seq < f->rcv_nxt && (seq + 1 == f->npkts || (seq + 1) % f->ack_every == 0)) send_ctrl(eng, nic, f, FAB_PKT_ACK, 0);
+    return;
+  }
+  if (d >= FAB_SACK_WINDOW) return; /* beyond what the receiver tracks: dropped, resent later */
+  if (d) { /* out of order: held, and said so */
+    bit_set(f->rcvd, d);
+    nic->ooo_pkts++;
+    send_ctrl(eng, nic, f, FAB_PKT_ACK, seq + 1);
+    return;
+  }
+  bit_set(f->rcvd, 0);
+  uint32_t n = ones_from_0(f->rcvd), before = f->rcv_nxt;
+  for (uint32_t k = 0; k < n; k++) f->rcv_bytes += fab_flow_payload(f, f->mtu, before + k);
+  bits_shift(f->rcvd, n);
+  f->rcv_nxt += n;
+  bool last = f->rcv_nxt == f->npkts;
+  if (last) {
+    f->end = eng->now;
+    if (nic->done) nic->done(nic->ctx, f);
+  }
+  if (last || n > 1 || f->rcv_nxt / f->ack_every != before / f->ack_every) send_ctrl(eng, nic, f, FAB_PKT_ACK, 0);
+}
+
 static void on_data(FabEngine *eng, FabNic *nic, FabFlow *f, FabPkt *p) {
   nic->rx_data_pkts++;
   nic->rx_data_bytes += p->wire;
   uint32_t seq = p->seq;
-  if (seq == f->rcv_nxt) {
+  if (nic->cfg.selective) {
+    on_data_selective(eng, nic, f, p);
+  } else if (seq == f->rcv_nxt) {
     f->rcv_nxt++;
     f->rcv_bytes += p->payload;
     f->nak_sent = false;
@@ -350,19 +434,19 @@ static void on_data(FabEngine *eng, FabNic *nic, FabFlow *f, FabPkt *p) {
       f->end = eng->now;
       if (nic->done) nic->done(nic->ctx, f);
     }
-    if (last || f->rcv_nxt % f->ack_every == 0) send_ctrl(eng, nic, f, FAB_PKT_ACK);
+    if (last || f->rcv_nxt % f->ack_every == 0) send_ctrl(eng, nic, f, FAB_PKT_ACK, 0);
   } else if (seq > f->rcv_nxt) { /* a gap: ask once for what is missing */
     if (!f->nak_sent) {
       f->nak_sent = true;
       nic->naks_sent++;
-      send_ctrl(eng, nic, f, FAB_PKT_NAK);
+      send_ctrl(eng, nic, f, FAB_PKT_NAK, 0);
     }
   } else if (seq + 1 == f->npkts || (seq + 1) % f->ack_every == 0) {
-    send_ctrl(eng, nic, f, FAB_PKT_ACK); /* a duplicate: our ACK may have been lost */
+    send_ctrl(eng, nic, f, FAB_PKT_ACK, 0); /* a duplicate: our ACK may have been lost */
   }
   if (nic->cc && nic->cc->rx_data(&f->cnp_next, &nic->cfg.cc, p, eng->now)) { /* notification point */
     nic->cnps_sent++;
-    send_ctrl(eng, nic, f, FAB_PKT_CNP);
+    send_ctrl(eng, nic, f, FAB_PKT_CNP, 0);
   }
 }
 
@@ -383,6 +467,7 @@ static void on_ctrl(FabEngine *eng, FabNic *nic, FabFlow *f, FabPkt *p) {
   }
   uint32_t a = p->seq;
   if (a > f->snd_una) {
+    if (nic->cfg.selective) bits_shift(f->sacked, a - f->snd_una);
     f->snd_una = a;
     f->timeouts = 0;
     f->deadline = eng->now + nic->cfg.rto;
@@ -390,6 +475,21 @@ static void on_ctrl(FabEngine *eng, FabNic *nic, FabFlow *f, FabPkt *p) {
       f->acked = true;
       return;
     }
+  }
+  if (nic->cfg.selective) {
+    uint32_t s = p->payload ? p->payload - 1 : UINT32_MAX;
+    if (s != UINT32_MAX && s >= f->snd_una && s - f->snd_una < FAB_SACK_WINDOW) {
+      bit_set(f->sacked, s - f->snd_una);
+      f->sack_hi = MAX(f->sack_hi, s + 1);
+      f->timeouts = 0;
+      f->deadline = eng->now + nic->cfg.rto;
+    }
+    if (f->sack_hi > nic->cfg.dup_threshold) f->rtx_end = MAX(f->rtx_end, f->sack_hi - nic->cfg.dup_threshold);
+    if (!f->in_rr && has_work(nic, f)) { /* a loss to resend, or the window opened */
+      rr_push(nic, f);
+      fab_port_kick(eng, path_port(nic, f));
+    }
+    return;
   }
   if (p->type == FAB_PKT_NAK && f->snd_nxt > a) {
     f->snd_nxt = a; /* go back N */
@@ -458,7 +558,12 @@ static void nic_wake(FabEngine *eng, void *self, uint64_t arg) {
       if (nic->fail) nic->fail(nic->ctx, f);
       break;
     }
-    f->snd_nxt = f->snd_una; /* go back to the oldest unacknowledged packet */
+    if (nic->cfg.selective) { /* every PSN sent and not acknowledged is presumed lost */
+      f->rtx_nxt = f->snd_una;
+      f->rtx_end = f->snd_max;
+    } else {
+      f->snd_nxt = f->snd_una; /* go back to the oldest unacknowledged packet */
+    }
     if (!f->in_rr) rr_push(nic, f);
     f->deadline = eng->now + nic->cfg.rto;
     fab_engine_at(eng, f->deadline, nic, arg);

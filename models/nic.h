@@ -23,6 +23,7 @@
 **    expects, and no other until that PSN arrives;
 **  - the sender, on a NAK, goes back to that PSN; when no ACK advances for
 **    `rto`, it goes back to the oldest unacknowledged PSN and sends again;
+**  - or selective repeat, with `selective` (below);
 **  - a flow is complete when its receiver holds every byte in order; the
 **    sender frees its state when the last ACK comes back.
 ** So every flow completes on a lossy fabric; `max_timeouts` consecutive
@@ -43,6 +44,9 @@ typedef struct FabNicCfg {
                            ** mtu of it with its own headers); 0: packet by packet */
   fab_time_t rto;          /* ps: retransmission timeout */
   uint32_t ack_interval;   /* ACK every this many in-order packets (>= 1) */
+  bool selective;          /* receivers place data out of order and ACK selectively, senders resend only what is
+                           ** lost (below); false: go-back-N */
+  uint32_t dup_threshold;  /* selective: a packet is presumed lost once this many later ones were acknowledged */
   uint32_t max_timeouts;   /* consecutive timeouts without progress before failing */
   uint32_t nprio;          /* priorities on the NIC port (= the switches') */
   FabTransport transport;  /* header sizes */
@@ -63,6 +67,20 @@ typedef struct FabNicCfg {
                            ** node on another rail goes over NVLink to the local GPU on the destination's
                            ** rail, which forwards it to its NIC; 0: off */
 } FabNicCfg;
+
+/* Selective repeat (FabNicCfg.selective), after RC with out-of-order data
+** placement (ConnectX-5 and later, with adaptive routing): the receiver
+** holds any packet within FAB_SACK_WINDOW PSNs of the next one it expects
+** (later ones are dropped), and answers each out-of-order packet at once with
+** an ACK naming the next expected PSN and, selectively, the one it got
+** (FabPkt.payload = that PSN + 1); in-order data is ACKed every ack_interval
+** packets as in go-back-N, and at once when it fills a gap. The sender keeps
+** at most FAB_SACK_WINDOW PSNs beyond the oldest unacknowledged one in
+** flight, presumes a PSN lost once dup_threshold later ones were
+** acknowledged (TCP's fast retransmit, RFC 5681: 3), or all it has not
+** heard of after `rto`, and resends only those. */
+#define FAB_SACK_WINDOW 256
+#define FAB_SACK_WORDS (FAB_SACK_WINDOW / 64)
 
 /* One flow: what was asked (first block) and its transport state. */
 typedef struct FabFlow {
@@ -115,7 +133,12 @@ typedef struct FabFlow {
   fab_time_t made;         /* ps: with max_bps, when its GPU has made the data of the packets sent so far */
   fab_time_t cc_wake_at;   /* ps: the earliest pending CC timer event (FAB_TIME_MAX: none) */
   FabCcFlow cc;            /* congestion-control state; cc.rate_bps is the current rate */
+  uint32_t rtx_nxt;        /* selective: the next PSN to look at for resending */
+  uint32_t rtx_end;        /* selective: PSNs below it not acknowledged are presumed lost */
+  uint32_t sack_hi;        /* selective: one past the highest PSN acknowledged selectively */
+  uint64_t sacked[FAB_SACK_WORDS]; /* selective: bit i, PSN snd_una + i was acknowledged selectively */
   /* receiver */
+  uint64_t rcvd[FAB_SACK_WORDS];   /* selective: bit i, PSN rcv_nxt + i is held (bit 0 never) */
   uint32_t rcv_nxt;        /* next PSN expected */
   bool nak_sent;           /* a NAK for rcv_nxt is outstanding */
   uint64_t rcv_bytes;      /* payload received in order */
@@ -191,6 +214,7 @@ struct FabNic {
   uint64_t rx_data_pkts, rx_data_bytes;   /* data packets received (wire bytes) */
   uint64_t tx_ctrl_pkts, rx_ctrl_pkts;    /* ACK/NAK/CNP */
   uint64_t retransmits, timeouts, naks_sent;
+  uint64_t ooo_pkts;                      /* selective: data packets received out of order and held */
   uint64_t cnps_sent, cnps_received;      /* CNPs (also in tx/rx_ctrl_pkts) */
   uint64_t nvls_tx_bytes, nvls_rx_bytes;  /* NVLS: into the switch (contributions, stores), and from it (wire bytes) */
   uint64_t pxn_relayed;                   /* packets this GPU forwarded for a peer (PXN) */

@@ -460,3 +460,166 @@ Test(nic, a_flow_limit_paces_that_flow_only) {
   cr_assert_leq(p.flows[1].end, 4 * ser + FAB_US, "the other fills the gaps: done by its 3 packets + 1 of the first");
   pair_fini(&p);
 }
+
+/* ---- selective repeat (out-of-order receivers) ------------------------------ */
+
+/* NIC 0 -> a reordering element -> NIC 1: it holds chosen data packets back
+** until `after` more data packets have passed (then sends the held one next),
+** and may drop one; everything else passes at once. */
+typedef struct Reorder {
+  FabNode node;
+  FabPort port[2];
+  FabPkt *held[64];
+  uint32_t wait[64], nheld;
+  bool (*hold)(struct Reorder *r, const FabPkt *p, uint32_t *after); /* hold p for *after packets? */
+  uint32_t drop_seq;  /* a first transmission of this PSN is dropped (UINT32_MAX: none) */
+  uint32_t dropped;
+  FabRng rng;
+} Reorder;
+
+static void reorder_wake(FabEngine *eng, void *self, uint64_t arg) {}
+static const FabOps reorder_ops = {"reorder", reorder_wake};
+
+static void reorder_pass(FabEngine *eng, Reorder *r, FabPkt *p, uint32_t out) {
+  p->ready = eng->now;
+  fab_port_enqueue(eng, &r->port[out], p);
+}
+
+static void reorder_receive(FabEngine *eng, FabNode *self, FabPkt *p, FabPort *in) {
+  Reorder *r = (Reorder *)self;
+  uint32_t out = in->index ^ 1, after = 0;
+  if (p->type != FAB_PKT_DATA) {
+    reorder_pass(eng, r, p, out);
+    return;
+  }
+  if (p->seq == r->drop_seq && !(p->flags & FAB_PKTF_RETX)) {
+    r->dropped++;
+    fab_pkt_free(eng, p);
+    return;
+  }
+  bool held = r->nheld < 64 && r->hold && r->hold(r, p, &after) && after > 0;
+  if (held) {
+    r->held[r->nheld] = p;
+    r->wait[r->nheld++] = after;
+  } else {
+    reorder_pass(eng, r, p, out);
+  }
+  for (uint32_t i = 0; i < r->nheld;) { /* every data packet that passed or was held counts down the others */
+    if (r->held[i] == p || --r->wait[i]) {
+      i++;
+      continue;
+    }
+    reorder_pass(eng, r, r->held[i], out);
+    r->held[i] = r->held[--r->nheld];
+    r->wait[i] = r->wait[r->nheld];
+  }
+}
+
+typedef struct Sel {
+  FabEngine *eng;
+  FabNicCfg cfg;
+  FabNic nic[2];
+  Reorder mid;
+  FabFlow flows[1];
+  TestRun run;
+} Sel;
+
+static void sel_run(Sel *s, bool selective, bool (*hold)(Reorder *, const FabPkt *, uint32_t *), uint32_t drop_seq,
+                    uint32_t npkts) {
+  memset(s, 0, sizeof *s);
+  s->eng = testnet_engine(1);
+  s->cfg = testnet_nic_cfg(100000000000ULL, 1000, FAB_TRANSPORT_ROCEV2);
+  s->cfg.selective = selective;
+  s->cfg.dup_threshold = 3;
+  for (uint32_t i = 0; i < 2; i++) testnet_nic(&s->nic[i], i, &s->cfg, s->flows, &s->run, FAB_US);
+  fab_elem_init(&s->mid.node.el, &reorder_ops);
+  s->mid.node.receive = reorder_receive;
+  s->mid.hold = hold;
+  s->mid.drop_seq = drop_seq;
+  fab_rng_init(&s->mid.rng, 9, 1);
+  for (uint32_t i = 0; i < 2; i++) fab_port_init(&s->mid.port[i], &s->mid.node, i, 100000000000ULL, FAB_US, 1);
+  fab_port_connect(&s->nic[0].port, &s->mid.port[0]);
+  fab_port_connect(&s->mid.port[1], &s->nic[1].port);
+  s->flows[0] = testnet_flow(0, 0, 1, (uint64_t)npkts * 1000, 0, &s->cfg);
+  fab_nic_post(s->eng, &s->nic[0], &s->flows[0]);
+  cr_assert(fab_engine_run(s->eng, FAB_TIME_MAX));
+  cr_assert_eq(s->run.done, 1, "done once");
+  cr_assert_eq(s->flows[0].rcv_bytes, (uint64_t)npkts * 1000, "every byte once");
+  cr_assert(s->flows[0].acked, "the sender heard of all of it");
+  cr_assert_eq(s->mid.nheld, 0);
+  cr_assert_eq(fab_pool_live(s->eng->pool), 0);
+}
+
+static void sel_fini(Sel *s) { fab_engine_free(s->eng); }
+
+static bool hold_3_for_2(Reorder *r, const FabPkt *p, uint32_t *after) {
+  *after = 2;
+  return p->seq == 3 && !(p->flags & FAB_PKTF_RETX);
+}
+
+static bool hold_3_for_5(Reorder *r, const FabPkt *p, uint32_t *after) {
+  *after = 5;
+  return p->seq == 3 && !(p->flags & FAB_PKTF_RETX);
+}
+
+/* PSN 3 arrives after 4 and 5: the selective receiver holds them (two
+** out-of-order packets, each ACKed at once) and nothing is resent, as 2 < 3
+** later PSNs were acknowledged; go-back-N NAKs and resends from 3. Held
+** behind 5 later ones (more than the threshold), PSN 3 is presumed lost
+** and resent once: the copy that arrives second is a duplicate, dropped. */
+Test(nic, selective_receivers_take_reordering_without_resending) {
+  Sel s;
+  sel_run(&s, true, hold_3_for_2, UINT32_MAX, 10);
+  cr_assert_eq(s.nic[1].ooo_pkts, 2);
+  cr_assert_eq(s.flows[0].retransmits, 0);
+  cr_assert_eq(s.nic[1].naks_sent, 0);
+  cr_assert_eq(s.nic[1].rx_data_pkts, 10);
+  sel_fini(&s);
+  sel_run(&s, false, hold_3_for_2, UINT32_MAX, 10);
+  cr_assert_geq(s.nic[1].naks_sent, 1);
+  cr_assert_geq(s.flows[0].retransmits, 1, "go-back-N resends what it already delivered");
+  sel_fini(&s);
+  sel_run(&s, true, hold_3_for_5, UINT32_MAX, 10);
+  cr_assert_eq(s.flows[0].retransmits, 1, "3 presumed lost once 3 later PSNs were acknowledged");
+  cr_assert_eq(s.nic[1].rx_data_pkts, 11, "the late original and the copy");
+  sel_fini(&s);
+}
+
+/* A lost packet: the selective sender resends it alone (go-back-N: it and
+** what followed); the last packet lost: nothing after it reveals the gap,
+** the timer does. */
+Test(nic, selective_senders_resend_only_what_was_lost) {
+  Sel s;
+  sel_run(&s, true, NULL, 3, 10);
+  cr_assert_eq(s.mid.dropped, 1);
+  cr_assert_eq(s.flows[0].retransmits, 1);
+  cr_assert_eq(s.nic[0].timeouts, 0);
+  cr_assert_lt(s.flows[0].end, 100 * FAB_US, "within an RTT or so");
+  sel_fini(&s);
+  sel_run(&s, false, NULL, 3, 10);
+  cr_assert_gt(s.flows[0].retransmits, 1);
+  sel_fini(&s);
+  sel_run(&s, true, NULL, 9, 10);
+  cr_assert_eq(s.flows[0].retransmits, 1);
+  cr_assert_eq(s.nic[0].timeouts, 1);
+  cr_assert_gt(s.flows[0].end, s.cfg.rto);
+  sel_fini(&s);
+}
+
+/* Half the packets held back for 1 to 12 others, drawn at random: the flow
+** completes once with every byte once, every packet sent arrives, and only
+** the reordering deeper than the threshold causes copies. */
+static bool hold_random(Reorder *r, const FabPkt *p, uint32_t *after) {
+  *after = 1 + (uint32_t)fab_rng_below(&r->rng, 12);
+  /* not the flow's last 13, nor copies: they might wait for packets that never come */
+  return fab_rng_below(&r->rng, 2) == 0 && p->seq + 13 < 400 && !(p->flags & FAB_PKTF_RETX);
+}
+
+Test(nic, packets_in_a_random_order_complete_exactly_once) {
+  Sel s;
+  sel_run(&s, true, hold_random, UINT32_MAX, 400);
+  cr_assert_gt(s.nic[1].ooo_pkts, 100);
+  cr_assert_eq(s.nic[1].rx_data_pkts, 400 + s.flows[0].retransmits, "every packet sent arrived");
+  cr_assert_eq(s.nic[0].timeouts, 0);
+  sel_fini(&s);
+}

@@ -28,6 +28,7 @@ typedef struct Read {
   GPtrArray *warnings; /* settings with no effect under the current choices (NULL: not kept) */
   const FabCfgNode *tiers, *pods; /* fabric.topology.tiers, pods (refused) */
   uint32_t ar_pick, flowlet_pick; /* fabric.switch.adaptive_pick, flowlet_pick */
+  uint32_t reliability;           /* cluster.nic.reliability */
 } Read;
 
 static const char *const topo_kinds[] = {"single-switch", "leaf-spine", "fat-tree", "ring", "rail-optimized",
@@ -37,6 +38,7 @@ static const char *const routings[] = {"ecmp", "adaptive", "flowlet", "round-rob
 ** rather than as a misspelling ("not a valid choice"). */
 static const char *const routings_later[] = {"spray", NULL};
 static const char *const adaptive_picks[] = {"least-loaded", "two-choices", NULL};
+static const char *const reliabilities[] = {"go-back-n", "selective", NULL};
 static const char *const flowlet_picks[] = {"least-loaded", "random", NULL};
 static const char *const transports[] = {"rocev2", "infiniband", NULL}; /* fab_transport_names without srd */
 static const char *const cc_algorithms[] = {"none", "dcqcn", NULL}; /* in FabCcKind order */
@@ -68,6 +70,10 @@ static const FabCfgKey nic_schema[] = {
   ** (drivers/infiniband/hw/hfi1/verbs.h, "add ACK coalescing logic"), Linux's software RoCE asks for
   ** one every 64 (rxe_param.h RXE_MAX_PKT_PER_ACK); the last packet of a flow is always ACKed */
   K("ack_interval", FAB_CFG_UINT, f.nic.ack_interval, .def = "16", .min = 1, .max = 1 << 20),
+  /* go-back-n, or selective repeat with out-of-order placement (models/nic.h); the threshold is TCP's
+  ** duplicate-ACK threshold for fast retransmit (RFC 5681, section 3.2: 3) */
+  K("reliability", FAB_CFG_ENUM, reliability, .def = "go-back-n", .choices = reliabilities),
+  K("dup_threshold", FAB_CFG_UINT, f.nic.dup_threshold, .def = "3", .min = 1, .max = FAB_SACK_WINDOW - 1),
   K("max_timeouts", FAB_CFG_UINT, f.nic.max_timeouts, .def = "64", .min = 1, .max = 1 << 20),
   FAB_CFG_END_ROW,
 };
@@ -670,6 +676,10 @@ static gboolean read_cluster(Read *r, const FabCfgNode *root, const FabCfgNode *
   r->f.gpu.preset_id = scratch.f.gpu.preset_id;
   if (!fab_cfg_apply(cl, root, cluster_schema, r, err) || !fab_cfg_apply(r->nic, root, nic_schema, r, err))
     return FALSE;
+  r->f.nic.selective = r->reliability == 1;
+  const FabCfgNode *dup = fab_cfg_get(r->nic, "dup_threshold");
+  if (dup && !r->f.nic.selective)
+    no_effect(r, dup, "cluster.nic.reliability is go-back-n: any gap is resent whole (a NAK, or a timeout)");
   return TRUE;
 }
 

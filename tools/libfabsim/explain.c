@@ -171,6 +171,14 @@ static void explain_fabric(const FabScenario *sc, GString *s) {
   }
   g_string_append_printf(s, "nic        rto %.6g us, ACK every %u packets, give up after %u timeouts\n",
                          (double)f->nic.rto / 1e6, f->nic.ack_interval, f->nic.max_timeouts);
+  if (f->nic.selective)
+    g_string_append_printf(s, "reliability selective: receivers hold packets up to %u PSNs ahead and ACK each at once, "
+                           "senders keep at most %u PSNs in flight and resend a PSN once %u later ones were "
+                           "acknowledged, or after the rto\n", FAB_SACK_WINDOW, FAB_SACK_WINDOW,
+                           f->nic.dup_threshold);
+  else
+    g_string_append(s, "reliability go-back-n: receivers take only the next PSN, NAK a gap once, senders go back to "
+                       "it\n");
 }
 
 /* "0-7", "0, 4, 8, 12, 1, 5, 9, 13", "0-3, 8-11": a job's endpoints in
