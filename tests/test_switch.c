@@ -253,7 +253,6 @@ Test(switch, ecmp_group_spreads) {
 /* ---- PFC and ECN, on whole scenarios ------------------------------------ */
 
 #include "testscen.h"
-#include "tools/libfabsim/json.h"
 
 
 
@@ -669,24 +668,25 @@ Test(switch, flowlet_moves_only_after_an_idle_gap) {
 ** move a flow only after an idle gap longer than the paths differ, do not.
 ** That is why receivers that accept out-of-order packets matter (issue 15).
 ** Every mode gives the same JSON twice. */
-static FabScenario *load_shipped(const char *rel, const char *const *sets) {
-  const char *src = g_getenv("FABSIM_SRC");
-  char *path = g_build_filename(src ? src : "..", rel, NULL);
-  GError *err = NULL;
-  FabScenario *sc = fab_scenario_load(path, sets, &err);
-  cr_assert_not_null(sc, "%s: %s", path, err ? err->message : "?");
-  g_free(path);
-  return sc;
-}
-
-/* The JSON summary without its wall-clock fields. */
-static char *stable_json(const FabResults *r) {
-  char *js = fab_json_summary(r);
-  GRegex *re = g_regex_new("\"(wall_s|events_per_s|packet_hops_per_s)\": [0-9.e+-]+", 0, 0, NULL);
-  char *out = g_regex_replace(re, js, -1, 0, "\"\\1\": X", 0, NULL);
-  g_regex_unref(re);
-  g_free(js);
-  return out;
+/* Run the shipped 128-host permutation with `sets` twice: the same JSON
+** both times; its time and retransmissions. */
+static fab_time_t permutation_twice(const char *const *sets, uint64_t *retx) {
+  char *js[2];
+  fab_time_t t = 0;
+  for (int k = 0; k < 2; k++) {
+    FabScenario *sc = testscen_load_file("scenarios/leaf-spine-permutation-128.yaml", sets);
+    FabResults res;
+    testscen_run(sc, &res);
+    t = res.sim_time;
+    if (retx) *retx = res.retransmits;
+    cr_assert_eq(res.flow_stats.completed, 128, "%s", sets && sets[0] ? sets[0] : "as shipped");
+    js[k] = testscen_stable_json(&res);
+    testscen_done(sc, &res);
+  }
+  cr_assert_str_eq(js[0], js[1], "%s: the same JSON twice", sets && sets[0] ? sets[0] : "as shipped");
+  g_free(js[0]);
+  g_free(js[1]);
+  return t;
 }
 
 Test(switch, per_packet_routing_collapses_go_back_n_and_flowlets_do_not) {
@@ -696,20 +696,7 @@ Test(switch, per_packet_routing_collapses_go_back_n_and_flowlets_do_not) {
   for (int m = 0; m < 4; m++) {
     char *set = g_strdup_printf("fabric.switch.routing=%s", modes[m]);
     const char *const sets[] = {set, NULL};
-    char *js[2];
-    for (int k = 0; k < 2; k++) {
-      FabScenario *sc = load_shipped("scenarios/leaf-spine-permutation-128.yaml", sets);
-      FabResults res;
-      testscen_run(sc, &res);
-      t[m] = res.sim_time;
-      retx[m] = res.retransmits;
-      cr_assert_eq(res.flow_stats.completed, 128, "%s", modes[m]);
-      js[k] = stable_json(&res);
-      testscen_done(sc, &res);
-    }
-    cr_assert_str_eq(js[0], js[1], "%s: the same JSON twice", modes[m]);
-    g_free(js[0]);
-    g_free(js[1]);
+    t[m] = permutation_twice(sets, &retx[m]);
     g_free(set);
   }
   for (int m = 1; m < 4; m += 2) {
@@ -727,27 +714,9 @@ Test(switch, per_packet_routing_collapses_go_back_n_and_flowlets_do_not) {
 Test(switch, adaptive_routing_with_selective_receivers_beats_ecmp) {
   static const char *const modes[] = {"fabric.switch.routing=ecmp", "fabric.switch.routing=adaptive"};
   fab_time_t t[2];
-  for (int m = 0; m < 2; m++) {
-    const char *const sets[] = {modes[m], "cluster.nic.reliability=selective", NULL};
-    char *js[2];
-    for (int k = 0; k < 2; k++) {
-      FabScenario *sc = load_shipped("scenarios/leaf-spine-permutation-128.yaml", sets);
-      FabResults res;
-      testscen_run(sc, &res);
-      t[m] = res.sim_time;
-      cr_assert_eq(res.flow_stats.completed, 128);
-      js[k] = stable_json(&res);
-      testscen_done(sc, &res);
-    }
-    cr_assert_str_eq(js[0], js[1], "%s: the same JSON twice", modes[m]);
-    g_free(js[0]);
-    g_free(js[1]);
-  }
-  FabScenario *sc = load_shipped("scenarios/leaf-spine-permutation-128.yaml", NULL);
-  FabResults res;
-  testscen_run(sc, &res);
-  fab_time_t gbn = res.sim_time;
-  testscen_done(sc, &res);
+  for (int m = 0; m < 2; m++)
+    t[m] = permutation_twice((const char *const[]){modes[m], "cluster.nic.reliability=selective", NULL}, NULL);
+  fab_time_t gbn = permutation_twice(NULL, NULL);
   cr_assert_lt(2 * t[1], t[0], "adaptive %lu ps, ecmp %lu ps (selective both)", t[1], t[0]);
   cr_assert_lt(3 * t[1], gbn, "adaptive %lu ps, go-back-N ecmp %lu ps", t[1], gbn);
 }

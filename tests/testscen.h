@@ -11,7 +11,30 @@
 #include <glib/gstdio.h>
 #include <unistd.h>
 #include "tools/libfabsim/driver.h"
+#include "tools/libfabsim/json.h"
 #include "tools/libfabsim/scenario.h"
+
+/* A scenario file under the source root (FABSIM_SRC, else the current
+** directory), failing the test on bad input. */
+static inline FabScenario *testscen_load_file(const char *rel, const char *const *sets) {
+  const char *src = getenv("FABSIM_SRC");
+  char *path = g_build_filename(src ? src : ".", rel, NULL);
+  GError *err = NULL;
+  FabScenario *sc = fab_scenario_load(path, sets, &err);
+  cr_assert_not_null(sc, "%s: %s", path, err ? err->message : "?");
+  g_free(path);
+  return sc;
+}
+
+/* The JSON summary with its wall-clock fields blanked (g_free it). */
+static inline char *testscen_stable_json(const FabResults *r) {
+  char *js = fab_json_summary(r);
+  GRegex *re = g_regex_new("\"(wall_s|events_per_s|packet_hops_per_s)\": [0-9.e+-]+", 0, 0, NULL);
+  char *out = g_regex_replace(re, js, -1, 0, "\"\\1\": X", 0, NULL);
+  g_regex_unref(re);
+  g_free(js);
+  return out;
+}
 
 static inline FabScenario *testscen_load(const char *yaml, const char *const *sets) {
   GError *err = NULL;
