@@ -293,8 +293,8 @@ static FabPkt *nic_pull(FabEngine *eng, FabNode *self, FabPort *port) {
   fab_time_t soonest = FAB_TIME_MAX;
   while (f) {
     FabFlow *next = f->rr_next;
-    if (f->acked || (G_UNLIKELY(nic->cfg.selective) && !has_work(nic, f))) { /* acked (or, selective: what it
-                                                                              ** had to resend acknowledged) meanwhile */
+    /* acked while waiting its turn (or, selective: what it had to resend was acknowledged meanwhile) */
+    if (f->acked || (G_UNLIKELY(nic->cfg.selective) && !has_work(nic, f))) {
       rr_unlink(nic, prev, f);
       maybe_release(nic, f);
       f = next;
@@ -396,7 +396,8 @@ static void send_ctrl(FabEngine *eng, FabNic *nic, FabFlow *f, uint8_t type, uin
 static void on_data_selective(FabEngine *eng, FabNic *nic, FabFlow *f, const FabPkt *p) {
   uint32_t seq = p->seq, d = seq - f->rcv_nxt;
   if (seq < f->rcv_nxt || (d < FAB_SACK_WINDOW && bit_at(f->rcvd, d))) { /* a duplicate: our ACK may be lost */
-    if (seq < f->rcv_nxt && (seq + 1 == f->npkts || (seq + 1) % f->ack_every == 0)) send_ctrl(eng, nic, f, FAB_PKT_ACK, 0);
+    if (seq < f->rcv_nxt && (seq + 1 == f->npkts || (seq + 1) % f->ack_every == 0))
+      send_ctrl(eng, nic, f, FAB_PKT_ACK, 0);
     return;
   }
   if (d >= FAB_SACK_WINDOW) return; /* beyond what the receiver tracks: dropped, resent later */

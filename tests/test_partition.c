@@ -153,7 +153,8 @@ Test(partition, gpu_nodes_stay_whole) {
       FabPort *pt = fab_switch_port_at(sw, i);
       if (!pt->peer) continue;
       for (uint32_t g = 0; g < t->nhosts; g++)
-        if (pt->peer->owner == &t->nics[g].node) cr_assert_eq(fab_partition_rank_of(&p, g), r, "%s", fab_switch_name(sw));
+        if (pt->peer->owner == &t->nics[g].node)
+          cr_assert_eq(fab_partition_rank_of(&p, g), r, "%s", fab_switch_name(sw));
     }
   }
   cr_assert_eq(p.lookahead, 600 * FAB_NS, "rails join every node: NIC links are cut");

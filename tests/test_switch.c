@@ -575,7 +575,10 @@ static uint32_t fan_send(Fan *f, uint32_t hash, bool ar) {
   p->payload = 1000;
   p->flags = ar ? FAB_PKTF_AR : 0;
   uint64_t before[5];
-  for (uint32_t i = 0; i < 5; i++) before[i] = fab_switch_port_at(f->sw, i)->qbytes + (fab_switch_port_at(f->sw, i)->tx != NULL);
+  for (uint32_t i = 0; i < 5; i++) {
+    const FabPort *pt = fab_switch_port_at(f->sw, i);
+    before[i] = pt->qbytes + (pt->tx != NULL);
+  }
   FabNode *node = fab_switch_node(f->sw);
   node->receive(f->eng, node, p, fab_switch_port_at(f->sw, 0));
   for (uint32_t i = 1; i < 5; i++) {
@@ -719,4 +722,50 @@ Test(switch, adaptive_routing_with_selective_receivers_beats_ecmp) {
   fab_time_t gbn = permutation_twice(NULL, NULL);
   cr_assert_lt(2 * t[1], t[0], "adaptive %lu ps, ecmp %lu ps (selective both)", t[1], t[0]);
   cr_assert_lt(3 * t[1], gbn, "adaptive %lu ps, go-back-N ecmp %lu ps", t[1], gbn);
+}
+
+/* fabric.switch.routing_per_tier: the switches of a tier take its routing,
+** the others the fabric-wide one; the PCIe and NVLink elements of GPU
+** nodes hash whatever is asked. On a leaf-spine only the leaves choose (a
+** spine has one port down to each leaf), so `leaf: adaptive` is the same
+** run as adaptive everywhere. */
+static uint32_t routing_of(const FabTopology *t, const char *name) {
+  for (uint32_t s = 0; s < t->nswitches; s++)
+    if (!strcmp(fab_switch_name(t->switches[s]), name)) return fab_switch_cfg(t->switches[s])->routing;
+  cr_assert_fail("no switch %s", name);
+  return 0;
+}
+
+Test(switch, routing_per_tier) {
+  FabScenario *sc = testscen_load("name: t\ncluster: {nodes: 16}\n"
+                                  "fabric: {topology: {kind: fat-tree, k: 4}, link: {bandwidth: 100Gbps},\n"
+                                  "  switch: {routing: adaptive,\n"
+                                  "           routing_per_tier: {agg: flowlet, core: round-robin}}}\n"
+                                  "workload: {kind: permutation, size: 1MiB}\n", NULL);
+  FabTopology *t = fab_topology_build(&sc->fabric);
+  cr_assert_eq(routing_of(t, "edge3"), FAB_ROUTE_ADAPTIVE);
+  cr_assert_eq(routing_of(t, "agg5"), FAB_ROUTE_FLOWLET);
+  cr_assert_eq(routing_of(t, "core0"), FAB_ROUTE_ROUND_ROBIN);
+  fab_topology_free(t);
+  fab_scenario_free(sc);
+  sc = testscen_load("name: t\ncluster: {node: dgx-h100, nodes: 2}\n"
+                     "fabric: {topology: {kind: multi-rail, hosts_per_leaf: 1, spines: 1},\n"
+                     "  link: {bandwidth: 400Gbps},\n"
+                     "  switch: {routing_per_tier: {leaf: adaptive}}}\n"
+                     "workload: {kind: collective, op: allreduce, size: 1MiB}\n", NULL);
+  t = fab_topology_build(&sc->fabric);
+  cr_assert_eq(routing_of(t, "p0.leaf1"), FAB_ROUTE_ADAPTIVE);
+  cr_assert_eq(routing_of(t, "p7.leaf0"), FAB_ROUTE_ADAPTIVE);
+  cr_assert_eq(routing_of(t, "p7.spine0"), FAB_ROUTE_ECMP);
+  for (uint32_t s = t->nnet; s < t->nswitches; s++) /* inside the nodes */
+    cr_assert_eq(fab_switch_cfg(t->switches[s])->routing, FAB_ROUTE_ECMP);
+  fab_topology_free(t);
+  fab_scenario_free(sc);
+  uint64_t r1, r2;
+  fab_time_t t1 = permutation_twice((const char *const[]){"fabric.switch.routing_per_tier={leaf: adaptive}",
+                                                          "cluster.nic.reliability=selective", NULL}, &r1);
+  fab_time_t t2 = permutation_twice((const char *const[]){"fabric.switch.routing=adaptive",
+                                                          "cluster.nic.reliability=selective", NULL}, &r2);
+  cr_assert_eq(t1, t2);
+  cr_assert_eq(r1, r2);
 }

@@ -10,7 +10,11 @@ static FabSwitch *add_switch(FabTopology *t, const FabFabricCfg *cfg, const char
                              uint32_t nports) {
   char name[FAB_NAME_LEN];
   g_snprintf(name, sizeof name, "%s%u", prefix, i);
-  FabSwitch *sw = fab_switch_new(name, &cfg->sw, nports, t->nattach);
+  FabSwitchCfg sc = cfg->sw;
+  const char *tier = strchr(prefix, '.') ? strchr(prefix, '.') + 1 : prefix; /* multi-rail: "p3.leaf" */
+  for (uint32_t k = 0; k < cfg->ntiers; k++)
+    if (!strcmp(tier, cfg->tier_name[k])) sc.routing = cfg->tier_routing[k];
+  FabSwitch *sw = fab_switch_new(name, &sc, nports, t->nattach);
   t->switches[t->nswitches++] = sw;
   return sw;
 }

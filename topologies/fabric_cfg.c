@@ -29,6 +29,7 @@ typedef struct Read {
   const FabCfgNode *tiers, *pods; /* fabric.topology.tiers, pods (refused) */
   uint32_t ar_pick, flowlet_pick; /* fabric.switch.adaptive_pick, flowlet_pick */
   uint32_t reliability;           /* cluster.nic.reliability */
+  const FabCfgNode *per_tier;     /* fabric.switch.routing_per_tier */
 } Read;
 
 static const char *const topo_kinds[] = {"single-switch", "leaf-spine", "fat-tree", "ring", "rail-optimized",
@@ -156,6 +157,7 @@ static const FabCfgKey switch_schema[] = {
   K("flowlet_gap", FAB_CFG_TIME, f.sw.flowlet_gap, .def = "10us", .min = 0, .max = 1e15),
   K("flowlet_pick", FAB_CFG_ENUM, flowlet_pick, .def = "least-loaded", .choices = flowlet_picks),
   K("flowlet_table", FAB_CFG_UINT, f.sw.flowlet_table, .def = "4096", .min = 1, .max = 1u << 24),
+  K("routing_per_tier", FAB_CFG_MAP, per_tier),
   K("pfc", FAB_CFG_MAP, pfc),
   K("ecn", FAB_CFG_MAP, ecn),
   K("sharp", FAB_CFG_MAP, sharp),
@@ -281,28 +283,80 @@ static void off_keys(Read *r, const FabCfgNode *map, const char *why) {
 /* fabric.switch.routing and its parameters into the switch config: the
 ** parameters of another routing are warned about, a flowlet table must be a
 ** power of two. */
+/* The switch tiers of each topology kind (FabTopoKind order): the prefixes
+** of their switches' names (build.c). */
+static const char *const tiers_of[][FAB_TOPO_MAX_TIERS + 1] = {
+  {"switch", NULL}, {"leaf", "spine", NULL}, {"edge", "agg", "core", NULL}, {"ring", NULL},
+  {"rail", "spine", NULL}, {"leaf", "spine", NULL},
+};
+
+/* fabric.switch.routing_per_tier: {TIER: ROUTING, ...} into the fabric
+** config; `used` gets bit r for each routing r some switch uses. */
+static gboolean read_tiers(Read *r, uint32_t *used, GError **err) {
+  const FabCfgNode *m = r->per_tier;
+  const char *const *tiers = tiers_of[r->f.topo.kind];
+  for (size_t i = 0; m && i < fab_cfg_len(m); i++) {
+    const char *key = fab_cfg_key_at(m, i), *v = fab_cfg_scalar(fab_cfg_at(m, i));
+    const FabCfgNode *at = fab_cfg_at(m, i);
+    uint32_t t = 0, k = 0;
+    while (tiers[t] && strcmp(tiers[t], key)) t++;
+    if (!tiers[t]) {
+      char *list = g_strjoinv(", ", (char **)tiers);
+      gboolean ok = fab_cfg_fail(at, err, "no tier '%s' in a %s fabric: its switch tiers are %s", key,
+                                 topo_kinds[r->f.topo.kind], list);
+      g_free(list);
+      return ok;
+    }
+    while (v && routings[k] && strcmp(routings[k], v)) k++;
+    if (!v || !routings[k]) {
+      char *list = g_strjoinv(", ", (char **)routings);
+      gboolean ok = fab_cfg_fail(at, err, "expected a routing (%s)%s", list,
+                                 v && !strcmp(v, "spray") ? ": spray is not modelled in this version of fabsim" : "");
+      g_free(list);
+      return ok;
+    }
+    r->f.tier_name[r->f.ntiers] = tiers[t];
+    r->f.tier_routing[r->f.ntiers++] = k;
+  }
+  uint32_t all = 0; /* the tiers that keep the fabric-wide routing */
+  for (uint32_t t = 0; tiers[t]; t++) {
+    bool own = false;
+    for (uint32_t k = 0; k < r->f.ntiers; k++) own |= r->f.tier_name[k] == tiers[t];
+    if (!own) all++;
+  }
+  *used = all ? 1u << r->f.routing : 0;
+  r->f.routing_kept = all > 0;
+  if (!all && fab_cfg_get(r->sw, "routing"))
+    no_effect(r, fab_cfg_get(r->sw, "routing"), "fabric.switch.routing_per_tier names every tier");
+  for (uint32_t k = 0; k < r->f.ntiers; k++) *used |= 1u << r->f.tier_routing[k];
+  return TRUE;
+}
+
 static gboolean read_routing(Read *r, uint32_t mtu_wire, GError **err) {
   FabSwitchCfg *sw = &r->f.sw;
+  uint32_t used = 0;
+  if (!read_tiers(r, &used, err)) return FALSE;
   sw->routing = r->f.routing;
   sw->ar_choices = r->ar_pick == 1 ? 2 : 0;
   sw->flowlet_random = r->flowlet_pick == 1;
   if (!sw->ar_quantum) sw->ar_quantum = mtu_wire; /* one full packet (or train) on the wire per level */
   static const char *const ar_keys[] = {"adaptive_threshold", "adaptive_pick", "adaptive_quantum", NULL};
   static const char *const fl_keys[] = {"flowlet_gap", "flowlet_pick", "flowlet_table", NULL};
-  const char *name = routings[sw->routing];
+  const char *name = r->f.ntiers ? "not flowlet on any tier" : routings[sw->routing];
+  const uint32_t compare = 1u << FAB_ROUTE_ADAPTIVE | (r->flowlet_pick == 1 ? 0 : 1u << FAB_ROUTE_FLOWLET);
   for (const char *const *k = ar_keys; *k; k++) {
     const FabCfgNode *n = fab_cfg_get(r->sw, *k);
     if (!n) continue;
-    if (sw->routing == FAB_ROUTE_ECMP)
+    if (used == 1u << FAB_ROUTE_ECMP)
       no_effect(r, n, "fabric.switch.routing is ecmp: every packet takes its flow's hash");
-    else if (sw->routing == FAB_ROUTE_ROUND_ROBIN && *k != ar_keys[0])
-      no_effect(r, n, "fabric.switch.routing is round-robin: no member is compared");
-    else if (sw->routing == FAB_ROUTE_FLOWLET && r->flowlet_pick == 1 && *k != ar_keys[0])
-      no_effect(r, n, "fabric.switch.flowlet_pick is random: no member is compared");
+    else if (*k != ar_keys[0] && !(used & compare))
+      no_effect(r, n, "%s", used & 1u << FAB_ROUTE_FLOWLET ? "fabric.switch.flowlet_pick is random: no member is "
+                                                             "compared" : "no switch compares members");
   }
   for (const char *const *k = fl_keys; *k; k++) {
     const FabCfgNode *n = fab_cfg_get(r->sw, *k);
-    if (n && sw->routing != FAB_ROUTE_FLOWLET) no_effect(r, n, "fabric.switch.routing is %s, not flowlet", name);
+    if (n && !(used & 1u << FAB_ROUTE_FLOWLET))
+      no_effect(r, n, r->f.ntiers ? "fabric.switch.routing is %s" : "fabric.switch.routing is %s, not flowlet", name);
   }
   if (sw->flowlet_table & (sw->flowlet_table - 1))
     return fab_cfg_fail(fab_cfg_get(r->sw, "flowlet_table"), err, "%u entries: expected a power of two (a table "
@@ -859,10 +913,9 @@ gboolean fab_fabric_cfg_read(const FabCfgNode *root, FabFabricCfg *out, GPtrArra
   if (!read_segment(&r, fab_node, err)) return FALSE;
   uint32_t per = r.f.nic.seg ? r.f.nic.seg / r.f.nic.mtu : 1; /* packets in the largest unit on the wire */
   uint32_t mtu_wire = per * (r.f.nic.mtu + r.f.nic.transport.data_overhead);
-  if (!read_pfc(&r, mtu_wire, err) || !read_ecn(&r, err) || !read_cc(&r, err) || !read_routing(&r, mtu_wire, err))
-    return FALSE;
+  if (!read_pfc(&r, mtu_wire, err) || !read_ecn(&r, err) || !read_cc(&r, err)) return FALSE;
   uint64_t nic_bps = r.f.topo.host_bps, preset_nic_bps = 0; /* cluster.nic.bandwidth, 0: not given */
-  if (!read_endpoints(&r, cl, &preset_nic_bps, err)) return FALSE;
+  if (!read_endpoints(&r, cl, &preset_nic_bps, err) || !read_routing(&r, mtu_wire, err)) return FALSE;
   uint64_t buffer = r.f.sw.buffer;
   if (buffer < (uint64_t)r.f.nic.mtu + 128)
     return fab_cfg_fail(fab_cfg_get(r.sw, "buffer"), err, "buffer %" G_GUINT64_FORMAT " B cannot hold one packet of "

@@ -95,6 +95,8 @@ typedef struct FabGpuSpec {
 
 /* Everything the cluster and fabric sections say, in model structs (the
 ** schema rows of fabric_cfg.c fill these fields directly). */
+#define FAB_TOPO_MAX_TIERS 3 /* switch tiers of a topology (fat-tree: edge, agg, core) */
+
 typedef struct FabFabricCfg {
   FabTopoSpec topo;         /* for GPU nodes, topo.hosts counts NIC ports (network attachments) */
   FabGpuSpec gpu;
@@ -102,6 +104,13 @@ typedef struct FabFabricCfg {
   FabNicCfg nic;
   uint32_t cc_preset;       /* congestion_control.preset: index in the presets (dcqcn-paper, dcqcn-mlx) */
   uint32_t routing;         /* fabric.switch.routing: 0 ecmp */
+  /* fabric.switch.routing_per_tier: the switches of tier tier_name[i] (their names' prefix, without the
+  ** plane of multi-rail: "leaf", "spine", "edge", ...) route by tier_routing[i] (FabRouting), the others
+  ** by sw.routing */
+  uint32_t ntiers;
+  const char *tier_name[FAB_TOPO_MAX_TIERS]; /* static */
+  uint32_t tier_routing[FAB_TOPO_MAX_TIERS];
+  bool routing_kept;        /* some tier routes by sw.routing (not every tier named) */
   uint64_t nic_preset_bps;  /* GPU nodes: the preset's NIC rate (topo.host_bps is what the NIC links at), 0: none */
   const FabCfgNode *nccl;   /* cluster.nccl (NULL: absent), for the workload layer */
   bool credits_auto;        /* InfiniBand credits not given: fab_fabric_cfg_credits sizes them */

@@ -102,18 +102,18 @@ static void explain_cluster(const FabScenario *sc, GString *s) {
 }
 
 /* Links, transport, switches, PFC, ECN, credits, congestion control, NIC. */
-/* The network switches' choice among equal-cost ports (models/switch.h). */
-static void explain_routing(const FabFabricCfg *f, GString *s) {
+/* One routing's line (models/switch.h). */
+static void explain_one_routing(const FabFabricCfg *f, uint32_t routing, GString *s) {
   const FabSwitchCfg *w = &f->sw;
-  if (w->routing == FAB_ROUTE_ECMP) {
+  if (routing == FAB_ROUTE_ECMP) {
     g_string_append(s, "routing    ecmp: each flow's packets take the port its 5-tuple hash picks\n");
     return;
   }
   char *who = g_strdup_printf("data of flows of %" G_GUINT64_FORMAT " B or more (ACKs, NAKs, CNPs and smaller flows "
                               "take their hash's port)", f->nic.ar_threshold);
-  if (w->routing == FAB_ROUTE_ROUND_ROBIN)
+  if (routing == FAB_ROUTE_ROUND_ROBIN)
     g_string_append_printf(s, "routing    round-robin: per packet, each equal-cost port in turn, for %s\n", who);
-  else if (w->routing == FAB_ROUTE_ADAPTIVE)
+  else if (routing == FAB_ROUTE_ADAPTIVE)
     g_string_append_printf(s, "routing    adaptive: per packet, the least loaded of %s equal-cost ports (not paused, "
                            "then egress in levels of %u B, then the faster link; ties by the switch's RNG), for %s\n",
                            w->ar_choices == 2 ? "two random" : "all", w->ar_quantum, who);
@@ -124,6 +124,23 @@ static void explain_routing(const FabFabricCfg *f, GString *s) {
                                                                                 : "the least loaded",
                            w->flowlet_table, who);
   g_free(who);
+}
+
+/* The network switches' choice among equal-cost ports: each routing in
+** use, and which tiers use which. */
+static void explain_routing(const FabFabricCfg *f, GString *s) {
+  static const char *const names[] = {"ecmp", "adaptive", "flowlet", "round-robin"};
+  bool used[4] = {false, false, false, false};
+  used[f->sw.routing] = f->routing_kept;
+  for (uint32_t k = 0; k < f->ntiers; k++) used[f->tier_routing[k]] = true;
+  for (uint32_t r = 0; r < 4; r++)
+    if (used[r]) explain_one_routing(f, r, s);
+  if (!f->ntiers) return;
+  g_string_append(s, "routing    per tier:");
+  for (uint32_t k = 0; k < f->ntiers; k++)
+    g_string_append_printf(s, "%s %s %s", k ? "," : "", f->tier_name[k], names[f->tier_routing[k]]);
+  if (f->routing_kept) g_string_append_printf(s, "; the other tiers %s", names[f->sw.routing]);
+  g_string_append_c(s, '\n');
 }
 
 static void explain_fabric(const FabScenario *sc, GString *s) {
