@@ -111,7 +111,7 @@ void fab_flow_prepare(FabFlow *f, const FabNicCfg *cfg) {
   f->timeouts = f->retransmits = 0;
   f->rr_next = NULL;
   f->rcv_nxt = 0;
-  f->rtx_nxt = f->rtx_end = f->sack_hi = 0;
+  f->rtx_nxt = f->rtx_end = f->sack_hi = f->reorder = 0;
   memset(f->sacked, 0, sizeof f->sacked);
   memset(f->rcvd, 0, sizeof f->rcvd);
   f->nak_sent = false;
@@ -404,6 +404,7 @@ static void on_data_selective(FabEngine *eng, FabNic *nic, FabFlow *f, const Fab
   if (d) { /* out of order: held, and said so */
     bit_set(f->rcvd, d);
     nic->ooo_pkts++;
+    f->reorder = MAX(f->reorder, d);
     send_ctrl(eng, nic, f, FAB_PKT_ACK, seq + 1);
     return;
   }

@@ -140,6 +140,7 @@ typedef struct FabFlow {
   /* receiver */
   uint64_t rcvd[FAB_SACK_WORDS];   /* selective: bit i, PSN rcv_nxt + i is held (bit 0 never) */
   uint32_t rcv_nxt;        /* next PSN expected */
+  uint32_t reorder;        /* selective: the most PSNs a packet arrived ahead of the next one expected */
   bool nak_sent;           /* a NAK for rcv_nxt is outstanding */
   uint64_t rcv_bytes;      /* payload received in order */
   fab_time_t cnp_next;     /* ps: the next CNP for this flow may leave at (notification point) */

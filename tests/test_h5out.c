@@ -292,16 +292,16 @@ static void check_meta(hid_t f, const FabResults *r) {
 }
 
 static const char *const flow_names[] = {"id",       "src",    "dst",   "bytes",
-                                         "start_ps", "end_ps", "fct_s", "retransmits"};
+                                         "start_ps", "end_ps", "fct_s", "retransmits", "reorder"};
 static const char *const link_names[] = {"from",    "to",    "bps",             "bytes",    "packets",
                                          "drops",   "max_queue_bytes", "pause_tx", "pause_rx",
                                          "paused_ps", "ecn_marks", "layer"};
 
 static void check_flow_type(hid_t d) {
-  hid_t types[8] = {H5T_STD_U32LE, H5T_STD_U32LE, H5T_STD_U32LE,  H5T_STD_U64LE,
-                    H5T_STD_U64LE, H5T_STD_U64LE, H5T_IEEE_F64LE, H5T_STD_U32LE};
+  hid_t types[9] = {H5T_STD_U32LE, H5T_STD_U32LE, H5T_STD_U32LE,  H5T_STD_U64LE, H5T_STD_U64LE,
+                    H5T_STD_U64LE, H5T_IEEE_F64LE, H5T_STD_U32LE, H5T_STD_U32LE};
   hid_t t = H5Dget_type(d);
-  assert_members(t, 8, flow_names, types, 4 * 3 + 8 * 3 + 8 + 4);
+  assert_members(t, 9, flow_names, types, 4 * 3 + 8 * 3 + 8 + 4 + 4);
   H5Tclose(t);
 }
 

@@ -571,16 +571,19 @@ Test(nic, selective_receivers_take_reordering_without_resending) {
   Sel s;
   sel_run(&s, true, hold_3_for_2, UINT32_MAX, 10);
   cr_assert_eq(s.nic[1].ooo_pkts, 2);
+  cr_assert_eq(s.flows[0].reorder, 2, "PSN 5 came 2 ahead of 3");
   cr_assert_eq(s.flows[0].retransmits, 0);
   cr_assert_eq(s.nic[1].naks_sent, 0);
   cr_assert_eq(s.nic[1].rx_data_pkts, 10);
   sel_fini(&s);
   sel_run(&s, false, hold_3_for_2, UINT32_MAX, 10);
   cr_assert_geq(s.nic[1].naks_sent, 1);
+  cr_assert_eq(s.flows[0].reorder, 0, "go-back-N holds nothing out of order");
   cr_assert_geq(s.flows[0].retransmits, 1, "go-back-N resends what it already delivered");
   sel_fini(&s);
   sel_run(&s, true, hold_3_for_5, UINT32_MAX, 10);
   cr_assert_eq(s.flows[0].retransmits, 1, "3 presumed lost once 3 later PSNs were acknowledged");
+  cr_assert_eq(s.flows[0].reorder, 5);
   cr_assert_eq(s.nic[1].rx_data_pkts, 11, "the late original and the copy");
   sel_fini(&s);
 }

@@ -138,6 +138,7 @@ static void record(Run *r, const FabFlow *f) {
   rec->start = f->start == FAB_TIME_MAX ? 0 : f->start;
   rec->end = f->end;
   rec->retransmits = f->retransmits;
+  rec->reorder = f->reorder;
 }
 
 /* Whether the completed flow f received exactly its bytes (NVLS: what its

@@ -26,6 +26,8 @@ static const FabField flow_fields[] = {
   F(FabFlowRec, "end_ps", FAB_F_U64, end, .flags = H, .unit = "ps", .doc = "last byte at the receiver; 0: not completed"),
   F(FabFlowRec, "fct_s", FAB_F_F64, fct_s, .flags = H, .unit = "s", .doc = "completion time; NaN: not completed"),
   F(FabFlowRec, "retransmits", FAB_F_U32, retransmits, .flags = H, .doc = "packets sent again"),
+  F(FabFlowRec, "reorder", FAB_F_U32, reorder, .flags = H, .unit = "packets",
+    .doc = "selective receivers: the most packets one arrived ahead of the next expected (0: in order)"),
 };
 TABLE(fab_flow_table, "flows", FabFlowRec, flow_fields);
 

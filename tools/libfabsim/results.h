@@ -27,6 +27,8 @@ typedef struct FabFlowRec {
   fab_time_t start;     /* ps: when the flow was posted at the sender (0: never posted) */
   fab_time_t end;       /* ps: when the receiver got the last byte; 0 if not completed */
   uint32_t retransmits; /* packets sent again */
+  uint32_t reorder;     /* selective receivers: the most PSNs a packet came ahead of the next expected (0: in order,
+                        ** or go-back-N, which takes nothing out of order) */
   double fct_s;         /* derived: end - start, NaN if not completed */
 } FabFlowRec;
 
