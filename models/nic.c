@@ -128,7 +128,6 @@ static inline uint32_t data_wire(const FabFlow *f, uint32_t payload) {
   return payload + f->overhead;
 }
 
-/* A flow with its own GPU-side limit (a channel's SM) below its line rate. */
 /* ---- selective repeat (nic.h) ---------------------------------------------- */
 
 static inline bool bit_at(const uint64_t *m, uint32_t i) { return m[i >> 6] >> (i & 63) & 1; }
@@ -175,6 +174,7 @@ static bool has_work(const FabNic *nic, FabFlow *f) {
   return next_lost(f) != UINT32_MAX || (f->snd_nxt < f->npkts && f->snd_nxt - f->snd_una < FAB_SACK_WINDOW);
 }
 
+/* A flow with its own GPU-side limit (a channel's SM) below its line rate. */
 static inline bool gpu_limited(const FabFlow *f) { return f->max_bps && f->max_bps < f->cc.line_bps; }
 
 /* A flow with its own GPU-side limit (max_bps below the line) sends packet
@@ -391,13 +391,18 @@ static void send_ctrl(FabEngine *eng, FabNic *nic, FabFlow *f, uint8_t type, uin
   fab_port_enqueue(eng, path_port(nic, f), p);
 }
 
+/* A duplicate of an in-order PSN the receiver ACKed (or would have): ACK
+** again, as our ACK may have been lost. */
+static inline bool ack_duplicate(const FabFlow *f, uint32_t seq) {
+  return seq + 1 == f->npkts || (seq + 1) % f->ack_every == 0;
+}
+
 /* Selective repeat's receiver (nic.h): hold what comes within the window,
 ** deliver in order, ACK out-of-order packets at once and selectively. */
 static void on_data_selective(FabEngine *eng, FabNic *nic, FabFlow *f, const FabPkt *p) {
   uint32_t seq = p->seq, d = seq - f->rcv_nxt;
   if (seq < f->rcv_nxt || (d < FAB_SACK_WINDOW && bit_at(f->rcvd, d))) { /* a duplicate: our ACK may be lost */
-    if (seq < f->rcv_nxt && (seq + 1 == f->npkts || (seq + 1) % f->ack_every == 0))
-      send_ctrl(eng, nic, f, FAB_PKT_ACK, 0);
+    if (seq < f->rcv_nxt && ack_duplicate(f, seq)) send_ctrl(eng, nic, f, FAB_PKT_ACK, 0);
     return;
   }
   if (d >= FAB_SACK_WINDOW) return; /* beyond what the receiver tracks: dropped, resent later */
@@ -443,8 +448,8 @@ static void on_data(FabEngine *eng, FabNic *nic, FabFlow *f, FabPkt *p) {
       nic->naks_sent++;
       send_ctrl(eng, nic, f, FAB_PKT_NAK, 0);
     }
-  } else if (seq + 1 == f->npkts || (seq + 1) % f->ack_every == 0) {
-    send_ctrl(eng, nic, f, FAB_PKT_ACK, 0); /* a duplicate: our ACK may have been lost */
+  } else if (ack_duplicate(f, seq)) {
+    send_ctrl(eng, nic, f, FAB_PKT_ACK, 0);
   }
   if (nic->cc && nic->cc->rx_data(&f->cnp_next, &nic->cfg.cc, p, eng->now)) { /* notification point */
     nic->cnps_sent++;

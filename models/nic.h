@@ -79,7 +79,7 @@ typedef struct FabNicCfg {
 ** flight, presumes a PSN lost once dup_threshold later ones were
 ** acknowledged (TCP's fast retransmit, RFC 5681: 3), or all it has not
 ** heard of after `rto`, and resends only those. */
-#define FAB_SACK_WINDOW 256
+#define FAB_SACK_WINDOW 256 /* no public figure for a NIC's out-of-order tracking: an assumption (README) */
 #define FAB_SACK_WORDS (FAB_SACK_WINDOW / 64)
 
 /* One flow: what was asked (first block) and its transport state. */

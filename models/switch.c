@@ -41,6 +41,8 @@ struct FabSwitch {
 /* A packet counted in headroom carries this flag while it is in the switch. */
 #define HDRM_FLAG FAB_PKTF_HDRM
 
+const char *const fab_routing_names[] = {"ecmp", "adaptive", "flowlet", "round-robin", NULL};
+
 static void switch_wake(FabEngine *eng, void *self, uint64_t arg);
 static const FabOps switch_ops = {"switch", switch_wake};
 
@@ -173,8 +175,8 @@ static FabPort *next_hop(FabEngine *eng, FabSwitch *sw, const FabPkt *p) {
   if (G_UNLIKELY(sw->cfg.lanes && p->lane)) return lane_hop(sw, p->dst, p->lane - 1u);
   if (G_LIKELY(sw->cfg.routing == FAB_ROUTE_ECMP || !(p->flags & FAB_PKTF_AR)))
     return fab_switch_next_hop(sw, p->dst, p->hash);
-  if (G_UNLIKELY(p->dst >= sw->nendpoints || sw->route[p->dst] == UINT32_MAX)) return NULL;
-  uint32_t g = sw->route[p->dst], i = 0;
+  uint32_t g = fab_switch_route_group(sw, p->dst), i = 0;
+  if (G_UNLIKELY(g == UINT32_MAX)) return NULL;
   if (sw->glen[g] > 1) switch ((FabRouting)sw->cfg.routing) {
     case FAB_ROUTE_ADAPTIVE: i = least_loaded(sw, g, p->prio); break;
     case FAB_ROUTE_FLOWLET: i = flowlet(eng, sw, g, p); break;

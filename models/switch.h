@@ -84,6 +84,9 @@ uint64_t fab_pfc_headroom_auto(uint64_t bps, fab_time_t latency, fab_time_t resp
 **   ROUND_ROBIN  per packet, each member of the group in turn. */
 typedef enum { FAB_ROUTE_ECMP = 0, FAB_ROUTE_ADAPTIVE, FAB_ROUTE_FLOWLET, FAB_ROUTE_ROUND_ROBIN } FabRouting;
 
+/* Names in the order of FabRouting, NULL-terminated (YAML enum). */
+extern const char *const fab_routing_names[];
+
 typedef struct FabSwitchCfg {
   fab_time_t latency;  /* ps: port-to-port, arrival of the last bit to eligible at egress */
   uint64_t buffer;     /* bytes shared by all ports (PFC headroom not included) */

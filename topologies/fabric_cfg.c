@@ -34,7 +34,6 @@ typedef struct Read {
 
 static const char *const topo_kinds[] = {"single-switch", "leaf-spine", "fat-tree", "ring", "rail-optimized",
                                          "multi-rail", NULL};
-static const char *const routings[] = {"ecmp", "adaptive", "flowlet", "round-robin", NULL}; /* FabRouting order */
 /* Named in the issues and in other tools, not modelled yet: refused as such
 ** rather than as a misspelling ("not a valid choice"). */
 static const char *const routings_later[] = {"spray", NULL};
@@ -148,14 +147,15 @@ static const FabCfgKey switch_schema[] = {
   K("buffer_alpha", FAB_CFG_DOUBLE, f.sw.alpha, .def = "1", .min = 1e-6, .max = 1e6),
   K("priorities", FAB_CFG_UINT, f.sw.nprio, .def = "8", .min = 1, .max = FAB_MAX_PRIOS),
   K("ecmp_seed", FAB_CFG_UINT, f.sw.ecmp_seed, .def = "0"),
-  K("routing", FAB_CFG_ENUM, f.routing, .def = "ecmp", .choices = routings),
+  K("routing", FAB_CFG_ENUM, f.routing, .def = "ecmp", .choices = fab_routing_names),
   /* adaptive routing (models/switch.h, FabRouting); the threshold is NCCL's NCCL_IB_AR_THRESHOLD default
   ** (docs.nvidia.com/deeplearning/nccl/user-guide/docs/env.html: 8192) */
   K("adaptive_threshold", FAB_CFG_SIZE, f.nic.ar_threshold, .def = "8KiB", .max = 0x1p50),
   K("adaptive_pick", FAB_CFG_ENUM, ar_pick, .def = "least-loaded", .choices = adaptive_picks),
   K("adaptive_quantum", FAB_CFG_SIZE, f.sw.ar_quantum, .min = 1, .max = 1e12),
-  K("flowlet_gap", FAB_CFG_TIME, f.sw.flowlet_gap, .def = "10us", .min = 0, .max = 1e15),
+  K("flowlet_gap", FAB_CFG_TIME, f.sw.flowlet_gap, .def = "10us", .min = 0, .max = 1e15), /* issue 15's default */
   K("flowlet_pick", FAB_CFG_ENUM, flowlet_pick, .def = "least-loaded", .choices = flowlet_picks),
+  /* no public figure for switch flowlet tables: an assumption (README) */
   K("flowlet_table", FAB_CFG_UINT, f.sw.flowlet_table, .def = "4096", .min = 1, .max = 1u << 24),
   K("routing_per_tier", FAB_CFG_MAP, per_tier),
   K("pfc", FAB_CFG_MAP, pfc),
@@ -307,9 +307,9 @@ static gboolean read_tiers(Read *r, uint32_t *used, GError **err) {
       g_free(list);
       return ok;
     }
-    while (v && routings[k] && strcmp(routings[k], v)) k++;
-    if (!v || !routings[k]) {
-      char *list = g_strjoinv(", ", (char **)routings);
+    while (v && fab_routing_names[k] && strcmp(fab_routing_names[k], v)) k++;
+    if (!v || !fab_routing_names[k]) {
+      char *list = g_strjoinv(", ", (char **)fab_routing_names);
       gboolean ok = fab_cfg_fail(at, err, "expected a routing (%s)%s", list,
                                  v && !strcmp(v, "spray") ? ": spray is not modelled in this version of fabsim" : "");
       g_free(list);
@@ -342,7 +342,7 @@ static gboolean read_routing(Read *r, uint32_t mtu_wire, GError **err) {
   if (!sw->ar_quantum) sw->ar_quantum = mtu_wire; /* one full packet (or train) on the wire per level */
   static const char *const ar_keys[] = {"adaptive_threshold", "adaptive_pick", "adaptive_quantum", NULL};
   static const char *const fl_keys[] = {"flowlet_gap", "flowlet_pick", "flowlet_table", NULL};
-  const char *name = r->f.ntiers ? "not flowlet on any tier" : routings[sw->routing];
+  const char *name = r->f.ntiers ? "not flowlet on any tier" : fab_routing_names[sw->routing];
   const uint32_t compare = 1u << FAB_ROUTE_ADAPTIVE | (r->flowlet_pick == 1 ? 0 : 1u << FAB_ROUTE_FLOWLET);
   for (const char *const *k = ar_keys; *k; k++) {
     const FabCfgNode *n = fab_cfg_get(r->sw, *k);
@@ -903,7 +903,8 @@ gboolean fab_fabric_cfg_read(const FabCfgNode *root, FabFabricCfg *out, GPtrArra
   if (!read_cluster(&r, root, cl, err)) return FALSE;
   if (!fab_node) return fab_cfg_fail(root, err, "missing required key 'fabric'");
   if (!later(fab_cfg_get(fab_node, "transport"), (const char *const[]){"srd", NULL}, "transport", transports, err) ||
-      !later(fab_cfg_get(fab_cfg_get(fab_node, "switch"), "routing"), routings_later, "routing", routings, err) ||
+      !later(fab_cfg_get(fab_cfg_get(fab_node, "switch"), "routing"), routings_later, "routing", fab_routing_names,
+             err) ||
       !fab_cfg_apply(fab_node, root, fabric_schema, &r, err))
     return FALSE;
   if (!fab_cfg_apply(r.link, root, link_schema, &r, err) || !fab_cfg_apply(r.sw, fab_node, switch_schema, &r, err) ||

@@ -129,7 +129,6 @@ static void explain_one_routing(const FabFabricCfg *f, uint32_t routing, GString
 /* The network switches' choice among equal-cost ports: each routing in
 ** use, and which tiers use which. */
 static void explain_routing(const FabFabricCfg *f, GString *s) {
-  static const char *const names[] = {"ecmp", "adaptive", "flowlet", "round-robin"};
   bool used[4] = {false, false, false, false};
   used[f->sw.routing] = f->routing_kept;
   for (uint32_t k = 0; k < f->ntiers; k++) used[f->tier_routing[k]] = true;
@@ -138,8 +137,8 @@ static void explain_routing(const FabFabricCfg *f, GString *s) {
   if (!f->ntiers) return;
   g_string_append(s, "routing    per tier:");
   for (uint32_t k = 0; k < f->ntiers; k++)
-    g_string_append_printf(s, "%s %s %s", k ? "," : "", f->tier_name[k], names[f->tier_routing[k]]);
-  if (f->routing_kept) g_string_append_printf(s, "; the other tiers %s", names[f->sw.routing]);
+    g_string_append_printf(s, "%s %s %s", k ? "," : "", f->tier_name[k], fab_routing_names[f->tier_routing[k]]);
+  if (f->routing_kept) g_string_append_printf(s, "; the other tiers %s", fab_routing_names[f->sw.routing]);
   g_string_append_c(s, '\n');
 }
 

@@ -72,6 +72,8 @@ static uint32_t parts_of(const Graph *g, uint32_t *part) {
   return nparts;
 }
 
+static inline uint64_t off_by(uint64_t a, uint64_t b) { return a > b ? a - b : b - a; }
+
 /* Cut parts [0, nparts) into n runs of about equal weight: first[r] is rank
 ** r's first part (first[n] = nparts). Returns whether every cut fell on a
 ** boundary between leaf groups (key[i - 1] != key[i]). */
@@ -90,16 +92,12 @@ static bool cut_runs(const uint64_t *w, const uint32_t *key, uint32_t nparts, ui
     uint64_t want = total * r / n, slack = total / (4 * (uint64_t)n);
     uint32_t lo = first[r - 1] + 1, hi = nparts - (n - r), at = lo; /* every rank keeps a part */
     for (uint32_t i = lo; i <= hi; i++) /* the cut nearest the even share */
-      if ((before[i] > want ? before[i] - want : want - before[i]) <
-          (before[at] > want ? before[at] - want : want - before[at]))
-        at = i;
+      if (off_by(before[i], want) < off_by(before[at], want)) at = i;
     uint32_t best = UINT32_MAX;
-    for (uint32_t i = lo; i <= hi; i++) { /* the group boundary nearest it, within the slack */
-      if (key[i - 1] == key[i]) continue;
-      uint64_t off = before[i] > want ? before[i] - want : want - before[i];
-      if (off <= slack && (best == UINT32_MAX || off < (before[best] > want ? before[best] - want : want - before[best])))
+    for (uint32_t i = lo; i <= hi; i++) /* the group boundary nearest it, within the slack */
+      if (key[i - 1] != key[i] && off_by(before[i], want) <= slack &&
+          (best == UINT32_MAX || off_by(before[i], want) < off_by(before[best], want)))
         best = i;
-    }
     if (best == UINT32_MAX) grouped = false;
     first[r] = best == UINT32_MAX ? at : best;
   }
