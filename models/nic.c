@@ -19,6 +19,8 @@ enum { WAKE_START = 0, WAKE_RTO = 1, WAKE_CC = 2, WAKE_PACE = 3 };
 static void nic_wake(FabEngine *eng, void *self, uint64_t arg);
 static const FabOps nic_ops = {"nic", nic_wake};
 
+const char *const fab_spray_names[] = {"none", "round-robin", "avoid", NULL};
+
 /* ---- the flow table ---------------------------------------------------------- */
 
 void fab_flow_table_init(FabFlowTable *t) {
@@ -102,6 +104,7 @@ void fab_flow_prepare(FabFlow *f, const FabNicCfg *cfg) {
   g_assert(n < UINT32_MAX);
   f->npkts = n ? (uint32_t)n : 1;
   uint16_t sport = fab_ecmp_sport(f->id, cfg->ecmp_seed);
+  f->sport = sport;
   f->hash_fwd = fab_ecmp_hash(f->src, f->dst, sport, 4791, 17, cfg->ecmp_seed);
   f->hash_rev = fab_ecmp_hash(f->dst, f->src, sport, 4791, 17, cfg->ecmp_seed);
   f->end = 0;
@@ -114,7 +117,9 @@ void fab_flow_prepare(FabFlow *f, const FabNicCfg *cfg) {
   f->rtx_nxt = f->rtx_end = f->sack_hi = f->reorder = 0;
   memset(f->sacked, 0, sizeof f->sacked);
   memset(f->rcvd, 0, sizeof f->rcvd);
-  f->nak_sent = false;
+  f->nak_sent = f->ece = false;
+  f->ev_next = f->ev_xor = f->ece_ev = 0;
+  memset(f->ev_skip, 0, sizeof f->ev_skip);
   f->rcv_bytes = 0;
   f->next_tx = f->made = 0;
   f->cc_wake_at = FAB_TIME_MAX;
@@ -172,6 +177,30 @@ static uint32_t next_lost(FabFlow *f) {
 static bool has_work(const FabNic *nic, FabFlow *f) {
   if (!nic->cfg.selective) return f->snd_nxt < f->npkts;
   return next_lost(f) != UINT32_MAX || (f->snd_nxt < f->npkts && f->snd_nxt - f->snd_una < FAB_SACK_WINDOW);
+}
+
+/* Spraying (nic.h): the entropy value the flow's next data packet takes, and
+** the pass's order drawn again after its last; under avoid, a value marked
+** to skip is passed over (once). */
+static uint16_t next_ev(FabNic *nic, FabFlow *f) {
+  const uint32_t n = nic->cfg.paths;
+  for (;;) {
+    uint32_t v = (f->ev_next ^ f->ev_xor) & (n - 1);
+    if (++f->ev_next == n) {
+      f->ev_next = 0;
+      f->ev_xor = (uint16_t)fab_rng_below(&nic->rng, n);
+    }
+    if (!bit_at(f->ev_skip, v)) return (uint16_t)v;
+    f->ev_skip[v >> 6] &= ~(1ull << (v & 63));
+    nic->ev_skips++;
+  }
+}
+
+/* The ECMP hash of a sprayed data packet on entropy value v: the flow's
+** source port moved on by v (within the dynamic range fab_ecmp_sport uses). */
+static inline uint32_t ev_hash(const FabNic *nic, const FabFlow *f, uint16_t v) {
+  uint16_t sport = (uint16_t)(49152u + ((f->sport - 49152u + v) & 0x3fffu));
+  return fab_ecmp_hash(f->src, f->dst, sport, 4791, 17, nic->cfg.ecmp_seed);
 }
 
 /* A flow with its own GPU-side limit (a channel's SM) below its line rate. */
@@ -329,6 +358,11 @@ static FabPkt *nic_pull(FabEngine *eng, FabNode *self, FabPort *port) {
   p->seq = seq;
   p->dst = f->dst;
   p->hash = f->hash_fwd;
+  if (nic->cfg.spray && f->path == FAB_PATH_NET) {
+    p->ev = next_ev(nic, f);
+    p->hash = ev_hash(nic, f, p->ev);
+    if (nic->cfg.spray == FAB_SPRAY_AVOID) p->flags |= FAB_PKTF_ECT; /* it reacts to marks */
+  }
   p->lane = f->lane;
   p->prio = f->prio;
   p->payload = fab_flow_payload(f, f->mtu, seq);
@@ -385,6 +419,11 @@ static void send_ctrl(FabEngine *eng, FabNic *nic, FabFlow *f, uint8_t type, uin
   p->lane = f->lane;
   p->prio = f->prio;
   p->wire = f->path == FAB_PATH_NVL ? nic->cfg.nvl_overhead : nic->cfg.transport.ack_bytes;
+  if (f->ece && type != FAB_PKT_CNP) { /* spraying, avoid: echo the last congestion mark and its value */
+    p->flags |= FAB_PKTF_ECE;
+    p->ev = f->ece_ev;
+    f->ece = false;
+  }
   p->ready = eng->now;
   p->sent = eng->now;
   nic->tx_ctrl_pkts++;
@@ -430,6 +469,10 @@ static void on_data(FabEngine *eng, FabNic *nic, FabFlow *f, FabPkt *p) {
   nic->rx_data_pkts++;
   nic->rx_data_bytes += p->wire;
   uint32_t seq = p->seq;
+  if ((p->flags & FAB_PKTF_ECN) && nic->cfg.spray == FAB_SPRAY_AVOID) {
+    f->ece = true;
+    f->ece_ev = p->ev;
+  }
   if (nic->cfg.selective) {
     on_data_selective(eng, nic, f, p);
   } else if (seq == f->rcv_nxt) {
@@ -468,6 +511,8 @@ static void on_ctrl(FabEngine *eng, FabNic *nic, FabFlow *f, FabPkt *p) {
     return;
   }
   if (f->acked) return;
+  if ((p->flags & FAB_PKTF_ECE) && nic->cfg.spray == FAB_SPRAY_AVOID && p->ev < nic->cfg.paths)
+    bit_set(f->ev_skip, p->ev); /* skip the congested value once */
   if (nic->cc && nic->cc->on_ack) {
     nic->cc->on_ack(&f->cc, &nic->cfg.cc, p, eng->now);
     cc_arm(eng, nic, f);
@@ -547,6 +592,7 @@ static void nic_wake(FabEngine *eng, void *self, uint64_t arg) {
       f->made = eng->now;
       pace_made(eng, f, 0);
     }
+    if (nic->cfg.spray) f->ev_xor = (uint16_t)fab_rng_below(&nic->rng, nic->cfg.paths); /* its first pass */
     if (!f->in_rr) rr_push(nic, f);
     fab_port_kick(eng, path_port(nic, f));
     break;
@@ -596,6 +642,7 @@ void fab_nic_init(FabNic *nic, uint32_t id, const FabNicCfg *cfg, FabFlowTable *
                   FabFlowDoneFn done, FabFlowFailFn fail, void *ctx) {
   g_assert(cfg->mtu > 0 && cfg->ack_interval >= 1 && cfg->rto > 0);
   g_assert(fab_cc_cfg_invalid(&cfg->cc) == NULL);
+  g_assert(!cfg->spray || (cfg->paths && cfg->paths <= FAB_SPRAY_MAX_PATHS && !(cfg->paths & (cfg->paths - 1))));
   *nic = (FabNic){0};
   fab_elem_init(&nic->node.el, &nic_ops);
   nic->node.receive = nic_receive;

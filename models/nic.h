@@ -63,6 +63,8 @@ typedef struct FabNicCfg {
   uint64_t ar_threshold;   /* data of a flow of at least this many bytes may be routed adaptively (FAB_PKTF_AR;
                            ** NCCL's NCCL_IB_AR_THRESHOLD: bulk RDMA writes), smaller flows and control packets
                            ** take the ECMP hash's port */
+  uint8_t spray;           /* FabSpray: how data packets of network flows take entropy values (below) */
+  uint32_t paths;          /* spraying: entropy values per flow, a power of two <= FAB_SPRAY_MAX_PATHS */
   uint32_t pxn_rails;      /* PXN: GPUs per node (= NICs, rail = rank % pxn_rails); a flow to another
                            ** node on another rail goes over NVLink to the local GPU on the destination's
                            ** rail, which forwards it to its NIC; 0: off */
@@ -81,6 +83,21 @@ typedef struct FabNicCfg {
 ** heard of after `rto`, and resends only those. */
 #define FAB_SACK_WINDOW 256 /* no public figure for a NIC's out-of-order tracking: an assumption (README) */
 #define FAB_SACK_WORDS (FAB_SACK_WINDOW / 64)
+
+/* Host-driven spraying (FabNicCfg.spray), after Ultra Ethernet's entropy
+** value: the NIC varies the UDP source port of a flow's data packets, so
+** that ordinary ECMP switches hash them onto different paths. A flow has
+** `paths` entropy values (its own source port's neighbours); packet by
+** packet it takes them in turn, in an order shuffled by the NIC's RNG at
+** each pass (FAB_SPRAY_ROUND_ROBIN). FAB_SPRAY_AVOID also marks its data
+** ECN-capable, the receiver echoes a congestion mark in its next ACK with
+** the entropy value that carried it, and the sender skips that value once
+** at its next pass (csg-htsim's EQDS source, sim/eqds.cpp, penalizePath /
+** nextEntropy, does the same with a penalty of 1). Losses do not steer it.
+** ACKs, NAKs and CNPs keep the flow's one hash; NVLink flows do not spray. */
+typedef enum { FAB_SPRAY_NONE = 0, FAB_SPRAY_ROUND_ROBIN = 1, FAB_SPRAY_AVOID = 2 } FabSpray;
+#define FAB_SPRAY_MAX_PATHS 256
+extern const char *const fab_spray_names[]; /* by FabSpray: none, round-robin, avoid */
 
 /* One flow: what was asked (first block) and its transport state. */
 typedef struct FabFlow {
@@ -116,6 +133,7 @@ typedef struct FabFlow {
   uint64_t rank_bps;       /* the sender's flows with a rank_bps share one pacing gate at this rate (a GPU-side
                            ** protocol limit, such as LL's), 0: none */
   uint32_t hash_fwd, hash_rev; /* ECMP hashes of data and of ACKs */
+  uint16_t sport;          /* its UDP source port (spraying: the first of its entropy values) */
   /* sender */
   uint32_t snd_nxt;        /* next PSN to send */
   uint32_t snd_una;        /* oldest PSN not acknowledged */
@@ -136,12 +154,17 @@ typedef struct FabFlow {
   uint32_t rtx_nxt;        /* selective: the next PSN to look at for resending */
   uint32_t rtx_end;        /* selective: PSNs below it not acknowledged are presumed lost */
   uint32_t sack_hi;        /* selective: one past the highest PSN acknowledged selectively */
+  uint16_t ev_next;        /* spraying: how many entropy values this pass has taken */
+  uint16_t ev_xor;         /* spraying: this pass's order (value k is taken (k ^ ev_xor)-th) */
+  uint64_t ev_skip[FAB_SPRAY_MAX_PATHS / 64]; /* spraying, avoid: bit v, skip value v once */
   uint64_t sacked[FAB_SACK_WORDS]; /* selective: bit i, PSN snd_una + i was acknowledged selectively */
   /* receiver */
   uint64_t rcvd[FAB_SACK_WORDS];   /* selective: bit i, PSN rcv_nxt + i is held (bit 0 never) */
   uint32_t rcv_nxt;        /* next PSN expected */
   uint32_t reorder;        /* selective: the most PSNs a packet arrived ahead of the next one expected */
   bool nak_sent;           /* a NAK for rcv_nxt is outstanding */
+  bool ece;                /* spraying, avoid: a congestion mark arrived since the last ACK, on value ece_ev */
+  uint16_t ece_ev;
   uint64_t rcv_bytes;      /* payload received in order */
   fab_time_t cnp_next;     /* ps: the next CNP for this flow may leave at (notification point) */
 } FabFlow;
@@ -219,6 +242,7 @@ struct FabNic {
   uint64_t cnps_sent, cnps_received;      /* CNPs (also in tx/rx_ctrl_pkts) */
   uint64_t nvls_tx_bytes, nvls_rx_bytes;  /* NVLS: into the switch (contributions, stores), and from it (wire bytes) */
   uint64_t pxn_relayed;                   /* packets this GPU forwarded for a peer (PXN) */
+  uint64_t ev_skips;                      /* spraying, avoid: entropy values skipped after a congestion echo */
 };
 
 /* Set up a NIC for endpoint `id`. `flows` is the table packets' and timers'

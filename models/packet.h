@@ -37,9 +37,10 @@ static inline int fab_pkt_is_nvls(uint8_t type) { return type >= FAB_PKT_NVLS_UP
 ** headroom (the switch's own bit while it holds the packet). TRAIN: data of
 ** more than one packet moved as one (fabric.segment), a header per mtu. AR:
 ** a switch that routes adaptively may choose its port (data of a flow at
-** least FabNicCfg.ar_threshold long); others take the ECMP hash's. */
+** least FabNicCfg.ar_threshold long); others take the ECMP hash's. ECE: an
+** ACK echoes a congestion mark on the entropy value `ev` (spraying). */
 enum { FAB_PKTF_LAST = 1, FAB_PKTF_ECN = 2, FAB_PKTF_RETX = 4, FAB_PKTF_ECT = 8, FAB_PKTF_TRAIN = 0x10,
-       FAB_PKTF_AR = 0x20, FAB_PKTF_HDRM = 0x80 };
+       FAB_PKTF_AR = 0x20, FAB_PKTF_ECE = 0x40, FAB_PKTF_HDRM = 0x80 };
 
 typedef struct FabPkt {
   struct FabPkt *next; /* link in whatever FIFO holds it */
@@ -57,6 +58,7 @@ typedef struct FabPkt {
   uint8_t flags;       /* FAB_PKTF_* */
   uint8_t hops;        /* links crossed so far */
   uint8_t lane;        /* the flow's lane (FabSwitchCfg.lanes), 0: none */
+  uint16_t ev;         /* a sprayed flow's entropy value index (data: the one it took; ACK: echoed) */
 } FabPkt;
 
 _Static_assert(sizeof(FabPkt) <= 64, "a packet header must fit in 64 bytes");

@@ -41,7 +41,7 @@ struct FabSwitch {
 /* A packet counted in headroom carries this flag while it is in the switch. */
 #define HDRM_FLAG FAB_PKTF_HDRM
 
-const char *const fab_routing_names[] = {"ecmp", "adaptive", "flowlet", "round-robin", NULL};
+const char *const fab_routing_names[] = {"ecmp", "adaptive", "flowlet", "round-robin", "spray", NULL};
 
 static void switch_wake(FabEngine *eng, void *self, uint64_t arg);
 static const FabOps switch_ops = {"switch", switch_wake};
@@ -181,6 +181,7 @@ static FabPort *next_hop(FabEngine *eng, FabSwitch *sw, const FabPkt *p) {
     case FAB_ROUTE_ADAPTIVE: i = least_loaded(sw, g, p->prio); break;
     case FAB_ROUTE_FLOWLET: i = flowlet(eng, sw, g, p); break;
     case FAB_ROUTE_ROUND_ROBIN: i = sw->rr[g]++ % sw->glen[g]; break;
+    case FAB_ROUTE_SPRAY: i = (uint32_t)fab_rng_below(&sw->rng, sw->glen[g]); break;
     case FAB_ROUTE_ECMP: g_assert_not_reached();
     }
   return &sw->ports[sw->gports[sw->goff[g] + i]];

@@ -81,8 +81,11 @@ uint64_t fab_pfc_headroom_auto(uint64_t bps, fab_time_t latency, fab_time_t resp
 **                with flowlet_random). The switch tracks flowlets in a table
 **                of `flowlet_table` entries indexed by the flow's hash, as
 **                hardware does: flows that share an entry share a flowlet;
-**   ROUND_ROBIN  per packet, each member of the group in turn. */
-typedef enum { FAB_ROUTE_ECMP = 0, FAB_ROUTE_ADAPTIVE, FAB_ROUTE_FLOWLET, FAB_ROUTE_ROUND_ROBIN } FabRouting;
+**   ROUND_ROBIN  per packet, each member of the group in turn;
+**   SPRAY        per packet, a member drawn from the switch's RNG stream
+**                (random packet spraying, Dixit et al., INFOCOM 2013). */
+typedef enum { FAB_ROUTE_ECMP = 0, FAB_ROUTE_ADAPTIVE, FAB_ROUTE_FLOWLET, FAB_ROUTE_ROUND_ROBIN,
+               FAB_ROUTE_SPRAY } FabRouting;
 
 /* Names in the order of FabRouting, NULL-terminated (YAML enum). */
 extern const char *const fab_routing_names[];

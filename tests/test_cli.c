@@ -976,6 +976,21 @@ Test(cli, validate_explains_pfc_ecn_and_dcqcn_overrides) {
   g_free(scen);
 }
 
+Test(cli, validate_explains_reliability_and_spraying) {
+  char *scen = src_path("scenarios/leaf-spine-permutation-128.yaml");
+  const char *args[] = {"validate", scen, "--explain", "--set", "cluster.nic.reliability=selective", "--set",
+                        "cluster.nic.spray=avoid", "--set", "cluster.nic.paths=64", "--set",
+                        "fabric.switch.ecn.enabled=true", NULL};
+  Proc p = run_argv(args);
+  cr_assert_eq(p.status, 0, "%s", p.err);
+  cr_assert(strstr(p.out, "reliability selective: receivers hold packets up to 256 PSNs ahead"), "%s", p.out);
+  cr_assert(strstr(p.out, "spray      avoid: each network flow's data packets take 64 entropy values"), "%s", p.out);
+  cr_assert(strstr(p.out, "skipping once a value whose packet came back marked by ECN"), "%s", p.out);
+  cr_assert_eq(strstr(p.err, "warning"), NULL, "ECN on, selective receivers: nothing to warn of\n%s", p.err);
+  proc_clear(&p);
+  g_free(scen);
+}
+
 /* ---- 10. hostile inputs that are not scenario files ---------------------- */
 
 /* Refused with exit 2 and a located one-line message, within the bounds of a

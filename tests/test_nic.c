@@ -1,5 +1,6 @@
 /* NIC and transport: timing worked out on paper, go-back-N recovery. */
 #include "testnet.h"
+#include "models/ecmp.h"
 
 /* Two NICs on one 100 Gbps link with 1 us latency; flows from 0 to 1. */
 typedef struct Pair {
@@ -624,5 +625,100 @@ Test(nic, packets_in_a_random_order_complete_exactly_once) {
   cr_assert_gt(s.nic[1].ooo_pkts, 100);
   cr_assert_eq(s.nic[1].rx_data_pkts, 400 + s.flows[0].retransmits, "every packet sent arrived");
   cr_assert_eq(s.nic[0].timeouts, 0);
+  sel_fini(&s);
+}
+
+/* ---- spraying (nic.h) --------------------------------------------------------- */
+
+/* What the middle element saw of a sprayed flow: data packets per entropy
+** value, each value's hash, and which value carried the marked packet. */
+static struct {
+  uint32_t count[FAB_SPRAY_MAX_PATHS], hash[FAB_SPRAY_MAX_PATHS];
+  uint32_t mark_seq, marked_ev, order[64];
+} seen;
+
+/* Never holds: counts, and marks the first transmission of mark_seq with CE
+** as a congested switch would (the element owns the packet here). */
+static bool watch_ev(Reorder *r, const FabPkt *p, uint32_t *after) {
+  if (p->flags & FAB_PKTF_RETX) return false;
+  seen.count[p->ev]++;
+  seen.hash[p->ev] = p->hash;
+  if (p->seq < 64) seen.order[p->seq] = p->ev;
+  if (p->seq == seen.mark_seq) {
+    ((FabPkt *)p)->flags |= FAB_PKTF_ECN;
+    seen.marked_ev = p->ev;
+  }
+  return false;
+}
+
+static void spray_run(Sel *s, FabSpray mode, uint32_t paths, uint32_t npkts, uint32_t mark_seq) {
+  memset(&seen, 0, sizeof seen);
+  seen.mark_seq = mark_seq;
+  memset(s, 0, sizeof *s);
+  s->eng = testnet_engine(1);
+  s->cfg = testnet_nic_cfg(100000000000ULL, 1000, FAB_TRANSPORT_ROCEV2);
+  s->cfg.selective = true;
+  s->cfg.dup_threshold = 3;
+  s->cfg.spray = (uint8_t)mode;
+  s->cfg.paths = paths;
+  for (uint32_t i = 0; i < 2; i++) testnet_nic(&s->nic[i], i, &s->cfg, s->flows, &s->run, FAB_US);
+  fab_elem_init(&s->mid.node.el, &reorder_ops);
+  s->mid.node.receive = reorder_receive;
+  s->mid.hold = watch_ev;
+  s->mid.drop_seq = UINT32_MAX;
+  for (uint32_t i = 0; i < 2; i++) fab_port_init(&s->mid.port[i], &s->mid.node, i, 100000000000ULL, FAB_US, 1);
+  fab_port_connect(&s->nic[0].port, &s->mid.port[0]);
+  fab_port_connect(&s->mid.port[1], &s->nic[1].port);
+  s->flows[0] = testnet_flow(0, 0, 1, (uint64_t)npkts * 1000, 0, &s->cfg);
+  fab_nic_post(s->eng, &s->nic[0], &s->flows[0]);
+  cr_assert(fab_engine_run(s->eng, FAB_TIME_MAX));
+  cr_assert_eq(s->run.done, 1);
+  cr_assert_eq(s->flows[0].rcv_bytes, (uint64_t)npkts * 1000);
+  cr_assert_eq(fab_pool_live(s->eng->pool), 0);
+}
+
+/* Round robin over 8 values: each pass of 8 packets takes every value once
+** (in an order of its own), each value hashes as the flow's source port
+** moved on by it (value 0: the flow's own hash), and no two values hash
+** alike here. */
+Test(nic, spraying_takes_every_entropy_value_once_per_pass) {
+  Sel s;
+  spray_run(&s, FAB_SPRAY_ROUND_ROBIN, 8, 40, UINT32_MAX);
+  for (uint32_t v = 0; v < 8; v++) cr_assert_eq(seen.count[v], 5, "value %u taken %u times", v, seen.count[v]);
+  for (uint32_t pass = 0; pass < 5; pass++) {
+    uint32_t got = 0;
+    for (uint32_t k = 0; k < 8; k++) got |= 1u << seen.order[pass * 8 + k];
+    cr_assert_eq(got, 0xff, "pass %u took values %#x", pass, got);
+  }
+  bool reshuffled = false;
+  for (uint32_t k = 8; k < 40; k++) reshuffled |= seen.order[k] != seen.order[k % 8];
+  cr_assert(reshuffled, "passes draw their own orders");
+  cr_assert_eq(seen.hash[0], s.flows[0].hash_fwd);
+  for (uint32_t v = 0; v < 8; v++) {
+    uint16_t sport = (uint16_t)(49152u + ((s.flows[0].sport - 49152u + v) & 0x3fffu));
+    cr_assert_eq(seen.hash[v], fab_ecmp_hash(0, 1, sport, 4791, 17, 0));
+    for (uint32_t w = 0; w < v; w++) cr_assert_neq(seen.hash[v], seen.hash[w]);
+  }
+  cr_assert_eq(s.nic[0].ev_skips, 0);
+  sel_fini(&s);
+}
+
+/* avoid: a congestion mark on packet 4 comes back in the ACK with its
+** value, and the sender passes over that value once: 63 packets take 64
+** values' turns, 8 passes in which the marked value is taken 7 times and
+** every other 8. */
+Test(nic, avoid_skips_a_value_that_came_back_marked_once) {
+  Sel s;
+  spray_run(&s, FAB_SPRAY_AVOID, 8, 63, 4);
+  cr_assert_eq(s.nic[0].ev_skips, 1);
+  for (uint32_t v = 0; v < 8; v++)
+    cr_assert_eq(seen.count[v], v == seen.marked_ev ? 7u : 8u, "value %u taken %u times (marked: %u)", v,
+                 seen.count[v], seen.marked_ev);
+  sel_fini(&s);
+  spray_run(&s, FAB_SPRAY_ROUND_ROBIN, 8, 63, 4); /* the same mark, not heeded */
+  cr_assert_eq(s.nic[0].ev_skips, 0);
+  uint32_t last_pass = 0; /* the values of pass 8's first 7 packets: the one left out is taken 7 times */
+  for (uint32_t k = 56; k < 63; k++) last_pass |= 1u << seen.order[k];
+  for (uint32_t v = 0; v < 8; v++) cr_assert_eq(seen.count[v], last_pass >> v & 1 ? 8u : 7u);
   sel_fini(&s);
 }

@@ -607,6 +607,38 @@ Test(switch, round_robin_takes_every_member_in_turn_and_hashes_the_rest) {
   for (uint32_t i = 1; i < 5; i++) cr_assert_eq(f.sink[i].n, 2 + 6 * (i == first), "port %u", i);
 }
 
+/* Spray: 4000 packets of one flow each to a member drawn at random, so
+** every port gets about 1000 (binomial: +-27, here within +-150) and not
+** in turn; the draws follow the switch's seed (the same run twice, the
+** same ports); smaller flows keep their hash's port. */
+static void spray_ports(uint32_t *first16, uint32_t got[5]) {
+  Fan f;
+  fan_init(&f, FAB_ROUTE_SPRAY, 0, 0);
+  memset(got, 0, 5 * sizeof *got);
+  for (uint32_t k = 0; k < 4000; k++) {
+    uint32_t port = fan_send(&f, 77, true);
+    got[port]++;
+    if (k < 16) first16[k] = port;
+    if (k % 64 == 63) cr_assert(fab_engine_run(f.eng, FAB_TIME_MAX)); /* drain: the buffer holds the rest */
+  }
+  uint32_t hashed = fan_send(&f, 77, false);
+  for (uint32_t k = 0; k < 5; k++) cr_assert_eq(fan_send(&f, 77, false), hashed);
+  fan_fini(&f);
+}
+
+Test(switch, spray_draws_each_packets_member_at_random) {
+  uint32_t a[16], b[16], got[5], again[5];
+  spray_ports(a, got);
+  spray_ports(b, again);
+  bool in_turn = true;
+  for (uint32_t k = 0; k < 16; k++) {
+    cr_assert_eq(a[k], b[k], "the same seed, the same draws");
+    in_turn &= a[k] == 1 + k % 4;
+  }
+  cr_assert(!in_turn, "drawn, not taken in turn");
+  for (uint32_t i = 1; i < 5; i++) cr_assert(got[i] > 850 && got[i] < 1150, "port %u got %u of 4000", i, got[i]);
+}
+
 /* 8 packets at once: each goes to a port with the fewest levels (one level
 ** per packet, queued or on the serialiser), so every port gets two whatever
 ** the RNG breaks ties with; a paused port gets none while another is not;
@@ -671,27 +703,6 @@ Test(switch, flowlet_moves_only_after_an_idle_gap) {
 ** move a flow only after an idle gap longer than the paths differ, do not.
 ** That is why receivers that accept out-of-order packets matter (issue 15).
 ** Every mode gives the same JSON twice. */
-/* Run the shipped 128-host permutation with `sets` twice: the same JSON
-** both times; its time and retransmissions. */
-static fab_time_t permutation_twice(const char *const *sets, uint64_t *retx) {
-  char *js[2];
-  fab_time_t t = 0;
-  for (int k = 0; k < 2; k++) {
-    FabScenario *sc = testscen_load_file("scenarios/leaf-spine-permutation-128.yaml", sets);
-    FabResults res;
-    testscen_run(sc, &res);
-    t = res.sim_time;
-    if (retx) *retx = res.retransmits;
-    cr_assert_eq(res.flow_stats.completed, 128, "%s", sets && sets[0] ? sets[0] : "as shipped");
-    js[k] = testscen_stable_json(&res);
-    testscen_done(sc, &res);
-  }
-  cr_assert_str_eq(js[0], js[1], "%s: the same JSON twice", sets && sets[0] ? sets[0] : "as shipped");
-  g_free(js[0]);
-  g_free(js[1]);
-  return t;
-}
-
 Test(switch, per_packet_routing_collapses_go_back_n_and_flowlets_do_not) {
   fab_time_t t[4];
   uint64_t retx[4];
@@ -699,7 +710,7 @@ Test(switch, per_packet_routing_collapses_go_back_n_and_flowlets_do_not) {
   for (int m = 0; m < 4; m++) {
     char *set = g_strdup_printf("fabric.switch.routing=%s", modes[m]);
     const char *const sets[] = {set, NULL};
-    t[m] = permutation_twice(sets, &retx[m]);
+    t[m] = testscen_permutation_twice(sets, &retx[m]);
     g_free(set);
   }
   for (int m = 1; m < 4; m += 2) {
@@ -718,8 +729,8 @@ Test(switch, adaptive_routing_with_selective_receivers_beats_ecmp) {
   static const char *const modes[] = {"fabric.switch.routing=ecmp", "fabric.switch.routing=adaptive"};
   fab_time_t t[2];
   for (int m = 0; m < 2; m++)
-    t[m] = permutation_twice((const char *const[]){modes[m], "cluster.nic.reliability=selective", NULL}, NULL);
-  fab_time_t gbn = permutation_twice(NULL, NULL);
+    t[m] = testscen_permutation_twice((const char *const[]){modes[m], "cluster.nic.reliability=selective", NULL}, NULL);
+  fab_time_t gbn = testscen_permutation_twice(NULL, NULL);
   cr_assert_lt(2 * t[1], t[0], "adaptive %lu ps, ecmp %lu ps (selective both)", t[1], t[0]);
   cr_assert_lt(3 * t[1], gbn, "adaptive %lu ps, go-back-N ecmp %lu ps", t[1], gbn);
 }
@@ -762,9 +773,9 @@ Test(switch, routing_per_tier) {
   fab_topology_free(t);
   fab_scenario_free(sc);
   uint64_t r1, r2;
-  fab_time_t t1 = permutation_twice((const char *const[]){"fabric.switch.routing_per_tier={leaf: adaptive}",
+  fab_time_t t1 = testscen_permutation_twice((const char *const[]){"fabric.switch.routing_per_tier={leaf: adaptive}",
                                                           "cluster.nic.reliability=selective", NULL}, &r1);
-  fab_time_t t2 = permutation_twice((const char *const[]){"fabric.switch.routing=adaptive",
+  fab_time_t t2 = testscen_permutation_twice((const char *const[]){"fabric.switch.routing=adaptive",
                                                           "cluster.nic.reliability=selective", NULL}, &r2);
   cr_assert_eq(t1, t2);
   cr_assert_eq(r1, r2);

@@ -72,4 +72,25 @@ static inline uint64_t testscen_bytes_from(const FabResults *r, const char *pref
   return b;
 }
 
+/* Run the shipped 128-host permutation with `sets` twice: the same JSON
+** both times; its time and retransmissions. */
+static inline fab_time_t testscen_permutation_twice(const char *const *sets, uint64_t *retx) {
+  char *js[2];
+  fab_time_t t = 0;
+  for (int k = 0; k < 2; k++) {
+    FabScenario *sc = testscen_load_file("scenarios/leaf-spine-permutation-128.yaml", sets);
+    FabResults res;
+    testscen_run(sc, &res);
+    t = res.sim_time;
+    if (retx) *retx = res.retransmits;
+    cr_assert_eq(res.flow_stats.completed, 128, "%s", sets && sets[0] ? sets[0] : "as shipped");
+    js[k] = testscen_stable_json(&res);
+    testscen_done(sc, &res);
+  }
+  cr_assert_str_eq(js[0], js[1], "%s: the same JSON twice", sets && sets[0] ? sets[0] : "as shipped");
+  g_free(js[0]);
+  g_free(js[1]);
+  return t;
+}
+
 #endif

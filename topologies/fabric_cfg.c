@@ -9,37 +9,16 @@
 ** whose value is read by hand (a size or a word, a list) are FAB_CFG_NODE
 ** rows into the node fields of Read; the checks that tie keys together
 ** follow the schemas. */
-#include "topology.h"
+#include "fabric_cfg_int.h"
 #include "presets.h"
 #include "models/cc.h"
 #include "models/dcqcn.h"
 #include <stddef.h>
 #include <string.h>
 
-/* What is read: the model structs, and the nodes read by hand. */
-typedef struct Read {
-  FabFabricCfg f;
-  const FabCfgNode *nic, *nvlink, *pcie, *gpu;                    /* cluster: */
-  int nvls;                                                        /* cluster.nvlink.nvls: -1 not given */
-  const FabCfgNode *topology, *link, *sw, *cc;                     /* fabric: */
-  const FabCfgNode *pfc, *ecn, *sharp, *credits;                   /* fabric.switch: */
-  const FabCfgNode *priorities, *xoff, *headroom;                  /* fabric.switch.pfc: */
-  bool sharp_enabled;
-  GPtrArray *warnings; /* settings with no effect under the current choices (NULL: not kept) */
-  const FabCfgNode *tiers, *pods; /* fabric.topology.tiers, pods (refused) */
-  uint32_t ar_pick, flowlet_pick; /* fabric.switch.adaptive_pick, flowlet_pick */
-  uint32_t reliability;           /* cluster.nic.reliability */
-  const FabCfgNode *per_tier;     /* fabric.switch.routing_per_tier */
-} Read;
 
-static const char *const topo_kinds[] = {"single-switch", "leaf-spine", "fat-tree", "ring", "rail-optimized",
+const char *const fab_topo_kind_names[] = {"single-switch", "leaf-spine", "fat-tree", "ring", "rail-optimized",
                                          "multi-rail", NULL};
-/* Named in the issues and in other tools, not modelled yet: refused as such
-** rather than as a misspelling ("not a valid choice"). */
-static const char *const routings_later[] = {"spray", NULL};
-static const char *const adaptive_picks[] = {"least-loaded", "two-choices", NULL};
-static const char *const reliabilities[] = {"go-back-n", "selective", NULL};
-static const char *const flowlet_picks[] = {"least-loaded", "random", NULL};
 static const char *const transports[] = {"rocev2", "infiniband", NULL}; /* fab_transport_names without srd */
 static const char *const cc_algorithms[] = {"none", "dcqcn", NULL}; /* in FabCcKind order */
 static const char *const cc_presets[] = {"dcqcn-paper", "dcqcn-mlx", NULL};
@@ -72,8 +51,12 @@ static const FabCfgKey nic_schema[] = {
   K("ack_interval", FAB_CFG_UINT, f.nic.ack_interval, .def = "16", .min = 1, .max = 1 << 20),
   /* go-back-n, or selective repeat with out-of-order placement (models/nic.h); the threshold is TCP's
   ** duplicate-ACK threshold for fast retransmit (RFC 5681, section 3.2: 3) */
-  K("reliability", FAB_CFG_ENUM, reliability, .def = "go-back-n", .choices = reliabilities),
+  K("reliability", FAB_CFG_ENUM, reliability, .def = "go-back-n", .choices = fab_reliabilities),
   K("dup_threshold", FAB_CFG_UINT, f.nic.dup_threshold, .def = "3", .min = 1, .max = FAB_SACK_WINDOW - 1),
+  /* host-driven spraying (models/nic.h); 256 entropy values as csg-htsim's EQDS source sprays over by default
+  ** (sim/eqds.cpp, EqdsSrc::_path_entropy_size) */
+  K("spray", FAB_CFG_ENUM, spray, .def = "none", .choices = fab_spray_names),
+  K("paths", FAB_CFG_UINT, f.nic.paths, .def = "256", .min = 1, .max = FAB_SPRAY_MAX_PATHS),
   K("max_timeouts", FAB_CFG_UINT, f.nic.max_timeouts, .def = "64", .min = 1, .max = 1 << 20),
   FAB_CFG_END_ROW,
 };
@@ -121,7 +104,7 @@ static const FabCfgKey fabric_schema[] = {
 /* A ring's `switches` and `hosts_per_switch` fill the fields leaf-spine's
 ** `leaves` and `hosts_per_leaf` do: the builders read one pair. */
 static const FabCfgKey topo_schema[] = {
-  K("kind", FAB_CFG_ENUM, f.topo.kind, .required = true, .choices = topo_kinds),
+  K("kind", FAB_CFG_ENUM, f.topo.kind, .required = true, .choices = fab_topo_kind_names),
   K("hosts_per_leaf", FAB_CFG_UINT, f.topo.hosts_per_leaf, .min = 1, .max = 65000),
   K("leaves", FAB_CFG_UINT, f.topo.leaves, .min = 1, .max = 65000),
   K("spines", FAB_CFG_UINT, f.topo.spines, .min = 1, .max = 65000),
@@ -151,10 +134,10 @@ static const FabCfgKey switch_schema[] = {
   /* adaptive routing (models/switch.h, FabRouting); the threshold is NCCL's NCCL_IB_AR_THRESHOLD default
   ** (docs.nvidia.com/deeplearning/nccl/user-guide/docs/env.html: 8192) */
   K("adaptive_threshold", FAB_CFG_SIZE, f.nic.ar_threshold, .def = "8KiB", .max = 0x1p50),
-  K("adaptive_pick", FAB_CFG_ENUM, ar_pick, .def = "least-loaded", .choices = adaptive_picks),
+  K("adaptive_pick", FAB_CFG_ENUM, ar_pick, .def = "least-loaded", .choices = fab_adaptive_picks),
   K("adaptive_quantum", FAB_CFG_SIZE, f.sw.ar_quantum, .min = 1, .max = 1e12),
   K("flowlet_gap", FAB_CFG_TIME, f.sw.flowlet_gap, .def = "10us", .min = 0, .max = 1e15), /* issue 15's default */
-  K("flowlet_pick", FAB_CFG_ENUM, flowlet_pick, .def = "least-loaded", .choices = flowlet_picks),
+  K("flowlet_pick", FAB_CFG_ENUM, flowlet_pick, .def = "least-loaded", .choices = fab_flowlet_picks),
   /* no public figure for switch flowlet tables: an assumption (README) */
   K("flowlet_table", FAB_CFG_UINT, f.sw.flowlet_table, .def = "4096", .min = 1, .max = 1u << 24),
   K("routing_per_tier", FAB_CFG_MAP, per_tier),
@@ -257,12 +240,7 @@ static gboolean set_only_for(const FabCfgNode *topo, const char *key, const char
   return TRUE;
 }
 
-/* A setting that does nothing under the other choices (ECN marking with no
-** ECN-capable sender, DCQCN's parameters under algorithm: none) is taken,
-** with a warning naming it, so that one knob of an A/B comparison can be
-** changed alone. Real contradictions stay errors. */
-static void no_effect(Read *r, const FabCfgNode *at, const char *fmt, ...) G_GNUC_PRINTF(3, 4);
-static void no_effect(Read *r, const FabCfgNode *at, const char *fmt, ...) {
+void no_effect(Read *r, const FabCfgNode *at, const char *fmt, ...) {
   if (!r->warnings) return;
   va_list ap;
   va_start(ap, fmt);
@@ -276,93 +254,6 @@ static void no_effect(Read *r, const FabCfgNode *at, const char *fmt, ...) {
 static void off_keys(Read *r, const FabCfgNode *map, const char *why) {
   for (size_t i = 0; map && fab_cfg_kind(map) == FAB_CFG_NODE_MAP && i < fab_cfg_len(map); i++)
     if (strcmp(fab_cfg_key_at(map, i), "enabled")) no_effect(r, fab_cfg_at(map, i), "%s", why);
-}
-
-/* ---- routing ------------------------------------------------------------------ */
-
-/* fabric.switch.routing and its parameters into the switch config: the
-** parameters of another routing are warned about, a flowlet table must be a
-** power of two. */
-/* The switch tiers of each topology kind (FabTopoKind order): the prefixes
-** of their switches' names (build.c). */
-static const char *const tiers_of[][FAB_TOPO_MAX_TIERS + 1] = {
-  {"switch", NULL}, {"leaf", "spine", NULL}, {"edge", "agg", "core", NULL}, {"ring", NULL},
-  {"rail", "spine", NULL}, {"leaf", "spine", NULL},
-};
-
-/* fabric.switch.routing_per_tier: {TIER: ROUTING, ...} into the fabric
-** config; `used` gets bit r for each routing r some switch uses. */
-static gboolean read_tiers(Read *r, uint32_t *used, GError **err) {
-  const FabCfgNode *m = r->per_tier;
-  const char *const *tiers = tiers_of[r->f.topo.kind];
-  for (size_t i = 0; m && i < fab_cfg_len(m); i++) {
-    const char *key = fab_cfg_key_at(m, i), *v = fab_cfg_scalar(fab_cfg_at(m, i));
-    const FabCfgNode *at = fab_cfg_at(m, i);
-    uint32_t t = 0, k = 0;
-    while (tiers[t] && strcmp(tiers[t], key)) t++;
-    if (!tiers[t]) {
-      char *list = g_strjoinv(", ", (char **)tiers);
-      gboolean ok = fab_cfg_fail(at, err, "no tier '%s' in a %s fabric: its switch tiers are %s", key,
-                                 topo_kinds[r->f.topo.kind], list);
-      g_free(list);
-      return ok;
-    }
-    while (v && fab_routing_names[k] && strcmp(fab_routing_names[k], v)) k++;
-    if (!v || !fab_routing_names[k]) {
-      char *list = g_strjoinv(", ", (char **)fab_routing_names);
-      gboolean ok = fab_cfg_fail(at, err, "expected a routing (%s)%s", list,
-                                 v && !strcmp(v, "spray") ? ": spray is not modelled in this version of fabsim" : "");
-      g_free(list);
-      return ok;
-    }
-    r->f.tier_name[r->f.ntiers] = tiers[t];
-    r->f.tier_routing[r->f.ntiers++] = k;
-  }
-  uint32_t all = 0; /* the tiers that keep the fabric-wide routing */
-  for (uint32_t t = 0; tiers[t]; t++) {
-    bool own = false;
-    for (uint32_t k = 0; k < r->f.ntiers; k++) own |= r->f.tier_name[k] == tiers[t];
-    if (!own) all++;
-  }
-  *used = all ? 1u << r->f.routing : 0;
-  r->f.routing_kept = all > 0;
-  if (!all && fab_cfg_get(r->sw, "routing"))
-    no_effect(r, fab_cfg_get(r->sw, "routing"), "fabric.switch.routing_per_tier names every tier");
-  for (uint32_t k = 0; k < r->f.ntiers; k++) *used |= 1u << r->f.tier_routing[k];
-  return TRUE;
-}
-
-static gboolean read_routing(Read *r, uint32_t mtu_wire, GError **err) {
-  FabSwitchCfg *sw = &r->f.sw;
-  uint32_t used = 0;
-  if (!read_tiers(r, &used, err)) return FALSE;
-  sw->routing = r->f.routing;
-  sw->ar_choices = r->ar_pick == 1 ? 2 : 0;
-  sw->flowlet_random = r->flowlet_pick == 1;
-  if (!sw->ar_quantum) sw->ar_quantum = mtu_wire; /* one full packet (or train) on the wire per level */
-  static const char *const ar_keys[] = {"adaptive_threshold", "adaptive_pick", "adaptive_quantum", NULL};
-  static const char *const fl_keys[] = {"flowlet_gap", "flowlet_pick", "flowlet_table", NULL};
-  const char *name = r->f.ntiers ? "not flowlet on any tier" : fab_routing_names[sw->routing];
-  const uint32_t compare = 1u << FAB_ROUTE_ADAPTIVE | (r->flowlet_pick == 1 ? 0 : 1u << FAB_ROUTE_FLOWLET);
-  for (const char *const *k = ar_keys; *k; k++) {
-    const FabCfgNode *n = fab_cfg_get(r->sw, *k);
-    if (!n) continue;
-    if (used == 1u << FAB_ROUTE_ECMP)
-      no_effect(r, n, "fabric.switch.routing is ecmp: every packet takes its flow's hash");
-    else if (*k != ar_keys[0] && !(used & compare))
-      no_effect(r, n, "%s", used & 1u << FAB_ROUTE_FLOWLET ? "fabric.switch.flowlet_pick is random: no member is "
-                                                             "compared" : "no switch compares members");
-  }
-  for (const char *const *k = fl_keys; *k; k++) {
-    const FabCfgNode *n = fab_cfg_get(r->sw, *k);
-    if (n && !(used & 1u << FAB_ROUTE_FLOWLET))
-      no_effect(r, n, r->f.ntiers ? "fabric.switch.routing is %s" : "fabric.switch.routing is %s, not flowlet", name);
-  }
-  if (sw->flowlet_table & (sw->flowlet_table - 1))
-    return fab_cfg_fail(fab_cfg_get(r->sw, "flowlet_table"), err, "%u entries: expected a power of two (a table "
-                        "indexed by hash bits), such as %u", sw->flowlet_table,
-                        1u << (31 - __builtin_clz(sw->flowlet_table)));
-  return TRUE;
 }
 
 /* ---- congestion control ---------------------------------------------------- */
@@ -730,11 +621,7 @@ static gboolean read_cluster(Read *r, const FabCfgNode *root, const FabCfgNode *
   r->f.gpu.preset_id = scratch.f.gpu.preset_id;
   if (!fab_cfg_apply(cl, root, cluster_schema, r, err) || !fab_cfg_apply(r->nic, root, nic_schema, r, err))
     return FALSE;
-  r->f.nic.selective = r->reliability == 1;
-  const FabCfgNode *dup = fab_cfg_get(r->nic, "dup_threshold");
-  if (dup && !r->f.nic.selective)
-    no_effect(r, dup, "cluster.nic.reliability is go-back-n: any gap is resent whole (a NAK, or a timeout)");
-  return TRUE;
+  return fab_fabric_read_transport(r, err);
 }
 
 /* The settings that only make sense together. */
@@ -743,7 +630,10 @@ static gboolean check_together(Read *r, const FabCfgNode *fab_node, GError **err
   if (out->nic.cc.kind == FAB_CC_DCQCN && !out->sw.ecn.enabled)
     no_effect(r, fab_cfg_get(r->cc, "algorithm"), "dcqcn reacts to ECN marks and fabric.switch.ecn is off: no "
               "packet is marked, so no sender ever slows down (enable fabric.switch.ecn for DCQCN to act)");
-  if (out->sw.ecn.enabled && out->nic.cc.kind == FAB_CC_NONE)
+  if (out->nic.spray == FAB_SPRAY_AVOID && !out->sw.ecn.enabled)
+    no_effect(r, fab_cfg_get(r->nic, "spray"), "avoid skips entropy values that carried a congestion mark, "
+                         "and fabric.switch.ecn is off: no packet is marked, so avoid sprays as round-robin does");
+  if (out->sw.ecn.enabled && out->nic.cc.kind == FAB_CC_NONE && out->nic.spray != FAB_SPRAY_AVOID)
     no_effect(r, fab_cfg_get(r->ecn, "enabled"), "ECN marks only ECN-capable packets, and congestion control "
               "none sends none: no packet is marked (set fabric.congestion_control.algorithm: dcqcn for ECN to "
               "act)");
@@ -903,8 +793,6 @@ gboolean fab_fabric_cfg_read(const FabCfgNode *root, FabFabricCfg *out, GPtrArra
   if (!read_cluster(&r, root, cl, err)) return FALSE;
   if (!fab_node) return fab_cfg_fail(root, err, "missing required key 'fabric'");
   if (!later(fab_cfg_get(fab_node, "transport"), (const char *const[]){"srd", NULL}, "transport", transports, err) ||
-      !later(fab_cfg_get(fab_cfg_get(fab_node, "switch"), "routing"), routings_later, "routing", fab_routing_names,
-             err) ||
       !fab_cfg_apply(fab_node, root, fabric_schema, &r, err))
     return FALSE;
   if (!fab_cfg_apply(r.link, root, link_schema, &r, err) || !fab_cfg_apply(r.sw, fab_node, switch_schema, &r, err) ||
@@ -916,7 +804,7 @@ gboolean fab_fabric_cfg_read(const FabCfgNode *root, FabFabricCfg *out, GPtrArra
   uint32_t mtu_wire = per * (r.f.nic.mtu + r.f.nic.transport.data_overhead);
   if (!read_pfc(&r, mtu_wire, err) || !read_ecn(&r, err) || !read_cc(&r, err)) return FALSE;
   uint64_t nic_bps = r.f.topo.host_bps, preset_nic_bps = 0; /* cluster.nic.bandwidth, 0: not given */
-  if (!read_endpoints(&r, cl, &preset_nic_bps, err) || !read_routing(&r, mtu_wire, err)) return FALSE;
+  if (!read_endpoints(&r, cl, &preset_nic_bps, err) || !fab_fabric_read_routing(&r, mtu_wire, err)) return FALSE;
   uint64_t buffer = r.f.sw.buffer;
   if (buffer < (uint64_t)r.f.nic.mtu + 128)
     return fab_cfg_fail(fab_cfg_get(r.sw, "buffer"), err, "buffer %" G_GUINT64_FORMAT " B cannot hold one packet of "

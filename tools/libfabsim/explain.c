@@ -113,6 +113,9 @@ static void explain_one_routing(const FabFabricCfg *f, uint32_t routing, GString
                               "take their hash's port)", f->nic.ar_threshold);
   if (routing == FAB_ROUTE_ROUND_ROBIN)
     g_string_append_printf(s, "routing    round-robin: per packet, each equal-cost port in turn, for %s\n", who);
+  else if (routing == FAB_ROUTE_SPRAY)
+    g_string_append_printf(s, "routing    spray: per packet, an equal-cost port drawn at random (the switch's RNG), "
+                           "for %s\n", who);
   else if (routing == FAB_ROUTE_ADAPTIVE)
     g_string_append_printf(s, "routing    adaptive: per packet, the least loaded of %s equal-cost ports (not paused, "
                            "then egress in levels of %u B, then the faster link; ties by the switch's RNG), for %s\n",
@@ -195,6 +198,11 @@ static void explain_fabric(const FabScenario *sc, GString *s) {
   else
     g_string_append(s, "reliability go-back-n: receivers take only the next PSN, NAK a gap once, senders go back to "
                        "it\n");
+  if (f->nic.spray)
+    g_string_append_printf(s, "spray      %s: each network flow's data packets take %u entropy values (source "
+                           "ports) in turn, in an order drawn again each pass%s; ACKs keep the flow's hash\n",
+                           fab_spray_names[f->nic.spray], f->nic.paths, f->nic.spray == FAB_SPRAY_AVOID ?
+                           ", skipping once a value whose packet came back marked by ECN" : "");
 }
 
 /* "0-7", "0, 4, 8, 12, 1, 5, 9, 13", "0-3, 8-11": a job's endpoints in

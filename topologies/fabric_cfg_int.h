@@ -1,0 +1,47 @@
+/* What the readers of a scenario's cluster: and fabric: sections share
+** (fabric_cfg.c, multipath_cfg.c). Not a public interface: topology.h is. */
+#ifndef FAB_FABRIC_CFG_INT_H
+#define FAB_FABRIC_CFG_INT_H
+
+#include "topology.h"
+
+/* What is read: the model structs, and the nodes read by hand. */
+typedef struct Read {
+  FabFabricCfg f;
+  const FabCfgNode *nic, *nvlink, *pcie, *gpu;                    /* cluster: */
+  int nvls;                                                        /* cluster.nvlink.nvls: -1 not given */
+  const FabCfgNode *topology, *link, *sw, *cc;                     /* fabric: */
+  const FabCfgNode *pfc, *ecn, *sharp, *credits;                   /* fabric.switch: */
+  const FabCfgNode *priorities, *xoff, *headroom;                  /* fabric.switch.pfc: */
+  bool sharp_enabled;
+  GPtrArray *warnings; /* settings with no effect under the current choices (NULL: not kept) */
+  const FabCfgNode *tiers, *pods; /* fabric.topology.tiers, pods (refused) */
+  uint32_t ar_pick, flowlet_pick; /* fabric.switch.adaptive_pick, flowlet_pick */
+  uint32_t reliability;           /* cluster.nic.reliability */
+  const FabCfgNode *per_tier;     /* fabric.switch.routing_per_tier */
+  uint32_t spray;                 /* cluster.nic.spray */
+} Read;
+
+/* Topology kinds by FabTopoKind (fabric.topology.kind's words). */
+extern const char *const fab_topo_kind_names[];
+/* fabric.switch.adaptive_pick and flowlet_pick's words. */
+extern const char *const fab_adaptive_picks[], *const fab_flowlet_picks[];
+/* cluster.nic.reliability's words: go-back-n, selective. */
+extern const char *const fab_reliabilities[];
+
+/* A setting that does nothing under the other choices (ECN marking with no
+** ECN-capable sender, DCQCN's parameters under algorithm: none) is taken,
+** with a warning naming it, so that one knob of an A/B comparison can be
+** changed alone. Real contradictions stay errors. */
+void fab_fabric_no_effect(Read *r, const FabCfgNode *at, const char *fmt, ...) G_GNUC_PRINTF(3, 4);
+#define no_effect fab_fabric_no_effect /* the readers' short name */
+
+/* fabric.switch.routing, its parameters and routing_per_tier into r->f
+** (multipath_cfg.c). */
+gboolean fab_fabric_read_routing(Read *r, uint32_t mtu_wire, GError **err);
+
+/* cluster.nic.reliability, dup_threshold, spray and paths into r->f.nic,
+** once cluster.nic was applied. */
+gboolean fab_fabric_read_transport(Read *r, GError **err);
+
+#endif

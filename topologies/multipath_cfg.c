@@ -1,0 +1,119 @@
+/* The multipath choices of a scenario: how switches route (fabric.switch.
+** routing and its parameters, routing_per_tier) and how NICs deliver and
+** spray (cluster.nic.reliability, dup_threshold, spray, paths). See
+** fabric_cfg_int.h. */
+#include "fabric_cfg_int.h"
+#include <string.h>
+
+const char *const fab_adaptive_picks[] = {"least-loaded", "two-choices", NULL};
+const char *const fab_flowlet_picks[] = {"least-loaded", "random", NULL};
+const char *const fab_reliabilities[] = {"go-back-n", "selective", NULL};
+
+/* A choice to tell the user about (not a setting without effect). */
+static void warn_at(Read *r, const FabCfgNode *at, const char *why) {
+  if (r->warnings)
+    g_ptr_array_add(r->warnings, g_strdup_printf("%s: %s: %s", fab_cfg_where(at), fab_cfg_path(at), why));
+}
+
+gboolean fab_fabric_read_transport(Read *r, GError **err) {
+  FabNicCfg *nic = &r->f.nic;
+  nic->selective = r->reliability == 1;
+  const FabCfgNode *dup = fab_cfg_get(r->nic, "dup_threshold"), *paths = fab_cfg_get(r->nic, "paths");
+  if (dup && !nic->selective)
+    no_effect(r, dup, "cluster.nic.reliability is go-back-n: any gap is resent whole (a NAK, or a timeout)");
+  nic->spray = (uint8_t)r->spray;
+  if (nic->paths & (nic->paths - 1))
+    return fab_cfg_fail(paths, err, "%u entropy values: expected a power of two (values taken in an order drawn "
+                        "by xor), such as %u", nic->paths, 1u << (31 - __builtin_clz(nic->paths)));
+  if (paths && !nic->spray) no_effect(r, paths, "cluster.nic.spray is none: a flow keeps one source port");
+  if (nic->spray && !nic->selective)
+    warn_at(r, fab_cfg_get(r->nic, "spray"), "go-back-n receivers take a packet that overtakes another for a loss "
+            "and have the sender go back: spraying collapses (set cluster.nic.reliability: selective)");
+  return TRUE;
+}
+
+/* ---- routing ------------------------------------------------------------------ */
+
+/* fabric.switch.routing and its parameters into the switch config: the
+** parameters of another routing are warned about, a flowlet table must be a
+** power of two. */
+/* The switch tiers of each topology kind (FabTopoKind order): the prefixes
+** of their switches' names (build.c). */
+static const char *const tiers_of[][FAB_TOPO_MAX_TIERS + 1] = {
+  {"switch", NULL}, {"leaf", "spine", NULL}, {"edge", "agg", "core", NULL}, {"ring", NULL},
+  {"rail", "spine", NULL}, {"leaf", "spine", NULL},
+};
+
+/* fabric.switch.routing_per_tier: {TIER: ROUTING, ...} into the fabric
+** config; `used` gets bit r for each routing r some switch uses. */
+static gboolean read_tiers(Read *r, uint32_t *used, GError **err) {
+  const FabCfgNode *m = r->per_tier;
+  const char *const *tiers = tiers_of[r->f.topo.kind];
+  for (size_t i = 0; m && i < fab_cfg_len(m); i++) {
+    const char *key = fab_cfg_key_at(m, i), *v = fab_cfg_scalar(fab_cfg_at(m, i));
+    const FabCfgNode *at = fab_cfg_at(m, i);
+    uint32_t t = 0, k = 0;
+    while (tiers[t] && strcmp(tiers[t], key)) t++;
+    if (!tiers[t]) {
+      char *list = g_strjoinv(", ", (char **)tiers);
+      gboolean ok = fab_cfg_fail(at, err, "no tier '%s' in a %s fabric: its switch tiers are %s", key,
+                                 fab_topo_kind_names[r->f.topo.kind], list);
+      g_free(list);
+      return ok;
+    }
+    while (v && fab_routing_names[k] && strcmp(fab_routing_names[k], v)) k++;
+    if (!v || !fab_routing_names[k]) {
+      char *list = g_strjoinv(", ", (char **)fab_routing_names);
+      gboolean ok = fab_cfg_fail(at, err, "expected a routing (%s)", list);
+      g_free(list);
+      return ok;
+    }
+    r->f.tier_name[r->f.ntiers] = tiers[t];
+    r->f.tier_routing[r->f.ntiers++] = k;
+  }
+  uint32_t all = 0; /* the tiers that keep the fabric-wide routing */
+  for (uint32_t t = 0; tiers[t]; t++) {
+    bool own = false;
+    for (uint32_t k = 0; k < r->f.ntiers; k++) own |= r->f.tier_name[k] == tiers[t];
+    if (!own) all++;
+  }
+  *used = all ? 1u << r->f.routing : 0;
+  r->f.routing_kept = all > 0;
+  if (!all && fab_cfg_get(r->sw, "routing"))
+    no_effect(r, fab_cfg_get(r->sw, "routing"), "fabric.switch.routing_per_tier names every tier");
+  for (uint32_t k = 0; k < r->f.ntiers; k++) *used |= 1u << r->f.tier_routing[k];
+  return TRUE;
+}
+
+gboolean fab_fabric_read_routing(Read *r, uint32_t mtu_wire, GError **err) {
+  FabSwitchCfg *sw = &r->f.sw;
+  uint32_t used = 0;
+  if (!read_tiers(r, &used, err)) return FALSE;
+  sw->routing = r->f.routing;
+  sw->ar_choices = r->ar_pick == 1 ? 2 : 0;
+  sw->flowlet_random = r->flowlet_pick == 1;
+  if (!sw->ar_quantum) sw->ar_quantum = mtu_wire; /* one full packet (or train) on the wire per level */
+  static const char *const ar_keys[] = {"adaptive_threshold", "adaptive_pick", "adaptive_quantum", NULL};
+  static const char *const fl_keys[] = {"flowlet_gap", "flowlet_pick", "flowlet_table", NULL};
+  const char *name = r->f.ntiers ? "not flowlet on any tier" : fab_routing_names[sw->routing];
+  const uint32_t compare = 1u << FAB_ROUTE_ADAPTIVE | (r->flowlet_pick == 1 ? 0 : 1u << FAB_ROUTE_FLOWLET);
+  for (const char *const *k = ar_keys; *k; k++) {
+    const FabCfgNode *n = fab_cfg_get(r->sw, *k);
+    if (!n) continue;
+    if (used == 1u << FAB_ROUTE_ECMP)
+      no_effect(r, n, "fabric.switch.routing is ecmp: every packet takes its flow's hash");
+    else if (*k != ar_keys[0] && !(used & compare))
+      no_effect(r, n, "%s", used & 1u << FAB_ROUTE_FLOWLET ? "fabric.switch.flowlet_pick is random: no member is "
+                                                             "compared" : "no switch compares members");
+  }
+  for (const char *const *k = fl_keys; *k; k++) {
+    const FabCfgNode *n = fab_cfg_get(r->sw, *k);
+    if (n && !(used & 1u << FAB_ROUTE_FLOWLET))
+      no_effect(r, n, r->f.ntiers ? "fabric.switch.routing is %s" : "fabric.switch.routing is %s, not flowlet", name);
+  }
+  if (sw->flowlet_table & (sw->flowlet_table - 1))
+    return fab_cfg_fail(fab_cfg_get(r->sw, "flowlet_table"), err, "%u entries: expected a power of two (a table "
+                        "indexed by hash bits), such as %u", sw->flowlet_table,
+                        1u << (31 - __builtin_clz(sw->flowlet_table)));
+  return TRUE;
+}
