@@ -46,6 +46,38 @@ static inline FabPkt *q_pop(FabPort *pt, uint32_t pr) {
   return p;
 }
 
+static uint64_t free_chain(FabEngine *eng, FabPkt *p, uint64_t *bytes);
+
+/* A link that is down loses the chain from p. */
+static void lose(FabEngine *eng, FabPort *pt, FabPkt *p) {
+  uint64_t before = pt->lost_bytes;
+  uint64_t n = free_chain(eng, p, &pt->lost_bytes);
+  pt->lost += n;
+  pt->drops += n;
+  pt->drop_bytes += pt->lost_bytes - before;
+}
+
+/* Down: everything queued is lost (the owner releasing its buffer). */
+static void drain(FabEngine *eng, FabPort *pt) {
+  for (uint32_t m = pt->busy_prios; m;) {
+    uint32_t pr = 31 - (uint32_t)__builtin_clz(m);
+    m &= ~(1u << pr);
+    while (pt->q[pr].head) {
+      FabPkt *p = q_pop(pt, pr);
+      pt->qbytes -= p->wire;
+      if (pt->owner->dequeued) pt->owner->dequeued(eng, pt->owner, pt, p);
+      lose(eng, pt, p);
+    }
+  }
+  while (pt->ctrl_head) {
+    FabPkt *p = pt->ctrl_head;
+    pt->ctrl_head = p->next;
+    p->next = NULL;
+    lose(eng, pt, p);
+  }
+  pt->ctrl_tail = NULL;
+}
+
 /* pt->tx while a train whose head already went to the peer is still being
 ** serialised: the link is busy, and no packet of ours is on it any more. */
 static FabPkt cut_busy;
@@ -58,12 +90,16 @@ static FabPkt cut_busy;
 ** on the wire: whoever receives it sets it. */
 static inline void fly(FabEngine *eng, FabPort *pt, FabPkt *p, fab_time_t at) {
   p->next = NULL;
+  if (G_UNLIKELY(pt->down)) {
+    lose(eng, pt, p);
+    return;
+  }
   if (pt->fly_tail) {
     pt->fly_tail->next = p;
     pt->fly_tail->ready = at;
   } else {
     pt->fly_head = p;
-    fab_engine_at(eng, at, pt, WAKE_ARRIVE);
+    fab_engine_at(eng, at, pt, WAKE_ARRIVE | (uint64_t)pt->epoch << 8);
   }
   pt->fly_tail = p;
 }
@@ -72,6 +108,10 @@ static inline void fly(FabEngine *eng, FabPort *pt, FabPkt *p, fab_time_t at) {
 static void start(FabEngine *eng, FabPort *pt) {
   FabPkt *p = NULL;
   fab_time_t soonest = FAB_TIME_MAX;
+  if (G_UNLIKELY(pt->down)) {
+    drain(eng, pt);
+    return;
+  }
   if (G_UNLIKELY(pt->ctrl_head != NULL)) { /* a PAUSE frame goes first */
     p = pt->ctrl_head;
     pt->ctrl_head = p->next;
@@ -213,6 +253,23 @@ void fab_port_send_pause(FabEngine *eng, FabPort *pt, uint32_t prio, uint32_t qu
   if (!pt->tx) start(eng, pt);
 }
 
+void fab_port_set_down(FabEngine *eng, FabPort *pt, bool down) {
+  if (down == pt->down) return;
+  pt->down = down;
+  if (down) {
+    pt->epoch++;
+    if (pt->fly_head) lose(eng, pt, pt->fly_head); /* the whole wire */
+    pt->fly_head = pt->fly_tail = NULL;
+    if (!pt->tx) drain(eng, pt); /* else at the end of the packet being serialised, which is lost then */
+    return;
+  }
+  if (pt->credit_fc) {
+    for (uint32_t v = 0; v < FAB_MAX_PRIOS; v++) pt->credits[v] = pt->credit_max;
+    pt->nocredit = 0;
+  }
+  if (!pt->tx) start(eng, pt);
+}
+
 fab_time_t fab_port_paused_time(const FabPort *pt, fab_time_t now) {
   return pt->paused_ps + (pt->paused ? now - pt->paused_since : 0);
 }
@@ -233,10 +290,11 @@ static void port_wake(FabEngine *eng, void *self, uint64_t arg) {
     start(eng, pt);
     break;
   case WAKE_ARRIVE:
+    if (G_UNLIKELY((uint32_t)(arg >> 8) != pt->epoch)) break; /* its packet was lost when the link went down */
     p = pt->fly_head;
     pt->fly_head = p->next;
     if (!pt->fly_head) pt->fly_tail = NULL;
-    else fab_engine_at(eng, p->ready, pt, WAKE_ARRIVE); /* the next one's arrival (fly) */
+    else fab_engine_at(eng, p->ready, pt, arg); /* the next one's arrival (fly) */
     p->next = NULL;
     if (G_UNLIKELY(p->type == FAB_PKT_PAUSE)) { /* link level: the far port obeys it */
       pause_rx(eng, pt->peer, p->prio, p->seq);

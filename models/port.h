@@ -76,6 +76,11 @@ struct FabPort {
   /* trains (fabric.segment): one sent to a relay arrives when its first packet of cut_mtu payload + cut_ovh
   ** header bytes would (cut-through at packet granularity), while this link stays busy for the whole train */
   uint32_t cut_mtu, cut_ovh; /* 0: every packet arrives whole */
+  /* a link that failed (fab_port_set_down) */
+  bool down;               /* nothing this port sends arrives; its owner is not pulled */
+  uint32_t epoch;          /* times it went down (an arrival scheduled before then finds its packet gone) */
+  uint64_t lost, lost_bytes; /* packets NICs made (not PAUSE frames nor NVLS segments) lost because it was down:
+                           ** queued, on the serialiser or on the wire when it went down, or sent to it since */
   /* counters */
   uint64_t tx_bytes;       /* wire bytes serialised */
   uint64_t tx_pkts;        /* packets serialised (= packet hops over this link) */
@@ -134,6 +139,13 @@ void fab_port_set_credits(FabPort *pt, uint64_t bytes, uint32_t unit);
 /* The far end freed `bytes` of VL `vl` for us: the credit reaches this port
 ** after the link's latency (a flow-control update travelling the wire). */
 void fab_port_return_credit(FabEngine *eng, FabPort *pt, uint32_t vl, uint32_t bytes);
+
+/* The link this port sends on goes down (every packet on its wire, on its
+** serialiser or in its queues is lost, and so is any packet queued here until
+** it comes back; the owner's `dequeued` hears of each queued one, and its
+** `pull` is not called) or comes back up (credits, if counted, start full
+** again, as after link training). Call it for both ports of a link. */
+void fab_port_set_down(FabEngine *eng, FabPort *pt, bool down);
 
 /* Time this port has spent with some priority paused, up to `now`, ps. */
 fab_time_t fab_port_paused_time(const FabPort *pt, fab_time_t now);

@@ -127,6 +127,7 @@ static FabPort *lane_hop(const FabSwitch *sw, uint32_t dst, uint32_t lane) {
 ** then its egress in quanta (what waits, and one for a packet on its
 ** serialiser), then slower (smaller is better). */
 static inline uint64_t load_of(const FabSwitch *sw, const FabPort *pt, uint32_t prio) {
+  if (G_UNLIKELY(pt->down)) return UINT64_MAX; /* a failed link, until the routes leave it out */
   uint64_t paused = (pt->paused >> prio) & 1u, level = pt->qbytes / sw->cfg.ar_quantum + (pt->tx != NULL);
   return paused << 63 | MIN(level, (1ull << 40) - 1) << 22 | (uint64_t)(~(pt->bps >> 20) & 0x3fffff);
 }

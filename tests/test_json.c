@@ -82,7 +82,8 @@ Test(json, values_and_rates) {
   cr_assert(strstr(js, "\"flows\": {\"count\": 2, \"completed\": 1, \"bytes\": 400,"), "%s", js);
   cr_assert(strstr(js, "\"status\": \"failed\", \"failure\": \"stop_time reached\""), "%s", js);
   cr_assert(strstr(js, "\"drops\": 3,"), "%s", js);
-  cr_assert(strstr(js, "\"collectives\": [], \"step\": null, \"jobs\": [], \"warnings\": [], \"fabric_segment_bytes\": null}"), "%s", js);
+  cr_assert(strstr(js, "\"collectives\": [], \"step\": null, \"jobs\": [], \"failures\": [], \"warnings\": [], "
+                       "\"fabric_segment_bytes\": null}"), "%s", js);
   g_free(js);
   unfinalize(&r);
 }
@@ -348,6 +349,7 @@ typedef struct Full {
   FabCollRec colls[3];
   FabStepRec steps[2];
   FabJobRec jobs[2];
+  FabFailureRec failures[2];
   char deadlock[2][FAB_FIELD_NAME_LEN];
   char *warnings[2];
 } Full;
@@ -396,6 +398,10 @@ static void full(Full *x) {
   x->jobs[1] = (FabJobRec){.name = "bench", .kind = "flows", .ranks = 2, .flows = 1, .completed = 0,
                            .bytes = 10, .start = 5 * FAB_US, .end = 0};
   r->jobs = x->jobs, r->n_jobs = 2;
+  x->failures[0] = (FabFailureRec){.link = "leaf0-spine1", .change = "down", .at = 100 * FAB_US, .lost = 12,
+                                   .lost_bytes = 50136, .rerouted = 28, .rerouted_at = 1100 * FAB_US};
+  x->failures[1] = (FabFailureRec){.link = "leaf1-spine0", .change = "rate", .at = 0, .bps = 50000000000ULL};
+  r->failures = x->failures, r->n_failures = 2;
   g_strlcpy(x->deadlock[0], "ring0:p2", FAB_FIELD_NAME_LEN);
   g_strlcpy(x->deadlock[1], "ring1:p2", FAB_FIELD_NAME_LEN);
   r->deadlock = x->deadlock, r->n_deadlock = 2;
@@ -652,6 +658,10 @@ Test(fields, json_writer_walks_the_field_table) {
   cr_assert_str_eq(fab_json_index_get(ix, "jobs.1.step"), "null");
   cr_assert_str_eq(fab_json_index_get(ix, "jobs.1.end_s"), "null");
   cr_assert_str_eq(fab_json_index_get(ix, "step.job"), "\"train\"");
+  cr_assert_str_eq(fab_json_index_get(ix, "failures.0.link"), "\"leaf0-spine1\"");
+  cr_assert_str_eq(fab_json_index_get(ix, "failures.1.bandwidth_bps"), "50000000000");
+  cr_assert_str_eq(fab_json_index_get(ix, "failures.1.rerouted_at_s"), "null");
+  cr_assert_str_eq(fab_json_index_get(ix, "failures.0.rerouted_at_s"), "0.0011");
   cr_assert_str_eq(fab_json_index_get(ix, "status"), "\"failed\"");
 
   g_ptr_array_free(keys, TRUE);

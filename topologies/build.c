@@ -278,6 +278,7 @@ void fab_topology_free(FabTopology *t) {
   g_free(t->gpus);
   g_free(t->attach);
   g_free(t->nvs);
+  g_free(t->rank_attach);
   g_free(t);
 }
 

@@ -98,6 +98,9 @@ static const FabCfgKey fabric_schema[] = {
   K("switch", FAB_CFG_MAP, sw),
   K("congestion_control", FAB_CFG_MAP, cc),
   K("segment", FAB_CFG_SIZE, f.nic.seg, .min = 64, .max = 16777216),
+  K("failures", FAB_CFG_SEQ, failures),
+  /* no public figure for how fast a fabric's hashing switches take new routes: an assumption (README) */
+  K("reroute_delay", FAB_CFG_TIME, f.reroute_delay, .def = "1ms", .min = 0, .max = 1e15),
   FAB_CFG_END_ROW,
 };
 
@@ -795,6 +798,8 @@ gboolean fab_fabric_cfg_read(const FabCfgNode *root, FabFabricCfg *out, GPtrArra
   if (!later(fab_cfg_get(fab_node, "transport"), (const char *const[]){"srd", NULL}, "transport", transports, err) ||
       !fab_cfg_apply(fab_node, root, fabric_schema, &r, err))
     return FALSE;
+  r.fabric = fab_node;
+  if (!fab_fabric_read_failures(&r, err)) return FALSE;
   if (!fab_cfg_apply(r.link, root, link_schema, &r, err) || !fab_cfg_apply(r.sw, fab_node, switch_schema, &r, err) ||
       !not_yet(&r, r.sharp, "SHARP", err))
     return FALSE;

@@ -20,6 +20,8 @@ typedef struct Read {
   uint32_t reliability;           /* cluster.nic.reliability */
   const FabCfgNode *per_tier;     /* fabric.switch.routing_per_tier */
   uint32_t spray;                 /* cluster.nic.spray */
+  const FabCfgNode *failures;     /* fabric.failures */
+  const FabCfgNode *fabric;       /* fabric: */
 } Read;
 
 /* Topology kinds by FabTopoKind (fabric.topology.kind's words). */
@@ -39,6 +41,9 @@ void fab_fabric_no_effect(Read *r, const FabCfgNode *at, const char *fmt, ...) G
 /* fabric.switch.routing, its parameters and routing_per_tier into r->f
 ** (multipath_cfg.c). */
 gboolean fab_fabric_read_routing(Read *r, uint32_t mtu_wire, GError **err);
+
+/* fabric.failures into r->f.changes, in time order. */
+gboolean fab_fabric_read_failures(Read *r, GError **err);
 
 /* cluster.nic.reliability, dup_threshold, spray and paths into r->f.nic,
 ** once cluster.nic was applied. */

@@ -36,6 +36,8 @@ static uint32_t rank_attach(const FabGpuLayout *l, uint32_t r, uint32_t *first) 
 
 void fab_topo__build_gpu_edges(FabTopology *t, const FabFabricCfg *cfg, const FabGpuLayout *l) {
   const FabGpuSpec *g = &cfg->gpu;
+  t->rank_attach = g_new(uint32_t, t->nhosts);
+  for (uint32_t r = 0; r < t->nhosts; r++) t->rank_nattach = rank_attach(l, r, &t->rank_attach[r]);
   /* PCIe and NVLink are credit-based: a GPU sends only what the PCIe element
   ** or the NVSwitch can hold (per port and priority: the link's bandwidth x
   ** round trip, plus 4 full packets), so a slower NIC or a congested NVLink

@@ -117,3 +117,72 @@ gboolean fab_fabric_read_routing(Read *r, uint32_t mtu_wire, GError **err) {
                         1u << (31 - __builtin_clz(sw->flowlet_table)));
   return TRUE;
 }
+
+/* ---- link failures ------------------------------------------------------------ */
+
+typedef struct ChangeIn {
+  const char *link;
+  fab_time_t at, latency;
+  uint64_t bps;
+  bool down;
+} ChangeIn;
+
+static const FabCfgKey change_schema[] = {
+  FAB_CFG_KEY("link", FAB_CFG_STRING, ChangeIn, link, .required = true),
+  FAB_CFG_KEY("at", FAB_CFG_TIME, ChangeIn, at, .def = "0ns", .max = 1e18),
+  FAB_CFG_KEY("down", FAB_CFG_BOOL, ChangeIn, down),
+  FAB_CFG_KEY("bandwidth", FAB_CFG_RATE, ChangeIn, bps),
+  FAB_CFG_KEY("latency", FAB_CFG_TIME, ChangeIn, latency, .max = 1e15),
+  FAB_CFG_END_ROW,
+};
+
+static int by_time(const void *a, const void *b) {
+  const FabLinkChange *x = a, *y = b;
+  if (x->at != y->at) return x->at < y->at ? -1 : 1;
+  return x->order < y->order ? -1 : x->order > y->order; /* as given */
+}
+
+gboolean fab_fabric_read_failures(Read *r, GError **err) {
+  const FabCfgNode *seq = r->failures;
+  size_t n = seq ? fab_cfg_len(seq) : 0;
+  if (n > FAB_MAX_LINK_CHANGES)
+    return fab_cfg_fail(seq, err, "%zu link changes: at most %d", n, FAB_MAX_LINK_CHANGES);
+  for (size_t i = 0; i < n; i++) {
+    const FabCfgNode *item = fab_cfg_at(seq, i), *link;
+    ChangeIn in = {0};
+    if (!fab_cfg_apply(item, NULL, change_schema, &in, err)) return FALSE;
+    link = fab_cfg_get(item, "link");
+    const char *dash = in.link ? strchr(in.link, '-') : NULL;
+    if (!dash || dash == in.link || !dash[1] || strchr(dash + 1, '-'))
+      return fab_cfg_fail(link, err, "'%s': expected two elements joined by '-', as in leaf3-spine2",
+                          in.link ? in.link : "~");
+    bool state = fab_cfg_get(item, "down") != NULL, rate = fab_cfg_get(item, "bandwidth") != NULL,
+         lat = fab_cfg_get(item, "latency") != NULL;
+    if (!state && !rate && !lat)
+      return fab_cfg_fail(item, err, "nothing changes: give down (true or false), bandwidth or latency");
+    if (state && (rate || lat))
+      return fab_cfg_fail(fab_cfg_get(item, rate ? "bandwidth" : "latency"), err, "one entry takes a link down or "
+                          "up, or changes its rate or latency: give them as two entries");
+    if (lat && in.at)
+      return fab_cfg_fail(fab_cfg_get(item, "latency"), err, "a link's latency changes only from the start (at: 0): "
+                          "packets on its wire would overtake each other");
+    if (rate && !in.bps) return fab_cfg_fail(fab_cfg_get(item, "bandwidth"), err, "a rate of 0: use down: true");
+    FabLinkChange *c = &r->f.changes[i];
+    *c = (FabLinkChange){.order = (uint32_t)i, .at = in.at, .down = state ? in.down : -1, .bps = in.bps,
+                         .latency = in.latency, .set_latency = lat, .node = item};
+    size_t la = (size_t)(dash - in.link);
+    if (la >= FAB_NAME_LEN || strlen(dash + 1) >= FAB_NAME_LEN)
+      return fab_cfg_fail(link, err, "'%s': an element's name is at most %d characters", in.link, FAB_NAME_LEN - 1);
+    memcpy(c->a, in.link, la);
+    g_strlcpy(c->b, dash + 1, sizeof c->b);
+    if (!strcmp(c->a, c->b)) return fab_cfg_fail(link, err, "'%s': a link joins two different elements", in.link);
+  }
+  r->f.nchanges = (uint32_t)n;
+  qsort(r->f.changes, n, sizeof *r->f.changes, by_time);
+  bool moves = false; /* some link goes down or up: routes change */
+  for (size_t i = 0; i < n; i++) moves |= r->f.changes[i].down >= 0;
+  if (!moves && fab_cfg_get(r->fabric, "reroute_delay"))
+    no_effect(r, fab_cfg_get(r->fabric, "reroute_delay"), "no link in fabric.failures goes down or up: no route "
+              "changes");
+  return TRUE;
+}

@@ -93,6 +93,21 @@ typedef struct FabGpuSpec {
   bool pxn;                 /* cross-rail traffic relays through the local GPU on the destination's rail */
 } FabGpuSpec;
 
+/* One entry of fabric.failures: at `at`, the link between elements a and b
+** (both directions) goes down, comes back up, or takes a new rate; or,
+** from the start only, a new latency. */
+#define FAB_MAX_LINK_CHANGES 256
+typedef struct FabLinkChange {
+  char a[FAB_NAME_LEN], b[FAB_NAME_LEN]; /* the elements' names ("leaf3", "spine2") */
+  uint32_t order;           /* its place in fabric.failures */
+  fab_time_t at;            /* ps */
+  int8_t down;              /* 1: goes down, 0: comes back up, -1: its state does not change */
+  uint64_t bps;             /* its new rate, bits/s; 0: unchanged */
+  fab_time_t latency;       /* its new latency, ps (at 0 only) */
+  bool set_latency;
+  const FabCfgNode *node;   /* the entry (for errors) */
+} FabLinkChange;
+
 /* Everything the cluster and fabric sections say, in model structs (the
 ** schema rows of fabric_cfg.c fill these fields directly). */
 #define FAB_TOPO_MAX_TIERS 3 /* switch tiers of a topology (fat-tree: edge, agg, core) */
@@ -117,6 +132,9 @@ typedef struct FabFabricCfg {
   uint64_t credits_given;   /* InfiniBand credits given (fabric.switch.credits), 0: auto */
   uint32_t credit_vls;      /* InfiniBand: the VLs in use that share the buffer (fab_fabric_cfg_credits) */
   const FabCfgNode *sw_node, *credits_node; /* fabric.switch and its credits (for errors), NULL: absent */
+  uint32_t nchanges;        /* fabric.failures, in time order (stable) */
+  FabLinkChange changes[FAB_MAX_LINK_CHANGES];
+  fab_time_t reroute_delay; /* fabric.reroute_delay: ps from a link's change of state to ECMP switches' new routes */
 } FabFabricCfg;
 
 typedef struct FabTopology {
@@ -131,6 +149,9 @@ typedef struct FabTopology {
   FabSwitch **nvs;         /* nnvs: each domain's NVSwitch (transfer none: also in switches) */
   uint32_t nswitches;
   FabSwitch **switches;
+  uint32_t *rank_attach;   /* GPU nodes: nhosts, the first attachment serving each rank (rank_nattach of them
+                           ** in a row); NULL: endpoint i is attachment i */
+  uint32_t rank_nattach;
 } FabTopology;
 
 /* Read `cluster:` and `fabric:` into `out` (both nodes may be NULL where
@@ -177,6 +198,21 @@ FabFootprint fab_topology_footprint(const FabFabricCfg *cfg);
 /* Ports of the whole fabric in a stable order (NIC ports, then each switch's
 ** ports): call fn on each. */
 void fab_topology_foreach_port(FabTopology *t, void (*fn)(FabPort *pt, void *ctx), void *ctx);
+
+/* Recompute the routes of the network switches for which want(sw, ctx)
+** says so (all when want is NULL) from the links that are up, as a routing
+** protocol would once it converged: a switch reaches an endpoint over its
+** links up to the endpoint's network attachments when it has any, else over
+** every link up to a switch one hop nearer. An endpoint no switch can reach
+** keeps its routes. On a healthy fabric this is what the builders made
+** (every kind but ring, whose clockwise routing is not shortest-path).
+** Returns the (switch, endpoint) routes that changed (reroute.c). */
+uint64_t fab_topology_reroute(FabTopology *t, bool (*want)(const FabSwitch *sw, void *ctx), void *ctx);
+
+/* The egress port of element `a` on its link to element `b` (names as in
+** the /links table), or NULL; *why says which name is missing or that they
+** are not linked (reroute.c). */
+FabPort *fab_topology_find_link(FabTopology *t, const char *a, const char *b, const char **why);
 
 /* A short human description: "leaf-spine: 16 leaves x 8 hosts, 8 spines (1:1)". */
 char *fab_topology_describe(const FabTopoSpec *spec);

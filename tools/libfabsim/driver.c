@@ -8,6 +8,7 @@
 #include "sampler.h"
 #include "models/nvls.h"
 #include "models/watchdog.h"
+#include "topologies/failures.h"
 #include "workloads/exec.h"
 
 typedef struct Run {
@@ -31,6 +32,7 @@ typedef struct Run {
   uint32_t reports;         /* reports to the executor since the last retirement */
   FabSampler *sampler;      /* NULL: queues not sampled */
   FabWatchdog *wd;          /* NULL: no watchdog (lossy fabric) */
+  FabFailures *fx;          /* fabric.failures, NULL: none */
   FabFlow *failed;          /* the first flow that gave up */
   char *setup;              /* why the DAG cannot run (a generator's mistake), NULL: it can */
   gint64 last_report;       /* progress on stderr */
@@ -389,6 +391,10 @@ static void wire(Run *r, const FabRunOpts *opts) {
     g_ptr_array_free(ports, TRUE);
     fab_elem_set_id(fab_watchdog_elem(r->wd), id++);
   }
+  if (sc->fabric.nchanges) {
+    r->fx = fab_failures_new(r->topo, &sc->fabric);
+    fab_elem_set_id(fab_failures_elem(r->fx), id++);
+  }
 #ifdef FAB_DEBUG_CHECKS
   r->eng->check = check_ledgers; /* every event: slow, for the small scenarios of the debug_checks suite */
   r->eng->check_ctx = r;
@@ -453,6 +459,7 @@ static void check_end(const Run *r, bool drained, GString **fail) {
 
 typedef struct Totals {
   uint64_t hops, drops, drop_bytes, max_q, pauses;
+  uint64_t lost, lost_bytes; /* lost on links that went down (fabric.failures) */
   fab_time_t paused, now;
   FabEngine *eng;
   uint64_t flushed, flushed_bytes; /* packets (and bytes) freed from queues, serialisers and wires */
@@ -461,6 +468,8 @@ typedef struct Totals {
 static void add_totals(FabPort *pt, void *ctx) {
   Totals *t = ctx;
   t->hops += pt->tx_pkts;
+  t->lost += pt->lost;
+  t->lost_bytes += pt->lost_bytes;
   t->pauses += pt->pause_tx;
   t->paused += fab_port_paused_time(pt, t->now);
   if (pt->max_qbytes > t->max_q && pt->owner->pull == NULL) t->max_q = pt->max_qbytes;
@@ -491,9 +500,11 @@ static void check_packets(Run *r, bool drained, Totals *tot, GString **fail) {
   }
   fab_topology_foreach_port(r->topo, flush_one, tot);
   if (tot->flushed && drained) failf(fail, "internal error: packets left in the fabric after the last event");
-  if (sent != recv + tot->drops + tot->flushed || sent_b != recv_b + tot->drop_bytes + tot->flushed_bytes)
+  if (sent != recv + tot->drops + tot->lost + tot->flushed ||
+      sent_b != recv_b + tot->drop_bytes + tot->lost_bytes + tot->flushed_bytes)
     failf(fail, "internal error: packets not conserved (sent %" G_GUINT64_FORMAT ", received %" G_GUINT64_FORMAT
-          ", dropped %" G_GUINT64_FORMAT ", in flight %" G_GUINT64_FORMAT ")", sent, recv, tot->drops, tot->flushed);
+          ", dropped %" G_GUINT64_FORMAT ", lost on failed links %" G_GUINT64_FORMAT ", in flight %"
+          G_GUINT64_FORMAT ")", sent, recv, tot->drops, tot->lost, tot->flushed);
   if (fab_pool_live(r->eng->pool) != 0)
     failf(fail, "internal error: %zu packets leaked from the pool", fab_pool_live(r->eng->pool));
   /* the flows still holding a slot (released ones were checked then) */
@@ -535,7 +546,24 @@ static void fill_results(Run *r, bool drained, const Totals *tot, FabResults *re
   res->endpoints = r->topo->nhosts;
   res->nvlink_segment = sc->fabric.nic.nvl_domain ? sc->fabric.nic.nvl_mtu : 0;
   res->fabric_segment = sc->fabric.nic.seg;
-  res->drops = tot->drops;
+  res->drops = tot->drops + tot->lost;
+  if (r->fx) {
+    uint32_t n;
+    const FabLinkChangeRec *c = fab_failures_records(r->fx, &n);
+    res->n_failures = n;
+    res->failures = g_new0(FabFailureRec, n ? n : 1);
+    for (uint32_t i = 0; i < n; i++) {
+      FabFailureRec *f = &res->failures[i];
+      g_strlcpy(f->link, c[i].link, sizeof f->link);
+      f->change = c[i].change;
+      f->at = c[i].at;
+      f->bps = c[i].bps;
+      f->lost = c[i].lost;
+      f->lost_bytes = c[i].lost_bytes;
+      f->rerouted = c[i].rerouted;
+      f->rerouted_at = c[i].rerouted_at;
+    }
+  }
   res->max_queue_bytes = tot->max_q;
   res->pfc_pause_frames = tot->pauses;
   res->pfc_paused = tot->paused;
@@ -585,6 +613,7 @@ static void fill_results(Run *r, bool drained, const Totals *tot, FabResults *re
 static void run_free(Run *r) {
   fab_sampler_free(r->sampler);
   fab_watchdog_free(r->wd);
+  fab_failures_free(r->fx);
   fab_exec_free(r->exec);
   fab_collect_free(r->coll);
   g_free(r->setup);
@@ -607,6 +636,7 @@ int fab_run(const FabScenario *sc, const FabRunOpts *opts, FabResults *res) {
   fab_exec_start(r.exec); /* the roots first, then the sampler's and the watchdog's first events */
   if (r.sampler) fab_sampler_start(r.eng, r.sampler);
   if (r.wd) fab_watchdog_start(r.eng, r.wd);
+  if (r.fx) fab_failures_start(r.eng, r.fx);
   gint64 t0 = g_get_monotonic_time();
   bool time_ok = r.setup ? true : fab_engine_run(r.eng, sc->stop_time);
   res->wall_s = (double)(g_get_monotonic_time() - t0) / 1e6;

@@ -203,6 +203,24 @@ static void explain_fabric(const FabScenario *sc, GString *s) {
                            "ports) in turn, in an order drawn again each pass%s; ACKs keep the flow's hash\n",
                            fab_spray_names[f->nic.spray], f->nic.paths, f->nic.spray == FAB_SPRAY_AVOID ?
                            ", skipping once a value whose packet came back marked by ECN" : "");
+  for (uint32_t i = 0; i < f->nchanges; i++) {
+    const FabLinkChange *c = &f->changes[i];
+    g_string_append_printf(s, "failure    %s-%s at %.6g us: ", c->a, c->b, (double)c->at / 1e6);
+    if (c->down == 1)
+      g_string_append_printf(s, "goes down (what is on it or queued for it is lost; switches routing per packet or "
+                             "flowlet take new routes at once, hashing ones %.6g us later)\n",
+                             (double)f->reroute_delay / 1e6);
+    else if (c->down == 0)
+      g_string_append_printf(s, "comes back up (used again as routes are recomputed: at once, or %.6g us later)\n",
+                             (double)f->reroute_delay / 1e6);
+    else if (c->bps && c->set_latency)
+      g_string_append_printf(s, "runs at %.6g Gbps with %.6g us latency\n", (double)c->bps / 1e9,
+                             (double)c->latency / 1e6);
+    else if (c->bps)
+      g_string_append_printf(s, "runs at %.6g Gbps\n", (double)c->bps / 1e9);
+    else
+      g_string_append_printf(s, "has %.6g us latency\n", (double)c->latency / 1e6);
+  }
 }
 
 /* "0-7", "0, 4, 8, 12, 1, 5, 9, 13", "0-3, 8-11": a job's endpoints in

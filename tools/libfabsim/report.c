@@ -29,6 +29,13 @@ static void head(const FabScenario *sc, const FabResults *r, FILE *out) {
           " (%.2f M events/s, %.2f M hops/s)\n", r->events, r->packet_hops, r->wall_s,
           r->wall_s > 0 ? (double)r->events / r->wall_s / 1e6 : 0,
           r->wall_s > 0 ? (double)r->packet_hops / r->wall_s / 1e6 : 0);
+  for (size_t i = 0; i < r->n_failures; i++) {
+    const FabFailureRec *f = &r->failures[i];
+    fprintf(out, "  failure     %s %s at %.3f us: %" G_GUINT64_FORMAT " packets lost, %" G_GUINT64_FORMAT
+            " routes changed", f->link, f->change, fab_time_to_s(f->at) * 1e6, f->lost, f->rerouted);
+    if (f->rerouted_at) fprintf(out, " (the last at %.3f us)", fab_time_to_s(f->rerouted_at) * 1e6);
+    fputc('\n', out);
+  }
   for (size_t j = 0; r->n_jobs > 1 && j < r->n_jobs; j++) {
     const FabJobRec *jr = &r->jobs[j];
     fprintf(out, "  job         %s (%s, %u ranks): %u/%u flows, %.3f us\n", jr->name, jr->kind, jr->ranks,

@@ -140,6 +140,24 @@ static const FabField job_fields[] = {
 };
 TABLE(fab_job_table, "jobs", FabJobRec, job_fields);
 
+static const FabField failure_fields[] = {
+  F(FabFailureRec, "link", FAB_F_NAME, link, .flags = J | H, .strw = FAB_FIELD_NAME_LEN,
+    .doc = "the two elements it joins, as A-B"),
+  F(FabFailureRec, "change", FAB_F_STR, change, .flags = J | H, .strw = 24,
+    .doc = "down | up | rate | latency | rate and latency"),
+  F(FabFailureRec, "at_s", FAB_F_PS_S, at, .flags = J | H, .unit = "s"),
+  F(FabFailureRec, "bandwidth_bps", FAB_F_U64, bps, .flags = J | H | FAB_FF_NULL0, .unit = "bit/s",
+    .doc = "the new rate (null: unchanged)"),
+  F(FabFailureRec, "lost_packets", FAB_F_U64, lost, .flags = J | H,
+    .doc = "down: packets the link lost while down (on it, queued for it, sent to it before the routes changed)"),
+  F(FabFailureRec, "lost_bytes", FAB_F_U64, lost_bytes, .flags = J | H, .unit = "B"),
+  F(FabFailureRec, "routes_changed", FAB_F_U64, rerouted, .flags = J | H,
+    .doc = "(switch, endpoint) routes that moved because of it"),
+  F(FabFailureRec, "rerouted_at_s", FAB_F_PS_S, rerouted_at, .flags = J | H | FAB_FF_NULL0, .unit = "s",
+    .doc = "when the last of them moved (null: none did)"),
+};
+TABLE(fab_failure_table, "failures", FabFailureRec, failure_fields);
+
 static const FabField flow_summary_fields[] = {
   F(FabFlowSummary, "count", FAB_F_U64, count, .flags = J, .col = "flows_count", .col_pos = 10),
   F(FabFlowSummary, "completed", FAB_F_U64, completed, .flags = J, .col = "flows_completed", .col_pos = 9),
@@ -180,6 +198,8 @@ static const FabField results_fields[] = {
   ARR(FabResults, "collectives", FAB_F_ARR, colls, n_colls, .sub = &fab_coll_table, .flags = J),
   R("step", FAB_F_PTR, step, .sub = &summary_table, .flags = J, .doc = "the first training job's steps"),
   ARR(FabResults, "jobs", FAB_F_ARR, jobs, n_jobs, .sub = &fab_job_table, .flags = J),
+  ARR(FabResults, "failures", FAB_F_ARR, failures, n_failures, .sub = &fab_failure_table, .flags = J,
+      .doc = "fabric.failures and what each did"),
   ARR(FabResults, "warnings", FAB_F_STR_ARR, warnings, n_warnings, .flags = J,
       .doc = "what the scenario's settings cost (on stderr too)"),
   R("fabric_segment_bytes", FAB_F_U32, fabric_segment, .flags = J | M | FAB_FF_NULL0, .unit = "B",
@@ -501,6 +521,7 @@ void fab_results_clear(FabResults *r) {
   }
   g_free(r->summaries);
   g_free(r->jobs);
+  g_free(r->failures);
   g_free(r->deadlock);
   for (size_t i = 0; i < r->n_warnings; i++) g_free(r->warnings[i]);
   g_free(r->warnings);

@@ -149,6 +149,17 @@ typedef struct FabJobRec {
   const FabStepSummary *step; /* derived: its training steps, NULL if none */
 } FabJobRec;
 
+/* One entry of fabric.failures, and what it did (topologies/failures.h). */
+typedef struct FabFailureRec {
+  char link[FAB_FIELD_NAME_LEN]; /* "leaf3-spine2" */
+  const char *change;         /* down, up, rate, latency, rate and latency (static) */
+  fab_time_t at;              /* ps */
+  uint64_t bps;               /* the new rate, 0: unchanged */
+  uint64_t lost, lost_bytes;  /* down: packets (and wire bytes) the link lost while down */
+  uint64_t rerouted;          /* (switch, endpoint) routes that changed because of it */
+  fab_time_t rerouted_at;     /* ps: when the last of them changed, 0: none */
+} FabFailureRec;
+
 typedef struct FabFlowSummary {
   uint64_t count, completed, bytes;
   double fct_p50_s, fct_p99_s, fct_max_s; /* nearest rank over completed flows; 0 when none */
@@ -209,6 +220,8 @@ typedef struct FabResults {
   FabStepRec *steps;
   size_t n_jobs;
   FabJobRec *jobs;
+  size_t n_failures;
+  FabFailureRec *failures;   /* fabric.failures, in time order */
   FabStepSummary *summaries; /* derived: one per job (jobs[j].step points into it when the job trained) */
   const FabStepSummary *step;/* derived: the first training job's, NULL if none */
   /* a PFC deadlock: the egress ports of the cycle of pauses, in order */
@@ -222,7 +235,7 @@ typedef struct FabResults {
 /* The description of FabResults and its records (results.c). */
 extern const FabFieldTable fab_results_table;
 extern const FabFieldTable fab_flow_table, fab_link_table, fab_coll_table, fab_span_table, fab_step_table,
-    fab_job_table;
+    fab_job_table, fab_failure_table;
 
 /* Derive what the reports print from the raw facts (see the top). Call
 ** once, after the driver filled r. */

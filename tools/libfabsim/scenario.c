@@ -1,6 +1,7 @@
 /* Scenario loading: the top-level keys, then each layer reads its part.
 ** See scenario.h. */
 #include "scenario.h"
+#include "topologies/failures.h"
 #include "results.h"
 #include "topologies/presets.h"
 #include <string.h>
@@ -255,7 +256,7 @@ FabScenario *fab_scenario_from_cfg(FabCfg *cfg, const char *default_name, GError
                  FAB_ELEM_MAX_ID);
     goto fail;
   }
-  if (!check_topology_mem(sc, root, err)) goto fail;
+  if (!check_topology_mem(sc, root, err) || !fab_failures_check(&sc->fabric, err)) goto fail;
   FabWorkloadEnv env;
   if (!workload_env(sc, top.seed, &env, err)) goto fail;
   sc->dag = fab_workload_read(root, &env, err);
