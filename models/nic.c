@@ -20,6 +20,8 @@ static void nic_wake(FabEngine *eng, void *self, uint64_t arg);
 static const FabOps nic_ops = {"nic", nic_wake};
 
 const char *const fab_spray_names[] = {"none", "round-robin", "avoid", NULL};
+const char *const fab_reorder_bin_names[FAB_REORDER_BINS] = {"0",     "1",     "2-3",    "4-7",     "8-15",
+                                                             "16-31", "32-63", "64-127", "128-255", "256+"};
 
 /* ---- the flow table ---------------------------------------------------------- */
 
@@ -468,7 +470,10 @@ static void on_data_selective(FabEngine *eng, FabNic *nic, FabFlow *f, const Fab
 static void on_data(FabEngine *eng, FabNic *nic, FabFlow *f, FabPkt *p) {
   nic->rx_data_pkts++;
   nic->rx_data_bytes += p->wire;
-  uint32_t seq = p->seq;
+  uint32_t seq = p->seq, ahead = seq - f->rcv_nxt;
+  if (f->path == FAB_PATH_NET && seq >= f->rcv_nxt &&
+      !(nic->cfg.selective && ahead < FAB_SACK_WINDOW && bit_at(f->rcvd, ahead))) /* not a duplicate */
+    nic->reorder_hist[fab_reorder_bin(ahead)]++;
   if ((p->flags & FAB_PKTF_ECN) && nic->cfg.spray == FAB_SPRAY_AVOID) {
     f->ece = true;
     f->ece_ev = p->ev;

@@ -207,6 +207,14 @@ static inline uint64_t fab_flow_rate(const FabFlow *f) { return f->cc.rate_bps; 
 
 typedef struct FabNic FabNic;
 
+/* Reorder depth in bins of powers of two: 0 (in order), 1, 2-3, 4-7, ...,
+** 128-255, and 256 or more (beyond a selective receiver's window). */
+#define FAB_REORDER_BINS 10
+static inline uint32_t fab_reorder_bin(uint32_t ahead) {
+  return ahead == 0 ? 0 : ahead >= 256 ? FAB_REORDER_BINS - 1 : 32 - (uint32_t)__builtin_clz(ahead);
+}
+extern const char *const fab_reorder_bin_names[FAB_REORDER_BINS]; /* "0", "1", "2-3", ..., "256+" */
+
 enum { FAB_PATH_NET = 0, FAB_PATH_NVL = 1 };
 
 /* Called when a flow's receiver has all its bytes (at eng->now). */
@@ -243,6 +251,8 @@ struct FabNic {
   uint64_t nvls_tx_bytes, nvls_rx_bytes;  /* NVLS: into the switch (contributions, stores), and from it (wire bytes) */
   uint64_t pxn_relayed;                   /* packets this GPU forwarded for a peer (PXN) */
   uint64_t ev_skips;                      /* spraying, avoid: entropy values skipped after a congestion echo */
+  uint64_t reorder_hist[FAB_REORDER_BINS]; /* network data packets received the first time, by how many PSNs
+                                          ** ahead of the next expected they came (fab_reorder_bin) */
 };
 
 /* Set up a NIC for endpoint `id`. `flows` is the table packets' and timers'

@@ -1278,3 +1278,46 @@ Test(h5out, host_links_are_nic_or_fabric) {
   cr_assert_eq(fabric, 4); /* 2 leaf uplinks, 2 spine downlinks */
   testscen_done(sc, &res);
 }
+
+/* A run with link changes and selective receivers: /failures holds its
+** changes in time order as the results do, /reorder its ten bins, each
+** data packet counted once (a 1 MiB permutation on 16 hosts: 16 x 256). */
+Test(h5out, failures_and_reorder_tables) {
+  FabScenario *sc = testscen_load_file("tests/scenarios/link-down.yaml", NULL);
+  FabResults res;
+  testscen_run(sc, &res);
+  char *path = in_tmp("failures.h5");
+  GError *e = NULL;
+  cr_assert(fab_h5_write(&res, path, &e), "%s", e ? e->message : "?");
+  hid_t f = H5Fopen(path, H5F_ACC_RDONLY, H5P_DEFAULT);
+  cr_assert_geq(f, 0);
+  GStringChunk *strs = g_string_chunk_new(64);
+  size_t n = 0;
+  FabFailureRec *fr = read_table(f, "failures", &fab_failure_table, strs, &n);
+  cr_assert_eq(n, 3);
+  static const char *const change[] = {"rate", "down", "up"};
+  for (size_t i = 0; i < n; i++) {
+    cr_assert_str_eq(fr[i].link, res.failures[i].link);
+    cr_assert_str_eq(fr[i].change, change[i]);
+    cr_assert_eq(fr[i].at, res.failures[i].at);
+    cr_assert_eq(fr[i].lost, res.failures[i].lost);
+    cr_assert_eq(fr[i].rerouted, res.failures[i].rerouted);
+  }
+  cr_assert_gt(fr[1].lost, 0);
+  cr_assert_eq(fr[1].rerouted, 28);
+  g_free(fr);
+  FabReorderBin *rb = read_table(f, "reorder", &fab_reorder_table, strs, &n);
+  cr_assert_eq(n, FAB_REORDER_BINS);
+  uint64_t total = 0;
+  for (size_t i = 0; i < n; i++) {
+    cr_assert_str_eq(rb[i].ahead, fab_reorder_bin_names[i]);
+    cr_assert_eq(rb[i].packets, res.reorder[i].packets);
+    total += rb[i].packets;
+  }
+  cr_assert_eq(total, 16 * 256, "each data packet once");
+  g_free(rb);
+  g_string_chunk_free(strs);
+  H5Fclose(f);
+  g_free(path);
+  testscen_done(sc, &res);
+}

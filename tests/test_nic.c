@@ -576,6 +576,11 @@ Test(nic, selective_receivers_take_reordering_without_resending) {
   cr_assert_eq(s.flows[0].retransmits, 0);
   cr_assert_eq(s.nic[1].naks_sent, 0);
   cr_assert_eq(s.nic[1].rx_data_pkts, 10);
+  /* the run's reorder histogram: 4 came 1 ahead of 3, 5 came 2 ahead, the other 8 (3 too) in order */
+  static const uint64_t hist[FAB_REORDER_BINS] = {8, 1, 1};
+  for (uint32_t b = 0; b < FAB_REORDER_BINS; b++)
+    cr_assert_eq(s.nic[1].reorder_hist[b], hist[b], "bin %s: %lu", fab_reorder_bin_names[b],
+                 s.nic[1].reorder_hist[b]);
   sel_fini(&s);
   sel_run(&s, false, hold_3_for_2, UINT32_MAX, 10);
   cr_assert_geq(s.nic[1].naks_sent, 1);
@@ -586,7 +591,20 @@ Test(nic, selective_receivers_take_reordering_without_resending) {
   cr_assert_eq(s.flows[0].retransmits, 1, "3 presumed lost once 3 later PSNs were acknowledged");
   cr_assert_eq(s.flows[0].reorder, 5);
   cr_assert_eq(s.nic[1].rx_data_pkts, 11, "the late original and the copy");
+  /* 4 came 1 ahead of 3, 5 and 6 2 and 3 ahead, 7 and 8 4 and 5 ahead; the other five in order */
+  static const uint64_t held5[FAB_REORDER_BINS] = {5, 1, 2, 2};
+  for (uint32_t b = 0; b < FAB_REORDER_BINS; b++) cr_assert_eq(s.nic[1].reorder_hist[b], held5[b], "bin %u", b);
+  cr_assert_eq(s.nic[1].reorder_hist[0] + s.nic[1].reorder_hist[1] + s.nic[1].reorder_hist[2] +
+                   s.nic[1].reorder_hist[3], 10, "each PSN counted once, the duplicate not");
   sel_fini(&s);
+}
+
+Test(nic, reorder_bins_are_powers_of_two) {
+  static const uint32_t ahead[] = {0, 1, 2, 3, 4, 7, 8, 127, 128, 255, 256, 100000};
+  static const uint32_t bin[] = {0, 1, 2, 2, 3, 3, 4, 7, 8, 8, 9, 9};
+  for (size_t i = 0; i < G_N_ELEMENTS(ahead); i++)
+    cr_assert_eq(fab_reorder_bin(ahead[i]), bin[i], "%u ahead: bin %u (%s)", ahead[i], fab_reorder_bin(ahead[i]),
+                 fab_reorder_bin_names[fab_reorder_bin(ahead[i])]);
 }
 
 /* A lost packet: the selective sender resends it alone (go-back-N: it and

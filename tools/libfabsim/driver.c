@@ -567,7 +567,11 @@ static void fill_results(Run *r, bool drained, const Totals *tot, FabResults *re
   res->max_queue_bytes = tot->max_q;
   res->pfc_pause_frames = tot->pauses;
   res->pfc_paused = tot->paused;
+  res->n_reorder = FAB_REORDER_BINS;
+  res->reorder = g_new0(FabReorderBin, FAB_REORDER_BINS);
+  for (uint32_t b = 0; b < FAB_REORDER_BINS; b++) res->reorder[b].ahead = fab_reorder_bin_names[b];
   for (uint32_t h = 0; h < r->topo->nhosts; h++) {
+    for (uint32_t b = 0; b < FAB_REORDER_BINS; b++) res->reorder[b].packets += r->topo->nics[h].reorder_hist[b];
     res->retransmits += r->topo->nics[h].retransmits;
     res->cnps += r->topo->nics[h].cnps_sent;
   }

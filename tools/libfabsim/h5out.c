@@ -424,7 +424,8 @@ gboolean fab_h5_write(const FabResults *r, const char *path, GError **err) {
       !write_records(&w, &fab_span_table, r->spans, r->n_spans) ||
       !write_records(&w, &fab_step_table, r->steps, r->n_steps) ||
       !write_records(&w, &fab_job_table, r->jobs, r->n_jobs) ||
-      !write_records(&w, &fab_failure_table, r->failures, r->n_failures))
+      !write_records(&w, &fab_failure_table, r->failures, r->n_failures) ||
+      !write_records(&w, &fab_reorder_table, r->reorder, r->n_reorder))
     goto out;
   herr_t st = H5Fclose(w.file);
   w.file = H5I_INVALID_HID;

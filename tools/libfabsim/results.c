@@ -158,6 +158,14 @@ static const FabField failure_fields[] = {
 };
 TABLE(fab_failure_table, "failures", FabFailureRec, failure_fields);
 
+static const FabField reorder_fields[] = {
+  F(FabReorderBin, "ahead", FAB_F_STR, ahead, .flags = H, .strw = 8, .unit = "packets",
+    .doc = "how many PSNs ahead of the next expected: 0, 1, 2-3, ..., 128-255, 256+"),
+  F(FabReorderBin, "packets", FAB_F_U64, packets, .flags = H,
+    .doc = "network data packets received the first time that far ahead"),
+};
+TABLE(fab_reorder_table, "reorder", FabReorderBin, reorder_fields);
+
 static const FabField flow_summary_fields[] = {
   F(FabFlowSummary, "count", FAB_F_U64, count, .flags = J, .col = "flows_count", .col_pos = 10),
   F(FabFlowSummary, "completed", FAB_F_U64, completed, .flags = J, .col = "flows_completed", .col_pos = 9),
@@ -522,6 +530,7 @@ void fab_results_clear(FabResults *r) {
   g_free(r->summaries);
   g_free(r->jobs);
   g_free(r->failures);
+  g_free(r->reorder);
   g_free(r->deadlock);
   for (size_t i = 0; i < r->n_warnings; i++) g_free(r->warnings[i]);
   g_free(r->warnings);

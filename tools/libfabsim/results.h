@@ -160,6 +160,13 @@ typedef struct FabFailureRec {
   fab_time_t rerouted_at;     /* ps: when the last of them changed, 0: none */
 } FabFailureRec;
 
+/* Network data packets received the first time, by how far ahead of the
+** next expected PSN they came (models/nic.h, fab_reorder_bin). */
+typedef struct FabReorderBin {
+  const char *ahead;          /* "0", "1", "2-3", ..., "256+" (static) */
+  uint64_t packets;
+} FabReorderBin;
+
 typedef struct FabFlowSummary {
   uint64_t count, completed, bytes;
   double fct_p50_s, fct_p99_s, fct_max_s; /* nearest rank over completed flows; 0 when none */
@@ -220,6 +227,8 @@ typedef struct FabResults {
   FabStepRec *steps;
   size_t n_jobs;
   FabJobRec *jobs;
+  size_t n_reorder;
+  FabReorderBin *reorder;    /* FAB_REORDER_BINS bins over the run (HDF5 only) */
   size_t n_failures;
   FabFailureRec *failures;   /* fabric.failures, in time order */
   FabStepSummary *summaries; /* derived: one per job (jobs[j].step points into it when the job trained) */
@@ -235,7 +244,7 @@ typedef struct FabResults {
 /* The description of FabResults and its records (results.c). */
 extern const FabFieldTable fab_results_table;
 extern const FabFieldTable fab_flow_table, fab_link_table, fab_coll_table, fab_span_table, fab_step_table,
-    fab_job_table, fab_failure_table;
+    fab_job_table, fab_failure_table, fab_reorder_table;
 
 /* Derive what the reports print from the raw facts (see the top). Call
 ** once, after the driver filled r. */
