@@ -177,7 +177,7 @@ static uint32_t next_lost(FabFlow *f) {
 
 /* Whether the flow has a packet to send now (it belongs in the round robin). */
 static bool has_work(const FabNic *nic, FabFlow *f) {
-  if (!nic->cfg.selective) return f->snd_nxt < f->npkts;
+  if (!nic->cfg.selective || f->nvls) return f->snd_nxt < f->npkts; /* NVLS: the switch's, never acknowledged */
   return next_lost(f) != UINT32_MAX || (f->snd_nxt < f->npkts && f->snd_nxt - f->snd_una < FAB_SACK_WINDOW);
 }
 
@@ -325,7 +325,7 @@ static FabPkt *nic_pull(FabEngine *eng, FabNode *self, FabPort *port) {
   while (f) {
     FabFlow *next = f->rr_next;
     /* acked while waiting its turn (or, selective: what it had to resend was acknowledged meanwhile) */
-    if (f->acked || (G_UNLIKELY(nic->cfg.selective) && !has_work(nic, f))) {
+    if (f->acked || (G_UNLIKELY(nic->cfg.selective) && !f->nvls && !has_work(nic, f))) {
       rr_unlink(nic, prev, f);
       maybe_release(nic, f);
       f = next;
