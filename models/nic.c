@@ -84,6 +84,7 @@ static void maybe_release(FabNic *nic, FabFlow *f) {
 
 uint32_t fab_flow_payload(const FabFlow *f, uint32_t mtu, uint32_t seq) {
   uint64_t off = (uint64_t)seq * mtu;
+  if (off >= f->bytes) return 0; /* a zero-byte flow's one packet, or the write-with-immediate after the data */
   uint64_t left = f->bytes - off;
   return (uint32_t)(left < mtu ? left : mtu);
 }
@@ -113,6 +114,8 @@ void fab_flow_prepare(FabFlow *f, const FabNicCfg *cfg) {
   f->snd_nxt = f->snd_una = f->snd_max = 0;
   f->timer_armed = f->in_rr = f->acked = f->sent_all = false;
   f->ar = f->bytes >= cfg->ar_threshold;
+  f->imm = f->ar && cfg->ar_imm && f->path == FAB_PATH_NET && !f->nvls && f->bytes;
+  if (f->imm) f->npkts++; /* the write-with-immediate: it completes the message once the data are in */
   f->timeouts = f->retransmits = 0;
   f->rr_next = NULL;
   f->rcv_nxt = 0;
@@ -370,7 +373,7 @@ static FabPkt *nic_pull(FabEngine *eng, FabNode *self, FabPort *port) {
   p->payload = fab_flow_payload(f, f->mtu, seq);
   p->wire = data_wire(f, p->payload);
   if (f->hdr_unit && p->payload > f->hdr_unit) p->flags |= FAB_PKTF_TRAIN; /* a header per mtu */
-  if (f->ar) p->flags |= FAB_PKTF_AR;
+  if (f->ar && !(f->imm && seq + 1 == f->npkts)) p->flags |= FAB_PKTF_AR; /* not the immediate */
   p->sent = eng->now;
   if (seq + 1 == f->npkts) p->flags |= FAB_PKTF_LAST;
   if (seq < f->snd_max) {

@@ -63,6 +63,9 @@ typedef struct FabNicCfg {
   uint64_t ar_threshold;   /* data of a flow of at least this many bytes may be routed adaptively (FAB_PKTF_AR;
                            ** NCCL's NCCL_IB_AR_THRESHOLD: bulk RDMA writes), smaller flows and control packets
                            ** take the ECMP hash's port */
+  bool ar_imm;             /* a flow whose data may be routed adaptively (ar) is an RDMA write followed by a
+                           ** zero-byte write-with-immediate that completes it, not AR-eligible, as NCCL posts
+                           ** them on InfiniBand (NCCL_IB_ADAPTIVE_ROUTING): one more header-only packet */
   uint8_t spray;           /* FabSpray: how data packets of network flows take entropy values (below) */
   uint32_t paths;          /* spraying: entropy values per flow, a power of two <= FAB_SPRAY_MAX_PATHS */
   uint32_t pxn_rails;      /* PXN: GPUs per node (= NICs, rail = rank % pxn_rails); a flow to another
@@ -144,6 +147,7 @@ typedef struct FabFlow {
   bool acked;              /* every PSN acknowledged: sender done */
   bool sent_all;           /* its last packet has left the sender once (FabNic.sent was called) */
   bool ar;                 /* its data packets carry FAB_PKTF_AR (bytes >= ar_threshold) */
+  bool imm;                /* its last PSN is a zero-byte write-with-immediate (FabNicCfg.ar_imm) */
   uint32_t timeouts;       /* consecutive timeouts without progress */
   uint32_t retransmits;    /* packets sent again */
   struct FabFlow *rr_next;

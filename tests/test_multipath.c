@@ -69,3 +69,52 @@ Test(multipath, spraying_collapses_go_back_n_and_beats_ecmp_with_selective_recei
   cr_assert_lt(rr, ecmp * 6 / 10, "sprayed %lu ps, ecmp %lu ps (selective receivers)", rr, ecmp);
   cr_assert_lt(avoid, ecmp * 6 / 10, "avoid %lu ps, ecmp %lu ps (selective receivers)", avoid, ecmp);
 }
+
+/* InfiniBand by default: adaptive routing with receivers that place data
+** out of order, and NCCL's verbs for it (NCCL_IB_ADAPTIVE_ROUTING, on by
+** default on IB); RoCE: ECMP, go-back-N, one write. Given keys win. */
+Test(multipath, infiniband_routes_adaptively_by_default) {
+  static const char yaml[] = "cluster: {nodes: 8}\n"
+                             "fabric: {transport: infiniband, topology: {kind: leaf-spine, hosts_per_leaf: 4, "
+                             "spines: 2}, link: {bandwidth: 100Gbps}}\n"
+                             "workload: {kind: permutation, size: 1MiB}\n";
+  FabScenario *sc = testscen_load(yaml, NULL);
+  cr_assert_eq(sc->fabric.sw.routing, FAB_ROUTE_ADAPTIVE);
+  cr_assert(sc->fabric.nic.selective && sc->fabric.nic.ar_imm);
+  fab_scenario_free(sc);
+  sc = testscen_load(yaml, (const char *const[]){"fabric.transport=rocev2", NULL});
+  cr_assert_eq(sc->fabric.sw.routing, FAB_ROUTE_ECMP);
+  cr_assert(!sc->fabric.nic.selective && !sc->fabric.nic.ar_imm);
+  fab_scenario_free(sc);
+  sc = testscen_load(yaml, (const char *const[]){"fabric.switch.routing=ecmp", "cluster.nic.reliability=go-back-n",
+                                                 NULL});
+  cr_assert_eq(sc->fabric.sw.routing, FAB_ROUTE_ECMP);
+  cr_assert(!sc->fabric.nic.selective && sc->fabric.nic.ar_imm);
+  fab_scenario_free(sc);
+}
+
+/* The write-with-immediate on paper: one 1 MiB flow through one switch at
+** 100 Gb/s. Its data (at least adaptive_threshold, 8 KiB) is a write whose
+** completion is a header-only packet of 26 B right behind the last data
+** packet: the flow completes 26 B x 80 ps later, 2.08 ns, than the same
+** flow below the threshold (one write with its immediate, no extra
+** packet). */
+Test(multipath, infiniband_completes_a_bulk_write_with_a_zero_byte_immediate) {
+  static const char yaml[] = "cluster: {nodes: 2}\n"
+                             "fabric: {transport: infiniband, topology: {kind: single-switch}, "
+                             "link: {bandwidth: 100Gbps, latency: 1us}}\n"
+                             "workload: {kind: flows, flows: [{src: 0, dst: 1, size: 1MiB}]}\n";
+  fab_time_t t[2];
+  uint64_t hops[2];
+  for (int big = 0; big < 2; big++) {
+    FabScenario *sc = testscen_load(yaml, (const char *const[]){big ? NULL : "fabric.switch.adaptive_threshold=2MiB",
+                                                                NULL});
+    FabResults res;
+    testscen_run(sc, &res);
+    t[big] = res.sim_time;
+    hops[big] = res.packet_hops;
+    testscen_done(sc, &res);
+  }
+  cr_assert_eq(t[1], t[0] + 26 * 80, "%lu ps against %lu ps", t[1], t[0]);
+  cr_assert_gt(hops[1], hops[0], "the immediate crossed the switch: %lu hops against %lu", hops[1], hops[0]);
+}

@@ -622,9 +622,7 @@ static gboolean read_cluster(Read *r, const FabCfgNode *root, const FabCfgNode *
   Read scratch = *r;
   if (!fab_cfg_apply(cl, root, cluster_schema, &scratch, err)) return FALSE; /* which preset */
   r->f.gpu.preset_id = scratch.f.gpu.preset_id;
-  if (!fab_cfg_apply(cl, root, cluster_schema, r, err) || !fab_cfg_apply(r->nic, root, nic_schema, r, err))
-    return FALSE;
-  return fab_fabric_read_transport(r, err);
+  return fab_cfg_apply(cl, root, cluster_schema, r, err) && fab_cfg_apply(r->nic, root, nic_schema, r, err);
 }
 
 /* The settings that only make sense together. */
@@ -804,7 +802,7 @@ gboolean fab_fabric_cfg_read(const FabCfgNode *root, FabFabricCfg *out, GPtrArra
       !not_yet(&r, r.sharp, "SHARP", err))
     return FALSE;
   r.f.nic.transport = fab_transport_get(r.f.nic.transport.kind);
-  if (!read_segment(&r, fab_node, err)) return FALSE;
+  if (!fab_fabric_read_transport(&r, err) || !read_segment(&r, fab_node, err)) return FALSE;
   uint32_t per = r.f.nic.seg ? r.f.nic.seg / r.f.nic.mtu : 1; /* packets in the largest unit on the wire */
   uint32_t mtu_wire = per * (r.f.nic.mtu + r.f.nic.transport.data_overhead);
   if (!read_pfc(&r, mtu_wire, err) || !read_ecn(&r, err) || !read_cc(&r, err)) return FALSE;

@@ -17,7 +17,14 @@ static void warn_at(Read *r, const FabCfgNode *at, const char *why) {
 
 gboolean fab_fabric_read_transport(Read *r, GError **err) {
   FabNicCfg *nic = &r->f.nic;
+  bool ib = nic->transport.kind == FAB_TRANSPORT_INFINIBAND;
+  /* InfiniBand: adaptive routing by default, as NCCL assumes on IB (NCCL_IB_ADAPTIVE_ROUTING, 1 on IB, 0 on
+  ** RoCE: docs.nvidia.com/deeplearning/nccl/user-guide/docs/env.html), with the out-of-order placement it
+  ** needs (ConnectX-5 and later); RoCE: ECMP and go-back-N */
+  if (ib && !fab_cfg_get(r->nic, "reliability")) r->reliability = 1;
+  if (ib && !fab_cfg_get(r->sw, "routing")) r->f.routing = FAB_ROUTE_ADAPTIVE;
   nic->selective = r->reliability == 1;
+  nic->ar_imm = ib; /* NCCL_IB_ADAPTIVE_ROUTING's verbs: on IB by default, off on RoCE (as above) */
   const FabCfgNode *dup = fab_cfg_get(r->nic, "dup_threshold"), *paths = fab_cfg_get(r->nic, "paths");
   if (dup && !nic->selective)
     no_effect(r, dup, "cluster.nic.reliability is go-back-n: any gap is resent whole (a NAK, or a timeout)");
