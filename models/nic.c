@@ -120,6 +120,7 @@ void fab_flow_prepare(FabFlow *f, const FabNicCfg *cfg) {
   f->rr_next = NULL;
   f->rcv_nxt = 0;
   f->rtx_nxt = f->rtx_end = f->sack_hi = f->reorder = 0;
+  f->dup_thresh = (uint16_t)cfg->dup_threshold;
   memset(f->sacked, 0, sizeof f->sacked);
   memset(f->rcvd, 0, sizeof f->rcvd);
   f->nak_sent = f->ece = false;
@@ -410,8 +411,10 @@ static FabPkt *nic_pull(FabEngine *eng, FabNode *self, FabPort *port) {
   return p;
 }
 
-/* An ACK, NAK or CNP of flow f from its receiver; `sack`: an ACK's selectively acknowledged PSN + 1 (0: none). */
-static void send_ctrl(FabEngine *eng, FabNic *nic, FabFlow *f, uint8_t type, uint32_t sack) {
+/* An ACK, NAK or CNP of flow f from its receiver; `sack`: an ACK's selectively acknowledged PSN + 1 (0: none);
+** `dsack`: an ACK answering a duplicate, telling the sender how deep reordering went (the most PSNs a packet of
+** the flow came ahead, + 1; 0: not one). */
+static void send_ctrl(FabEngine *eng, FabNic *nic, FabFlow *f, uint8_t type, uint32_t sack, uint32_t dsack) {
   FabPkt *p = fab_pkt_alloc(eng);
   p->type = type;
   p->flow = f->slot;
@@ -424,7 +427,10 @@ static void send_ctrl(FabEngine *eng, FabNic *nic, FabFlow *f, uint8_t type, uin
   p->lane = f->lane;
   p->prio = f->prio;
   p->wire = f->path == FAB_PATH_NVL ? nic->cfg.nvl_overhead : nic->cfg.transport.ack_bytes;
-  if (f->ece && type != FAB_PKT_CNP) { /* spraying, avoid: echo the last congestion mark and its value */
+  if (dsack) {
+    p->flags |= FAB_PKTF_RETX; /* on an ACK: a duplicate came (D-SACK, RFC 2883) */
+    p->ev = (uint16_t)MIN(dsack, UINT16_MAX);
+  } else if (f->ece && type != FAB_PKT_CNP) { /* spraying, avoid: echo the last congestion mark and its value */
     p->flags |= FAB_PKTF_ECE;
     p->ev = f->ece_ev;
     f->ece = false;
@@ -445,8 +451,9 @@ static inline bool ack_duplicate(const FabFlow *f, uint32_t seq) {
 ** deliver in order, ACK out-of-order packets at once and selectively. */
 static void on_data_selective(FabEngine *eng, FabNic *nic, FabFlow *f, const FabPkt *p) {
   uint32_t seq = p->seq, d = seq - f->rcv_nxt;
-  if (seq < f->rcv_nxt || (d < FAB_SACK_WINDOW && bit_at(f->rcvd, d))) { /* a duplicate: our ACK may be lost */
-    if (seq < f->rcv_nxt && ack_duplicate(f, seq)) send_ctrl(eng, nic, f, FAB_PKT_ACK, 0);
+  if (seq < f->rcv_nxt || (d < FAB_SACK_WINDOW && bit_at(f->rcvd, d))) { /* a duplicate: resent too soon, or our
+                                                                          ** ACK was lost: a D-SACK says so */
+    send_ctrl(eng, nic, f, FAB_PKT_ACK, 0, f->reorder + 1);
     return;
   }
   if (d >= FAB_SACK_WINDOW) return; /* beyond what the receiver tracks: dropped, resent later */
@@ -454,7 +461,7 @@ static void on_data_selective(FabEngine *eng, FabNic *nic, FabFlow *f, const Fab
     bit_set(f->rcvd, d);
     nic->ooo_pkts++;
     f->reorder = MAX(f->reorder, d);
-    send_ctrl(eng, nic, f, FAB_PKT_ACK, seq + 1);
+    send_ctrl(eng, nic, f, FAB_PKT_ACK, seq + 1, 0);
     return;
   }
   bit_set(f->rcvd, 0);
@@ -467,7 +474,7 @@ static void on_data_selective(FabEngine *eng, FabNic *nic, FabFlow *f, const Fab
     f->end = eng->now;
     if (nic->done) nic->done(nic->ctx, f);
   }
-  if (last || n > 1 || f->rcv_nxt / f->ack_every != before / f->ack_every) send_ctrl(eng, nic, f, FAB_PKT_ACK, 0);
+  if (last || n > 1 || f->rcv_nxt / f->ack_every != before / f->ack_every) send_ctrl(eng, nic, f, FAB_PKT_ACK, 0, 0);
 }
 
 static void on_data(FabEngine *eng, FabNic *nic, FabFlow *f, FabPkt *p) {
@@ -492,19 +499,19 @@ static void on_data(FabEngine *eng, FabNic *nic, FabFlow *f, FabPkt *p) {
       f->end = eng->now;
       if (nic->done) nic->done(nic->ctx, f);
     }
-    if (last || f->rcv_nxt % f->ack_every == 0) send_ctrl(eng, nic, f, FAB_PKT_ACK, 0);
+    if (last || f->rcv_nxt % f->ack_every == 0) send_ctrl(eng, nic, f, FAB_PKT_ACK, 0, 0);
   } else if (seq > f->rcv_nxt) { /* a gap: ask once for what is missing */
     if (!f->nak_sent) {
       f->nak_sent = true;
       nic->naks_sent++;
-      send_ctrl(eng, nic, f, FAB_PKT_NAK, 0);
+      send_ctrl(eng, nic, f, FAB_PKT_NAK, 0, 0);
     }
   } else if (ack_duplicate(f, seq)) {
-    send_ctrl(eng, nic, f, FAB_PKT_ACK, 0);
+    send_ctrl(eng, nic, f, FAB_PKT_ACK, 0, 0);
   }
   if (nic->cc && nic->cc->rx_data(&f->cnp_next, &nic->cfg.cc, p, eng->now)) { /* notification point */
     nic->cnps_sent++;
-    send_ctrl(eng, nic, f, FAB_PKT_CNP, 0);
+    send_ctrl(eng, nic, f, FAB_PKT_CNP, 0, 0);
   }
 }
 
@@ -517,6 +524,13 @@ static void on_ctrl(FabEngine *eng, FabNic *nic, FabFlow *f, FabPkt *p) {
       cc_arm(eng, nic, f);
     }
     return;
+  }
+  if ((p->flags & FAB_PKTF_RETX) && nic->cfg.selective) { /* a D-SACK (even after the last ACK): a resend was
+                                                           ** spurious; wait for reordering as deep as was seen */
+    f->dup_thresh = (uint16_t)MIN(FAB_SACK_WINDOW - 1u, MAX((uint32_t)f->dup_thresh, (uint32_t)p->ev));
+    nic->dsacks++;
+    if (!nic->reordering) nic->reordering = g_hash_table_new(NULL, NULL);
+    g_hash_table_insert(nic->reordering, GUINT_TO_POINTER(f->dst + 1), GUINT_TO_POINTER(f->dup_thresh));
   }
   if (f->acked) return;
   if ((p->flags & FAB_PKTF_ECE) && nic->cfg.spray == FAB_SPRAY_AVOID && p->ev < nic->cfg.paths)
@@ -544,7 +558,7 @@ static void on_ctrl(FabEngine *eng, FabNic *nic, FabFlow *f, FabPkt *p) {
       f->timeouts = 0;
       f->deadline = eng->now + nic->cfg.rto;
     }
-    if (f->sack_hi > nic->cfg.dup_threshold) f->rtx_end = MAX(f->rtx_end, f->sack_hi - nic->cfg.dup_threshold);
+    if (f->sack_hi > f->dup_thresh) f->rtx_end = MAX(f->rtx_end, f->sack_hi - f->dup_thresh);
     if (!f->in_rr && has_work(nic, f)) { /* a loss to resend, or the window opened */
       rr_push(nic, f);
       fab_port_kick(eng, path_port(nic, f));
@@ -593,6 +607,9 @@ static void nic_wake(FabEngine *eng, void *self, uint64_t arg) {
   if (f && WAKE_GEN(arg) != WAKE_GEN_OF(f)) return; /* a released flow's timer: it found the flow done */
   switch (arg & 3) {
   case WAKE_START:
+    if (G_UNLIKELY(nic->reordering)) /* what the flows before it to the same destination learned */
+      f->dup_thresh = (uint16_t)MAX(f->dup_thresh, GPOINTER_TO_UINT(g_hash_table_lookup(nic->reordering,
+                                                                                       GUINT_TO_POINTER(f->dst + 1))));
     f->cc.rate_bps = f->cc.line_bps = f->path == FAB_PATH_NVL ? nic->cfg.nvl_bps : nic->cfg.bps;
     f->cc.timer_at = FAB_TIME_MAX;
     if (nic->cc) nic->cc->init(&f->cc, &nic->cfg.cc, eng->now);
@@ -670,6 +687,11 @@ void fab_nic_init(FabNic *nic, uint32_t id, const FabNicCfg *cfg, FabFlowTable *
     fab_port_init(&nic->nvl, &nic->node, 1, cfg->nvl_bps, 0, cfg->nprio);
   }
   fab_rng_init(&nic->rng, cfg->seed, fab_rng_stream_of2("nic", nic->node.name));
+}
+
+void fab_nic_clear(FabNic *nic) {
+  if (nic->reordering) g_hash_table_destroy(nic->reordering);
+  nic->reordering = NULL;
 }
 
 void fab_nic_set_name(FabNic *nic, const char *name) {

@@ -83,7 +83,15 @@ typedef struct FabNicCfg {
 ** at most FAB_SACK_WINDOW PSNs beyond the oldest unacknowledged one in
 ** flight, presumes a PSN lost once dup_threshold later ones were
 ** acknowledged (TCP's fast retransmit, RFC 5681: 3), or all it has not
-** heard of after `rto`, and resends only those. */
+** heard of after `rto`, and resends only those. A receiver that gets a
+** packet it already holds answers with a D-SACK (RFC 2883: an ACK with
+** FAB_PKTF_RETX) carrying the deepest reordering it saw in the flow (ev:
+** PSNs ahead + 1); the sender raises that flow's threshold to it (at most
+** FAB_SACK_WINDOW - 1), as Linux TCP raises its reordering level from
+** tcp_reordering towards tcp_max_reordering (ip-sysctl documentation), so
+** one spurious resend teaches the flow how deep its paths reorder; the
+** NIC keeps it per destination for the flows that follow (NCCL's pieces of
+** one connection share a QP), and frees it with fab_nic_clear. */
 #define FAB_SACK_WINDOW 256 /* no public figure for a NIC's out-of-order tracking: an assumption (README) */
 #define FAB_SACK_WORDS (FAB_SACK_WINDOW / 64)
 
@@ -158,6 +166,8 @@ typedef struct FabFlow {
   uint32_t rtx_nxt;        /* selective: the next PSN to look at for resending */
   uint32_t rtx_end;        /* selective: PSNs below it not acknowledged are presumed lost */
   uint32_t sack_hi;        /* selective: one past the highest PSN acknowledged selectively */
+  uint16_t dup_thresh;     /* selective: later PSNs acknowledged before one is presumed lost: dup_threshold,
+                           ** raised by D-SACKs to the reordering the receiver saw (below) */
   uint16_t ev_next;        /* spraying: how many entropy values this pass has taken */
   uint16_t ev_xor;         /* spraying: this pass's order (value k is taken (k ^ ev_xor)-th) */
   uint64_t ev_skip[FAB_SPRAY_MAX_PATHS / 64]; /* spraying, avoid: bit v, skip value v once */
@@ -254,6 +264,9 @@ struct FabNic {
   uint64_t cnps_sent, cnps_received;      /* CNPs (also in tx/rx_ctrl_pkts) */
   uint64_t nvls_tx_bytes, nvls_rx_bytes;  /* NVLS: into the switch (contributions, stores), and from it (wire bytes) */
   uint64_t pxn_relayed;                   /* packets this GPU forwarded for a peer (PXN) */
+  uint64_t dsacks;                        /* selective: D-SACKs received (a resend found its original there) */
+  GHashTable *reordering;                 /* selective: destination + 1 -> the threshold its D-SACKs taught (a
+                                          ** connection's, kept for the flows after it, as NCCL reuses a QP) */
   uint64_t ev_skips;                      /* spraying, avoid: entropy values skipped after a congestion echo */
   uint64_t reorder_hist[FAB_REORDER_BINS]; /* network data packets received the first time, by how many PSNs
                                           ** ahead of the next expected they came (fab_reorder_bin) */
@@ -272,6 +285,9 @@ struct FabNic {
 ** never released (the drop is not seen by the NICs). */
 void fab_nic_init(FabNic *nic, uint32_t id, const FabNicCfg *cfg, FabFlowTable *flows,
                   FabFlowDoneFn done, FabFlowFailFn fail, void *ctx);
+
+/* Free what the NIC allocated (its per-destination reordering levels). */
+void fab_nic_clear(FabNic *nic);
 
 /* Rename the NIC ("gpu7" for a GPU's endpoint; fab_nic_init names it
 ** "host<id>"): its RNG stream follows its name. */

@@ -551,7 +551,10 @@ static void sel_run(Sel *s, bool selective, bool (*hold)(Reorder *, const FabPkt
   cr_assert_eq(fab_pool_live(s->eng->pool), 0);
 }
 
-static void sel_fini(Sel *s) { fab_engine_free(s->eng); }
+static void sel_fini(Sel *s) {
+  for (uint32_t i = 0; i < 2; i++) fab_nic_clear(&s->nic[i]);
+  fab_engine_free(s->eng);
+}
 
 static bool hold_3_for_2(Reorder *r, const FabPkt *p, uint32_t *after) {
   *after = 2;
@@ -576,6 +579,8 @@ Test(nic, selective_receivers_take_reordering_without_resending) {
   cr_assert_eq(s.flows[0].retransmits, 0);
   cr_assert_eq(s.nic[1].naks_sent, 0);
   cr_assert_eq(s.nic[1].rx_data_pkts, 10);
+  cr_assert_eq(s.nic[0].dsacks, 0, "nothing resent, no D-SACK");
+  cr_assert_eq(s.flows[0].dup_thresh, 3);
   /* the run's reorder histogram: 4 came 1 ahead of 3, 5 came 2 ahead, the other 8 (3 too) in order */
   static const uint64_t hist[FAB_REORDER_BINS] = {8, 1, 1};
   for (uint32_t b = 0; b < FAB_REORDER_BINS; b++)
@@ -591,6 +596,11 @@ Test(nic, selective_receivers_take_reordering_without_resending) {
   cr_assert_eq(s.flows[0].retransmits, 1, "3 presumed lost once 3 later PSNs were acknowledged");
   cr_assert_eq(s.flows[0].reorder, 5);
   cr_assert_eq(s.nic[1].rx_data_pkts, 11, "the late original and the copy");
+  /* the copy found its original: a D-SACK told the sender reordering went 5 deep, so this flow, and the next
+  ** ones to NIC 1, presume a loss only after 6 later PSNs */
+  cr_assert_eq(s.nic[0].dsacks, 1, "%lu D-SACKs", s.nic[0].dsacks);
+  cr_assert_eq(s.flows[0].dup_thresh, 6);
+  cr_assert_eq(GPOINTER_TO_UINT(g_hash_table_lookup(s.nic[0].reordering, GUINT_TO_POINTER(1 + 1))), 6);
   /* 4 came 1 ahead of 3, 5 and 6 2 and 3 ahead, 7 and 8 4 and 5 ahead; the other five in order */
   static const uint64_t held5[FAB_REORDER_BINS] = {5, 1, 2, 2};
   for (uint32_t b = 0; b < FAB_REORDER_BINS; b++) cr_assert_eq(s.nic[1].reorder_hist[b], held5[b], "bin %u", b);

@@ -272,7 +272,10 @@ FabTopology *fab_topology_build(const FabFabricCfg *cfg) {
 void fab_topology_free(FabTopology *t) {
   if (!t) return;
   for (uint32_t i = 0; i < t->nswitches; i++) fab_switch_free(t->switches[i]);
-  for (uint32_t h = 0; h < t->nhosts; h++) fab_gpu_clear(&t->gpus[h]);
+  for (uint32_t h = 0; h < t->nhosts; h++) {
+    fab_gpu_clear(&t->gpus[h]);
+    fab_nic_clear(&t->nics[h]);
+  }
   g_free(t->switches);
   g_free(t->nics);
   g_free(t->gpus);
