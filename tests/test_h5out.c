@@ -1212,6 +1212,16 @@ Test(h5out, never_replaces_a_link_fifo_or_device) {
 ** NVSwitch's port back (8, nvlink), each leaf's port down to a NIC and each
 ** NIC's port up (4, nic), each leaf's uplink and the spine's two downlinks
 ** (4, fabric). */
+/* r written to a file `name` in the test's folder (*path, g_free it), opened. */
+static hid_t written(const FabResults *r, const char *name, char **path) {
+  *path = in_tmp(name);
+  GError *e = NULL;
+  cr_assert(fab_h5_write(r, *path, &e), "%s", e ? e->message : "?");
+  hid_t f = H5Fopen(*path, H5F_ACC_RDONLY, H5P_DEFAULT);
+  cr_assert_geq(f, 0);
+  return f;
+}
+
 Test(h5out, links_carry_their_layer_from_the_topology) {
   const char *yaml = "cluster: {node: dgx-h100, nodes: 2, gpus_per_node: 2, nics_per_node: 1}\n"
                      "fabric:\n"
@@ -1244,11 +1254,8 @@ Test(h5out, links_carry_their_layer_from_the_topology) {
   cr_assert_eq(per[FAB_LAYER_PCIE], 8);
   cr_assert_eq(per[FAB_LAYER_NVLINK], 8);
   /* in the file, read back with the reader plot uses */
-  char *path = in_tmp("layers.h5");
-  GError *e = NULL;
-  cr_assert(fab_h5_write(&res, path, &e), "%s", e ? e->message : "?");
-  hid_t f = H5Fopen(path, H5F_ACC_RDONLY, H5P_DEFAULT);
-  cr_assert_geq(f, 0);
+  char *path;
+  hid_t f = written(&res, "layers.h5", &path);
   GStringChunk *strs = g_string_chunk_new(64);
   size_t n = 0;
   FabLinkRec *lk = read_table(f, "links", &fab_link_table, strs, &n);
@@ -1286,11 +1293,8 @@ Test(h5out, failures_and_reorder_tables) {
   FabScenario *sc = testscen_load_file("tests/scenarios/link-down.yaml", NULL);
   FabResults res;
   testscen_run(sc, &res);
-  char *path = in_tmp("failures.h5");
-  GError *e = NULL;
-  cr_assert(fab_h5_write(&res, path, &e), "%s", e ? e->message : "?");
-  hid_t f = H5Fopen(path, H5F_ACC_RDONLY, H5P_DEFAULT);
-  cr_assert_geq(f, 0);
+  char *path;
+  hid_t f = written(&res, "failures.h5", &path);
   GStringChunk *strs = g_string_chunk_new(64);
   size_t n = 0;
   FabFailureRec *fr = read_table(f, "failures", &fab_failure_table, strs, &n);

@@ -525,12 +525,16 @@ typedef struct Sel {
   TestRun run;
 } Sel;
 
-static void sel_run(Sel *s, bool selective, bool (*hold)(Reorder *, const FabPkt *, uint32_t *), uint32_t drop_seq,
-                    uint32_t npkts) {
+/* Run one flow of npkts 1000-byte packets from NIC 0 through the element
+** to NIC 1, spraying as `spray` says (FAB_SPRAY_NONE: not). */
+static void sel_run_sprayed(Sel *s, bool selective, bool (*hold)(Reorder *, const FabPkt *, uint32_t *),
+                            uint32_t drop_seq, uint32_t npkts, FabSpray spray, uint32_t paths) {
   memset(s, 0, sizeof *s);
   s->eng = testnet_engine(1);
   s->cfg = testnet_nic_cfg(100000000000ULL, 1000, FAB_TRANSPORT_ROCEV2);
   s->cfg.selective = selective;
+  s->cfg.spray = (uint8_t)spray;
+  s->cfg.paths = paths;
   s->cfg.dup_threshold = 3;
   for (uint32_t i = 0; i < 2; i++) testnet_nic(&s->nic[i], i, &s->cfg, s->flows, &s->run, FAB_US);
   fab_elem_init(&s->mid.node.el, &reorder_ops);
@@ -549,6 +553,11 @@ static void sel_run(Sel *s, bool selective, bool (*hold)(Reorder *, const FabPkt
   cr_assert(s->flows[0].acked, "the sender heard of all of it");
   cr_assert_eq(s->mid.nheld, 0);
   cr_assert_eq(fab_pool_live(s->eng->pool), 0);
+}
+
+static void sel_run(Sel *s, bool selective, bool (*hold)(Reorder *, const FabPkt *, uint32_t *), uint32_t drop_seq,
+                    uint32_t npkts) {
+  sel_run_sprayed(s, selective, hold, drop_seq, npkts, FAB_SPRAY_NONE, 0);
 }
 
 static void sel_fini(Sel *s) {
@@ -682,27 +691,7 @@ static bool watch_ev(Reorder *r, const FabPkt *p, uint32_t *after) {
 static void spray_run(Sel *s, FabSpray mode, uint32_t paths, uint32_t npkts, uint32_t mark_seq) {
   memset(&seen, 0, sizeof seen);
   seen.mark_seq = mark_seq;
-  memset(s, 0, sizeof *s);
-  s->eng = testnet_engine(1);
-  s->cfg = testnet_nic_cfg(100000000000ULL, 1000, FAB_TRANSPORT_ROCEV2);
-  s->cfg.selective = true;
-  s->cfg.dup_threshold = 3;
-  s->cfg.spray = (uint8_t)mode;
-  s->cfg.paths = paths;
-  for (uint32_t i = 0; i < 2; i++) testnet_nic(&s->nic[i], i, &s->cfg, s->flows, &s->run, FAB_US);
-  fab_elem_init(&s->mid.node.el, &reorder_ops);
-  s->mid.node.receive = reorder_receive;
-  s->mid.hold = watch_ev;
-  s->mid.drop_seq = UINT32_MAX;
-  for (uint32_t i = 0; i < 2; i++) fab_port_init(&s->mid.port[i], &s->mid.node, i, 100000000000ULL, FAB_US, 1);
-  fab_port_connect(&s->nic[0].port, &s->mid.port[0]);
-  fab_port_connect(&s->mid.port[1], &s->nic[1].port);
-  s->flows[0] = testnet_flow(0, 0, 1, (uint64_t)npkts * 1000, 0, &s->cfg);
-  fab_nic_post(s->eng, &s->nic[0], &s->flows[0]);
-  cr_assert(fab_engine_run(s->eng, FAB_TIME_MAX));
-  cr_assert_eq(s->run.done, 1);
-  cr_assert_eq(s->flows[0].rcv_bytes, (uint64_t)npkts * 1000);
-  cr_assert_eq(fab_pool_live(s->eng->pool), 0);
+  sel_run_sprayed(s, true, watch_ev, UINT32_MAX, npkts, mode, paths);
 }
 
 /* Round robin over 8 values: each pass of 8 packets takes every value once
