@@ -143,6 +143,22 @@ const FabLinkChangeRec *fab_failures_records(FabFailures *x, uint32_t *n) {
   return x->rec;
 }
 
+/* pt joins two network switches, or a network switch and a network
+** attachment (a host's NIC, a GPU node's NIC port). */
+static bool network_link(const FabTopology *t, const FabPort *pt) {
+  bool a = false, b = false;
+  for (uint32_t s = 0; s < t->nnet; s++) {
+    const FabNode *n = fab_switch_node(t->switches[s]);
+    a |= pt->owner == n;
+    b |= pt->peer->owner == n;
+  }
+  for (uint32_t i = 0; i < t->nattach; i++) {
+    a |= t->attach[i] == pt;
+    b |= t->attach[i] == pt->peer;
+  }
+  return a && b;
+}
+
 gboolean fab_failures_check(const FabFabricCfg *cfg, GError **err) {
   if (!cfg->nchanges) return TRUE;
   if (cfg->topo.kind == FAB_TOPO_RING)
@@ -153,8 +169,13 @@ gboolean fab_failures_check(const FabFabricCfg *cfg, GError **err) {
   for (uint32_t i = 0; ok && i < cfg->nchanges; i++) {
     const FabLinkChange *c = &cfg->changes[i];
     const char *why;
-    if (fab_topology_find_link(t, c->a, c->b, &why)) continue;
     const FabCfgNode *at = fab_cfg_get(c->node, "link") ? fab_cfg_get(c->node, "link") : c->node;
+    FabPort *pt = fab_topology_find_link(t, c->a, c->b, &why);
+    if (pt && !network_link(t, pt))
+      ok = fab_cfg_fail(at, err, "%s-%s is inside a GPU node (NVLink or PCIe): only the network's links can fail "
+                        "(switch to switch, or a NIC port to its switch), as nothing routes around the others",
+                        c->a, c->b);
+    if (pt) continue;
     if (!strcmp(why, "not linked"))
       ok = fab_cfg_fail(at, err, "'%s' and '%s' are not linked (a link joins two elements named as in the /links "
                         "table, such as leaf0-spine1 or host3-leaf0)", c->a, c->b);
