@@ -29,11 +29,12 @@ FabFailures *fab_failures_new(FabTopology *t, const FabFabricCfg *cfg) {
   x->t = t;
   x->delay = cfg->reroute_delay;
   x->n = cfg->nchanges;
-  x->ch = g_new0(Change, x->n ? x->n : 1);
-  x->rec = g_new0(FabLinkChangeRec, x->n ? x->n : 1);
-  x->lost0 = g_new0(uint64_t, x->n ? x->n : 1);
-  x->lost_bytes0 = g_new0(uint64_t, x->n ? x->n : 1);
-  x->open = g_new0(bool, x->n ? x->n : 1);
+  uint32_t n = MAX(x->n, 1u);
+  x->ch = g_new0(Change, n);
+  x->rec = g_new0(FabLinkChangeRec, n);
+  x->lost0 = g_new0(uint64_t, n);
+  x->lost_bytes0 = g_new0(uint64_t, n);
+  x->open = g_new0(bool, n);
   for (uint32_t i = 0; i < x->n; i++) {
     const FabLinkChange *c = &cfg->changes[i];
     const char *why;

@@ -13,6 +13,7 @@ static inline bool link_up(const FabPort *pt) { return pt->peer && !pt->down && 
 typedef struct Net {
   FabTopology *t;
   uint32_t n;           /* network switches: t->switches[0 .. n) */
+  GHashTable *idx;      /* a network switch's node -> its index + 1 */
   uint32_t **nbr;
   uint32_t *dist;       /* scratch: hops to the endpoint's attachment switches */
   uint32_t *queue;
@@ -21,7 +22,7 @@ typedef struct Net {
 static void net_init(Net *g, FabTopology *t) {
   g->t = t;
   g->n = t->nnet;
-  GHashTable *idx = g_hash_table_new(NULL, NULL);
+  GHashTable *idx = g->idx = g_hash_table_new(NULL, NULL);
   for (uint32_t s = 0; s < g->n; s++)
     g_hash_table_insert(idx, fab_switch_node(t->switches[s]), GUINT_TO_POINTER(s + 1));
   g->nbr = g_new(uint32_t *, g->n);
@@ -34,12 +35,12 @@ static void net_init(Net *g, FabTopology *t) {
       g->nbr[s][p] = k ? k - 1 : FAR;
     }
   }
-  g_hash_table_destroy(idx);
   g->dist = g_new(uint32_t, g->n);
   g->queue = g_new(uint32_t, g->n);
 }
 
 static void net_clear(Net *g) {
+  g_hash_table_destroy(g->idx);
   for (uint32_t s = 0; s < g->n; s++) g_free(g->nbr[s]);
   g_free(g->nbr);
   g_free(g->dist);
@@ -49,13 +50,13 @@ static void net_clear(Net *g) {
 /* The network port each attachment a of endpoint r is linked to, when that
 ** link is up: its switch's index into *sw, the port into *port; returns how
 ** many (at most max). */
-static uint32_t edges_of(const Net *g, GHashTable *idx, uint32_t r, uint32_t *sw, uint32_t *port, uint32_t max) {
+static uint32_t edges_of(const Net *g, uint32_t r, uint32_t *sw, uint32_t *port, uint32_t max) {
   const FabTopology *t = g->t;
   uint32_t first = t->rank_attach ? t->rank_attach[r] : r, n = t->rank_attach ? t->rank_nattach : 1, k = 0;
   for (uint32_t a = first; a < first + n && a < t->nattach && k < max; a++) {
     const FabPort *at = t->attach[a];
     if (!at || !link_up(at)) continue;
-    uint32_t s = GPOINTER_TO_UINT(g_hash_table_lookup(idx, at->peer->owner));
+    uint32_t s = GPOINTER_TO_UINT(g_hash_table_lookup(g->idx, at->peer->owner));
     if (!s) continue;
     sw[k] = s - 1;
     port[k++] = at->peer->index;
@@ -118,8 +119,6 @@ static bool set_ports(FabSwitch *sw, GHashTable *groups, uint32_t r, const uint3
 uint64_t fab_topology_reroute(FabTopology *t, bool (*want)(const FabSwitch *sw, void *ctx), void *ctx) {
   Net g;
   net_init(&g, t);
-  GHashTable *idx = g_hash_table_new(NULL, NULL);
-  for (uint32_t s = 0; s < g.n; s++) g_hash_table_insert(idx, fab_switch_node(t->switches[s]), GUINT_TO_POINTER(s + 1));
   GHashTable **groups = g_new(GHashTable *, g.n);
   for (uint32_t s = 0; s < g.n; s++) groups[s] = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
   uint32_t maxp = 1;
@@ -129,7 +128,7 @@ uint64_t fab_topology_reroute(FabTopology *t, bool (*want)(const FabSwitch *sw, 
   GString *srcs = g_string_new(NULL), *cached = g_string_new(NULL);
   uint32_t nr = g.n ? fab_switch_nendpoints(t->switches[0]) : 0;
   for (uint32_t r = 0; r < nr; r++) {
-    uint32_t ne = edges_of(&g, idx, r, esw, eport, G_N_ELEMENTS(esw));
+    uint32_t ne = edges_of(&g, r, esw, eport, G_N_ELEMENTS(esw));
     if (!ne) continue; /* cut off: its routes stay (what is sent to it is lost on the way) */
     g_string_truncate(srcs, 0);
     for (uint32_t i = 0; i < ne; i++) g_string_append_printf(srcs, "%u,", esw[i]);
@@ -160,7 +159,6 @@ uint64_t fab_topology_reroute(FabTopology *t, bool (*want)(const FabSwitch *sw, 
   for (uint32_t s = 0; s < g.n; s++) g_hash_table_destroy(groups[s]);
   g_free(groups);
   g_free(ports);
-  g_hash_table_destroy(idx);
   net_clear(&g);
   return changed;
 }
