@@ -22,12 +22,14 @@
 #include <glib.h>
 #include "packet.h"
 #include "dcqcn.h"
+#include "delaycc.h"
 
-typedef enum { FAB_CC_NONE = 0, FAB_CC_DCQCN = 1 } FabCcKind;
+typedef enum { FAB_CC_NONE = 0, FAB_CC_DCQCN = 1, FAB_CC_DELAY = 2 } FabCcKind;
 
 typedef struct FabCcCfg {
   FabCcKind kind;          /* FAB_CC_NONE: line rate */
   FabDcqcnCfg dcqcn;       /* kind == FAB_CC_DCQCN */
+  FabDelayCfg delay;       /* kind == FAB_CC_DELAY */
 } FabCcCfg;
 
 /* Per-flow CC state (sender side). */
@@ -37,11 +39,12 @@ typedef struct FabCcFlow {
   fab_time_t timer_at;     /* ps: when the algorithm wants on_timer; FAB_TIME_MAX: never */
   union {
     FabDcqcnFlow dcqcn;
+    FabDelayFlow delay;
   } u;
 } FabCcFlow;
 
 struct FabCcOps {
-  const char *name;        /* "dcqcn" */
+  const char *name;        /* "dcqcn", "delay" */
   uint8_t tx_flags;        /* FAB_PKTF_* the sender sets on its data packets (ECT) */
   /* the flow is posted at `now`; rate_bps and line_bps are set to line rate */
   void (*init)(FabCcFlow *s, const FabCcCfg *cfg, fab_time_t now);
@@ -49,7 +52,8 @@ struct FabCcOps {
   void (*on_sent)(FabCcFlow *s, const FabCcCfg *cfg, uint32_t wire, fab_time_t now);
   /* a CNP for the flow arrived */
   void (*on_cnp)(FabCcFlow *s, const FabCcCfg *cfg, fab_time_t now);
-  /* optional: an ACK or NAK for the flow arrived */
+  /* optional: an ACK or NAK for the flow arrived; its `sent` is the send time of the data packet that
+  ** made the receiver send it (0: none) */
   void (*on_ack)(FabCcFlow *s, const FabCcCfg *cfg, const FabPkt *ack, fab_time_t now);
   /* now >= s->timer_at */
   void (*on_timer)(FabCcFlow *s, const FabCcCfg *cfg, fab_time_t now);
@@ -61,7 +65,7 @@ struct FabCcOps {
 /* The handler table of `kind`; NULL for FAB_CC_NONE. Transfer none. */
 const FabCcOps *fab_cc_ops(FabCcKind kind);
 
-/* A configuration by name: "none", "dcqcn-paper", "dcqcn-mlx". Returns FALSE
+/* A configuration by name: "none", "dcqcn-paper", "dcqcn-mlx", "delay". Returns FALSE
 ** (leaving *out alone) for an unknown name. */
 gboolean fab_cc_preset(const char *name, FabCcCfg *out);
 

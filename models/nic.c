@@ -1,7 +1,9 @@
 /* NIC with go-back-N reliable transport. See nic.h. */
 #include "nic.h"
+#include "bits.h"
 #include "ecmp.h"
 #include "nvls.h"
+#include "srd.h"
 #include <math.h>
 #include <string.h>
 #include <glib.h>
@@ -118,6 +120,7 @@ void fab_flow_prepare(FabFlow *f, const FabNicCfg *cfg) {
   if (f->imm) f->npkts++; /* the write-with-immediate: it completes the message once the data are in */
   f->timeouts = f->retransmits = 0;
   f->rr_next = NULL;
+  f->srd = NULL;
   f->rcv_nxt = 0;
   f->rtx_nxt = f->rtx_end = f->sack_hi = f->reorder = 0;
   f->dup_thresh = (uint16_t)cfg->dup_threshold;
@@ -141,21 +144,8 @@ static inline uint32_t data_wire(const FabFlow *f, uint32_t payload) {
 
 /* ---- selective repeat (nic.h) ---------------------------------------------- */
 
-static inline bool bit_at(const uint64_t *m, uint32_t i) { return m[i >> 6] >> (i & 63) & 1; }
-static inline void bit_set(uint64_t *m, uint32_t i) { m[i >> 6] |= 1ull << (i & 63); }
-
 /* Drop the first k bits (the window moved k PSNs on). */
-static void bits_shift(uint64_t *m, uint32_t k) {
-  if (k >= FAB_SACK_WINDOW) {
-    memset(m, 0, FAB_SACK_WORDS * sizeof *m);
-    return;
-  }
-  uint32_t w = k >> 6, b = k & 63;
-  for (uint32_t i = 0; i < FAB_SACK_WORDS; i++) {
-    uint64_t lo = i + w < FAB_SACK_WORDS ? m[i + w] : 0, hi = i + w + 1 < FAB_SACK_WORDS ? m[i + w + 1] : 0;
-    m[i] = b ? lo >> b | hi << (64 - b) : lo;
-  }
-}
+static inline void bits_shift(uint64_t *m, uint32_t k) { fab_bits_shift(m, FAB_SACK_WORDS, k); }
 
 /* The bits set from bit 0 on, in a row. */
 static uint32_t ones_from_0(const uint64_t *m) {
@@ -174,7 +164,7 @@ static uint32_t ones_from_0(const uint64_t *m) {
 static uint32_t next_lost(FabFlow *f) {
   if (f->rtx_nxt < f->snd_una) f->rtx_nxt = f->snd_una;
   while (f->rtx_nxt < f->rtx_end && f->rtx_nxt - f->snd_una < FAB_SACK_WINDOW &&
-         bit_at(f->sacked, f->rtx_nxt - f->snd_una))
+         fab_bit_at(f->sacked, f->rtx_nxt - f->snd_una))
     f->rtx_nxt++;
   return f->rtx_nxt < f->rtx_end ? f->rtx_nxt : UINT32_MAX;
 }
@@ -182,7 +172,8 @@ static uint32_t next_lost(FabFlow *f) {
 /* Whether the flow has a packet to send now (it belongs in the round robin). */
 static bool has_work(const FabNic *nic, FabFlow *f) {
   if (!nic->cfg.selective || f->nvls) return f->snd_nxt < f->npkts; /* NVLS: the switch's, never acknowledged */
-  return next_lost(f) != UINT32_MAX || (f->snd_nxt < f->npkts && f->snd_nxt - f->snd_una < FAB_SACK_WINDOW);
+  uint32_t lost = f->srd ? fab_srd_next_lost(f) : next_lost(f);
+  return lost != UINT32_MAX || (f->snd_nxt < f->npkts && f->snd_nxt - f->snd_una < FAB_SACK_WINDOW);
 }
 
 /* Spraying (nic.h): the entropy value the flow's next data packet takes, and
@@ -196,7 +187,7 @@ static uint16_t next_ev(FabNic *nic, FabFlow *f) {
       f->ev_next = 0;
       f->ev_xor = (uint16_t)fab_rng_below(&nic->rng, n);
     }
-    if (!bit_at(f->ev_skip, v)) return (uint16_t)v;
+    if (!fab_bit_at(f->ev_skip, v)) return (uint16_t)v;
     f->ev_skip[v >> 6] &= ~(1ull << (v & 63));
     nic->ev_skips++;
   }
@@ -246,6 +237,34 @@ static void rr_unlink(FabNic *nic, FabFlow *prev, FabFlow *f) {
   f->rr_next = NULL;
   f->in_rr = false;
   if (--nic->rr_n[k][f->prio] == 0) nic->rr_prios[k] &= ~(1u << f->prio);
+}
+
+/* A flow SRD delivers (srd.h): a network flow of an srd NIC. */
+static inline bool srd_flow(const FabNic *nic, const FabFlow *f) {
+  return nic->cfg.srd && f->path == FAB_PATH_NET && !f->nvls;
+}
+
+/* SRD: a network flow's sender records, from the NIC's free list. */
+static void srd_take(FabNic *nic, FabFlow *f) {
+  FabSrdTx *s = nic->srd_free;
+  if (s) {
+    nic->srd_free = s->next;
+  } else {
+    s = g_new0(FabSrdTx, 1);
+    if (!nic->srd_all) nic->srd_all = g_ptr_array_new_with_free_func(g_free);
+    g_ptr_array_add(nic->srd_all, s);
+  }
+  s->next = NULL;
+  fab_srd_reset(s);
+  f->srd = s;
+}
+
+/* The sender is done with f (every PSN acknowledged, or it failed). */
+static void srd_give_back(FabNic *nic, FabFlow *f) {
+  if (!f->srd) return;
+  f->srd->next = nic->srd_free;
+  nic->srd_free = f->srd;
+  f->srd = NULL;
 }
 
 /* Make sure a CC timer event is pending at or before f->cc.timer_at. */
@@ -357,9 +376,9 @@ static FabPkt *nic_pull(FabEngine *eng, FabNode *self, FabPort *port) {
   p->src = f->src;
   if (f->nvls) return nvls_packet(eng, nic, f, p);
   f->inflight++;
-  uint32_t seq = nic->cfg.selective ? next_lost(f) : UINT32_MAX;
+  uint32_t seq = f->srd ? fab_srd_next_lost(f) : nic->cfg.selective ? next_lost(f) : UINT32_MAX;
   if (seq == UINT32_MAX) seq = f->snd_nxt++;
-  else f->rtx_nxt++; /* resent: next time, the next one */
+  else if (!f->srd) f->rtx_nxt++; /* resent: next time, the next one */
   p->type = FAB_PKT_DATA;
   p->seq = seq;
   p->dst = f->dst;
@@ -368,6 +387,10 @@ static FabPkt *nic_pull(FabEngine *eng, FabNode *self, FabPort *port) {
     p->ev = next_ev(nic, f);
     p->hash = ev_hash(nic, f, p->ev);
     if (nic->cfg.spray == FAB_SPRAY_AVOID) p->flags |= FAB_PKTF_ECT; /* it reacts to marks */
+  }
+  if (f->srd) {
+    p->flags |= FAB_PKTF_ECT;
+    fab_srd_sent(f, seq, p->ev, eng->now);
   }
   p->lane = f->lane;
   p->prio = f->prio;
@@ -400,7 +423,7 @@ static FabPkt *nic_pull(FabEngine *eng, FabNode *self, FabPort *port) {
   }
   if (!f->timer_armed) {
     f->timer_armed = true;
-    f->deadline = eng->now + nic->cfg.rto;
+    f->deadline = eng->now + (f->srd ? fab_srd_rto(f, nic->cfg.rto_min, nic->cfg.rto) : nic->cfg.rto);
     fab_engine_at(eng, f->deadline, nic, WAKE(WAKE_RTO, f));
   }
   if (has_work(nic, f)) rr_push(nic, f);
@@ -413,8 +436,10 @@ static FabPkt *nic_pull(FabEngine *eng, FabNode *self, FabPort *port) {
 
 /* An ACK, NAK or CNP of flow f from its receiver; `sack`: an ACK's selectively acknowledged PSN + 1 (0: none);
 ** `dsack`: an ACK answering a duplicate, telling the sender how deep reordering went (the most PSNs a packet of
-** the flow came ahead, + 1; 0: not one). */
-static void send_ctrl(FabEngine *eng, FabNic *nic, FabFlow *f, uint8_t type, uint32_t sack, uint32_t dsack) {
+** the flow came ahead, + 1; 0: not one); `echo`: the data packet it answers (an ACK or NAK carries its send time,
+** for RTT; under srd also its entropy value and congestion mark), NULL for a CNP. */
+static void send_ctrl(FabEngine *eng, FabNic *nic, FabFlow *f, uint8_t type, uint32_t sack, uint32_t dsack,
+                      const FabPkt *echo) {
   FabPkt *p = fab_pkt_alloc(eng);
   p->type = type;
   p->flow = f->slot;
@@ -430,13 +455,16 @@ static void send_ctrl(FabEngine *eng, FabNic *nic, FabFlow *f, uint8_t type, uin
   if (dsack) {
     p->flags |= FAB_PKTF_RETX; /* on an ACK: a duplicate came (D-SACK, RFC 2883) */
     p->ev = (uint16_t)MIN(dsack, UINT16_MAX);
+  } else if (echo && srd_flow(nic, f)) { /* srd: the ACK names its packet's value and echoes its mark */
+    p->ev = echo->ev;
+    if (echo->flags & FAB_PKTF_ECN) p->flags |= FAB_PKTF_ECE;
   } else if (f->ece && type != FAB_PKT_CNP) { /* spraying, avoid: echo the last congestion mark and its value */
     p->flags |= FAB_PKTF_ECE;
     p->ev = f->ece_ev;
     f->ece = false;
   }
   p->ready = eng->now;
-  p->sent = eng->now;
+  p->sent = echo ? echo->sent : 0;
   nic->tx_ctrl_pkts++;
   fab_port_enqueue(eng, path_port(nic, f), p);
 }
@@ -451,20 +479,21 @@ static inline bool ack_duplicate(const FabFlow *f, uint32_t seq) {
 ** deliver in order, ACK out-of-order packets at once and selectively. */
 static void on_data_selective(FabEngine *eng, FabNic *nic, FabFlow *f, const FabPkt *p) {
   uint32_t seq = p->seq, d = seq - f->rcv_nxt;
-  if (seq < f->rcv_nxt || (d < FAB_SACK_WINDOW && bit_at(f->rcvd, d))) { /* a duplicate: resent too soon, or our
+  bool srd = srd_flow(nic, f); /* every packet ACKed, naming it */
+  if (seq < f->rcv_nxt || (d < FAB_SACK_WINDOW && fab_bit_at(f->rcvd, d))) { /* a duplicate: resent too soon, or our
                                                                           ** ACK was lost: a D-SACK says so */
-    send_ctrl(eng, nic, f, FAB_PKT_ACK, 0, f->reorder + 1);
+    send_ctrl(eng, nic, f, FAB_PKT_ACK, srd ? seq + 1 : 0, f->reorder + 1, p); /* srd: naming it */
     return;
   }
   if (d >= FAB_SACK_WINDOW) return; /* beyond what the receiver tracks: dropped, resent later */
   if (d) { /* out of order: held, and said so */
-    bit_set(f->rcvd, d);
+    fab_bit_set(f->rcvd, d);
     nic->ooo_pkts++;
     f->reorder = MAX(f->reorder, d);
-    send_ctrl(eng, nic, f, FAB_PKT_ACK, seq + 1, 0);
+    send_ctrl(eng, nic, f, FAB_PKT_ACK, seq + 1, 0, p);
     return;
   }
-  bit_set(f->rcvd, 0);
+  fab_bit_set(f->rcvd, 0);
   uint32_t n = ones_from_0(f->rcvd), before = f->rcv_nxt;
   for (uint32_t k = 0; k < n; k++) f->rcv_bytes += fab_flow_payload(f, f->mtu, before + k);
   bits_shift(f->rcvd, n);
@@ -474,7 +503,8 @@ static void on_data_selective(FabEngine *eng, FabNic *nic, FabFlow *f, const Fab
     f->end = eng->now;
     if (nic->done) nic->done(nic->ctx, f);
   }
-  if (last || n > 1 || f->rcv_nxt / f->ack_every != before / f->ack_every) send_ctrl(eng, nic, f, FAB_PKT_ACK, 0, 0);
+  if (srd || last || n > 1 || f->rcv_nxt / f->ack_every != before / f->ack_every)
+    send_ctrl(eng, nic, f, FAB_PKT_ACK, srd ? seq + 1 : 0, 0, p);
 }
 
 static void on_data(FabEngine *eng, FabNic *nic, FabFlow *f, FabPkt *p) {
@@ -482,7 +512,7 @@ static void on_data(FabEngine *eng, FabNic *nic, FabFlow *f, FabPkt *p) {
   nic->rx_data_bytes += p->wire;
   uint32_t seq = p->seq, ahead = seq - f->rcv_nxt;
   if (f->path == FAB_PATH_NET && seq >= f->rcv_nxt &&
-      !(nic->cfg.selective && ahead < FAB_SACK_WINDOW && bit_at(f->rcvd, ahead))) /* not a duplicate */
+      !(nic->cfg.selective && ahead < FAB_SACK_WINDOW && fab_bit_at(f->rcvd, ahead))) /* not a duplicate */
     nic->reorder_hist[fab_reorder_bin(ahead)]++;
   if ((p->flags & FAB_PKTF_ECN) && nic->cfg.spray == FAB_SPRAY_AVOID) {
     f->ece = true;
@@ -499,19 +529,88 @@ static void on_data(FabEngine *eng, FabNic *nic, FabFlow *f, FabPkt *p) {
       f->end = eng->now;
       if (nic->done) nic->done(nic->ctx, f);
     }
-    if (last || f->rcv_nxt % f->ack_every == 0) send_ctrl(eng, nic, f, FAB_PKT_ACK, 0, 0);
+    if (last || f->rcv_nxt % f->ack_every == 0) send_ctrl(eng, nic, f, FAB_PKT_ACK, 0, 0, p);
   } else if (seq > f->rcv_nxt) { /* a gap: ask once for what is missing */
     if (!f->nak_sent) {
       f->nak_sent = true;
       nic->naks_sent++;
-      send_ctrl(eng, nic, f, FAB_PKT_NAK, 0, 0);
+      send_ctrl(eng, nic, f, FAB_PKT_NAK, 0, 0, p);
     }
   } else if (ack_duplicate(f, seq)) {
-    send_ctrl(eng, nic, f, FAB_PKT_ACK, 0, 0);
+    send_ctrl(eng, nic, f, FAB_PKT_ACK, 0, 0, p);
   }
   if (nic->cc && nic->cc->rx_data(&f->cnp_next, &nic->cfg.cc, p, eng->now)) { /* notification point */
     nic->cnps_sent++;
-    send_ctrl(eng, nic, f, FAB_PKT_CNP, 0, 0);
+    send_ctrl(eng, nic, f, FAB_PKT_CNP, 0, 0, NULL);
+  }
+}
+
+/* SRD's sender (srd.h): each ACK names the packet that made it (its PSN + 1
+** in `payload`, its value in `ev`, its send time in `sent`). */
+static void on_ack_srd(FabEngine *eng, FabNic *nic, FabFlow *f, const FabPkt *p) {
+  bool dsack = p->flags & FAB_PKTF_RETX; /* its ev is a reordering depth, not a value */
+  if (!dsack && p->sent && p->sent < eng->now && fab_srd_rtt(f, eng->now - p->sent, p->ev, nic->cfg.avoid_delay))
+    nic->srd_rtt_avoids++;
+  if (!dsack && (p->flags & FAB_PKTF_ECE)) fab_bit_set(f->ev_skip, p->ev); /* a congestion mark: skip it once */
+  if (nic->cc && nic->cc->on_ack) {
+    nic->cc->on_ack(&f->cc, &nic->cfg.cc, p, eng->now);
+    cc_arm(eng, nic, f);
+  }
+  uint32_t old = f->snd_una, a = p->seq, s = p->payload ? p->payload - 1 : UINT32_MAX;
+  if (a > old) {
+    bits_shift(f->sacked, a - old);
+    fab_srd_shift(f, a - old);
+    f->snd_una = a;
+    f->timeouts = 0;
+  }
+  if (s != UINT32_MAX && s >= f->snd_una && s - f->snd_una < FAB_SACK_WINDOW &&
+      !fab_bit_at(f->sacked, s - f->snd_una)) { /* a D-SACK too: a copy arrived, so did the packet (its ACK was
+                                                ** lost, or a copy was sent too soon) */
+    fab_bit_set(f->sacked, s - f->snd_una);
+    fab_bit_clear(f->srd->lost, s - f->snd_una); /* presumed lost, yet here */
+    f->timeouts = 0;
+  }
+  if (s != UINT32_MAX && !dsack) nic->srd_path_losses += fab_srd_acked(f, old, s, p->ev);
+  if (f->snd_una == f->npkts) {
+    f->acked = true;
+    srd_give_back(nic, f);
+    return;
+  }
+  fab_time_t due = eng->now + fab_srd_rto(f, nic->cfg.rto_min, nic->cfg.rto);
+  if (f->timer_armed && due < f->deadline) { /* the RTO shrank (a first RTT sample): the timer comes sooner */
+    f->deadline = due;
+    fab_engine_at(eng, due, nic, WAKE(WAKE_RTO, f));
+  }
+  if (!f->in_rr && has_work(nic, f)) { /* a loss to resend, or the window opened */
+    rr_push(nic, f);
+    fab_port_kick(eng, path_port(nic, f));
+  }
+}
+
+/* SRD's timer (srd.h): resend what has been out for the RTO; sleep until
+** the next outstanding packet's turn. A flow's timer events other than the
+** one at f->deadline (left behind when the RTO shrank) do nothing. */
+static void srd_timeout(FabEngine *eng, FabNic *nic, FabFlow *f, uint64_t arg) {
+  fab_time_t next, rto = fab_srd_rto(f, nic->cfg.rto_min, nic->cfg.rto);
+  uint32_t tries, n = fab_srd_expire(f, eng->now, rto, &next, &tries);
+  f->timer_armed = next != FAB_TIME_MAX; /* else the next packet sent arms it again */
+  if (n) {
+    nic->timeouts++;
+    nic->srd_timer_losses += n;
+    f->timeouts++;
+  }
+  if (n && tries > nic->cfg.max_timeouts) { /* a packet timed out that often: its path is dead */
+    f->timer_armed = false;
+    if (nic->fail) nic->fail(nic->ctx, f);
+    return;
+  }
+  if (f->timer_armed) {
+    f->deadline = next;
+    fab_engine_at(eng, next, nic, arg);
+  }
+  if (n) { /* last: the port may pull a resend at once, and arm the timer */
+    if (!f->in_rr) rr_push(nic, f);
+    fab_port_kick(eng, path_port(nic, f));
   }
 }
 
@@ -525,16 +624,23 @@ static void on_ctrl(FabEngine *eng, FabNic *nic, FabFlow *f, FabPkt *p) {
     }
     return;
   }
-  if ((p->flags & FAB_PKTF_RETX) && nic->cfg.selective) { /* a D-SACK (even after the last ACK): a resend was
-                                                           ** spurious; wait for reordering as deep as was seen */
+  if ((p->flags & FAB_PKTF_RETX) && srd_flow(nic, f)) {
+    nic->dsacks++; /* a resend found its original: the path rule does not learn from it */
+  } else if ((p->flags & FAB_PKTF_RETX) && nic->cfg.selective) { /* a D-SACK (even after the last ACK): a resend
+                                                                  ** was spurious; wait for reordering as deep as
+                                                                  ** was seen */
     f->dup_thresh = (uint16_t)MIN(FAB_SACK_WINDOW - 1u, MAX((uint32_t)f->dup_thresh, (uint32_t)p->ev));
     nic->dsacks++;
     if (!nic->reordering) nic->reordering = g_hash_table_new(NULL, NULL);
     g_hash_table_insert(nic->reordering, GUINT_TO_POINTER(f->dst + 1), GUINT_TO_POINTER(f->dup_thresh));
   }
   if (f->acked) return;
+  if (f->srd) {
+    on_ack_srd(eng, nic, f, p);
+    return;
+  }
   if ((p->flags & FAB_PKTF_ECE) && nic->cfg.spray == FAB_SPRAY_AVOID && p->ev < nic->cfg.paths)
-    bit_set(f->ev_skip, p->ev); /* skip the congested value once */
+    fab_bit_set(f->ev_skip, p->ev); /* skip the congested value once */
   if (nic->cc && nic->cc->on_ack) {
     nic->cc->on_ack(&f->cc, &nic->cfg.cc, p, eng->now);
     cc_arm(eng, nic, f);
@@ -553,7 +659,7 @@ static void on_ctrl(FabEngine *eng, FabNic *nic, FabFlow *f, FabPkt *p) {
   if (nic->cfg.selective) {
     uint32_t s = p->payload ? p->payload - 1 : UINT32_MAX;
     if (s != UINT32_MAX && s >= f->snd_una && s - f->snd_una < FAB_SACK_WINDOW) {
-      bit_set(f->sacked, s - f->snd_una);
+      fab_bit_set(f->sacked, s - f->snd_una);
       f->sack_hi = MAX(f->sack_hi, s + 1);
       f->timeouts = 0;
       f->deadline = eng->now + nic->cfg.rto;
@@ -618,12 +724,17 @@ static void nic_wake(FabEngine *eng, void *self, uint64_t arg) {
       pace_made(eng, f, 0);
     }
     if (nic->cfg.spray) f->ev_xor = (uint16_t)fab_rng_below(&nic->rng, nic->cfg.paths); /* its first pass */
+    if (srd_flow(nic, f)) srd_take(nic, f);
     if (!f->in_rr) rr_push(nic, f);
     fab_port_kick(eng, path_port(nic, f));
     break;
   case WAKE_RTO:
     if (f->acked) {
       f->timer_armed = false;
+      break;
+    }
+    if (f->srd) { /* its one live timer event is the one at `deadline` (srd_timeout) */
+      if (f->timer_armed && eng->now == f->deadline) srd_timeout(eng, nic, f, arg);
       break;
     }
     if (eng->now < f->deadline) { /* progress since: sleep until the new deadline */
@@ -692,6 +803,9 @@ void fab_nic_init(FabNic *nic, uint32_t id, const FabNicCfg *cfg, FabFlowTable *
 void fab_nic_clear(FabNic *nic) {
   if (nic->reordering) g_hash_table_destroy(nic->reordering);
   nic->reordering = NULL;
+  if (nic->srd_all) g_ptr_array_free(nic->srd_all, TRUE);
+  nic->srd_all = NULL;
+  nic->srd_free = NULL;
 }
 
 void fab_nic_set_name(FabNic *nic, const char *name) {

@@ -23,7 +23,8 @@
 **    expects, and no other until that PSN arrives;
 **  - the sender, on a NAK, goes back to that PSN; when no ACK advances for
 **    `rto`, it goes back to the oldest unacknowledged PSN and sends again;
-**  - or selective repeat, with `selective` (below);
+**  - or selective repeat, with `selective` (below), or SRD's delivery on
+**    top of it, with `srd` (srd.h);
 **  - a flow is complete when its receiver holds every byte in order; the
 **    sender frees its state when the last ACK comes back.
 ** So every flow completes on a lossy fabric; `max_timeouts` consecutive
@@ -68,6 +69,11 @@ typedef struct FabNicCfg {
                            ** them on InfiniBand (NCCL_IB_ADAPTIVE_ROUTING): one more header-only packet */
   uint8_t spray;           /* FabSpray: how data packets of network flows take entropy values (below) */
   uint32_t paths;          /* spraying: entropy values per flow, a power of two <= FAB_SPRAY_MAX_PATHS */
+  bool srd;                /* transport srd (srd.h): selective repeat with per-path loss detection, an ACK per
+                           ** packet, RTT-based per-packet timers */
+  fab_time_t rto_min;      /* srd: the timer's floor, ps */
+  fab_time_t avoid_delay;  /* srd: a value whose packet came back this much above the flow's lowest RTT is
+                           ** skipped once, ps (0: RTT does not steer) */
   uint32_t pxn_rails;      /* PXN: GPUs per node (= NICs, rail = rank % pxn_rails); a flow to another
                            ** node on another rail goes over NVLink to the local GPU on the destination's
                            ** rail, which forwards it to its NIC; 0: off */
@@ -171,6 +177,7 @@ typedef struct FabFlow {
   uint16_t ev_next;        /* spraying: how many entropy values this pass has taken */
   uint16_t ev_xor;         /* spraying: this pass's order (value k is taken (k ^ ev_xor)-th) */
   uint64_t ev_skip[FAB_SPRAY_MAX_PATHS / 64]; /* spraying, avoid: bit v, skip value v once */
+  struct FabSrdTx *srd;    /* srd, network flows: the sender's per-packet records (srd.h), while it sends */
   uint64_t sacked[FAB_SACK_WORDS]; /* selective: bit i, PSN snd_una + i was acknowledged selectively */
   /* receiver */
   uint64_t rcvd[FAB_SACK_WORDS];   /* selective: bit i, PSN rcv_nxt + i is held (bit 0 never) */
@@ -267,6 +274,12 @@ struct FabNic {
   uint64_t dsacks;                        /* selective: D-SACKs received (a resend found its original there) */
   GHashTable *reordering;                 /* selective: destination + 1 -> the threshold its D-SACKs taught (a
                                           ** connection's, kept for the flows after it, as NCCL reuses a QP) */
+  struct FabSrdTx *srd_free;              /* srd: sender records given back, to reuse */
+  GPtrArray *srd_all;                     /* srd: every record it allocated (freed by fab_nic_clear) */
+  uint64_t srd_path_losses;               /* srd: packets presumed lost because a later one on their path was
+                                          ** acknowledged */
+  uint64_t srd_timer_losses;              /* srd: packets presumed lost by their timer */
+  uint64_t srd_rtt_avoids;                /* srd: values skipped for a slow RTT */
   uint64_t ev_skips;                      /* spraying, avoid: entropy values skipped after a congestion echo */
   uint64_t reorder_hist[FAB_REORDER_BINS]; /* network data packets received the first time, by how many PSNs
                                           ** ahead of the next expected they came (fab_reorder_bin) */
@@ -286,7 +299,7 @@ struct FabNic {
 void fab_nic_init(FabNic *nic, uint32_t id, const FabNicCfg *cfg, FabFlowTable *flows,
                   FabFlowDoneFn done, FabFlowFailFn fail, void *ctx);
 
-/* Free what the NIC allocated (its per-destination reordering levels). */
+/* Free what the NIC allocated (its per-destination reordering levels, SRD's records). */
 void fab_nic_clear(FabNic *nic);
 
 /* Rename the NIC ("gpu7" for a GPU's endpoint; fab_nic_init names it

@@ -16,8 +16,11 @@ FabTransport fab_transport_get(FabTransportKind kind) {
     t.data_overhead = IB_LRH + IB_BTH + IB_ICRC + IB_VCRC;
     t.ack_bytes = t.data_overhead + IB_AETH;
     break;
+  case FAB_TRANSPORT_SRD: /* the SRD header itself is not public: the loader adds cluster.nic.srd_header */
+    t.data_overhead = ETH_HDR + IPV4 + UDP + ETH_FCS + ETH_FRAMING;
+    t.ack_bytes = t.data_overhead;
+    break;
   case FAB_TRANSPORT_ROCEV2:
-  case FAB_TRANSPORT_SRD: /* SRD is not modelled yet: the loader rejects it */
   default:
     t.data_overhead = ETH_HDR + IPV4 + UDP + IB_BTH + IB_ICRC + ETH_FCS + ETH_FRAMING;
     t.ack_bytes = t.data_overhead + IB_AETH;

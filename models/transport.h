@@ -13,6 +13,10 @@
 **   data          framing; link encoding is already in the data rate).
 **   InfiniBand    26 + AETH 4 = 30.
 **   ACK
+**   SRD data      Ethernet 14 + IPv4 20 + UDP 8 + FCS 4 + framing 20 = 66, plus
+**   and ACK       the SRD header, which AWS does not publish: a parameter
+**                 (cluster.nic.srd_header, 16 B by default, an assumption),
+**                 with IPv4 and UDP assumed as the encapsulation ECMP hashes.
 ** Extended headers that appear on some packets only (RETH 16 bytes on the
 ** first packet of an RDMA WRITE, GRH 40 bytes across subnets) are left out.
 */

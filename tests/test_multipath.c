@@ -118,3 +118,116 @@ Test(multipath, infiniband_completes_a_bulk_write_with_a_zero_byte_immediate) {
   cr_assert_eq(t[1], t[0] + 26 * 80, "%lu ps against %lu ps", t[1], t[0]);
   cr_assert_gt(hops[1], hops[0], "the immediate crossed the switch: %lu hops against %lu", hops[1], hops[0]);
 }
+
+/* ---- transport srd (models/srd.h) ------------------------------------------------ */
+
+/* Its defaults: SRD's delivery, sprayed with avoidance over 64 values, 8 KiB
+** packets, the delay-based rates, 82 B of headers (66 + 16); the AWS
+** presets speak it unless the fabric says otherwise; a given key wins. */
+Test(multipath, srd_defaults_and_the_aws_presets) {
+  static const char yaml[] = "cluster: {nodes: 8}\n"
+                             "fabric: {transport: srd, topology: {kind: leaf-spine, hosts_per_leaf: 4, "
+                             "spines: 2}, link: {bandwidth: 100Gbps}}\n"
+                             "workload: {kind: permutation, size: 1MiB}\n";
+  FabScenario *sc = testscen_load(yaml, NULL);
+  const FabNicCfg *n = &sc->fabric.nic;
+  cr_assert(n->srd && n->selective);
+  cr_assert_eq(n->spray, FAB_SPRAY_AVOID);
+  cr_assert_eq(n->paths, 64);
+  cr_assert_eq(n->mtu, 8192);
+  cr_assert_eq(n->cc.kind, FAB_CC_DELAY);
+  cr_assert_eq(n->transport.data_overhead, 82);
+  cr_assert_eq(n->transport.ack_bytes, 82);
+  cr_assert_eq(n->rto_min, 100 * FAB_US);
+  fab_scenario_free(sc);
+  sc = testscen_load(yaml, (const char *const[]){"cluster.nic.spray=round-robin", "cluster.nic.paths=16",
+                                                 "fabric.link.mtu=4096", "fabric.congestion_control.algorithm=none",
+                                                 "cluster.nic.srd_header=40", NULL});
+  n = &sc->fabric.nic;
+  cr_assert(n->srd && n->spray == FAB_SPRAY_ROUND_ROBIN && n->paths == 16 && n->mtu == 4096);
+  cr_assert_eq(n->cc.kind, FAB_CC_NONE);
+  cr_assert_eq(n->transport.data_overhead, 106);
+  fab_scenario_free(sc);
+  static const char p5[] = "cluster: {node: aws-p5, nodes: 2}\n"
+                           "fabric: {topology: {kind: single-switch}}\n"
+                           "workload: {kind: flows, flows: [{src: 0, dst: 8, size: 1MiB}]}\n";
+  sc = testscen_load(p5, NULL);
+  cr_assert_eq(sc->fabric.nic.transport.kind, FAB_TRANSPORT_SRD);
+  cr_assert(sc->fabric.nic.srd);
+  fab_scenario_free(sc);
+  sc = testscen_load(p5, (const char *const[]){"fabric.transport=rocev2", NULL});
+  cr_assert(!sc->fabric.nic.srd && !sc->fabric.nic.selective);
+  fab_scenario_free(sc);
+}
+
+/* One 1 MiB flow through one switch, on paper: SRD's default 82 B of
+** headers are RoCEv2's, so with the same 8 KiB packets and no CC it takes
+** RoCEv2's time exactly; 20 B more header on each of its 128 packets costs
+** 20 B x 80 ps on the last link per packet plus once on the first link
+** (store and forward): 129 x 1600 ps. */
+Test(multipath, srd_one_flow_on_paper) {
+  static const char yaml[] = "cluster: {nodes: 2}\n"
+                             "fabric: {topology: {kind: single-switch}, link: {bandwidth: 100Gbps, latency: 1us, "
+                             "mtu: 8192}, congestion_control: {algorithm: none}}\n"
+                             "workload: {kind: flows, flows: [{src: 0, dst: 1, size: 1MiB}]}\n";
+  const char *const *runs[] = {(const char *const[]){NULL},
+                               (const char *const[]){"fabric.transport=srd", NULL},
+                               (const char *const[]){"fabric.transport=srd", "cluster.nic.srd_header=36", NULL}};
+  fab_time_t t[3];
+  for (int k = 0; k < 3; k++) {
+    FabScenario *sc = testscen_load(yaml, runs[k]);
+    FabResults res;
+    testscen_run(sc, &res);
+    t[k] = res.sim_time;
+    cr_assert_eq(res.retransmits, 0);
+    testscen_done(sc, &res);
+  }
+  cr_assert_eq(t[1], t[0], "srd %lu ps, rocev2 %lu ps", t[1], t[0]);
+  cr_assert_eq(t[2], t[1] + 129 * 1600, "%lu ps against %lu ps", t[2], t[1]);
+}
+
+/* The shipped 16-to-1 incast (1 MiB buffer, no PFC: lossy) under SRD: every
+** flow completes and each dropped packet is sent again exactly once
+** (nothing is resent that arrived: no D-SACK); go-back-N on the same
+** fabric resends more than it lost. The run's JSON is the same twice. */
+Test(multipath, srd_on_a_lossy_incast_resends_exactly_what_was_dropped) {
+  char *js[2];
+  for (int k = 0; k < 2; k++) {
+    FabScenario *sc = testscen_load_file("scenarios/incast.yaml", (const char *const[]){"fabric.transport=srd",
+                                                                                        NULL});
+    FabResults res;
+    testscen_run(sc, &res);
+    cr_assert_eq(res.flow_stats.completed, 16);
+    cr_assert_gt(res.drops, 1000, "a lossy incast: %lu drops", res.drops);
+    cr_assert_eq(res.retransmits, res.drops, "%lu retransmissions, %lu drops", res.retransmits, res.drops);
+    js[k] = testscen_stable_json(&res);
+    testscen_done(sc, &res);
+  }
+  cr_assert_str_eq(js[0], js[1]);
+  g_free(js[0]);
+  g_free(js[1]);
+  FabScenario *sc = testscen_load_file("scenarios/incast.yaml", NULL);
+  FabResults res;
+  testscen_run(sc, &res);
+  cr_assert_gt(res.retransmits, res.drops, "go-back-N: %lu retransmissions, %lu drops", res.retransmits, res.drops);
+  testscen_done(sc, &res);
+}
+
+/* The shipped permutation under SRD (twice, the same JSON): under 60 % of
+** ECMP's time with selective receivers, and never more resent than lost
+** (a lost ACK may cost one resend, a lost packet costs one). */
+Test(multipath, srd_sprays_the_permutation) {
+  uint64_t retx;
+  fab_time_t ecmp = testscen_permutation_twice((const char *const[]){"cluster.nic.reliability=selective", NULL}, NULL);
+  fab_time_t srd = testscen_permutation_twice((const char *const[]){"fabric.transport=srd", NULL}, &retx);
+  cr_assert_lt(srd, ecmp * 6 / 10, "srd %lu ps, ecmp %lu ps", srd, ecmp);
+  FabScenario *sc = testscen_load_file("scenarios/leaf-spine-permutation-128.yaml",
+                                       (const char *const[]){"fabric.transport=srd", "fabric.switch.buffer=256KiB",
+                                                             NULL});
+  FabResults res;
+  testscen_run(sc, &res);
+  cr_assert_gt(res.drops, 0, "small buffers lose packets");
+  cr_assert_leq(res.retransmits, res.drops, "%lu retransmissions, %lu drops", res.retransmits, res.drops);
+  cr_assert_eq(res.flow_stats.completed, 128);
+  testscen_done(sc, &res);
+}

@@ -256,10 +256,14 @@ typedef struct Lossy {
   TestRun run;
 } Lossy;
 
+static bool lossy_srd; /* the NICs deliver as transport srd does */
+
 static void lossy_init(Lossy *l, bool (*drop)(Tap *, const FabPkt *), uint32_t param) {
   memset(l, 0, sizeof *l);
   l->eng = testnet_engine(1);
   l->cfg = testnet_nic_cfg(100000000000ULL, 1000, FAB_TRANSPORT_ROCEV2);
+  l->cfg.srd = l->cfg.selective = lossy_srd;
+  l->cfg.rto_min = 20 * FAB_US;
   for (uint32_t i = 0; i < 2; i++) testnet_nic(&l->nic[i], i, &l->cfg, l->flows, &l->run, FAB_US);
   testnet_tap(&l->tap, 100000000000ULL, FAB_US, 2);
   l->tap.drop = drop;
@@ -365,6 +369,28 @@ Test(nic, a_dead_path_fails_after_max_timeouts) {
   cr_assert_eq(l.run.failed, 1);
   cr_assert_eq(l.nic[0].timeouts, l.cfg.max_timeouts + 1);
   cr_assert_eq(fab_pool_live(l.eng->pool), 0);
+  fab_engine_free(l.eng);
+}
+
+/* SRD: each packet's timer backs off on its own (20, 40, ... us after the
+** first RTO of 100 us: no sample ever came); the run fails once a packet
+** timed out max_timeouts + 1 times. */
+Test(nic, a_dead_path_fails_srd_after_max_timeouts_of_one_packet) {
+  Lossy l;
+  lossy_srd = true;
+  lossy_init(&l, drop_all_data, 0);
+  lossy_srd = false;
+  l.flows[0] = testnet_flow(0, 0, 1, 1000, 0, &l.cfg);
+  fab_nic_post(l.eng, &l.nic[0], &l.flows[0]);
+  cr_assert(fab_engine_run(l.eng, FAB_TIME_MAX));
+  cr_assert_eq(l.run.done, 0);
+  cr_assert_eq(l.run.failed, 1);
+  cr_assert_eq(l.nic[0].timeouts, l.cfg.max_timeouts + 1);
+  cr_assert_eq(l.nic[0].srd_timer_losses, l.cfg.max_timeouts + 1);
+  cr_assert_eq(l.flows[0].retransmits, l.cfg.max_timeouts);
+  /* sent at 0 and at 100 x (2^k - 1) us for k = 1..8; the ninth timeout at 100 x (2^9 - 1) us */
+  cr_assert_eq(l.eng->now, 511 * 100 * FAB_US, "%lu", l.eng->now);
+  fab_nic_clear(&l.nic[0]);
   fab_engine_free(l.eng);
 }
 
@@ -527,12 +553,16 @@ typedef struct Sel {
 
 /* Run one flow of npkts 1000-byte packets from NIC 0 through the element
 ** to NIC 1, spraying as `spray` says (FAB_SPRAY_NONE: not). */
+static bool sel_srd; /* the runs below deliver as transport srd does (srd.h) */
+
 static void sel_run_sprayed(Sel *s, bool selective, bool (*hold)(Reorder *, const FabPkt *, uint32_t *),
                             uint32_t drop_seq, uint32_t npkts, FabSpray spray, uint32_t paths) {
   memset(s, 0, sizeof *s);
   s->eng = testnet_engine(1);
-  s->cfg = testnet_nic_cfg(100000000000ULL, 1000, FAB_TRANSPORT_ROCEV2);
+  s->cfg = testnet_nic_cfg(100000000000ULL, 1000, sel_srd ? FAB_TRANSPORT_SRD : FAB_TRANSPORT_ROCEV2);
   s->cfg.selective = selective;
+  s->cfg.srd = sel_srd;
+  s->cfg.rto_min = 20 * FAB_US;
   s->cfg.spray = (uint8_t)spray;
   s->cfg.paths = paths;
   s->cfg.dup_threshold = 3;
@@ -738,4 +768,78 @@ Test(nic, avoid_skips_a_value_that_came_back_marked_once) {
   for (uint32_t k = 56; k < 63; k++) last_pass |= 1u << seen.order[k];
   for (uint32_t v = 0; v < 8; v++) cr_assert_eq(seen.count[v], last_pass >> v & 1 ? 8u : 7u);
   sel_fini(&s);
+}
+
+/* ---- SRD's delivery (srd.h) ---------------------------------------------------- */
+
+static bool hold_3_for_4(Reorder *r, const FabPkt *p, uint32_t *after) {
+  *after = 4;
+  return p->seq == 3 && !(p->flags & FAB_PKTF_RETX);
+}
+
+/* Sprayed over 8 values, PSN 3 comes behind the 4 after it, all of its own
+** pass, so on other values: selective repeat presumes it lost (4 > 3 later
+** PSNs acknowledged) and resends it, SRD's path rule does not. One packet
+** dropped on one path (paths 1): the ACK of the next one on it shows the
+** loss, one resend, no timer. The last packet dropped: only its timer can
+** see it, after the minimum RTO (an RTT of ~4 us here is far below it). */
+Test(nic, srd_resends_what_was_lost_not_what_was_late) {
+  Sel s;
+  sel_run_sprayed(&s, true, hold_3_for_4, UINT32_MAX, 40, FAB_SPRAY_ROUND_ROBIN, 8);
+  cr_assert_eq(s.flows[0].retransmits, 1, "selective repeat takes lateness for loss");
+  sel_fini(&s);
+  sel_srd = true;
+  sel_run_sprayed(&s, true, hold_3_for_4, UINT32_MAX, 40, FAB_SPRAY_ROUND_ROBIN, 8);
+  cr_assert_eq(s.flows[0].retransmits, 0);
+  cr_assert_eq(s.nic[1].ooo_pkts, 4);
+  cr_assert_eq(s.nic[1].tx_ctrl_pkts, 40, "an ACK per packet");
+  cr_assert_eq(s.nic[0].srd_path_losses + s.nic[0].srd_timer_losses, 0);
+  sel_fini(&s);
+  sel_run_sprayed(&s, true, NULL, 5, 40, FAB_SPRAY_NONE, 0);
+  cr_assert_eq(s.mid.dropped, 1);
+  cr_assert_eq(s.flows[0].retransmits, 1);
+  cr_assert_eq(s.nic[0].srd_path_losses, 1);
+  cr_assert_eq(s.nic[0].timeouts, 0);
+  cr_assert_eq(s.nic[0].dsacks, 0, "nothing arrived twice");
+  sel_fini(&s);
+  sel_run_sprayed(&s, true, NULL, 39, 40, FAB_SPRAY_NONE, 0);
+  cr_assert_eq(s.flows[0].retransmits, 1);
+  cr_assert_eq(s.nic[0].srd_timer_losses, 1);
+  cr_assert_eq(s.nic[0].timeouts, 1);
+  cr_assert_gt(s.flows[0].end, s.cfg.rto_min, "the timer waited its floor");
+  cr_assert_lt(s.flows[0].end, s.cfg.rto, "not the initial RTO: the RTT was measured");
+  sel_fini(&s);
+  sel_srd = false;
+}
+
+/* hold_random, as paths do it: a packet never passes one of its own value
+** (held behind at least as many packets as the one of its value held
+** longest, plus one). */
+static bool hold_random_fifo(Reorder *r, const FabPkt *p, uint32_t *after) {
+  if (!hold_random(r, p, after)) *after = 0;
+  for (uint32_t i = 0; i < r->nheld; i++)
+    if (r->held[i]->ev == p->ev) *after = MAX(*after, r->wait[i] + 1);
+  return *after > 0;
+}
+
+/* Half the packets held back at random over 8 sprayed values, each value's
+** in order (hold_random_fifo): SRD resends nothing, and every packet
+** arrives once. The same with no regard for values: packets passed by
+** their own value's are resent, and arrive twice, D-SACKed. */
+Test(nic, srd_packets_in_a_random_order_complete_exactly_once) {
+  Sel s;
+  sel_srd = true;
+  sel_run_sprayed(&s, true, hold_random_fifo, UINT32_MAX, 400, FAB_SPRAY_ROUND_ROBIN, 8);
+  cr_assert_gt(s.nic[1].ooo_pkts, 100);
+  cr_assert_eq(s.flows[0].retransmits, 0);
+  cr_assert_eq(s.nic[1].rx_data_pkts, 400);
+  sel_fini(&s);
+  sel_run_sprayed(&s, true, hold_random, UINT32_MAX, 400, FAB_SPRAY_ROUND_ROBIN, 8);
+  cr_assert_gt(s.flows[0].retransmits, 0);
+  cr_assert_eq(s.nic[0].dsacks, s.flows[0].retransmits, "each resend found its original there");
+  cr_assert_gt(s.nic[1].ooo_pkts, 100);
+  cr_assert_eq(s.nic[1].rx_data_pkts, 400 + s.flows[0].retransmits, "every packet sent arrived");
+  cr_assert_eq(s.nic[0].timeouts, 0);
+  sel_fini(&s);
+  sel_srd = false;
 }

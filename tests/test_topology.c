@@ -621,15 +621,6 @@ Test(topology_cfg, error_missing_fabric) {
   read_fails("cluster: {nodes: 4}\n", "t.yaml:1:1: ", "missing required key 'fabric'");
 }
 
-Test(topology_cfg, error_srd_not_modelled) {
-  read_fails("cluster: {nodes: 4}\n"
-             "fabric:\n"
-             "  transport: srd\n" /* 3: value at column 14 */
-             "  topology: {kind: single-switch}\n"
-             "  link: {bandwidth: 100Gbps}\n",
-             "t.yaml:3:14: fabric.transport: ", "srd is not modelled");
-}
-
 Test(topology_cfg, error_buffer_below_one_packet) {
   read_fails("cluster: {nodes: 4}\n"
              "fabric:\n"

@@ -19,8 +19,7 @@
 
 const char *const fab_topo_kind_names[] = {"single-switch", "leaf-spine", "fat-tree", "ring", "rail-optimized",
                                          "multi-rail", NULL};
-static const char *const transports[] = {"rocev2", "infiniband", NULL}; /* fab_transport_names without srd */
-static const char *const cc_algorithms[] = {"none", "dcqcn", NULL}; /* in FabCcKind order */
+static const char *const cc_algorithms[] = {"none", "dcqcn", "delay", NULL}; /* in FabCcKind order */
 static const char *const cc_presets[] = {"dcqcn-paper", "dcqcn-mlx", NULL};
 static const char *const ecn_marks_at[] = {"enqueue", "dequeue", NULL};
 
@@ -58,6 +57,11 @@ static const FabCfgKey nic_schema[] = {
   K("spray", FAB_CFG_ENUM, spray, .def = "none", .choices = fab_spray_names),
   K("paths", FAB_CFG_UINT, f.nic.paths, .def = "256", .min = 1, .max = FAB_SPRAY_MAX_PATHS),
   K("max_timeouts", FAB_CFG_UINT, f.nic.max_timeouts, .def = "64", .min = 1, .max = 1 << 20),
+  /* transport srd (models/srd.h): no public figures for SRD's timers or headers, assumptions (README); AWS
+  ** describes SRD's retransmission as sub-millisecond */
+  K("rto_min", FAB_CFG_TIME, f.nic.rto_min, .def = "100us", .min = 1e3, .max = 1e15),
+  K("avoid_delay", FAB_CFG_TIME, f.nic.avoid_delay, .def = "10us", .min = 0, .max = 1e15),
+  K("srd_header", FAB_CFG_SIZE, srd_header, .def = "16", .min = 0, .max = 4096),
   FAB_CFG_END_ROW,
 };
 
@@ -92,7 +96,7 @@ static const FabCfgKey gpu_schema[] = {
 };
 
 static const FabCfgKey fabric_schema[] = {
-  K("transport", FAB_CFG_ENUM, f.nic.transport.kind, .def = "rocev2", .choices = transports),
+  K("transport", FAB_CFG_ENUM, f.nic.transport.kind, .def = "rocev2", .choices = fab_transport_names),
   K("topology", FAB_CFG_MAP, topology, .required = true),
   K("link", FAB_CFG_MAP, link), /* required on plain hosts (fab_fabric_cfg_read) */
   K("switch", FAB_CFG_MAP, sw),
@@ -202,8 +206,17 @@ static const FabCfgKey cc_param_schema[] = {
   FAB_CFG_END_ROW,
 };
 
+/* algorithm: delay (models/delaycc.h); its floor is `min_rate` above, shared with DCQCN */
+static const FabCfgKey delay_param_schema[] = {
+  K("target_delay", FAB_CFG_TIME, f.nic.cc.delay.target, .max = 1e15),
+  K("additive_increase", FAB_CFG_DOUBLE, f.nic.cc.delay.ai),
+  K("beta", FAB_CFG_DOUBLE, f.nic.cc.delay.beta),
+  K("max_mdf", FAB_CFG_DOUBLE, f.nic.cc.delay.max_mdf),
+  FAB_CFG_END_ROW,
+};
+
 static const FabCfgKey cc_schema[] = {FAB_CFG_SPLICE_OF(cc_head_schema), FAB_CFG_SPLICE_OF(cc_param_schema),
-                                      FAB_CFG_END_ROW};
+                                      FAB_CFG_SPLICE_OF(delay_param_schema), FAB_CFG_END_ROW};
 
 /* NVLink segment header bytes: an assumption of this model (one 16-byte
 ** header per segment), documented in README. */
@@ -261,32 +274,45 @@ static void off_keys(Read *r, const FabCfgNode *map, const char *why) {
 
 /* ---- congestion control ---------------------------------------------------- */
 
+/* The parameters of `rows` given in n, set aside under another algorithm
+** (`except`: a key both algorithms read). */
+static void cc_unused(Read *r, const FabCfgNode *n, const FabCfgKey *rows, const char *except, const char *why) {
+  for (const FabCfgKey *k = rows; n && k->name; k++)
+    if (fab_cfg_get(n, k->name) && strcmp(k->name, except))
+      no_effect(r, fab_cfg_get(n, k->name), "fabric.congestion_control.algorithm is %s ('%s' is %s)",
+                cc_algorithms[r->f.nic.cc.kind], k->name, why);
+}
+
+/* A bad parameter: the message starts with its name, point at it when it was given. */
+static gboolean cc_bad(const FabCfgNode *n, const char *bad, GError **err) {
+  char *key = g_strndup(bad, strcspn(bad, " "));
+  const FabCfgNode *at = fab_cfg_get(n, key);
+  g_free(key);
+  return fab_cfg_fail(at ? at : n, err, "%s", bad);
+}
+
 static gboolean read_cc(Read *r, GError **err) {
   const FabCfgNode *n = r->cc;
   Read scratch = *r;
   if (!fab_cfg_apply(n, NULL, cc_schema, &scratch, err)) return FALSE; /* the algorithm and the preset */
   g_assert(fab_dcqcn_preset(cc_presets[scratch.f.cc_preset], &r->f.nic.cc.dcqcn));
+  r->f.nic.cc.delay = fab_delay_defaults();
+  uint64_t delay_floor = r->f.nic.cc.delay.min_rate_bps;
   if (!fab_cfg_apply(n, NULL, cc_schema, r, err)) return FALSE; /* the parameters given, over the preset */
+  if (r->f.nic.srd && !fab_cfg_get(n, "algorithm")) r->f.nic.cc.kind = FAB_CC_DELAY; /* SRD's: RTT-driven rates */
+  r->f.nic.cc.delay.min_rate_bps = fab_cfg_get(n, "min_rate") ? r->f.nic.cc.dcqcn.min_rate_bps : delay_floor;
   FabCcKind kind = r->f.nic.cc.kind;
-  r->f.nic.cc.kind = FAB_CC_DCQCN; /* checked even under none: a bad value is an error either way */
-  const char *bad = fab_cc_cfg_invalid(&r->f.nic.cc);
-  r->f.nic.cc.kind = kind;
-  if (bad) { /* the message starts with the parameter's name: point at it when it was given */
-    char *key = g_strndup(bad, strcspn(bad, " "));
-    const FabCfgNode *at = fab_cfg_get(n, key);
-    g_free(key);
-    return fab_cfg_fail(at ? at : n, err, "%s", bad);
-  }
-  if (kind == FAB_CC_NONE) { /* none: the preset and parameters are set aside, and said so */
+  const char *bad = fab_dcqcn_cfg_invalid(&r->f.nic.cc.dcqcn); /* checked under any algorithm: a bad value is an */
+  if (!bad) bad = fab_delay_cfg_invalid(&r->f.nic.cc.delay);   /* error either way */
+  if (bad) return cc_bad(n, bad, err);
+  if (kind != FAB_CC_DCQCN) { /* the preset and DCQCN's parameters are set aside, and said so */
     if (fab_cfg_get(n, "preset"))
-      no_effect(r, fab_cfg_get(n, "preset"), "fabric.congestion_control.algorithm is none (the preset is "
-                "DCQCN's)");
-    for (const FabCfgKey *k = cc_param_schema; n && k->name; k++)
-      if (fab_cfg_get(n, k->name))
-        no_effect(r, fab_cfg_get(n, k->name), "fabric.congestion_control.algorithm is none ('%s' is DCQCN's)",
-                  k->name);
-    memset(&r->f.nic.cc, 0, sizeof r->f.nic.cc);
+      no_effect(r, fab_cfg_get(n, "preset"), "fabric.congestion_control.algorithm is %s (the preset is DCQCN's)",
+                cc_algorithms[kind]);
+    cc_unused(r, n, cc_param_schema, kind == FAB_CC_DELAY ? "min_rate" : "", "DCQCN's");
   }
+  if (kind != FAB_CC_DELAY) cc_unused(r, n, delay_param_schema, "", "the delay algorithm's");
+  if (kind == FAB_CC_NONE) memset(&r->f.nic.cc, 0, sizeof r->f.nic.cc);
   return TRUE;
 }
 
@@ -631,7 +657,7 @@ static gboolean check_together(Read *r, const FabCfgNode *fab_node, GError **err
   if (out->nic.cc.kind == FAB_CC_DCQCN && !out->sw.ecn.enabled)
     no_effect(r, fab_cfg_get(r->cc, "algorithm"), "dcqcn reacts to ECN marks and fabric.switch.ecn is off: no "
               "packet is marked, so no sender ever slows down (enable fabric.switch.ecn for DCQCN to act)");
-  if (out->nic.spray == FAB_SPRAY_AVOID && !out->sw.ecn.enabled)
+  if (out->nic.spray == FAB_SPRAY_AVOID && !out->sw.ecn.enabled && !out->nic.srd) /* srd's also avoid loss, RTT */
     no_effect(r, fab_cfg_get(r->nic, "spray"), "avoid skips entropy values that carried a congestion mark, "
                          "and fabric.switch.ecn is off: no packet is marked, so avoid sprays as round-robin does");
   if (out->sw.ecn.enabled && out->nic.cc.kind == FAB_CC_NONE && out->nic.spray != FAB_SPRAY_AVOID)
@@ -772,20 +798,6 @@ static gboolean read_endpoints(Read *r, const FabCfgNode *cl, uint64_t *preset_n
   return read_topology(r, g->nodes, fab_cfg_get(cl, "nodes"), 0, cl, err);
 }
 
-/* A choice that names a mechanism not modelled yet. */
-static gboolean later(const FabCfgNode *n, const char *const *names, const char *what, const char *const *now,
-                      GError **err) {
-  const char *v = n && fab_cfg_kind(n) == FAB_CFG_NODE_SCALAR ? fab_cfg_scalar(n) : NULL;
-  for (int i = 0; v && names[i]; i++)
-    if (g_ascii_strcasecmp(v, names[i]) == 0) {
-      char *list = g_strjoinv(" or ", (char **)now);
-      fab_cfg_fail(n, err, "%s %s is not modelled in this version of fabsim (use %s)", what, names[i], list);
-      g_free(list);
-      return FALSE;
-    }
-  return TRUE;
-}
-
 gboolean fab_fabric_cfg_read(const FabCfgNode *root, FabFabricCfg *out, GPtrArray *warnings, GError **err) {
   Read r = {0};
   r.warnings = warnings;
@@ -793,9 +805,10 @@ gboolean fab_fabric_cfg_read(const FabCfgNode *root, FabFabricCfg *out, GPtrArra
   memset(out, 0, sizeof *out);
   if (!read_cluster(&r, root, cl, err)) return FALSE;
   if (!fab_node) return fab_cfg_fail(root, err, "missing required key 'fabric'");
-  if (!later(fab_cfg_get(fab_node, "transport"), (const char *const[]){"srd", NULL}, "transport", transports, err) ||
-      !fab_cfg_apply(fab_node, root, fabric_schema, &r, err))
-    return FALSE;
+  if (!fab_cfg_apply(fab_node, root, fabric_schema, &r, err)) return FALSE;
+  const FabNodePreset *np = fab_preset_find(fab_preset_names[r.f.gpu.preset_id]);
+  if (!fab_cfg_get(fab_node, "transport") && np && np->transport && !strcmp(np->transport, "srd"))
+    r.f.nic.transport.kind = FAB_TRANSPORT_SRD; /* EFA speaks only SRD (AWS EFA documentation) */
   r.fabric = fab_node;
   if (!fab_fabric_read_failures(&r, err)) return FALSE;
   if (!fab_cfg_apply(r.link, root, link_schema, &r, err) || !fab_cfg_apply(r.sw, fab_node, switch_schema, &r, err) ||

@@ -20,6 +20,7 @@ typedef struct Read {
   uint32_t reliability;           /* cluster.nic.reliability */
   const FabCfgNode *per_tier;     /* fabric.switch.routing_per_tier */
   uint32_t spray;                 /* cluster.nic.spray */
+  uint32_t srd_header;            /* cluster.nic.srd_header */
   const FabCfgNode *failures;     /* fabric.failures */
   const FabCfgNode *fabric;       /* fabric: */
 } Read;

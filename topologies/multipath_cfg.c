@@ -15,9 +15,41 @@ static void warn_at(Read *r, const FabCfgNode *at, const char *why) {
     g_ptr_array_add(r->warnings, g_strdup_printf("%s: %s: %s", fab_cfg_where(at), fab_cfg_path(at), why));
 }
 
+/* Transport srd (models/srd.h): its delivery, spraying over 64 values (the
+** "up to 64 parallel paths" AWS has described for SRD, as reported in
+** www.ernestchiang.com/en/notes/general/aws-srd-scalable-reliable-datagram;
+** a secondary source), EFA's ~8 KiB packets (libfabric man/fi_efa.7.md:
+** "approximately 8KiB" maximum message size of the device) and its header. */
+static void read_srd(Read *r) {
+  FabNicCfg *nic = &r->f.nic;
+  static const char *const own[] = {"reliability", "dup_threshold", "ack_interval", NULL};
+  static const char *const why[] = {"srd delivers out of order with its own loss detection (models/srd.h)",
+                                    "srd finds losses per path, not by a threshold",
+                                    "srd ACKs every packet"};
+  bool srd = nic->transport.kind == FAB_TRANSPORT_SRD;
+  nic->srd = srd;
+  if (!srd) {
+    static const char *const srd_keys[] = {"rto_min", "avoid_delay", "srd_header", NULL};
+    for (int i = 0; srd_keys[i]; i++)
+      if (fab_cfg_get(r->nic, srd_keys[i]))
+        no_effect(r, fab_cfg_get(r->nic, srd_keys[i]), "for fabric.transport srd (this fabric's is %s)",
+                  fab_transport_names[nic->transport.kind]);
+    return;
+  }
+  for (int i = 0; own[i]; i++)
+    if (fab_cfg_get(r->nic, own[i])) no_effect(r, fab_cfg_get(r->nic, own[i]), "%s", why[i]);
+  r->reliability = 1;
+  nic->transport.data_overhead += r->srd_header;
+  nic->transport.ack_bytes += r->srd_header;
+  if (!fab_cfg_get(r->nic, "spray")) r->spray = FAB_SPRAY_AVOID;
+  if (!fab_cfg_get(r->nic, "paths")) nic->paths = 64;
+  if (!fab_cfg_get(r->link, "mtu")) nic->mtu = 8192;
+}
+
 gboolean fab_fabric_read_transport(Read *r, GError **err) {
   FabNicCfg *nic = &r->f.nic;
   bool ib = nic->transport.kind == FAB_TRANSPORT_INFINIBAND;
+  read_srd(r);
   /* InfiniBand: adaptive routing by default, as NCCL assumes on IB (NCCL_IB_ADAPTIVE_ROUTING, 1 on IB, 0 on
   ** RoCE: docs.nvidia.com/deeplearning/nccl/user-guide/docs/env.html), with the out-of-order placement it
   ** needs (ConnectX-5 and later); RoCE: ECMP and go-back-N */
@@ -26,7 +58,7 @@ gboolean fab_fabric_read_transport(Read *r, GError **err) {
   nic->selective = r->reliability == 1;
   nic->ar_imm = ib; /* NCCL_IB_ADAPTIVE_ROUTING's verbs: on IB by default, off on RoCE (as above) */
   const FabCfgNode *dup = fab_cfg_get(r->nic, "dup_threshold"), *paths = fab_cfg_get(r->nic, "paths");
-  if (dup && !nic->selective)
+  if (dup && !nic->selective && !nic->srd)
     no_effect(r, dup, "cluster.nic.reliability is go-back-n: any gap is resent whole (a NAK, or a timeout)");
   nic->spray = (uint8_t)r->spray;
   if (nic->paths & (nic->paths - 1))

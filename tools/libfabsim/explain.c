@@ -185,12 +185,24 @@ static void explain_fabric(const FabScenario *sc, GString *s) {
                            "cnp_interval %.6g us\n", d->g, d->alpha_init, (double)d->alpha_timer / 1e6,
                            (double)d->rate_timer / 1e6, d->byte_counter, d->fast_recovery, (double)d->rai_bps / 1e6,
                            (double)d->rhai_bps / 1e6, (double)d->min_rate_bps / 1e6, (double)d->cnp_interval / 1e6);
+  } else if (f->nic.cc.kind == FAB_CC_DELAY) {
+    const FabDelayCfg *d = &f->nic.cc.delay;
+    g_string_append_printf(s, "cc         delay: per flow, the rate rises %g x line rate per RTT while the RTT is within "
+                           "%.6g us of the flow's lowest, else falls by %g x the excess / RTT (at most %g) once per "
+                           "RTT, min_rate %.6g Mbps\n", d->ai, (double)d->target / 1e6, d->beta, d->max_mdf,
+                           (double)d->min_rate_bps / 1e6);
   } else {
     g_string_append(s, "cc         none (line rate)\n");
   }
   g_string_append_printf(s, "nic        rto %.6g us, ACK every %u packets, give up after %u timeouts\n",
                          (double)f->nic.rto / 1e6, f->nic.ack_interval, f->nic.max_timeouts);
-  if (f->nic.selective)
+  if (f->nic.srd)
+    g_string_append_printf(s, "reliability srd: receivers hold packets up to %u PSNs ahead and ACK every packet; a "
+                           "packet is presumed lost once a later one on its entropy value was acknowledged, or after "
+                           "its RTO (srtt + 4 rttvar, at least %.6g us; the rto before the first sample), and its "
+                           "value is skipped once, as is one whose RTT came back %.6g us above the lowest\n",
+                           FAB_SACK_WINDOW, (double)f->nic.rto_min / 1e6, (double)f->nic.avoid_delay / 1e6);
+  else if (f->nic.selective)
     g_string_append_printf(s, "reliability selective: receivers hold packets up to %u PSNs ahead and ACK each at once, "
                            "senders keep at most %u PSNs in flight and resend a PSN once %u later ones were "
                            "acknowledged, or after the rto\n", FAB_SACK_WINDOW, FAB_SACK_WINDOW,
