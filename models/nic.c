@@ -259,9 +259,30 @@ static void srd_take(FabNic *nic, FabFlow *f) {
   f->srd = s;
 }
 
-/* The sender is done with f (every PSN acknowledged, or it failed). */
+/* A connection's state into the flow that starts on it (srd.h), after its CC init. */
+static void srd_resume(FabNic *nic, FabFlow *f) {
+  const FabSrdConn *c = nic->srd_conns ? g_hash_table_lookup(nic->srd_conns, GUINT_TO_POINTER(f->dst + 1)) : NULL;
+  if (!c) return;
+  f->srd->srtt = c->srtt;
+  f->srd->rttvar = c->rttvar;
+  f->srd->min_rtt = c->min_rtt;
+  if (nic->cc) {
+    f->cc.rate_bps = MIN(c->cc.rate_bps, f->cc.line_bps);
+    f->cc.u = c->cc.u;
+  }
+}
+
+/* The sender is done with f (every PSN acknowledged, or it failed): what it
+** learned stays with its connection. */
 static void srd_give_back(FabNic *nic, FabFlow *f) {
   if (!f->srd) return;
+  if (!nic->srd_conns) nic->srd_conns = g_hash_table_new_full(NULL, NULL, NULL, g_free);
+  FabSrdConn *c = g_hash_table_lookup(nic->srd_conns, GUINT_TO_POINTER(f->dst + 1));
+  if (!c) {
+    c = g_new0(FabSrdConn, 1);
+    g_hash_table_insert(nic->srd_conns, GUINT_TO_POINTER(f->dst + 1), c);
+  }
+  *c = (FabSrdConn){f->srd->srtt, f->srd->rttvar, f->srd->min_rtt, f->cc};
   f->srd->next = nic->srd_free;
   nic->srd_free = f->srd;
   f->srd = NULL;
@@ -724,7 +745,10 @@ static void nic_wake(FabEngine *eng, void *self, uint64_t arg) {
       pace_made(eng, f, 0);
     }
     if (nic->cfg.spray) f->ev_xor = (uint16_t)fab_rng_below(&nic->rng, nic->cfg.paths); /* its first pass */
-    if (srd_flow(nic, f)) srd_take(nic, f);
+    if (srd_flow(nic, f)) {
+      srd_take(nic, f);
+      srd_resume(nic, f);
+    }
     if (!f->in_rr) rr_push(nic, f);
     fab_port_kick(eng, path_port(nic, f));
     break;
@@ -803,6 +827,8 @@ void fab_nic_init(FabNic *nic, uint32_t id, const FabNicCfg *cfg, FabFlowTable *
 void fab_nic_clear(FabNic *nic) {
   if (nic->reordering) g_hash_table_destroy(nic->reordering);
   nic->reordering = NULL;
+  if (nic->srd_conns) g_hash_table_destroy(nic->srd_conns);
+  nic->srd_conns = NULL;
   if (nic->srd_all) g_ptr_array_free(nic->srd_all, TRUE);
   nic->srd_all = NULL;
   nic->srd_free = NULL;

@@ -276,6 +276,8 @@ struct FabNic {
                                           ** connection's, kept for the flows after it, as NCCL reuses a QP) */
   struct FabSrdTx *srd_free;              /* srd: sender records given back, to reuse */
   GPtrArray *srd_all;                     /* srd: every record it allocated (freed by fab_nic_clear) */
+  GHashTable *srd_conns;                  /* srd: destination + 1 -> FabSrdConn, what a connection's flows learn
+                                          ** (RTT estimators, CC state) and hand on to its next flow */
   uint64_t srd_path_losses;               /* srd: packets presumed lost because a later one on their path was
                                           ** acknowledged */
   uint64_t srd_timer_losses;              /* srd: packets presumed lost by their timer */

@@ -31,7 +31,10 @@
 **  - a copy of a packet the receiver holds is answered with a D-SACK naming
 **    it, so the sender stops resending what only lost its ACK;
 **  - a value that lost a packet, or carried one whose RTT exceeded the
-**    flow's lowest by `avoid_delay`, is skipped once (as ECN echoes are).
+**    flow's lowest by `avoid_delay`, is skipped once (as ECN echoes are);
+**  - the RTT estimators and the CC's state belong to the connection (the
+**    NIC's flows to one peer, FabSrdConn): a flow starts with what the
+**    flows before it learned.
 **
 ** Under switches that route per packet (adaptive, spray, round-robin) or
 ** after a reroute, a value's packets may pass each other: the path rule
@@ -57,6 +60,16 @@ typedef struct FabSrdTx {
   fab_time_t srtt, rttvar;                 /* RFC 6298 (srtt 0: no sample yet) */
   fab_time_t min_rtt;                      /* the lowest RTT seen */
 } FabSrdTx;
+
+/* What a connection (a NIC's flows to one destination) carries from one
+** flow to the next: SRD keeps its state per connection (AWS: per-connection
+** rate limiting), and NCCL's pieces to a peer share one, so a piece starts
+** with the RTT and the rate the pieces before it learned, not at line rate
+** with a queue it would take for the base RTT. */
+typedef struct FabSrdConn {
+  fab_time_t srtt, rttvar, min_rtt;
+  FabCcFlow cc;
+} FabSrdConn;
 
 /* Forget everything (a flow starts). */
 void fab_srd_reset(FabSrdTx *s);

@@ -1,6 +1,7 @@
 /* NIC and transport: timing worked out on paper, go-back-N recovery. */
 #include "testnet.h"
 #include "models/ecmp.h"
+#include "models/srd.h"
 
 /* Two NICs on one 100 Gbps link with 1 us latency; flows from 0 to 1. */
 typedef struct Pair {
@@ -390,6 +391,39 @@ Test(nic, a_dead_path_fails_srd_after_max_timeouts_of_one_packet) {
   cr_assert_eq(l.flows[0].retransmits, l.cfg.max_timeouts);
   /* sent at 0 and at 100 x (2^k - 1) us for k = 1..8; the ninth timeout at 100 x (2^9 - 1) us */
   cr_assert_eq(l.eng->now, 511 * 100 * FAB_US, "%lu", l.eng->now);
+  fab_nic_clear(&l.nic[0]);
+  fab_engine_free(l.eng);
+}
+
+/* SRD keeps a connection's state: after a 10-packet flow (1082 B packets,
+** 86 B ACKs, two 1 us links each way through the tap: an RTT of
+** 2 x (86.56 + 1000) + 2 x (6.88 + 1000) ns), the
+** next flow to the same peer loses its only packet and its timer, set from
+** the RTT learned before (the floor, 20 us), recovers it long before the
+** initial 100 us a flow with nothing learned would wait. */
+Test(nic, srd_flows_to_a_peer_carry_its_rtt_on) {
+  Lossy l;
+  lossy_srd = true;
+  lossy_init(&l, drop_seq_once, UINT32_MAX);
+  lossy_srd = false;
+  l.flows[0] = testnet_flow(0, 0, 1, 10 * 1000, 0, &l.cfg);
+  fab_nic_post(l.eng, &l.nic[0], &l.flows[0]);
+  cr_assert(fab_engine_run(l.eng, FAB_TIME_MAX));
+  cr_assert_eq(l.run.done, 1);
+  const FabSrdConn *c = g_hash_table_lookup(l.nic[0].srd_conns, GUINT_TO_POINTER(2));
+  cr_assert_not_null(c);
+  cr_assert_eq(c->min_rtt, 4186880, "%lu", c->min_rtt);
+  fab_time_t t0 = l.eng->now;
+  l.tap.param = 0;
+  l.flows[0] = testnet_flow(0, 0, 1, 1000, t0, &l.cfg);
+  l.flows[0].gen = 1;
+  fab_nic_post(l.eng, &l.nic[0], &l.flows[0]);
+  cr_assert(fab_engine_run(l.eng, FAB_TIME_MAX));
+  cr_assert_eq(l.run.done, 2);
+  cr_assert_eq(l.tap.dropped, 1);
+  cr_assert_eq(l.flows[0].retransmits, 1);
+  cr_assert_gt(l.flows[0].end - t0, 20 * FAB_US);
+  cr_assert_lt(l.flows[0].end - t0, 25 * FAB_US);
   fab_nic_clear(&l.nic[0]);
   fab_engine_free(l.eng);
 }
