@@ -117,6 +117,12 @@ void fab_flow_prepare(FabFlow *f, const FabNicCfg *cfg) {
   f->timer_armed = f->in_rr = f->acked = f->sent_all = false;
   f->ar = f->bytes >= cfg->ar_threshold;
   f->imm = f->ar && cfg->ar_imm && f->path == FAB_PATH_NET && !f->nvls && f->bytes;
+  f->stripes = 1;
+  if (cfg->stripe_rails > 1 && f->path == FAB_PATH_NET && !f->nvls && f->bytes > cfg->stripe_min) {
+    uint64_t k = MIN((f->bytes + cfg->stripe_min - 1) / cfg->stripe_min, (uint64_t)cfg->stripe_rails);
+    while (cfg->stripe_rails % k) k--; /* a divisor of the rails */
+    f->stripes = (uint8_t)k;
+  }
   if (f->imm) f->npkts++; /* the write-with-immediate: it completes the message once the data are in */
   f->timeouts = f->retransmits = 0;
   f->rr_next = NULL;
@@ -409,11 +415,15 @@ static FabPkt *nic_pull(FabEngine *eng, FabNode *self, FabPort *port) {
     p->hash = ev_hash(nic, f, p->ev);
     if (nic->cfg.spray == FAB_SPRAY_AVOID) p->flags |= FAB_PKTF_ECT; /* it reacts to marks */
   }
+  p->lane = f->lane;
+  if (f->stripes > 1) { /* its stripe's NIC (nic.h, striping) */
+    if (!nic->cfg.spray) p->ev = (uint16_t)(seq % f->stripes);
+    p->lane = (uint8_t)(1 + (MAX(f->lane, 1u) - 1u + p->ev % f->stripes) % nic->cfg.stripe_rails); /* no lane: 1st */
+  }
   if (f->srd) {
     p->flags |= FAB_PKTF_ECT;
     fab_srd_sent(f, seq, p->ev, eng->now);
   }
-  p->lane = f->lane;
   p->prio = f->prio;
   p->payload = fab_flow_payload(f, f->mtu, seq);
   p->wire = data_wire(f, p->payload);

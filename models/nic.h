@@ -74,6 +74,9 @@ typedef struct FabNicCfg {
   fab_time_t rto_min;      /* srd: the timer's floor, ps */
   fab_time_t avoid_delay;  /* srd: a value whose packet came back this much above the flow's lowest RTT is
                            ** skipped once, ps (0: RTT does not steer) */
+  uint32_t stripe_rails;   /* srd, GPUs with several NICs: their number; a flow of a lane longer than stripe_min is
+                           ** striped over them (below); 0: no striping */
+  uint64_t stripe_min;     /* bytes: aws-ofi-nccl's minimum stripe */
   uint32_t pxn_rails;      /* PXN: GPUs per node (= NICs, rail = rank % pxn_rails); a flow to another
                            ** node on another rail goes over NVLink to the local GPU on the destination's
                            ** rail, which forwards it to its NIC; 0: off */
@@ -116,6 +119,17 @@ typedef enum { FAB_SPRAY_NONE = 0, FAB_SPRAY_ROUND_ROBIN = 1, FAB_SPRAY_AVOID = 
 #define FAB_SPRAY_MAX_PATHS 256
 extern const char *const fab_spray_names[]; /* by FabSpray: none, round-robin, avoid */
 
+/* Striping (FabNicCfg.stripe_rails), as aws-ofi-nccl's scheduler does on
+** EFA (src/nccl_ofi_scheduler.cpp): a message of a GPU with R NICs is cut
+** into min(ceil(bytes / stripe_min), R) stripes, that count rounded down to
+** a divisor of R, on consecutive NICs; each NIC carries its stripe at
+** once. Here a striped flow's data packets take NIC lane + (v mod stripes),
+** v their entropy value (or, not sprayed, PSN mod stripes, then the
+** packet's value for SRD's path rule), so each value keeps one path and
+** the NICs carry equal shares, interleaved rather than in contiguous
+** pieces: the same bytes per NIC, at the same time. A flow with no lane
+** starts at the GPU's first NIC. ACKs keep the flow's lane. */
+
 /* One flow: what was asked (first block) and its transport state. */
 typedef struct FabFlow {
   uint32_t id, src, dst;   /* flow and endpoint numbers (id: the flow's number in the run, which its ECMP
@@ -130,6 +144,7 @@ typedef struct FabFlow {
   uint8_t prio;            /* priority class */
   uint8_t path;            /* FAB_PATH_NET (the NIC port) or FAB_PATH_NVL (NVLink) */
   uint8_t lane;            /* its packets' lane (FabSwitchCfg.lanes): which NIC of a multi-NIC GPU; 0: none */
+  uint8_t stripes;         /* striping: its packets go over this many NICs from `lane` on (below); 0 or 1: one */
   bool nvls;               /* an NVLS member (models/nvls.h): src == dst; its packets go to group nvls_group */
   uint8_t nvls_mode;       /* FabNvlsMode: AR (contributes npkts segments, multicasts the reduced ones it owns,
                            ** receives npkts), RS (contributes npkts, receives the reduced ones it owns), AG

@@ -428,6 +428,28 @@ Test(nic, srd_flows_to_a_peer_carry_its_rtt_on) {
   fab_engine_free(l.eng);
 }
 
+/* aws-ofi-nccl's stripe count (nic.h): ceil(bytes / 128 KiB) up to the
+** rails, rounded down to a divisor of them; only on the network path. */
+Test(nic, stripes_follow_aws_ofi_nccl) {
+  FabNicCfg c = testnet_nic_cfg(100000000000ULL, 4096, FAB_TRANSPORT_SRD);
+  c.stripe_rails = 4;
+  c.stripe_min = 128 * 1024;
+  static const struct { uint64_t bytes; uint32_t rails; uint8_t stripes; } cases[] = {
+    {128 * 1024, 4, 1}, {128 * 1024 + 1, 4, 2}, {300 * 1024, 4, 2}, {384 * 1024 + 1, 4, 4}, {64 << 20, 4, 4},
+    {300 * 1024, 3, 3}, {300 * 1024, 6, 3}, {600 * 1024, 6, 3}, {800 * 1024, 6, 6},
+  };
+  for (size_t i = 0; i < G_N_ELEMENTS(cases); i++) {
+    c.stripe_rails = cases[i].rails;
+    FabFlow f = testnet_flow(0, 0, 1, cases[i].bytes, 0, &c);
+    cr_assert_eq(f.stripes, cases[i].stripes, "%lu B over %u rails: %u stripes", cases[i].bytes, cases[i].rails,
+                 f.stripes);
+  }
+  c.nvl_domain = 2; /* 0 and 1 share NVLink: not striped */
+  c.nvl_bps = 1;
+  c.nvl_mtu = 4096;
+  cr_assert_eq(testnet_flow(0, 0, 1, 64 << 20, 0, &c).stripes, 1);
+}
+
 Test(nic, flow_payload_and_packet_count) {
   FabNicCfg c = testnet_nic_cfg(1, 4096, FAB_TRANSPORT_ROCEV2);
   FabFlow f = testnet_flow(0, 0, 1, 3 * 4096 + 1, 0, &c);

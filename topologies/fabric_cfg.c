@@ -854,6 +854,11 @@ gboolean fab_fabric_cfg_read(const FabCfgNode *root, FabFabricCfg *out, GPtrArra
     r.f.nic.nvl_overhead = NVL_OVERHEAD;
     r.f.nic.nvls_eff = r.f.gpu.nvls ? r.f.gpu.nvls_eff : 0;
     r.f.nic.pxn_rails = r.f.gpu.pxn ? r.f.gpu.gpus_per_node : 0;
+    uint32_t per_gpu = r.f.gpu.nics_per_node / r.f.gpu.gpus_per_node; /* NICs of one GPU (p5: 4) */
+    if (r.f.nic.srd && per_gpu > 1) { /* aws-ofi-nccl stripes a message over them (models/nic.h) */
+      r.f.nic.stripe_rails = per_gpu;
+      r.f.nic.stripe_min = 128 * 1024; /* aws-ofi-nccl include/nccl_ofi_param.h: MIN_STRIPE_SIZE 128 KiB */
+    }
   }
   r.f.sw.mtu_wire = mtu_wire;
   r.f.sw_node = r.sw;
