@@ -1045,6 +1045,37 @@ Test(tune, tree_small_ring_large_on_64_hosts) {
   cr_assert_gt(fab_coll_model_time(&env, &f), t8);
 }
 
+/* The network plugin's latency (aws-ofi-nccl on EFA: 75 us) is added to
+** each step across nodes, twice for Simple (NCCL's tuning.cc): on 64 hosts
+** a ring allreduce has 2 x 63 such steps, a tree 2 x log2(64); a Simple
+** ring's latency then takes NCCL's plateau factor, 1.4 on sm80 and later.
+** With it the tuner leaves the ring for small messages sooner. */
+Test(tune, the_plugin_latency_is_paid_per_step_across_nodes) {
+  FabCollEnv env = hosts(64);
+  FabCollEnv efa = env;
+  efa.plugin_lat_us = 75;
+  static const struct { FabCollAlgo a; FabProto p; double steps, per; } cases[] = {
+    {FAB_ALGO_RING, FAB_PROTO_LL, 126, 75}, {FAB_ALGO_RING, FAB_PROTO_SIMPLE, 126, 150 * 1.4},
+    {FAB_ALGO_TREE, FAB_PROTO_LL, 12, 75}, {FAB_ALGO_TREE, FAB_PROTO_SIMPLE, 12, 150},
+  };
+  for (size_t i = 0; i < G_N_ELEMENTS(cases); i++) {
+    FabCollSpec s = spec(FAB_COLL_ALLREDUCE, cases[i].a, 65536, 64);
+    s.protocol = cases[i].p;
+    s.channels = 2;
+    double d = fab_coll_model_time(&efa, &s) - fab_coll_model_time(&env, &s);
+    cr_assert_float_eq(d, cases[i].steps * cases[i].per * 1e-6, 1e-12, "%s/%s: %g s", fab_coll_algo_names[cases[i].a],
+                       fab_proto_names[cases[i].p], d);
+  }
+  double t;
+  uint64_t ring_from[2] = {0, 0}; /* the smallest power of two the tuner gives the ring, without and with */
+  for (int k = 0; k < 2; k++)
+    for (uint64_t b = 8; b <= (1ull << 32) && !ring_from[k]; b *= 2)
+      if (tuned(k ? &efa : &env, FAB_COLL_ALLREDUCE, b, 64, &t).algorithm == FAB_ALGO_RING) ring_from[k] = b;
+  cr_assert(ring_from[0] && ring_from[1]);
+  cr_assert_gt(ring_from[1], ring_from[0], "ring from %lu B with the plugin's latency, %lu B without", ring_from[1],
+               ring_from[0]);
+}
+
 Test(tune, medium_sizes_take_ll128_somewhere) {
   FabCollEnv env = gpus(1, 8);
   bool seen[FAB_PROTO_N] = {false};

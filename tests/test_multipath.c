@@ -154,9 +154,14 @@ Test(multipath, srd_defaults_and_the_aws_presets) {
   sc = testscen_load(p5, NULL);
   cr_assert_eq(sc->fabric.nic.transport.kind, FAB_TRANSPORT_SRD);
   cr_assert(sc->fabric.nic.srd);
+  cr_assert_eq(sc->nccl.plugin_lat, 75 * FAB_US, "aws-ofi-nccl reports 75 us on p5");
   fab_scenario_free(sc);
   sc = testscen_load(p5, (const char *const[]){"fabric.transport=rocev2", NULL});
   cr_assert(!sc->fabric.nic.srd && !sc->fabric.nic.selective);
+  cr_assert_eq(sc->nccl.plugin_lat, 0, "NCCL's own transports report none");
+  fab_scenario_free(sc);
+  sc = testscen_load(p5, (const char *const[]){"cluster.nccl.plugin_latency=20us", NULL});
+  cr_assert_eq(sc->nccl.plugin_lat, 20 * FAB_US);
   fab_scenario_free(sc);
 }
 

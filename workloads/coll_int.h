@@ -123,6 +123,7 @@ typedef struct Topo {
   double nvl, nic, pci; /* GB/s: NVLink per GPU, one NIC, PCIe as NCCL rates it (0: none) */
   const FabNcclArch *arch;
   uint32_t cpu;       /* the host CPU (FabCollEnv, FAB_COLL_CPU_*) */
+  double plugin_lat;  /* us: the network plugin's latency (FabCollEnv.plugin_lat_us) */
   Graph ring;         /* the ring (and tree) search */
   Graph nvls;         /* the NVLS search (nch 0: no NVLS) */
   uint32_t nch;       /* channels launched for rings and trees */

@@ -68,6 +68,8 @@ typedef struct FabNcclCosts {
                             ** memory operations: the write into each peer, the wait for theirs) */
   uint64_t ce_bps;          /* copy-engine collectives: bits/s a GPU's copy engines move together (0: no limit
                             ** beyond NVLink) */
+  fab_time_t plugin_lat;    /* cluster.nccl.plugin_latency: the network plugin's reported latency, ps (unset: the
+                            ** transport's, FabCollEnv.plugin_lat_us) */
 } FabNcclCosts;
 
 /* cluster.nccl: the keys that set FabNcclCosts (unset ones keep
@@ -94,6 +96,9 @@ typedef struct FabCollEnv {
   uint64_t nvl_bps;         /* NVLink per GPU per direction, bits/s (0: none) */
   fab_time_t net_lat;       /* one network hop end to end, unloaded (NIC to NIC), ps */
   fab_time_t nvl_lat;       /* one NVLink hop GPU to GPU, ps */
+  double plugin_lat_us;     /* the latency NCCL's network plugin reports (ncclNetProperties_t.latency), us, which
+                            ** NCCL's tuner adds to each step across nodes (twice for Simple); 0: NCCL's own IB
+                            ** and socket transports report none */
   double reduce_Bps;        /* GPU reduction throughput, bytes/s of input reduced (0: free) */
   bool collnet;             /* in-network reduction (SHARP) available */
   FabNcclCosts costs;       /* what NCCL's kernels cost on these GPUs (fab_coll_costs_resolve fills it) */

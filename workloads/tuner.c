@@ -122,7 +122,7 @@ static const Costs costs[] = {
 
 FabNcclCosts fab_coll_costs_unset(void) {
   FabNcclCosts k = {FAB_TIME_MAX, {FAB_TIME_MAX, FAB_TIME_MAX, FAB_TIME_MAX}, FAB_TIME_MAX, FAB_TIME_MAX, {0, 0, 0},
-                    FAB_TIME_MAX, 0};
+                    FAB_TIME_MAX, 0, FAB_TIME_MAX};
   return k;
 }
 
@@ -139,6 +139,7 @@ const FabCfgKey fab_nccl_schema[] = {
   K("channel_simple", FAB_CFG_RATE, channel_bps[2]),
   K("ce_sync", FAB_CFG_TIME, ce_sync, .min = 0, .max = 1e12),
   K("ce_bandwidth", FAB_CFG_RATE, ce_bps),
+  K("plugin_latency", FAB_CFG_TIME, plugin_lat, .min = 0, .max = 1e12),
   FAB_CFG_END_ROW,
 };
 #undef K
@@ -153,6 +154,8 @@ void fab_coll_costs_resolve(FabCollEnv *env) {
   if (k->proxy == FAB_TIME_MAX) k->proxy = fab_coll__us_ps(c->proxy);
   if (k->flush == FAB_TIME_MAX) k->flush = fab_coll__us_ps(c->flush);
   if (k->ce_sync == FAB_TIME_MAX) k->ce_sync = fab_coll__us_ps(c->ce_sync);
+  if (k->plugin_lat == FAB_TIME_MAX) k->plugin_lat = fab_coll__us_ps(env->plugin_lat_us);
+  else env->plugin_lat_us = (double)k->plugin_lat / 1e6;
   double def[3] = {0, c->ll128, c->simple}; /* LL's ceiling depends on the node count: fab_coll__ll_ceiling */
   for (int p = 1; p < 3; p++)
     if (!k->channel_bps[p]) k->channel_bps[p] = (uint64_t)llround(def[p] * 8e9);
@@ -248,6 +251,7 @@ void fab_coll__topo_make(Topo *t, const FabCollEnv *env, const FabCollSpec *c) {
   t->n = c->nranks;
   t->arch = fab_coll__arch(env->sm);
   t->cpu = env->cpu;
+  t->plugin_lat = env->plugin_lat_us;
   t->net = (double)env->net_bps / 8;
   t->nvl = (double)env->nvl_bps / 8 / 1e9;
   t->nic = (double)(env->nic_bps ? env->nic_bps : env->net_bps) / 8 / 1e9;
@@ -355,6 +359,9 @@ static double latency(const Topo *t, FabCollOp op, FabCollAlgo a, FabProto p) {
             : a == FAB_ALGO_NVLS_TREE ? ROW_NVLS_TREE : ROW_PAT;
   double intra = fab_coll__hw_lat[HW_NVL][row][pi];
   double inter = fab_coll__hw_lat[HW_NET][t->ppn == 1 ? ROW_TREE : row][pi];
+  /* the plugin's latency on each step across nodes, again for Simple's flush (NCCL src/graph/tuning.cc:
+  ** interLat += graphs[a]->latencyInter, twice under NCCL_PROTO_SIMPLE; NCCL 2.18 on) */
+  inter += t->plugin_lat * (p == FAB_PROTO_SIMPLE ? 2 : 1);
   double hw = fab_coll__hw_lat[N == 1 ? HW_NVL : HW_NET][row][pi];
   uint32_t nsteps = op == FAB_COLL_ALLREDUCE ? 2 * (n - 1) : op == FAB_COLL_ALLGATHER || op == FAB_COLL_REDUCE_SCATTER
                     ? n - 1 : n;

@@ -30,6 +30,9 @@ static void explain_nccl(const FabNcclCosts *k, GString *s) {
   g_string_append_printf(s, "; copy engines (cta_policy zero) %.6g us per barrier flag, ", (double)k->ce_sync / 1e6);
   if (k->ce_bps) g_string_append_printf(s, "%.6g GB/s per GPU\n", (double)k->ce_bps / 8e9);
   else g_string_append(s, "at the NVLink rate\n");
+  if (k->plugin_lat)
+    g_string_append_printf(s, "nccl       the network plugin reports %.6g us of latency: NCCL's tuner adds it to each step "
+                           "across nodes (twice for Simple) when it chooses\n", (double)k->plugin_lat / 1e6);
 }
 
 char *fab_scenario_nic_rate(const FabScenario *sc) {
@@ -210,6 +213,11 @@ static void explain_fabric(const FabScenario *sc, GString *s) {
   else
     g_string_append(s, "reliability go-back-n: receivers take only the next PSN, NAK a gap once, senders go back to "
                        "it\n");
+  if (f->nic.stripe_rails)
+    g_string_append_printf(s, "stripe     a GPU's message over %" G_GUINT64_FORMAT " KiB goes over up to %u of its NICs "
+                           "(aws-ofi-nccl: min(ceil(size / %" G_GUINT64_FORMAT " KiB), NICs), rounded down to a "
+                           "divisor), an equal share each\n", f->nic.stripe_min / 1024, f->nic.stripe_rails,
+                           f->nic.stripe_min / 1024);
   if (f->nic.spray)
     g_string_append_printf(s, "spray      %s: each network flow's data packets take %u entropy values (source "
                            "ports) in turn, in an order drawn again each pass%s; ACKs keep the flow's hash\n",
