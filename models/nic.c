@@ -592,14 +592,12 @@ static void on_ack_srd(FabEngine *eng, FabNic *nic, FabFlow *f, const FabPkt *p)
     bits_shift(f->sacked, a - old);
     fab_srd_shift(f, a - old);
     f->snd_una = a;
-    f->timeouts = 0;
   }
   if (s != UINT32_MAX && s >= f->snd_una && s - f->snd_una < FAB_SACK_WINDOW &&
       !fab_bit_at(f->sacked, s - f->snd_una)) { /* a D-SACK too: a copy arrived, so did the packet (its ACK was
                                                 ** lost, or a copy was sent too soon) */
     fab_bit_set(f->sacked, s - f->snd_una);
     fab_bit_clear(f->srd->lost, s - f->snd_una); /* presumed lost, yet here */
-    f->timeouts = 0;
   }
   if (s != UINT32_MAX && !dsack) nic->srd_path_losses += fab_srd_acked(f, old, s, p->ev);
   if (f->snd_una == f->npkts) {
@@ -628,7 +626,6 @@ static void srd_timeout(FabEngine *eng, FabNic *nic, FabFlow *f, uint64_t arg) {
   if (n) {
     nic->timeouts++;
     nic->srd_timer_losses += n;
-    f->timeouts++;
   }
   if (n && tries > nic->cfg.max_timeouts) { /* a packet timed out that often: its path is dead */
     f->timer_armed = false;

@@ -177,7 +177,8 @@ typedef struct FabFlow {
   bool sent_all;           /* its last packet has left the sender once (FabNic.sent was called) */
   bool ar;                 /* its data packets carry FAB_PKTF_AR (bytes >= ar_threshold) */
   bool imm;                /* its last PSN is a zero-byte write-with-immediate (FabNicCfg.ar_imm) */
-  uint32_t timeouts;       /* consecutive timeouts without progress */
+  uint32_t timeouts;       /* consecutive timeouts without progress (not under srd: its packets count their own,
+                           ** srd.h) */
   uint32_t retransmits;    /* packets sent again */
   struct FabFlow *rr_next;
   fab_time_t next_tx;      /* ps: paced: the next packet may not leave before this */
