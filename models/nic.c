@@ -110,8 +110,8 @@ void fab_flow_prepare(FabFlow *f, const FabNicCfg *cfg) {
   f->npkts = n ? (uint32_t)n : 1;
   uint16_t sport = fab_ecmp_sport(f->id, cfg->ecmp_seed);
   f->sport = sport;
-  f->hash_fwd = fab_ecmp_hash(f->src, f->dst, sport, 4791, 17, cfg->ecmp_seed);
-  f->hash_rev = fab_ecmp_hash(f->dst, f->src, sport, 4791, 17, cfg->ecmp_seed);
+  f->hash_fwd = fab_ecmp_hash_of(cfg->hash, f->src, f->dst, sport, 4791, 17, cfg->ecmp_seed);
+  f->hash_rev = fab_ecmp_hash_of(cfg->hash, f->dst, f->src, sport, 4791, 17, cfg->ecmp_seed);
   f->end = 0;
   f->snd_nxt = f->snd_una = f->snd_max = 0;
   f->timer_armed = f->in_rr = f->acked = f->sent_all = false;
@@ -200,8 +200,17 @@ static uint16_t next_ev(FabNic *nic, FabFlow *f) {
 }
 
 /* The ECMP hash of a sprayed data packet on entropy value v: the flow's
-** source port moved on by v (within the dynamic range fab_ecmp_sport uses). */
+** source port moved on by v (within the dynamic range fab_ecmp_sport uses).
+** Under a CRC32 hash the values are the aligned block around the port
+** (its low bits XOR v: sport ^ v stays in the range, v < 256), so that they
+** cover the hash's bits evenly (models/ecmp.h), and the hash is the flow's
+** own changed by each bit of v. */
 static inline uint32_t ev_hash(const FabNic *nic, const FabFlow *f, uint16_t v) {
+  if (nic->cfg.hash == FAB_HASH_CRC32) {
+    uint32_t h = f->hash_fwd;
+    for (uint32_t b = v; b; b &= b - 1) h ^= nic->ev_crc[__builtin_ctz(b)];
+    return h;
+  }
   uint16_t sport = (uint16_t)(49152u + ((f->sport - 49152u + v) & 0x3fffu));
   return fab_ecmp_hash(f->src, f->dst, sport, 4791, 17, nic->cfg.ecmp_seed);
 }
@@ -822,6 +831,7 @@ void fab_nic_init(FabNic *nic, uint32_t id, const FabNicCfg *cfg, FabFlowTable *
   nic->fail = fail;
   nic->ctx = ctx;
   nic->cc = fab_cc_ops(cfg->cc.kind);
+  if (cfg->hash == FAB_HASH_CRC32) fab_ecmp_crc_sport_bits(nic->ev_crc);
   nic->pace_at = FAB_TIME_MAX;
   fab_port_init(&nic->port, &nic->node, 0, cfg->bps, 0, cfg->nprio);
   if (cfg->nvl_domain) {

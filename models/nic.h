@@ -52,6 +52,7 @@ typedef struct FabNicCfg {
   uint32_t nprio;          /* priorities on the NIC port (= the switches') */
   FabTransport transport;  /* header sizes */
   uint64_t ecmp_seed;      /* for the 5-tuple hash */
+  uint8_t hash;            /* FabHashKind: the switches' hash function (models/ecmp.h) */
   uint64_t seed;           /* scenario seed: the NIC's RNG stream (CC jitter, later) */
   FabCcCfg cc;             /* congestion control; zeroed = FAB_CC_NONE (line rate) */
   /* NVLink: endpoints r and s share a domain iff nvl_domain && r / nvl_domain == s / nvl_domain;
@@ -266,6 +267,7 @@ struct FabNic {
   FabPort port;            /* to the fabric (through PCIe and the NIC, for a GPU) */
   FabPort nvl;             /* to the NVSwitch (cfg.nvl_domain > 0 only) */
   FabRng rng;              /* its own stream of cfg.seed */
+  uint32_t ev_crc[8];      /* cfg.hash crc32: what bit i of an entropy value does to the hash */
   const FabCcOps *cc;      /* cfg.cc's handlers; NULL under none */
   fab_time_t pace_at;      /* ps: the pending pacing wake-up (FAB_TIME_MAX: none) */
   fab_time_t cap_next;     /* ps: the next packet of a flow with rank_bps may not leave before this */

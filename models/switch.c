@@ -407,7 +407,8 @@ FabPort *fab_switch_next_hop(const FabSwitch *sw, uint32_t dst, uint32_t hash) {
   uint32_t g = sw->route[dst];
   if (G_UNLIKELY(g == UINT32_MAX)) return NULL;
   uint32_t n = sw->glen[g], i = sw->goff[g];
-  if (n > 1) i += fab_ecmp_pick(hash, sw->salt, n);
+  if (n > 1 && sw->cfg.hash == FAB_HASH_CRC32) i += fab_ecmp_pick_crc(hash, sw->salt, sw->cfg.tier, n);
+  else if (n > 1) i += fab_ecmp_pick(hash, sw->salt, n);
   return &sw->ports[sw->gports[i]];
 }
 

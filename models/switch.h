@@ -96,6 +96,8 @@ typedef struct FabSwitchCfg {
   double alpha;        /* dynamic threshold factor (> 0) */
   uint32_t nprio;      /* priorities (queues per port), 1..8 */
   uint64_t ecmp_seed;  /* seeds the per-switch hash salt */
+  uint32_t hash;       /* FabHashKind (models/ecmp.h) */
+  uint32_t tier;       /* 0: host-facing (leaf, edge, rail), 1: spine or aggregation, 2: core (CRC32's window) */
   uint64_t seed;       /* scenario seed: the switch's RNG stream (random marking) */
   FabPfcCfg pfc;
   FabEcnCfg ecn;

@@ -150,3 +150,66 @@ Test(ecmp, sport_varies_with_flow_and_seed) {
   cr_assert_gt(distinct, 900);
   cr_assert_gt(seed_differs, 990);
 }
+
+/* ---- the CRC32 hash (fabric.switch.hash: crc32) ---- */
+
+Test(ecmp, crc32_is_the_ieee_crc) {
+  cr_assert_eq(fab_crc32(0, "123456789", 9), 0xCBF43926u); /* the standard check value */
+  cr_assert_eq(fab_crc32(fab_crc32(0, "1234", 4), "56789", 5), 0xCBF43926u, "continues from a prefix");
+  cr_assert_eq(fab_crc32(0, "", 0), 0u);
+}
+
+/* Linear in the source port: flipping bits of it changes the hash by the
+** XOR of those bits' images, whatever the addresses and the seed; and the
+** tuple's other fields and the seed still matter. */
+Test(ecmp, crc32_is_linear_in_the_source_port) {
+  uint32_t bit[8];
+  fab_ecmp_crc_sport_bits(bit);
+  for (uint32_t i = 0; i < 200; i++) {
+    uint32_t s = i * 2654435761u, d = i ^ 0x5a5a5a5au;
+    uint16_t sp = (uint16_t)(49152 + (i * 97) % 16384);
+    uint64_t seed = i * 0x9e3779b97f4a7c15ull;
+    uint32_t h = fab_ecmp_hash_of(FAB_HASH_CRC32, s, d, sp, ROCE_DPORT, UDP, seed);
+    for (uint32_t v = 1; v < 256; v += 37) {
+      uint32_t want = h;
+      for (int b = 0; b < 8; b++)
+        if (v >> b & 1) want ^= bit[b];
+      cr_assert_eq(fab_ecmp_hash_of(FAB_HASH_CRC32, s, d, (uint16_t)(sp ^ v), ROCE_DPORT, UDP, seed), want);
+    }
+    cr_assert_neq(fab_ecmp_hash_of(FAB_HASH_CRC32, s + 1, d, sp, ROCE_DPORT, UDP, seed), h);
+    cr_assert_neq(fab_ecmp_hash_of(FAB_HASH_CRC32, s, d, sp, ROCE_DPORT, UDP, seed + 1), h);
+  }
+  cr_assert_eq(fab_ecmp_hash_of(FAB_HASH_MIX, 1, 2, 3, 4, 5, 6), fab_ecmp_hash(1, 2, 3, 4, 5, 6));
+}
+
+/* The windows of the three tiers: an aligned block of 2^k source ports
+** spreads over 2^m members exactly 2^(k-m) each, for groups of 2 to 32 and
+** blocks of 2^m to 256, whatever the addresses, the seed and the switch's
+** salt; the one exception is tier 2's window, on a block of 2 over 2
+** members. The mixed hash spreads the same blocks as balls into bins. */
+Test(ecmp, crc32_tier_windows_split_aligned_blocks_evenly) {
+  int uneven_mix = 0;
+  for (uint32_t tier = 0; tier < 3; tier++)
+    for (uint32_t m = 1; m <= 5; m++)
+      for (uint32_t k = m; k <= 8; k++)
+        for (uint32_t trial = 0; trial < 4; trial++) {
+          uint32_t n = 1u << m, count[32] = {0}, mix[32] = {0};
+          uint16_t base = (uint16_t)(49152 + ((trial * 40503u + k * 977u) % 16384));
+          uint32_t salt = fab_ecmp_salt(trial & 1 ? "leaf7" : "spine2", trial);
+          for (uint32_t v = 0; v < 1u << k; v++) {
+            uint16_t sp = (uint16_t)(base ^ v);
+            count[fab_ecmp_pick_crc(fab_ecmp_hash_of(FAB_HASH_CRC32, 3 + trial, 77, sp, ROCE_DPORT, UDP, trial),
+                                    salt, tier, n)]++;
+            mix[fab_ecmp_pick(fab_ecmp_hash(3 + trial, 77, sp, ROCE_DPORT, UDP, trial), salt, n)]++;
+          }
+          bool even = true, mix_even = true;
+          for (uint32_t j = 0; j < n; j++) {
+            even &= count[j] == 1u << (k - m);
+            mix_even &= mix[j] == 1u << (k - m);
+          }
+          bool exception = tier == 2 && m == 1 && k == 1;
+          cr_assert_eq(even, !exception, "tier %u, %u members, block of %u (trial %u)", tier, n, 1u << k, trial);
+          uneven_mix += !mix_even;
+        }
+  cr_assert_gt(uneven_mix, 300, "the mixed hash splits few blocks exactly: %d of 360 uneven", uneven_mix);
+}

@@ -14,6 +14,7 @@ static FabSwitch *add_switch(FabTopology *t, const FabFabricCfg *cfg, const char
   const char *tier = strchr(prefix, '.') ? strchr(prefix, '.') + 1 : prefix; /* multi-rail: "p3.leaf" */
   for (uint32_t k = 0; k < cfg->ntiers; k++)
     if (!strcmp(tier, cfg->tier_name[k])) sc.routing = cfg->tier_routing[k];
+  sc.tier = !strcmp(tier, "core") ? 2 : !strcmp(tier, "spine") || !strcmp(tier, "agg") ? 1 : 0;
   FabSwitch *sw = fab_switch_new(name, &sc, nports, t->nattach);
   t->switches[t->nswitches++] = sw;
   return sw;

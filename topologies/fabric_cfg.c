@@ -13,6 +13,7 @@
 #include "presets.h"
 #include "models/cc.h"
 #include "models/dcqcn.h"
+#include "models/ecmp.h"
 #include <stddef.h>
 #include <string.h>
 
@@ -137,6 +138,7 @@ static const FabCfgKey switch_schema[] = {
   K("buffer_alpha", FAB_CFG_DOUBLE, f.sw.alpha, .def = "1", .min = 1e-6, .max = 1e6),
   K("priorities", FAB_CFG_UINT, f.sw.nprio, .def = "8", .min = 1, .max = FAB_MAX_PRIOS),
   K("ecmp_seed", FAB_CFG_UINT, f.sw.ecmp_seed, .def = "0"),
+  K("hash", FAB_CFG_ENUM, f.sw.hash, .def = "mix", .choices = fab_hash_names),
   K("routing", FAB_CFG_ENUM, f.routing, .def = "ecmp", .choices = fab_routing_names),
   /* adaptive routing (models/switch.h, FabRouting); the threshold is NCCL's NCCL_IB_AR_THRESHOLD default
   ** (docs.nvidia.com/deeplearning/nccl/user-guide/docs/env.html: 8192) */
@@ -846,6 +848,7 @@ gboolean fab_fabric_cfg_read(const FabCfgNode *root, FabFabricCfg *out, GPtrArra
   r.f.nic.bps = t->host_bps;
   r.f.nic.nprio = r.f.sw.nprio;
   r.f.nic.ecmp_seed = r.f.sw.ecmp_seed;
+  r.f.nic.hash = (uint8_t)r.f.sw.hash;
   if (!check_together(&r, fab_node, err) || !check_round_trip(&r, mtu_wire, err)) return FALSE;
   if (r.f.gpu.gpus_per_node) {
     r.f.nic.nvl_domain = r.f.gpu.nvlink_domain;

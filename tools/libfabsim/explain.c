@@ -1,6 +1,7 @@
 /* validate --explain: what a scenario expands to. See scenario.h. */
 #include "scenario.h"
 #include "models/cc.h"
+#include "models/ecmp.h"
 #include "topologies/presets.h"
 #include <string.h>
 
@@ -160,8 +161,11 @@ static void explain_fabric(const FabScenario *sc, GString *s) {
                          fab_transport_names[f->nic.transport.kind], f->nic.transport.data_overhead,
                          f->nic.transport.ack_bytes);
   g_string_append_printf(s, "switch     latency %.6g ns, shared buffer %" G_GUINT64_FORMAT
-                         " B, alpha %g, %u priorities, ECMP seed %" G_GUINT64_FORMAT "\n",
-                         (double)f->sw.latency / 1e3, f->sw.buffer, f->sw.alpha, f->sw.nprio, f->sw.ecmp_seed);
+                         " B, alpha %g, %u priorities, ECMP seed %" G_GUINT64_FORMAT ", hash %s%s\n",
+                         (double)f->sw.latency / 1e3, f->sw.buffer, f->sw.alpha, f->sw.nprio, f->sw.ecmp_seed,
+                         fab_hash_names[f->sw.hash],
+                         f->sw.hash == FAB_HASH_CRC32 ? " (linear: a sprayed flow's aligned block of entropy values "
+                         "splits evenly over a power-of-two group; a window per tier)" : "");
   explain_routing(f, s);
   const FabPfcCfg *pfc = &f->sw.pfc;
   if (pfc->enabled) {
