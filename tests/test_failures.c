@@ -142,6 +142,47 @@ Test(failures, one_flow_loses_the_link_until_its_switch_reroutes) {
   cr_assert_eq(t, t0 + lost * pkt, "adaptive: %lu ps", t);
 }
 
+/* What the failure cost, from the run itself (fabric.failure_baseline: the
+** scenario runs again without fabric.failures). The flow of the test above:
+** healthy 347.26448 us, so the ECMP case's 153 packet times late is a
+** slowdown of 153 x 334.24 / 347264.48; the failed uplink had started 296
+** packets by 100 us (packet k starts at (k + 1) x 334.24 ns + 1 us) against
+** 1024 healthy, so 728 packets of 4178 B moved off it. Slowed to 50 Gb/s
+** from the start the uplink carries the same bytes (hashing keeps the flow
+** on it): 689.52624 us, nothing moved. Off, or with no failures: none. */
+Test(failures, the_run_reports_what_the_failure_cost) {
+  static const char down[] = "fabric.failures=[{link: leaf0-spine0, at: 100us, down: true}]";
+  static const char slow[] = "fabric.failures=[{link: leaf0-spine0, bandwidth: 50Gbps}]";
+  FabScenario *sc = testscen_load(one_flow, (const char *const[]){down, NULL});
+  FabResults res;
+  testscen_run(sc, &res);
+  cr_assert_not_null(res.impact);
+  cr_assert_eq(res.impact->baseline_time, 347264480);
+  cr_assert_float_eq(res.impact->slowdown, 153.0 * 334240 / 347264480, 1e-12, "%.12f", res.impact->slowdown);
+  cr_assert_eq(res.impact->moved_bytes, 728u * 4178, "%lu", res.impact->moved_bytes);
+  cr_assert_eq(res.impact->baseline_retransmits, 0);
+  cr_assert_float_eq(res.impact->baseline_fct_max_s, 347.26448e-6, 1e-15);
+  char *js = testscen_stable_json(&res);
+  cr_assert(strstr(js, "\"failure_impact\": {\"baseline_time_s\": 0.00034726448, \"slowdown\": 0.147261"), "%s", js);
+  g_free(js);
+  testscen_done(sc, &res);
+  sc = testscen_load(one_flow, (const char *const[]){slow, NULL});
+  testscen_run(sc, &res);
+  cr_assert_float_eq(res.impact->slowdown, 689526240.0 / 347264480 - 1, 1e-12);
+  cr_assert_eq(res.impact->moved_bytes, 0);
+  testscen_done(sc, &res);
+  const char *const none[][3] = {{down, "fabric.failure_baseline=false", NULL}, {NULL}};
+  for (int k = 0; k < 2; k++) {
+    sc = testscen_load(one_flow, none[k]);
+    testscen_run(sc, &res);
+    cr_assert_null(res.impact);
+    char *j = testscen_stable_json(&res);
+    cr_assert(strstr(j, "\"failure_impact\": null"), "%s", j);
+    g_free(j);
+    testscen_done(sc, &res);
+  }
+}
+
 static fab_time_t one_flow_with(const char *failures) {
   const char *sets[] = {failures, NULL};
   FabScenario *sc = testscen_load(one_flow, sets);

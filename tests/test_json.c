@@ -83,7 +83,7 @@ Test(json, values_and_rates) {
   cr_assert(strstr(js, "\"status\": \"failed\", \"failure\": \"stop_time reached\""), "%s", js);
   cr_assert(strstr(js, "\"drops\": 3,"), "%s", js);
   cr_assert(strstr(js, "\"collectives\": [], \"step\": null, \"jobs\": [], \"failures\": [], \"warnings\": [], "
-                       "\"fabric_segment_bytes\": null}"), "%s", js);
+                       "\"fabric_segment_bytes\": null, \"failure_impact\": null}"), "%s", js);
   g_free(js);
   unfinalize(&r);
 }
@@ -350,6 +350,7 @@ typedef struct Full {
   FabStepRec steps[2];
   FabJobRec jobs[2];
   FabFailureRec failures[2];
+  FabFailureImpact impact;
   char deadlock[2][FAB_FIELD_NAME_LEN];
   char *warnings[2];
 } Full;
@@ -402,6 +403,9 @@ static void full(Full *x) {
                                    .lost_bytes = 50136, .rerouted = 28, .rerouted_at = 1100 * FAB_US};
   x->failures[1] = (FabFailureRec){.link = "leaf1-spine0", .change = "rate", .at = 0, .bps = 50000000000ULL};
   r->failures = x->failures, r->n_failures = 2;
+  x->impact = (FabFailureImpact){.baseline_time = 200 * FAB_US, .slowdown = 0.25, .baseline_fct_p50_s = 10e-6,
+                                 .baseline_fct_p99_s = 30e-6, .baseline_fct_max_s = 30e-6, .moved_bytes = 4178};
+  r->impact = &x->impact;
   g_strlcpy(x->deadlock[0], "ring0:p2", FAB_FIELD_NAME_LEN);
   g_strlcpy(x->deadlock[1], "ring1:p2", FAB_FIELD_NAME_LEN);
   r->deadlock = x->deadlock, r->n_deadlock = 2;

@@ -176,7 +176,10 @@ Test(sweep, grid_2x2_matches_individual_runs_and_resumes) {
                    "fct_p50_s,fct_p99_s,fct_max_s,step_time_s,compute_s,exposed_comm_s,bubble_fraction,wall_s,"
                    /* then every other number of the JSON summary, in its order */
                    "seed,events_per_s,packet_hops_per_s,endpoints,nvlink_segment_bytes,flows_bytes,pfc_paused_s,"
-                   "step_steps,step_comm_s,step_overlap_s,step_bubble_s,fabric_segment_bytes",
+                   "step_steps,step_comm_s,step_overlap_s,step_bubble_s,fabric_segment_bytes,"
+                   "failure_impact_baseline_time_s,failure_impact_slowdown,failure_impact_baseline_fct_p50_s,"
+                   "failure_impact_baseline_fct_p99_s,failure_impact_baseline_fct_max_s,"
+                   "failure_impact_baseline_retransmits,failure_impact_moved_bytes",
                    "the CSV header");
   int c_point = col(hd, "point"), c_status = col(hd, "status"), c_time = col(hd, "sim_time_s"),
       c_events = col(hd, "events");

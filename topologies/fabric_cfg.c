@@ -106,6 +106,7 @@ static const FabCfgKey fabric_schema[] = {
   K("failures", FAB_CFG_SEQ, failures),
   /* no public figure for how fast a fabric's hashing switches take new routes: an assumption (README) */
   K("reroute_delay", FAB_CFG_TIME, f.reroute_delay, .def = "1ms", .min = 0, .max = 1e15),
+  K("failure_baseline", FAB_CFG_BOOL, f.failure_baseline, .def = "true"),
   FAB_CFG_END_ROW,
 };
 

@@ -217,6 +217,9 @@ gboolean fab_fabric_read_failures(Read *r, GError **err) {
     if (!strcmp(c->a, c->b)) return fab_cfg_fail(link, err, "'%s': a link joins two different elements", in.link);
   }
   r->f.nchanges = (uint32_t)n;
+  if (!n && fab_cfg_get(r->fabric, "failure_baseline"))
+    no_effect(r, fab_cfg_get(r->fabric, "failure_baseline"), "fabric.failures is empty: there is nothing to compare "
+              "with");
   qsort(r->f.changes, n, sizeof *r->f.changes, by_time);
   bool moves = false; /* some link goes down or up: routes change */
   for (size_t i = 0; i < n; i++) moves |= r->f.changes[i].down >= 0;

@@ -135,6 +135,7 @@ typedef struct FabFabricCfg {
   uint32_t nchanges;        /* fabric.failures, in time order (stable) */
   FabLinkChange changes[FAB_MAX_LINK_CHANGES];
   fab_time_t reroute_delay; /* fabric.reroute_delay: ps from a link's change of state to ECMP switches' new routes */
+  bool failure_baseline;    /* fabric.failure_baseline: run again without the failures to report what they cost */
 } FabFabricCfg;
 
 typedef struct FabTopology {

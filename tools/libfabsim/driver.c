@@ -632,6 +632,64 @@ static void run_free(Run *r) {
   fab_engine_free(r->eng);
 }
 
+/* Wire bytes the links between elements a and b carried in `r`, by index
+** in r->links (both directions), added into by[]. */
+static bool link_between(const FabLinkRec *l, const char *a, const char *b) {
+  size_t na = strlen(a), nb = strlen(b);
+  return !strncmp(l->from, a, na) && l->from[na] == ':' && !strncmp(l->to, b, nb) && l->to[nb] == ':';
+}
+
+/* What the links named in fabric.failures carried less in `res` than in
+** `base` (the same fabric: the same links in the same order). */
+static uint64_t moved_bytes(const FabScenario *sc, const FabResults *res, const FabResults *base) {
+  uint64_t moved = 0;
+  if (res->n_links != base->n_links) return 0;
+  for (size_t i = 0; i < res->n_links; i++) {
+    const FabLinkRec *l = &res->links[i], *b = &base->links[i];
+    if (strcmp(l->from, b->from) || strcmp(l->to, b->to)) return 0;
+    bool named = false;
+    for (uint32_t k = 0; k < sc->fabric.nchanges && !named; k++) {
+      const FabLinkChange *c = &sc->fabric.changes[k];
+      named = link_between(l, c->a, c->b) || link_between(l, c->b, c->a);
+    }
+    if (named && b->bytes > l->bytes) moved += b->bytes - l->bytes;
+  }
+  return moved;
+}
+
+/* fabric.failures against the same scenario without them (fabric.
+** failure_baseline): a second run, compared in res->impact. A baseline
+** that cannot be had is a warning of this run, not its failure. */
+static void failure_baseline(const FabScenario *sc, FabResults *res) {
+  GError *err = NULL;
+  FabScenario *b = fab_scenario_reload(sc, "fabric.failures=[]", &err);
+  FabResults base = {0};
+  int rc = 1;
+  if (b) {
+    b->hdf5 = NULL;
+    rc = fab_run(b, &(FabRunOpts){0}, &base);
+  }
+  if (rc) {
+    res->warnings = g_renew(char *, res->warnings, res->n_warnings + 2);
+    res->warnings[res->n_warnings++] = g_strdup_printf("no failure baseline (failure_impact is null): the run "
+                                                       "without fabric.failures %s", err ? err->message :
+                                                       base.failure ? base.failure : "failed");
+    res->warnings[res->n_warnings] = NULL;
+  } else {
+    FabFailureImpact *m = res->impact = g_new0(FabFailureImpact, 1);
+    m->baseline_time = base.sim_time;
+    m->slowdown = base.sim_time ? (double)res->sim_time / (double)base.sim_time - 1 : 0;
+    m->baseline_fct_p50_s = base.flow_stats.fct_p50_s;
+    m->baseline_fct_p99_s = base.flow_stats.fct_p99_s;
+    m->baseline_fct_max_s = base.flow_stats.fct_max_s;
+    m->baseline_retransmits = base.retransmits;
+    m->moved_bytes = moved_bytes(sc, res, &base);
+  }
+  if (err) g_error_free(err);
+  fab_results_clear(&base);
+  fab_scenario_free(b);
+}
+
 int fab_run(const FabScenario *sc, const FabRunOpts *opts, FabResults *res) {
   Run r = {.sc = sc};
   GString *fail = NULL;
@@ -655,5 +713,6 @@ int fab_run(const FabScenario *sc, const FabRunOpts *opts, FabResults *res) {
   res->failure = fail ? g_string_free(fail, FALSE) : NULL;
   fab_results_finalize(res);
   run_free(&r);
+  if (!res->failure && sc->fabric.nchanges && sc->fabric.failure_baseline) failure_baseline(sc, res);
   return res->failure ? 1 : 0;
 }

@@ -245,6 +245,11 @@ static void explain_fabric(const FabScenario *sc, GString *s) {
     else
       g_string_append_printf(s, "has %.6g us latency\n", (double)c->latency / 1e6);
   }
+  if (f->nchanges)
+    g_string_append(s, f->failure_baseline ? "baseline   the scenario runs a second time without fabric.failures "
+                    "(twice the run time) to report their cost: JSON failure_impact (fabric.failure_baseline: "
+                    "false skips it)\n" : "baseline   none (fabric.failure_baseline: false): failure_impact is "
+                    "null\n");
 }
 
 /* "0-7", "0, 4, 8, 12, 1, 5, 9, 13", "0-3, 8-11": a job's endpoints in

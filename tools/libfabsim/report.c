@@ -36,6 +36,11 @@ static void head(const FabScenario *sc, const FabResults *r, FILE *out) {
     if (f->rerouted_at) fprintf(out, " (the last at %.3f us)", fab_time_to_s(f->rerouted_at) * 1e6);
     fputc('\n', out);
   }
+  if (r->impact)
+    fprintf(out, "  impact      %+.2f %% time against %.3f us without the failures (fct p50 %.3f us, p99 %.3f us "
+            "then); %" G_GUINT64_FORMAT " B moved off the links named\n", r->impact->slowdown * 100,
+            fab_time_to_s(r->impact->baseline_time) * 1e6, r->impact->baseline_fct_p50_s * 1e6,
+            r->impact->baseline_fct_p99_s * 1e6, r->impact->moved_bytes);
   for (size_t j = 0; r->n_jobs > 1 && j < r->n_jobs; j++) {
     const FabJobRec *jr = &r->jobs[j];
     fprintf(out, "  job         %s (%s, %u ranks): %u/%u flows, %.3f us\n", jr->name, jr->kind, jr->ranks,

@@ -158,6 +158,20 @@ static const FabField failure_fields[] = {
 };
 TABLE(fab_failure_table, "failures", FabFailureRec, failure_fields);
 
+static const FabField impact_fields[] = {
+  F(FabFailureImpact, "baseline_time_s", FAB_F_PS_S, baseline_time, .flags = J, .unit = "s",
+    .doc = "when the workload ended without fabric.failures"),
+  F(FabFailureImpact, "slowdown", FAB_F_F64, slowdown, .flags = J,
+    .doc = "sim_time_s / baseline_time_s - 1"),
+  F(FabFailureImpact, "baseline_fct_p50_s", FAB_F_F64, baseline_fct_p50_s, .flags = J, .unit = "s"),
+  F(FabFailureImpact, "baseline_fct_p99_s", FAB_F_F64, baseline_fct_p99_s, .flags = J, .unit = "s"),
+  F(FabFailureImpact, "baseline_fct_max_s", FAB_F_F64, baseline_fct_max_s, .flags = J, .unit = "s"),
+  F(FabFailureImpact, "baseline_retransmits", FAB_F_U64, baseline_retransmits, .flags = J),
+  F(FabFailureImpact, "moved_bytes", FAB_F_U64, moved_bytes, .flags = J, .unit = "B",
+    .doc = "what the links named in fabric.failures carried less than without them, both directions"),
+};
+TABLE(fab_impact_table, "failure_impact", FabFailureImpact, impact_fields);
+
 static const FabField reorder_fields[] = {
   F(FabReorderBin, "ahead", FAB_F_STR, ahead, .flags = H, .strw = 8, .unit = "packets",
     .doc = "how many PSNs ahead of the next expected: 0, 1, 2-3, ..., 128-255, 256+"),
@@ -213,6 +227,8 @@ static const FabField results_fields[] = {
   R("fabric_segment_bytes", FAB_F_U32, fabric_segment, .flags = J | M | FAB_FF_NULL0, .unit = "B",
     .doc = "fabric.segment: payload per train on the network (null: packet by packet); last, so sweep columns "
            "only grow at the end"),
+  R("failure_impact", FAB_F_PTR, impact, .sub = &fab_impact_table, .flags = J,
+    .doc = "fabric.failures against the same run without them (fabric.failure_baseline), null: none"),
 };
 TABLE(fab_results_table, "results", FabResults, results_fields);
 
@@ -530,6 +546,7 @@ void fab_results_clear(FabResults *r) {
   g_free(r->summaries);
   g_free(r->jobs);
   g_free(r->failures);
+  g_free(r->impact);
   g_free(r->reorder);
   g_free(r->deadlock);
   for (size_t i = 0; i < r->n_warnings; i++) g_free(r->warnings[i]);

@@ -160,6 +160,17 @@ typedef struct FabFailureRec {
   fab_time_t rerouted_at;     /* ps: when the last of them changed, 0: none */
 } FabFailureRec;
 
+/* What fabric.failures cost: the same scenario run again without them
+** (fabric.failure_baseline, driver.c), against this run. */
+typedef struct FabFailureImpact {
+  fab_time_t baseline_time;   /* ps: when the workload ended without the failures */
+  double slowdown;            /* sim_time / baseline_time - 1 (0.05: 5 % longer; below 0: sooner) */
+  double baseline_fct_p50_s, baseline_fct_p99_s, baseline_fct_max_s;
+  uint64_t baseline_retransmits;
+  uint64_t moved_bytes;       /* wire bytes the links named in fabric.failures carried less than without them
+                              ** (both directions): the traffic that went another way, or was lost */
+} FabFailureImpact;
+
 /* Network data packets received the first time, by how far ahead of the
 ** next expected PSN they came (models/nic.h, fab_reorder_bin). */
 typedef struct FabReorderBin {
@@ -239,12 +250,13 @@ typedef struct FabResults {
   /* what the scenario's settings cost in fidelity or performance (owned) */
   size_t n_warnings;
   char **warnings;
+  FabFailureImpact *impact;  /* fabric.failures against a run without them, NULL: none (owned) */
 } FabResults;
 
 /* The description of FabResults and its records (results.c). */
 extern const FabFieldTable fab_results_table;
 extern const FabFieldTable fab_flow_table, fab_link_table, fab_coll_table, fab_span_table, fab_step_table,
-    fab_job_table, fab_failure_table, fab_reorder_table;
+    fab_job_table, fab_failure_table, fab_reorder_table, fab_impact_table;
 
 /* Derive what the reports print from the raw facts (see the top). Call
 ** once, after the driver filled r. */

@@ -283,6 +283,50 @@ fail:
   return NULL;
 }
 
+/* Where a scenario came from: a file (path; NULL: the quickstart) or text
+** (with its name and include directory), and its overrides. */
+struct FabScenarioSrc {
+  bool text;
+  char *path_or_text, *name, *dir;
+  char **sets;
+};
+
+static void src_free(struct FabScenarioSrc *src) {
+  if (!src) return;
+  g_free(src->path_or_text);
+  g_free(src->name);
+  g_free(src->dir);
+  g_strfreev(src->sets);
+  g_free(src);
+}
+
+static struct FabScenarioSrc *src_new(bool text, const char *path_or_text, const char *name, const char *dir,
+                                      const char *const *sets) {
+  struct FabScenarioSrc *src = g_new0(struct FabScenarioSrc, 1);
+  src->text = text;
+  src->path_or_text = g_strdup(path_or_text);
+  src->name = g_strdup(name);
+  src->dir = g_strdup(dir);
+  src->sets = g_strdupv((char **)(sets ? sets : (const char *const[]){NULL}));
+  return src;
+}
+
+FabScenario *fab_scenario_reload(const FabScenario *sc, const char *extra, GError **err) {
+  const struct FabScenarioSrc *src = sc->src;
+  if (!src) {
+    g_set_error(err, FAB_CFG_ERROR, 0, "the scenario was made from a tree: it cannot be loaded again");
+    return NULL;
+  }
+  guint n = g_strv_length(src->sets);
+  const char **sets = g_new0(const char *, n + 2);
+  for (guint i = 0; i < n; i++) sets[i] = src->sets[i];
+  sets[n] = extra;
+  FabScenario *b = src->text ? fab_scenario_load_string(src->path_or_text, src->name, src->dir, sets, err)
+                             : fab_scenario_load(src->path_or_text, sets, err);
+  g_free(sets);
+  return b;
+}
+
 static gboolean apply_sets(FabCfg *cfg, const char *const *sets, GError **err) {
   for (int i = 0; sets && sets[i]; i++)
     if (!fab_cfg_set(cfg, sets[i], err)) return FALSE;
@@ -304,6 +348,7 @@ FabScenario *fab_scenario_load(const char *path, const char *const *sets, GError
   }
   FabScenario *sc = fab_scenario_from_cfg(cfg, name, err);
   g_free(name);
+  if (sc) sc->src = src_new(false, path, NULL, NULL, sets);
   return sc;
 }
 
@@ -320,6 +365,7 @@ FabScenario *fab_scenario_load_string(const char *text, const char *name, const 
   if (dot && dot != base) *dot = 0;
   FabScenario *sc = fab_scenario_from_cfg(cfg, base, err);
   g_free(base);
+  if (sc) sc->src = src_new(true, text, name, dir, sets);
   return sc;
 }
 
@@ -330,5 +376,6 @@ void fab_scenario_free(FabScenario *sc) {
   g_free(sc->topology);
   g_free(sc->own_name);
   fab_cfg_free(sc->cfg);
+  src_free(sc->src);
   g_free(sc);
 }

@@ -31,6 +31,7 @@ typedef struct FabScenario {
   uint64_t mem_bytes;       /* the load-time estimate of what running it takes (fab_scenario_mem_limit) */
   GPtrArray *warnings;      /* char *: what the settings cost in fidelity or performance (printed on stderr,
                             ** listed in the JSON and in validate --explain) */
+  struct FabScenarioSrc *src; /* where it was loaded from, for fab_scenario_reload (NULL: from a tree) */
 } FabScenario;
 
 /* The memory a scenario may take, bytes: what fab_scenario_set_mem_limit
@@ -61,6 +62,12 @@ FabScenario *fab_scenario_load_string(const char *text, const char *name, const 
 FabScenario *fab_scenario_from_cfg(FabCfg *cfg, const char *default_name, GError **err);
 
 void fab_scenario_free(FabScenario *sc);
+
+/* The scenario loaded again from where `sc` was (its file or text, its
+** overrides) with one more override `extra` ("key=value"); NULL + err when
+** it does not load, or when `sc` was made from a tree (no source kept).
+** The run's failure baseline uses it (driver.c). Transfer full. */
+FabScenario *fab_scenario_reload(const FabScenario *sc, const char *extra, GError **err);
 
 /* A multi-line description of what the scenario expands to (validate
 ** --explain). Transfer full. */
