@@ -134,6 +134,8 @@ void fab_flow_prepare(FabFlow *f, const FabNicCfg *cfg) {
   memset(f->rcvd, 0, sizeof f->rcvd);
   f->nak_sent = f->ece = false;
   f->ev_next = f->ev_xor = f->ece_ev = 0;
+  f->ev_of = NULL;
+  f->ev_min_rtt = 0;
   memset(f->ev_skip, 0, sizeof f->ev_skip);
   f->rcv_bytes = 0;
   f->next_tx = f->made = 0;
@@ -197,6 +199,31 @@ static uint16_t next_ev(FabNic *nic, FabFlow *f) {
     f->ev_skip[v >> 6] &= ~(1ull << (v & 63));
     nic->ev_skips++;
   }
+}
+
+/* Spraying under avoid with selective receivers, not srd (nic.h): the
+** sender learns from losses and RTTs per value. */
+static inline bool ev_learns(const FabNic *nic, const FabFlow *f) {
+  return nic->cfg.spray == FAB_SPRAY_AVOID && nic->cfg.selective && !f->srd && f->path == FAB_PATH_NET;
+}
+
+/* f's PSN -> value ring, from the NIC's spares. */
+static uint8_t *ev_take(FabNic *nic) {
+  if (nic->ev_free && nic->ev_free->len) return g_ptr_array_steal_index_fast(nic->ev_free, nic->ev_free->len - 1);
+  if (!nic->ev_all) {
+    nic->ev_all = g_ptr_array_new_with_free_func(g_free);
+    nic->ev_free = g_ptr_array_new();
+  }
+  uint8_t *r = g_malloc(FAB_SACK_WINDOW);
+  g_ptr_array_add(nic->ev_all, r);
+  return r;
+}
+
+/* The sender is done with f: its ring goes back. */
+static void ev_give_back(FabNic *nic, FabFlow *f) {
+  if (!f->ev_of) return;
+  g_ptr_array_add(nic->ev_free, f->ev_of);
+  f->ev_of = NULL;
 }
 
 /* The ECMP hash of a sprayed data packet on entropy value v: the flow's
@@ -420,7 +447,16 @@ static FabPkt *nic_pull(FabEngine *eng, FabNode *self, FabPort *port) {
   p->dst = f->dst;
   p->hash = f->hash_fwd;
   if (nic->cfg.spray && f->path == FAB_PATH_NET) {
+    bool learns = ev_learns(nic, f);
+    if (learns && f->ev_of && seq < f->snd_max) { /* a resend: the value it last took presumably lost it */
+      fab_bit_set(f->ev_skip, f->ev_of[seq % FAB_SACK_WINDOW]);
+      nic->ev_loss_avoids++;
+    }
     p->ev = next_ev(nic, f);
+    if (learns) {
+      if (!f->ev_of) f->ev_of = ev_take(nic);
+      f->ev_of[seq % FAB_SACK_WINDOW] = (uint8_t)p->ev;
+    }
     p->hash = ev_hash(nic, f, p->ev);
     if (nic->cfg.spray == FAB_SPRAY_AVOID) p->flags |= FAB_PKTF_ECT; /* it reacts to marks */
   }
@@ -498,10 +534,13 @@ static void send_ctrl(FabEngine *eng, FabNic *nic, FabFlow *f, uint8_t type, uin
   } else if (echo && srd_flow(nic, f)) { /* srd: the ACK names its packet's value and echoes its mark */
     p->ev = echo->ev;
     if (echo->flags & FAB_PKTF_ECN) p->flags |= FAB_PKTF_ECE;
-  } else if (f->ece && type != FAB_PKT_CNP) { /* spraying, avoid: echo the last congestion mark and its value */
-    p->flags |= FAB_PKTF_ECE;
-    p->ev = f->ece_ev;
-    f->ece = false;
+  } else if (type != FAB_PKT_CNP && nic->cfg.spray == FAB_SPRAY_AVOID && f->path == FAB_PATH_NET) {
+    if (echo) p->ev = echo->ev; /* the value of the packet it answers (its RTT, with `sent`) */
+    if (f->ece) { /* echo the last congestion mark and its value */
+      p->flags |= FAB_PKTF_ECE;
+      p->mark_ev = f->ece_ev;
+      f->ece = false;
+    }
   }
   p->ready = eng->now;
   p->sent = echo ? echo->sent : 0;
@@ -676,8 +715,18 @@ static void on_ctrl(FabEngine *eng, FabNic *nic, FabFlow *f, FabPkt *p) {
     on_ack_srd(eng, nic, f, p);
     return;
   }
-  if ((p->flags & FAB_PKTF_ECE) && nic->cfg.spray == FAB_SPRAY_AVOID && p->ev < nic->cfg.paths)
-    fab_bit_set(f->ev_skip, p->ev); /* skip the congested value once */
+  if ((p->flags & FAB_PKTF_ECE) && nic->cfg.spray == FAB_SPRAY_AVOID && p->mark_ev < nic->cfg.paths)
+    fab_bit_set(f->ev_skip, p->mark_ev); /* skip the congested value once */
+  if (nic->cfg.avoid_rtt && ev_learns(nic, f) && p->type != FAB_PKT_CNP && !(p->flags & FAB_PKTF_RETX) && p->sent && p->sent < eng->now &&
+      p->ev < nic->cfg.paths) { /* the answered packet's RTT: a value this slow is skipped once */
+    fab_time_t rtt = eng->now - p->sent;
+    if (!f->ev_min_rtt || rtt < f->ev_min_rtt) {
+      f->ev_min_rtt = rtt;
+    } else if (rtt > f->ev_min_rtt + nic->cfg.avoid_delay) {
+      fab_bit_set(f->ev_skip, p->ev);
+      nic->ev_rtt_avoids++;
+    }
+  }
   if (nic->cc && nic->cc->on_ack) {
     nic->cc->on_ack(&f->cc, &nic->cfg.cc, p, eng->now);
     cc_arm(eng, nic, f);
@@ -690,6 +739,7 @@ static void on_ctrl(FabEngine *eng, FabNic *nic, FabFlow *f, FabPkt *p) {
     f->deadline = eng->now + nic->cfg.rto;
     if (f->snd_una == f->npkts) {
       f->acked = true;
+      ev_give_back(nic, f);
       return;
     }
   }
@@ -849,6 +899,9 @@ void fab_nic_clear(FabNic *nic) {
   if (nic->srd_all) g_ptr_array_free(nic->srd_all, TRUE);
   nic->srd_all = NULL;
   nic->srd_free = NULL;
+  if (nic->ev_all) g_ptr_array_free(nic->ev_all, TRUE);
+  if (nic->ev_free) g_ptr_array_free(nic->ev_free, TRUE);
+  nic->ev_all = nic->ev_free = NULL;
 }
 
 void fab_nic_set_name(FabNic *nic, const char *name) {

@@ -73,7 +73,8 @@ typedef struct FabNicCfg {
   bool srd;                /* transport srd (srd.h): selective repeat with per-path loss detection, an ACK per
                            ** packet, RTT-based per-packet timers */
   fab_time_t rto_min;      /* srd: the timer's floor, ps */
-  fab_time_t avoid_delay;  /* srd: a value whose packet came back this much above the flow's lowest RTT is
+  bool avoid_rtt;          /* spray avoid with selective receivers (not srd): RTTs steer it too (avoid_delay given) */
+  fab_time_t avoid_delay;  /* srd, spray avoid: a value whose packet came back this much above the lowest RTT is
                            ** skipped once, ps (0: RTT does not steer) */
   uint32_t stripe_rails;   /* srd, GPUs with several NICs: their number; a flow of a lane longer than stripe_min is
                            ** striped over them (below); 0: no striping */
@@ -114,8 +115,14 @@ typedef struct FabNicCfg {
 ** ECN-capable, the receiver echoes a congestion mark in its next ACK with
 ** the entropy value that carried it, and the sender skips that value once
 ** at its next pass (csg-htsim's EQDS source, sim/eqds.cpp, penalizePath /
-** nextEntropy, does the same with a penalty of 1). Losses do not steer it.
-** ACKs, NAKs and CNPs keep the flow's one hash; NVLink flows do not spray. */
+** nextEntropy, does the same with a penalty of 1). With selective
+** receivers, losses steer it too, as EQDS penalises a path on a NACK: a
+** PSN presumed lost has its value skipped once as it is resent (the sender
+** keeps each PSN's value in flight, FabFlow.ev_of); and when `avoid_delay`
+** is given (avoid_rtt), delay: each ACK names the value of the packet it
+** answers and echoes its send time, and a value whose packet came back
+** more than avoid_delay above the flow's lowest RTT is skipped once. ACKs, NAKs and
+** CNPs keep the flow's one hash; NVLink flows do not spray. */
 typedef enum { FAB_SPRAY_NONE = 0, FAB_SPRAY_ROUND_ROBIN = 1, FAB_SPRAY_AVOID = 2 } FabSpray;
 #define FAB_SPRAY_MAX_PATHS 256
 extern const char *const fab_spray_names[]; /* by FabSpray: none, round-robin, avoid */
@@ -195,6 +202,9 @@ typedef struct FabFlow {
   uint16_t ev_xor;         /* spraying: this pass's order (value k is taken (k ^ ev_xor)-th) */
   uint64_t ev_skip[FAB_SPRAY_MAX_PATHS / 64]; /* spraying, avoid: bit v, skip value v once */
   struct FabSrdTx *srd;    /* srd, network flows: the sender's per-packet records (srd.h), while it sends */
+  uint8_t *ev_of;          /* spray avoid, selective (not srd): the value PSN s last took, at s % FAB_SACK_WINDOW,
+                           ** while it sends (NULL: none yet) */
+  fab_time_t ev_min_rtt;   /* spray avoid, selective (not srd): the lowest RTT its ACKs showed (0: none yet) */
   uint64_t sacked[FAB_SACK_WORDS]; /* selective: bit i, PSN snd_una + i was acknowledged selectively */
   /* receiver */
   uint64_t rcvd[FAB_SACK_WORDS];   /* selective: bit i, PSN rcv_nxt + i is held (bit 0 never) */
@@ -300,7 +310,10 @@ struct FabNic {
                                           ** acknowledged */
   uint64_t srd_timer_losses;              /* srd: packets presumed lost by their timer */
   uint64_t srd_rtt_avoids;                /* srd: values skipped for a slow RTT */
-  uint64_t ev_skips;                      /* spraying, avoid: entropy values skipped after a congestion echo */
+  uint64_t ev_skips;                      /* spraying, avoid: entropy values skipped (marked, late or lossy) */
+  uint64_t ev_loss_avoids, ev_rtt_avoids; /* spraying, avoid, selective (not srd): values set to skip for a
+                                          ** presumed loss, for a slow RTT */
+  GPtrArray *ev_free, *ev_all;            /* FabFlow.ev_of arrays given back, to reuse; all (fab_nic_clear) */
   uint64_t reorder_hist[FAB_REORDER_BINS]; /* network data packets received the first time, by how many PSNs
                                           ** ahead of the next expected they came (fab_reorder_bin) */
 };

@@ -557,6 +557,7 @@ typedef struct Reorder {
   bool (*hold)(struct Reorder *r, const FabPkt *p, uint32_t *after); /* hold p for *after packets? */
   uint32_t drop_seq;  /* a first transmission of this PSN is dropped (UINT32_MAX: none) */
   uint32_t dropped;
+  uint16_t dropped_ev; /* the entropy value the dropped packet took */
   FabRng rng;
 } Reorder;
 
@@ -577,6 +578,7 @@ static void reorder_receive(FabEngine *eng, FabNode *self, FabPkt *p, FabPort *i
   }
   if (p->seq == r->drop_seq && !(p->flags & FAB_PKTF_RETX)) {
     r->dropped++;
+    r->dropped_ev = p->ev;
     fab_pkt_free(eng, p);
     return;
   }
@@ -610,6 +612,7 @@ typedef struct Sel {
 /* Run one flow of npkts 1000-byte packets from NIC 0 through the element
 ** to NIC 1, spraying as `spray` says (FAB_SPRAY_NONE: not). */
 static bool sel_srd; /* the runs below deliver as transport srd does (srd.h) */
+static fab_time_t sel_avoid_delay; /* spray avoid steers by RTT too, with this avoid_delay (0: not) */
 
 static void sel_run_sprayed(Sel *s, bool selective, bool (*hold)(Reorder *, const FabPkt *, uint32_t *),
                             uint32_t drop_seq, uint32_t npkts, FabSpray spray, uint32_t paths) {
@@ -622,6 +625,8 @@ static void sel_run_sprayed(Sel *s, bool selective, bool (*hold)(Reorder *, cons
   s->cfg.spray = (uint8_t)spray;
   s->cfg.paths = paths;
   s->cfg.dup_threshold = 3;
+  s->cfg.avoid_rtt = sel_avoid_delay > 0;
+  if (sel_avoid_delay) s->cfg.avoid_delay = sel_avoid_delay;
   for (uint32_t i = 0; i < 2; i++) testnet_nic(&s->nic[i], i, &s->cfg, s->flows, &s->run, FAB_US);
   fab_elem_init(&s->mid.node.el, &reorder_ops);
   s->mid.node.receive = reorder_receive;
@@ -823,6 +828,71 @@ Test(nic, avoid_skips_a_value_that_came_back_marked_once) {
   uint32_t last_pass = 0; /* the values of pass 8's first 7 packets: the one left out is taken 7 times */
   for (uint32_t k = 56; k < 63; k++) last_pass |= 1u << seen.order[k];
   for (uint32_t v = 0; v < 8; v++) cr_assert_eq(seen.count[v], last_pass >> v & 1 ? 8u : 7u);
+  sel_fini(&s);
+}
+
+/* Counts every data packet that passes, copies too. */
+static bool count_ev(Reorder *r, const FabPkt *p, uint32_t *after) {
+  seen.count[p->ev]++;
+  return false;
+}
+
+/* avoid with selective receivers: PSN 4's first copy is lost; when it is
+** resent (3 later PSNs acknowledged) the value it took is skipped once, as
+** EQDS penalises a path on a NACK. 62 packets and the resend take 64 turns,
+** 8 passes: the lost value is taken 7 times (one of them the lost copy, not
+** seen past the loss), every other value 8. Round robin does not heed it. */
+Test(nic, avoid_skips_the_value_of_a_lost_packet_once) {
+  Sel s;
+  memset(&seen, 0, sizeof seen);
+  sel_run_sprayed(&s, true, count_ev, 4, 62, FAB_SPRAY_AVOID, 8);
+  cr_assert_eq(s.mid.dropped, 1);
+  cr_assert_eq(s.flows[0].retransmits, 1);
+  cr_assert_eq(s.nic[0].ev_loss_avoids, 1);
+  cr_assert_eq(s.nic[0].ev_skips, 1);
+  cr_assert_eq(s.nic[0].ev_rtt_avoids, 0, "no avoid_delay: delay does not steer");
+  for (uint32_t v = 0; v < 8; v++)
+    cr_assert_eq(seen.count[v], v == s.mid.dropped_ev ? 6u : 8u, "value %u seen %u times (lost on %u)", v,
+                 seen.count[v], s.mid.dropped_ev);
+  cr_assert_null(s.flows[0].ev_of, "the ring went back when the flow was acknowledged");
+  sel_fini(&s);
+  memset(&seen, 0, sizeof seen);
+  sel_run_sprayed(&s, true, count_ev, 4, 62, FAB_SPRAY_ROUND_ROBIN, 8);
+  cr_assert_eq(s.nic[0].ev_loss_avoids + s.nic[0].ev_skips, 0);
+  sel_fini(&s);
+}
+
+static uint16_t held_ev;
+
+static bool hold_3_for_2_watch(Reorder *r, const FabPkt *p, uint32_t *after) {
+  if (p->seq == 3 && !(p->flags & FAB_PKTF_RETX)) held_ev = p->ev;
+  watch_ev(r, p, after);
+  return hold_3_for_2(r, p, after);
+}
+
+/* With avoid_delay given, RTTs steer avoid too: PSN 3 held back for two
+** packets (160 ns at 1000 B and 100 Gb/s; not a loss: 2 < 3) comes back that
+** much above the lowest RTT, over an avoid_delay of 100 ns, and its value is
+** skipped once: of 63 packets it takes 7, the others 8. Without
+** avoid_delay, nothing is skipped. */
+Test(nic, avoid_skips_a_slow_value_once_when_avoid_delay_is_given) {
+  Sel s;
+  memset(&seen, 0, sizeof seen);
+  seen.mark_seq = UINT32_MAX;
+  sel_avoid_delay = 100 * FAB_NS;
+  sel_run_sprayed(&s, true, hold_3_for_2_watch, UINT32_MAX, 63, FAB_SPRAY_AVOID, 8);
+  sel_avoid_delay = 0;
+  cr_assert_eq(s.flows[0].retransmits, 0);
+  cr_assert_eq(s.nic[0].ev_rtt_avoids, 1);
+  cr_assert_eq(s.nic[0].ev_skips, 1);
+  for (uint32_t v = 0; v < 8; v++)
+    cr_assert_eq(seen.count[v], v == held_ev ? 7u : 8u, "value %u taken %u times (held: %u)", v, seen.count[v],
+                 held_ev);
+  sel_fini(&s);
+  memset(&seen, 0, sizeof seen);
+  seen.mark_seq = UINT32_MAX;
+  sel_run_sprayed(&s, true, hold_3_for_2_watch, UINT32_MAX, 63, FAB_SPRAY_AVOID, 8);
+  cr_assert_eq(s.nic[0].ev_rtt_avoids + s.nic[0].ev_skips, 0);
   sel_fini(&s);
 }
 

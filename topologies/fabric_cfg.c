@@ -660,9 +660,10 @@ static gboolean check_together(Read *r, const FabCfgNode *fab_node, GError **err
   if (out->nic.cc.kind == FAB_CC_DCQCN && !out->sw.ecn.enabled)
     no_effect(r, fab_cfg_get(r->cc, "algorithm"), "dcqcn reacts to ECN marks and fabric.switch.ecn is off: no "
               "packet is marked, so no sender ever slows down (enable fabric.switch.ecn for DCQCN to act)");
-  if (out->nic.spray == FAB_SPRAY_AVOID && !out->sw.ecn.enabled && !out->nic.srd) /* srd's also avoid loss, RTT */
+  if (out->nic.spray == FAB_SPRAY_AVOID && !out->sw.ecn.enabled && !out->nic.srd && !out->nic.selective)
     no_effect(r, fab_cfg_get(r->nic, "spray"), "avoid skips entropy values that carried a congestion mark, "
-                         "and fabric.switch.ecn is off: no packet is marked, so avoid sprays as round-robin does");
+              "and fabric.switch.ecn is off: no packet is marked, and go-back-n receivers' losses do not steer it, "
+              "so avoid sprays as round-robin does"); /* selective: losses steer it (models/nic.h); srd: also RTT */
   if (out->sw.ecn.enabled && out->nic.cc.kind == FAB_CC_NONE && out->nic.spray != FAB_SPRAY_AVOID)
     no_effect(r, fab_cfg_get(r->ecn, "enabled"), "ECN marks only ECN-capable packets, and congestion control "
               "none sends none: no packet is marked (set fabric.congestion_control.algorithm: dcqcn for ECN to "

@@ -29,7 +29,7 @@ static void read_srd(Read *r) {
   bool srd = nic->transport.kind == FAB_TRANSPORT_SRD;
   nic->srd = srd;
   if (!srd) {
-    static const char *const srd_keys[] = {"rto_min", "avoid_delay", "srd_header", NULL};
+    static const char *const srd_keys[] = {"rto_min", "srd_header", NULL}; /* avoid_delay: below */
     for (int i = 0; srd_keys[i]; i++)
       if (fab_cfg_get(r->nic, srd_keys[i]))
         no_effect(r, fab_cfg_get(r->nic, srd_keys[i]), "for fabric.transport srd (this fabric's is %s)",
@@ -65,6 +65,10 @@ gboolean fab_fabric_read_transport(Read *r, GError **err) {
     return fab_cfg_fail(paths, err, "%u entropy values: expected a power of two (values taken in an order drawn "
                         "by xor), such as %u", nic->paths, 1u << (31 - __builtin_clz(nic->paths)));
   if (paths && !nic->spray) no_effect(r, paths, "cluster.nic.spray is none: a flow keeps one source port");
+  const FabCfgNode *avoid_delay = fab_cfg_get(r->nic, "avoid_delay");
+  if (avoid_delay && !nic->srd && (nic->spray != FAB_SPRAY_AVOID || !nic->selective))
+    no_effect(r, avoid_delay, "delay steers spraying under srd, or under spray: avoid with selective receivers");
+  nic->avoid_rtt = avoid_delay && !nic->srd && nic->spray == FAB_SPRAY_AVOID && nic->selective;
   if (nic->spray && !nic->selective)
     warn_at(r, fab_cfg_get(r->nic, "spray"), "go-back-n receivers take a packet that overtakes another for a loss "
             "and have the sender go back: spraying collapses (set cluster.nic.reliability: selective)");

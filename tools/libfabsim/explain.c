@@ -225,8 +225,12 @@ static void explain_fabric(const FabScenario *sc, GString *s) {
   if (f->nic.spray)
     g_string_append_printf(s, "spray      %s: each network flow's data packets take %u entropy values (source "
                            "ports) in turn, in an order drawn again each pass%s; ACKs keep the flow's hash\n",
-                           fab_spray_names[f->nic.spray], f->nic.paths, f->nic.spray == FAB_SPRAY_AVOID ?
-                           ", skipping once a value whose packet came back marked by ECN" : "");
+                           fab_spray_names[f->nic.spray], f->nic.paths, f->nic.spray != FAB_SPRAY_AVOID ? "" :
+                           f->nic.srd ? ", skipping once a value whose packet came back marked by ECN, lost or slow" :
+                           f->nic.avoid_rtt ? ", skipping once a value whose packet came back marked by ECN, was "
+                           "presumed lost, or came back over avoid_delay slower than the fastest" :
+                           f->nic.selective ? ", skipping once a value whose packet came back marked by ECN or was "
+                           "presumed lost" : ", skipping once a value whose packet came back marked by ECN");
   for (uint32_t i = 0; i < f->nchanges; i++) {
     const FabLinkChange *c = &f->changes[i];
     g_string_append_printf(s, "failure    %s-%s at %.6g us: ", c->a, c->b, (double)c->at / 1e6);
