@@ -80,7 +80,8 @@ void fab_flow_table_put(FabFlowTable *t, FabFlow *f) {
 
 /* Whether nothing names f any more (fab_nic_init): then tell the owner. */
 static void maybe_release(FabNic *nic, FabFlow *f) {
-  if (nic->release && !f->nvls && f->acked && f->rcv_nxt == f->npkts && !f->inflight && !f->in_rr)
+  if (nic->release && !f->nvls && f->acked && f->rcv_nxt == f->npkts && !f->inflight && !f->in_rr &&
+      (!f->ordered || f->end)) /* an ordered message held at its receiver is still named there */
     nic->release(nic->ctx, f);
 }
 
@@ -554,6 +555,49 @@ static inline bool ack_duplicate(const FabFlow *f, uint32_t seq) {
   return seq + 1 == f->npkts || (seq + 1) % f->ack_every == 0;
 }
 
+/* An ordered sender's messages at their receiver (nic.h, message order). */
+typedef struct FabMsgPeer {
+  uint32_t next;     /* the msg_seq it completes next */
+  GHashTable *held;  /* msg_seq -> FabFlow: arrived whole, waiting for an earlier one */
+} FabMsgPeer;
+
+static void msg_peer_free(gpointer p) {
+  FabMsgPeer *m = p;
+  g_hash_table_destroy(m->held);
+  g_free(m);
+}
+
+/* Flow f has all its bytes: complete it now, or, ordered under srd, once
+** the messages before it from its sender have completed (then those it
+** held up too, in order). */
+static void deliver(FabEngine *eng, FabNic *nic, FabFlow *f) {
+  if (!f->ordered) {
+    f->end = eng->now;
+    if (nic->done) nic->done(nic->ctx, f);
+    return;
+  }
+  if (!nic->msg_rx) nic->msg_rx = g_hash_table_new_full(NULL, NULL, NULL, msg_peer_free);
+  FabMsgPeer *m = g_hash_table_lookup(nic->msg_rx, GUINT_TO_POINTER(f->src + 1));
+  if (!m) {
+    m = g_new0(FabMsgPeer, 1);
+    m->held = g_hash_table_new(NULL, NULL);
+    g_hash_table_insert(nic->msg_rx, GUINT_TO_POINTER(f->src + 1), m);
+  }
+  if (f->msg_seq != m->next) {
+    g_assert(f->msg_seq > m->next);
+    g_hash_table_insert(m->held, GUINT_TO_POINTER(f->msg_seq), f);
+    nic->msgs_held++;
+    return;
+  }
+  for (FabFlow *g = f; g; g = g_hash_table_lookup(m->held, GUINT_TO_POINTER(m->next))) {
+    g_hash_table_remove(m->held, GUINT_TO_POINTER(m->next));
+    m->next++;
+    g->end = eng->now;
+    if (nic->done) nic->done(nic->ctx, g);
+    if (g != f) maybe_release(nic, g); /* f: by its packet's receiver, as ever */
+  }
+}
+
 /* Selective repeat's receiver (nic.h): hold what comes within the window,
 ** deliver in order, ACK out-of-order packets at once and selectively. */
 static void on_data_selective(FabEngine *eng, FabNic *nic, FabFlow *f, const FabPkt *p) {
@@ -578,10 +622,7 @@ static void on_data_selective(FabEngine *eng, FabNic *nic, FabFlow *f, const Fab
   bits_shift(f->rcvd, n);
   f->rcv_nxt += n;
   bool last = f->rcv_nxt == f->npkts;
-  if (last) {
-    f->end = eng->now;
-    if (nic->done) nic->done(nic->ctx, f);
-  }
+  if (last) deliver(eng, nic, f);
   if (srd || last || n > 1 || f->rcv_nxt / f->ack_every != before / f->ack_every)
     send_ctrl(eng, nic, f, FAB_PKT_ACK, srd ? seq + 1 : 0, 0, p);
 }
@@ -800,6 +841,12 @@ static void nic_wake(FabEngine *eng, void *self, uint64_t arg) {
   if (f && WAKE_GEN(arg) != WAKE_GEN_OF(f)) return; /* a released flow's timer: it found the flow done */
   switch (arg & 3) {
   case WAKE_START:
+    if (f->ordered) { /* its number among our messages to its receiver (nic.h, message order) */
+      if (!nic->msg_tx) nic->msg_tx = g_hash_table_new(NULL, NULL);
+      gpointer key = GUINT_TO_POINTER(f->dst + 1);
+      f->msg_seq = GPOINTER_TO_UINT(g_hash_table_lookup(nic->msg_tx, key));
+      g_hash_table_insert(nic->msg_tx, key, GUINT_TO_POINTER(f->msg_seq + 1));
+    }
     if (G_UNLIKELY(nic->reordering)) /* what the flows before it to the same destination learned */
       f->dup_thresh = (uint16_t)MAX(f->dup_thresh, GPOINTER_TO_UINT(g_hash_table_lookup(nic->reordering,
                                                                                        GUINT_TO_POINTER(f->dst + 1))));
@@ -899,6 +946,9 @@ void fab_nic_clear(FabNic *nic) {
   if (nic->srd_all) g_ptr_array_free(nic->srd_all, TRUE);
   nic->srd_all = NULL;
   nic->srd_free = NULL;
+  if (nic->msg_tx) g_hash_table_destroy(nic->msg_tx);
+  if (nic->msg_rx) g_hash_table_destroy(nic->msg_rx);
+  nic->msg_tx = nic->msg_rx = NULL;
   if (nic->ev_all) g_ptr_array_free(nic->ev_all, TRUE);
   if (nic->ev_free) g_ptr_array_free(nic->ev_free, TRUE);
   nic->ev_all = nic->ev_free = NULL;

@@ -73,6 +73,8 @@ typedef struct FabNicCfg {
   bool srd;                /* transport srd (srd.h): selective repeat with per-path loss detection, an ACK per
                            ** packet, RTT-based per-packet timers */
   fab_time_t rto_min;      /* srd: the timer's floor, ps */
+  bool srd_ordered;        /* srd: a flow with `ordered` set completes only after the flows its sender posted to
+                           ** the same receiver before it (below) */
   bool avoid_rtt;          /* spray avoid with selective receivers (not srd): RTTs steer it too (avoid_delay given) */
   fab_time_t avoid_delay;  /* srd, spray avoid: a value whose packet came back this much above the lowest RTT is
                            ** skipped once, ps (0: RTT does not steer) */
@@ -127,6 +129,18 @@ typedef enum { FAB_SPRAY_NONE = 0, FAB_SPRAY_ROUND_ROBIN = 1, FAB_SPRAY_AVOID = 
 #define FAB_SPRAY_MAX_PATHS 256
 extern const char *const fab_spray_names[]; /* by FabSpray: none, round-robin, avoid */
 
+/* Message order under srd (FabNicCfg.srd_ordered): SRD delivers packets
+** out of order and libfabric's EFA provider puts an endpoint's messages back
+** in order per peer when the application asks for it (FI_ORDER_SAS, as MPI
+** does), in a reorder window of FI_EFA_RECVWIN_SIZE messages (16384 by
+** default; libfabric man/fi_efa.7.md). A flow with `ordered` is such a
+** message: its sender numbers it when it posts it (msg_seq, per receiver)
+** and its receiver completes it (f->end, the done callback) only once every
+** message before it from that sender has completed; one that arrives whole
+** before them is held. The window is not enforced: EFA refuses messages
+** beyond it, and fabsim holds any number. NCCL's path is never ordered
+** (aws-ofi-nccl matches its messages by tag and asks for no order). */
+
 /* Striping (FabNicCfg.stripe_rails), as aws-ofi-nccl's scheduler does on
 ** EFA (src/nccl_ofi_scheduler.cpp): a message of a GPU with R NICs is cut
 ** into min(ceil(bytes / stripe_min), R) stripes, that count rounded down to
@@ -154,6 +168,9 @@ typedef struct FabFlow {
   uint8_t lane;            /* its packets' lane (FabSwitchCfg.lanes): which NIC of a multi-NIC GPU; 0: none */
   uint8_t stripes;         /* striping: its packets go over this many NICs from `lane` on (below); 0 or 1: one */
   bool nvls;               /* an NVLS member (models/nvls.h): src == dst; its packets go to group nvls_group */
+  bool ordered;            /* srd with srd_ordered: a message delivered in its sender's order (below); set by the
+                           ** owner before posting (the driver: flows not of an NCCL expansion) */
+  uint32_t msg_seq;        /* ordered: its number among its sender's messages to its receiver, from 0 */
   uint8_t nvls_mode;       /* FabNvlsMode: AR (contributes npkts segments, multicasts the reduced ones it owns,
                            ** receives npkts), RS (contributes npkts, receives the reduced ones it owns), AG
                            ** (multicasts its npkts, receives every member's) */
@@ -314,6 +331,9 @@ struct FabNic {
   uint64_t ev_loss_avoids, ev_rtt_avoids; /* spraying, avoid, selective (not srd): values set to skip for a
                                           ** presumed loss, for a slow RTT */
   GPtrArray *ev_free, *ev_all;            /* FabFlow.ev_of arrays given back, to reuse; all (fab_nic_clear) */
+  GHashTable *msg_tx;                     /* srd ordered: receiver + 1 -> the next msg_seq to give */
+  GHashTable *msg_rx;                     /* srd ordered: sender + 1 -> FabMsgPeer, what it waits for, holds */
+  uint64_t msgs_held;                     /* srd ordered: messages that arrived whole before an earlier one */
   uint64_t reorder_hist[FAB_REORDER_BINS]; /* network data packets received the first time, by how many PSNs
                                           ** ahead of the next expected they came (fab_reorder_bin) */
 };

@@ -361,3 +361,48 @@ Test(multipath, srd_stripes_a_message_over_a_gpus_nics) {
   }
   cr_assert_lt(t[0], t[1] / 3, "striped %lu ps, one NIC %lu ps", t[0], t[1]);
 }
+
+/* Message order under srd (models/nic.h): three messages from host 0 to
+** host 4 posted together, 4 MiB then 8 KiB then 64 KiB, and one of 8 KiB
+** from host 1. In order (the default for plain flows), the two short ones
+** from host 0 arrive long before the 4 MiB one but complete with it, at the
+** same instant; host 1's message is another peer's and completes at once.
+** Without order they complete as they arrive. An NCCL collective is never
+** ordered: the same JSON with message_order on or off. */
+Test(multipath, srd_delivers_a_peers_messages_in_order) {
+  static const char yaml[] = "name: srd-order\n"
+                             "cluster: {nodes: 8}\n"
+                             "fabric: {transport: srd, topology: {kind: leaf-spine, hosts_per_leaf: 4, spines: 4},\n"
+                             "         link: {bandwidth: 100Gbps, latency: 1us}}\n"
+                             "workload: {kind: flows, flows: [{src: 0, dst: 4, size: 4MiB}, {src: 0, dst: 4, size: "
+                             "8KiB}, {src: 0, dst: 4, size: 64KiB}, {src: 1, dst: 4, size: 8KiB}]}\n";
+  fab_time_t end[2][4];
+  for (int ordered = 0; ordered < 2; ordered++) {
+    FabScenario *sc = testscen_load(yaml, (const char *const[]){ordered ? NULL : "cluster.nic.message_order=false",
+                                                                NULL});
+    cr_assert_eq(sc->fabric.nic.srd_ordered, ordered == 1);
+    FabResults res;
+    testscen_run(sc, &res);
+    cr_assert_eq(res.n_flows, 4);
+    for (int k = 0; k < 4; k++) end[ordered][k] = res.flows[k].end;
+    testscen_done(sc, &res);
+  }
+  cr_assert_lt(end[0][1], end[0][0] / 10, "unordered: 8 KiB at %lu ps, 4 MiB at %lu ps", end[0][1], end[0][0]);
+  cr_assert_lt(end[0][2], end[0][0] / 4);
+  cr_assert_eq(end[1][1], end[1][0], "ordered: held until the 4 MiB message completed");
+  cr_assert_eq(end[1][2], end[1][0]);
+  cr_assert_lt(end[1][3], end[1][0] / 10, "another peer's message is not held");
+  char *js[2];
+  for (int ordered = 0; ordered < 2; ordered++) {
+    FabScenario *sc = testscen_load(yaml, (const char *const[]){"workload={kind: collective, op: allreduce, size: "
+                                                                "1MiB}", ordered ? NULL :
+                                                                "cluster.nic.message_order=false", NULL});
+    FabResults res;
+    testscen_run(sc, &res);
+    js[ordered] = testscen_stable_json(&res);
+    testscen_done(sc, &res);
+  }
+  cr_assert_str_eq(js[0], js[1], "NCCL's flows are never ordered");
+  g_free(js[0]);
+  g_free(js[1]);
+}

@@ -63,6 +63,9 @@ static const FabCfgKey nic_schema[] = {
   K("rto_min", FAB_CFG_TIME, f.nic.rto_min, .def = "100us", .min = 1e3, .max = 1e15),
   K("avoid_delay", FAB_CFG_TIME, f.nic.avoid_delay, .def = "10us", .min = 0, .max = 1e15),
   K("srd_header", FAB_CFG_SIZE, srd_header, .def = "16", .min = 0, .max = 4096),
+  /* libfabric's EFA provider orders an application's messages per peer on request (FI_ORDER_SAS; man/fi_efa.7.md,
+  ** FI_EFA_RECVWIN_SIZE): on for plain flows, never for NCCL's (models/nic.h, message order) */
+  K("message_order", FAB_CFG_BOOL, f.nic.srd_ordered, .def = "true"),
   FAB_CFG_END_ROW,
 };
 

@@ -28,8 +28,9 @@ static void read_srd(Read *r) {
                                     "srd ACKs every packet"};
   bool srd = nic->transport.kind == FAB_TRANSPORT_SRD;
   nic->srd = srd;
+  nic->srd_ordered &= srd;
   if (!srd) {
-    static const char *const srd_keys[] = {"rto_min", "srd_header", NULL}; /* avoid_delay: below */
+    static const char *const srd_keys[] = {"rto_min", "srd_header", "message_order", NULL}; /* avoid_delay: below */
     for (int i = 0; srd_keys[i]; i++)
       if (fab_cfg_get(r->nic, srd_keys[i]))
         no_effect(r, fab_cfg_get(r->nic, srd_keys[i]), "for fabric.transport srd (this fabric's is %s)",

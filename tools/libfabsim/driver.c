@@ -211,6 +211,8 @@ static FabFlow *flow_make(Run *r, uint32_t n) {
   f->max_bps = o->max_bps;
   f->rank_bps = o->rank_bps;
   f->lane = o->lane;
+  f->ordered = r->sc->fabric.nic.srd_ordered && o->kind == FAB_OP_FLOW && o->coll < 0 && /* not NCCL's (nic.h) */
+               f->path == FAB_PATH_NET;
   f->start = FAB_TIME_MAX; /* not posted yet */
   *slot_of(r, n) = f->slot;
   return f;

@@ -209,6 +209,11 @@ static void explain_fabric(const FabScenario *sc, GString *s) {
                            "its RTO (srtt + 4 rttvar, at least %.6g us; the rto before the first sample), and its "
                            "value is skipped once, as is one whose RTT came back %.6g us above the lowest\n",
                            FAB_SACK_WINDOW, (double)f->nic.rto_min / 1e6, (double)f->nic.avoid_delay / 1e6);
+  if (f->nic.srd)
+    g_string_append(s, f->nic.srd_ordered ? "order      srd: a sender's plain flows to one receiver complete in the "
+                    "order posted (libfabric EFA's FI_ORDER_SAS: one that arrives first is held); NCCL's flows are "
+                    "not ordered\n" : "order      none (cluster.nic.message_order: false): every flow completes as "
+                    "it arrives\n");
   else if (f->nic.selective)
     g_string_append_printf(s, "reliability selective: receivers hold packets up to %u PSNs ahead and ACK each at once, "
                            "senders keep at most %u PSNs in flight and resend a PSN once %u later ones were "
