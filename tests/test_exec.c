@@ -129,7 +129,14 @@ static void hook_grow(void *ctx, uint32_t from, uint32_t to) {
   h->n = to;
 }
 
-static const FabExecHooks hooks = {hook_post, hook_compute, hook_reduce, hook_grow};
+#define CTRL (3 * US) /* a receiver-driven flow's control message, any two ranks */
+
+static fab_time_t hook_ctrl(void *ctx, uint32_t from, uint32_t to) {
+  cr_assert_neq(from, to);
+  return CTRL;
+}
+
+static const FabExecHooks hooks = {hook_post, hook_compute, hook_reduce, hook_grow, hook_ctrl};
 
 /* An executor of d (kept by h) on a fresh engine. */
 static H *h_new(FabDag *d) {
@@ -417,6 +424,37 @@ Test(exec, pre_delays_the_post_and_post_the_completion) {
 ** queued), then M's: G, P2. So the hooks hear A, F, H, P1, P3, G, P2, and
 ** rank 1's stream runs F [2, 3], H [3, 4], G [4, 5]. (Depth first, G would
 ** have come before F.) */
+/* A receiver-driven flow (FAB_FLOW_RDV) learns of its receiver's readiness,
+** its first dependency, one control message (CTRL, 3 us) later:
+**   A  rank 1, 2 us (the receiver is ready)        [0, 2]
+**   B  rank 0, 6 us (the sender's data)            [0, 6]
+**   F  flow 0 -> 1, 1000 B, RDV, after A           posted 2 + 3 = 5, sent 6, arrives 7
+**   G  the same with pre 4 us                      posted max(2 + 4, 2 + 3) = 6, arrives 8
+**   H  flow 0 -> 1, RDV, after A and B             posted max(6, 2 + 3) = 6: the message came while B ran
+**   P  flow 0 -> 1, not RDV, after A               posted 2, arrives 4 */
+Test(exec, receiver_driven_flow_waits_for_the_control_message) {
+  FabDag *d = fab_dag_new();
+  uint32_t a = compute(d, 1, 2 * US, NULL, 0), b = compute(d, 0, 6 * US, NULL, 0);
+  uint32_t f = flow(d, 0, 1, 1000, 0, 0, &a, 1), g = flow(d, 0, 1, 1000, 4 * US, 0, &a, 1);
+  uint32_t ab[] = {a, b};
+  uint32_t hh = flow(d, 0, 1, 1000, 0, 0, ab, 2), p = flow(d, 0, 1, 1000, 0, 0, &a, 1);
+  fab_dag_op(d, f)->mark = fab_dag_op(d, g)->mark = fab_dag_op(d, hh)->mark = FAB_FLOW_RDV;
+  H *h = h_new(d);
+  h_run(h);
+  h_check_finished(h);
+  times(h, a, 0, 2 * US);
+  times(h, b, 0, 6 * US);
+  cr_assert_eq(h->posted[f], 5 * US);
+  times(h, f, 2 * US, 7 * US);
+  cr_assert_eq(h->posted[g], 6 * US);
+  cr_assert_eq(h->recv[g], 8 * US);
+  cr_assert_eq(h->posted[hh], 6 * US);
+  cr_assert_eq(h->posted[p], 2 * US);
+  cr_assert_eq(h->recv[p], 4 * US);
+  cr_assert_eq(fab_exec_inexact(h->x), 0);
+  h_free(h);
+}
+
 Test(exec, worklist_releases_dependents_in_op_order) {
   FabDag *d = fab_dag_new();
   uint32_t a = compute(d, 0, 2 * US, NULL, 0);

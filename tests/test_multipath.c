@@ -406,3 +406,43 @@ Test(multipath, srd_delivers_a_peers_messages_in_order) {
   g_free(js[0]);
   g_free(js[1]);
 }
+
+/* aws-ofi-nccl's protocols (workloads/collective.h, FabOfiProtocol): p5
+** runs RDMA, p4d SENDRECV, other EFA nodes the plugin's own default,
+** SENDRECV. Under RDMA a network piece of more than 8184 B waits for its
+** receiver's control message: on 50 us links a 2-node send-recv of 64 KiB
+** (LL, one piece per channel) pays the message's way, four 50 us links and
+** the PCIe hops, less the launch and proxy time it overlaps, about 190 us;
+** at 4 KiB (eager) nothing changes. */
+Test(multipath, aws_ofi_nccl_rdma_waits_for_the_receivers_control_message) {
+  static const char yaml[] = "name: p5-sendrecv\n"
+                             "cluster: {node: aws-p5, nodes: 2}\n"
+                             "fabric: {topology: {kind: leaf-spine, hosts_per_leaf: 32, spines: 32},\n"
+                             "         link: {latency: 50us}}\n"
+                             "workload: {kind: nccl-tests, op: send-recv, sizes: [4096, 65536]}\n";
+  FabScenario *sc = testscen_load(yaml, NULL);
+  cr_assert_eq(sc->nccl.ofi_protocol, FAB_OFI_RDMA);
+  testscen_done(sc, NULL);
+  sc = testscen_load(yaml, (const char *const[]){"cluster.node=aws-p4d", "fabric.topology.hosts_per_leaf=8",
+                                                 "fabric.topology.spines=8", NULL});
+  cr_assert_eq(sc->nccl.ofi_protocol, FAB_OFI_SENDRECV);
+  testscen_done(sc, NULL);
+  sc = testscen_load(yaml, (const char *const[]){"cluster.node=host", "cluster.nodes=16",
+                                                 "fabric.topology.hosts_per_leaf=8", "fabric.topology.spines=8",
+                                                 "fabric.link.bandwidth=100Gbps", "fabric.transport=srd", NULL});
+  cr_assert_eq(sc->nccl.ofi_protocol, FAB_OFI_SENDRECV);
+  testscen_done(sc, NULL);
+  double t[2][2];
+  for (int rdma = 0; rdma < 2; rdma++) {
+    sc = testscen_load(yaml, (const char *const[]){rdma ? "cluster.nccl.ofi_protocol=rdma" :
+                                                          "cluster.nccl.ofi_protocol=sendrecv", NULL});
+    FabResults res;
+    testscen_run(sc, &res);
+    cr_assert_eq(res.n_colls, 2);
+    for (int k = 0; k < 2; k++) t[rdma][k] = res.colls[k].time_s;
+    testscen_done(sc, &res);
+  }
+  cr_assert_float_eq(t[1][0], t[0][0], 1e-15, "4 KiB goes eager: %g against %g s", t[1][0], t[0][0]);
+  double extra = t[1][1] - t[0][1];
+  cr_assert(extra > 150e-6 && extra < 210e-6, "64 KiB waits for the control message: %g s more", extra);
+}

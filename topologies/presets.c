@@ -233,6 +233,7 @@ static const FabNodePreset presets[] = {
         .memory_bps = 335 * TBYTE / 100, /* H100 SXM5 HBM3 3.35 TB/s (H100 datasheet) */
         .gpu_efficiency = GPU_EFFICIENCY,
         .transport = "srd",              /* EFA runs AWS Scalable Reliable Datagram */
+        .ofi_protocol = "rdma",          /* aws-ofi-nccl src/platform-aws.cpp, platform_data_map: p5/p5e RDMA */
         .sources = "AWS EC2 P5 instance page; AWS EC2 User Guide (EFA, P5 network cards); NVIDIA H100 datasheet",
     },
     {
@@ -262,6 +263,7 @@ static const FabNodePreset presets[] = {
         .memory_bps = 1555 * GBYTE,      /* A100 40GB HBM2 1,555 GB/s (A100 datasheet) */
         .gpu_efficiency = GPU_EFFICIENCY,
         .transport = "srd",              /* EFA runs AWS Scalable Reliable Datagram */
+        .ofi_protocol = "sendrecv",      /* aws-ofi-nccl src/platform-aws.cpp, platform_data_map: p4d SENDRECV */
         .sources = "AWS EC2 P4d instance page; AWS P4d deep-dive blog; NVIDIA A100 datasheet; PCIe 4.0 x16",
     },
     {

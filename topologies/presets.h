@@ -37,6 +37,7 @@ typedef struct FabNodePreset {
   uint64_t memory_bps;       /* GPU memory (HBM) bandwidth, bits/s */
   double gpu_efficiency;     /* achieved fraction of peak for training compute */
   const char *transport;     /* the scale-out transport the system uses ("rocev2", "infiniband", "srd") */
+  const char *ofi_protocol;  /* EFA: aws-ofi-nccl's default protocol there ("rdma", "sendrecv"), NULL: not EFA */
   const char *sources;       /* where the numbers come from (short citations) */
 } FabNodePreset;
 

@@ -61,12 +61,13 @@ static void conns_free(Conn *c) {
   g_free(c);
 }
 
-/* Append to deps the next piece's waits on cn: its predecessor's send, and
-** the slot it reuses. Returns the new count. */
-static uint32_t conn_deps(const Ex *x, const Conn *cn, uint32_t *deps, uint32_t nd) {
+/* Append to deps the next piece's wait on cn for its predecessor's send,
+** and leave its wait for the slot it reuses in x->slot (fab_coll__flow adds
+** it: a receiver-driven piece learns of it through the receiver's control
+** message). Returns the new count. */
+static uint32_t conn_deps(Ex *x, const Conn *cn, uint32_t *deps, uint32_t nd) {
   if (cn->tail != FAB_OP_NONE) deps[nd++] = cn->tail | FAB_DEP_SENT;
-  if (cn->count >= x->window && cn->cons[cn->count % x->window] != FAB_OP_NONE)
-    deps[nd++] = cn->cons[cn->count % x->window];
+  x->slot = cn->count >= x->window ? cn->cons[cn->count % x->window] : FAB_OP_NONE;
   return nd;
 }
 
@@ -474,9 +475,9 @@ void fab_coll__pat(Ex *x, uint64_t bytes, bool rs) {
           if (j > 0) {
             g_array_set_size(deps, 1);
             g_array_index(deps, uint32_t, 0) = sent[q] | FAB_DEP_SENT;
-            if (j >= x->window) /* its slot: the piece a window before it arrived */
-              g_array_append_val(deps, g_array_index(cur, uint32_t, cur->len - x->window));
           }
+          /* its slot: the piece a window before it arrived (fab_coll__flow adds it) */
+          x->slot = j >= x->window ? g_array_index(cur, uint32_t, cur->len - x->window) : FAB_OP_NONE;
           sent[q] = fab_coll__flow(x, i, dst[q], piece_size(b, x->chunk, j), fl, (const uint32_t *)deps->data,
                                    deps->len);
           g_array_append_val(cur, sent[q]);
@@ -506,7 +507,7 @@ static uint32_t stream(Ex *x, uint32_t s, uint32_t r, uint64_t bytes, uint32_t a
   for (uint64_t j = 0, P = fab_coll__ceil_div(bytes, x->chunk); j < P && !x->over; j++) {
     uint32_t deps[2], nd = 0;
     if (last != FAB_OP_NONE) deps[nd++] = last | FAB_DEP_SENT;
-    if (j >= W) deps[nd++] = won[j % W]; /* its slot: the piece W before it arrived */
+    x->slot = j >= W ? won[j % W] : FAB_OP_NONE; /* its slot: the piece W before it arrived (fab_coll__flow adds it) */
     last = fab_coll__flow(x, s, r, piece_size(bytes, x->chunk, j), j == 0 ? first : 0, deps, nd);
     won[j % W] = last;
   }

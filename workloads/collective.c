@@ -289,17 +289,33 @@ static uint8_t chan_lane(const Ex *x) {
   return (uint8_t)(x->chan / MAX(x->env->gpus_per_node, 1u) % 255 + 1);
 }
 
-/* A flow of `payload` data bytes from rank s to rank r. */
+/* A flow of `payload` data bytes from rank s to rank r, after deps[0..nd)
+** and the slot conn_deps left in x->slot. Receiver-driven (aws-ofi-nccl's
+** RDMA protocol, FabCollEnv.eager_max), a network piece waits for its
+** receiver's control message instead: sent when its slot is free (or at
+** the receiver's start, for a connection's first window), it is the flow's
+** first dependency and the executor adds the message's way (FAB_FLOW_RDV). */
 uint32_t fab_coll__flow(Ex *x, uint32_t s, uint32_t r, uint64_t payload, unsigned flags, const uint32_t *deps,
                         uint32_t nd) {
   g_assert(payload > 0 && s != r);
   const FabCollSpec *c = x->c;
+  uint32_t buf[16], *all = nd + 2 <= 16 ? buf : g_new(uint32_t, nd + 2), n = 0, slot = x->slot;
+  bool net = !fab_coll__same_domain(x->env, x->ep[s], x->ep[r]);
+  x->slot = FAB_OP_NONE;
+  uint32_t recv_ready = slot != FAB_OP_NONE ? slot : x->ready[r];
+  bool rdv = net && payload > x->env->eager_max && recv_ready != FAB_OP_NONE;
+  if (rdv) all[n++] = recv_ready;
+  memcpy(all + n, deps, nd * sizeof *deps);
+  n += nd;
+  if (!rdv && slot != FAB_OP_NONE) all[n++] = slot;
   FabOp o = {.kind = FAB_OP_FLOW, .prio = c->prio, .job = c->job, .step = c->step, .src = x->ep[s], .dst = x->ep[r],
              .coll = x->coll, .bytes = wire_bytes(x->proto, payload), .start = c->start,
              .pre = fab_coll__hop_lat(x, s, r, flags),
              .post = (flags & F_REDUCE) ? fab_coll__reduce_ps(x, payload) : 0, .max_bps = x->flow_bps, .rank_bps = x->cap_bps,
-             .lane = fab_coll__same_domain(x->env, x->ep[s], x->ep[r]) ? 0 : chan_lane(x)};
-  return fab_coll__add_op(x, &o, s, r, deps, nd, flags);
+             .lane = net ? chan_lane(x) : 0, .mark = rdv ? FAB_FLOW_RDV : 0};
+  uint32_t id = fab_coll__add_op(x, &o, s, r, all, n, flags);
+  if (all != buf) g_free(all);
+  return id;
 }
 
 /* Rank i's part of the NVLS operation `group` (`mode`: FabNvlsOp) on
@@ -865,6 +881,7 @@ FabCollGen *fab_coll_begin(FabDag *d, const FabCollEnv *env, const FabCollSpec *
   /* the estimate is a bound; this is the backstop */
   x->limit = lay ? FAB_DEP_SENT - 1 : ops0 + FAB_COLL_MAX_OPS + 4 * n;
   x->ready = g_new(uint32_t, n);
+  x->slot = FAB_OP_NONE;
   x->meta = g_array_new(FALSE, FALSE, sizeof(MetaAt));
   x->residue = g_array_new(FALSE, FALSE, sizeof(MetaAt));
   x->tmp = g_array_new(FALSE, FALSE, sizeof(uint32_t));

@@ -70,7 +70,23 @@ typedef struct FabNcclCosts {
                             ** beyond NVLink) */
   fab_time_t plugin_lat;    /* cluster.nccl.plugin_latency: the network plugin's reported latency, ps (unset: the
                             ** transport's, FabCollEnv.plugin_lat_us) */
+  uint32_t ofi_protocol;    /* cluster.nccl.ofi_protocol: FabOfiProtocol, aws-ofi-nccl's (OFI_NCCL_PROTOCOL) under
+                            ** srd (UINT32_MAX unset: the preset's, FabCollEnv.ofi_default) */
 } FabNcclCosts;
+
+/* aws-ofi-nccl's protocols (its OFI_NCCL_PROTOCOL). RDMA: a message of more
+** than OFI_NCCL_EAGER_MAX_SIZE (8192 B with an 8 B header: 8184 B of data)
+** waits at its sender for the receiver's control message (a 64 B write of
+** the receive buffer's address into the sender's mailbox when the receive is
+** posted, nccl_net_ofi_ctrl_msg_entry_t), then goes as RDMA writes; smaller
+** ones go at once (eager). src/nccl_ofi_rdma.cpp, include/nccl_ofi_param.h.
+** SENDRECV: tagged messages, whose protocol libfabric's EFA provider picks
+** (eager, then read-based with a runt for GPU memory): not modelled, its
+** messages go at once. */
+typedef enum { FAB_OFI_SENDRECV = 0, FAB_OFI_RDMA = 1 } FabOfiProtocol;
+extern const char *const fab_ofi_protocol_names[]; /* "sendrecv", "rdma", NULL */
+#define FAB_OFI_EAGER_MAX 8184u /* data bytes of the largest eager message (8192 - the 8 B eager header) */
+#define FAB_OFI_CTRL_BYTES 64u  /* the RDMA protocol's control message (one mailbox entry) */
 
 /* cluster.nccl: the keys that set FabNcclCosts (unset ones keep
 ** fab_coll_costs_unset's values). */
@@ -100,6 +116,11 @@ typedef struct FabCollEnv {
                             ** NCCL's tuner adds to each step across nodes (twice for Simple); 0: NCCL's own IB
                             ** and socket transports report none */
   double reduce_Bps;        /* GPU reduction throughput, bytes/s of input reduced (0: free) */
+  bool srd;                 /* the network is EFA (transport srd): aws-ofi-nccl is NCCL's plugin */
+  uint32_t ofi_default;     /* srd: the preset's aws-ofi-nccl protocol (FabOfiProtocol; the plugin's own default,
+                            ** SENDRECV, for other nodes) */
+  uint64_t eager_max;       /* receiver-driven (srd, RDMA protocol): a network piece of more data bytes than this
+                            ** waits for its receiver's control message (FAB_FLOW_RDV); UINT64_MAX: none do */
   bool collnet;             /* in-network reduction (SHARP) available */
   FabNcclCosts costs;       /* what NCCL's kernels cost on these GPUs (fab_coll_costs_resolve fills it) */
   GPtrArray *warnings;      /* char *: where the expansion chose coarser than asked (NULL: not kept) */

@@ -68,6 +68,11 @@ extern const char *const fab_phase_names[FAB_PHASE_N];
 #define FAB_DAG_MAX_OPS 8000000u /* a whole workload's operations, at most (memory: ~100 B each) */
 #define FAB_DAG_MAX_JOBS 65535u  /* FabOp.job is 16 bits */
 #define FAB_DEP_SENT 0x80000000u /* dependency flag: wait for the flow's last packet to leave, not arrive */
+
+/* FabOp.mark of a FLOW: receiver-driven (aws-ofi-nccl's RDMA protocol):
+** its first dependency is its receiver's readiness, which the sender learns
+** of one control message later (FabExecHooks.ctrl); 0: an ordinary flow. */
+#define FAB_FLOW_RDV 1
 #define FAB_OP_NONE UINT32_MAX   /* "no op" in arrays of op indices */
 
 typedef struct FabDag FabDag;

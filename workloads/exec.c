@@ -58,6 +58,8 @@ static void adopt(FabExec *x) {
     me->e0 = (uint32_t)fab_deq_end(&x->edges);
     const FabOp *o = fab_dag_op(dag, j);
     x->max_pre = MAX(x->max_pre, o->pre);
+    if (o->kind == FAB_OP_FLOW && o->mark == FAB_FLOW_RDV && x->hooks.ctrl) /* its wait counts as a pre */
+      x->max_pre = MAX(x->max_pre, x->hooks.ctrl(x->ctx, o->dst, o->src));
     uint32_t left = 0;
     for (uint32_t k = 0; k < o->ndeps; k++) {
       uint32_t d = fab_dag_dep(dag, o, k), on = d & ~FAB_DEP_SENT;
@@ -126,7 +128,20 @@ static fab_time_t post_at(FabExec *x, const FabOp *o) {
     x->inexact++;
     t = x->retired_t1;
   }
-  return MAX(t + o->pre, now);
+  fab_time_t at = MAX(t + o->pre, now);
+  if (o->kind == FAB_OP_FLOW && o->mark == FAB_FLOW_RDV && o->ndeps && x->hooks.ctrl) {
+    /* receiver-driven: its first dependency is the receiver's readiness, known here a control message later */
+    uint32_t d = fab_dag_dep(x->dag, o, 0), on = d & ~FAB_DEP_SENT;
+    fab_time_t c = x->hooks.ctrl(x->ctx, o->dst, o->src);
+    if (on >= x->ops.first) {
+      const XOp *od = xop(x, on);
+      at = MAX(at, (d & FAB_DEP_SENT ? od->ts : od->t1) + c);
+    } else if (x->retired_t1 + c > at) { /* retired (ops retire max_pre after, which counts c): a bound */
+      x->inexact++;
+      at = x->retired_t1 + c;
+    }
+  }
+  return at;
 }
 
 /* Op i's dependencies are met now: begin it, or wait for its start time. */

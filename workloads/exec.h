@@ -48,6 +48,8 @@ typedef struct FabExecHooks {
   void (*compute)(void *ctx, uint32_t op, uint32_t rank, fab_time_t dur);
   void (*reduce)(void *ctx, uint32_t op, uint32_t rank, fab_time_t dur);
   void (*grow)(void *ctx, uint32_t from, uint32_t to); /* ops [from, to) were taken in (NULL: not told) */
+  /* ps a control message takes from endpoint `from` to `to` (a receiver-driven flow's, FAB_FLOW_RDV; NULL: 0) */
+  fab_time_t (*ctrl)(void *ctx, uint32_t from, uint32_t to);
 } FabExecHooks;
 
 /* Op states. */

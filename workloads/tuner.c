@@ -123,8 +123,11 @@ static const Costs costs[] = {
 FabNcclCosts fab_coll_costs_unset(void) {
   FabNcclCosts k = {FAB_TIME_MAX, {FAB_TIME_MAX, FAB_TIME_MAX, FAB_TIME_MAX}, FAB_TIME_MAX, FAB_TIME_MAX, {0, 0, 0},
                     FAB_TIME_MAX, 0, FAB_TIME_MAX};
+  k.ofi_protocol = UINT32_MAX;
   return k;
 }
+
+const char *const fab_ofi_protocol_names[] = {"sendrecv", "rdma", NULL};
 
 #define K(NAME, TYPE, FIELD, ...) FAB_CFG_KEY(NAME, TYPE, FabNcclCosts, FIELD, __VA_ARGS__)
 const FabCfgKey fab_nccl_schema[] = {
@@ -140,6 +143,7 @@ const FabCfgKey fab_nccl_schema[] = {
   K("ce_sync", FAB_CFG_TIME, ce_sync, .min = 0, .max = 1e12),
   K("ce_bandwidth", FAB_CFG_RATE, ce_bps),
   K("plugin_latency", FAB_CFG_TIME, plugin_lat, .min = 0, .max = 1e12),
+  K("ofi_protocol", FAB_CFG_ENUM, ofi_protocol, .choices = fab_ofi_protocol_names),
   FAB_CFG_END_ROW,
 };
 #undef K
@@ -156,6 +160,8 @@ void fab_coll_costs_resolve(FabCollEnv *env) {
   if (k->ce_sync == FAB_TIME_MAX) k->ce_sync = fab_coll__us_ps(c->ce_sync);
   if (k->plugin_lat == FAB_TIME_MAX) k->plugin_lat = fab_coll__us_ps(env->plugin_lat_us);
   else env->plugin_lat_us = (double)k->plugin_lat / 1e6;
+  if (k->ofi_protocol == UINT32_MAX) k->ofi_protocol = env->ofi_default;
+  env->eager_max = env->srd && k->ofi_protocol == FAB_OFI_RDMA ? FAB_OFI_EAGER_MAX : UINT64_MAX;
   double def[3] = {0, c->ll128, c->simple}; /* LL's ceiling depends on the node count: fab_coll__ll_ceiling */
   for (int p = 1; p < 3; p++)
     if (!k->channel_bps[p]) k->channel_bps[p] = (uint64_t)llround(def[p] * 8e9);

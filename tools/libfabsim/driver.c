@@ -321,6 +321,27 @@ static void make_nvls(Run *r, uint32_t from, uint32_t to) {
 
 /* The executor took ops [from, to) in: the first batch as it is made, then
 ** each batch an unfolding DAG makes. */
+/* The way of a receiver-driven flow's control message (aws-ofi-nccl's
+** RDMA protocol: one FAB_OFI_CTRL_BYTES mailbox write) from endpoint
+** `from` to `to` over the network, unloaded: each link's serialisation and
+** latency and each switch's latency along the route (the hash of a
+** message of its own; equal-cost paths are equally long). Queues are not
+** counted: a lower bound (README). */
+static fab_time_t ctrl(void *ctx, uint32_t from, uint32_t to) {
+  const Run *r = ctx;
+  uint32_t wire = FAB_OFI_CTRL_BYTES + r->sc->fabric.nic.transport.data_overhead;
+  const FabPort *p = &r->topo->nics[from].port;
+  fab_time_t t = 0;
+  for (int hop = 0; p && p->peer && hop < 64; hop++) {
+    t += fab_time_ser(wire, p->bps) + p->latency;
+    FabSwitch *sw = fab_switch_of(p->peer->owner);
+    if (!sw) break; /* a NIC: there */
+    t += fab_switch_cfg(sw)->latency;
+    p = fab_switch_next_hop(sw, to, from * 2654435761u ^ to);
+  }
+  return t;
+}
+
 static void grow(void *ctx, uint32_t from, uint32_t to) {
   Run *r = ctx;
   number_flows(r, from, to);
@@ -355,7 +376,7 @@ static void wire(Run *r, const FabRunOpts *opts) {
   fab_deq_init(&r->slot_of, sizeof(uint32_t));
   r->unfolds = sc->dag->more && !sc->dag->exhausted;
   r->keep_flows = !r->unfolds || sc->hdf5 || opts->keep_flows;
-  static const FabExecHooks hooks = {post, compute, reduce, grow};
+  static const FabExecHooks hooks = {post, compute, reduce, grow, ctrl};
   r->exec = fab_exec_new(r->eng, sc->dag, &hooks, r); /* numbers the first batch's flows (grow) */
   r->coll = fab_collect_new(sc->dag);
   for (uint32_t h = 0; h < r->topo->nhosts; h++) {

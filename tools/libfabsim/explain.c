@@ -36,6 +36,18 @@ static void explain_nccl(const FabNcclCosts *k, GString *s) {
                            "across nodes (twice for Simple) when it chooses\n", (double)k->plugin_lat / 1e6);
 }
 
+/* Under srd: aws-ofi-nccl's protocol, as NCCL's pieces cross EFA. */
+static void explain_ofi(const FabScenario *sc, GString *s) {
+  if (sc->fabric.nic.transport.kind != FAB_TRANSPORT_SRD) return;
+  if (sc->nccl.ofi_protocol == FAB_OFI_RDMA)
+    g_string_append_printf(s, "nccl       aws-ofi-nccl protocol rdma: a network piece of more than %u B waits for its "
+                           "receiver's %u B control message (sent when its slot is free), one unloaded way across "
+                           "the fabric; smaller ones go eager\n", FAB_OFI_EAGER_MAX, FAB_OFI_CTRL_BYTES);
+  else
+    g_string_append(s, "nccl       aws-ofi-nccl protocol sendrecv: libfabric EFA's own protocols for it (eager, then "
+                    "read-based with a runt for GPU memory) are not modelled: every piece goes at once, as eager\n");
+}
+
 char *fab_scenario_nic_rate(const FabScenario *sc) {
   const FabFabricCfg *f = &sc->fabric;
   const FabGpuSpec *g = &f->gpu;
@@ -99,9 +111,11 @@ static void explain_cluster(const FabScenario *sc, GString *s) {
                            g->gpu_flops / 1e12, g->gpu_efficiency, (double)g->memory_bps / 8e12,
                            (double)g->reduce_bps / 8e9, fab_cpu_names[g->cpu]);
     explain_nccl(&sc->nccl, s);
+    explain_ofi(sc, s);
   } else {
     g_string_append_printf(s, "endpoints  %u hosts, one NIC each at %.6g Gbps\n", f->topo.hosts,
                            (double)f->topo.host_bps / 1e9);
+    explain_ofi(sc, s);
   }
 }
 

@@ -95,6 +95,9 @@ static void coll_env(const FabFabricCfg *f, FabCollEnv *e) {
   ** platform_data_map[].latency; src/nccl_ofi_net.cpp: props->latency) */
   e->plugin_lat_us = f->nic.transport.kind == FAB_TRANSPORT_SRD ? 75.0 : 0;
   e->reduce_Bps = (double)g->reduce_bps / 8;
+  e->srd = f->nic.transport.kind == FAB_TRANSPORT_SRD;
+  const FabNodePreset *np = fab_preset_find(fab_preset_names[g->preset_id]);
+  e->ofi_default = np && np->ofi_protocol && !strcmp(np->ofi_protocol, "rdma") ? FAB_OFI_RDMA : FAB_OFI_SENDRECV;
   e->collnet = false;
 }
 
@@ -129,6 +132,10 @@ static gboolean workload_env(FabScenario *sc, uint64_t seed, FabWorkloadEnv *env
   env->gpu_mem_bps = g->memory_bps;
   env->coll.costs = fab_coll_costs_unset();
   if (!fab_cfg_apply(sc->fabric.nccl, NULL, fab_nccl_schema, &env->coll.costs, err)) return FALSE;
+  const FabCfgNode *ofi = fab_cfg_get(sc->fabric.nccl, "ofi_protocol");
+  if (ofi && !env->coll.srd)
+    g_ptr_array_add(sc->warnings, g_strdup_printf("%s: %s: has no effect: aws-ofi-nccl is NCCL's plugin on EFA only "
+                                                  "(fabric.transport srd)", fab_cfg_where(ofi), fab_cfg_path(ofi)));
   fab_coll_costs_resolve(&env->coll);
   sc->nccl = env->coll.costs; /* for validate --explain */
   return TRUE;
