@@ -758,8 +758,9 @@ static void on_ctrl(FabEngine *eng, FabNic *nic, FabFlow *f, FabPkt *p) {
   }
   if ((p->flags & FAB_PKTF_ECE) && nic->cfg.spray == FAB_SPRAY_AVOID && p->mark_ev < nic->cfg.paths)
     fab_bit_set(f->ev_skip, p->mark_ev); /* skip the congested value once */
-  if (nic->cfg.avoid_rtt && ev_learns(nic, f) && p->type != FAB_PKT_CNP && !(p->flags & FAB_PKTF_RETX) && p->sent && p->sent < eng->now &&
-      p->ev < nic->cfg.paths) { /* the answered packet's RTT: a value this slow is skipped once */
+  if (nic->cfg.avoid_rtt && ev_learns(nic, f) && p->type != FAB_PKT_CNP && !(p->flags & FAB_PKTF_RETX) &&
+      p->sent && p->sent < eng->now && p->ev < nic->cfg.paths) { /* the answered packet's RTT: a slow value is
+                                                                 ** skipped once */
     fab_time_t rtt = eng->now - p->sent;
     if (!f->ev_min_rtt || rtt < f->ev_min_rtt) {
       f->ev_min_rtt = rtt;
