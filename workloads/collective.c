@@ -305,7 +305,7 @@ uint32_t fab_coll__flow(Ex *x, uint32_t s, uint32_t r, uint64_t payload, unsigne
   uint32_t recv_ready = slot != FAB_OP_NONE ? slot : x->ready[r];
   bool rdv = net && payload > x->env->eager_max && recv_ready != FAB_OP_NONE;
   if (rdv) all[n++] = recv_ready;
-  memcpy(all + n, deps, nd * sizeof *deps);
+  if (nd) memcpy(all + n, deps, nd * sizeof *deps); /* deps may be NULL when nd is 0 */
   n += nd;
   if (!rdv && slot != FAB_OP_NONE) all[n++] = slot;
   FabOp o = {.kind = FAB_OP_FLOW, .prio = c->prio, .job = c->job, .step = c->step, .src = x->ep[s], .dst = x->ep[r],
