@@ -319,8 +319,6 @@ static void make_nvls(Run *r, uint32_t from, uint32_t to) {
   if (order) g_array_free(order, TRUE);
 }
 
-/* The executor took ops [from, to) in: the first batch as it is made, then
-** each batch an unfolding DAG makes. */
 /* The way of a receiver-driven flow's control message (aws-ofi-nccl's
 ** RDMA protocol: one FAB_OFI_CTRL_BYTES mailbox write) from endpoint
 ** `from` to `to` over the network, unloaded: each link's serialisation and
@@ -342,6 +340,8 @@ static fab_time_t ctrl(void *ctx, uint32_t from, uint32_t to) {
   return t;
 }
 
+/* The executor took ops [from, to) in: the first batch as it is made, then
+** each batch an unfolding DAG makes. */
 static void grow(void *ctx, uint32_t from, uint32_t to) {
   Run *r = ctx;
   number_flows(r, from, to);
@@ -655,8 +655,7 @@ static void run_free(Run *r) {
   fab_engine_free(r->eng);
 }
 
-/* Wire bytes the links between elements a and b carried in `r`, by index
-** in r->links (both directions), added into by[]. */
+/* Whether link record l runs from element a to element b. */
 static bool link_between(const FabLinkRec *l, const char *a, const char *b) {
   size_t na = strlen(a), nb = strlen(b);
   return !strncmp(l->from, a, na) && l->from[na] == ':' && !strncmp(l->to, b, nb) && l->to[nb] == ':';
