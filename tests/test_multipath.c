@@ -446,3 +446,37 @@ Test(multipath, aws_ofi_nccl_rdma_waits_for_the_receivers_control_message) {
   double extra = t[1][1] - t[0][1];
   cr_assert(extra > 150e-6 && extra < 210e-6, "64 KiB waits for the control message: %g s more", extra);
 }
+
+/* Runs `yaml` (NULL: the shipped permutation) with `sets` twice: the same
+** JSON both times, every flow completed. */
+static void same_json_twice(const char *yaml, const char *const *sets) {
+  char *js[2];
+  for (int k = 0; k < 2; k++) {
+    FabScenario *sc = yaml ? testscen_load(yaml, sets)
+                           : testscen_load_file("scenarios/leaf-spine-permutation-128.yaml", sets);
+    FabResults res;
+    testscen_run(sc, &res);
+    cr_assert_eq(res.flow_stats.completed, res.flow_stats.count);
+    js[k] = testscen_stable_json(&res);
+    testscen_done(sc, &res);
+  }
+  cr_assert_str_eq(js[0], js[1], "%s", sets && sets[0] ? sets[0] : "as given");
+  g_free(js[0]);
+  g_free(js[1]);
+}
+
+/* Same scenario, same seed, same bytes, for this session's modes: spraying
+** steered by loss and delay (avoid_delay given), SRD with message order over
+** CRC hashing, and aws-ofi-nccl's RDMA protocol on p5 (each run twice). */
+Test(multipath, new_modes_give_the_same_json_twice) {
+  same_json_twice(NULL, (const char *const[]){"cluster.nic.reliability=selective", "cluster.nic.spray=avoid",
+                                              "fabric.switch.ecn.enabled=true", "cluster.nic.avoid_delay=10us", NULL});
+  same_json_twice(NULL, (const char *const[]){"fabric.transport=srd", "fabric.switch.hash=crc32",
+                                              "workload={kind: flows, flows: [{src: 0, dst: 9, size: 1MiB}, "
+                                              "{src: 0, dst: 9, size: 64KiB}, {src: 1, dst: 9, size: 64KiB}]}",
+                                              NULL});
+  same_json_twice("name: p5\n"
+                  "cluster: {node: aws-p5, nodes: 2}\n"
+                  "fabric: {topology: {kind: leaf-spine, hosts_per_leaf: 32, spines: 32}}\n"
+                  "workload: {kind: nccl-tests, op: allreduce, sizes: [1048576, 16777216]}\n", NULL);
+}
