@@ -80,7 +80,7 @@ static inline uint32_t fab_ecmp_pick(uint32_t hash, uint32_t salt, uint32_t n) {
 ** 1 <= m <= 5 and m <= k <= 8, save one case (tier 2: a block of 2 over 2
 ** members); most other rotations lose rank somewhere in that range. */
 static inline uint32_t fab_ecmp_pick_crc(uint32_t hash, uint32_t salt, uint32_t tier, uint32_t n) {
-  static const uint8_t rot[3] = {14, 4, 0};
+  static const uint8_t rot[3] = {14, 4, 0}; /* no public figure for switches' offsets: an assumption (README) */
   uint32_t r = rot[tier < 3 ? tier : 2];
   uint32_t x = r ? (hash >> r) | (hash << (32 - r)) : hash;
   return (uint32_t)((((x ^ salt) & 0xffffu) * n) >> 16);

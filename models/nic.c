@@ -645,10 +645,7 @@ static void on_data(FabEngine *eng, FabNic *nic, FabFlow *f, FabPkt *p) {
     f->rcv_bytes += p->payload;
     f->nak_sent = false;
     bool last = f->rcv_nxt == f->npkts;
-    if (last) {
-      f->end = eng->now;
-      if (nic->done) nic->done(nic->ctx, f);
-    }
+    if (last) deliver(eng, nic, f);
     if (last || f->rcv_nxt % f->ack_every == 0) send_ctrl(eng, nic, f, FAB_PKT_ACK, 0, 0, p);
   } else if (seq > f->rcv_nxt) { /* a gap: ask once for what is missing */
     if (!f->nak_sent) {
