@@ -23,6 +23,8 @@ struct FabSwitch {
   /* routing: route[dst] -> group; group g = gports[goff[g] .. goff[g]+glen[g]) */
   uint32_t nendpoints;
   uint32_t *route;      /* UINT32_MAX: no route */
+  uint32_t nlanes;      /* rail-matched routes: lanes per endpoint (0: none) */
+  uint32_t *lroute;     /* [dst * nlanes + lane - 1] -> group toward that NIC of dst; UINT32_MAX: none */
   uint32_t ngroups;
   uint32_t *goff, *glen;
   uint32_t *gports;
@@ -171,13 +173,32 @@ static uint32_t flowlet(FabEngine *eng, FabSwitch *sw, uint32_t g, const FabPkt 
   return e->member;
 }
 
+/* Member of group g for `hash` (ECMP). */
+static inline uint32_t hash_member(const FabSwitch *sw, uint32_t g, uint32_t hash) {
+  uint32_t n = sw->glen[g];
+  if (n <= 1) return 0;
+  return sw->cfg.hash == FAB_HASH_CRC32 ? fab_ecmp_pick_crc(hash, sw->salt, sw->cfg.tier, n)
+                                        : fab_ecmp_pick(hash, sw->salt, n);
+}
+
+/* The group a packet to dst with `lane` takes: toward that NIC of dst when
+** the switch has rail-matched routes for it, else dst's. */
+static inline uint32_t route_of(const FabSwitch *sw, uint32_t dst, uint32_t lane) {
+  if (G_UNLIKELY(dst >= sw->nendpoints)) return UINT32_MAX;
+  if (G_UNLIKELY(lane && sw->nlanes)) {
+    uint32_t g = sw->lroute[(size_t)dst * sw->nlanes + (lane - 1u) % sw->nlanes];
+    if (g != UINT32_MAX) return g;
+  }
+  return sw->route[dst];
+}
+
 /* The egress for p: its lane's member, the ECMP hash's, or the routing's. */
 static FabPort *next_hop(FabEngine *eng, FabSwitch *sw, const FabPkt *p) {
   if (G_UNLIKELY(sw->cfg.lanes && p->lane)) return lane_hop(sw, p->dst, p->lane - 1u);
-  if (G_LIKELY(sw->cfg.routing == FAB_ROUTE_ECMP || !(p->flags & FAB_PKTF_AR)))
-    return fab_switch_next_hop(sw, p->dst, p->hash);
-  uint32_t g = fab_switch_route_group(sw, p->dst), i = 0;
+  uint32_t g = route_of(sw, p->dst, p->lane), i = 0;
   if (G_UNLIKELY(g == UINT32_MAX)) return NULL;
+  if (G_LIKELY(sw->cfg.routing == FAB_ROUTE_ECMP || !(p->flags & FAB_PKTF_AR)))
+    return &sw->ports[sw->gports[sw->goff[g] + hash_member(sw, g, p->hash)]];
   if (sw->glen[g] > 1) switch ((FabRouting)sw->cfg.routing) {
     case FAB_ROUTE_ADAPTIVE: i = least_loaded(sw, g, p->prio); break;
     case FAB_ROUTE_FLOWLET: i = flowlet(eng, sw, g, p); break;
@@ -300,6 +321,7 @@ void fab_switch_free(FabSwitch *sw) {
   if (!sw) return;
   g_free(sw->ports);
   g_free(sw->route);
+  g_free(sw->lroute);
   g_free(sw->goff);
   g_free(sw->glen);
   g_free(sw->gports);
@@ -383,9 +405,29 @@ const uint32_t *fab_switch_group_ports(const FabSwitch *sw, uint32_t g, uint32_t
 
 void fab_switch_reset_routes(FabSwitch *sw, uint32_t nendpoints) {
   g_free(sw->route);
+  g_free(sw->lroute);
+  sw->lroute = NULL;
+  sw->nlanes = 0;
   sw->nendpoints = nendpoints;
   sw->route = g_new(uint32_t, nendpoints ? nendpoints : 1);
   memset(sw->route, 0xff, sizeof(uint32_t) * nendpoints);
+}
+
+void fab_switch_set_lanes(FabSwitch *sw, uint32_t nlanes) {
+  g_free(sw->lroute);
+  sw->nlanes = nlanes;
+  sw->lroute = nlanes ? g_new(uint32_t, (size_t)sw->nendpoints * nlanes) : NULL;
+  if (nlanes) memset(sw->lroute, 0xff, sizeof(uint32_t) * sw->nendpoints * nlanes);
+}
+
+void fab_switch_set_lane_route(FabSwitch *sw, uint32_t dst, uint32_t lane, uint32_t g) {
+  g_assert(dst < sw->nendpoints && lane >= 1 && lane <= sw->nlanes && (g < sw->ngroups || g == UINT32_MAX));
+  sw->lroute[(size_t)dst * sw->nlanes + lane - 1] = g;
+}
+
+uint32_t fab_switch_lane_group(const FabSwitch *sw, uint32_t dst, uint32_t lane) {
+  if (!sw->nlanes || dst >= sw->nendpoints || !lane || lane > sw->nlanes) return UINT32_MAX;
+  return sw->lroute[(size_t)dst * sw->nlanes + lane - 1];
 }
 
 uint32_t fab_switch_holders(FabSwitch *sw, uint32_t in, uint32_t prio, FabPort **out, uint32_t max) {
@@ -403,13 +445,13 @@ uint32_t fab_switch_holders(FabSwitch *sw, uint32_t in, uint32_t prio, FabPort *
 }
 
 FabPort *fab_switch_next_hop(const FabSwitch *sw, uint32_t dst, uint32_t hash) {
-  if (G_UNLIKELY(dst >= sw->nendpoints)) return NULL;
-  uint32_t g = sw->route[dst];
+  return fab_switch_next_hop_lane(sw, dst, hash, 0);
+}
+
+FabPort *fab_switch_next_hop_lane(const FabSwitch *sw, uint32_t dst, uint32_t hash, uint32_t lane) {
+  uint32_t g = route_of(sw, dst, lane);
   if (G_UNLIKELY(g == UINT32_MAX)) return NULL;
-  uint32_t n = sw->glen[g], i = sw->goff[g];
-  if (n > 1 && sw->cfg.hash == FAB_HASH_CRC32) i += fab_ecmp_pick_crc(hash, sw->salt, sw->cfg.tier, n);
-  else if (n > 1) i += fab_ecmp_pick(hash, sw->salt, n);
-  return &sw->ports[sw->gports[i]];
+  return &sw->ports[sw->gports[sw->goff[g] + hash_member(sw, g, hash)]];
 }
 
 size_t fab_switch_struct_bytes(void) { return sizeof(FabSwitch); }

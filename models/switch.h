@@ -180,8 +180,21 @@ uint32_t fab_switch_nendpoints(const FabSwitch *sw);
 /* A new, empty route table for `nendpoints` endpoints (the groups stay). */
 void fab_switch_reset_routes(FabSwitch *sw, uint32_t nendpoints);
 
-/* The egress port a packet to `dst` with `hash` takes, or NULL. */
+/* Rail-matched routes (GPUs with several NICs, as aws-ofi-nccl and NCCL pair
+** a sender's NIC i with the receiver's NIC i): a network switch may route a
+** packet with lane L (1-based: the sending NIC's index among its GPU's NICs,
+** plus one) toward NIC L of its destination GPU rather than toward any of
+** the GPU's NICs. fab_switch_set_lanes gives the table `nlanes` lanes per
+** endpoint, all unset (a packet then takes dst's route); a reset of the
+** routes drops it. Switches with cfg.lanes (inside GPU nodes) do not use it. */
+void fab_switch_set_lanes(FabSwitch *sw, uint32_t nlanes);
+void fab_switch_set_lane_route(FabSwitch *sw, uint32_t dst, uint32_t lane, uint32_t g); /* g: UINT32_MAX unsets */
+uint32_t fab_switch_lane_group(const FabSwitch *sw, uint32_t dst, uint32_t lane);    /* UINT32_MAX: unset */
+
+/* The egress port a packet to `dst` with `hash` takes under ECMP, or NULL;
+** _lane: a packet with `lane` (0: none; a switch with cfg.lanes is not asked). */
 FabPort *fab_switch_next_hop(const FabSwitch *sw, uint32_t dst, uint32_t hash);
+FabPort *fab_switch_next_hop_lane(const FabSwitch *sw, uint32_t dst, uint32_t hash, uint32_t lane);
 
 /* ---- the switch API of watchdogs and analyses ----------------------------- */
 

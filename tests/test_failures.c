@@ -27,6 +27,8 @@ static const char *const healthy[] = {
   "cluster: {node: dgx-h100, nodes: 4, pxn: true}\nfabric: {transport: infiniband, topology: {kind: multi-rail, "
   "hosts_per_leaf: 2, spines: 2}, link: {bandwidth: 400Gbps}, switch: {priorities: 1}}\n"
   "workload: {kind: flows, flows: [{src: 1, dst: 26, size: 1MiB}]}\n",
+  "cluster: {node: aws-p5, nodes: 2}\nfabric: {topology: {kind: leaf-spine, hosts_per_leaf: 2, spines: 2}}\n"
+  "workload: {kind: flows, flows: [{src: 0, dst: 8, size: 1MiB}]}\n",
 };
 
 /* On a healthy fabric the routes recomputed from the links are the ones the
@@ -71,6 +73,63 @@ Test(failures, a_link_down_moves_the_routes_through_it) {
   cr_assert_eq(fab_topology_reroute(t, NULL, NULL), 28);
   g = fab_switch_group_ports(leaf0, fab_switch_route_group(leaf0, 4), &n);
   cr_assert_eq(n, 4);
+  fab_engine_free(eng);
+  fab_topology_free(t);
+  fab_scenario_free(sc);
+}
+
+/* Rail-matched lanes (models/switch.h) on aws-p5 (4 NICs per GPU) over a
+** leaf-spine of 2 NICs per leaf: rank 8's NICs 32, 33 hang off leaf16 and
+** 34, 35 off leaf17. A spine reaches rank 8 through both leaves, its lane 1
+** through leaf16 only, its lane 3 through leaf17; leaf16 reaches lane 1
+** straight down. NIC 32's link down: lane 1 is unset at all 34 switches
+** and leaf16's route to rank 8 keeps NIC 33 alone: 35 routes; the spines
+** still reach rank 8 through both leaves, and its lane 1 takes them. */
+Test(failures, a_gpus_lanes_follow_its_nics) {
+  FabScenario *sc;
+  FabTopology *t = built("cluster: {node: aws-p5, nodes: 2}\n"
+                         "fabric: {topology: {kind: leaf-spine, hosts_per_leaf: 2, spines: 2}}\n"
+                         "workload: {kind: flows, flows: [{src: 0, dst: 8, size: 1MiB}]}\n", &sc);
+  FabSwitch *leaf16 = t->switches[16], *spine0 = t->switches[32];
+  cr_assert_str_eq(fab_switch_name(leaf16), "leaf16");
+  cr_assert_str_eq(fab_switch_name(spine0), "spine0");
+  uint32_t n;
+  const uint32_t *g = fab_switch_group_ports(spine0, fab_switch_route_group(spine0, 8), &n);
+  cr_assert_eq(n, 2, "spine0 to rank 8: leaf16 and leaf17");
+  g = fab_switch_group_ports(spine0, fab_switch_lane_group(spine0, 8, 1), &n);
+  cr_assert_eq(n, 1);
+  cr_assert_str_eq(fab_switch_port_at(spine0, g[0])->peer->owner->name, "leaf16");
+  g = fab_switch_group_ports(spine0, fab_switch_lane_group(spine0, 8, 3), &n);
+  cr_assert_str_eq(fab_switch_port_at(spine0, g[0])->peer->owner->name, "leaf17");
+  for (uint32_t h = 0; h < 64; h++)
+    cr_assert_str_eq(fab_switch_next_hop_lane(spine0, 8, h, 4)->peer->owner->name, "leaf17");
+  g = fab_switch_group_ports(leaf16, fab_switch_route_group(leaf16, 8), &n);
+  cr_assert_eq(n, 2, "leaf16 to rank 8: NICs 32 and 33");
+  const uint32_t *l1 = fab_switch_group_ports(leaf16, fab_switch_lane_group(leaf16, 8, 1), &n);
+  cr_assert_eq(n, 1);
+  FabPort *nic0 = fab_switch_port_at(leaf16, l1[0]);
+  cr_assert_str_eq(nic0->peer->owner->name, "pcie1.0");
+  cr_assert_eq(nic0->peer->index, 1, "lane 1: the GPU's first NIC, its PCIe element's port 1");
+  g = fab_switch_group_ports(leaf16, fab_switch_lane_group(leaf16, 8, 2), &n);
+  cr_assert_eq(fab_switch_port_at(leaf16, g[0])->peer->index, 2);
+  FabEngine *eng = fab_engine_new(1, sizeof(FabPkt));
+  fab_port_set_down(eng, nic0, true);
+  fab_port_set_down(eng, nic0->peer, true);
+  cr_assert_eq(fab_topology_reroute(t, NULL, NULL), 35);
+  cr_assert_eq(fab_switch_lane_group(spine0, 8, 1), UINT32_MAX);
+  cr_assert_eq(fab_switch_lane_group(leaf16, 8, 1), UINT32_MAX);
+  cr_assert_neq(fab_switch_lane_group(leaf16, 8, 2), UINT32_MAX);
+  g = fab_switch_group_ports(leaf16, fab_switch_route_group(leaf16, 8), &n);
+  cr_assert_eq(n, 1);
+  cr_assert_eq(fab_switch_port_at(leaf16, g[0])->peer->index, 2, "NIC 33 alone");
+  bool seen[2] = {false, false};
+  for (uint32_t h = 0; h < 64; h++)
+    seen[!strcmp(fab_switch_next_hop_lane(spine0, 8, h, 1)->peer->owner->name, "leaf17")] = true;
+  cr_assert(seen[0] && seen[1], "lane 1 hashes over both leaves, as rank 8 does");
+  cr_assert_eq(fab_topology_reroute(t, NULL, NULL), 0, "converged");
+  fab_port_set_down(eng, nic0, false);
+  fab_port_set_down(eng, nic0->peer, false);
+  cr_assert_eq(fab_topology_reroute(t, NULL, NULL), 35);
   fab_engine_free(eng);
   fab_topology_free(t);
   fab_scenario_free(sc);

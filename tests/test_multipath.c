@@ -332,8 +332,10 @@ Test(multipath, srd_sprays_the_permutation) {
 ** two nodes under SRD goes out over all four NICs of its GPU, a quarter
 ** each within 5 % (each pass over the 64 values gives each NIC 16; the
 ** values avoidance skips unbalance it a little) on the links from its PCIe
-** element to them, in under a third of the
-** time RoCE takes through one NIC. */
+** element to them, in under a third of the time RoCE takes through one NIC.
+** Rail-matched (switch.h): what left by the sender's NIC k arrives by the
+** receiver's NIC k, byte for byte, so the receiving side is as even and the
+** flow ends within 4 % of its busiest NIC link's serialisation. */
 Test(multipath, srd_stripes_a_message_over_a_gpus_nics) {
   static const char yaml[] = "cluster: {node: aws-p5, nodes: 2}\n"
                              "fabric: {topology: {kind: leaf-spine, hosts_per_leaf: 32, spines: 32}}\n"
@@ -345,18 +347,25 @@ Test(multipath, srd_stripes_a_message_over_a_gpus_nics) {
     FabResults res;
     testscen_run(sc, &res);
     t[roce] = res.sim_time;
-    uint64_t nic[4] = {0}, total = 0;
+    uint64_t nic[4] = {0}, in[4] = {0}, pk[4] = {0}, pkin[4] = {0}, total = 0, bps = 0;
     for (size_t i = 0; i < res.n_links; i++)
       for (int k = 0; k < 4; k++) {
-        char from[32];
-        g_snprintf(from, sizeof from, "pcie0.0:p%d", k + 1);
-        if (!strcmp(res.links[i].from, from)) nic[k] += res.links[i].bytes;
+        char at[32];
+        g_snprintf(at, sizeof at, "pcie0.0:p%d", k + 1);
+        if (!strcmp(res.links[i].from, at)) nic[k] += res.links[i].bytes, pk[k] += res.links[i].packets;
+        g_snprintf(at, sizeof at, "pcie1.0:p%d", k + 1);
+        if (!strcmp(res.links[i].to, at)) in[k] += res.links[i].bytes, pkin[k] += res.links[i].packets;
+        if (!strcmp(res.links[i].to, at)) bps = res.links[i].bps;
       }
     for (int k = 0; k < 4; k++) total += nic[k];
     cr_assert_gt(total, 16u << 20);
-    for (int k = 0; k < 4 && !roce; k++)
+    for (int k = 0; k < 4 && !roce; k++) {
       cr_assert(nic[k] > total / 4 * 95 / 100 && nic[k] < total / 4 * 105 / 100, "NIC %d carried %lu of %lu", k,
                 nic[k], total);
+      cr_assert_eq(pkin[k], pk[k], "NIC %d: %lu packets out, %lu in at the receiver's NIC %d", k, pk[k], pkin[k], k);
+      fab_time_t ser = (fab_time_t)((unsigned __int128)in[k] * 8 * FAB_S / bps);
+      cr_assert_lt(res.sim_time, ser * 104 / 100, "%lu ps, NIC %d's link %lu ps", res.sim_time, k, ser);
+    }
     testscen_done(sc, &res);
   }
   cr_assert_lt(t[0], t[1] / 3, "striped %lu ps, one NIC %lu ps", t[0], t[1]);

@@ -121,6 +121,13 @@ void fab_topo__rekey_routes(FabTopology *t, FabSwitch *sw, const FabGpuLayout *l
   uint32_t *old = g_new(uint32_t, nold ? nold : 1);
   for (uint32_t a = 0; a < nold; a++) old[a] = fab_switch_route_group(sw, a);
   fab_switch_reset_routes(sw, t->nhosts);
+  if (l->npg > 1) { /* rail-matched: lane i + 1 of rank r keeps the route toward r's NIC i (switch.h) */
+    fab_switch_set_lanes(sw, l->npg);
+    for (uint32_t r = 0; r < t->nhosts; r++) {
+      uint32_t first, n = rank_attach(l, r, &first);
+      for (uint32_t i = 0; i < n && first + i < nold; i++) fab_switch_set_lane_route(sw, r, i + 1, old[first + i]);
+    }
+  }
   GHashTable *groups = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
   GArray *ports = g_array_new(FALSE, FALSE, sizeof(uint32_t)), *down = g_array_new(FALSE, FALSE, sizeof(uint32_t));
   for (uint32_t r = 0; r < t->nhosts; r++) {

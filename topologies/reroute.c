@@ -47,12 +47,12 @@ static void net_clear(Net *g) {
   g_free(g->queue);
 }
 
-/* The network port each attachment a of endpoint r is linked to, when that
-** link is up: its switch's index into *sw, the port into *port; returns how
-** many (at most max). */
-static uint32_t edges_of(const Net *g, uint32_t r, uint32_t *sw, uint32_t *port, uint32_t max) {
+/* The network port each attachment a in [first, first + n) is linked to,
+** when that link is up: its switch's index into *sw, the port into *port;
+** returns how many (at most max). */
+static uint32_t edges_of(const Net *g, uint32_t first, uint32_t n, uint32_t *sw, uint32_t *port, uint32_t max) {
   const FabTopology *t = g->t;
-  uint32_t first = t->rank_attach ? t->rank_attach[r] : r, n = t->rank_attach ? t->rank_nattach : 1, k = 0;
+  uint32_t k = 0;
   for (uint32_t a = first; a < first + n && a < t->nattach && k < max; a++) {
     const FabPort *at = t->attach[a];
     if (!at || !link_up(at)) continue;
@@ -91,10 +91,12 @@ static int cmp_u32(const void *a, const void *b) {
   return x < y ? -1 : x > y;
 }
 
-/* Route endpoint r at switch s over ports[0..n) (sorted), reusing a group of
-** the same ports; whether the route changed. */
-static bool set_ports(FabSwitch *sw, GHashTable *groups, uint32_t r, const uint32_t *ports, uint32_t n) {
-  uint32_t g = fab_switch_route_group(sw, r), glen = 0;
+/* Route endpoint r (lane 0) or its lane at switch s over ports[0..n)
+** (sorted; n == 0 unsets a lane), reusing a group of the same ports;
+** whether the route changed. */
+static bool set_ports(FabSwitch *sw, GHashTable *groups, uint32_t r, uint32_t lane, const uint32_t *ports,
+                      uint32_t n) {
+  uint32_t g = lane ? fab_switch_lane_group(sw, r, lane) : fab_switch_route_group(sw, r), glen = 0;
   const uint32_t *cur = g != UINT32_MAX ? fab_switch_group_ports(sw, g, &glen) : NULL;
   bool same = glen == n;
   for (uint32_t i = 0; same && i < n; i++) { /* built groups list their ports in order too */
@@ -103,6 +105,10 @@ static bool set_ports(FabSwitch *sw, GHashTable *groups, uint32_t r, const uint3
     same = in;
   }
   if (same) return false;
+  if (!n) {
+    fab_switch_set_lane_route(sw, r, lane, UINT32_MAX);
+    return true;
+  }
   GString *key = g_string_new(NULL);
   for (uint32_t i = 0; i < n; i++) g_string_append_printf(key, "%u,", ports[i]);
   gpointer gid = g_hash_table_lookup(groups, key->str);
@@ -112,54 +118,85 @@ static bool set_ports(FabSwitch *sw, GHashTable *groups, uint32_t r, const uint3
   } else {
     g_string_free(key, TRUE);
   }
-  fab_switch_set_route(sw, r, GPOINTER_TO_UINT(gid) - 1);
+  if (lane) fab_switch_set_lane_route(sw, r, lane, GPOINTER_TO_UINT(gid) - 1);
+  else fab_switch_set_route(sw, r, GPOINTER_TO_UINT(gid) - 1);
   return true;
 }
 
-uint64_t fab_topology_reroute(FabTopology *t, bool (*want)(const FabSwitch *sw, void *ctx), void *ctx) {
+/* The reroute's state: the network, per switch its groups by ports, scratch. */
+typedef struct Reroute {
   Net g;
-  net_init(&g, t);
-  GHashTable **groups = g_new(GHashTable *, g.n);
-  for (uint32_t s = 0; s < g.n; s++) groups[s] = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
-  uint32_t maxp = 1;
-  for (uint32_t s = 0; s < g.n; s++) maxp = MAX(maxp, fab_switch_nports(t->switches[s]));
-  uint32_t *ports = g_new(uint32_t, maxp), esw[64], eport[64], ncached = 0;
+  GHashTable **groups;
+  uint32_t *ports;
+  GString *srcs, *cached;
+  uint32_t ncached;
+  bool (*want)(const FabSwitch *sw, void *ctx);
+  void *ctx;
+} Reroute;
+
+/* Route endpoint r's attachments [first, first + n) (lane 0: all of r's;
+** else the one of that lane) at every switch; how many routes changed. A
+** rank cut off keeps its routes (what is sent to it is lost on the way); a
+** lane cut off, or at a switch that cannot reach it, falls back to the
+** rank's route. */
+static uint64_t route_one(Reroute *rr, uint32_t r, uint32_t lane, uint32_t first, uint32_t n) {
+  Net *g = &rr->g;
+  FabTopology *t = g->t;
+  uint32_t esw[64], eport[64], ne = edges_of(g, first, n, esw, eport, G_N_ELEMENTS(esw));
   uint64_t changed = 0;
-  GString *srcs = g_string_new(NULL), *cached = g_string_new(NULL);
-  uint32_t nr = g.n ? fab_switch_nendpoints(t->switches[0]) : 0;
-  for (uint32_t r = 0; r < nr; r++) {
-    uint32_t ne = edges_of(&g, r, esw, eport, G_N_ELEMENTS(esw));
-    if (!ne) continue; /* cut off: its routes stay (what is sent to it is lost on the way) */
-    g_string_truncate(srcs, 0);
-    for (uint32_t i = 0; i < ne; i++) g_string_append_printf(srcs, "%u,", esw[i]);
-    if (!ncached || strcmp(srcs->str, cached->str)) { /* endpoints on the same switches share distances */
-      bfs(&g, esw, ne);
-      g_string_assign(cached, srcs->str);
-      ncached++;
-    }
-    for (uint32_t s = 0; s < g.n; s++) {
-      FabSwitch *sw = t->switches[s];
-      if ((want && !want(sw, ctx)) || g.dist[s] == FAR || r >= fab_switch_nendpoints(sw)) continue;
-      uint32_t n = 0;
-      if (g.dist[s] == 0) { /* its own links to the endpoint's attachments */
-        for (uint32_t i = 0; i < ne; i++)
-          if (esw[i] == s) ports[n++] = eport[i];
-      } else {
-        for (uint32_t p = 0; p < fab_switch_nports(sw); p++) {
-          uint32_t m = g.nbr[s][p];
-          if (m != FAR && g.dist[m] + 1 == g.dist[s] && link_up(fab_switch_port_at(sw, p))) ports[n++] = p;
-        }
-      }
-      qsort(ports, n, sizeof *ports, cmp_u32);
-      changed += set_ports(sw, groups[s], r, ports, n);
-    }
+  if (!ne && !lane) return 0;
+  g_string_truncate(rr->srcs, 0);
+  for (uint32_t i = 0; i < ne; i++) g_string_append_printf(rr->srcs, "%u,", esw[i]);
+  if (ne && (!rr->ncached || strcmp(rr->srcs->str, rr->cached->str))) { /* endpoints on one switch share distances */
+    bfs(g, esw, ne);
+    g_string_assign(rr->cached, rr->srcs->str);
+    rr->ncached++;
   }
-  g_string_free(srcs, TRUE);
-  g_string_free(cached, TRUE);
-  for (uint32_t s = 0; s < g.n; s++) g_hash_table_destroy(groups[s]);
-  g_free(groups);
-  g_free(ports);
-  net_clear(&g);
+  for (uint32_t s = 0; s < g->n; s++) {
+    FabSwitch *sw = t->switches[s];
+    if ((rr->want && !rr->want(sw, rr->ctx)) || r >= fab_switch_nendpoints(sw)) continue;
+    uint32_t k = 0, *ports = rr->ports;
+    if (!ne || g->dist[s] == FAR) {
+      if (lane) changed += set_ports(sw, rr->groups[s], r, lane, ports, 0);
+      continue;
+    }
+    if (g->dist[s] == 0) { /* its own links to the endpoint's attachments */
+      for (uint32_t i = 0; i < ne; i++)
+        if (esw[i] == s) ports[k++] = eport[i];
+    } else {
+      for (uint32_t p = 0; p < fab_switch_nports(sw); p++) {
+        uint32_t m = g->nbr[s][p];
+        if (m != FAR && g->dist[m] + 1 == g->dist[s] && link_up(fab_switch_port_at(sw, p))) ports[k++] = p;
+      }
+    }
+    qsort(ports, k, sizeof *ports, cmp_u32);
+    changed += set_ports(sw, rr->groups[s], r, lane, ports, k);
+  }
+  return changed;
+}
+
+uint64_t fab_topology_reroute(FabTopology *t, bool (*want)(const FabSwitch *sw, void *ctx), void *ctx) {
+  Reroute rr = {.want = want, .ctx = ctx};
+  net_init(&rr.g, t);
+  uint32_t nsw = rr.g.n, maxp = 1;
+  rr.groups = g_new(GHashTable *, nsw);
+  for (uint32_t s = 0; s < nsw; s++) rr.groups[s] = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
+  for (uint32_t s = 0; s < nsw; s++) maxp = MAX(maxp, fab_switch_nports(t->switches[s]));
+  rr.ports = g_new(uint32_t, maxp);
+  rr.srcs = g_string_new(NULL);
+  rr.cached = g_string_new(NULL);
+  uint64_t changed = 0;
+  uint32_t nr = nsw ? fab_switch_nendpoints(t->switches[0]) : 0, npg = t->rank_attach ? t->rank_nattach : 1;
+  for (uint32_t r = 0; r < nr; r++) changed += route_one(&rr, r, 0, t->rank_attach ? t->rank_attach[r] : r, npg);
+  if (npg > 1) /* rail-matched lanes (switch.h), lane by lane so ranks on one switch share a search */
+    for (uint32_t i = 0; i < npg; i++)
+      for (uint32_t r = 0; r < nr; r++) changed += route_one(&rr, r, i + 1, t->rank_attach[r] + i, 1);
+  g_string_free(rr.srcs, TRUE);
+  g_string_free(rr.cached, TRUE);
+  for (uint32_t s = 0; s < nsw; s++) g_hash_table_destroy(rr.groups[s]);
+  g_free(rr.groups);
+  g_free(rr.ports);
+  net_clear(&rr.g);
   return changed;
 }
 

@@ -207,7 +207,10 @@ void fab_topology_foreach_port(FabTopology *t, void (*fn)(FabPort *pt, void *ctx
 ** every link up to a switch one hop nearer. An endpoint no switch can reach
 ** keeps its routes. On a healthy fabric this is what the builders made
 ** (every kind but ring, whose clockwise routing is not shortest-path).
-** Returns the (switch, endpoint) routes that changed (reroute.c). */
+** Rail-matched lanes (GPUs with several NICs, switch.h) are routed the
+** same way toward their one NIC; a lane no longer reachable falls back to
+** its rank's route. Returns the (switch, endpoint or lane) routes that
+** changed (reroute.c). */
 uint64_t fab_topology_reroute(FabTopology *t, bool (*want)(const FabSwitch *sw, void *ctx), void *ctx);
 
 /* The egress port of element `a` on its link to element `b` (names as in
