@@ -140,6 +140,9 @@ void fab_flow_prepare(FabFlow *f, const FabNicCfg *cfg) {
   memset(f->ev_skip, 0, sizeof f->ev_skip);
   f->rcv_bytes = 0;
   f->next_tx = f->made = 0;
+  f->read_rtt = f->hold_until = 0;
+  f->hold_seq = f->runt = 0;
+  f->reading = false;
   f->cc_wake_at = FAB_TIME_MAX;
   f->cnp_next = 0;
   f->cc = (FabCcFlow){.rate_bps = line, .line_bps = line, .timer_at = FAB_TIME_MAX};
@@ -421,6 +424,7 @@ static FabPkt *nic_pull(FabEngine *eng, FabNode *self, FabPort *port) {
     if (!((port->paused | port->nocredit) & (1u << f->prio))) { /* PFC pause, IB credits */
       fab_time_t at = f->next_tx;
       if (G_UNLIKELY(f->rank_bps) && nic->cap_next > at) at = nic->cap_next;
+      if (G_UNLIKELY(f->hold_until > at) && f->snd_nxt >= f->hold_seq) at = f->hold_until; /* its read part */
       if (at <= eng->now) break;
       if (at < soonest) soonest = at;
     }
@@ -504,7 +508,8 @@ static FabPkt *nic_pull(FabEngine *eng, FabNode *self, FabPort *port) {
     fab_engine_at(eng, f->deadline, nic, WAKE(WAKE_RTO, f));
   }
   if (has_work(nic, f)) rr_push(nic, f);
-  if (seq + 1 == f->npkts && !f->sent_all) {
+  /* sent: its last packet left; read-based, its runt (libfabric takes the next message at once, nic.h) */
+  if ((seq + 1 == f->npkts || (f->reading && seq + 1 == f->hold_seq)) && !f->sent_all) {
     f->sent_all = true;
     if (nic->sent) nic->sent(nic->ctx, f);
   }
@@ -689,6 +694,7 @@ static void on_ack_srd(FabEngine *eng, FabNic *nic, FabFlow *f, const FabPkt *p)
   if (f->snd_una == f->npkts) {
     f->acked = true;
     srd_give_back(nic, f);
+    if (G_UNLIKELY(f->runt || f->reading)) fab_efa_read_end(nic, f);
     return;
   }
   fab_time_t due = eng->now + fab_srd_rto(f, nic->cfg.rto_min, nic->cfg.rto);
@@ -860,6 +866,11 @@ static void nic_wake(FabEngine *eng, void *self, uint64_t arg) {
       srd_take(nic, f);
       srd_resume(nic, f);
     }
+    if (f->read_rtt && f->bytes >= FAB_EFA_READ_MIN) fab_efa_read_begin(nic, f, eng->now);
+    if (f->reading && !f->hold_seq && nic->sent) { /* a long read: its request is all that leaves now */
+      f->sent_all = true;
+      nic->sent(nic->ctx, f);
+    }
     if (!f->in_rr) rr_push(nic, f);
     fab_port_kick(eng, path_port(nic, f));
     break;
@@ -944,6 +955,8 @@ void fab_nic_clear(FabNic *nic) {
   if (nic->srd_all) g_ptr_array_free(nic->srd_all, TRUE);
   nic->srd_all = NULL;
   nic->srd_free = NULL;
+  if (nic->runt_out) g_hash_table_destroy(nic->runt_out);
+  nic->runt_out = NULL;
   if (nic->msg_tx) g_hash_table_destroy(nic->msg_tx);
   if (nic->msg_rx) g_hash_table_destroy(nic->msg_rx);
   nic->msg_tx = nic->msg_rx = NULL;

@@ -141,6 +141,32 @@ extern const char *const fab_spray_names[]; /* by FabSpray: none, round-robin, a
 ** beyond it, and fabsim holds any number. NCCL's path is never ordered
 ** (aws-ofi-nccl matches its messages by tag and asks for no order). */
 
+/* libfabric EFA's send protocols for a message from GPU memory
+** (prov/efa/src/rdm/efa_rdm_msg.c, efa_rdm_msg_select_rtm; the sizes in
+** efa_hmem.c and efa.h), as aws-ofi-nccl's SENDRECV protocol uses them: a
+** flow the owner gave a read_rtt, of fewer than FAB_EFA_READ_MIN bytes,
+** goes at once (eager). A longer one is read-based. With no read-based
+** message of this NIC under way (the domain's num_read_msg_in_flight) and
+** runt budget left toward its receiver (FAB_EFA_RUNT_SIZE less the runt
+** bytes sent there and not acknowledged), its first min(budget, bytes)
+** bytes, rounded down to 64, go at once (the runt); the receiver reads the
+** rest, which therefore leaves read_rtt after the flow's start (the
+** request's way there, the read request's way back). Without, all of it
+** waits read_rtt (long read). A message the runt covers whole has no read
+** part. The runt's budget and the domain's count are given back when the
+** flow is acknowledged (libfabric: the runt packets' send completions, the
+** EOR after the read). Packets are whole: the runt is rounded up to the
+** flow's packets. A read-based message counts as sent (FabNic.sent) once
+** its runt has left, or at its start for a long read: libfabric takes the
+** next message on at once, and the reads overlap. The handshake's first
+** messages (long-CTS) are not modelled. */
+#define FAB_EFA_RUNT_SIZE 307200u /* libfabric prov/efa/src/efa.h EFA_DEFAULT_RUNT_SIZE */
+#define FAB_EFA_RUNT_ALIGN 64u    /* rdm/efa_rdm_ep.h: CUDA memory's alignment */
+/* efa_hmem.c: CUDA's min_read_msg_size = max_msg_sz - the largest packet
+** header (168 B, rdm/efa_rdm_pkt_type.c) + 1, with EFA's max_msg_sz of
+** 8928 B (an assumption: reported by fi_info, not in the source) */
+#define FAB_EFA_READ_MIN 8761u
+
 /* Striping (FabNicCfg.stripe_rails), as aws-ofi-nccl's scheduler does on
 ** EFA (src/nccl_ofi_scheduler.cpp): a message of a GPU with R NICs is cut
 ** into min(ceil(bytes / stripe_min), R) stripes, that count rounded down to
@@ -199,7 +225,8 @@ typedef struct FabFlow {
   bool timer_armed;        /* a timer event is pending */
   bool in_rr;              /* in the NIC's round robin */
   bool acked;              /* every PSN acknowledged: sender done */
-  bool sent_all;           /* its last packet has left the sender once (FabNic.sent was called) */
+  bool sent_all;           /* its last packet has left the sender once, or read-based its runt (FabNic.sent was
+                           ** called) */
   bool ar;                 /* its data packets carry FAB_PKTF_AR (bytes >= ar_threshold) */
   bool imm;                /* its last PSN is a zero-byte write-with-immediate (FabNicCfg.ar_imm) */
   uint32_t timeouts;       /* consecutive timeouts without progress (not under srd: its packets count their own,
@@ -207,6 +234,12 @@ typedef struct FabFlow {
   uint32_t retransmits;    /* packets sent again */
   struct FabFlow *rr_next;
   fab_time_t next_tx;      /* ps: paced: the next packet may not leave before this */
+  fab_time_t read_rtt;     /* srd, libfabric EFA's read-based protocols (below): the round trip of its request
+                           ** and the receiver's read request, unloaded (set by the owner after prepare; 0: eager) */
+  fab_time_t hold_until;   /* read-based: packets from hold_seq on (the read part) not before this (0: none) */
+  uint32_t hold_seq;       /* read-based: its first packet past the runt */
+  uint32_t runt;           /* read-based: payload bytes sent as its runt, held of its receiver's budget until acked */
+  bool reading;            /* read-based with a read part: counted in FabNic.reads_open until acknowledged */
   fab_time_t made;         /* ps: with max_bps, when its GPU has made the data of the packets sent so far */
   fab_time_t cc_wake_at;   /* ps: the earliest pending CC timer event (FAB_TIME_MAX: none) */
   FabCcFlow cc;            /* congestion-control state; cc.rate_bps is the current rate */
@@ -334,6 +367,9 @@ struct FabNic {
   GHashTable *msg_tx;                     /* srd ordered: receiver + 1 -> the next msg_seq to give */
   GHashTable *msg_rx;                     /* srd ordered: sender + 1 -> FabMsgPeer, what it waits for, holds */
   uint64_t msgs_held;                     /* srd ordered: messages that arrived whole before an earlier one */
+  uint32_t reads_open;                    /* read-based: its messages with a read part not yet acknowledged */
+  GHashTable *runt_out;                   /* read-based: receiver + 1 -> runt bytes sent and not acknowledged */
+  uint64_t runt_reads, long_reads;        /* read-based: messages sent with a runt and a read, by read alone */
   uint64_t reorder_hist[FAB_REORDER_BINS]; /* network data packets received the first time, by how many PSNs
                                           ** ahead of the next expected they came (fab_reorder_bin) */
 };

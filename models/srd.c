@@ -1,6 +1,7 @@
 /* SRD's sender: per-path loss detection and per-packet timers. See srd.h. */
 #include "srd.h"
 #include "bits.h"
+#include <glib.h>
 
 void fab_srd_reset(FabSrdTx *s) {
   FabSrdTx *next = s->next;
@@ -95,4 +96,38 @@ uint32_t fab_srd_expire(FabFlow *f, fab_time_t now, fab_time_t rto, fab_time_t *
 uint32_t fab_srd_next_lost(const FabFlow *f) {
   uint32_t i = fab_bits_first(f->srd->lost, FAB_SACK_WORDS);
   return i == UINT32_MAX ? UINT32_MAX : f->snd_una + i;
+}
+
+/* ---- libfabric EFA's read-based protocols (nic.h) ---------------------- */
+
+void fab_efa_read_begin(FabNic *nic, FabFlow *f, fab_time_t now) {
+  if (!nic->runt_out) nic->runt_out = g_hash_table_new(NULL, NULL);
+  gpointer key = GUINT_TO_POINTER(f->dst + 1);
+  uint32_t out = GPOINTER_TO_UINT(g_hash_table_lookup(nic->runt_out, key));
+  uint64_t runt = nic->reads_open || out >= FAB_EFA_RUNT_SIZE ? 0 : MIN(FAB_EFA_RUNT_SIZE - out, f->bytes);
+  if (runt < f->bytes) runt &= ~(uint64_t)(FAB_EFA_RUNT_ALIGN - 1);
+  f->runt = (uint32_t)runt;
+  if (runt) g_hash_table_insert(nic->runt_out, key, GUINT_TO_POINTER(out + f->runt));
+  if (runt == f->bytes) return; /* the runt is all of it */
+  f->reading = true;
+  nic->reads_open++;
+  if (runt) nic->runt_reads++;
+  else nic->long_reads++;
+  f->hold_seq = (uint32_t)((runt + f->mtu - 1) / f->mtu);
+  f->hold_until = now + f->read_rtt;
+}
+
+void fab_efa_read_end(FabNic *nic, FabFlow *f) {
+  if (f->runt) {
+    gpointer key = GUINT_TO_POINTER(f->dst + 1);
+    uint32_t out = GPOINTER_TO_UINT(g_hash_table_lookup(nic->runt_out, key));
+    g_assert(out >= f->runt);
+    if (out == f->runt) g_hash_table_remove(nic->runt_out, key);
+    else g_hash_table_insert(nic->runt_out, key, GUINT_TO_POINTER(out - f->runt));
+  }
+  if (f->reading) {
+    g_assert(nic->reads_open > 0);
+    nic->reads_open--;
+    f->reading = false;
+  }
 }

@@ -103,4 +103,12 @@ uint32_t fab_srd_expire(FabFlow *f, fab_time_t now, fab_time_t rto, fab_time_t *
 /* The oldest PSN presumed lost and not resent, or UINT32_MAX. */
 uint32_t fab_srd_next_lost(const FabFlow *f);
 
+/* libfabric EFA's read-based protocols above SRD (nic.h): flow f, with a
+** read_rtt and at least FAB_EFA_READ_MIN bytes, starts on `nic` now: its
+** runt (f->runt, taken from the receiver's budget) and, with a read part,
+** its hold (f->hold_seq, hold_until) and a place among the NIC's reads
+** under way. _end: f is acknowledged (once); both go back. */
+void fab_efa_read_begin(FabNic *nic, FabFlow *f, fab_time_t now);
+void fab_efa_read_end(FabNic *nic, FabFlow *f);
+
 #endif

@@ -420,7 +420,8 @@ Test(multipath, srd_delivers_a_peers_messages_in_order) {
 ** runs RDMA, p4d SENDRECV, other EFA nodes the plugin's own default,
 ** SENDRECV. Under RDMA a network piece of more than 8184 B waits for its
 ** receiver's control message: on 50 us links a 2-node send-recv of 64 KiB
-** (LL, one piece per channel) pays the message's way, four 50 us links and
+** (LL, set: SENDRECV would force Simple; one piece per channel; under
+** SENDRECV one runt) pays the message's way, four 50 us links and
 ** the PCIe hops, less the launch and proxy time it overlaps, about 190 us;
 ** at 4 KiB (eager) nothing changes. */
 Test(multipath, aws_ofi_nccl_rdma_waits_for_the_receivers_control_message) {
@@ -428,7 +429,7 @@ Test(multipath, aws_ofi_nccl_rdma_waits_for_the_receivers_control_message) {
                              "cluster: {node: aws-p5, nodes: 2}\n"
                              "fabric: {topology: {kind: leaf-spine, hosts_per_leaf: 32, spines: 32},\n"
                              "         link: {latency: 50us}}\n"
-                             "workload: {kind: nccl-tests, op: send-recv, sizes: [4096, 65536]}\n";
+                             "workload: {kind: nccl-tests, op: send-recv, sizes: [4096, 65536], protocol: ll}\n";
   FabScenario *sc = testscen_load(yaml, NULL);
   cr_assert_eq(sc->nccl.ofi_protocol, FAB_OFI_RDMA);
   testscen_done(sc, NULL);
@@ -454,6 +455,77 @@ Test(multipath, aws_ofi_nccl_rdma_waits_for_the_receivers_control_message) {
   cr_assert_float_eq(t[1][0], t[0][0], 1e-15, "4 KiB goes eager: %g against %g s", t[1][0], t[0][0]);
   double extra = t[1][1] - t[0][1];
   cr_assert(extra > 150e-6 && extra < 210e-6, "64 KiB waits for the control message: %g s more", extra);
+}
+
+static void same_json_twice(const char *yaml, const char *const *sets);
+
+/* aws-ofi-nccl's SENDRECV protocol on p4d over libfabric EFA's protocols
+** (models/nic.h): on 50 us links (four between two nodes' NICs: a control
+** message takes a little over 200 us each way) a 64 KiB send-recv is one
+** runt per piece and goes at once, where 1 MiB has pieces longer than the
+** runt, or a read under way, whose read part waits the request's round
+** trip, over 400 us: 1 MiB takes more than 400 us longer than 64 KiB
+** (eager, it took 81 us longer; now 471), and less than two round trips
+** more (the reads of a connection's pieces overlap). The same JSON twice. */
+Test(multipath, aws_ofi_nccl_sendrecv_reads_past_the_runt) {
+  static const char yaml[] = "name: p4d-sendrecv\n"
+                             "cluster: {node: aws-p4d, nodes: 2}\n"
+                             "fabric: {topology: {kind: leaf-spine, hosts_per_leaf: 4, spines: 4},\n"
+                             "         link: {latency: 50us}}\n"
+                             "workload: {kind: nccl-tests, op: send-recv, sizes: [65536, 1048576]}\n";
+  FabScenario *sc = testscen_load(yaml, NULL);
+  cr_assert_eq(sc->nccl.ofi_protocol, FAB_OFI_SENDRECV);
+  FabResults res;
+  testscen_run(sc, &res);
+  cr_assert_eq(res.n_colls, 2);
+  double t64k = res.colls[0].time_s, t1m = res.colls[1].time_s;
+  cr_assert_gt(t64k, 200e-6, "one way over four 50 us links");
+  cr_assert(t1m - t64k > 400e-6 && t1m - t64k < 800e-6, "1 MiB %g s, 64 KiB %g s", t1m, t64k);
+  testscen_done(sc, &res);
+  same_json_twice(yaml, NULL);
+}
+
+/* The algorithm and protocol of collective k of scenario `yaml` with `sets`, as loaded. */
+static void chosen(const char *yaml, const char *const *sets, guint k, const char **algo, const char **proto) {
+  FabScenario *sc = testscen_load(yaml, sets);
+  cr_assert_gt(sc->dag->colls->len, k);
+  const FabCollDef *d = &g_array_index(sc->dag->colls, FabCollDef, k);
+  *algo = d->algorithm, *proto = d->protocol; /* static strings */
+  testscen_done(sc, NULL);
+}
+
+/* aws-ofi-nccl's tuner plugin (workloads/ofi_regions.c) on p5: from 3
+** nodes up its regions choose (256 MiB over 4 x 8 GPUs: ring/LL128, where
+** NCCL's own model, charging the plugin's 75 us per step, takes the tree);
+** at 2 nodes it leaves NCCL's choice; `ofi_tuner: internal` turns it off.
+** Under SENDRECV (p4d) the plugin forces NCCL_PROTO=simple: 4 KiB goes
+** Simple, unless the workload sets LL. */
+Test(multipath, aws_ofi_nccl_tuner_plugin_chooses_where_it_would) {
+  static const char p5[] = "cluster: {node: aws-p5, nodes: 4}\n"
+                           "fabric: {topology: {kind: leaf-spine, hosts_per_leaf: 64, spines: 64}}\n"
+                           "workload: {kind: nccl-tests, op: allreduce, sizes: [268435456]}\n";
+  const char *a, *p;
+  chosen(p5, NULL, 0, &a, &p);
+  cr_assert(!strcmp(a, "ring") && !strcmp(p, "ll128"), "region: %s/%s", a, p);
+  chosen(p5, (const char *const[]){"cluster.nccl.ofi_tuner=internal", NULL}, 0, &a, &p);
+  cr_assert(!strcmp(a, "tree") && !strcmp(p, "ll128"), "NCCL's: %s/%s", a, p);
+  const char *a2, *p2;
+  chosen(p5, (const char *const[]){"cluster.nodes=2", NULL}, 0, &a, &p);
+  chosen(p5, (const char *const[]){"cluster.nodes=2", "cluster.nccl.ofi_tuner=internal", NULL}, 0, &a2, &p2);
+  cr_assert(!strcmp(a, a2) && !strcmp(p, p2), "2 nodes: %s/%s against NCCL's %s/%s", a, p, a2, p2);
+  static const char p4d[] = "cluster: {node: aws-p4d, nodes: 2}\n"
+                            "fabric: {topology: {kind: leaf-spine, hosts_per_leaf: 8, spines: 8}}\n"
+                            "workload: {kind: nccl-tests, op: send-recv, sizes: [4096]}\n";
+  chosen(p4d, NULL, 0, &a, &p);
+  cr_assert_str_eq(p, "simple");
+  chosen(p4d, (const char *const[]){"cluster.nccl.ofi_protocol=rdma", NULL}, 0, &a, &p);
+  cr_assert_str_eq(p, "ll", "RDMA: NCCL's LL at 4 KiB");
+  chosen(p4d, (const char *const[]){"workload.protocol=ll", NULL}, 0, &a, &p);
+  cr_assert_str_eq(p, "ll", "set by the workload: kept");
+  FabScenario *sc = testscen_load(p4d, (const char *const[]){"cluster.nccl.ofi_tuner=region", NULL});
+  cr_assert_eq(sc->warnings->len, 1, "no regions for p4d: said so");
+  cr_assert(strstr(g_ptr_array_index(sc->warnings, 0), "has no effect"));
+  testscen_done(sc, NULL);
 }
 
 /* Runs `yaml` (NULL: the shipped permutation) with `sets` twice: the same

@@ -1,8 +1,10 @@
 /* SRD's sender records (models/srd.h): the path rule, the timers and the
-** RTT estimators on a hand-built flow, worked out on paper. Whole runs are
-** in test_nic.c (one flow through a reordering element) and
+** RTT estimators on a hand-built flow, worked out on paper; and libfabric
+** EFA's read-based send protocols above SRD (models/nic.h) on two NICs.
+** Whole runs are in test_nic.c (one flow through a reordering element) and
 ** test_multipath.c (fabrics). */
 #include <criterion/criterion.h>
+#include "testnet.h"
 #include "models/bits.h"
 #include "models/srd.h"
 
@@ -113,4 +115,69 @@ Test(srd, timers_expire_per_packet_and_back_off_per_packet) {
   cr_assert_eq(fab_srd_expire(&x.f, 32 * FAB_US, 10 * FAB_US, &next, &tries), 1);
   cr_assert_eq(tries, 2, "PSN 0's second timeout");
   cr_assert_eq(next, FAB_TIME_MAX);
+}
+
+/* libfabric EFA's read-based protocols (models/nic.h) on two SRD NICs over
+** one 100 Gb/s link of 1 us, 4096 B packets of 4178 wire bytes (334.24 ns
+** each), the request's round trip set to 50 us:
+** - A, 1 MiB at 0: runt of 307,200 B (75 packets) at once, the read part
+**   (181 packets) from 50 us;
+** - B, 64 KiB at 1 us, while A's read is under way: a long read, all 16
+**   packets from 51 us;
+** from 50 us the link never idles: A's last packet is the 197th after it,
+** A ends at 50 + 197 x 0.33424 + 1 us. Once both are acknowledged the budget
+** and the domain's count are back, and C, 200 KiB, goes whole as its runt:
+** 50 packets back to back, no wait. D, 8 KiB (under 8761 B): eager. */
+Test(srd, efa_read_protocols_hold_the_read_part_a_round_trip) {
+  FabEngine *eng = testnet_engine(1);
+  FabNicCfg cfg = testnet_nic_cfg(100000000000ULL, 4096, FAB_TRANSPORT_ROCEV2);
+  cfg.srd = cfg.selective = true;
+  cfg.rto_min = 20 * FAB_US;
+  FabNic nic[2];
+  FabFlow flows[4];
+  TestRun run = {0};
+  for (uint32_t i = 0; i < 2; i++) testnet_nic(&nic[i], i, &cfg, flows, &run, FAB_US);
+  fab_port_connect(&nic[0].port, &nic[1].port);
+  const fab_time_t rtt = 50 * FAB_US, pkt = 4178 * 80;
+  flows[0] = testnet_flow(0, 0, 1, 1u << 20, 0, &cfg);
+  flows[1] = testnet_flow(1, 0, 1, 64u << 10, FAB_US, &cfg);
+  for (int i = 0; i < 2; i++) {
+    flows[i].read_rtt = rtt;
+    fab_nic_post(eng, &nic[0], &flows[i]);
+  }
+  cr_assert(fab_engine_run(eng, 2 * FAB_US));
+  cr_assert_eq(flows[0].runt, 307200);
+  cr_assert_eq(flows[0].hold_seq, 75);
+  cr_assert_eq(flows[0].hold_until, rtt);
+  cr_assert_eq(flows[1].runt, 0, "a read is under way on the NIC: long read");
+  cr_assert_eq(flows[1].hold_seq, 0);
+  cr_assert_eq(flows[1].hold_until, FAB_US + rtt);
+  cr_assert_eq(nic[0].reads_open, 2);
+  cr_assert(fab_engine_run(eng, FAB_TIME_MAX));
+  cr_assert_eq(run.done, 2);
+  cr_assert_eq(flows[0].end, rtt + 197 * pkt + FAB_US, "A ends at %lu", flows[0].end);
+  cr_assert_gt(flows[1].end, FAB_US + rtt + 16 * pkt);
+  cr_assert_eq(nic[0].runt_reads, 1);
+  cr_assert_eq(nic[0].long_reads, 1);
+  cr_assert_eq(nic[0].reads_open, 0, "acknowledged: the EOR is in");
+  cr_assert_eq(g_hash_table_size(nic[0].runt_out), 0, "the runt budget is back");
+  fab_time_t t0 = eng->now;
+  flows[2] = testnet_flow(2, 0, 1, 200u << 10, t0, &cfg);
+  flows[3] = testnet_flow(3, 0, 1, 8u << 10, t0 + FAB_MS, &cfg);
+  for (int i = 2; i < 4; i++) {
+    flows[i].read_rtt = rtt;
+    fab_nic_post(eng, &nic[0], &flows[i]);
+  }
+  cr_assert(fab_engine_run(eng, FAB_TIME_MAX));
+  cr_assert_eq(run.done, 4);
+  cr_assert_eq(flows[2].runt, 200u << 10);
+  cr_assert_not(flows[2].reading);
+  cr_assert_eq(flows[2].end, t0 + 50 * pkt + FAB_US, "the runt covers it: no wait");
+  cr_assert_eq(flows[3].runt, 0);
+  cr_assert_eq(flows[3].end, t0 + FAB_MS + 2 * pkt + FAB_US, "8 KiB: eager, two packets");
+  cr_assert_eq(nic[0].runt_reads + nic[0].long_reads, 2, "no read for C or D");
+  cr_assert_eq(g_hash_table_size(nic[0].runt_out), 0);
+  cr_assert_eq(fab_pool_live(eng->pool), 0);
+  for (int i = 0; i < 2; i++) fab_nic_clear(&nic[i]);
+  fab_engine_free(eng);
 }

@@ -234,6 +234,7 @@ static const FabNodePreset presets[] = {
         .gpu_efficiency = GPU_EFFICIENCY,
         .transport = "srd",              /* EFA runs AWS Scalable Reliable Datagram */
         .ofi_protocol = "rdma",          /* aws-ofi-nccl src/platform-aws.cpp, platform_data_map: p5/p5e RDMA */
+        .ofi_platform = "p5",            /* its tuner: p5.48xlarge/p5e.48xlarge (nccl_ofi_tuner_process_config.h) */
         .sources = "AWS EC2 P5 instance page; AWS EC2 User Guide (EFA, P5 network cards); NVIDIA H100 datasheet",
     },
     {

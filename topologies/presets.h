@@ -38,6 +38,7 @@ typedef struct FabNodePreset {
   double gpu_efficiency;     /* achieved fraction of peak for training compute */
   const char *transport;     /* the scale-out transport the system uses ("rocev2", "infiniband", "srd") */
   const char *ofi_protocol;  /* EFA: aws-ofi-nccl's default protocol there ("rdma", "sendrecv"), NULL: not EFA */
+  const char *ofi_platform;  /* EFA: the platform aws-ofi-nccl's tuner has regions for ("p5"), NULL: none */
   const char *sources;       /* where the numbers come from (short citations) */
 } FabNodePreset;
 

@@ -136,6 +136,15 @@ void fab_coll__topo_make(Topo *t, const FabCollEnv *env, const FabCollSpec *c);
 ** cluster.nccl.ll_bandwidth, else NCCL's llMaxBws for t's nodes. */
 uint64_t fab_coll__ll_ceiling(const FabCollEnv *env, const Topo *t);
 
+/* aws-ofi-nccl's region tuner (ofi_regions.c): on `platform`, for `op` of
+** `bytes` over nranks ranks on nnodes nodes, the first of its regions whose
+** algorithm and protocol allowed() accepts (NULL: all) and that holds the
+** point; false when none does (or nnodes <= 2, where the plugin leaves
+** NCCL's choice). */
+bool fab_coll__ofi_region(FabOfiPlatform platform, FabCollOp op, uint64_t bytes, uint32_t nranks, uint32_t nnodes,
+                          bool (*allowed)(FabCollAlgo a, FabProto p, void *ctx), void *ctx, FabCollAlgo *a,
+                          FabProto *p);
+
 /* NCCL's channel count for algorithm a, protocol p, `bytes`. */
 uint32_t fab_coll__auto_channels(const Topo *t, FabCollAlgo a, FabProto p, uint64_t bytes);
 

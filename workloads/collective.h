@@ -72,6 +72,8 @@ typedef struct FabNcclCosts {
                             ** transport's, FabCollEnv.plugin_lat_us) */
   uint32_t ofi_protocol;    /* cluster.nccl.ofi_protocol: FabOfiProtocol, aws-ofi-nccl's (OFI_NCCL_PROTOCOL) under
                             ** srd (UINT32_MAX unset: the preset's, FabCollEnv.ofi_default) */
+  uint32_t ofi_tuner;       /* cluster.nccl.ofi_tuner: FabOfiTunerType, aws-ofi-nccl's tuner plugin
+                            ** (OFI_NCCL_TUNER_TYPE) under srd (UINT32_MAX unset: region, the plugin's default) */
 } FabNcclCosts;
 
 /* aws-ofi-nccl's protocols (its OFI_NCCL_PROTOCOL). RDMA: a message of more
@@ -81,12 +83,27 @@ typedef struct FabNcclCosts {
 ** posted, nccl_net_ofi_ctrl_msg_entry_t), then goes as RDMA writes; smaller
 ** ones go at once (eager). src/nccl_ofi_rdma.cpp, include/nccl_ofi_param.h.
 ** SENDRECV: tagged messages, whose protocol libfabric's EFA provider picks
-** (eager, then read-based with a runt for GPU memory): not modelled, its
-** messages go at once. */
+** (eager, then read-based with a runt for GPU memory: models/nic.h). EFA
+** cannot promise 128-byte-aligned in-order delivery of tagged messages
+** (libfabric refuses FI_OPT_EFA_SENDRECV_IN_ORDER_ALIGNED_128_BYTES,
+** prov/efa/src/rdm/efa_rdm_ep_fiops.c), so under SENDRECV the plugin sets
+** NCCL_PROTO=simple unless the user set it (src/platform-aws.cpp,
+** configure_ep_inorder; src/nccl_ofi_net.cpp): the tuner then weighs
+** Simple only (FabCollEnv.simple_only). */
 typedef enum { FAB_OFI_SENDRECV = 0, FAB_OFI_RDMA = 1 } FabOfiProtocol;
 extern const char *const fab_ofi_protocol_names[]; /* "sendrecv", "rdma", NULL */
 #define FAB_OFI_EAGER_MAX 8184u /* data bytes of the largest eager message (8192 - the 8 B eager header) */
 #define FAB_OFI_CTRL_BYTES 64u  /* the RDMA protocol's control message (one mailbox entry) */
+
+/* aws-ofi-nccl's tuner plugin (its OFI_NCCL_TUNER_TYPE): REGION, its
+** default, replaces NCCL's choice of algorithm and protocol where its
+** regions for the platform cover the collective (workloads/ofi_regions.c);
+** INTERNAL leaves NCCL's. The platforms it knows (FabOfiPlatform): p5/p5e
+** (p5en, p6-b200 and p6-b300 have tables upstream too, and no preset here);
+** on others, p4d among them, it tunes nothing. */
+typedef enum { FAB_OFI_TUNER_REGION = 0, FAB_OFI_TUNER_INTERNAL = 1 } FabOfiTunerType;
+extern const char *const fab_ofi_tuner_names[]; /* "region", "internal", NULL */
+typedef enum { FAB_OFI_PLATFORM_NONE = 0, FAB_OFI_PLATFORM_P5 = 1 } FabOfiPlatform;
 
 /* cluster.nccl: the keys that set FabNcclCosts (unset ones keep
 ** fab_coll_costs_unset's values). */
@@ -121,6 +138,10 @@ typedef struct FabCollEnv {
                             ** SENDRECV, for other nodes) */
   uint64_t eager_max;       /* receiver-driven (srd, RDMA protocol): a network piece of more data bytes than this
                             ** waits for its receiver's control message (FAB_FLOW_RDV); UINT64_MAX: none do */
+  bool simple_only;         /* srd, SENDRECV: aws-ofi-nccl set NCCL_PROTO=simple (FabOfiProtocol): the tuner weighs
+                            ** Simple only */
+  uint32_t ofi_platform;    /* srd: the preset's platform as aws-ofi-nccl's tuner knows it (FabOfiPlatform) */
+  bool ofi_regions;         /* srd, ofi_tuner region on a platform it knows: its regions choose first */
   bool collnet;             /* in-network reduction (SHARP) available */
   FabNcclCosts costs;       /* what NCCL's kernels cost on these GPUs (fab_coll_costs_resolve fills it) */
   GPtrArray *warnings;      /* char *: where the expansion chose coarser than asked (NULL: not kept) */

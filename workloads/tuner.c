@@ -123,11 +123,12 @@ static const Costs costs[] = {
 FabNcclCosts fab_coll_costs_unset(void) {
   FabNcclCosts k = {FAB_TIME_MAX, {FAB_TIME_MAX, FAB_TIME_MAX, FAB_TIME_MAX}, FAB_TIME_MAX, FAB_TIME_MAX, {0, 0, 0},
                     FAB_TIME_MAX, 0, FAB_TIME_MAX};
-  k.ofi_protocol = UINT32_MAX;
+  k.ofi_protocol = k.ofi_tuner = UINT32_MAX;
   return k;
 }
 
 const char *const fab_ofi_protocol_names[] = {"sendrecv", "rdma", NULL};
+const char *const fab_ofi_tuner_names[] = {"region", "internal", NULL};
 
 #define K(NAME, TYPE, FIELD, ...) FAB_CFG_KEY(NAME, TYPE, FabNcclCosts, FIELD, __VA_ARGS__)
 const FabCfgKey fab_nccl_schema[] = {
@@ -144,6 +145,7 @@ const FabCfgKey fab_nccl_schema[] = {
   K("ce_bandwidth", FAB_CFG_RATE, ce_bps),
   K("plugin_latency", FAB_CFG_TIME, plugin_lat, .min = 0, .max = 1e12),
   K("ofi_protocol", FAB_CFG_ENUM, ofi_protocol, .choices = fab_ofi_protocol_names),
+  K("ofi_tuner", FAB_CFG_ENUM, ofi_tuner, .choices = fab_ofi_tuner_names),
   FAB_CFG_END_ROW,
 };
 #undef K
@@ -162,6 +164,9 @@ void fab_coll_costs_resolve(FabCollEnv *env) {
   else env->plugin_lat_us = (double)k->plugin_lat / 1e6;
   if (k->ofi_protocol == UINT32_MAX) k->ofi_protocol = env->ofi_default;
   env->eager_max = env->srd && k->ofi_protocol == FAB_OFI_RDMA ? FAB_OFI_EAGER_MAX : UINT64_MAX;
+  env->simple_only = env->srd && k->ofi_protocol == FAB_OFI_SENDRECV;
+  if (k->ofi_tuner == UINT32_MAX) k->ofi_tuner = FAB_OFI_TUNER_REGION;
+  env->ofi_regions = env->srd && k->ofi_tuner == FAB_OFI_TUNER_REGION && env->ofi_platform != FAB_OFI_PLATFORM_NONE;
   double def[3] = {0, c->ll128, c->simple}; /* LL's ceiling depends on the node count: fab_coll__ll_ceiling */
   for (int p = 1; p < 3; p++)
     if (!k->channel_bps[p]) k->channel_bps[p] = (uint64_t)llround(def[p] * 8e9);
@@ -523,6 +528,24 @@ static FabCollAlgo default_algo(FabCollOp op) { return op == FAB_COLL_ALL_TO_ALL
 /* PAT only at one GPU per node (NCCL's ncclPatEnable: nNodes == nRanks). */
 static bool auto_ok(const Topo *t, FabCollAlgo a) { return a != FAB_ALGO_PAT || t->nodes == t->n; }
 
+/* Whether the tuner may take algorithm a with protocol p for the spec in
+** ctx: offered here, the protocol runs the algorithm, and neither is ruled
+** out by what the spec sets or by NCCL_PROTO=simple (NCCL's cost table
+** holds -1 there, and aws-ofi-nccl's regions skip it). */
+typedef struct Allow {
+  const FabCollEnv *env;
+  const Topo *t;
+  const FabCollSpec *c;
+} Allow;
+
+static bool allowed(FabCollAlgo a, FabProto p, void *ctx) {
+  const Allow *w = ctx;
+  const FabCollSpec *c = w->c;
+  if (c->algorithm != FAB_ALGO_AUTO ? a != c->algorithm : !auto_ok(w->t, a)) return false;
+  if (c->protocol != FAB_PROTO_AUTO ? p != c->protocol : w->env->simple_only && p != FAB_PROTO_SIMPLE) return false;
+  return fab_coll__proto_ok(a, p) && offered(w->env, w->t, c->op, a);
+}
+
 double fab_coll_tune(const FabCollEnv *env, FabCollSpec *c) {
   if (c->nranks < 2) { /* nothing moves: the plain defaults, no time */
     if (c->algorithm == FAB_ALGO_AUTO) c->algorithm = default_algo(c->op);
@@ -536,6 +559,16 @@ double fab_coll_tune(const FabCollEnv *env, FabCollSpec *c) {
     c->algorithm = FAB_ALGO_CE, c->protocol = FAB_PROTO_SIMPLE, c->channels = 1;
     return model(env, &t, c->op, FAB_ALGO_CE, FAB_PROTO_SIMPLE, 1, c->bytes);
   }
+  FabCollAlgo ra;
+  FabProto rp;
+  Allow w = {env, &t, c};
+  if (env->ofi_regions && (c->algorithm == FAB_ALGO_AUTO || c->protocol == FAB_PROTO_AUTO) &&
+      fab_coll__ofi_region(env->ofi_platform, c->op, c->bytes, t.n, t.nodes, allowed, &w, &ra, &rp)) {
+    c->algorithm = ra, c->protocol = rp; /* aws-ofi-nccl's tuner sets that cost to 0: NCCL takes it */
+    uint32_t C = c->channels ? c->channels : fab_coll__auto_channels(&t, ra, rp, c->bytes);
+    if (!c->channels) c->channels = C;
+    return model(env, &t, c->op, ra, rp, C, c->bytes);
+  }
   FabCollAlgo algs[8];
   uint32_t na = 1;
   if (c->algorithm != FAB_ALGO_AUTO) algs[0] = c->algorithm;
@@ -548,7 +581,7 @@ double fab_coll_tune(const FabCollEnv *env, FabCollSpec *c) {
     if (c->algorithm == FAB_ALGO_AUTO && !auto_ok(&t, algs[i])) continue;
     for (int q = 0; q < 3; q++) {
       FabProto p = protos[q];
-      if (c->protocol != FAB_PROTO_AUTO && p != c->protocol) continue;
+      if (c->protocol != FAB_PROTO_AUTO ? p != c->protocol : env->simple_only && p != FAB_PROTO_SIMPLE) continue;
       uint32_t C = c->channels ? c->channels : fab_coll__auto_channels(&t, algs[i], p, c->bytes);
       double tt = model(env, &t, c->op, algs[i], p, C, c->bytes);
       if (tt < best) best = tt, ba = algs[i], bp = p;

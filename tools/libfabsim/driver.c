@@ -46,6 +46,7 @@ static inline FabFlowRec *rec_of(const Run *r, uint32_t n) { return fab_deq_at(&
 /* ---- hooks: executor -> models, models -> executor ------------------------- */
 
 static FabFlow *flow_make(Run *r, uint32_t n);
+static fab_time_t ctrl(void *ctx, uint32_t from, uint32_t to);
 
 static void post(void *ctx, uint32_t op, fab_time_t at) {
   Run *r = ctx;
@@ -213,6 +214,9 @@ static FabFlow *flow_make(Run *r, uint32_t n) {
   f->lane = o->lane;
   f->ordered = r->sc->fabric.nic.srd_ordered && o->kind == FAB_OP_FLOW && o->coll < 0 && /* not NCCL's (nic.h) */
                f->path == FAB_PATH_NET;
+  if (r->sc->fabric.nic.transport.kind == FAB_TRANSPORT_SRD && r->sc->nccl.ofi_protocol == FAB_OFI_SENDRECV &&
+      o->kind == FAB_OP_FLOW && o->coll >= 0 && f->path == FAB_PATH_NET) /* NCCL's pieces: libfabric's protocols */
+    f->read_rtt = ctrl(r, f->src, f->dst) + ctrl(r, f->dst, f->src);
   f->start = FAB_TIME_MAX; /* not posted yet */
   *slot_of(r, n) = f->slot;
   return f;
@@ -320,7 +324,9 @@ static void make_nvls(Run *r, uint32_t from, uint32_t to) {
 }
 
 /* The way of a receiver-driven flow's control message (aws-ofi-nccl's
-** RDMA protocol: one FAB_OFI_CTRL_BYTES mailbox write) from endpoint
+** RDMA protocol: one FAB_OFI_CTRL_BYTES mailbox write; under its SENDRECV
+** protocol, a read-based message's request and the receiver's read
+** request, models/nic.h) from endpoint
 ** `from` to `to` over the network, unloaded: each link's serialisation and
 ** latency and each switch's latency along the route (the hash of a
 ** message of its own; equal-cost paths are equally long). Queues are not
@@ -512,6 +518,9 @@ static void check_packets(Run *r, bool drained, Totals *tot, GString **fail) {
   uint32_t ack_b = r->sc->fabric.nic.transport.ack_bytes;
   for (uint32_t h = 0; h < r->topo->nhosts; h++) {
     const FabNic *n = &r->topo->nics[h];
+    if (drained && (n->reads_open || (n->runt_out && g_hash_table_size(n->runt_out)))) /* all were acknowledged */
+      failf(fail, "internal error: NIC %u ends with %u read-based messages under way and runt budget held", h,
+            n->reads_open);
     sent += n->tx_data_pkts + n->tx_ctrl_pkts;
     recv += n->rx_data_pkts + n->rx_ctrl_pkts;
     sent_b += n->tx_data_bytes + n->tx_ctrl_pkts * ack_b;

@@ -2,6 +2,7 @@
 #include "scenario.h"
 #include "models/cc.h"
 #include "models/ecmp.h"
+#include "models/nic.h"
 #include "topologies/presets.h"
 #include <string.h>
 
@@ -39,13 +40,30 @@ static void explain_nccl(const FabNcclCosts *k, GString *s) {
 /* Under srd: aws-ofi-nccl's protocol, as NCCL's pieces cross EFA. */
 static void explain_ofi(const FabScenario *sc, GString *s) {
   if (sc->fabric.nic.transport.kind != FAB_TRANSPORT_SRD) return;
+  if (sc->nccl.ofi_tuner == FAB_OFI_TUNER_INTERNAL)
+    g_string_append(s, "nccl       aws-ofi-nccl tuner internal: NCCL's own cost model chooses\n");
+  else if (sc->ofi_platform == FAB_OFI_PLATFORM_P5)
+    g_string_append(s, "nccl       aws-ofi-nccl tuner region (p5/p5e): from 3 nodes up, for allreduce at 1, 2 or 8 "
+                    "GPUs per node and allgather and reduce-scatter at 1, its regions of (size, ranks) choose the "
+                    "algorithm and protocol; outside them, and at 1 or 2 nodes, NCCL's cost model does\n");
+  else
+    g_string_append(s, "nccl       aws-ofi-nccl tuner: no regions for this node (it has them for p5 and p5e): NCCL's "
+                    "own cost model chooses\n");
+  if (sc->nccl.ofi_protocol == FAB_OFI_SENDRECV)
+    g_string_append(s, "nccl       aws-ofi-nccl protocol sendrecv: EFA does not promise 128-byte in-order delivery of "
+                    "tagged messages, so the plugin sets NCCL_PROTO=simple: the tuner weighs Simple only (a "
+                    "protocol the workload sets is kept)\n");
   if (sc->nccl.ofi_protocol == FAB_OFI_RDMA)
     g_string_append_printf(s, "nccl       aws-ofi-nccl protocol rdma: a network piece of more than %u B waits for its "
                            "receiver's %u B control message (sent when its slot is free), one unloaded way across "
                            "the fabric; smaller ones go eager\n", FAB_OFI_EAGER_MAX, FAB_OFI_CTRL_BYTES);
   else
-    g_string_append(s, "nccl       aws-ofi-nccl protocol sendrecv: libfabric EFA's own protocols for it (eager, then "
-                    "read-based with a runt for GPU memory) are not modelled: every piece goes at once, as eager\n");
+    g_string_append_printf(s, "nccl       aws-ofi-nccl protocol sendrecv: libfabric EFA's protocols for GPU memory: "
+                           "a network piece under %u B goes at once (eager); a longer one is read-based: its first "
+                           "%u B at most (the runt, while no other read-based message of its NIC is under way and "
+                           "its receiver's runt budget allows) at once, the rest a round trip of unloaded control "
+                           "messages later (the receiver reads it); the handshake's first messages (long-CTS) are "
+                           "not modelled\n", FAB_EFA_READ_MIN, FAB_EFA_RUNT_SIZE);
 }
 
 char *fab_scenario_nic_rate(const FabScenario *sc) {

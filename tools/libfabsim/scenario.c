@@ -98,6 +98,8 @@ static void coll_env(const FabFabricCfg *f, FabCollEnv *e) {
   e->srd = f->nic.transport.kind == FAB_TRANSPORT_SRD;
   const FabNodePreset *np = fab_preset_find(fab_preset_names[g->preset_id]);
   e->ofi_default = np && np->ofi_protocol && !strcmp(np->ofi_protocol, "rdma") ? FAB_OFI_RDMA : FAB_OFI_SENDRECV;
+  e->ofi_platform = np && np->ofi_platform && !strcmp(np->ofi_platform, "p5") ? FAB_OFI_PLATFORM_P5
+                                                                               : FAB_OFI_PLATFORM_NONE;
   e->collnet = false;
 }
 
@@ -132,12 +134,19 @@ static gboolean workload_env(FabScenario *sc, uint64_t seed, FabWorkloadEnv *env
   env->gpu_mem_bps = g->memory_bps;
   env->coll.costs = fab_coll_costs_unset();
   if (!fab_cfg_apply(sc->fabric.nccl, NULL, fab_nccl_schema, &env->coll.costs, err)) return FALSE;
-  const FabCfgNode *ofi = fab_cfg_get(sc->fabric.nccl, "ofi_protocol");
-  if (ofi && !env->coll.srd)
-    g_ptr_array_add(sc->warnings, g_strdup_printf("%s: %s: has no effect: aws-ofi-nccl is NCCL's plugin on EFA only "
-                                                  "(fabric.transport srd)", fab_cfg_where(ofi), fab_cfg_path(ofi)));
+  for (int k = 0; k < 2; k++) {
+    const FabCfgNode *ofi = fab_cfg_get(sc->fabric.nccl, k ? "ofi_tuner" : "ofi_protocol");
+    if (ofi && !env->coll.srd)
+      g_ptr_array_add(sc->warnings, g_strdup_printf("%s: %s: has no effect: aws-ofi-nccl is NCCL's plugin on EFA only "
+                                                    "(fabric.transport srd)", fab_cfg_where(ofi), fab_cfg_path(ofi)));
+    else if (ofi && k && env->coll.costs.ofi_tuner == FAB_OFI_TUNER_REGION && !env->coll.ofi_platform)
+      g_ptr_array_add(sc->warnings, g_strdup_printf("%s: %s: has no effect: aws-ofi-nccl's tuner has regions for "
+                                                    "p5 and p5e only (node preset aws-p5); elsewhere NCCL chooses",
+                                                    fab_cfg_where(ofi), fab_cfg_path(ofi)));
+  }
   fab_coll_costs_resolve(&env->coll);
   sc->nccl = env->coll.costs; /* for validate --explain */
+  sc->ofi_platform = env->coll.ofi_platform;
   return TRUE;
 }
 

@@ -28,6 +28,7 @@ typedef struct FabScenario {
   char *topology;           /* description */
   char *own_name;           /* the name when the YAML gives none */
   FabNcclCosts nccl;        /* NCCL's kernel costs on these GPUs, resolved (cluster.nccl or the architecture's) */
+  uint32_t ofi_platform;    /* srd: the node as aws-ofi-nccl's tuner knows it (FabOfiPlatform) */
   uint64_t mem_bytes;       /* the load-time estimate of what running it takes (fab_scenario_mem_limit) */
   GPtrArray *warnings;      /* char *: what the settings cost in fidelity or performance (printed on stderr,
                             ** listed in the JSON and in validate --explain) */
