@@ -384,8 +384,10 @@ FabFootprint fab_topology_footprint(const FabFabricCfg *cfg) {
   f.endpoints = g->gpus_per_node ? (uint64_t)g->nodes * g->gpus_per_node : s->hosts;
   uint64_t elems = fab_topology_elements(cfg), net = network_elements(s, s->hosts);
   f.ports = net - f.switches + 2 * f.endpoints; /* and each endpoint's NIC side and attachment */
+  uint64_t lanes = 0; /* rail-matched routes: per network switch, a route per NIC of each multi-NIC GPU */
   if (g->gpus_per_node) { /* PCIe switches per group, NVSwitches per domain: switches too */
     FabGpuLayout l = fab_topo__gpu_layout(g);
+    if (l.npg > 1) lanes = f.switches * f.endpoints * l.npg;
     uint64_t gsw = (uint64_t)g->nodes * l.groups;
     if (g->nvlink_domain) gsw += fab_topo__nvl_domains((uint32_t)f.endpoints, g->nvlink_domain);
     f.switches += gsw;
@@ -395,7 +397,7 @@ FabFootprint fab_topology_footprint(const FabFabricCfg *cfg) {
   uint64_t per_port = sizeof(FabPort) + (uint64_t)cfg->sw.nprio * (3 * sizeof(uint64_t) + sizeof(uint32_t));
   /* Packets in flight are left out: the pool grows with what the buffers
   ** actually hold, which is far below their sum in nearly every run. */
-  f.bytes = f.switches * fab_switch_struct_bytes() + f.routes * sizeof(uint32_t) + f.ports * per_port +
+  f.bytes = f.switches * fab_switch_struct_bytes() + (f.routes + lanes) * sizeof(uint32_t) + f.ports * per_port +
             f.endpoints * (sizeof(FabNic) + sizeof(FabGpu));
   return f;
 }
