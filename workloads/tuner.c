@@ -96,7 +96,12 @@ static const FabNcclArch arches[] = {
 **    covers: 0. Blackwell: no public measurement; Hopper's (ASSUMPTION).
 **  - LL128 and Simple steps: LL's + 0.5 us and + 1.0 us (ASSUMPTION: LL128
 **    waits for a warp's 128-byte line and its flag, Simple for a system-wide
-**    fence before its flag; no public per-step measurement).
+**    fence before its flag; no public per-step measurement of a whole step.
+**    In-kernel timers agree in size: spcl/atlahs' NPKit traces on GH200,
+**    NCCL_ALGO=Ring, goal_gen/ai/nccl_goal_generator/npkit_benchmark_results/
+**    clariden/npkit_data_summary_{Simple,LL}.json, put Simple's
+**    recvReduceSend 1,300-2,200 cycles above LL's below 4 KiB, 0.7-1.1 us at
+**    about 2 GHz, the wait and the fence not counted).
 **  - proxy 2 us: NCCL's own network post overhead, 1 us (tuning.cc
 **    getNetOverhead, Intel), once at the sender's proxy and once at the
 **    receiver's. flush 1 us: ASSUMPTION (one read across PCIe by the NIC).
