@@ -159,7 +159,9 @@ extern const char *const fab_spray_names[]; /* by FabSpray: none, round-robin, a
 ** flow's packets. A read-based message counts as sent (FabNic.sent) once
 ** its runt has left, or at its start for a long read: libfabric takes the
 ** next message on at once, and the reads overlap. The handshake's first
-** messages (long-CTS) are not modelled. */
+** messages (long-CTS) are not modelled, and a runt packet lost and due for
+** resending while the read part waits waits with it (rare: a loss within
+** the first read round trip). */
 #define FAB_EFA_RUNT_SIZE 307200u /* libfabric prov/efa/src/efa.h EFA_DEFAULT_RUNT_SIZE */
 #define FAB_EFA_RUNT_ALIGN 64u    /* rdm/efa_rdm_ep.h: CUDA memory's alignment */
 /* efa_hmem.c: CUDA's min_read_msg_size = max_msg_sz - the largest packet
