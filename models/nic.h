@@ -168,6 +168,12 @@ extern const char *const fab_spray_names[]; /* by FabSpray: none, round-robin, a
 ** header (168 B, rdm/efa_rdm_pkt_type.c) + 1, with EFA's max_msg_sz of
 ** 8928 B (an assumption: reported by fi_info, not in the source) */
 #define FAB_EFA_READ_MIN 8761u
+/* aws-ofi-nccl opens a domain per NIC (rail) of a GPU and sends a striped
+** message as a message per rail: each rail has its own count of reads
+** under way and runt budget per receiver. A message takes from each of its
+** rails the runt the scarcest of them allows, the same on each (its
+** stripes are equal); a flow that is not striped takes its lane's rail. */
+#define FAB_EFA_RAILS 8u
 
 /* Striping (FabNicCfg.stripe_rails), as aws-ofi-nccl's scheduler does on
 ** EFA (src/nccl_ofi_scheduler.cpp): a message of a GPU with R NICs is cut
@@ -240,8 +246,10 @@ typedef struct FabFlow {
                            ** and the receiver's read request, unloaded (set by the owner after prepare; 0: eager) */
   fab_time_t hold_until;   /* read-based: packets from hold_seq on (the read part) not before this (0: none) */
   uint32_t hold_seq;       /* read-based: its first packet past the runt */
-  uint32_t runt;           /* read-based: payload bytes sent as its runt, held of its receiver's budget until acked */
-  bool reading;            /* read-based with a read part: counted in FabNic.reads_open until acknowledged */
+  uint32_t runt;           /* read-based: payload bytes sent as its runt on each of its rails (nic.h), held of its
+                           ** receiver's budget there until acknowledged */
+  bool reading;            /* read-based with a read part: counted in FabNic.reads_open of its rails until
+                           ** acknowledged */
   fab_time_t made;         /* ps: with max_bps, when its GPU has made the data of the packets sent so far */
   fab_time_t cc_wake_at;   /* ps: the earliest pending CC timer event (FAB_TIME_MAX: none) */
   FabCcFlow cc;            /* congestion-control state; cc.rate_bps is the current rate */
@@ -369,8 +377,10 @@ struct FabNic {
   GHashTable *msg_tx;                     /* srd ordered: receiver + 1 -> the next msg_seq to give */
   GHashTable *msg_rx;                     /* srd ordered: sender + 1 -> FabMsgPeer, what it waits for, holds */
   uint64_t msgs_held;                     /* srd ordered: messages that arrived whole before an earlier one */
-  uint32_t reads_open;                    /* read-based: its messages with a read part not yet acknowledged */
-  GHashTable *runt_out;                   /* read-based: receiver + 1 -> runt bytes sent and not acknowledged */
+  uint32_t reads_open[FAB_EFA_RAILS];     /* read-based: per rail (domain), its messages with a read part there
+                                          ** not yet acknowledged */
+  GHashTable *runt_out;                   /* read-based: (receiver + 1) x FAB_EFA_RAILS + rail -> runt bytes sent
+                                          ** there and not acknowledged */
   uint64_t runt_reads, long_reads;        /* read-based: messages sent with a runt and a read, by read alone */
   uint64_t reorder_hist[FAB_REORDER_BINS]; /* network data packets received the first time, by how many PSNs
                                           ** ahead of the next expected they came (fab_reorder_bin) */

@@ -100,34 +100,60 @@ uint32_t fab_srd_next_lost(const FabFlow *f) {
 
 /* ---- libfabric EFA's read-based protocols (nic.h) ---------------------- */
 
+/* The rails (domains) flow f goes over: *first, and how many (nic.h). */
+static uint32_t efa_rails(const FabNic *nic, const FabFlow *f, uint32_t *first) {
+  uint32_t rails = MIN(MAX(nic->cfg.stripe_rails, 1u), FAB_EFA_RAILS);
+  *first = (MAX(f->lane, 1u) - 1u) % rails;
+  return MIN(MAX(f->stripes, 1u), rails);
+}
+
+static inline gpointer runt_key(const FabFlow *f, uint32_t rail) {
+  return GUINT_TO_POINTER((f->dst + 1u) * FAB_EFA_RAILS + rail);
+}
+
 void fab_efa_read_begin(FabNic *nic, FabFlow *f, fab_time_t now) {
   if (!nic->runt_out) nic->runt_out = g_hash_table_new(NULL, NULL);
-  gpointer key = GUINT_TO_POINTER(f->dst + 1);
-  uint32_t out = GPOINTER_TO_UINT(g_hash_table_lookup(nic->runt_out, key));
-  uint64_t runt = nic->reads_open || out >= FAB_EFA_RUNT_SIZE ? 0 : MIN(FAB_EFA_RUNT_SIZE - out, f->bytes);
-  if (runt < f->bytes) runt &= ~(uint64_t)(FAB_EFA_RUNT_ALIGN - 1);
+  uint32_t r0, n = efa_rails(nic, f, &r0), rails = MIN(MAX(nic->cfg.stripe_rails, 1u), FAB_EFA_RAILS);
+  uint64_t share = (f->bytes + n - 1) / n, runt = share;
+  for (uint32_t i = 0; i < n; i++) { /* the scarcest rail's runt */
+    uint32_t r = (r0 + i) % rails, out = GPOINTER_TO_UINT(g_hash_table_lookup(nic->runt_out, runt_key(f, r)));
+    runt = nic->reads_open[r] || out >= FAB_EFA_RUNT_SIZE ? 0 : MIN(runt, FAB_EFA_RUNT_SIZE - out);
+  }
+  if (runt < share) runt &= ~(uint64_t)(FAB_EFA_RUNT_ALIGN - 1);
   f->runt = (uint32_t)runt;
-  if (runt) g_hash_table_insert(nic->runt_out, key, GUINT_TO_POINTER(out + f->runt));
-  if (runt == f->bytes) return; /* the runt is all of it */
+  bool read = runt < share;
+  for (uint32_t i = 0; i < n; i++) {
+    uint32_t r = (r0 + i) % rails;
+    if (runt) {
+      gpointer key = runt_key(f, r);
+      uint32_t out = GPOINTER_TO_UINT(g_hash_table_lookup(nic->runt_out, key));
+      g_hash_table_insert(nic->runt_out, key, GUINT_TO_POINTER(out + f->runt));
+    }
+    nic->reads_open[r] += read;
+  }
+  if (!read) return; /* the runt is all of it */
   f->reading = true;
-  nic->reads_open++;
   if (runt) nic->runt_reads++;
   else nic->long_reads++;
-  f->hold_seq = (uint32_t)((runt + f->mtu - 1) / f->mtu);
+  f->hold_seq = (uint32_t)((runt * n + f->mtu - 1) / f->mtu);
   f->hold_until = now + f->read_rtt;
 }
 
 void fab_efa_read_end(FabNic *nic, FabFlow *f) {
-  if (f->runt) {
-    gpointer key = GUINT_TO_POINTER(f->dst + 1);
-    uint32_t out = GPOINTER_TO_UINT(g_hash_table_lookup(nic->runt_out, key));
-    g_assert(out >= f->runt);
-    if (out == f->runt) g_hash_table_remove(nic->runt_out, key);
-    else g_hash_table_insert(nic->runt_out, key, GUINT_TO_POINTER(out - f->runt));
+  uint32_t r0, n = efa_rails(nic, f, &r0), rails = MIN(MAX(nic->cfg.stripe_rails, 1u), FAB_EFA_RAILS);
+  for (uint32_t i = 0; i < n; i++) {
+    uint32_t r = (r0 + i) % rails;
+    if (f->runt) {
+      gpointer key = runt_key(f, r);
+      uint32_t out = GPOINTER_TO_UINT(g_hash_table_lookup(nic->runt_out, key));
+      g_assert(out >= f->runt);
+      if (out == f->runt) g_hash_table_remove(nic->runt_out, key);
+      else g_hash_table_insert(nic->runt_out, key, GUINT_TO_POINTER(out - f->runt));
+    }
+    if (f->reading) {
+      g_assert(nic->reads_open[r] > 0);
+      nic->reads_open[r]--;
+    }
   }
-  if (f->reading) {
-    g_assert(nic->reads_open > 0);
-    nic->reads_open--;
-    f->reading = false;
-  }
+  f->reading = false;
 }

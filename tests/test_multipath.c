@@ -465,7 +465,7 @@ static void same_json_twice(const char *yaml, const char *const *sets);
 ** runt per piece and goes at once, where 1 MiB has pieces longer than the
 ** runt, or a read under way, whose read part waits the request's round
 ** trip, over 400 us: 1 MiB takes more than 400 us longer than 64 KiB
-** (eager, it took 81 us longer; now 471), and less than two round trips
+** (eager, it took 79 us longer; now 467), and less than two round trips
 ** more (the reads of a connection's pieces overlap). The same JSON twice. */
 Test(multipath, aws_ofi_nccl_sendrecv_reads_past_the_runt) {
   static const char yaml[] = "name: p4d-sendrecv\n"

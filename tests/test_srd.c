@@ -152,14 +152,14 @@ Test(srd, efa_read_protocols_hold_the_read_part_a_round_trip) {
   cr_assert_eq(flows[1].runt, 0, "a read is under way on the NIC: long read");
   cr_assert_eq(flows[1].hold_seq, 0);
   cr_assert_eq(flows[1].hold_until, FAB_US + rtt);
-  cr_assert_eq(nic[0].reads_open, 2);
+  cr_assert_eq(nic[0].reads_open[0], 2);
   cr_assert(fab_engine_run(eng, FAB_TIME_MAX));
   cr_assert_eq(run.done, 2);
   cr_assert_eq(flows[0].end, rtt + 197 * pkt + FAB_US, "A ends at %lu", flows[0].end);
   cr_assert_gt(flows[1].end, FAB_US + rtt + 16 * pkt);
   cr_assert_eq(nic[0].runt_reads, 1);
   cr_assert_eq(nic[0].long_reads, 1);
-  cr_assert_eq(nic[0].reads_open, 0, "acknowledged: the EOR is in");
+  cr_assert_eq(nic[0].reads_open[0], 0, "acknowledged: the EOR is in");
   cr_assert_eq(g_hash_table_size(nic[0].runt_out), 0, "the runt budget is back");
   fab_time_t t0 = eng->now;
   flows[2] = testnet_flow(2, 0, 1, 200u << 10, t0, &cfg);
@@ -176,6 +176,46 @@ Test(srd, efa_read_protocols_hold_the_read_part_a_round_trip) {
   cr_assert_eq(flows[3].runt, 0);
   cr_assert_eq(flows[3].end, t0 + FAB_MS + 2 * pkt + FAB_US, "8 KiB: eager, two packets");
   cr_assert_eq(nic[0].runt_reads + nic[0].long_reads, 2, "no read for C or D");
+  cr_assert_eq(g_hash_table_size(nic[0].runt_out), 0);
+  cr_assert_eq(fab_pool_live(eng->pool), 0);
+  for (int i = 0; i < 2; i++) fab_nic_clear(&nic[i]);
+  fab_engine_free(eng);
+}
+
+/* A GPU with 4 NICs (rails, each its own libfabric domain) and striping at
+** 128 KiB (nic.h): 1 MiB goes as 4 stripes of 256 KiB, each within its
+** rail's runt budget: no read. 4 MiB goes as 4 stripes of 1 MiB: a runt of
+** 307,200 B on each rail (300 packets of 4096 B in all) and a read part on
+** each, counted on all four rails until acknowledged. */
+Test(srd, efa_read_protocols_count_per_rail) {
+  FabEngine *eng = testnet_engine(1);
+  FabNicCfg cfg = testnet_nic_cfg(100000000000ULL, 4096, FAB_TRANSPORT_ROCEV2);
+  cfg.srd = cfg.selective = true;
+  cfg.rto_min = 20 * FAB_US;
+  cfg.stripe_rails = 4;
+  cfg.stripe_min = 128 * 1024;
+  FabNic nic[2];
+  FabFlow flows[2];
+  TestRun run = {0};
+  for (uint32_t i = 0; i < 2; i++) testnet_nic(&nic[i], i, &cfg, flows, &run, FAB_US);
+  fab_port_connect(&nic[0].port, &nic[1].port);
+  flows[0] = testnet_flow(0, 0, 1, 1u << 20, 0, &cfg);
+  flows[1] = testnet_flow(1, 0, 1, 4u << 20, FAB_MS, &cfg);
+  cr_assert_eq(flows[0].stripes, 4);
+  for (int i = 0; i < 2; i++) {
+    flows[i].read_rtt = 50 * FAB_US;
+    fab_nic_post(eng, &nic[0], &flows[i]);
+  }
+  cr_assert(fab_engine_run(eng, FAB_MS / 2));
+  cr_assert_eq(flows[0].runt, 256u << 10, "each stripe is its rail's runt");
+  cr_assert_not(flows[0].reading);
+  cr_assert(fab_engine_run(eng, FAB_MS + FAB_US));
+  cr_assert_eq(flows[1].runt, 307200);
+  cr_assert_eq(flows[1].hold_seq, 300);
+  for (int r = 0; r < 4; r++) cr_assert_eq(nic[0].reads_open[r], 1, "rail %d", r);
+  cr_assert(fab_engine_run(eng, FAB_TIME_MAX));
+  cr_assert_eq(run.done, 2);
+  for (int r = 0; r < 4; r++) cr_assert_eq(nic[0].reads_open[r], 0);
   cr_assert_eq(g_hash_table_size(nic[0].runt_out), 0);
   cr_assert_eq(fab_pool_live(eng->pool), 0);
   for (int i = 0; i < 2; i++) fab_nic_clear(&nic[i]);

@@ -518,9 +518,11 @@ static void check_packets(Run *r, bool drained, Totals *tot, GString **fail) {
   uint32_t ack_b = r->sc->fabric.nic.transport.ack_bytes;
   for (uint32_t h = 0; h < r->topo->nhosts; h++) {
     const FabNic *n = &r->topo->nics[h];
-    if (drained && (n->reads_open || (n->runt_out && g_hash_table_size(n->runt_out)))) /* all were acknowledged */
+    uint32_t reads = 0;
+    for (uint32_t k = 0; k < FAB_EFA_RAILS; k++) reads += n->reads_open[k];
+    if (drained && (reads || (n->runt_out && g_hash_table_size(n->runt_out)))) /* all were acknowledged */
       failf(fail, "internal error: NIC %u ends with %u read-based messages under way and runt budget held", h,
-            n->reads_open);
+            reads);
     sent += n->tx_data_pkts + n->tx_ctrl_pkts;
     recv += n->rx_data_pkts + n->rx_ctrl_pkts;
     sent_b += n->tx_data_bytes + n->tx_ctrl_pkts * ack_b;
