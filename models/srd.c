@@ -100,11 +100,12 @@ uint32_t fab_srd_next_lost(const FabFlow *f) {
 
 /* ---- libfabric EFA's read-based protocols (nic.h) ---------------------- */
 
-/* The rails (domains) flow f goes over: *first, and how many (nic.h). */
-static uint32_t efa_rails(const FabNic *nic, const FabFlow *f, uint32_t *first) {
-  uint32_t rails = MIN(MAX(nic->cfg.stripe_rails, 1u), FAB_EFA_RAILS);
-  *first = (MAX(f->lane, 1u) - 1u) % rails;
-  return MIN(MAX(f->stripes, 1u), rails);
+/* The rails (domains) flow f goes over (nic.h): how many, from *first, of
+** the GPU's *rails. */
+static uint32_t efa_rails(const FabNic *nic, const FabFlow *f, uint32_t *first, uint32_t *rails) {
+  *rails = MIN(MAX(nic->cfg.stripe_rails, 1u), FAB_EFA_RAILS);
+  *first = (MAX(f->lane, 1u) - 1u) % *rails;
+  return MIN(MAX(f->stripes, 1u), *rails);
 }
 
 static inline gpointer runt_key(const FabFlow *f, uint32_t rail) {
@@ -113,7 +114,7 @@ static inline gpointer runt_key(const FabFlow *f, uint32_t rail) {
 
 void fab_efa_read_begin(FabNic *nic, FabFlow *f, fab_time_t now) {
   if (!nic->runt_out) nic->runt_out = g_hash_table_new(NULL, NULL);
-  uint32_t r0, n = efa_rails(nic, f, &r0), rails = MIN(MAX(nic->cfg.stripe_rails, 1u), FAB_EFA_RAILS);
+  uint32_t r0, rails, n = efa_rails(nic, f, &r0, &rails);
   uint64_t share = (f->bytes + n - 1) / n, runt = share;
   for (uint32_t i = 0; i < n; i++) { /* the scarcest rail's runt */
     uint32_t r = (r0 + i) % rails, out = GPOINTER_TO_UINT(g_hash_table_lookup(nic->runt_out, runt_key(f, r)));
@@ -140,7 +141,7 @@ void fab_efa_read_begin(FabNic *nic, FabFlow *f, fab_time_t now) {
 }
 
 void fab_efa_read_end(FabNic *nic, FabFlow *f) {
-  uint32_t r0, n = efa_rails(nic, f, &r0), rails = MIN(MAX(nic->cfg.stripe_rails, 1u), FAB_EFA_RAILS);
+  uint32_t r0, rails, n = efa_rails(nic, f, &r0, &rails);
   for (uint32_t i = 0; i < n; i++) {
     uint32_t r = (r0 + i) % rails;
     if (f->runt) {

@@ -570,9 +570,8 @@ double fab_coll_tune(const FabCollEnv *env, FabCollSpec *c) {
   if (env->ofi_regions && (c->algorithm == FAB_ALGO_AUTO || c->protocol == FAB_PROTO_AUTO) &&
       fab_coll__ofi_region(env->ofi_platform, c->op, c->bytes, t.n, t.nodes, allowed, &w, &ra, &rp)) {
     c->algorithm = ra, c->protocol = rp; /* aws-ofi-nccl's tuner sets that cost to 0: NCCL takes it */
-    uint32_t C = c->channels ? c->channels : fab_coll__auto_channels(&t, ra, rp, c->bytes);
-    if (!c->channels) c->channels = C;
-    return model(env, &t, c->op, ra, rp, C, c->bytes);
+    if (!c->channels) c->channels = fab_coll__auto_channels(&t, ra, rp, c->bytes);
+    return model(env, &t, c->op, ra, rp, c->channels, c->bytes);
   }
   FabCollAlgo algs[8];
   uint32_t na = 1;
