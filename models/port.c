@@ -2,16 +2,21 @@
 #include "port.h"
 #include <glib.h>
 
-enum { WAKE_TX_DONE = 0, WAKE_ARRIVE = 1, WAKE_RETRY = 2, WAKE_UNPAUSE = 3, WAKE_CREDIT = 4 };
+enum { WAKE_TX_DONE = 0, WAKE_RETRY = 2, WAKE_UNPAUSE = 3, WAKE_CREDIT = 4 };
 
 static void port_wake(FabEngine *eng, void *self, uint64_t arg);
+static void wire_wake(FabEngine *eng, void *self, uint64_t arg);
 const FabOps fab_port_ops = {"port", port_wake};
+const FabOps fab_wire_ops = {"wire", wire_wake};
 
 void fab_port_init(FabPort *pt, FabNode *owner, uint32_t index, uint64_t bps, fab_time_t latency,
                    uint32_t nprio) {
   g_assert(bps > 0 && nprio >= 1 && nprio <= FAB_MAX_PRIOS);
   *pt = (FabPort){0};
   fab_elem_init(&pt->el, &fab_port_ops);
+  fab_elem_init(&pt->wire, &fab_wire_ops);
+  pt->el.tie = 2; /* the port's keys even, the wire's odd (port.h) */
+  pt->wire.tie = 1;
   pt->owner = owner;
   pt->index = index;
   fab_port_set_rate(pt, bps);
@@ -86,8 +91,15 @@ static FabPkt cut_busy;
 ** it). The head's arrival is scheduled; any other packet's time waits in the
 ** `ready` of the packet before it, so that when the head arrives the next
 ** arrival is read from the head itself, not from a second packet's header (a
-** cache miss per hop on large fabrics). A packet's own `ready` means nothing
-** on the wire: whoever receives it sets it. */
+** cache miss per hop on large fabrics). The arrival is the wire's event,
+** keyed (id, 0) whether the sending port schedules it here or the wire
+** chains it (wire_wake): unique, as a wire's arrivals never share a time.
+** A packet's own `ready` means nothing on the wire: whoever receives it
+** sets it. */
+static inline uint64_t wire_tie(const FabPort *pt) {
+  return (uint64_t)fab_elem_id(&pt->wire) << FAB_TIE_SEQ_BITS;
+}
+
 static inline void fly(FabEngine *eng, FabPort *pt, FabPkt *p, fab_time_t at) {
   p->next = NULL;
   if (G_UNLIKELY(pt->down)) {
@@ -99,7 +111,7 @@ static inline void fly(FabEngine *eng, FabPort *pt, FabPkt *p, fab_time_t at) {
     pt->fly_tail->ready = at;
   } else {
     pt->fly_head = p;
-    fab_engine_at(eng, at, pt, WAKE_ARRIVE | (uint64_t)pt->epoch << 8);
+    fab_engine_at_tie(eng, at, wire_tie(pt), &pt->wire, pt->epoch);
   }
   pt->fly_tail = p;
 }
@@ -274,6 +286,24 @@ fab_time_t fab_port_paused_time(const FabPort *pt, fab_time_t now) {
   return pt->paused_ps + (pt->paused ? now - pt->paused_since : 0);
 }
 
+/* The head of pt's wire arrives at the far end (arg: the link's epoch when
+** it was sent); the port at the far end, pt->peer, takes it. */
+static void wire_wake(FabEngine *eng, void *self, uint64_t arg) {
+  FabPort *pt = (FabPort *)((char *)self - offsetof(FabPort, wire)), *in = pt->peer;
+  if (G_UNLIKELY((uint32_t)arg != pt->epoch)) return; /* its packet was lost when the link went down */
+  FabPkt *p = pt->fly_head;
+  pt->fly_head = p->next;
+  if (!pt->fly_head) pt->fly_tail = NULL;
+  else fab_engine_at_tie(eng, p->ready, wire_tie(pt), &pt->wire, arg); /* the next one's arrival (fly) */
+  p->next = NULL;
+  if (G_UNLIKELY(p->type == FAB_PKT_PAUSE)) { /* link level: the far port obeys it */
+    pause_rx(eng, in, p->prio, p->seq);
+    fab_pkt_free(eng, p);
+    return;
+  }
+  in->owner->receive(eng, in->owner, p, in);
+}
+
 static void port_wake(FabEngine *eng, void *self, uint64_t arg) {
   FabPort *pt = self;
   FabPkt *p;
@@ -288,20 +318,6 @@ static void port_wake(FabEngine *eng, void *self, uint64_t arg) {
       fly(eng, pt, p, eng->now + pt->latency);
     }
     start(eng, pt);
-    break;
-  case WAKE_ARRIVE:
-    if (G_UNLIKELY((uint32_t)(arg >> 8) != pt->epoch)) break; /* its packet was lost when the link went down */
-    p = pt->fly_head;
-    pt->fly_head = p->next;
-    if (!pt->fly_head) pt->fly_tail = NULL;
-    else fab_engine_at(eng, p->ready, pt, arg); /* the next one's arrival (fly) */
-    p->next = NULL;
-    if (G_UNLIKELY(p->type == FAB_PKT_PAUSE)) { /* link level: the far port obeys it */
-      pause_rx(eng, pt->peer, p->prio, p->seq);
-      fab_pkt_free(eng, p);
-      break;
-    }
-    pt->peer->owner->receive(eng, pt->peer->owner, p, pt->peer);
     break;
   case WAKE_CREDIT: {
     uint32_t vl = (uint32_t)(arg >> 8) & 0xff;

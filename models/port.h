@@ -13,6 +13,15 @@
 ** "serialisation ends" event and at most one "head of the wire arrives"
 ** event, whatever the number of packets it holds.
 **
+** The far end of the wire is an element of its own (`wire`): the arrival is
+** its event, and what the receiving node does then is keyed by it, not by
+** the sending port (engine.h). The two ends of a link then never share an
+** event counter, so the keys do not depend on which side of a link a
+** parallel run's cut puts either end: the port's handlers run with its
+** owner, the wire's with the peer's owner. The wire has the port's id (its
+** keys odd, the port's even, an arrival (id, 0)), so equal-time events keep
+** the order of ids they had when one element did both.
+**
 ** Queues are strict priority, highest number first. A packet in a queue is
 ** not sent before its `ready` time (a switch sets it to arrival + port-to-port
 ** latency). When every queue is empty a port asks its owner's `pull` for a
@@ -58,6 +67,7 @@ struct FabPort {
   FabPkt *fly_head, *fly_tail; /* the wire: serialised, not yet arrived, in order */
   uint64_t qbytes;         /* wire bytes in all queues */
   fab_time_t latency;      /* ps: propagation delay of the wire */
+  FabElem wire;            /* the wire's far end: fab_wire_ops, the port's id, its own counter (above) */
   /* warm */
   uint64_t bps;            /* link rate, bits per second */
   uint32_t ps_per_byte;    /* serialisation time per byte when exact (8e12 % bps == 0), else 0 */
@@ -105,10 +115,21 @@ static inline fab_time_t fab_port_ser(const FabPort *pt, uint32_t bytes) {
 /* Change the link rate (topology builders; not while packets are in flight). */
 void fab_port_set_rate(FabPort *pt, uint64_t bps);
 
-extern const FabOps fab_port_ops;
+extern const FabOps fab_port_ops, fab_wire_ops;
+
+/* Give the port and its wire the stable id `id` (their counters restart:
+** the port's at 2, the wire's at 1; (id, 0) is its arrivals'). Returns
+** id + 1. */
+static inline uint32_t fab_port_number(FabPort *pt, uint32_t id) {
+  fab_elem_set_id(&pt->el, id);
+  fab_elem_set_id(&pt->wire, id);
+  pt->el.tie |= 2;
+  pt->wire.tie |= 1;
+  return id + 1;
+}
 
 /* Set up `pt` as port `index` of `owner` with an idle, empty link (its
-** element id is 0 until the builder numbers it). */
+** element id is 0 until the builder numbers it: fab_port_number). */
 void fab_port_init(FabPort *pt, FabNode *owner, uint32_t index, uint64_t bps, fab_time_t latency,
                    uint32_t nprio);
 

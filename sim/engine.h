@@ -19,16 +19,21 @@
 **
 ** where the scheduler is the element whose handler is running when the
 ** event is scheduled (or, before the loop starts, the target itself), and
-** its counter counts the events it has scheduled so far. So among equal
+** its counter moves by 2 with every event it schedules. So among equal
 ** times the element with the smaller id goes first, and one element's
 ** events go in the order it scheduled them. The key depends only on what
 ** each element did, never on the order in which all elements scheduled:
 ** any partition of the elements into processes that exchange events would
-** replay exactly the same order (the parallel-runs design rests on this).
-** Ids are given by the builders in a fixed order of stable positions (every
-** process building the same scenario gives the same ids); an id has
-** 32 - (FAB_TIE_SEQ_BITS - 32) = 24 bits, a counter 40 (10^12 events per
-** element).
+** replay exactly the same order (the parallel-runs design rests on this),
+** provided an element's handlers all run on one side of the cut. A link's
+** two ends do not: a port sends, and its wire's far end (models/port.h)
+** receives, so the wire is an element of its own under the port's id, the
+** two counting apart (the port's keys even from 2, the wire's odd from 1;
+** hence the step of 2), and a packet's arrival is keyed (id, 0) by whoever
+** schedules it (fab_engine_at_tie). Ids are given by the builders in a
+** fixed order of stable positions (every process building the same
+** scenario gives the same ids); an id has 64 - FAB_TIE_SEQ_BITS = 24 bits,
+** a counter 40 (5 x 10^11 events per element).
 */
 #ifndef FAB_ENGINE_H
 #define FAB_ENGINE_H
@@ -100,7 +105,19 @@ static inline void fab_engine_at(FabEngine *eng, fab_time_t t, void *target, uin
   if (t < eng->now) __builtin_trap();
 #endif
   FabElem *by = eng->cur ? eng->cur : (FabElem *)target;
-  fab_evq_push(eng->evq, t, by->tie++, target, arg);
+  fab_evq_push(eng->evq, t, by->tie, target, arg);
+  by->tie += 2;
+}
+
+/* Schedule `target`'s wake(arg) at t with a tie key the caller makes, for
+** an event whose key must not depend on which element schedules it (an
+** arrival on a wire: models/port.c). The caller keeps keys unique: no two
+** pending events may share (t, tie). */
+static inline void fab_engine_at_tie(FabEngine *eng, fab_time_t t, uint64_t tie, void *target, uint64_t arg) {
+#ifdef FAB_DEBUG_CHECKS
+  if (t < eng->now) __builtin_trap();
+#endif
+  fab_evq_push(eng->evq, t, tie, target, arg);
 }
 
 /* Schedule after a delay. */

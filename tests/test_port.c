@@ -188,3 +188,63 @@ Test(port, ledger_check_catches_credit_beyond_its_start, .signal = SIGTRAP) {
   l.src.port.credits[0] = 8193;
   fab_port_check(&l.src.port);
 }
+
+/* A receiver that schedules a wake of its own on each arrival and notes
+** who ran and which key that wake got. */
+static FabElem *rx_by[4];
+static uint64_t rx_key[4];
+static int rx_n;
+static void keyed_receive(FabEngine *eng, FabNode *self, FabPkt *p, FabPort *in) {
+  rx_by[rx_n] = eng->cur;
+  rx_key[rx_n++] = eng->cur->tie;
+  fab_engine_after(eng, 1, self, 0);
+  sink_receive(eng, self, p, in);
+}
+
+/* The pending events, popped in order and pushed back. */
+static int pending(FabEngine *eng, FabEvent *ev, int max) {
+  int n = 0;
+  while (n < max && fab_evq_pop(eng->evq, &ev[n])) n++;
+  for (int i = 0; i < n; i++) fab_evq_push(eng->evq, ev[i].time, ev[i].tie, ev[i].target, ev[i].arg);
+  return n;
+}
+
+/* An arrival is the event of the wire's far end, keyed (port id, 0) whether
+** the sending port scheduled it (the first on an empty wire) or the wire
+** chained it (the next); the receiver's handler runs as the wire, whose
+** keys are odd, the port's even: no counter is shared across the link. */
+Test(port, an_arrival_is_the_wires_event_keyed_by_the_wire) {
+  Line l;
+  line_init(&l, 100000000000ULL, 1500 * FAB_NS); /* 1000 B: 80 ns */
+  l.dst.node.receive = keyed_receive;
+  rx_n = 0;
+  fab_elem_set_id(&l.src.node.el, 6);
+  cr_assert_eq(fab_port_number(&l.src.port, 7), 8);
+  fab_elem_set_id(&l.dst.node.el, 8);
+  fab_port_number(&l.dst.port, 9);
+  const uint64_t id7 = (uint64_t)7 << FAB_TIE_SEQ_BITS;
+  for (uint32_t i = 0; i < 3; i++) fab_port_enqueue(l.eng, &l.src.port, pkt(&l, i, 1000, 0, 0));
+  FabEvent ev[8];
+  cr_assert(fab_engine_run(l.eng, 80 * FAB_NS)); /* the first packet is on the wire */
+  cr_assert_eq(pending(l.eng, ev, 8), 2);
+  cr_assert(ev[0].target == &l.src.port && ev[0].time == 160 * FAB_NS && (ev[0].tie & 1) == 0 &&
+            (ev[0].tie >> FAB_TIE_SEQ_BITS) == 7, "the port's own event: its id, an even key");
+  cr_assert(ev[1].target == &l.src.port.wire && ev[1].time == 1580 * FAB_NS && ev[1].tie == id7,
+            "the arrival the port scheduled: the wire's, keyed (7, 0)");
+  cr_assert(fab_engine_run(l.eng, 1580 * FAB_NS)); /* it arrived; the next is chained */
+  cr_assert_eq(rx_n, 1);
+  cr_assert(rx_by[0] == &l.src.port.wire, "the receiver ran as the wire");
+  cr_assert((rx_key[0] & 1) == 1 && (rx_key[0] >> FAB_TIE_SEQ_BITS) == 7, "its wake keyed by the wire: odd");
+  int n = pending(l.eng, ev, 8);
+  bool chained = false;
+  for (int i = 0; i < n; i++)
+    if (ev[i].target == &l.src.port.wire) chained = ev[i].time == 1660 * FAB_NS && ev[i].tie == id7;
+  cr_assert(chained, "the arrival the wire chained: keyed (7, 0) too");
+  cr_assert(fab_engine_run(l.eng, FAB_TIME_MAX));
+  cr_assert_eq(l.dst.n, 3);
+  for (int i = 0; i < 3; i++) cr_assert_eq(l.dst.at[i], (fab_time_t)(i + 1) * 80000 + 1500000, "packet %d", i);
+  cr_assert_eq(rx_key[2], rx_key[0] + 4, "the wire's counter moved by 2 a wake");
+  cr_assert_eq(l.src.port.el.tie & 1, 0);
+  cr_assert_eq(fab_pool_live(l.eng->pool), 0);
+  fab_engine_free(l.eng);
+}

@@ -299,14 +299,14 @@ uint32_t fab_topology_number(FabTopology *t, uint32_t id) {
   for (uint32_t h = 0; h < t->nhosts; h++) {
     FabNic *n = &t->nics[h];
     fab_elem_set_id(&n->node.el, id++);
-    fab_elem_set_id(&n->port.el, id++);
-    if (n->cfg.nvl_domain) fab_elem_set_id(&n->nvl.el, id++);
+    id = fab_port_number(&n->port, id);
+    if (n->cfg.nvl_domain) id = fab_port_number(&n->nvl, id);
     fab_elem_set_id(&t->gpus[h].el, id++);
   }
   for (uint32_t s = 0; s < t->nswitches; s++) {
     FabSwitch *sw = t->switches[s];
     fab_elem_set_id(&fab_switch_node(sw)->el, id++);
-    for (uint32_t p = 0; p < fab_switch_nports(sw); p++) fab_elem_set_id(&fab_switch_port_at(sw, p)->el, id++);
+    for (uint32_t p = 0; p < fab_switch_nports(sw); p++) id = fab_port_number(fab_switch_port_at(sw, p), id);
   }
   return id;
 }

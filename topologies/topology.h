@@ -180,8 +180,8 @@ void fab_topology_free(FabTopology *t);
 /* Give every element of the fabric its stable id, from `first` on, in a
 ** fixed order of positions: endpoint i's NIC, its ports (network, NVLink) and
 ** its GPU, for i = 0..nhosts-1; then every switch in build order (network
-** switches, PCIe elements, NVSwitches) and its ports in port order. Returns
-** the next free id. */
+** switches, PCIe elements, NVSwitches) and its ports in port order (a
+** port's wire shares its id: fab_port_number). Returns the next free id. */
 uint32_t fab_topology_number(FabTopology *t, uint32_t first);
 
 /* Elements fab_topology_number numbers, without building (for size checks). */
