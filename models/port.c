@@ -6,8 +6,9 @@ enum { WAKE_TX_DONE = 0, WAKE_RETRY = 2, WAKE_UNPAUSE = 3, WAKE_CREDIT = 4 };
 
 static void port_wake(FabEngine *eng, void *self, uint64_t arg);
 static void wire_wake(FabEngine *eng, void *self, uint64_t arg);
-const FabOps fab_port_ops = {"port", port_wake};
-const FabOps fab_wire_ops = {"wire", wire_wake};
+static const void *wire_home(const void *self);
+const FabOps fab_port_ops = {"port", port_wake, NULL};
+const FabOps fab_wire_ops = {"wire", wire_wake, wire_home};
 
 void fab_port_init(FabPort *pt, FabNode *owner, uint32_t index, uint64_t bps, fab_time_t latency,
                    uint32_t nprio) {
@@ -111,7 +112,7 @@ static inline void fly(FabEngine *eng, FabPort *pt, FabPkt *p, fab_time_t at) {
     pt->fly_tail->ready = at;
   } else {
     pt->fly_head = p;
-    fab_engine_at_tie(eng, at, wire_tie(pt), &pt->wire, pt->epoch);
+    fab_engine_far_at_tie(eng, at, wire_tie(pt), &pt->wire, pt->epoch); /* the far end may be another partition's */
   }
   pt->fly_tail = p;
 }
@@ -207,7 +208,7 @@ void fab_port_check(const FabPort *pt) {
 
 void fab_port_return_credit(FabEngine *eng, FabPort *pt, uint32_t vl, uint32_t bytes) {
   if (!pt->credit_fc) return; /* the sender does not count credits (a NIC, or RoCE) */
-  fab_engine_after(eng, pt->latency, pt, WAKE_CREDIT | (uint64_t)vl << 8 | (uint64_t)bytes << 16);
+  fab_engine_far_at(eng, eng->now + pt->latency, pt, WAKE_CREDIT | (uint64_t)vl << 8 | (uint64_t)bytes << 16);
 }
 
 void fab_port_enqueue(FabEngine *eng, FabPort *pt, FabPkt *p) {
@@ -284,6 +285,12 @@ void fab_port_set_down(FabEngine *eng, FabPort *pt, bool down) {
 
 fab_time_t fab_port_paused_time(const FabPort *pt, fab_time_t now) {
   return pt->paused_ps + (pt->paused ? now - pt->paused_since : 0);
+}
+
+/* A wire runs where its far end does: with the peer port. */
+static const void *wire_home(const void *self) {
+  const FabPort *pt = (const FabPort *)((const char *)self - offsetof(FabPort, wire));
+  return &pt->peer->el;
 }
 
 /* The head of pt's wire arrives at the far end (arg: the link's epoch when

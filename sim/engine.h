@@ -30,10 +30,15 @@
 ** receives, so the wire is an element of its own under the port's id, the
 ** two counting apart (the port's keys even from 2, the wire's odd from 1;
 ** hence the step of 2), and a packet's arrival is keyed (id, 0) by whoever
-** schedules it (fab_engine_at_tie). Ids are given by the builders in a
-** fixed order of stable positions (every process building the same
-** scenario gives the same ids); an id has 64 - FAB_TIE_SEQ_BITS = 24 bits,
-** a counter 40 (5 x 10^11 events per element).
+** schedules it (fab_engine_at_tie). In a parallel run (sim/par.h) an
+** event for an element of another partition goes through the engine's
+** outbox: the places that may schedule across a cut say so
+** (fab_engine_far_at, fab_engine_far_at_tie: a packet onto a wire, a credit
+** back over a link), and everything else stays on its own partition at no
+** cost (debug_checks builds trap if it does not). Ids are given by the
+** builders in a fixed order of stable positions (every process building
+** the same scenario gives the same ids); an id has 64 - FAB_TIE_SEQ_BITS =
+** 24 bits, a counter 40 (5 x 10^11 events per element).
 */
 #ifndef FAB_ENGINE_H
 #define FAB_ENGINE_H
@@ -47,10 +52,23 @@
 
 typedef struct FabEngine FabEngine;
 
+/* An event into a parallel run (sim/par.c): to this engine's queue, or to
+** another partition's at the end of the window. */
+void fab_par_push(FabEngine *eng, fab_time_t t, uint64_t tie, void *target, uint64_t arg);
+/* Whether the element runs in this engine's partition. */
+bool fab_par_local(const FabEngine *eng, const void *elem);
+/* fab_engine_at outside the loop (engine.c): keyed by the target, and in a
+** parallel run to the target's partition. */
+void fab_engine_setup_at(FabEngine *eng, fab_time_t t, void *target, uint64_t arg);
+
 /* The handler table of an element type (ROSS's tw_lptype). */
 typedef struct FabOps {
   const char *kind;                                        /* "port", "switch", ... */
   void (*wake)(FabEngine *eng, void *self, uint64_t arg);  /* an event for it fired */
+  /* optional: the element whose partition this one runs in (a parallel run,
+  ** sim/par.h), for one that shares its id with another (a port's wire runs
+  ** with the port's peer); NULL: itself */
+  const void *(*home)(const void *self);
 } FabOps;
 
 #define FAB_TIE_SEQ_BITS 40
@@ -85,6 +103,9 @@ struct FabEngine {
   /* optional: called every 2^20 events (progress reports); must not schedule */
   void (*tick)(FabEngine *eng, void *ctx);
   void *tick_ctx;
+  /* a parallel run (sim/par.h) whose partition `part` this engine runs; NULL: a run of its own */
+  struct FabPar *par;
+  uint32_t part;
   /* debug_checks builds: called after every event (the model's ledgers) */
   void (*check)(FabEngine *eng, void *ctx);
   void *check_ctx;
@@ -104,9 +125,31 @@ static inline void fab_engine_at(FabEngine *eng, fab_time_t t, void *target, uin
 #ifdef FAB_DEBUG_CHECKS
   if (t < eng->now) __builtin_trap();
 #endif
-  FabElem *by = eng->cur ? eng->cur : (FabElem *)target;
+  FabElem *by = eng->cur;
+  if (__builtin_expect(by == NULL, 0)) { /* before the loop: the target schedules for itself */
+    fab_engine_setup_at(eng, t, target, arg);
+    return;
+  }
+#ifdef FAB_DEBUG_CHECKS
+  if (eng->par && !fab_par_local(eng, target)) __builtin_trap(); /* across partitions: fab_engine_far_at */
+#endif
   fab_evq_push(eng->evq, t, by->tie, target, arg);
   by->tie += 2;
+}
+
+/* The same for an event that may be for an element of another partition of
+** a parallel run (sim/par.h): the few places where one element schedules
+** another across a delay a cut may span (a link's latency) use this, so
+** that the others pay nothing for parallel runs. */
+static inline void fab_engine_far_at(FabEngine *eng, fab_time_t t, void *target, uint64_t arg) {
+#ifdef FAB_DEBUG_CHECKS
+  if (t < eng->now) __builtin_trap();
+#endif
+  FabElem *by = eng->cur ? eng->cur : (FabElem *)target;
+  uint64_t tie = by->tie;
+  by->tie += 2;
+  if (__builtin_expect(eng->par != NULL, 0)) fab_par_push(eng, t, tie, target, arg);
+  else fab_evq_push(eng->evq, t, tie, target, arg);
 }
 
 /* Schedule `target`'s wake(arg) at t with a tie key the caller makes, for
@@ -116,8 +159,18 @@ static inline void fab_engine_at(FabEngine *eng, fab_time_t t, void *target, uin
 static inline void fab_engine_at_tie(FabEngine *eng, fab_time_t t, uint64_t tie, void *target, uint64_t arg) {
 #ifdef FAB_DEBUG_CHECKS
   if (t < eng->now) __builtin_trap();
+  if (eng->par && !fab_par_local(eng, target)) __builtin_trap();
 #endif
   fab_evq_push(eng->evq, t, tie, target, arg);
+}
+
+/* fab_engine_at_tie for a target that may be in another partition. */
+static inline void fab_engine_far_at_tie(FabEngine *eng, fab_time_t t, uint64_t tie, void *target, uint64_t arg) {
+#ifdef FAB_DEBUG_CHECKS
+  if (t < eng->now) __builtin_trap();
+#endif
+  if (__builtin_expect(eng->par != NULL, 0)) fab_par_push(eng, t, tie, target, arg);
+  else fab_evq_push(eng->evq, t, tie, target, arg);
 }
 
 /* Schedule after a delay. */

@@ -1,0 +1,73 @@
+/*
+** Parallel runs: conservative parallel discrete-event simulation (the
+** YAWNS/window scheme of ROSS's conservative mode and of htsim's successors)
+** over partitions of one simulation's elements.
+**
+** Each partition is an engine (its own queue, clock and event count) that
+** runs the events of its elements only. An event scheduled for an element
+** of another partition is kept in the scheduling engine's outbox and handed
+** over at the end of the window. Windows are no longer than the lookahead:
+** the smallest delay with which an element of one partition can schedule an
+** event of another (in a fabric, the smallest latency of a link whose two
+** ends are in different partitions). Window w runs every engine up to
+** T + lookahead - 1 ps, T the earliest pending event of all; an event handed
+** over lands at T + lookahead or later, so no engine ever receives one in
+** its past (checked: a shorter delay ends the run with false).
+**
+** The order is the single engine's. engine.h's tie keys are made by the
+** element that schedules, from its own id and counter, so they do not
+** depend on which engine runs what; an engine pops its events in (time,
+** tie) order, as the single engine pops them; a partition needs every event
+** of a window before the window starts, which the lookahead guarantees. So
+** every element handles the same events, in the same order, at the same
+** times, with any partition: the results are identical (tests/test_par.c
+** checks it on fabrics with PFC and InfiniBand credits across the cuts).
+** That holds for models whose elements touch another element's state only
+** by events, or only across a delay of at least the lookahead that the
+** partition's cut respects: a port's wire (models/port.h) is read by its far
+** end only a link latency after the port wrote it. An event meant for
+** another partition must be scheduled with fab_engine_far_at (engine.h);
+** before the run, fab_engine_at routes every event itself.
+**
+** This runner keeps every partition in one process and runs them one after
+** the other in each window; the objects they share (the packet pool, the
+** model's structures) are one. It is the ground a run spread over processes
+** (MPI) or threads stands on: the same windows and handovers, with the
+** handover a message. Not yet: the run driver's own elements (the workload's
+** executor, NICs' flow table, samplers) are not partitioned (issue 14).
+*/
+#ifndef FAB_PAR_H
+#define FAB_PAR_H
+
+#include "engine.h"
+
+typedef struct FabPar FabPar;
+
+/* A parallel run of `n` partitions (1..255) whose engines share one pool of
+** `obj_size`-byte objects. part_of[id] is the partition of the element with
+** stable id `id` (< nids; an element whose FabOps has `home` follows that
+** element), and `lookahead` (> 0) the shortest delay of an event between
+** partitions. part_of is copied. Transfer full. */
+FabPar *fab_par_new(uint32_t n, uint64_t seed, size_t obj_size, const uint8_t *part_of, uint32_t nids,
+                    fab_time_t lookahead);
+void fab_par_free(FabPar *par);
+
+/* Partition k's engine: models get it wherever they would get the run's
+** engine. Before the run, any of them may schedule for any element. */
+FabEngine *fab_par_engine(FabPar *par, uint32_t k);
+
+/* The partition an element runs in. */
+uint32_t fab_par_part_of(const FabPar *par, const void *elem);
+
+/* Run windows until no event is left or the next is later than `until`.
+** false if an event reached a partition in its past (the lookahead was
+** broken) or an engine's time went back. */
+bool fab_par_run(FabPar *par, fab_time_t until);
+
+/* Events of all partitions so far; windows run; events handed between
+** partitions. */
+uint64_t fab_par_events(const FabPar *par);
+uint64_t fab_par_windows(const FabPar *par);
+uint64_t fab_par_handed(const FabPar *par);
+
+#endif
