@@ -287,16 +287,16 @@ fab_time_t fab_port_paused_time(const FabPort *pt, fab_time_t now) {
   return pt->paused_ps + (pt->paused ? now - pt->paused_since : 0);
 }
 
+/* The port whose wire `self` is. */
+static inline FabPort *wire_port(const void *self) { return (FabPort *)((char *)self - offsetof(FabPort, wire)); }
+
 /* A wire runs where its far end does: with the peer port. */
-static const void *wire_home(const void *self) {
-  const FabPort *pt = (const FabPort *)((const char *)self - offsetof(FabPort, wire));
-  return &pt->peer->el;
-}
+static const void *wire_home(const void *self) { return &wire_port(self)->peer->el; }
 
 /* The head of pt's wire arrives at the far end (arg: the link's epoch when
 ** it was sent); the port at the far end, pt->peer, takes it. */
 static void wire_wake(FabEngine *eng, void *self, uint64_t arg) {
-  FabPort *pt = (FabPort *)((char *)self - offsetof(FabPort, wire)), *in = pt->peer;
+  FabPort *pt = wire_port(self), *in = pt->peer;
   if (G_UNLIKELY((uint32_t)arg != pt->epoch)) return; /* its packet was lost when the link went down */
   FabPkt *p = pt->fly_head;
   pt->fly_head = p->next;

@@ -25,11 +25,7 @@ void fab_engine_free(FabEngine *eng) {
 void fab_engine_stop(FabEngine *eng) { eng->stopped = true; }
 
 void fab_engine_setup_at(FabEngine *eng, fab_time_t t, void *target, uint64_t arg) {
-  FabElem *by = target;
-  uint64_t tie = by->tie;
-  by->tie += 2;
-  if (eng->par) fab_par_push(eng, t, tie, target, arg);
-  else fab_evq_push(eng->evq, t, tie, target, arg);
+  fab_engine_far_at(eng, t, target, arg); /* no element runs: keyed by the target */
 }
 
 bool fab_engine_run(FabEngine *eng, fab_time_t until) {

@@ -137,21 +137,6 @@ static inline void fab_engine_at(FabEngine *eng, fab_time_t t, void *target, uin
   by->tie += 2;
 }
 
-/* The same for an event that may be for an element of another partition of
-** a parallel run (sim/par.h): the few places where one element schedules
-** another across a delay a cut may span (a link's latency) use this, so
-** that the others pay nothing for parallel runs. */
-static inline void fab_engine_far_at(FabEngine *eng, fab_time_t t, void *target, uint64_t arg) {
-#ifdef FAB_DEBUG_CHECKS
-  if (t < eng->now) __builtin_trap();
-#endif
-  FabElem *by = eng->cur ? eng->cur : (FabElem *)target;
-  uint64_t tie = by->tie;
-  by->tie += 2;
-  if (__builtin_expect(eng->par != NULL, 0)) fab_par_push(eng, t, tie, target, arg);
-  else fab_evq_push(eng->evq, t, tie, target, arg);
-}
-
 /* Schedule `target`'s wake(arg) at t with a tie key the caller makes, for
 ** an event whose key must not depend on which element schedules it (an
 ** arrival on a wire: models/port.c). The caller keeps keys unique: no two
@@ -171,6 +156,17 @@ static inline void fab_engine_far_at_tie(FabEngine *eng, fab_time_t t, uint64_t 
 #endif
   if (__builtin_expect(eng->par != NULL, 0)) fab_par_push(eng, t, tie, target, arg);
   else fab_evq_push(eng->evq, t, tie, target, arg);
+}
+
+/* fab_engine_at for an event that may be for an element of another
+** partition of a parallel run (sim/par.h): the few places where one element
+** schedules another across a delay a cut may span (a link's latency) use
+** this, so that the others pay nothing for parallel runs. */
+static inline void fab_engine_far_at(FabEngine *eng, fab_time_t t, void *target, uint64_t arg) {
+  FabElem *by = eng->cur ? eng->cur : (FabElem *)target;
+  uint64_t tie = by->tie;
+  by->tie += 2;
+  fab_engine_far_at_tie(eng, t, tie, target, arg);
 }
 
 /* Schedule after a delay. */

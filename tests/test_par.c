@@ -94,9 +94,7 @@ static void net_init(Net *n, Mode mode, uint32_t parts, fab_time_t lookahead) {
     fab_port_connect(&h->port, fab_switch_port_init(n->sw[i / 2], i % 2, G100, 500 * FAB_NS));
     fab_elem_set_id(&h->node.el, id++);
     id = fab_port_number(&h->port, id);
-    n->part_of[id - 2] = n->part_of[id - 1] = 0;
-    if (parts == 2) n->part_of[id - 2] = n->part_of[id - 1] = i < 2 ? 0 : 1;
-    if (parts == 3) n->part_of[id - 2] = n->part_of[id - 1] = i < 2 ? 0 : 2;
+    n->part_of[id - 2] = n->part_of[id - 1] = (uint8_t)(i < 2 ? 0 : parts - 1); /* h2, h3 with s1 */
   }
   fab_port_connect(fab_switch_port_init(n->sw[0], 2, G100, FAB_US), fab_switch_port_init(n->sw[1], 2, G100, FAB_US));
   for (int s = 0; s < 2; s++) {
