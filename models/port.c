@@ -1,6 +1,7 @@
 /* Egress queues, serialiser and wire. See port.h. */
 #include "port.h"
 #include <glib.h>
+#include "sim/par.h"
 
 enum { WAKE_TX_DONE = 0, WAKE_RETRY = 2, WAKE_UNPAUSE = 3, WAKE_CREDIT = 4 };
 
@@ -98,7 +99,8 @@ static FabPkt cut_busy;
 ** A packet's own `ready` means nothing on the wire: whoever receives it
 ** sets it. */
 static inline uint64_t wire_tie(const FabPort *pt) {
-  return (uint64_t)fab_elem_id(&pt->wire) << FAB_TIE_SEQ_BITS;
+  return (uint64_t)fab_elem_id(&pt->el) << FAB_TIE_SEQ_BITS; /* the wire's id; its key moves in the far end's
+                                                              ** partition, the port's in the sender's */
 }
 
 static inline void fly(FabEngine *eng, FabPort *pt, FabPkt *p, fab_time_t at) {
@@ -107,12 +109,16 @@ static inline void fly(FabEngine *eng, FabPort *pt, FabPkt *p, fab_time_t at) {
     lose(eng, pt, p);
     return;
   }
+  if (G_UNLIKELY(pt->cut)) { /* the same key as the chained arrival: the same order as one engine's */
+    fab_engine_part_at_tie(eng, pt->peer->part, at, wire_tie(pt), &pt->wire, (uint64_t)(uintptr_t)p);
+    return;
+  }
   if (pt->fly_tail) {
     pt->fly_tail->next = p;
     pt->fly_tail->ready = at;
   } else {
     pt->fly_head = p;
-    fab_engine_far_at_tie(eng, at, wire_tie(pt), &pt->wire, pt->epoch); /* the far end may be another partition's */
+    fab_engine_part_at_tie(eng, pt->peer->part, at, wire_tie(pt), &pt->wire, pt->epoch); /* runs with the far end */
   }
   pt->fly_tail = p;
 }
@@ -208,7 +214,11 @@ void fab_port_check(const FabPort *pt) {
 
 void fab_port_return_credit(FabEngine *eng, FabPort *pt, uint32_t vl, uint32_t bytes) {
   if (!pt->credit_fc) return; /* the sender does not count credits (a NIC, or RoCE) */
-  fab_engine_far_at(eng, eng->now + pt->latency, pt, WAKE_CREDIT | (uint64_t)vl << 8 | (uint64_t)bytes << 16);
+  FabElem *by = eng->cur ? eng->cur : &pt->el; /* keyed as fab_engine_far_at would, without reading pt's key */
+  uint64_t tie = by->tie;
+  by->tie += 2;
+  fab_engine_part_at_tie(eng, pt->part, eng->now + pt->latency, tie, pt,
+                         WAKE_CREDIT | (uint64_t)vl << 8 | (uint64_t)bytes << 16);
 }
 
 void fab_port_enqueue(FabEngine *eng, FabPort *pt, FabPkt *p) {
@@ -267,6 +277,7 @@ void fab_port_send_pause(FabEngine *eng, FabPort *pt, uint32_t prio, uint32_t qu
 }
 
 void fab_port_set_down(FabEngine *eng, FabPort *pt, bool down) {
+  g_assert(!pt->cut);
   if (down == pt->down) return;
   pt->down = down;
   if (down) {
@@ -283,6 +294,12 @@ void fab_port_set_down(FabEngine *eng, FabPort *pt, bool down) {
   if (!pt->tx) start(eng, pt);
 }
 
+void fab_port_mark_cut(FabPort *pt, const FabPar *par) {
+  g_assert(!pt->fly_head);
+  pt->part = (uint8_t)fab_par_part_of(par, pt);
+  pt->cut = pt->part != fab_par_part_of(par, &pt->wire);
+}
+
 fab_time_t fab_port_paused_time(const FabPort *pt, fab_time_t now) {
   return pt->paused_ps + (pt->paused ? now - pt->paused_since : 0);
 }
@@ -297,12 +314,17 @@ static const void *wire_home(const void *self) { return &wire_port(self)->peer->
 ** it was sent); the port at the far end, pt->peer, takes it. */
 static void wire_wake(FabEngine *eng, void *self, uint64_t arg) {
   FabPort *pt = wire_port(self), *in = pt->peer;
-  if (G_UNLIKELY((uint32_t)arg != pt->epoch)) return; /* its packet was lost when the link went down */
-  FabPkt *p = pt->fly_head;
-  pt->fly_head = p->next;
-  if (!pt->fly_head) pt->fly_tail = NULL;
-  else fab_engine_at_tie(eng, p->ready, wire_tie(pt), &pt->wire, arg); /* the next one's arrival (fly) */
-  p->next = NULL;
+  FabPkt *p;
+  if (G_UNLIKELY(pt->cut)) {
+    p = (FabPkt *)(uintptr_t)arg;
+  } else {
+    if (G_UNLIKELY((uint32_t)arg != pt->epoch)) return; /* its packet was lost when the link went down */
+    p = pt->fly_head;
+    pt->fly_head = p->next;
+    if (!pt->fly_head) pt->fly_tail = NULL;
+    else fab_engine_at_tie(eng, p->ready, wire_tie(pt), &pt->wire, arg); /* the next one's arrival (fly) */
+    p->next = NULL;
+  }
   if (G_UNLIKELY(p->type == FAB_PKT_PAUSE)) { /* link level: the far port obeys it */
     pause_rx(eng, in, p->prio, p->seq);
     fab_pkt_free(eng, p);

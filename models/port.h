@@ -88,6 +88,10 @@ struct FabPort {
   uint32_t cut_mtu, cut_ovh; /* 0: every packet arrives whole */
   /* a link that failed (fab_port_set_down) */
   bool down;               /* nothing this port sends arrives; its owner is not pulled */
+  bool cut;                /* a parallel run's partitions hold its two ends (fab_port_mark_cut): each packet on
+                           ** the wire is an arrival event of its own (arg: the packet), as the far end's
+                           ** partition may run while this one sends */
+  uint8_t part;            /* a parallel run: the partition its owner runs in (fab_port_mark_cut; 0: none) */
   uint32_t epoch;          /* times it went down (an arrival scheduled before then finds its packet gone) */
   uint64_t lost, lost_bytes; /* packets NICs made (not PAUSE frames nor NVLS segments) lost because it was down:
                            ** queued, on the serialiser or on the wire when it went down, or sent to it since */
@@ -165,8 +169,15 @@ void fab_port_return_credit(FabEngine *eng, FabPort *pt, uint32_t vl, uint32_t b
 ** serialiser or in its queues is lost, and so is any packet queued here until
 ** it comes back; the owner's `dequeued` hears of each queued one, and its
 ** `pull` is not called) or comes back up (credits, if counted, start full
-** again, as after link training). Call it for both ports of a link. */
+** again, as after link training). Call it for both ports of a link. Not
+** on a cut link (fab_port_mark_cut): its packets are already events. */
 void fab_port_set_down(FabEngine *eng, FabPort *pt, bool down);
+
+/* Set pt->cut and pt->part from the partitions of a parallel run
+** (sim/par.h): whether the port and its wire's far end run in different
+** ones, and its own. Before the run, on every port. */
+struct FabPar;
+void fab_port_mark_cut(FabPort *pt, const struct FabPar *par);
 
 /* Time this port has spent with some priority paused, up to `now`, ps. */
 fab_time_t fab_port_paused_time(const FabPort *pt, fab_time_t now);

@@ -33,9 +33,10 @@
 ** schedules it (fab_engine_at_tie). In a parallel run (sim/par.h) an
 ** event for an element of another partition goes through the engine's
 ** outbox: the places that may schedule across a cut say so
-** (fab_engine_far_at, fab_engine_far_at_tie: a packet onto a wire, a credit
-** back over a link), and everything else stays on its own partition at no
-** cost (debug_checks builds trap if it does not). Ids are given by the
+** (fab_engine_part_at_tie: a packet onto a wire, a credit back over a link,
+** with the partition the port knows; fab_engine_far_at before the loop),
+** and everything else stays on its own partition at no cost (debug_checks
+** builds trap if it does not). Ids are given by the
 ** builders in a fixed order of stable positions (every process building
 ** the same scenario gives the same ids); an id has 64 - FAB_TIE_SEQ_BITS =
 ** 24 bits, a counter 40 (5 x 10^11 events per element).
@@ -53,8 +54,11 @@
 typedef struct FabEngine FabEngine;
 
 /* An event into a parallel run (sim/par.c): to this engine's queue, or to
-** another partition's at the end of the window. */
+** another partition's at the end of the window; with fab_par_push_to, to
+** partition `to`, which the caller knows (reading the target's header
+** would race with its partition, which moves its key). */
 void fab_par_push(FabEngine *eng, fab_time_t t, uint64_t tie, void *target, uint64_t arg);
+void fab_par_push_to(FabEngine *eng, uint32_t to, fab_time_t t, uint64_t tie, void *target, uint64_t arg);
 /* Whether the element runs in this engine's partition. */
 bool fab_par_local(const FabEngine *eng, const void *elem);
 /* fab_engine_at outside the loop (engine.c): keyed by the target, and in a
@@ -131,7 +135,7 @@ static inline void fab_engine_at(FabEngine *eng, fab_time_t t, void *target, uin
     return;
   }
 #ifdef FAB_DEBUG_CHECKS
-  if (eng->par && !fab_par_local(eng, target)) __builtin_trap(); /* across partitions: fab_engine_far_at */
+  if (eng->par && !fab_par_local(eng, target)) __builtin_trap(); /* across partitions: fab_engine_part_at_tie */
 #endif
   fab_evq_push(eng->evq, t, by->tie, target, arg);
   by->tie += 2;
@@ -155,6 +159,18 @@ static inline void fab_engine_far_at_tie(FabEngine *eng, fab_time_t t, uint64_t 
   if (t < eng->now) __builtin_trap();
 #endif
   if (__builtin_expect(eng->par != NULL, 0)) fab_par_push(eng, t, tie, target, arg);
+  else fab_evq_push(eng->evq, t, tie, target, arg);
+}
+
+/* fab_engine_far_at_tie for a target in partition `part` of a parallel run
+** (ignored in a run of its own): a port knows where its wire ends, and
+** reading the target's header would race with the partition that runs it. */
+static inline void fab_engine_part_at_tie(FabEngine *eng, uint32_t part, fab_time_t t, uint64_t tie, void *target,
+                                          uint64_t arg) {
+#ifdef FAB_DEBUG_CHECKS
+  if (t < eng->now) __builtin_trap();
+#endif
+  if (__builtin_expect(eng->par != NULL, 0)) fab_par_push_to(eng, part, t, tie, target, arg);
   else fab_evq_push(eng->evq, t, tie, target, arg);
 }
 

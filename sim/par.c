@@ -1,24 +1,81 @@
 /* Conservative windows over partitions of one simulation. See par.h. */
 #include "par.h"
 #include <glib.h>
+#include <stdatomic.h>
 
 typedef struct Out {
   fab_time_t t;
   uint64_t tie;
   void *target;
   uint64_t arg;
-  uint32_t to; /* the partition that runs the target */
 } Out;
+
+/* A barrier for the threads of a run: the last to come releases the others,
+** who spin a while (the window of the other threads is usually short) and
+** then sleep. */
+typedef struct Bar {
+  uint32_t n;
+  uint32_t spin;     /* polls before sleeping: BAR_SPIN, or none when threads outnumber the processors */
+  atomic_uint count, gen;
+  atomic_uint sleepers; /* changed under m (atomic only for tools that do not see GLib's futex locks) */
+  GMutex m;
+  GCond c;
+} Bar;
+
+#define BAR_SPIN 20000 /* polls before sleeping: ~tens of microseconds (an assumption: not tuned per machine) */
+
+static void bar_wait(Bar *b) {
+  unsigned g = atomic_load_explicit(&b->gen, memory_order_acquire);
+  if (atomic_fetch_add_explicit(&b->count, 1, memory_order_acq_rel) + 1 == b->n) {
+    atomic_store_explicit(&b->count, 0, memory_order_relaxed);
+    atomic_store_explicit(&b->gen, g + 1, memory_order_release);
+    g_mutex_lock(&b->m);
+    if (atomic_load_explicit(&b->sleepers, memory_order_relaxed)) g_cond_broadcast(&b->c);
+    g_mutex_unlock(&b->m);
+    return;
+  }
+  for (uint32_t i = 0; i < b->spin; i++) {
+    if (atomic_load_explicit(&b->gen, memory_order_acquire) != g) return;
+#if defined(__x86_64__) || defined(__i386__)
+    __builtin_ia32_pause();
+#endif
+  }
+  g_mutex_lock(&b->m);
+  atomic_fetch_add_explicit(&b->sleepers, 1, memory_order_relaxed);
+  while (atomic_load_explicit(&b->gen, memory_order_acquire) == g) g_cond_wait(&b->c, &b->m);
+  atomic_fetch_sub_explicit(&b->sleepers, 1, memory_order_relaxed);
+  g_mutex_unlock(&b->m);
+}
 
 struct FabPar {
   uint32_t n;
   FabEngine **eng;
-  uint8_t *part_of; /* by element id */
+  uint8_t *part_of;   /* by element id */
   uint32_t nids;
   fab_time_t lookahead;
-  GArray **box;     /* per partition: Out, what it scheduled for others this window */
-  uint64_t windows, handed;
+  /* What one partition scheduled for another: box[(set x n + from) x n + to], Out. A window writes into one
+  ** set while the next drains the other: each partition drains its own inboxes at the start of a window,
+  ** while the others may already be writing theirs. */
+  GArray **box;
+  fab_time_t *boxmin; /* [set x n + from]: the earliest event in from's outboxes of that set */
+  uint32_t set;       /* the set the running window writes */
+  fab_time_t not_before; /* what is drained may not be earlier than this (after the window that wrote it) */
+  uint64_t *handed;   /* per partition: events it took from the others */
+  uint64_t windows;
+  FabParHook hook;    /* after each window (NULL: none) */
+  void *hook_ctx;
+  bool stop;          /* fab_par_stop: end after this window */
+  /* threads (fab_par_set_threads): partition k runs on thread k, 0 the caller's */
+  bool threads;
+  Bar bar;
+  fab_time_t end;     /* the window to run (set by thread 0 before the barrier) */
+  bool quit;          /* no more windows */
+  bool *bad;          /* per partition: its engine's time went back, or it was handed an event in its past */
 };
+
+static inline GArray *box_at(const FabPar *par, uint32_t set, uint32_t from, uint32_t to) {
+  return par->box[((size_t)set * par->n + from) * par->n + to];
+}
 
 FabPar *fab_par_new(uint32_t n, uint64_t seed, size_t obj_size, const uint8_t *part_of, uint32_t nids,
                     fab_time_t lookahead) {
@@ -30,29 +87,36 @@ FabPar *fab_par_new(uint32_t n, uint64_t seed, size_t obj_size, const uint8_t *p
   for (uint32_t i = 0; i < nids; i++) g_assert(part_of[i] < n);
   par->lookahead = lookahead;
   par->eng = g_new0(FabEngine *, n);
-  par->box = g_new0(GArray *, n);
+  par->box = g_new0(GArray *, 2 * (size_t)n * n);
+  for (size_t i = 0; i < 2 * (size_t)n * n; i++) par->box[i] = g_array_new(FALSE, FALSE, sizeof(Out));
+  par->boxmin = g_new(fab_time_t, 2 * (size_t)n);
+  for (size_t i = 0; i < 2 * (size_t)n; i++) par->boxmin[i] = FAB_TIME_MAX;
+  par->handed = g_new0(uint64_t, n);
+  par->bad = g_new0(bool, n);
   for (uint32_t k = 0; k < n; k++) {
     par->eng[k] = fab_engine_new(seed, obj_size);
     par->eng[k]->par = par;
     par->eng[k]->part = k;
-    par->box[k] = g_array_new(FALSE, FALSE, sizeof(Out));
-    if (k) { /* one pool: a packet made in one partition is freed in another */
-      fab_pool_free(par->eng[k]->pool);
-      par->eng[k]->pool = par->eng[0]->pool;
-    }
+    fab_pool_open(par->eng[k]->pool); /* a packet made in one partition is freed in another */
   }
+  par->not_before = 0; /* before the run, anything goes */
+  par->bar.n = n;
+  g_mutex_init(&par->bar.m);
+  g_cond_init(&par->bar.c);
   return par;
 }
 
 void fab_par_free(FabPar *par) {
   if (!par) return;
-  for (uint32_t k = par->n; k-- > 0;) {
-    if (k) par->eng[k]->pool = NULL;
-    fab_engine_free(par->eng[k]);
-    g_array_free(par->box[k], TRUE);
-  }
+  for (uint32_t k = 0; k < par->n; k++) fab_engine_free(par->eng[k]);
+  for (size_t i = 0; i < 2 * (size_t)par->n * par->n; i++) g_array_free(par->box[i], TRUE);
+  g_mutex_clear(&par->bar.m);
+  g_cond_clear(&par->bar.c);
   g_free(par->eng);
   g_free(par->box);
+  g_free(par->boxmin);
+  g_free(par->handed);
+  g_free(par->bad);
   g_free(par->part_of);
   g_free(par);
 }
@@ -61,6 +125,8 @@ FabEngine *fab_par_engine(FabPar *par, uint32_t k) {
   g_assert(k < par->n);
   return par->eng[k];
 }
+
+uint32_t fab_par_parts(const FabPar *par) { return par->n; }
 
 uint32_t fab_par_part_of(const FabPar *par, const void *elem) {
   const FabElem *e = elem;
@@ -73,49 +139,160 @@ uint32_t fab_par_part_of(const FabPar *par, const void *elem) {
 bool fab_par_local(const FabEngine *eng, const void *elem) { return fab_par_part_of(eng->par, elem) == eng->part; }
 
 void fab_par_push(FabEngine *eng, fab_time_t t, uint64_t tie, void *target, uint64_t arg) {
+  fab_par_push_to(eng, fab_par_part_of(eng->par, target), t, tie, target, arg);
+}
+
+void fab_par_push_to(FabEngine *eng, uint32_t to, fab_time_t t, uint64_t tie, void *target, uint64_t arg) {
   FabPar *par = eng->par;
-  uint32_t to = fab_par_part_of(par, target);
-  if (to == eng->part) {
+  uint32_t from = eng->part;
+#ifdef FAB_DEBUG_CHECKS
+  if (to != fab_par_part_of(par, target)) __builtin_trap();
+#endif
+  if (to == from) {
     fab_evq_push(eng->evq, t, tie, target, arg);
     return;
   }
-  Out o = {t, tie, target, arg, to};
-  g_array_append_val(par->box[eng->part], o);
+  Out o = {t, tie, target, arg};
+  g_array_append_val(box_at(par, par->set, from, to), o);
+  fab_time_t *min = &par->boxmin[par->set * par->n + from];
+  if (t < *min) *min = t;
 }
 
-/* Hand every outbox over; each event must be later than `end` (the window
-** just run; FAB_TIME_MAX before the first, when anything goes). */
-static bool hand_over(FabPar *par, fab_time_t end, bool first) {
-  bool ok = true;
-  for (uint32_t k = 0; k < par->n; k++) {
-    GArray *b = par->box[k];
+void fab_par_set_hook(FabPar *par, FabParHook hook, void *ctx) {
+  par->hook = hook;
+  par->hook_ctx = ctx;
+}
+
+void fab_par_set_threads(FabPar *par, bool on) { par->threads = on; }
+
+void fab_par_stop(FabPar *par) { par->stop = true; }
+
+/* Partition k takes what the others scheduled for it in set `set`: each
+** event must be at `from` or later (after the window that wrote it; 0 for
+** what was scheduled before the run, when anything goes). */
+static void drain(FabPar *par, uint32_t set, uint32_t k, fab_time_t from) {
+  FabEvq *q = par->eng[k]->evq;
+  for (uint32_t j = 0; j < par->n; j++) {
+    GArray *b = box_at(par, set, j, k);
     for (guint i = 0; i < b->len; i++) {
       const Out *o = &g_array_index(b, Out, i);
-      if (!first && o->t <= end) ok = false; /* a delay shorter than the lookahead */
-      fab_evq_push(par->eng[o->to]->evq, o->t, o->tie, o->target, o->arg);
+      if (o->t < from) par->bad[k] = true; /* a delay shorter than the lookahead */
+      fab_evq_push(q, o->t, o->tie, o->target, o->arg);
     }
-    par->handed += b->len;
+    par->handed[k] += b->len;
     g_array_set_size(b, 0);
   }
+}
+
+/* The next window's end, or false when the run is over: no event left, the
+** next later than `until`, or a stop. The events still in the outboxes of
+** the set just written count. */
+static bool next_window(FabPar *par, fab_time_t until, fab_time_t *end) {
+  fab_time_t T = FAB_TIME_MAX;
+  for (uint32_t k = 0; k < par->n; k++) {
+    fab_time_t t = fab_evq_peek_time(par->eng[k]->evq);
+    T = MIN(T, MIN(t, par->boxmin[par->set * par->n + k]));
+  }
+  if (par->stop || T == FAB_TIME_MAX || T > until) return false;
+  *end = T > FAB_TIME_MAX - par->lookahead ? FAB_TIME_MAX : T + par->lookahead - 1;
+  if (*end > until) *end = until;
+  return true;
+}
+
+/* Switch the outboxes: the set just written is drained by the next window,
+** which writes the other. Returns the set to drain. */
+static uint32_t flip(FabPar *par) {
+  uint32_t old = par->set;
+  par->set ^= 1;
+  for (uint32_t k = 0; k < par->n; k++) {
+    par->boxmin[old * par->n + k] = FAB_TIME_MAX; /* drained this window */
+    par->boxmin[par->set * par->n + k] = FAB_TIME_MAX;
+  }
+  return old;
+}
+
+/* Partition k's part of a window: take its inboxes, run to `end`. */
+static void run_part(FabPar *par, uint32_t k, uint32_t set, fab_time_t from, fab_time_t end) {
+  drain(par, set, k, from);
+  if (!fab_engine_run(par->eng[k], end)) par->bad[k] = true;
+}
+
+/* After every engine ran the window to `end`: see whether one went wrong
+** or was stopped, tell the hook. false: the run is unusable. */
+static bool close_window(FabPar *par, fab_time_t end) {
+  bool ok = true;
+  for (uint32_t k = 0; k < par->n; k++) {
+    if (par->bad[k]) ok = false;
+    if (par->eng[k]->stopped) par->stop = true;
+  }
+  par->windows++;
+  par->not_before = end == FAB_TIME_MAX ? end : end + 1;
+  if (ok && par->hook) par->hook(par, end, par->hook_ctx); /* what it schedules goes out with the window's */
   return ok;
 }
 
-bool fab_par_run(FabPar *par, fab_time_t until) {
-  if (!hand_over(par, 0, true)) return false;
+typedef struct Worker {
+  FabPar *par;
+  uint32_t k;
+} Worker;
+
+static gpointer worker(gpointer data) {
+  const Worker *w = data;
+  FabPar *par = w->par;
   for (;;) {
-    fab_time_t T = FAB_TIME_MAX;
-    for (uint32_t k = 0; k < par->n; k++) {
-      fab_time_t t = fab_evq_peek_time(par->eng[k]->evq);
-      if (t < T) T = t;
-    }
-    if (T == FAB_TIME_MAX || T > until) return true;
-    fab_time_t end = T > FAB_TIME_MAX - par->lookahead ? FAB_TIME_MAX : T + par->lookahead - 1;
-    if (end > until) end = until;
-    for (uint32_t k = 0; k < par->n; k++)
-      if (!fab_engine_run(par->eng[k], end)) return false;
-    par->windows++;
-    if (!hand_over(par, end, false)) return false;
+    bar_wait(&par->bar); /* a window is published, or the end */
+    if (par->quit) return NULL;
+    run_part(par, w->k, par->set ^ 1, par->not_before, par->end);
+    bar_wait(&par->bar); /* every partition ran it */
   }
+}
+
+/* Hand over whatever is left in the outboxes (a run that stopped or reached
+** `until`): the engines' queues then hold every pending event. */
+static void settle(FabPar *par) {
+  uint32_t set = flip(par);
+  for (uint32_t k = 0; k < par->n; k++) drain(par, set, k, par->not_before);
+}
+
+bool fab_par_run(FabPar *par, fab_time_t until) {
+  par->stop = false;
+  settle(par); /* what was scheduled before the run: anything goes */
+  for (uint32_t k = 0; k < par->n; k++)
+    if (par->bad[k]) return false;
+  bool ok = true;
+  fab_time_t end = 0;
+  if (!par->threads || par->n == 1) {
+    while (ok && next_window(par, until, &end)) {
+      uint32_t set = flip(par);
+      for (uint32_t k = 0; k < par->n; k++) run_part(par, k, set, par->not_before, end);
+      ok = close_window(par, end);
+    }
+  } else {
+    par->bar.spin = par->n <= g_get_num_processors() ? BAR_SPIN : 0;
+    Worker *w = g_new(Worker, par->n);
+    GThread **th = g_new0(GThread *, par->n);
+    for (uint32_t k = 1; k < par->n; k++) {
+      w[k] = (Worker){par, k};
+      th[k] = g_thread_new("fabsim-part", worker, &w[k]);
+    }
+    for (;;) {
+      par->quit = !ok || !next_window(par, until, &end);
+      if (!par->quit) flip(par);
+      par->end = end;
+      bar_wait(&par->bar);
+      if (par->quit) break;
+      run_part(par, 0, par->set ^ 1, par->not_before, end);
+      bar_wait(&par->bar);
+      ok = close_window(par, end);
+    }
+    for (uint32_t k = 1; k < par->n; k++) g_thread_join(th[k]);
+    g_free(th);
+    g_free(w);
+  }
+  settle(par);
+  for (uint32_t k = 0; k < par->n; k++)
+    if (par->bad[k]) ok = false;
+  return ok;
 }
 
 uint64_t fab_par_events(const FabPar *par) {
@@ -124,5 +301,22 @@ uint64_t fab_par_events(const FabPar *par) {
   return e;
 }
 
+fab_time_t fab_par_now(const FabPar *par) {
+  fab_time_t t = 0;
+  for (uint32_t k = 0; k < par->n; k++) t = MAX(t, par->eng[k]->now);
+  return t;
+}
+
+size_t fab_par_live(const FabPar *par) {
+  size_t n = 0;
+  for (uint32_t k = 0; k < par->n; k++) n += fab_pool_live(par->eng[k]->pool);
+  return n;
+}
+
 uint64_t fab_par_windows(const FabPar *par) { return par->windows; }
-uint64_t fab_par_handed(const FabPar *par) { return par->handed; }
+
+uint64_t fab_par_handed(const FabPar *par) {
+  uint64_t n = 0;
+  for (uint32_t k = 0; k < par->n; k++) n += par->handed[k];
+  return n;
+}

@@ -24,17 +24,26 @@
 ** checks it on fabrics with PFC and InfiniBand credits across the cuts).
 ** That holds for models whose elements touch another element's state only
 ** by events, or only across a delay of at least the lookahead that the
-** partition's cut respects: a port's wire (models/port.h) is read by its far
-** end only a link latency after the port wrote it. An event meant for
-** another partition must be scheduled with fab_engine_far_at (engine.h);
+** partition's cut respects. An event meant for another partition must be
+** scheduled with fab_engine_part_at_tie or fab_engine_far_at (engine.h);
 ** before the run, fab_engine_at routes every event itself.
 **
-** This runner keeps every partition in one process and runs them one after
-** the other in each window; the objects they share (the packet pool, the
-** model's structures) are one. It is the ground a run spread over processes
-** (MPI) or threads stands on: the same windows and handovers, with the
-** handover a message. Not yet: the run driver's own elements (the workload's
-** executor, NICs' flow table, samplers) are not partitioned (issue 14).
+** The partitions run one after the other in each window, or each on a
+** thread of its own (fab_par_set_threads): then the barrier at each
+** window's end is the only synchronisation, and what the model shares
+** across a cut must be touched by one side only within a window (a cut
+** wire carries each packet as an event of its own, models/port.c; a NIC's
+** flow is split into the sender's and the receiver's fields, models/nic.h).
+** A window's outboxes are drained by their receiving partitions at the
+** start of the next window (they are double-buffered: a partition writes
+** one set while the others drain the other). Each engine has its own
+** packet pool; a packet freed in another
+** partition joins that one's pool (fab_pool_open), so only the sum of the
+** pools' live counts means anything (fab_par_live). Between windows, one
+** thread with every engine stopped calls the owner's hook: there the run
+** driver does what it cannot do while partitions run (the workload's
+** executor; tools/libfabsim/driver.c). Not yet: a run spread over
+** processes (MPI), with the handover a message (issue 14).
 */
 #ifndef FAB_PAR_H
 #define FAB_PAR_H
@@ -43,7 +52,7 @@
 
 typedef struct FabPar FabPar;
 
-/* A parallel run of `n` partitions (1..255) whose engines share one pool of
+/* A parallel run of `n` partitions (1..255) whose engines have pools of
 ** `obj_size`-byte objects. part_of[id] is the partition of the element with
 ** stable id `id` (< nids; an element whose FabOps has `home` follows that
 ** element), and `lookahead` (> 0) the shortest delay of an event between
@@ -56,17 +65,39 @@ void fab_par_free(FabPar *par);
 ** engine. Before the run, any of them may schedule for any element. */
 FabEngine *fab_par_engine(FabPar *par, uint32_t k);
 
+/* Partitions. */
+uint32_t fab_par_parts(const FabPar *par);
+
 /* The partition an element runs in. */
 uint32_t fab_par_part_of(const FabPar *par, const void *elem);
 
-/* Run windows until no event is left or the next is later than `until`.
-** false if an event reached a partition in its past (the lookahead was
-** broken) or an engine's time went back. */
+/* Called by one thread after each window (every engine stopped, every
+** event handed over): `end` is the window's last picosecond. It may
+** schedule events later than `end` for any element (fab_engine_at with no
+** element running) and call fab_par_stop. */
+typedef void (*FabParHook)(FabPar *par, fab_time_t end, void *ctx);
+void fab_par_set_hook(FabPar *par, FabParHook hook, void *ctx);
+
+/* Run partition k on a thread of its own (k > 0; 0 on the caller's), or
+** all on the caller's (the default). */
+void fab_par_set_threads(FabPar *par, bool on);
+
+/* End the run after the current window (an engine's fab_engine_stop does
+** too). */
+void fab_par_stop(FabPar *par);
+
+/* Run windows until no event is left, the next is later than `until`, or a
+** stop. false if an event reached a partition in its past (the lookahead
+** was broken) or an engine's time went back. */
 bool fab_par_run(FabPar *par, fab_time_t until);
 
 /* Events of all partitions so far; windows run; events handed between
 ** partitions. */
 uint64_t fab_par_events(const FabPar *par);
+/* The latest time an engine reached (the last event's), and the packets
+** live in all the pools. */
+fab_time_t fab_par_now(const FabPar *par);
+size_t fab_par_live(const FabPar *par);
 uint64_t fab_par_windows(const FabPar *par);
 uint64_t fab_par_handed(const FabPar *par);
 

@@ -35,6 +35,13 @@ void *fab_pool_take(FabPool *pool);
 /* Return an object to the pool (it comes back first: LIFO). */
 void fab_pool_put(FabPool *pool, void *obj);
 
+/* Let objects of other pools of the same size come back to this one (the
+** pools of a parallel run's partitions: a packet made in one partition is
+** freed in another, and its memory joins that one's free list). live then
+** counts modulo 2^64 and only its sum over the pools means anything; the
+** slabs stay with the pool that made them, so free the pools together. */
+void fab_pool_open(FabPool *pool);
+
 /* The object size the pool was made with, bytes. */
 size_t fab_pool_size(const FabPool *pool);
 

@@ -1,7 +1,8 @@
 /* Parallel runs (sim/par.c): the same fabric run by one engine and by 2 and
 ** 3 partitions in conservative windows gives the same events, in the same
 ** order, at the same times, with losses, with PFC pausing across a cut and
-** with InfiniBand credits returned across one; a lookahead longer than a cut
+** with InfiniBand credits returned across one, whether the partitions run
+** one after the other or on a thread each; a lookahead longer than a cut
 ** link's latency is caught. */
 #include <criterion/criterion.h>
 #include <glib.h>
@@ -120,6 +121,9 @@ static void net_init(Net *n, Mode mode, uint32_t parts, fab_time_t lookahead) {
   } else {
     n->par = fab_par_new(parts, 1, sizeof(FabPkt), n->part_of, n->nids, lookahead);
     n->eng = fab_par_engine(n->par, 0);
+    for (uint32_t i = 0; i < NH; i++) fab_port_mark_cut(&n->h[i].port, n->par);
+    for (int s = 0; s < 2; s++)
+      for (uint32_t p = 0; p < 3; p++) fab_port_mark_cut(fab_switch_port_at(n->sw[s], p), n->par);
   }
   /* h0 and h1 both to h2 (2:1 into s0's uplink), h3 to h2 too (2:1 into h2's link: s1 backs up into the
   ** uplink), h2 back to h0 */
@@ -145,14 +149,18 @@ static void net_free(Net *n) {
   else fab_engine_free(n->eng);
 }
 
-/* The same run, one engine against `parts` partitions: every host's log
+/* The same run, one engine against `parts` partitions (on a thread each
+** with `threads`): every host's log
 ** (with the tie key counter of the element that handled each arrival: a
 ** counter that both sides of a cut advanced would differ), every port's
 ** counters, the switches' drops, the event count. */
-static void same_run(Mode mode, uint32_t parts, fab_time_t lookahead) {
+static void same_run(Mode mode, uint32_t parts, fab_time_t lookahead, bool threads) {
   Net a, b;
   net_init(&a, mode, 1, 0);
   net_init(&b, mode, parts, lookahead);
+  fab_par_set_threads(b.par, threads);
+  cr_assert(fab_switch_port_at(b.sw[0], 2)->cut && fab_switch_port_at(b.sw[1], 2)->cut, "the s0-s1 link is cut");
+  cr_assert_eq(b.h[0].port.cut, parts == 3, "h0's link is cut with 3 partitions only");
   cr_assert(net_run(&a));
   cr_assert(net_run(&b), "%u partitions: the run ends", parts);
   uint32_t rx = 0;
@@ -180,7 +188,8 @@ static void same_run(Mode mode, uint32_t parts, fab_time_t lookahead) {
   cr_assert_gt(fab_par_windows(b.par), 1);
   cr_assert_gt(fab_par_handed(b.par), 0, "events crossed the cut");
   cr_assert_eq(fab_pool_live(a.eng->pool), 0);
-  cr_assert_eq(fab_pool_live(b.eng->pool), 0, "every packet freed, wherever it was made");
+  cr_assert_eq(fab_par_live(b.par), 0, "every packet freed, wherever it was made");
+  cr_assert_eq(fab_par_now(b.par), a.eng->now, "the last event at the same time");
   uint64_t drops = fab_switch_stats(a.sw[0])->drops + fab_switch_stats(a.sw[1])->drops;
   cr_assert_eq(rx + drops, 390, "every packet arrived or was dropped");
   if (mode == LOSSY) cr_assert_gt(drops, 0, "the lossy case drops");
@@ -194,18 +203,24 @@ static void same_run(Mode mode, uint32_t parts, fab_time_t lookahead) {
 }
 
 Test(par, lossy_fabric_two_and_three_partitions) {
-  same_run(LOSSY, 2, FAB_US);
-  same_run(LOSSY, 3, 500 * FAB_NS);
+  same_run(LOSSY, 2, FAB_US, false);
+  same_run(LOSSY, 3, 500 * FAB_NS, false);
+  same_run(LOSSY, 2, FAB_US, true);
+  same_run(LOSSY, 3, 500 * FAB_NS, true);
 }
 
 Test(par, pfc_pauses_across_the_cut) {
-  same_run(PFC, 2, FAB_US);
-  same_run(PFC, 3, 500 * FAB_NS);
+  same_run(PFC, 2, FAB_US, false);
+  same_run(PFC, 3, 500 * FAB_NS, false);
+  same_run(PFC, 2, FAB_US, true);
+  same_run(PFC, 3, 500 * FAB_NS, true);
 }
 
 Test(par, infiniband_credits_return_across_the_cut) {
-  same_run(CREDITS, 2, FAB_US);
-  same_run(CREDITS, 3, 500 * FAB_NS);
+  same_run(CREDITS, 2, FAB_US, false);
+  same_run(CREDITS, 3, 500 * FAB_NS, false);
+  same_run(CREDITS, 2, FAB_US, true);
+  same_run(CREDITS, 3, 500 * FAB_NS, true);
 }
 
 /* A shorter window than the lookahead the cut allows is fine (more windows);
