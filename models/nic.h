@@ -191,7 +191,10 @@ typedef struct FabFlow {
   uint32_t id, src, dst;   /* flow and endpoint numbers (id: the flow's number in the run, which its ECMP
                            ** source port follows) */
   uint32_t slot;           /* its place in the flow table (FabFlowTable), which packets and timers name */
-  uint32_t inflight;       /* packets of it a NIC made (data, ACK, NAK, CNP) and no NIC has received yet */
+  uint32_t inflight;       /* the sender's share of the packets of it in flight: data packets it made less the
+                           ** ACKs, NAKs and CNPs it received (modulo 2^32; fab_flow_in_flight adds the
+                           ** receiver's share, rx_inflight: each end writes only its own, so that a parallel run's
+                           ** partitions never write one field) */
   uint32_t gen;            /* how many flows held its slot before it: its timer events carry it, so one
                            ** left pending by a released flow is not taken for its successor's */
   uint64_t bytes;          /* payload */
@@ -266,7 +269,10 @@ typedef struct FabFlow {
                            ** while it sends (NULL: none yet) */
   fab_time_t ev_min_rtt;   /* spray avoid, selective (not srd): the lowest RTT its ACKs showed (0: none yet) */
   uint64_t sacked[FAB_SACK_WORDS]; /* selective: bit i, PSN snd_una + i was acknowledged selectively */
-  /* receiver */
+  /* receiver: on cache lines of its own (the table's chunks are aligned), as a parallel run's partitions may
+  ** run the two ends on two processors */
+  _Alignas(64) uint32_t rx_inflight; /* the receiver's share of inflight: ACKs, NAKs and CNPs it made less the data
+                           ** packets it received */
   uint64_t rcvd[FAB_SACK_WORDS];   /* selective: bit i, PSN rcv_nxt + i is held (bit 0 never) */
   uint32_t rcv_nxt;        /* next PSN expected */
   uint32_t reorder;        /* selective: the most PSNs a packet arrived ahead of the next one expected */
@@ -310,6 +316,16 @@ FabFlow *fab_flow_table_take(FabFlowTable *t);
 /* Give f's slot back. */
 void fab_flow_table_put(FabFlowTable *t, FabFlow *f);
 
+/* Packets of f that a NIC made (data, ACK, NAK, CNP) and no NIC received. */
+static inline uint32_t fab_flow_in_flight(const FabFlow *f) { return f->inflight + f->rx_inflight; }
+
+/* Whether nothing names f any more (fab_nic_init's `release`): not an NVLS
+** member, done at both ends, nothing of it in flight, in no round robin. */
+static inline bool fab_flow_releasable(const FabFlow *f) {
+  return !f->nvls && f->acked && f->rcv_nxt == f->npkts && !fab_flow_in_flight(f) && !f->in_rr &&
+         (!f->ordered || f->end); /* an ordered message held at its receiver is still named there */
+}
+
 /* The flow's current sending rate, bits/s (its line rate under CC none). */
 static inline uint64_t fab_flow_rate(const FabFlow *f) { return f->cc.rate_bps; }
 
@@ -349,6 +365,8 @@ struct FabNic {
   FabFlowFailFn fail;
   FabFlowDoneFn sent;      /* optional: the flow's last packet left the sender for the first time */
   FabFlowDoneFn release;   /* optional: nothing names the flow any more (below) */
+  bool split;              /* a parallel run's NIC (fab_nic_init): `release` hears of a flow whose end at this NIC
+                           ** is done, and the owner checks the rest between windows */
   void *ctx;
   /* counters */
   uint64_t tx_data_pkts, tx_data_bytes;   /* data packets sent (wire bytes) */
@@ -395,8 +413,14 @@ struct FabNic {
 ** received, every PSN acknowledged), no packet of it is on its way (inflight
 ** 0) and it waits in no round robin: the owner may then reuse its slot. Its
 ** timer events still pending fire as before and find it done (they carry
-** its generation). A flow that lost a packet keeps inflight above 0 and is
-** never released (the drop is not seen by the NICs). */
+** its generation). A flow that lost a packet keeps a packet in flight and
+** is never released (the drop is not seen by the NICs). With `split` set
+** (a parallel run, where the two ends of a flow run on two threads), a NIC
+** reads only its own end's fields: it calls `release` whenever its end is
+** done (the sender's: every PSN acknowledged and out of the round robin;
+** the receiver's: every byte in, and delivered) and something of it
+** changed, possibly more than once, and the owner releases the flow once
+** fab_flow_releasable holds, where no partition runs. */
 void fab_nic_init(FabNic *nic, uint32_t id, const FabNicCfg *cfg, FabFlowTable *flows,
                   FabFlowDoneFn done, FabFlowFailFn fail, void *ctx);
 

@@ -55,19 +55,26 @@ static void note_release(void *ctx, FabFlow *f) {
   Released *r = ((TestRun *)ctx)->user;
   r->n++;
   r->at = r->eng->now;
-  r->inflight = f->inflight;
+  r->inflight = fab_flow_in_flight(f);
+}
+
+/* One 10000-B flow over a 100G pair, the NICs' release hook set (and
+** split: a parallel run's NICs); `user` gets the engine first. */
+static void one_flow_told(Pair *p, void *user, FabEngine **eng_of_user, FabFlowDoneFn release, bool split) {
+  pair_init(p, 100000000000ULL, 4096, FAB_TRANSPORT_ROCEV2);
+  *eng_of_user = p->eng;
+  p->run.user = user;
+  p->nic[0].release = p->nic[1].release = release;
+  p->nic[0].split = p->nic[1].split = split;
+  p->flows[0] = testnet_flow(0, 0, 1, 10000, 0, &p->cfg);
+  fab_nic_post(p->eng, &p->nic[0], &p->flows[0]);
+  cr_assert(fab_engine_run(p->eng, FAB_TIME_MAX));
 }
 
 Test(nic, a_finished_flow_is_released_when_its_last_ack_arrives) {
   Pair p;
   Released rel = {0};
-  pair_init(&p, 100000000000ULL, 4096, FAB_TRANSPORT_ROCEV2);
-  rel.eng = p.eng;
-  p.run.user = &rel;
-  p.nic[0].release = p.nic[1].release = note_release;
-  p.flows[0] = testnet_flow(0, 0, 1, 10000, 0, &p.cfg);
-  fab_nic_post(p.eng, &p.nic[0], &p.flows[0]);
-  cr_assert(fab_engine_run(p.eng, FAB_TIME_MAX));
+  one_flow_told(&p, &rel, &rel.eng, note_release, false);
   cr_assert(p.flows[0].acked && p.flows[0].end == 819680 + 1000000);
   /* the last ACK (86 B) leaves NIC 1 when the last byte arrives and reaches
   ** NIC 0 1 us later: then nothing of the flow is in flight and its slot may
@@ -77,6 +84,34 @@ Test(nic, a_finished_flow_is_released_when_its_last_ack_arrives) {
   cr_assert_eq(rel.at, 819680 + 1000000 + 86 * 80 + 1000000, "at %" G_GUINT64_FORMAT, rel.at);
   cr_assert_eq(rel.inflight, 0);
   cr_assert_eq(p.eng->now, p.cfg.rto, "the timer event still fired");
+  pair_fini(&p);
+}
+
+/* A parallel run's NIC (split) reads only its own end of a flow: each end
+** says when it is done (the receiver at the last byte, the sender at the
+** last ACK), and the owner releases the flow once both are, with nothing in
+** flight. */
+typedef struct Told {
+  int n;
+  fab_time_t at[4];
+  FabEngine *eng;
+} Told;
+
+static void note_told(void *ctx, FabFlow *f) {
+  Told *t = ((TestRun *)ctx)->user;
+  cr_assert_lt(t->n, 4);
+  t->at[t->n++] = t->eng->now;
+  (void)f;
+}
+
+Test(nic, a_split_nic_tells_when_its_own_end_is_done) {
+  Pair p;
+  Told told = {0};
+  one_flow_told(&p, &told, &told.eng, note_told, true);
+  cr_assert_eq(told.n, 2, "told %d times", told.n);
+  cr_assert_eq(told.at[0], 819680 + 1000000, "the receiver, at the last byte");
+  cr_assert_eq(told.at[1], 819680 + 1000000 + 86 * 80 + 1000000, "the sender, at the last ACK");
+  cr_assert(fab_flow_releasable(&p.flows[0]) && fab_flow_in_flight(&p.flows[0]) == 0);
   pair_fini(&p);
 }
 
@@ -311,7 +346,7 @@ Test(nic, a_flow_that_lost_a_packet_is_never_released) {
   cr_assert_eq(l.run.done, 1);
   cr_assert(l.flows[0].acked);
   /* the NICs cannot see the drop: one packet stays counted in flight */
-  cr_assert_eq(l.flows[0].inflight, 1);
+  cr_assert_eq(fab_flow_in_flight(&l.flows[0]), 1);
   cr_assert_eq(rel.n, 0);
   fab_engine_free(l.eng);
 }
