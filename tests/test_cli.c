@@ -539,6 +539,26 @@ Test(cli, validate_partition) {
   g_free(q);
 }
 
+/* run --threads N: the quickstart (a permutation) on two threads prints the
+** JSON of one, wall fields aside; 0 threads is a usage error. */
+Test(cli, run_threads) {
+  char *q = src_path("scenarios/quickstart.yaml");
+  Proc a = RUN("run", q, "--json"), b = RUN("run", q, "--json", "--threads", "2");
+  cr_assert_eq(a.status, 0, "%s: %s", a.cmd, a.err);
+  cr_assert_eq(b.status, 0, "%s: %s", b.cmd, b.err);
+  cr_expect_str_empty(b.err, "%s: the quickstart splits, so nothing to say: %s", b.cmd, b.err);
+  char *x = stable_json(a.out), *y = stable_json(b.out);
+  cr_expect_str_eq(x, y);
+  g_free(x);
+  g_free(y);
+  proc_clear(&a);
+  proc_clear(&b);
+  a = RUN("run", q, "--threads", "0");
+  expect_usage_of(&a, "run", "--threads 0: expected a number of threads from 1 to 255");
+  proc_clear(&a);
+  g_free(q);
+}
+
 Test(cli, missing_scenario_file) {
   char *m = src_path("tests/data/cli/does-not-exist.yaml");
   Proc p = RUN("run", m, "--json");

@@ -14,7 +14,7 @@
 #include "tools/libfabsim/report.h"
 #include "tools/libfabsim/scenario.h"
 
-enum { RUN_JSON, RUN_HDF5, RUN_NO_PROGRESS, RUN_EXPLAIN, RUN_MAX_MEMORY, RUN_PARTITION };
+enum { RUN_JSON, RUN_HDF5, RUN_NO_PROGRESS, RUN_EXPLAIN, RUN_MAX_MEMORY, RUN_PARTITION, RUN_THREADS };
 
 #define MAX_MEMORY_OPT                                                                                             \
   {"--max-memory", 0, FAB_OPT_VALUE, RUN_MAX_MEMORY, "SIZE", "a size such as 8GiB", 0, 0,                           \
@@ -27,6 +27,8 @@ static const FabOpt run_opts[] = {
   {"--hdf5", 0, FAB_OPT_VALUE, RUN_HDF5, "PATH", "a path", 0, 0, "write the HDF5 results to PATH (overrides output.hdf5)"},
   {"--no-progress", 0, FAB_OPT_FLAG, RUN_NO_PROGRESS, NULL, NULL, 0, 0,
    "no progress line on stderr (it is shown only on a terminal)"},
+  {"--threads", 0, FAB_OPT_UINT, RUN_THREADS, "N", "a number of threads from 1 to 255", 1, 255,
+   "spread the run over N partitions of the fabric, a thread each (same results; see README)"},
   MAX_MEMORY_OPT,
   {NULL},
 };
@@ -151,7 +153,8 @@ static int cmd_run(int argc, char **argv) {
         fab_args_clear(&a);
         return EXIT_USAGE;
       }
-      FabRunOpts opts = {.progress = !a.flag[RUN_NO_PROGRESS] && isatty(STDERR_FILENO) && !a.flag[RUN_JSON]};
+      FabRunOpts opts = {.progress = !a.flag[RUN_NO_PROGRESS] && isatty(STDERR_FILENO) && !a.flag[RUN_JSON],
+                         .threads = a.given[RUN_THREADS] ? (uint32_t)a.num[RUN_THREADS] : 1};
       FabResults res;
       rc = outputs(sc, &a, &res, fab_run(sc, &opts, &res));
       fab_results_clear(&res);

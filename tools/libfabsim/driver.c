@@ -5,15 +5,23 @@
 #include <stdio.h>
 #include <string.h>
 #include "collect.h"
+#include "partition.h"
 #include "sampler.h"
 #include "models/nvls.h"
+#include "sim/par.h"
 #include "models/watchdog.h"
 #include "topologies/failures.h"
 #include "workloads/exec.h"
 
+typedef struct Part Part;
+
 typedef struct Run {
   const FabScenario *sc;
-  FabEngine *eng;
+  FabEngine *eng;           /* the run's engine, or partition 0's */
+  FabPar *par;              /* a run over threads (FabRunOpts.threads), NULL: one engine */
+  Part *parts;              /* par: per partition, what its NICs told during a window */
+  GArray *merged;           /* par: Report, all partitions' of a window, in order */
+  bool progress;            /* par: report progress between windows */
   FabTopology *topo;
   FabFlowTable table;       /* the flows under way: a slot each, taken when posted, given back when released */
   FabDeq recs;              /* FabFlowRec per flow (one per FLOW or NVLS op, in op order): what the results say of
@@ -42,6 +50,12 @@ static inline uint32_t *flow_of(const Run *r, uint32_t op) { return fab_deq_at(&
 static inline uint32_t *op_of(const Run *r, uint32_t n) { return fab_deq_at(&r->op_of, n); }
 static inline uint32_t *slot_of(const Run *r, uint32_t n) { return fab_deq_at(&r->slot_of, n); }
 static inline FabFlowRec *rec_of(const Run *r, uint32_t n) { return fab_deq_at(&r->recs, n); }
+
+/* The run's time (its last event's), events and packets in the pool, over every partition of a run over
+** threads (read where no partition runs). */
+static fab_time_t run_now(const Run *r) { return r->par ? fab_par_now(r->par) : r->eng->now; }
+static uint64_t run_events(const Run *r) { return r->par ? fab_par_events(r->par) : r->eng->events; }
+static size_t run_live(const Run *r) { return r->par ? fab_par_live(r->par) : fab_pool_live(r->eng->pool); }
 
 /* ---- hooks: executor -> models, models -> executor ------------------------- */
 
@@ -172,7 +186,8 @@ static const FabFlow *flow_by_number(void *ctx, uint32_t n) {
 static void flow_fail(void *ctx, FabFlow *f) {
   Run *r = ctx;
   if (!r->failed) r->failed = f;
-  fab_engine_stop(r->eng);
+  if (r->par) fab_par_stop(r->par);
+  else fab_engine_stop(r->eng);
 }
 
 static bool finished(void *ctx) { return fab_exec_finished(((Run *)ctx)->exec); }
@@ -185,13 +200,167 @@ static uint64_t delivered(void *ctx) {
   return n;
 }
 
+/* On the engine's tick, or between a run over threads' windows. */
 static void progress(FabEngine *eng, void *ctx) {
   Run *r = ctx;
+  (void)eng;
   gint64 now = g_get_monotonic_time();
   if (now - r->last_report < 500000) return;
   r->last_report = now;
-  fprintf(stderr, "\r  t=%.6f ms  flows %u/%u  events %" G_GUINT64_FORMAT "   ", (double)eng->now / 1e9,
-          r->completed, r->nflows, eng->events);
+  fprintf(stderr, "\r  t=%.6f ms  flows %u/%u  events %" G_GUINT64_FORMAT "   ", (double)run_now(r) / 1e9,
+          r->completed, r->nflows, run_events(r));
+}
+
+/* ---- a run over threads ------------------------------------------------------- */
+
+/* While partitions run on threads, a NIC tells its partition (Part) what it
+** would tell the executor, and which flows it is done with; between windows
+** the driver hands that on in an order that does not depend on the cut:
+** by time, then flow, then kind. Only workloads whose executor does nothing
+** in return run so (par_refusal): flows that wait for nothing, no compute. */
+enum { REP_SENT, REP_DONE, REP_FAIL };
+
+typedef struct Report {
+  fab_time_t t;
+  uint32_t flow, slot;
+  uint32_t kind;
+} Report;
+
+typedef struct Rel {
+  uint32_t slot, gen;
+} Rel;
+
+struct Part {
+  Run *r;
+  FabEngine *eng;
+  GArray *reports;  /* Report */
+  GArray *released; /* Rel: flows one of its NICs is done with (nic.h, split) */
+};
+
+static void part_report(Part *pt, FabFlow *f, uint32_t kind) {
+  Report rep = {pt->eng->now, f->id, f->slot, kind};
+  g_array_append_val(pt->reports, rep);
+}
+
+static void par_done(void *ctx, FabFlow *f) { part_report(ctx, f, REP_DONE); }
+static void par_sent(void *ctx, FabFlow *f) { part_report(ctx, f, REP_SENT); }
+static void par_fail(void *ctx, FabFlow *f) { part_report(ctx, f, REP_FAIL); }
+
+static void par_release(void *ctx, FabFlow *f) {
+  Part *pt = ctx;
+  Rel x = {f->slot, f->gen};
+  g_array_append_val(pt->released, x);
+}
+
+static gint report_cmp(gconstpointer a, gconstpointer b) {
+  const Report *x = a, *y = b;
+  if (x->t != y->t) return x->t < y->t ? -1 : 1;
+  if (x->flow != y->flow) return x->flow < y->flow ? -1 : 1;
+  return x->kind < y->kind ? -1 : x->kind > y->kind;
+}
+
+/* Between windows (every engine stopped): the window's reports to the
+** executor, each at its own time, then the flows both ends are done with. */
+static void window_end(FabPar *par, fab_time_t end, void *ctx) {
+  Run *r = ctx;
+  (void)end;
+  uint32_t n = fab_par_parts(par);
+  g_array_set_size(r->merged, 0);
+  for (uint32_t k = 0; k < n; k++) {
+    g_array_append_vals(r->merged, r->parts[k].reports->data, r->parts[k].reports->len);
+    g_array_set_size(r->parts[k].reports, 0);
+  }
+  g_array_sort(r->merged, report_cmp);
+  fab_time_t now = r->eng->now;
+  for (guint i = 0; i < r->merged->len; i++) {
+    const Report *rep = &g_array_index(r->merged, Report, i);
+    FabFlow *f = fab_flow_at(&r->table, rep->slot);
+    g_assert(f->id == rep->flow);
+    r->eng->now = rep->t; /* the executor reads its time from the engine */
+    if (rep->kind == REP_DONE) flow_done(r, f);
+    else if (rep->kind == REP_SENT) flow_sent(r, f);
+    else flow_fail(r, f);
+  }
+  r->eng->now = now;
+  for (uint32_t k = 0; k < n; k++) {
+    GArray *rel = r->parts[k].released;
+    for (guint i = 0; i < rel->len; i++) {
+      const Rel *x = &g_array_index(rel, Rel, i);
+      FabFlow *f = fab_flow_at(&r->table, x->slot);
+      if (f->gen == x->gen && *slot_of(r, f->id) == x->slot && fab_flow_releasable(f)) flow_release(r, f);
+    }
+    g_array_set_size(rel, 0);
+  }
+  if (r->progress) progress(r->eng, r);
+}
+
+/* Why this run cannot be spread over threads yet, or NULL. */
+static const char *par_refusal(const Run *r, const FabRunOpts *opts) {
+  const FabScenario *sc = r->sc;
+  if (sc->hdf5 || opts->sample_queues) return "queue sampling (output.hdf5) reads every partition's queues at once";
+  const FabPfcCfg *pfc = &sc->fabric.sw.pfc;
+  if ((pfc->enabled || sc->fabric.sw.credits) && pfc->watchdog) return "the lossless fabric's watchdog is not split";
+  if (sc->fabric.nchanges) return "links that fail or change (fabric.failures) are not split";
+  if (sc->stop_time != FAB_TIME_MAX) return "a run cut short (stop_time) is not split";
+  if (sc->dag->more) return "a workload made as it runs is not split";
+  for (uint32_t i = 0; i < fab_dag_len(sc->dag); i++) {
+    const FabOp *o = fab_dag_op(sc->dag, i);
+    if (o->kind != FAB_OP_FLOW || o->ndeps || o->post)
+      return "only flows that wait for nothing run over threads so far (the executor is not split)";
+  }
+  return NULL;
+}
+
+static void mark_cut(FabPort *pt, void *ctx) { fab_port_mark_cut(pt, ctx); }
+
+/* With opts->threads > 1, the partitions of a run over threads and its
+** engines (r->par), the topology numbered with ids below `nids`; or, when
+** the run cannot be split, why on stderr (it runs on one engine). */
+static void par_make(Run *r, const FabRunOpts *opts, uint32_t nids) {
+  FabPartition pt;
+  GError *err = NULL;
+  const char *why = par_refusal(r, opts);
+  bool made = !why && fab_partition_make(r->topo, opts->threads, &pt, &err);
+  if (!why && !made) why = err->message;
+  if (!why && pt.lookahead == 0) why = "a cut link has no latency (no lookahead)";
+  if (why) {
+    fprintf(stderr, "fabsim: --threads %u: runs on one thread: %s\n", opts->threads, why);
+    if (made) fab_partition_clear(&pt);
+    if (err) g_error_free(err);
+    return;
+  }
+  uint8_t *part_of = fab_partition_elements(&pt, r->topo, nids);
+  r->par = fab_par_new(opts->threads, r->sc->seed, sizeof(FabPkt), part_of, nids, pt.lookahead);
+  g_free(part_of);
+  fab_partition_clear(&pt);
+  fab_par_set_threads(r->par, true);
+  fab_par_set_hook(r->par, window_end, r);
+  r->parts = g_new0(Part, opts->threads);
+  for (uint32_t k = 0; k < opts->threads; k++)
+    r->parts[k] = (Part){r, fab_par_engine(r->par, k), g_array_new(FALSE, FALSE, sizeof(Report)),
+                         g_array_new(FALSE, FALSE, sizeof(Rel))};
+  r->merged = g_array_new(FALSE, FALSE, sizeof(Report));
+  fab_topology_foreach_port(r->topo, mark_cut, r->par);
+}
+
+static bool run_drained(const Run *r) {
+  if (!r->par) return fab_evq_size(r->eng->evq) == 0;
+  for (uint32_t k = 0; k < fab_par_parts(r->par); k++)
+    if (fab_evq_size(fab_par_engine(r->par, k)->evq)) return false;
+  return true;
+}
+
+
+static void par_free(Run *r) {
+  if (!r->par) return;
+  for (uint32_t k = 0; k < fab_par_parts(r->par); k++) {
+    g_array_free(r->parts[k].reports, TRUE);
+    g_array_free(r->parts[k].released, TRUE);
+  }
+  g_free(r->parts);
+  g_array_free(r->merged, TRUE);
+  fab_par_free(r->par); /* and its engines */
+  r->eng = NULL;
 }
 
 /* ---- wiring ------------------------------------------------------------------ */
@@ -373,8 +542,10 @@ static void check_ledgers(FabEngine *eng, void *ctx) {
 
 static void wire(Run *r, const FabRunOpts *opts) {
   const FabScenario *sc = r->sc;
-  r->eng = fab_engine_new(sc->seed, sizeof(FabPkt));
   r->topo = fab_topology_build(&sc->fabric);
+  uint32_t id = fab_topology_number(r->topo, 0);
+  if (opts->threads > 1) par_make(r, opts, id + 1); /* the executor's id too */
+  r->eng = r->par ? fab_par_engine(r->par, 0) : fab_engine_new(sc->seed, sizeof(FabPkt));
   fab_flow_table_init(&r->table);
   fab_deq_init(&r->recs, sizeof(FabFlowRec));
   fab_deq_init(&r->flow_of, sizeof(uint32_t));
@@ -388,15 +559,23 @@ static void wire(Run *r, const FabRunOpts *opts) {
   for (uint32_t h = 0; h < r->topo->nhosts; h++) {
     FabNic *nic = &r->topo->nics[h];
     nic->flows = &r->table;
-    nic->done = flow_done;
-    nic->fail = flow_fail;
-    nic->sent = flow_sent;
-    nic->release = flow_release;
-    nic->ctx = r;
+    if (r->par) { /* its partition hears of it, the executor between windows */
+      nic->done = par_done;
+      nic->fail = par_fail;
+      nic->sent = par_sent;
+      nic->release = par_release;
+      nic->ctx = &r->parts[fab_par_part_of(r->par, nic)];
+      nic->split = true;
+    } else {
+      nic->done = flow_done;
+      nic->fail = flow_fail;
+      nic->sent = flow_sent;
+      nic->release = flow_release;
+      nic->ctx = r;
+    }
     r->topo->gpus[h].done = gpu_done;
     r->topo->gpus[h].ctx = r;
   }
-  uint32_t id = fab_topology_number(r->topo, 0);
   fab_elem_set_id(fab_exec_elem(r->exec), id++);
   if (sc->hdf5 || opts->sample_queues) {
     /* a DAG made as it goes has no flow count up front: no per-flow rates (as with more than FAB_RATE_FLOWS) */
@@ -425,10 +604,13 @@ static void wire(Run *r, const FabRunOpts *opts) {
     fab_elem_set_id(fab_failures_elem(r->fx), id++);
   }
 #ifdef FAB_DEBUG_CHECKS
-  r->eng->check = check_ledgers; /* every event: slow, for the small scenarios of the debug_checks suite */
-  r->eng->check_ctx = r;
+  if (!r->par) { /* it reads every switch: not while partitions run on threads */
+    r->eng->check = check_ledgers; /* every event: slow, for the small scenarios of the debug_checks suite */
+    r->eng->check_ctx = r;
+  }
 #endif
-  if (opts->progress) {
+  r->progress = opts->progress && r->par; /* between windows */
+  if (opts->progress && !r->par) {
     r->eng->tick = progress;
     r->eng->tick_ctx = r;
   }
@@ -462,7 +644,7 @@ static void check_end(const Run *r, bool drained, GString **fail) {
     }
     bool ib = sc->fabric.sw.credits != 0;
     failf(fail, "%s deadlock at %.6f ms: a cycle of %s ports: %s", ib ? "credit" : "PFC",
-          fab_time_to_s(r->eng->now) * 1e3, ib ? "credit-starved" : "paused", c->str);
+          fab_time_to_s(run_now(r)) * 1e3, ib ? "credit-starved" : "paused", c->str);
     g_string_free(c, TRUE);
   } else if (r->wd && fab_watchdog_stalled(r->wd)) {
     failf(fail, "no progress for %.6g ms with %u of %u flows unfinished (a PFC stall; no cycle of paused ports)",
@@ -539,8 +721,7 @@ static void check_packets(Run *r, bool drained, Totals *tot, GString **fail) {
     failf(fail, "internal error: packets not conserved (sent %" G_GUINT64_FORMAT ", received %" G_GUINT64_FORMAT
           ", dropped %" G_GUINT64_FORMAT ", lost on failed links %" G_GUINT64_FORMAT ", in flight %"
           G_GUINT64_FORMAT ")", sent, recv, tot->drops, tot->lost, tot->flushed);
-  if (fab_pool_live(r->eng->pool) != 0)
-    failf(fail, "internal error: %zu packets leaked from the pool", fab_pool_live(r->eng->pool));
+  if (run_live(r) != 0) failf(fail, "internal error: %zu packets leaked from the pool", run_live(r));
   /* the flows still holding a slot (released ones were checked then) */
   for (uint32_t i = (uint32_t)r->slot_of.first; i < fab_deq_end(&r->slot_of); i++)
     if (*slot_of(r, i) != FAB_OP_NONE) check_bytes(r, fab_flow_at(&r->table, *slot_of(r, i)));
@@ -574,8 +755,9 @@ static void fill_results(Run *r, bool drained, const Totals *tot, FabResults *re
   res->seed = sc->seed;
   if (fab_exec_finished(r->exec)) res->sim_time = fab_exec_last_end(r->exec);
   else if (!drained && !r->failed && sc->stop_time != FAB_TIME_MAX) res->sim_time = sc->stop_time; /* cut */
-  else res->sim_time = r->eng->now;
-  res->events = r->eng->events;
+  else res->sim_time = run_now(r);
+  res->events = run_events(r);
+  res->partitions = r->par ? fab_par_parts(r->par) : 1;
   res->packet_hops = tot->hops;
   res->endpoints = r->topo->nhosts;
   res->nvlink_segment = sc->fabric.nic.nvl_domain ? sc->fabric.nic.nvl_mtu : 0;
@@ -663,7 +845,8 @@ static void run_free(Run *r) {
   fab_deq_clear(&r->slot_of);
   fab_flow_fold_clear(&r->fold);
   fab_topology_free(r->topo);
-  fab_engine_free(r->eng);
+  if (r->par) par_free(r);
+  else fab_engine_free(r->eng);
 }
 
 /* Whether link record l runs from element a to element b. */
@@ -733,13 +916,13 @@ int fab_run(const FabScenario *sc, const FabRunOpts *opts, FabResults *res) {
   if (r.wd) fab_watchdog_start(r.eng, r.wd);
   if (r.fx) fab_failures_start(r.eng, r.fx);
   gint64 t0 = g_get_monotonic_time();
-  bool time_ok = r.setup ? true : fab_engine_run(r.eng, sc->stop_time);
+  bool time_ok = r.setup ? true : r.par ? fab_par_run(r.par, sc->stop_time) : fab_engine_run(r.eng, sc->stop_time);
   res->wall_s = (double)(g_get_monotonic_time() - t0) / 1e6;
   if (opts->progress) fprintf(stderr, "\r%70s\r", "");
   if (!time_ok) failf(&fail, "internal error: an event was scheduled in the past");
-  bool drained = fab_evq_size(r.eng->evq) == 0;
+  bool drained = run_drained(&r);
   check_end(&r, drained, &fail);
-  Totals tot = {.now = r.eng->now, .eng = r.eng};
+  Totals tot = {.now = run_now(&r), .eng = r.eng};
   fab_topology_foreach_port(r.topo, add_totals, &tot);
   check_packets(&r, drained, &tot, &fail);
   fill_results(&r, drained, &tot, res);

@@ -25,6 +25,8 @@ typedef struct FabRunOpts {
   bool sample_queues;       /* record the queue time series even without hdf5 */
   bool keep_flows;          /* every flow's record in res->flows, even when the DAG unfolds (else, for an
                             ** unfolding DAG without hdf5, only their summary: res->flow_fold) */
+  uint32_t threads;         /* > 1: spread the run over this many partitions, a thread each, when the scenario
+                            ** allows it (else one engine, and why on stderr); the results are the same */
 } FabRunOpts;
 
 /* Run `sc` and fill `res` (finalized; free it with fab_results_clear).

@@ -282,6 +282,31 @@ void fab_partition_deps(const FabPartition *p, const FabDag *d, FabPartDeps *out
   }
 }
 
+static void set_part(uint8_t *part_of, uint32_t nids, const FabElem *e, uint32_t rank) {
+  uint32_t id = fab_elem_id(e);
+  g_assert(id < nids && rank <= UINT8_MAX);
+  part_of[id] = (uint8_t)rank;
+}
+
+uint8_t *fab_partition_elements(const FabPartition *p, const FabTopology *t, uint32_t nids) {
+  uint8_t *part_of = g_new0(uint8_t, nids);
+  for (uint32_t h = 0; h < t->nhosts; h++) {
+    const FabNic *n = &t->nics[h];
+    uint32_t r = p->rank[h];
+    set_part(part_of, nids, &n->node.el, r);
+    set_part(part_of, nids, &n->port.el, r);
+    if (n->cfg.nvl_domain) set_part(part_of, nids, &n->nvl.el, r);
+    set_part(part_of, nids, &t->gpus[h].el, r);
+  }
+  for (uint32_t s = 0; s < t->nswitches; s++) {
+    FabSwitch *sw = t->switches[s];
+    uint32_t r = p->rank[t->nhosts + s];
+    set_part(part_of, nids, &fab_switch_node(sw)->el, r);
+    for (uint32_t i = 0; i < fab_switch_nports(sw); i++) set_part(part_of, nids, &fab_switch_port_at(sw, i)->el, r);
+  }
+  return part_of;
+}
+
 /* "0-127" or "3" or "none". */
 static char *endpoint_list(const FabPartition *p, uint32_t nhosts, uint32_t r) {
   GString *s = g_string_new(NULL);
@@ -331,6 +356,7 @@ char *fab_partition_report(const FabTopology *t, const FabPartition *p, const Fa
                                                                : "", dp->zero);
   if (dp->min_pre != FAB_TIME_MAX)
     g_string_append_printf(s, ", the others at least %.3f us", fab_time_to_s(dp->min_pre) * 1e6);
-  g_string_append(s, "\nthe run over several processes is not built yet (issue 14): this is the cut it would use\n");
+  g_string_append(s, "\n`fabsim run --threads N` runs on this cut when the workload allows (README: Parallel runs); "
+                     "a run over several processes is not built yet (issue 14)\n");
   return g_string_free(s, FALSE);
 }

@@ -59,6 +59,12 @@ typedef struct FabPartition {
 gboolean fab_partition_make(const FabTopology *t, uint32_t n, FabPartition *out, GError **err);
 void fab_partition_clear(FabPartition *p);
 
+/* The rank (<= 255) of every element of t by its stable id (after
+** fab_topology_number), in an array of `nids` bytes: a NIC's ports and
+** GPU with its endpoint, a switch's ports with it; ids beyond the
+** topology's (the run's own elements) get rank 0. g_free it. */
+uint8_t *fab_partition_elements(const FabPartition *p, const FabTopology *t, uint32_t nids);
+
 /* The rank of endpoint e. */
 static inline uint32_t fab_partition_rank_of(const FabPartition *p, uint32_t e) { return p->rank[e]; }
 

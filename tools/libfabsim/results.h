@@ -207,6 +207,8 @@ typedef struct FabResults {
   /* run */
   fab_time_t sim_time;       /* ps: when the workload ended (last flow done) */
   double wall_s;             /* wall-clock seconds of the simulation loop */
+  uint32_t partitions;       /* the partitions (threads) the run was spread over, 1: one engine (like wall_s, not
+                             ** a result: not in the JSON or HDF5) */
   uint64_t events;           /* events executed */
   double events_per_s;       /* derived */
   uint64_t packet_hops;      /* packet transmissions over all links */
