@@ -415,6 +415,14 @@ uint64_t fab_port_flush(FabEngine *eng, FabPort *pt, uint64_t *bytes) {
   return n;
 }
 
+uint64_t fab_port_flush_event(FabEngine *eng, const void *target, uint64_t arg, uint64_t *bytes) {
+  const FabElem *e = target;
+  if (e->ops != &fab_wire_ops || !wire_port(target)->cut) return 0;
+  FabPkt *p = (FabPkt *)(uintptr_t)arg;
+  p->next = NULL;
+  return free_chain(eng, p, bytes);
+}
+
 uint64_t fab_port_in_flight(const FabPort *pt) {
   uint64_t n = pt->tx && pt->tx != &cut_busy ? 1 : 0;
   for (const FabPkt *p = pt->fly_head; p; p = p->next) n++;

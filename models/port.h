@@ -188,6 +188,11 @@ void fab_port_kick(FabEngine *eng, FabPort *pt);
 /* Free every packet queued, being sent, or on the wire (end of a run cut by
 ** stop_time). Returns the number freed and adds their wire bytes to *bytes. */
 uint64_t fab_port_flush(FabEngine *eng, FabPort *pt, uint64_t *bytes);
+/* An event left pending when a run stopped: if it is a packet's arrival on a
+** cut wire (fab_port_mark_cut), free the packet as fab_port_flush would and
+** return 1 (adding its wire bytes to *bytes, PAUSE frames and NVLS segments
+** not counted, returning 0); else 0, nothing done. */
+uint64_t fab_port_flush_event(FabEngine *eng, const void *target, uint64_t arg, uint64_t *bytes);
 
 /* Packets on the wire or in the serialiser of this port (not in queues). */
 uint64_t fab_port_in_flight(const FabPort *pt);

@@ -116,16 +116,22 @@ static bool any_blocked(const FabWatchdog *w) {
   return false;
 }
 
-static void watch(FabEngine *eng, void *self, uint64_t arg) {
-  FabWatchdog *w = self;
-  if (w->hooks.finished(w->ctx)) return;
+bool fab_watchdog_look(FabWatchdog *w) {
+  if (w->hooks.finished(w->ctx)) return false;
   uint64_t now = w->hooks.progress(w->ctx);
   if (now == w->last && any_blocked(w)) {
     w->stalled = true;
     find_deadlock(w);
-    fab_engine_stop(eng);
-    return;
+    return false;
   }
   w->last = now;
-  fab_engine_after(eng, arg, w, arg);
+  return true;
 }
+
+static void watch(FabEngine *eng, void *self, uint64_t arg) {
+  FabWatchdog *w = self;
+  if (fab_watchdog_look(w)) fab_engine_after(eng, arg, w, arg);
+  else if (w->stalled) fab_engine_stop(eng);
+}
+
+fab_time_t fab_watchdog_period(const FabWatchdog *w) { return w->period; }

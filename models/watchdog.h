@@ -39,6 +39,13 @@ FabElem *fab_watchdog_elem(FabWatchdog *w);
 /* Schedule its first look, `period` from now. */
 void fab_watchdog_start(FabEngine *eng, FabWatchdog *w);
 
+/* One look, as its event takes it, without the event (a parallel run takes
+** it between windows, sim/par.h): false when it stops watching, because the
+** workload is done or the fabric stalled (then fab_watchdog_stalled, and the
+** caller stops the run). */
+bool fab_watchdog_look(FabWatchdog *w);
+fab_time_t fab_watchdog_period(const FabWatchdog *w);
+
 /* Whether it stopped the run. */
 bool fab_watchdog_stalled(const FabWatchdog *w);
 

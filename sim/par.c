@@ -65,6 +65,7 @@ struct FabPar {
   FabParHook hook;    /* after each window (NULL: none) */
   void *hook_ctx;
   bool stop;          /* fab_par_stop: end after this window */
+  fab_time_t sync;    /* fab_par_sync_at: a window ends just before it (FAB_TIME_MAX: none) */
   /* threads (fab_par_set_threads): partition k runs on thread k, 0 the caller's */
   bool threads;
   Bar bar;
@@ -100,6 +101,7 @@ FabPar *fab_par_new(uint32_t n, uint64_t seed, size_t obj_size, const uint8_t *p
     fab_pool_open(par->eng[k]->pool); /* a packet made in one partition is freed in another */
   }
   par->not_before = 0; /* before the run, anything goes */
+  par->sync = FAB_TIME_MAX;
   par->bar.n = n;
   g_mutex_init(&par->bar.m);
   g_cond_init(&par->bar.c);
@@ -167,6 +169,11 @@ void fab_par_set_threads(FabPar *par, bool on) { par->threads = on; }
 
 void fab_par_stop(FabPar *par) { par->stop = true; }
 
+void fab_par_sync_at(FabPar *par, fab_time_t t) {
+  g_assert(t > 0);
+  par->sync = t;
+}
+
 /* Partition k takes what the others scheduled for it in set `set`: each
 ** event must be at `from` or later (after the window that wrote it; 0 for
 ** what was scheduled before the run, when anything goes). */
@@ -184,17 +191,20 @@ static void drain(FabPar *par, uint32_t set, uint32_t k, fab_time_t from) {
   }
 }
 
-/* The next window's end, or false when the run is over: no event left, the
-** next later than `until`, or a stop. The events still in the outboxes of
-** the set just written count. */
+/* The next window's end, or false when the run is over: no event left (nor
+** a sync point), the next later than `until`, or a stop. The events still
+** in the outboxes of the set just written count. A window ends at the sync
+** point - 1 at the latest (possibly with nothing to run). */
 static bool next_window(FabPar *par, fab_time_t until, fab_time_t *end) {
   fab_time_t T = FAB_TIME_MAX;
   for (uint32_t k = 0; k < par->n; k++) {
     fab_time_t t = fab_evq_peek_time(par->eng[k]->evq);
     T = MIN(T, MIN(t, par->boxmin[par->set * par->n + k]));
   }
-  if (par->stop || T == FAB_TIME_MAX || T > until) return false;
+  fab_time_t first = MIN(T, par->sync);
+  if (par->stop || first == FAB_TIME_MAX || first > until) return false;
   *end = T > FAB_TIME_MAX - par->lookahead ? FAB_TIME_MAX : T + par->lookahead - 1;
+  if (*end >= par->sync) *end = par->sync - 1; /* the hook sees the state before anything at `sync` */
   if (*end > until) *end = until;
   return true;
 }

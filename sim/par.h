@@ -78,6 +78,14 @@ uint32_t fab_par_part_of(const FabPar *par, const void *elem);
 typedef void (*FabParHook)(FabPar *par, fab_time_t end, void *ctx);
 void fab_par_set_hook(FabPar *par, FabParHook hook, void *ctx);
 
+/* Make a window end at t - 1 (t > 0; FAB_TIME_MAX: none), so that the
+** hook sees every partition with all events before t run and none at t: an
+** observer that looks at the whole fabric at t (a watchdog, a sampler)
+** looks there, as an element whose events come first at their time (the
+** smallest tie key) would in one engine. The run goes on to t even with no
+** event left before it. Set it again from the hook for the next. */
+void fab_par_sync_at(FabPar *par, fab_time_t t);
+
 /* Run partition k on a thread of its own (k > 0; 0 on the caller's), or
 ** all on the caller's (the default). */
 void fab_par_set_threads(FabPar *par, bool on);

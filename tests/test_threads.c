@@ -1,7 +1,8 @@
 /* A run spread over threads (FabRunOpts.threads, `fabsim run --threads N`):
 ** the same JSON, byte for byte, with 1, 2 and 3 partitions, on fabrics
 ** whose cuts carry losses and go-back-N, selective repeat, SRD, spraying,
-** adaptive routing, PFC pauses, DCQCN's CNPs, InfiniBand credits and
+** adaptive routing, PFC pauses (with the watchdog looking between windows,
+** and finding a deadlock), DCQCN's CNPs, InfiniBand credits and
 ** trains, and an all-to-all; a scenario the threads cannot take yet runs
 ** on one engine with the same results. */
 #include <criterion/criterion.h>
@@ -23,6 +24,8 @@ static const Variant variants[] = {
   {"tests/scenarios/leaf-spine-small.yaml", {"fabric.switch.buffer=48KiB", "cluster.nic.reliability=selective", NULL},
    "retransmits"},
   {"tests/scenarios/leaf-spine-small.yaml", {PFC, NULL}, "pfc_pause_frames"},
+  {"tests/scenarios/leaf-spine-small.yaml", {PFC, "fabric.switch.pfc.watchdog=100us", NULL}, "pfc_pause_frames"},
+  {"tests/scenarios/fat-tree-k4.yaml", {NULL}, "packet_hops"}, /* PFC, its watchdog every 1 ms */
   {"tests/scenarios/leaf-spine-small.yaml",
    {PFC, "fabric.switch.ecn.enabled=true", "fabric.congestion_control.algorithm=dcqcn", NULL}, "cnps"},
   {"tests/scenarios/leaf-spine-small.yaml", {"fabric.transport=infiniband", "fabric.switch.pfc.watchdog=0", NULL},
@@ -46,15 +49,19 @@ static double json_number(const char *js, const char *field) {
   return v;
 }
 
-static char *run_json(const FabScenario *sc, uint32_t threads, uint32_t *parts) {
+static char *run_json_rc(const FabScenario *sc, uint32_t threads, uint32_t *parts, int want_rc) {
   FabRunOpts opts = {.threads = threads};
   FabResults res;
   int rc = fab_run(sc, &opts, &res);
-  cr_assert_eq(rc, 0, "%u threads: %s", threads, res.failure ? res.failure : "?");
+  cr_assert_eq(rc, want_rc, "%u threads: %s", threads, res.failure ? res.failure : "?");
   *parts = res.partitions;
   char *js = testscen_stable_json(&res);
   fab_results_clear(&res);
   return js;
+}
+
+static char *run_json(const FabScenario *sc, uint32_t threads, uint32_t *parts) {
+  return run_json_rc(sc, threads, parts, 0);
 }
 
 Test(threads, every_variant_gives_the_same_json_on_1_2_and_3_threads) {
@@ -76,15 +83,81 @@ Test(threads, every_variant_gives_the_same_json_on_1_2_and_3_threads) {
   }
 }
 
+/* A run that fails (exit status 1) fails the same on 1, 2 and 3 threads:
+** the same JSON, whose failure text has `says`. */
+static void fails_the_same(const char *file, const char *const *sets, const char *says) {
+  FabScenario *sc = testscen_load_file(file, sets);
+  uint32_t parts;
+  char *one = run_json_rc(sc, 1, &parts, 1);
+  cr_assert(strstr(one, says) != NULL, "%s", one);
+  for (uint32_t t = 2; t <= 3; t++) {
+    char *js = run_json_rc(sc, t, &parts, 1);
+    cr_assert_eq(parts, t);
+    cr_assert_str_eq(js, one, "%s: %u threads", file, t);
+    g_free(js);
+  }
+  g_free(one);
+  fab_scenario_free(sc);
+}
+
+/* The watchdog looks between windows, at its own times (a window ends just
+** before each): the same deadlock, found at the same time, with the same
+** cycle, on any number of threads. */
+Test(threads, a_pfc_deadlock_is_found_the_same_on_threads) {
+  fails_the_same("scenarios/pfc-deadlock-ring.yaml", NULL,
+                 "PFC deadlock at 2.000000 ms: a cycle of paused ports: ring0:p2 -> ring1:p2");
+}
+
+/* A run cut by stop_time stops at the same time on threads; the packets
+** then on cut wires are events, not on the wires' lists, and are freed and
+** counted as in flight all the same (or conservation would fail). */
+Test(threads, a_run_cut_by_stop_time_is_the_same_on_threads) {
+  fails_the_same("scenarios/leaf-spine-permutation-128.yaml", (const char *[]){"stop_time=500us", NULL},
+                 "\"failure\": \"stop_time reached with 92 of 128 flows unfinished (92 of 128 operations)\"");
+}
+
+/* The sampler looks between windows too (a window ends just before each
+** sample): the same queue depths, per priority, flow rates and link bytes at
+** the same times, on PFC with DCQCN (its watchdog looking as well). */
+static void sampled(const char *file, uint32_t threads, FabResults *res) {
+  FabScenario *sc = testscen_load_file(file, NULL);
+  FabRunOpts opts = {.threads = threads, .sample_queues = true};
+  cr_assert_eq(fab_run(sc, &opts, res), 0, "%s", res->failure ? res->failure : "?");
+  cr_assert_eq(res->partitions, threads);
+  fab_scenario_free(sc);
+}
+
+Test(threads, queue_samples_are_the_same_on_threads) {
+  FabResults a, b;
+  sampled("scenarios/incast-dcqcn.yaml", 1, &a);
+  sampled("scenarios/incast-dcqcn.yaml", 2, &b);
+  const FabQueueSeries *x = &a.queues, *y = &b.queues;
+  cr_assert_gt(x->n_samples, 100);
+  cr_assert(x->n_samples == y->n_samples && x->n_ports == y->n_ports && x->n_prio == y->n_prio &&
+            x->interval == y->interval);
+  size_t n = x->n_samples, np = x->n_ports;
+  cr_assert_eq(memcmp(x->t, y->t, n * sizeof *x->t), 0, "sample times");
+  cr_assert_eq(memcmp(x->depth, y->depth, n * np * sizeof *x->depth), 0, "queue depths");
+  if (x->n_prio) cr_assert_eq(memcmp(x->depth_prio, y->depth_prio, n * np * x->n_prio * 4), 0);
+  cr_assert_eq(memcmp(x->link_bytes, y->link_bytes, n * a.n_links * sizeof *x->link_bytes), 0, "link bytes");
+  cr_assert_not_null(x->flow_rate);
+  cr_assert_eq(memcmp(x->flow_rate, y->flow_rate, n * a.n_flows * sizeof *x->flow_rate), 0, "flow rates");
+  uint64_t deepest = 0;
+  for (size_t i = 0; i < n * np; i++) deepest = MAX(deepest, x->depth[i]);
+  cr_assert_gt(deepest, 0, "the incast queues");
+  fab_results_clear(&a);
+  fab_results_clear(&b);
+}
+
 /* What the threads cannot take yet (a collective's executor reacts to every
-** flow; queue sampling; the lossless watchdog) runs on one engine. */
+** flow; link failures) runs on one engine. */
 Test(threads, a_run_the_threads_cannot_take_runs_on_one_engine, .init = cr_redirect_stderr) {
   static const struct {
     const char *file;
     const char *sets[2];
   } refused[] = {
     {"tests/scenarios/nccl-tests-allreduce.yaml", {NULL}},
-    {"tests/scenarios/leaf-spine-small.yaml", {"fabric.switch.pfc.enabled=true", NULL}}, /* the watchdog */
+    {"tests/scenarios/link-down.yaml", {NULL}},
   };
   for (size_t i = 0; i < G_N_ELEMENTS(refused); i++) {
     FabScenario *sc = testscen_load_file(refused[i].file, refused[i].sets);
@@ -100,7 +173,8 @@ Test(threads, a_run_the_threads_cannot_take_runs_on_one_engine, .init = cr_redir
   fflush(stderr);
   cr_assert_stderr_eq_str("fabsim: --threads 2: runs on one thread: only flows that wait for nothing run over "
                           "threads so far (the executor is not split)\n"
-                          "fabsim: --threads 2: runs on one thread: the lossless fabric's watchdog is not split\n");
+                          "fabsim: --threads 2: runs on one thread: links that fail or change (fabric.failures) are "
+                          "not split\n");
 }
 
 /* A partition per thread needs as many parts that may not be split (a

@@ -22,6 +22,8 @@ typedef struct Run {
   Part *parts;              /* par: per partition, what its NICs told during a window */
   GArray *merged;           /* par: Report, all partitions' of a window, in order */
   bool progress;            /* par: report progress between windows */
+  fab_time_t wd_next;       /* par: the watchdog's next look (its events are not the engines'; FAB_TIME_MAX: none) */
+  fab_time_t sample_next;   /* par: the sampler's next look (likewise) */
   FabTopology *topo;
   FabFlowTable table;       /* the flows under way: a slot each, taken when posted, given back when released */
   FabDeq recs;              /* FabFlowRec per flow (one per FLOW or NVLS op, in op order): what the results say of
@@ -259,6 +261,31 @@ static gint report_cmp(gconstpointer a, gconstpointer b) {
   return x->kind < y->kind ? -1 : x->kind > y->kind;
 }
 
+/* The observers of the whole fabric at `t`, where the window ended just
+** before it: the watchdog's look (r->wd_next), then the sampler's
+** (r->sample_next), each seeing what a single engine shows them, as their
+** events come first at their time there (ids 0 and 1); each counted as the
+** event it is there. Then the next window ends before the next of them. */
+static void observe(Run *r, FabPar *par, fab_time_t t) {
+  fab_time_t now = r->eng->now;
+  r->eng->now = t;
+  if (r->wd && t == r->wd_next) {
+    r->eng->events++;
+    r->wd_next = fab_watchdog_look(r->wd) ? t + fab_watchdog_period(r->wd) : FAB_TIME_MAX;
+    if (fab_watchdog_stalled(r->wd)) { /* stopped at its time, as one engine is: the sampler's look is not taken */
+      fab_par_stop(par);
+      return;
+    }
+  }
+  if (r->sampler && t == r->sample_next) {
+    r->eng->events++;
+    fab_time_t next;
+    r->sample_next = fab_sampler_look(r->sampler, t, &next) ? next : FAB_TIME_MAX;
+  }
+  r->eng->now = now;
+  fab_par_sync_at(par, MIN(r->wd_next, r->sample_next));
+}
+
 /* Between windows (every engine stopped): the window's reports to the
 ** executor, each at its own time, then the flows both ends are done with. */
 static void window_end(FabPar *par, fab_time_t end, void *ctx) {
@@ -291,17 +318,15 @@ static void window_end(FabPar *par, fab_time_t end, void *ctx) {
     }
     g_array_set_size(rel, 0);
   }
+  fab_time_t obs = MIN(r->wd_next, r->sample_next);
+  if (obs != FAB_TIME_MAX && end + 1 == obs) observe(r, par, obs);
   if (r->progress) progress(r->eng, r);
 }
 
 /* Why this run cannot be spread over threads yet, or NULL. */
 static const char *par_refusal(const Run *r, const FabRunOpts *opts) {
   const FabScenario *sc = r->sc;
-  if (sc->hdf5 || opts->sample_queues) return "queue sampling (output.hdf5) reads every partition's queues at once";
-  const FabPfcCfg *pfc = &sc->fabric.sw.pfc;
-  if ((pfc->enabled || sc->fabric.sw.credits) && pfc->watchdog) return "the lossless fabric's watchdog is not split";
   if (sc->fabric.nchanges) return "links that fail or change (fabric.failures) are not split";
-  if (sc->stop_time != FAB_TIME_MAX) return "a run cut short (stop_time) is not split";
   if (sc->dag->more) return "a workload made as it runs is not split";
   for (uint32_t i = 0; i < fab_dag_len(sc->dag); i++) {
     const FabOp *o = fab_dag_op(sc->dag, i);
@@ -543,7 +568,7 @@ static void check_ledgers(FabEngine *eng, void *ctx) {
 static void wire(Run *r, const FabRunOpts *opts) {
   const FabScenario *sc = r->sc;
   r->topo = fab_topology_build(&sc->fabric);
-  uint32_t id = fab_topology_number(r->topo, 0);
+  uint32_t id = fab_topology_number(r->topo, 2); /* 0, 1: the watchdog's and the sampler's (first at their time) */
   if (opts->threads > 1) par_make(r, opts, id + 1); /* the executor's id too */
   r->eng = r->par ? fab_par_engine(r->par, 0) : fab_engine_new(sc->seed, sizeof(FabPkt));
   fab_flow_table_init(&r->table);
@@ -587,7 +612,7 @@ static void wire(Run *r, const FabRunOpts *opts) {
     uint64_t lim = fab_scenario_mem_limit(), rest = lim > sc->mem_bytes ? lim - sc->mem_bytes : 0;
     uint64_t row = fab_sampler_row_bytes(r->sampler);
     fab_sampler_set_max_bytes(r->sampler, MIN(rest / 2, MAX(256ull << 20, 4096 * row)));
-    fab_elem_set_id(fab_sampler_elem(r->sampler), id++);
+    fab_elem_set_id(fab_sampler_elem(r->sampler), 1);
   }
   const FabPfcCfg *pfc = &sc->fabric.sw.pfc;
   if ((pfc->enabled || sc->fabric.sw.credits) && pfc->watchdog) { /* lossless: PFC or InfiniBand credits */
@@ -597,7 +622,7 @@ static void wire(Run *r, const FabRunOpts *opts) {
     r->wd = fab_watchdog_new(pfc->watchdog, r->topo->switches, r->topo->nswitches, (FabPort *const *)ports->pdata,
                              ports->len, &wh, r);
     g_ptr_array_free(ports, TRUE);
-    fab_elem_set_id(fab_watchdog_elem(r->wd), id++);
+    fab_elem_set_id(fab_watchdog_elem(r->wd), 0);
   }
   if (sc->fabric.nchanges) {
     r->fx = fab_failures_new(r->topo, &sc->fabric);
@@ -906,14 +931,33 @@ static void failure_baseline(const FabScenario *sc, FabResults *res) {
   fab_scenario_free(b);
 }
 
+/* A run over threads that stopped with events pending: the packets on cut
+** wires are in them, not on the wires' lists (models/port.c); free them as
+** the fabric's flush frees the rest. */
+static void par_flush(Run *r, Totals *tot) {
+  for (uint32_t k = 0; k < fab_par_parts(r->par); k++) {
+    FabEngine *eng = fab_par_engine(r->par, k);
+    FabEvent ev;
+    while (fab_evq_pop(eng->evq, &ev)) tot->flushed += fab_port_flush_event(eng, ev.target, ev.arg, &tot->flushed_bytes);
+  }
+}
+
 int fab_run(const FabScenario *sc, const FabRunOpts *opts, FabResults *res) {
   Run r = {.sc = sc};
   GString *fail = NULL;
   memset(res, 0, sizeof *res);
   wire(&r, opts);
   fab_exec_start(r.exec); /* the roots first, then the sampler's and the watchdog's first events */
-  if (r.sampler) fab_sampler_start(r.eng, r.sampler);
-  if (r.wd) fab_watchdog_start(r.eng, r.wd);
+  if (r.par) { /* the observers look between windows (observe) */
+    r.wd_next = r.wd ? fab_watchdog_period(r.wd) : FAB_TIME_MAX;
+    r.sample_next = FAB_TIME_MAX;
+    fab_time_t next;
+    if (r.sampler && (r.eng->events++, fab_sampler_look(r.sampler, 0, &next))) r.sample_next = next; /* at 0 */
+    if (MIN(r.wd_next, r.sample_next) != FAB_TIME_MAX) fab_par_sync_at(r.par, MIN(r.wd_next, r.sample_next));
+  } else {
+    if (r.sampler) fab_sampler_start(r.eng, r.sampler);
+    if (r.wd) fab_watchdog_start(r.eng, r.wd);
+  }
   if (r.fx) fab_failures_start(r.eng, r.fx);
   gint64 t0 = g_get_monotonic_time();
   bool time_ok = r.setup ? true : r.par ? fab_par_run(r.par, sc->stop_time) : fab_engine_run(r.eng, sc->stop_time);
@@ -923,6 +967,7 @@ int fab_run(const FabScenario *sc, const FabRunOpts *opts, FabResults *res) {
   bool drained = run_drained(&r);
   check_end(&r, drained, &fail);
   Totals tot = {.now = run_now(&r), .eng = r.eng};
+  if (r.par && !drained) par_flush(&r, &tot);
   fab_topology_foreach_port(r.topo, add_totals, &tot);
   check_packets(&r, drained, &tot, &fail);
   fill_results(&r, drained, &tot, res);

@@ -154,13 +154,10 @@ void fab_sampler_start(FabEngine *eng, FabSampler *s) { fab_engine_at(eng, 0, s,
 
 static void sample_link(FabPort *pt, void *ctx) { g_array_append_val((GArray *)ctx, pt->tx_bytes); }
 
-static void sample(FabEngine *eng, void *self, uint64_t arg) {
-  FabSampler *s = self;
-  if (eng->now % s->interval) { /* scheduled before the interval doubled: move onto the new grid */
-    fab_engine_at(eng, (eng->now / s->interval + 1) * s->interval, s, 0);
-    return;
-  }
-  g_array_append_val(s->t, eng->now);
+bool fab_sampler_look(FabSampler *s, fab_time_t now, fab_time_t *next) {
+  *next = (now / s->interval + 1) * s->interval;
+  if (now % s->interval) return true; /* scheduled before the interval doubled: move onto the new grid */
+  g_array_append_val(s->t, now);
   for (uint32_t c = 0; c < s->ncols; c++) {
     uint32_t d = (uint32_t)MIN(s->cols[c]->qbytes, UINT32_MAX);
     g_array_append_val(s->depth, d);
@@ -171,12 +168,20 @@ static void sample(FabEngine *eng, void *self, uint64_t arg) {
   }
   for (uint32_t i = 0; s->sample_rates && i < s->nflows; i++) { /* a flow sends from its start until all is acked */
     const FabFlow *f = s->flow(s->ctx, i);
-    uint64_t bps = f && f->start <= eng->now && !f->acked ? fab_flow_rate(f) : 0;
+    uint64_t bps = f && f->start <= now && !f->acked ? fab_flow_rate(f) : 0;
     g_array_append_val(s->rate, bps);
   }
   fab_topology_foreach_port(s->topo, sample_link, s->link_bytes);
   while (taken(s) > s->max_bytes && s->t->len > 1) thin(s);
-  if (!s->finished(s->ctx)) fab_engine_at(eng, (eng->now / s->interval + 1) * s->interval, s, 0);
+  *next = (now / s->interval + 1) * s->interval; /* on the grid as it is now */
+  return !s->finished(s->ctx);
+}
+
+static void sample(FabEngine *eng, void *self, uint64_t arg) {
+  FabSampler *s = self;
+  fab_time_t next;
+  (void)arg;
+  if (fab_sampler_look(s, eng->now, &next)) fab_engine_at(eng, next, s, 0);
 }
 
 void fab_sampler_take(FabSampler *s, FabQueueSeries *q) {

@@ -44,6 +44,12 @@ fab_time_t fab_sampler_interval(const FabSampler *s);
 /* Schedule its first sample, at time 0. */
 void fab_sampler_start(FabEngine *eng, FabSampler *s);
 
+/* One sample at `now`, as its event takes it, without the event (a run
+** over threads takes it between windows, sim/par.h): true while it goes on,
+** with the time of the next in *next. A time off the grid (after the
+** interval doubled) records nothing and moves onto it. */
+bool fab_sampler_look(FabSampler *s, fab_time_t now, fab_time_t *next);
+
 /* Move what it recorded into q (q->n_ports columns named from the ports).
 ** The sampler keeps nothing. */
 void fab_sampler_take(FabSampler *s, FabQueueSeries *q);
