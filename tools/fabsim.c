@@ -178,6 +178,10 @@ static gboolean print_partition(const FabScenario *sc, uint32_t n) {
     char *s = fab_partition_report(t, &p, &dp, sc->dag->more != NULL);
     fputs(s, stdout);
     g_free(s);
+    const char *why = fab_run_threads_refusal(sc);
+    if (why) printf("threads: `fabsim run --threads %u` would run on one thread: %s\n", n, why);
+    else printf("threads: `fabsim run --threads %u` runs on this cut, a thread per rank\n", n);
+    printf("processes: a run over several processes is not built yet (issue 14)\n");
     fab_partition_clear(&p);
   } else {
     fprintf(stderr, "fabsim validate: %s\n", err->message);

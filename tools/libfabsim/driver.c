@@ -219,7 +219,7 @@ static void progress(FabEngine *eng, void *ctx) {
 ** would tell the executor, and which flows it is done with; between windows
 ** the driver hands that on in an order that does not depend on the cut:
 ** by time, then flow, then kind. Only workloads whose executor does nothing
-** in return run so (par_refusal): flows that wait for nothing, no compute. */
+** in return run so (fab_run_threads_refusal): flows that wait for nothing, no compute. */
 enum { REP_SENT, REP_DONE, REP_FAIL };
 
 typedef struct Report {
@@ -323,16 +323,14 @@ static void window_end(FabPar *par, fab_time_t end, void *ctx) {
   if (r->progress) progress(r->eng, r);
 }
 
-/* Why this run cannot be spread over threads yet, or NULL. */
-static const char *par_refusal(const Run *r, const FabRunOpts *opts) {
-  const FabScenario *sc = r->sc;
+const char *fab_run_threads_refusal(const FabScenario *sc) {
   if (sc->fabric.nchanges) return "links that fail or change (fabric.failures) are not split";
-  if (sc->dag->more) return "a workload made as it runs is not split";
-  for (uint32_t i = 0; i < fab_dag_len(sc->dag); i++) {
+  for (uint32_t i = fab_dag_base(sc->dag); i < fab_dag_len(sc->dag); i++) {
     const FabOp *o = fab_dag_op(sc->dag, i);
     if (o->kind != FAB_OP_FLOW || o->ndeps || o->post)
       return "only flows that wait for nothing run over threads so far (the executor is not split)";
   }
+  if (sc->dag->more) return "a workload made as it runs is not split";
   return NULL;
 }
 
@@ -344,7 +342,7 @@ static void mark_cut(FabPort *pt, void *ctx) { fab_port_mark_cut(pt, ctx); }
 static void par_make(Run *r, const FabRunOpts *opts, uint32_t nids) {
   FabPartition pt;
   GError *err = NULL;
-  const char *why = par_refusal(r, opts);
+  const char *why = fab_run_threads_refusal(r->sc);
   bool made = !why && fab_partition_make(r->topo, opts->threads, &pt, &err);
   if (!why && !made) why = err->message;
   if (!why && pt.lookahead == 0) why = "a cut link has no latency (no lookahead)";

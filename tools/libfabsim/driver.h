@@ -29,6 +29,10 @@ typedef struct FabRunOpts {
                             ** allows it (else one engine, and why on stderr); the results are the same */
 } FabRunOpts;
 
+/* Why `sc` cannot be spread over threads yet (FabRunOpts.threads; a static
+** sentence), or NULL when it can (given enough parts to cut). */
+const char *fab_run_threads_refusal(const FabScenario *sc);
+
 /* Run `sc` and fill `res` (finalized; free it with fab_results_clear).
 ** Returns 0 if every flow completed and every invariant held, 1 otherwise
 ** (res->failure says why). */

@@ -356,7 +356,6 @@ char *fab_partition_report(const FabTopology *t, const FabPartition *p, const Fa
                                                                : "", dp->zero);
   if (dp->min_pre != FAB_TIME_MAX)
     g_string_append_printf(s, ", the others at least %.3f us", fab_time_to_s(dp->min_pre) * 1e6);
-  g_string_append(s, "\n`fabsim run --threads N` runs on this cut when the workload allows (README: Parallel runs); "
-                     "a run over several processes is not built yet (issue 14)\n");
+  g_string_append(s, "\n");
   return g_string_free(s, FALSE);
 }

@@ -1,7 +1,8 @@
 /*
-** How one simulation would be cut over N processes (issue 14's parallel run;
-** `fabsim validate SCENARIO --partition N`). The parallel run itself is not
-** built: this computes the cut it would use and what stands in its way.
+** How one simulation is cut over N ranks (issue 14's parallel run;
+** `fabsim validate SCENARIO --partition N`): the cut `fabsim run --threads
+** N` runs on (a thread per rank; tools/libfabsim/driver.c), and what in the
+** workload stands in the way of a run over processes (not built yet).
 **
 ** The fabric's elements are split into N ranks:
 **  - a part that may not be split stays whole: an NVLink domain with its
