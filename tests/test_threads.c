@@ -3,7 +3,8 @@
 ** whose cuts carry losses and go-back-N, selective repeat, SRD, spraying,
 ** adaptive routing, PFC pauses (with the watchdog looking between windows,
 ** and finding a deadlock), DCQCN's CNPs, InfiniBand credits and
-** trains, and an all-to-all; a scenario the threads cannot take yet runs
+** trains, an all-to-all, and DGX nodes on rails; a scenario the threads
+** cannot take yet runs
 ** on one engine with the same results. */
 #include <criterion/criterion.h>
 #include <criterion/redirect.h>
@@ -38,6 +39,9 @@ static const Variant variants[] = {
   {"tests/scenarios/incast-lossy.yaml", {NULL}, "drops"},
   {"tests/scenarios/flows-priorities.yaml", {NULL}, "packet_hops"},
   {"tests/scenarios/leaf-spine-small.yaml", {"workload={kind: all-to-all, per_pair: 16KiB}", NULL}, "packet_hops"},
+  /* DGX H100 nodes (NVLink, PCIe, NIC credits inside; InfiniBand rails between them): cut between nodes */
+  {"scenarios/dgx-h100-rails.yaml", {NULL}, "packet_hops"},
+  {"scenarios/dgx-h100-rails.yaml", {"workload={kind: all-to-all, per_pair: 256KiB}", NULL}, "packet_hops"},
 };
 
 /* `field`'s value in a JSON summary (a top-level number), or 0. */
