@@ -219,7 +219,9 @@ static void progress(FabEngine *eng, void *ctx) {
 ** would tell the executor, and which flows it is done with; between windows
 ** the driver hands that on in an order that does not depend on the cut:
 ** by time, then flow, then kind. Only workloads whose executor does nothing
-** in return run so (fab_run_threads_refusal): flows that wait for nothing, no compute. */
+** in return run so (fab_run_threads_refusal): flows that wait for nothing.
+** A flow that gives up (max_timeouts) stops the run at the end of its
+** window, not right after its event as one engine does. */
 enum { REP_SENT, REP_DONE, REP_FAIL };
 
 typedef struct Report {
@@ -290,7 +292,6 @@ static void observe(Run *r, FabPar *par, fab_time_t t) {
 ** executor, each at its own time, then the flows both ends are done with. */
 static void window_end(FabPar *par, fab_time_t end, void *ctx) {
   Run *r = ctx;
-  (void)end;
   uint32_t n = fab_par_parts(par);
   g_array_set_size(r->merged, 0);
   for (uint32_t k = 0; k < n; k++) {
