@@ -110,7 +110,7 @@ static inline void fly(FabEngine *eng, FabPort *pt, FabPkt *p, fab_time_t at) {
     return;
   }
   if (G_UNLIKELY(pt->cut)) { /* the same key as the chained arrival: the same order as one engine's */
-    fab_engine_part_at_tie(eng, pt->peer->part, at, wire_tie(pt), &pt->wire, (uint64_t)(uintptr_t)p);
+    fab_engine_part_at_tie(eng, pt->far, at, wire_tie(pt), &pt->wire, (uint64_t)(uintptr_t)p);
     return;
   }
   if (pt->fly_tail) {
@@ -118,7 +118,7 @@ static inline void fly(FabEngine *eng, FabPort *pt, FabPkt *p, fab_time_t at) {
     pt->fly_tail->ready = at;
   } else {
     pt->fly_head = p;
-    fab_engine_part_at_tie(eng, pt->peer->part, at, wire_tie(pt), &pt->wire, pt->epoch); /* runs with the far end */
+    fab_engine_part_at_tie(eng, pt->far, at, wire_tie(pt), &pt->wire, pt->epoch); /* runs with the far end */
   }
   pt->fly_tail = p;
 }
@@ -297,7 +297,8 @@ void fab_port_set_down(FabEngine *eng, FabPort *pt, bool down) {
 void fab_port_mark_cut(FabPort *pt, const FabPar *par) {
   g_assert(!pt->fly_head);
   pt->part = (uint8_t)fab_par_part_of(par, pt);
-  pt->cut = pt->part != fab_par_part_of(par, &pt->wire);
+  pt->far = (uint8_t)fab_par_part_of(par, &pt->wire);
+  pt->cut = pt->part != pt->far;
 }
 
 fab_time_t fab_port_paused_time(const FabPort *pt, fab_time_t now) {

@@ -91,7 +91,8 @@ struct FabPort {
   bool cut;                /* a parallel run's partitions hold its two ends (fab_port_mark_cut): each packet on
                            ** the wire is an arrival event of its own (arg: the packet), as the far end's
                            ** partition may run while this one sends */
-  uint8_t part;            /* a parallel run: the partition its owner runs in (fab_port_mark_cut; 0: none) */
+  uint8_t part, far;       /* a parallel run: the partitions its owner and its wire's far end run in
+                           ** (fab_port_mark_cut; 0: none) */
   uint32_t epoch;          /* times it went down (an arrival scheduled before then finds its packet gone) */
   uint64_t lost, lost_bytes; /* packets NICs made (not PAUSE frames nor NVLS segments) lost because it was down:
                            ** queued, on the serialiser or on the wire when it went down, or sent to it since */
@@ -173,9 +174,9 @@ void fab_port_return_credit(FabEngine *eng, FabPort *pt, uint32_t vl, uint32_t b
 ** on a cut link (fab_port_mark_cut): its packets are already events. */
 void fab_port_set_down(FabEngine *eng, FabPort *pt, bool down);
 
-/* Set pt->cut and pt->part from the partitions of a parallel run
+/* Set pt->cut, pt->part and pt->far from the partitions of a parallel run
 ** (sim/par.h): whether the port and its wire's far end run in different
-** ones, and its own. Before the run, on every port. */
+** ones, and which. Before the run, on every port. */
 struct FabPar;
 void fab_port_mark_cut(FabPort *pt, const struct FabPar *par);
 

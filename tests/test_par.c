@@ -202,26 +202,19 @@ static void same_run(Mode mode, uint32_t parts, fab_time_t lookahead, bool threa
   net_free(&b);
 }
 
-Test(par, lossy_fabric_two_and_three_partitions) {
-  same_run(LOSSY, 2, FAB_US, false);
-  same_run(LOSSY, 3, 500 * FAB_NS, false);
-  same_run(LOSSY, 2, FAB_US, true);
-  same_run(LOSSY, 3, 500 * FAB_NS, true);
+/* 2 and 3 partitions, one after the other and on a thread each. */
+static void every_cut(Mode mode) {
+  for (int threads = 0; threads <= 1; threads++) {
+    same_run(mode, 2, FAB_US, threads);
+    same_run(mode, 3, 500 * FAB_NS, threads);
+  }
 }
 
-Test(par, pfc_pauses_across_the_cut) {
-  same_run(PFC, 2, FAB_US, false);
-  same_run(PFC, 3, 500 * FAB_NS, false);
-  same_run(PFC, 2, FAB_US, true);
-  same_run(PFC, 3, 500 * FAB_NS, true);
-}
+Test(par, lossy_fabric_two_and_three_partitions) { every_cut(LOSSY); }
 
-Test(par, infiniband_credits_return_across_the_cut) {
-  same_run(CREDITS, 2, FAB_US, false);
-  same_run(CREDITS, 3, 500 * FAB_NS, false);
-  same_run(CREDITS, 2, FAB_US, true);
-  same_run(CREDITS, 3, 500 * FAB_NS, true);
-}
+Test(par, pfc_pauses_across_the_cut) { every_cut(PFC); }
+
+Test(par, infiniband_credits_return_across_the_cut) { every_cut(CREDITS); }
 
 /* A shorter window than the lookahead the cut allows is fine (more windows);
 ** a longer one lets an event land in a partition's past, and the run says

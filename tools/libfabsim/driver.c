@@ -235,7 +235,6 @@ typedef struct Rel {
 } Rel;
 
 struct Part {
-  Run *r;
   FabEngine *eng;
   GArray *reports;  /* Report */
   GArray *released; /* Rel: flows one of its NICs is done with (nic.h, split) */
@@ -361,7 +360,7 @@ static void par_make(Run *r, const FabRunOpts *opts, uint32_t nids) {
   fab_par_set_hook(r->par, window_end, r);
   r->parts = g_new0(Part, opts->threads);
   for (uint32_t k = 0; k < opts->threads; k++)
-    r->parts[k] = (Part){r, fab_par_engine(r->par, k), g_array_new(FALSE, FALSE, sizeof(Report)),
+    r->parts[k] = (Part){fab_par_engine(r->par, k), g_array_new(FALSE, FALSE, sizeof(Report)),
                          g_array_new(FALSE, FALSE, sizeof(Rel))};
   r->merged = g_array_new(FALSE, FALSE, sizeof(Report));
   fab_topology_foreach_port(r->topo, mark_cut, r->par);
