@@ -29,7 +29,14 @@ static void start(FabEngine *eng, FabGpu *g, int which, fab_time_t dur, uint32_t
   l->busy = true;
   l->tag = tag;
   l->began = eng->now;
-  fab_engine_after(eng, dur, g, (uint64_t)which);
+  /* keyed by the GPU itself, not by whatever reported the op's last dependency (a parallel run may hear of it
+  ** from another element, tools/libfabsim/driver.c); before the run, routed to its partition */
+  if (!eng->cur) {
+    fab_engine_setup_at(eng, eng->now + dur, g, (uint64_t)which);
+    return;
+  }
+  fab_engine_at_tie(eng, eng->now + dur, g->el.tie, g, (uint64_t)which);
+  g->el.tie += 2;
 }
 
 void fab_gpu_submit(FabEngine *eng, FabGpu *g, int which, fab_time_t dur, uint32_t tag) {

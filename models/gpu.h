@@ -77,7 +77,8 @@ void fab_gpu_init(FabGpu *g, uint32_t rank, FabGpuDoneFn done, void *ctx);
 void fab_gpu_clear(FabGpu *g);
 
 /* Queue an item of `dur` ps on lane `which`: it begins now if the lane is
-** idle, else when the items queued before it are done. */
+** idle, else when the items queued before it are done. The GPU keys its
+** events itself (engine.h), whoever submits. */
 void fab_gpu_submit(FabEngine *eng, FabGpu *g, int which, fab_time_t dur, uint32_t tag);
 
 #endif

@@ -27,57 +27,6 @@ const char *const fab_reorder_bin_names[FAB_REORDER_BINS] = {"0",     "1",     "
 
 /* ---- the flow table ---------------------------------------------------------- */
 
-void fab_flow_table_init(FabFlowTable *t) {
-  *t = (FabFlowTable){0};
-  t->free = g_array_new(FALSE, FALSE, sizeof(uint32_t));
-}
-
-void fab_flow_table_wrap(FabFlowTable *t, FabFlow *flows) {
-  *t = (FabFlowTable){0};
-  t->one = flows;
-  t->chunk = &t->one;
-  t->nchunks = 1;
-  t->used = FAB_FLOW_CHUNK;
-}
-
-void fab_flow_table_clear(FabFlowTable *t) {
-  if (t->free) {
-    for (uint32_t k = 0; k < t->nchunks; k++) g_aligned_free(t->chunk[k]);
-    g_free(t->chunk);
-    g_array_free(t->free, TRUE);
-  }
-  *t = (FabFlowTable){0};
-}
-
-FabFlow *fab_flow_table_take(FabFlowTable *t) {
-  g_assert(t->free);
-  uint32_t slot;
-  if (t->free->len) {
-    slot = g_array_index(t->free, uint32_t, t->free->len - 1);
-    g_array_set_size(t->free, t->free->len - 1);
-  } else {
-    g_assert(t->used < UINT32_MAX - FAB_FLOW_CHUNK);
-    slot = t->used++;
-    if ((slot >> FAB_FLOW_CHUNK_BITS) == t->nchunks) {
-      t->chunk = g_renew(FabFlow *, t->chunk, t->nchunks + 1);
-      t->chunk[t->nchunks++] = g_aligned_alloc0(FAB_FLOW_CHUNK, sizeof(FabFlow), 64); /* FabFlow's receiver lines */
-    }
-  }
-  t->live++;
-  FabFlow *f = fab_flow_at(t, slot);
-  uint32_t gen = f->gen + 1; /* new chunks come zeroed */
-  memset(f, 0, sizeof *f);
-  f->slot = slot;
-  f->gen = gen;
-  return f;
-}
-
-void fab_flow_table_put(FabFlowTable *t, FabFlow *f) {
-  g_assert(t->free && t->live > 0);
-  t->live--;
-  g_array_append_val(t->free, f->slot);
-}
-
 /* Whether nothing names f any more (fab_nic_init): then tell the owner. */
 static void maybe_release(FabNic *nic, FabFlow *f) {
   if (!nic->release || f->nvls) return;
@@ -848,7 +797,8 @@ static void nic_receive(FabEngine *eng, FabNode *self, FabPkt *p, FabPort *in) {
 static void nic_wake(FabEngine *eng, void *self, uint64_t arg) {
   FabNic *nic = self;
   FabFlow *f = (arg & 3) == WAKE_PACE ? NULL : fab_flow_at(nic->flows, WAKE_SLOT(arg));
-  if (f && WAKE_GEN(arg) != WAKE_GEN_OF(f)) return; /* a released flow's timer: it found the flow done */
+  /* a released flow's timer: it found the flow done (atomic: fab_flow_table_take_in) */
+  if (f && WAKE_GEN(arg) != (__atomic_load_n(&f->gen, __ATOMIC_RELAXED) & 0x3fffffffu)) return;
   switch (arg & 3) {
   case WAKE_START:
     if (f->ordered) { /* its number among our messages to its receiver (nic.h, message order) */
@@ -978,5 +928,6 @@ void fab_nic_set_name(FabNic *nic, const char *name) {
 
 void fab_nic_post(FabEngine *eng, FabNic *nic, FabFlow *f) {
   g_assert(f->src == nic->id);
-  fab_engine_at(eng, f->start, nic, WAKE(WAKE_START, f));
+  uint64_t tie = (uint64_t)nic->key << FAB_TIE_SEQ_BITS | (uint64_t)f->id << 1 | 1; /* odd: never the NIC's count */
+  fab_engine_part_at_tie(eng, nic->port.part, f->start, tie, nic, WAKE(WAKE_START, f));
 }

@@ -299,7 +299,11 @@ typedef struct FabFlowTable {
   uint32_t live;           /* slots in use now */
   GArray *free;            /* uint32_t: slots given back, to reuse (NULL: a wrapped array) */
   FabFlow *one;            /* a wrapped array's only chunk */
+  bool fixed;              /* fab_flow_table_fix: `chunk` has room for every chunk and never moves */
+  uint32_t nparts;         /* fab_flow_table_fix: partitions 1 .. nparts give slots back to pfree[k - 1] */
+  GArray **pfree;
 } FabFlowTable;
+#define FAB_FLOW_CHUNKS_MAX (1u << (32 - FAB_FLOW_CHUNK_BITS))
 
 static inline FabFlow *fab_flow_at(const FabFlowTable *t, uint32_t slot) {
   return &t->chunk[slot >> FAB_FLOW_CHUNK_BITS][slot & (FAB_FLOW_CHUNK - 1)];
@@ -307,6 +311,17 @@ static inline FabFlow *fab_flow_at(const FabFlowTable *t, uint32_t slot) {
 
 /* An empty table that grows. */
 void fab_flow_table_init(FabFlowTable *t);
+/* A parallel run's table over `parts` partitions: room for every chunk it
+** may have, so that a slot's place never moves (the executor takes slots
+** under its lock while partitions' threads look flows up); and a list of
+** free slots per partition, so that a slot is given back to the partition
+** of its flow's sender, where the flow's timers still pending fire (they
+** find it done, or reused: its generation), and reused only by a flow
+** made by that partition's thread (fab_flow_table_take_in): never under
+** a timer another thread is firing. */
+void fab_flow_table_fix(FabFlowTable *t, uint32_t parts);
+FabFlow *fab_flow_table_take_in(FabFlowTable *t, uint32_t part);
+void fab_flow_table_put_in(FabFlowTable *t, FabFlow *f, uint32_t part);
 /* A table over the caller's array of at most FAB_FLOW_CHUNK flows (slot i
 ** is flows[i]; tests build flows by hand with slot = index). */
 void fab_flow_table_wrap(FabFlowTable *t, FabFlow *flows);
@@ -349,6 +364,7 @@ typedef void (*FabFlowFailFn)(void *ctx, FabFlow *f);
 struct FabNic {
   FabNode node;
   uint32_t id;             /* endpoint number */
+  uint32_t key;            /* its element id, copied (fab_nic_post's keys; read while its partition moves its header) */
   FabNicCfg cfg;
   FabPort port;            /* to the fabric (through PCIe and the NIC, for a GPU) */
   FabPort nvl;             /* to the NVSwitch (cfg.nvl_domain > 0 only) */
@@ -437,7 +453,11 @@ void fab_nic_set_name(FabNic *nic, const char *name);
 void fab_flow_prepare(FabFlow *f, const FabNicCfg *cfg);
 
 /* Schedule flow `f` (of this NIC's flow table, f->src == nic->id) to start
-** at f->start. */
+** at f->start. The event's tie key is the flow's own (nic->key, 2 x f->id +
+** 1), not the poster's: a flow that waits for operations ended in several
+** partitions of a parallel run starts in the same order whichever of them
+** the last report came from (tools/libfabsim/driver.c). From any partition
+** (nic->port.part routes it). */
 void fab_nic_post(FabEngine *eng, FabNic *nic, FabFlow *f);
 
 /* Payload bytes of packet `seq` of flow f. */

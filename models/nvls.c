@@ -13,25 +13,33 @@ typedef struct Group {
   fab_time_t *red_free; /* n (RS, AR): when the reduction toward member m is free again */
 } Group;
 
+#define CHUNK_BITS 12
+#define CHUNK (1u << CHUNK_BITS)
+#define NCHUNKS 4096 /* 16.7 M groups */
+
 struct FabNvls {
   FabSwitch *sw;
-  GPtrArray *groups;    /* Group *, by id */
+  /* Group *, by id: chunk[id / CHUNK][id % CHUNK]. Chunks never move: in a parallel run the executor adds a
+  ** group from another partition's thread while this switch's reads those it has (tools/libfabsim/driver.c) */
+  Group **chunk[NCHUNKS];
+  uint32_t ngroups;
   uint64_t reduce_bps;  /* per owner port; 0: unlimited */
   uint64_t reduced;     /* segments reduced */
   uint64_t multicast;   /* segments multicast */
 };
 
+static inline Group *group(const FabNvls *nv, uint32_t id) { return nv->chunk[id >> CHUNK_BITS][id & (CHUNK - 1)]; }
+
 FabNvls *fab_nvls_new(FabSwitch *sw) {
   FabNvls *nv = g_new0(FabNvls, 1);
   nv->sw = sw;
-  nv->groups = g_ptr_array_new();
   return nv;
 }
 
 void fab_nvls_free(FabNvls *nv) {
   if (!nv) return;
-  for (guint i = 0; i < nv->groups->len; i++) {
-    Group *g = g_ptr_array_index(nv->groups, i);
+  for (uint32_t i = 0; i < nv->ngroups; i++) {
+    Group *g = group(nv, i);
     g_free(g->port);
     g_free(g->flow);
     g_free(g->rank);
@@ -39,11 +47,13 @@ void fab_nvls_free(FabNvls *nv) {
     g_free(g->red_free);
     g_free(g);
   }
-  g_ptr_array_free(nv->groups, TRUE);
+  for (uint32_t k = 0; k < NCHUNKS && nv->chunk[k]; k++) g_free(nv->chunk[k]);
   g_free(nv);
 }
 
-void fab_nvls_set_reduce_rate(FabNvls *nv, uint64_t bps) { nv->reduce_bps = bps; }
+void fab_nvls_set_reduce_rate(FabNvls *nv, uint64_t bps) {
+  if (nv->reduce_bps != bps) nv->reduce_bps = bps; /* set once: a parallel run's switch may be reading it */
+}
 
 uint32_t fab_nvls_add(FabNvls *nv, FabNvlsMode mode, uint32_t n, const uint32_t *port, const uint32_t *flow,
                       const uint32_t *rank, uint32_t npkts) {
@@ -59,8 +69,12 @@ uint32_t fab_nvls_add(FabNvls *nv, FabNvlsMode mode, uint32_t n, const uint32_t 
     g->arrived = g_new0(uint16_t, npkts ? npkts : 1);
     g->red_free = g_new0(fab_time_t, n);
   }
-  g_ptr_array_add(nv->groups, g);
-  return nv->groups->len - 1;
+  uint32_t id = nv->ngroups;
+  g_assert(id >> CHUNK_BITS < NCHUNKS);
+  if (!nv->chunk[id >> CHUNK_BITS]) nv->chunk[id >> CHUNK_BITS] = g_new0(Group *, CHUNK);
+  nv->chunk[id >> CHUNK_BITS][id & (CHUNK - 1)] = g;
+  nv->ngroups++;
+  return id;
 }
 
 /* A packet of `type` for member m of g, leaving the switch at `ready`. */
@@ -80,8 +94,7 @@ static void emit(FabEngine *eng, FabNvls *nv, const Group *g, uint32_t m, uint8_
 }
 
 void fab_nvls_receive(FabEngine *eng, FabNvls *nv, FabPkt *p, FabPort *in) {
-  g_assert(nv && p->dst < nv->groups->len);
-  Group *g = g_ptr_array_index(nv->groups, p->dst);
+  Group *g = group(nv, p->dst); /* made before its members' packets left: never past ngroups here */
   fab_port_return_credit(eng, in->peer, p->prio, p->wire); /* absorbed */
   fab_time_t ready = eng->now + fab_switch_cfg(nv->sw)->latency;
   if (p->type == FAB_PKT_NVLS_MC) { /* a store: a copy to every member */

@@ -85,7 +85,7 @@ FabPar *fab_par_new(uint32_t n, uint64_t seed, size_t obj_size, const uint8_t *p
   par->n = n;
   par->nids = nids;
   par->part_of = g_memdup2(part_of, nids);
-  for (uint32_t i = 0; i < nids; i++) g_assert(part_of[i] < n);
+  for (uint32_t i = 0; i < nids; i++) g_assert(part_of[i] < n || part_of[i] == FAB_PAR_ANY);
   par->lookahead = lookahead;
   par->eng = g_new0(FabEngine *, n);
   par->box = g_new0(GArray *, 2 * (size_t)n * n);
@@ -138,7 +138,10 @@ uint32_t fab_par_part_of(const FabPar *par, const void *elem) {
   return par->part_of[id];
 }
 
-bool fab_par_local(const FabEngine *eng, const void *elem) { return fab_par_part_of(eng->par, elem) == eng->part; }
+bool fab_par_local(const FabEngine *eng, const void *elem) {
+  uint32_t k = fab_par_part_of(eng->par, elem);
+  return k == eng->part || k == FAB_PAR_ANY;
+}
 
 void fab_par_push(FabEngine *eng, fab_time_t t, uint64_t tie, void *target, uint64_t arg) {
   fab_par_push_to(eng, fab_par_part_of(eng->par, target), t, tie, target, arg);
@@ -148,7 +151,7 @@ void fab_par_push_to(FabEngine *eng, uint32_t to, fab_time_t t, uint64_t tie, vo
   FabPar *par = eng->par;
   uint32_t from = eng->part;
 #ifdef FAB_DEBUG_CHECKS
-  if (to != fab_par_part_of(par, target)) __builtin_trap();
+  if (to != fab_par_part_of(par, target) && fab_par_part_of(par, target) != FAB_PAR_ANY) __builtin_trap();
 #endif
   if (to == from) {
     fab_evq_push(eng->evq, t, tie, target, arg);
@@ -158,6 +161,11 @@ void fab_par_push_to(FabEngine *eng, uint32_t to, fab_time_t t, uint64_t tie, vo
   g_array_append_val(box_at(par, par->set, from, to), o);
   fab_time_t *min = &par->boxmin[par->set * par->n + from];
   if (t < *min) *min = t;
+}
+
+void fab_par_lock_init(const FabPar *par, FabLock *l) {
+  atomic_init(&l->held, false);
+  l->spin = par->n <= g_get_num_processors() ? BAR_SPIN : 0;
 }
 
 void fab_par_set_hook(FabPar *par, FabParHook hook, void *ctx) {

@@ -178,18 +178,29 @@ Test(partition, dependencies_between_ranks_and_their_lookahead) {
   fab_dag_flow(d, 1, 2, 4096, 0, 0, -1, 3 * FAB_US, 0, &m4, 1);             /* 4 -> 1: posted 3 us after */
   uint32_t sent = f | FAB_DEP_SENT;
   fab_dag_flow(d, 0, 6, 4096, 0, 0, -1, 0, 0, &sent, 1);                    /* f's send ends at 0: same rank */
-  FabPartDeps dp;
-  fab_partition_deps(&p, d, &dp);
-  cr_assert_eq(dp.ops, 6);
-  cr_assert_eq(dp.deps, 4);
-  cr_assert_eq(dp.cross, 2);
-  cr_assert_eq(dp.zero, 1);
-  cr_assert_eq(dp.min_pre, 3 * FAB_US);
+  uint32_t m0 = 2;                                                            /* the mark at 0 after f: reported by rank 1 */
+  fab_dag_flow(d, 2, 3, 4096, 0, 0, -1, 0, 0, &m0, 1);                        /* rank 1's report, rank 0's flow: nothing ahead */
+  FabOp exit = {.kind = FAB_OP_MARK, .src = 1, .dst = 1, .coll = -1, .pre = 5 * FAB_US}; /* a barrier's exit */
+  uint32_t x = fab_dag_add(d, &exit, &m4, 1);                                 /* rank 1's report (m4), 5 us ahead */
+  fab_dag_flow(d, 1, 0, 4096, 0, 0, -1, 0, 0, &x, 1);                         /* x is done on rank 0's side */
+  FabPartDeps dp = {.min_ahead = FAB_TIME_MAX};
+  FabDeq done;
+  fab_deq_init(&done, 1);
+  FabPartWalk w = {p.lookahead, NULL, NULL, false};
+  cr_assert_eq(fab_partition_walk(&p, d, 0, fab_dag_len(d), &done, &w, &dp), 6, "the flow 2 -> 3 is the first");
+  cr_assert_eq(dp.ops, 9);
+  cr_assert_eq(dp.deps, 7);
+  cr_assert_eq(dp.cross, 3);
+  cr_assert_eq(dp.short_, 1);
+  cr_assert_eq(dp.min_ahead, 3 * FAB_US);
+  cr_assert_eq(*(uint8_t *)fab_deq_at(&done, 2), 1, "the mark at rank 0 is reported where f arrives");
+  cr_assert_eq(*(uint8_t *)fab_deq_at(&done, x), 0, "the barrier's exit on its own rank's side");
+  fab_deq_clear(&done);
   char *s = fab_partition_report(t, &p, &dp, false);
   cr_assert(strstr(s, "cut: 4 links; lookahead 0.700 us (the smallest latency of a cut link, e.g. leaf0-spine1)"),
             "%s", s);
-  cr_assert(strstr(s, "dependencies between ranks: 2 of 4 (of 6 operations); 1 with no lookahead, the others at "
-                      "least 3.000 us"), "%s", s);
+  cr_assert(strstr(s, "dependencies between ranks: 3 of 7 (of 9 operations); 1 closer than the lookahead, the "
+                      "others at least 3.000 us"), "%s", s);
   cr_assert(strstr(s, "   0          4         3     16  50.0%  0-3\n"), "%s", s);
   g_free(s);
   fab_dag_free(d);

@@ -174,13 +174,14 @@ static gboolean print_partition(const FabScenario *sc, uint32_t n) {
   gboolean ok = fab_partition_make(t, n, &p, &err);
   if (ok) {
     FabPartDeps dp;
-    fab_partition_deps(&p, sc->dag, &dp);
-    char *s = fab_partition_report(t, &p, &dp, sc->dag->more != NULL);
+    bool unfolds = sc->dag->more != NULL;
+    char *why = fab_run_threads_check(sc, t, &p, &dp);
+    char *s = fab_partition_report(t, &p, &dp, unfolds);
     fputs(s, stdout);
     g_free(s);
-    const char *why = fab_run_threads_refusal(sc);
     if (why) printf("threads: `fabsim run --threads %u` would run on one thread: %s\n", n, why);
     else printf("threads: `fabsim run --threads %u` runs on this cut, a thread per rank\n", n);
+    g_free(why);
     printf("processes: a run over several processes is not built yet (issue 14)\n");
     fab_partition_clear(&p);
   } else {

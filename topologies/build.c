@@ -298,6 +298,7 @@ void fab_topology_foreach_port(FabTopology *t, void (*fn)(FabPort *pt, void *ctx
 uint32_t fab_topology_number(FabTopology *t, uint32_t id) {
   for (uint32_t h = 0; h < t->nhosts; h++) {
     FabNic *n = &t->nics[h];
+    n->key = id;
     fab_elem_set_id(&n->node.el, id++);
     id = fab_port_number(&n->port, id);
     if (n->cfg.nvl_domain) id = fab_port_number(&n->nvl, id);

@@ -90,7 +90,7 @@ typedef struct FabOp {
   uint32_t group;       /* NVLS: the group (all members of one reduction share it) */
   uint64_t bytes;       /* FLOW/NVLS: payload bytes the flow carries on the wire (protocol overhead included) */
   fab_time_t start;     /* ps: not before this (absolute) */
-  fab_time_t pre;       /* FLOW/NVLS: ps from ready to posted */
+  fab_time_t pre;       /* FLOW/NVLS: ps from ready to posted; MARK: from ready to done (a barrier's time) */
   fab_time_t post;      /* FLOW/NVLS: ps from received to done */
   fab_time_t dur;       /* COMPUTE: ps on the compute stream */
   uint64_t max_bps;     /* FLOW: this flow's limit, bits/s on the wire (the throughput of the channel's SM

@@ -32,7 +32,8 @@ struct FabExec {
   fab_time_t max_pre;       /* the largest `pre` taken in */
   fab_time_t retired_t1;    /* the latest completion among retired ops */
   uint64_t inexact;         /* posts that used retired_t1 for a retired dependency it exceeded */
-  GArray *todo;             /* ops to complete (a worklist, not recursion) */
+  GArray *todo;             /* Done: ops to complete (a worklist, not recursion) */
+  FabLock *lock;            /* NULL: one engine; else held while a partition's thread runs it (fab_exec_set_lock) */
   uint32_t busy;            /* inside a release or a hook call: nothing may be retired now */
   bool draining, started;
 };
@@ -40,6 +41,12 @@ struct FabExec {
 static void exec_wake(FabEngine *eng, void *self, uint64_t arg);
 static const FabOps exec_ops = {"dag", exec_wake};
 static void ready(FabExec *x, uint32_t i);
+
+/* An op to complete, at its time. */
+typedef struct Done {
+  uint32_t op;
+  fab_time_t t;
+} Done;
 
 static inline XOp *xop(const FabExec *x, uint32_t i) { return fab_deq_at(&x->ops, i); }
 static inline Edge *edge(const FabExec *x, uint32_t e) { return fab_deq_at(&x->edges, e); }
@@ -91,7 +98,7 @@ FabExec *fab_exec_new(FabEngine *eng, FabDag *dag, const FabExecHooks *hooks, vo
   x->ctx = ctx;
   fab_deq_init(&x->ops, sizeof(XOp));
   fab_deq_init(&x->edges, sizeof(Edge));
-  x->todo = g_array_new(FALSE, FALSE, sizeof(uint32_t));
+  x->todo = g_array_new(FALSE, FALSE, sizeof(Done));
   if (fab_dag_len(dag) == 0) fab_dag_more(dag); /* an unfolding DAG's first batch */
   g_assert(fab_dag_base(dag) == 0);
   adopt(x);
@@ -108,15 +115,37 @@ void fab_exec_free(FabExec *x) {
 
 FabElem *fab_exec_elem(FabExec *x) { return &x->el; }
 
-static void begin(FabExec *x, uint32_t i);
-static void complete(FabExec *x, uint32_t i);
+static void begin(FabExec *x, uint32_t i, fab_time_t now);
+static void complete(FabExec *x, uint32_t i, fab_time_t now);
+
+/* When op i's dependencies were met: the latest of their times (done; for
+** FAB_DEP_SENT, sent); the engine's time for an op with none held (a root,
+** before the run). On one engine this is the time of the report that made it
+** ready, the engine's now; in a parallel run that report may come from a
+** partition whose clock is behind the one that reported the latest
+** dependency (driver.c), so the op's times never come from the clock. A
+** retired dependency was met before every one still held (it was retired
+** done, before the op was taken in). */
+static fab_time_t met_at(const FabExec *x, const FabOp *o) {
+  fab_time_t t = 0;
+  bool held = false;
+  for (uint32_t k = 0; k < o->ndeps; k++) {
+    uint32_t d = fab_dag_dep(x->dag, o, k), on = d & ~FAB_DEP_SENT;
+    if (on < x->ops.first) continue;
+    const XOp *od = xop(x, on);
+    t = MAX(t, d & FAB_DEP_SENT ? od->ts : od->t1);
+    held = true;
+  }
+  return held ? t : x->eng->now;
+}
 
 /* When a flow may be posted: `pre` after its start time and after its data
 ** (its dependencies without FAB_DEP_SENT: what it carries), and not before
-** now. A dependency on a send only orders the flow behind the one before
-** it on its connection: the latency of the step overlaps that send. */
-static fab_time_t post_at(FabExec *x, const FabOp *o) {
-  fab_time_t t = o->start, now = x->eng->now;
+** `now`, when its dependencies were met. A dependency on a send only orders
+** the flow behind the one before it on its connection: the latency of the
+** step overlaps that send. */
+static fab_time_t post_at(FabExec *x, const FabOp *o, fab_time_t now) {
+  fab_time_t t = o->start;
   bool old = false;
   for (uint32_t k = 0; k < o->ndeps; k++) {
     uint32_t d = fab_dag_dep(x->dag, o, k);
@@ -144,21 +173,28 @@ static fab_time_t post_at(FabExec *x, const FabOp *o) {
   return at;
 }
 
-/* Op i's dependencies are met now: begin it, or wait for its start time. */
+/* Op i's dependencies are met: begin it, or wait for its start time (an
+** event keyed by the op, not by whoever reported its last dependency, in the
+** partition the owner names). */
 static void ready(FabExec *x, uint32_t i) {
   x->busy++;
   if (i >= x->dag->batch0 && fab_dag_more(x->dag)) adopt(x); /* the newest batch begins: make the next */
   const FabOp *o = fab_dag_op(x->dag, i);
-  fab_time_t now = x->eng->now;
+  fab_time_t now = met_at(x, o);
+#ifdef FAB_DEBUG_CHECKS
+  if (!x->lock && now != x->eng->now) __builtin_trap(); /* one engine: met when the last report came */
+#endif
   if (o->kind <= FAB_OP_NVLS) { /* a flow posts itself, for later if need be: no event of ours */
     XOp *me = xop(x, i);
     me->state = FAB_EXEC_RUNNING;
     me->t0 = MAX(o->start, now);
-    x->hooks.post(x->ctx, i, post_at(x, o));
-  } else if (o->start > now) {
-    fab_engine_at(x->eng, o->start, x, i);
+    x->hooks.post(x->ctx, i, post_at(x, o, now));
+  } else if (MAX(o->start, now + (o->kind == FAB_OP_MARK ? o->pre : 0)) > now) {
+    uint64_t tie = (uint64_t)fab_elem_id(&x->el) << FAB_TIE_SEQ_BITS | (uint64_t)i << 1; /* our count is unused */
+    fab_time_t at = MAX(o->start, now + (o->kind == FAB_OP_MARK ? o->pre : 0));
+    fab_engine_part_at_tie(x->eng, x->hooks.part ? x->hooks.part(x->ctx, i) : 0, at, tie, x, i);
   } else {
-    begin(x, i);
+    begin(x, i, now);
   }
   x->busy--;
 }
@@ -178,17 +214,19 @@ static void release(FabExec *x, uint32_t i, bool sent) {
   x->busy--;
 }
 
-/* Op i is done now. Ops done in passing (marks) are queued, not recursed into. */
-static void complete(FabExec *x, uint32_t i) {
-  g_array_append_val(x->todo, i);
+/* Op i is done at `now`. Ops done in passing (marks) are queued, not recursed into. */
+static void complete(FabExec *x, uint32_t i, fab_time_t now) {
+  Done dn = {i, now};
+  g_array_append_val(x->todo, dn);
   if (x->draining) return;
   x->draining = true;
   for (guint at = 0; at < x->todo->len; at++) { /* first in, first out: dependents in op order */
-    uint32_t k = g_array_index(x->todo, uint32_t, at);
+    Done d = g_array_index(x->todo, Done, at);
+    uint32_t k = d.op;
     XOp *me = xop(x, k);
     g_assert(me->state != FAB_EXEC_DONE);
     me->state = FAB_EXEC_DONE;
-    me->t1 = x->eng->now;
+    me->t1 = d.t;
     x->ops_done++;
     if (me->t1 > x->last_end) x->last_end = me->t1;
     release(x, k, false);
@@ -197,9 +235,9 @@ static void complete(FabExec *x, uint32_t i) {
   x->draining = false;
 }
 
-static void begin(FabExec *x, uint32_t i) {
+/* Op i begins at `now` (when its dependencies were met, or its start time). */
+static void begin(FabExec *x, uint32_t i, fab_time_t now) {
   const FabOp *o = fab_dag_op(x->dag, i);
-  fab_time_t now = x->eng->now;
   XOp *me = xop(x, i);
   me->state = FAB_EXEC_RUNNING;
   me->t0 = now;
@@ -207,19 +245,32 @@ static void begin(FabExec *x, uint32_t i) {
   switch ((FabOpKind)o->kind) {
   case FAB_OP_FLOW:
   case FAB_OP_NVLS:
-    x->hooks.post(x->ctx, i, post_at(x, o));
+    x->hooks.post(x->ctx, i, post_at(x, o, now));
     break;
-  case FAB_OP_COMPUTE:
+  case FAB_OP_COMPUTE: /* on its rank's GPU, now: a parallel run's owner makes sure its clock is there */
+    g_assert(now == x->eng->now);
     x->hooks.compute(x->ctx, i, o->src, o->dur);
     break;
   case FAB_OP_MARK:
-    complete(x, i);
+    complete(x, i, now);
     break;
   }
   x->busy--;
 }
 
-static void exec_wake(FabEngine *eng, void *self, uint64_t arg) { begin(self, (uint32_t)arg); }
+static void exec_wake(FabEngine *eng, void *self, uint64_t arg) {
+  FabExec *x = self;
+  if (x->lock) {
+    fab_lock(x->lock);
+    x->eng = eng;
+  }
+  begin(x, (uint32_t)arg, eng->now);
+  if (x->lock) fab_unlock(x->lock);
+}
+
+void fab_exec_set_lock(FabExec *x, FabLock *lock) { x->lock = lock; }
+void fab_exec_set_engine(FabExec *x, FabEngine *eng) { x->eng = eng; }
+FabEngine *fab_exec_engine(const FabExec *x) { return x->eng; }
 
 void fab_exec_start(FabExec *x) {
   uint32_t n = x->nops; /* the first batch: the ops made later are never roots */
@@ -235,13 +286,13 @@ void fab_exec_sent(FabExec *x, uint32_t op) {
 
 void fab_exec_received(FabExec *x, uint32_t op) {
   const FabOp *o = fab_dag_op(x->dag, op);
-  if (!o->post) complete(x, op);
+  if (!o->post) complete(x, op, x->eng->now);
   else x->hooks.reduce(x->ctx, op, o->dst, o->post);
 }
 
 void fab_exec_done(FabExec *x, uint32_t op, fab_time_t began) {
   if (fab_dag_op(x->dag, op)->kind == FAB_OP_COMPUTE) xop(x, op)->t0 = began;
-  complete(x, op);
+  complete(x, op, x->eng->now);
 }
 
 uint32_t fab_exec_ops(const FabExec *x) { return x->nops; }

@@ -19,11 +19,17 @@
 **                       rank r for `dur` ps; call fab_exec_done when done.
 **
 ** An op becomes ready when its dependencies are met (done, or for a
-** FAB_DEP_SENT dependency, sent); it then begins at max(now, its `start`).
-** MARK ops are done as soon as they begin. A completion releases its
-** dependents in op order, through a first-in first-out worklist (no
-** recursion). The executor is an element: its only events are "op i's start
-** time has come" for ops that are not flows.
+** FAB_DEP_SENT dependency, sent); it then begins at max(the time the last
+** was met, its `start`): times come from the dependencies' own, never from
+** the clock of whoever reported them, so that a parallel run, where reports
+** come from partitions at different clocks, times every op as one engine
+** does (the owner keeps what needs the clock local: a compute op begins on
+** its GPU at its time). MARK ops are done as soon as they begin, or
+** their `pre` after (a barrier's time: an event of ours). A
+** completion releases its dependents in op order, through a first-in
+** first-out worklist (no recursion). The executor is an element: its only
+** events are "op i's start time has come" for ops that are not flows,
+** keyed by the op.
 **
 ** An unfolding DAG (fab_dag_set_more) is made batch by batch: when the first
 ** op of the newest batch becomes ready, the executor has the DAG make the
@@ -42,6 +48,7 @@
 #include <stdint.h>
 #include "dag.h"
 #include "sim/engine.h"
+#include "sim/par.h"
 
 typedef struct FabExecHooks {
   void (*post)(void *ctx, uint32_t op, fab_time_t at);
@@ -50,6 +57,8 @@ typedef struct FabExecHooks {
   void (*grow)(void *ctx, uint32_t from, uint32_t to); /* ops [from, to) were taken in (NULL: not told) */
   /* ps a control message takes from endpoint `from` to `to` (a receiver-driven flow's, FAB_FLOW_RDV; NULL: 0) */
   fab_time_t (*ctrl)(void *ctx, uint32_t from, uint32_t to);
+  /* a parallel run: the partition where a non-flow op that waits for its start time begins (NULL: 0) */
+  uint32_t (*part)(void *ctx, uint32_t op);
 } FabExecHooks;
 
 /* Op states. */
@@ -66,6 +75,14 @@ void fab_exec_free(FabExec *x);
 
 /* Its element header (the builder gives it an id). */
 FabElem *fab_exec_elem(FabExec *x);
+
+/* A parallel run: partitions' threads call the executor under `lock`, the
+** caller having set the engine it runs on (the one its hooks schedule with
+** and whose clock its reports carry); the executor's own events take the
+** lock themselves. Between windows, any engine of the run. */
+void fab_exec_set_lock(FabExec *x, FabLock *lock);
+void fab_exec_set_engine(FabExec *x, FabEngine *eng);
+FabEngine *fab_exec_engine(const FabExec *x);
 
 /* Make the ops without dependencies ready (before the loop, at eng->now). */
 void fab_exec_start(FabExec *x);

@@ -168,7 +168,7 @@ void fab_coll_costs_resolve(FabCollEnv *env) {
   if (k->plugin_lat == FAB_TIME_MAX) k->plugin_lat = fab_coll__us_ps(env->plugin_lat_us);
   else env->plugin_lat_us = (double)k->plugin_lat / 1e6;
   if (k->ofi_protocol == UINT32_MAX) k->ofi_protocol = env->ofi_default;
-  env->eager_max = env->srd && k->ofi_protocol == FAB_OFI_RDMA ? FAB_OFI_EAGER_MAX : UINT64_MAX;
+  env->eager_max = env->srd && k->ofi_protocol == FAB_OFI_RDMA ? FAB_OFI_EAGER_MAX : env->srd ? UINT64_MAX : 0;
   env->simple_only = env->srd && k->ofi_protocol == FAB_OFI_SENDRECV;
   if (k->ofi_tuner == UINT32_MAX) k->ofi_tuner = FAB_OFI_TUNER_REGION;
   env->ofi_regions = env->srd && k->ofi_tuner == FAB_OFI_TUNER_REGION && env->ofi_platform != FAB_OFI_PLATFORM_NONE;

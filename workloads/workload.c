@@ -336,8 +336,31 @@ static void sweep_free(Sweep *s) {
 
 static const char *sweep_tag(const Sweep *s, uint32_t it) { return it < s->warmup ? "nccl-tests-warmup" : "nccl-tests"; }
 
+/* How long the ranks' meeting takes after the last arrives: nccl-tests
+** meets in an MPI_Barrier (common.cu, Barrier() before each timed loop),
+** which MPI libraries run as a dissemination barrier (Hensgen, Finkel and
+** Manber 1988; MPICH's src/mpi/coll/barrier/barrier_intra_k_dissemination.c):
+** ceil(log2 nodes) rounds of one small message across the network each,
+** here one network hop unloaded (FabCollEnv.net_lat). Ranks of one node
+** meet at no cost (no public figure for a shared-memory barrier: a 0,
+** as before this was modelled). */
+static fab_time_t sweep_barrier(const Sweep *s) {
+  uint32_t per = MAX(s->env.gpus_per_node, 1u), first = s->c.ranks[0] / per, nodes = 0;
+  for (uint32_t i = 0; i < s->c.nranks && nodes < 2; i++) nodes = s->c.ranks[i] / per != first ? 2 : 1;
+  if (nodes < 2) return 0;
+  GHashTable *seen = g_hash_table_new(NULL, NULL);
+  for (uint32_t i = 0; i < s->c.nranks; i++) g_hash_table_add(seen, GUINT_TO_POINTER(s->c.ranks[i] / per + 1));
+  uint32_t n = g_hash_table_size(seen), rounds = 0;
+  g_hash_table_destroy(seen);
+  while ((1ull << rounds) < n) rounds++;
+  return rounds * s->env.net_lat;
+}
+
 /* The collective under way has ended: the next waits for its ends, and at
-** the warm-up's end and a size's end for all ranks to meet. */
+** the warm-up's end and a size's end for all ranks to meet: a mark once all
+** have arrived, then one per rank the barrier's time later (a mark's `pre`,
+** on the rank's side: what a run over threads needs to begin the rank's
+** next collective in its own partition). */
 static void sweep_ended(Sweep *s) {
   memcpy(s->prev, fab_coll_gen_end(s->g), sizeof(uint32_t) * s->c.nranks);
   fab_coll_gen_free(s->g);
@@ -345,7 +368,12 @@ static void sweep_ended(Sweep *s) {
   bool last = ++s->it == s->warmup + s->iters;
   if (s->it == s->warmup || last) {
     uint32_t join = fab_dag_mark(s->d, s->c.ranks[0], FAB_MARK_JOIN, s->c.job, -1, s->prev, s->c.nranks);
-    for (uint32_t i = 0; i < s->c.nranks; i++) s->prev[i] = join;
+    fab_time_t lat = sweep_barrier(s);
+    for (uint32_t i = 0; i < s->c.nranks; i++) {
+      FabOp o = {.kind = FAB_OP_MARK, .mark = FAB_MARK_JOIN, .job = s->c.job, .src = s->c.ranks[i],
+                 .dst = s->c.ranks[i], .coll = -1, .pre = lat};
+      s->prev[i] = lat ? fab_dag_add(s->d, &o, &join, 1) : join;
+    }
   }
   if (last) s->it = 0, s->k++;
 }

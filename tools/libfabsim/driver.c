@@ -4,97 +4,34 @@
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
-#include "collect.h"
-#include "partition.h"
-#include "sampler.h"
 #include "models/nvls.h"
-#include "sim/par.h"
-#include "models/watchdog.h"
-#include "topologies/failures.h"
-#include "workloads/exec.h"
-
-typedef struct Part Part;
-
-typedef struct Run {
-  const FabScenario *sc;
-  FabEngine *eng;           /* the run's engine, or partition 0's */
-  FabPar *par;              /* a run over threads (FabRunOpts.threads), NULL: one engine */
-  Part *parts;              /* par: per partition, what its NICs told during a window */
-  GArray *merged;           /* par: Report, all partitions' of a window, in order */
-  bool progress;            /* par: report progress between windows */
-  fab_time_t wd_next;       /* par: the watchdog's next look (its events are not the engines'; FAB_TIME_MAX: none) */
-  fab_time_t sample_next;   /* par: the sampler's next look (likewise) */
-  FabTopology *topo;
-  FabFlowTable table;       /* the flows under way: a slot each, taken when posted, given back when released */
-  FabDeq recs;              /* FabFlowRec per flow (one per FLOW or NVLS op, in op order): what the results say of
-                            ** it; an unfolding DAG's are folded into `fold` as they retire (unless kept) */
-  uint32_t nflows, completed;
-  FabDeq flow_of;           /* uint32_t per op: its flow (FAB_OP_NONE: not a flow) */
-  FabDeq op_of, slot_of;    /* uint32_t per flow: its op; its slot in the table (FAB_OP_NONE: not posted yet, or
-                            ** released) */
-  bool unfolds;             /* the DAG is made as the run goes: the run retires it too */
-  bool keep_flows;          /* every flow's record goes to the results (else only their summary) */
-  FabFlowFold fold;         /* the records retired so far, summed */
-  char *bad_flow;           /* a released flow that did not hold exactly its bytes (an invariant broken) */
-  FabExec *exec;
-  FabCollect *coll;         /* the result records, folded from the ops as their state is final */
-  uint32_t settled;         /* the ops before it are not flows, or flows released (their records final) */
-  uint32_t reports;         /* reports to the executor since the last retirement */
-  FabSampler *sampler;      /* NULL: queues not sampled */
-  FabWatchdog *wd;          /* NULL: no watchdog (lossy fabric) */
-  FabFailures *fx;          /* fabric.failures, NULL: none */
-  FabFlow *failed;          /* the first flow that gave up */
-  char *setup;              /* why the DAG cannot run (a generator's mistake), NULL: it can */
-  gint64 last_report;       /* progress on stderr */
-} Run;
-
-static inline uint32_t *flow_of(const Run *r, uint32_t op) { return fab_deq_at(&r->flow_of, op); }
-static inline uint32_t *op_of(const Run *r, uint32_t n) { return fab_deq_at(&r->op_of, n); }
-static inline uint32_t *slot_of(const Run *r, uint32_t n) { return fab_deq_at(&r->slot_of, n); }
-static inline FabFlowRec *rec_of(const Run *r, uint32_t n) { return fab_deq_at(&r->recs, n); }
-
-/* The run's time (its last event's), events and packets in the pool, over every partition of a run over
-** threads (read where no partition runs). */
-static fab_time_t run_now(const Run *r) { return r->par ? fab_par_now(r->par) : r->eng->now; }
-static uint64_t run_events(const Run *r) { return r->par ? fab_par_events(r->par) : r->eng->events; }
-static size_t run_live(const Run *r) { return r->par ? fab_par_live(r->par) : fab_pool_live(r->eng->pool); }
+#include "run_int.h"
 
 /* ---- hooks: executor -> models, models -> executor ------------------------- */
 
 static FabFlow *flow_make(Run *r, uint32_t n);
-static fab_time_t ctrl(void *ctx, uint32_t from, uint32_t to);
 
 static void post(void *ctx, uint32_t op, fab_time_t at) {
   Run *r = ctx;
   uint32_t n = *flow_of(r, op);
   FabFlow *f = *slot_of(r, n) != FAB_OP_NONE ? fab_flow_at(&r->table, *slot_of(r, n)) : flow_make(r, n);
   f->start = at;
-  fab_nic_post(r->eng, &r->topo->nics[f->src], f);
+  fab_nic_post(fab_exec_engine(r->exec), &r->topo->nics[f->src], f);
 }
 
 static void compute(void *ctx, uint32_t op, uint32_t rank, fab_time_t dur) {
   Run *r = ctx;
-  fab_gpu_submit(r->eng, &r->topo->gpus[rank], FAB_GPU_COMPUTE, dur, op);
+  fab_gpu_submit(fab_exec_engine(r->exec), &r->topo->gpus[rank], FAB_GPU_COMPUTE, dur, op);
 }
 
 static void reduce(void *ctx, uint32_t op, uint32_t rank, fab_time_t dur) {
   Run *r = ctx;
-  fab_gpu_submit(r->eng, &r->topo->gpus[rank], FAB_GPU_REDUCE, dur, op);
+  fab_gpu_submit(fab_exec_engine(r->exec), &r->topo->gpus[rank], FAB_GPU_REDUCE, dur, op);
 }
 
-/* Every RETIRE_EVERY reports, the executor forgets the ops it no longer
-** needs, once the results have folded them (collect.h): what it holds
-** follows the ops under way. The DAG itself belongs to the scenario and is
-** kept. A debug_checks build retires after every report, so that the whole
-** test suite checks that retiring changes no result. */
-#ifdef FAB_DEBUG_CHECKS
-#define RETIRE_EVERY 1
-#else
-#define RETIRE_EVERY 4096
-#endif
 static const FabFlowRec *rec_for(const void *ctx, uint32_t op) { return rec_of(ctx, *flow_of(ctx, op)); }
 
-static void retire(Run *r) {
+void fab_run__retire(Run *r) {
   FabDag *dag = r->sc->dag;
   uint32_t n = fab_exec_ops(r->exec);
   r->reports = 0;
@@ -125,27 +62,28 @@ static void retire(Run *r) {
   fab_deq_drop(&r->op_of, f);
   fab_deq_drop(&r->slot_of, f);
   fab_deq_drop(&r->flow_of, upto);
+  if (r->par) fab_deq_drop(&r->cpart, upto);
   fab_dag_retire(dag, upto);
 }
 
 static inline void reported(Run *r) {
-  if (++r->reports == RETIRE_EVERY) retire(r);
+  if (++r->reports >= RETIRE_EVERY && !r->par) fab_run__retire(r); /* a run over threads: between windows */
 }
 
-static void gpu_done(void *ctx, int which, uint32_t tag, fab_time_t began) {
+void fab_run__gpu_done(void *ctx, int which, uint32_t tag, fab_time_t began) {
   Run *r = ctx;
   fab_exec_done(r->exec, tag, began);
   reported(r);
 }
 
-static void flow_done(void *ctx, FabFlow *f) {
+void fab_run__flow_done(void *ctx, FabFlow *f) {
   Run *r = ctx;
   r->completed++;
   fab_exec_received(r->exec, *op_of(r, f->id));
   reported(r);
 }
 
-static void flow_sent(void *ctx, FabFlow *f) {
+void fab_run__flow_sent(void *ctx, FabFlow *f) {
   Run *r = ctx;
   fab_exec_sent(r->exec, *op_of(r, f->id));
   reported(r);
@@ -170,13 +108,13 @@ static void check_bytes(Run *r, const FabFlow *f) {
 }
 
 /* Nothing names f any more: keep what the results need, free its slot. */
-static void flow_release(void *ctx, FabFlow *f) {
+void fab_run__flow_release(void *ctx, FabFlow *f) {
   Run *r = ctx;
   g_assert(*slot_of(r, f->id) == f->slot);
   record(r, f);
   check_bytes(r, f);
   *slot_of(r, f->id) = FAB_OP_NONE;
-  fab_flow_table_put(&r->table, f);
+  fab_flow_table_put_in(&r->table, f, r->par ? r->topo->nics[f->src].port.part : 0);
 }
 
 static const FabFlow *flow_by_number(void *ctx, uint32_t n) {
@@ -203,7 +141,7 @@ static uint64_t delivered(void *ctx) {
 }
 
 /* On the engine's tick, or between a run over threads' windows. */
-static void progress(FabEngine *eng, void *ctx) {
+void fab_run__progress(FabEngine *eng, void *ctx) {
   Run *r = ctx;
   (void)eng;
   gint64 now = g_get_monotonic_time();
@@ -213,186 +151,15 @@ static void progress(FabEngine *eng, void *ctx) {
           r->completed, r->nflows, run_events(r));
 }
 
-/* ---- a run over threads ------------------------------------------------------- */
-
-/* While partitions run on threads, a NIC tells its partition (Part) what it
-** would tell the executor, and which flows it is done with; between windows
-** the driver hands that on in an order that does not depend on the cut:
-** by time, then flow, then kind. Only workloads whose executor does nothing
-** in return run so (fab_run_threads_refusal): flows that wait for nothing.
-** A flow that gives up (max_timeouts) stops the run at the end of its
-** window, not right after its event as one engine does. */
-enum { REP_SENT, REP_DONE, REP_FAIL };
-
-typedef struct Report {
-  fab_time_t t;
-  uint32_t flow, slot;
-  uint32_t kind;
-} Report;
-
-typedef struct Rel {
-  uint32_t slot, gen;
-} Rel;
-
-struct Part {
-  FabEngine *eng;
-  GArray *reports;  /* Report */
-  GArray *released; /* Rel: flows one of its NICs is done with (nic.h, split) */
-};
-
-static void part_report(Part *pt, FabFlow *f, uint32_t kind) {
-  Report rep = {pt->eng->now, f->id, f->slot, kind};
-  g_array_append_val(pt->reports, rep);
-}
-
-static void par_done(void *ctx, FabFlow *f) { part_report(ctx, f, REP_DONE); }
-static void par_sent(void *ctx, FabFlow *f) { part_report(ctx, f, REP_SENT); }
-static void par_fail(void *ctx, FabFlow *f) { part_report(ctx, f, REP_FAIL); }
-
-static void par_release(void *ctx, FabFlow *f) {
-  Part *pt = ctx;
-  Rel x = {f->slot, f->gen};
-  g_array_append_val(pt->released, x);
-}
-
-static gint report_cmp(gconstpointer a, gconstpointer b) {
-  const Report *x = a, *y = b;
-  if (x->t != y->t) return x->t < y->t ? -1 : 1;
-  if (x->flow != y->flow) return x->flow < y->flow ? -1 : 1;
-  return x->kind < y->kind ? -1 : x->kind > y->kind;
-}
-
-/* The observers of the whole fabric at `t`, where the window ended just
-** before it: the watchdog's look (r->wd_next), then the sampler's
-** (r->sample_next), each seeing what a single engine shows them, as their
-** events come first at their time there (ids 0 and 1); each counted as the
-** event it is there. Then the next window ends before the next of them. */
-static void observe(Run *r, FabPar *par, fab_time_t t) {
-  fab_time_t now = r->eng->now;
-  r->eng->now = t;
-  if (r->wd && t == r->wd_next) {
-    r->eng->events++;
-    r->wd_next = fab_watchdog_look(r->wd) ? t + fab_watchdog_period(r->wd) : FAB_TIME_MAX;
-    if (fab_watchdog_stalled(r->wd)) { /* stopped at its time, as one engine is: the sampler's look is not taken */
-      fab_par_stop(par);
-      return;
-    }
-  }
-  if (r->sampler && t == r->sample_next) {
-    r->eng->events++;
-    fab_time_t next;
-    r->sample_next = fab_sampler_look(r->sampler, t, &next) ? next : FAB_TIME_MAX;
-  }
-  r->eng->now = now;
-  fab_par_sync_at(par, MIN(r->wd_next, r->sample_next));
-}
-
-/* Between windows (every engine stopped): the window's reports to the
-** executor, each at its own time, then the flows both ends are done with. */
-static void window_end(FabPar *par, fab_time_t end, void *ctx) {
-  Run *r = ctx;
-  uint32_t n = fab_par_parts(par);
-  g_array_set_size(r->merged, 0);
-  for (uint32_t k = 0; k < n; k++) {
-    g_array_append_vals(r->merged, r->parts[k].reports->data, r->parts[k].reports->len);
-    g_array_set_size(r->parts[k].reports, 0);
-  }
-  g_array_sort(r->merged, report_cmp);
-  fab_time_t now = r->eng->now;
-  for (guint i = 0; i < r->merged->len; i++) {
-    const Report *rep = &g_array_index(r->merged, Report, i);
-    FabFlow *f = fab_flow_at(&r->table, rep->slot);
-    g_assert(f->id == rep->flow);
-    r->eng->now = rep->t; /* the executor reads its time from the engine */
-    if (rep->kind == REP_DONE) flow_done(r, f);
-    else if (rep->kind == REP_SENT) flow_sent(r, f);
-    else flow_fail(r, f);
-  }
-  r->eng->now = now;
-  for (uint32_t k = 0; k < n; k++) {
-    GArray *rel = r->parts[k].released;
-    for (guint i = 0; i < rel->len; i++) {
-      const Rel *x = &g_array_index(rel, Rel, i);
-      FabFlow *f = fab_flow_at(&r->table, x->slot);
-      if (f->gen == x->gen && *slot_of(r, f->id) == x->slot && fab_flow_releasable(f)) flow_release(r, f);
-    }
-    g_array_set_size(rel, 0);
-  }
-  fab_time_t obs = MIN(r->wd_next, r->sample_next);
-  if (obs != FAB_TIME_MAX && end + 1 == obs) observe(r, par, obs);
-  if (r->progress) progress(r->eng, r);
-}
-
-const char *fab_run_threads_refusal(const FabScenario *sc) {
-  if (sc->fabric.nchanges) return "links that fail or change (fabric.failures) are not split";
-  for (uint32_t i = fab_dag_base(sc->dag); i < fab_dag_len(sc->dag); i++) {
-    const FabOp *o = fab_dag_op(sc->dag, i);
-    if (o->kind != FAB_OP_FLOW || o->ndeps || o->post)
-      return "only flows that wait for nothing run over threads so far (the executor is not split)";
-  }
-  if (sc->dag->more) return "a workload made as it runs is not split";
-  return NULL;
-}
-
-static void mark_cut(FabPort *pt, void *ctx) { fab_port_mark_cut(pt, ctx); }
-
-/* With opts->threads > 1, the partitions of a run over threads and its
-** engines (r->par), the topology numbered with ids below `nids`; or, when
-** the run cannot be split, why on stderr (it runs on one engine). */
-static void par_make(Run *r, const FabRunOpts *opts, uint32_t nids) {
-  FabPartition pt;
-  GError *err = NULL;
-  const char *why = fab_run_threads_refusal(r->sc);
-  bool made = !why && fab_partition_make(r->topo, opts->threads, &pt, &err);
-  if (!why && !made) why = err->message;
-  if (!why && pt.lookahead == 0) why = "a cut link has no latency (no lookahead)";
-  if (why) {
-    fprintf(stderr, "fabsim: --threads %u: runs on one thread: %s\n", opts->threads, why);
-    if (made) fab_partition_clear(&pt);
-    if (err) g_error_free(err);
-    return;
-  }
-  uint8_t *part_of = fab_partition_elements(&pt, r->topo, nids);
-  r->par = fab_par_new(opts->threads, r->sc->seed, sizeof(FabPkt), part_of, nids, pt.lookahead);
-  g_free(part_of);
-  fab_partition_clear(&pt);
-  fab_par_set_threads(r->par, true);
-  fab_par_set_hook(r->par, window_end, r);
-  r->parts = g_new0(Part, opts->threads);
-  for (uint32_t k = 0; k < opts->threads; k++)
-    r->parts[k] = (Part){fab_par_engine(r->par, k), g_array_new(FALSE, FALSE, sizeof(Report)),
-                         g_array_new(FALSE, FALSE, sizeof(Rel))};
-  r->merged = g_array_new(FALSE, FALSE, sizeof(Report));
-  fab_topology_foreach_port(r->topo, mark_cut, r->par);
-}
-
-static bool run_drained(const Run *r) {
-  if (!r->par) return fab_evq_size(r->eng->evq) == 0;
-  for (uint32_t k = 0; k < fab_par_parts(r->par); k++)
-    if (fab_evq_size(fab_par_engine(r->par, k)->evq)) return false;
-  return true;
-}
-
-
-static void par_free(Run *r) {
-  if (!r->par) return;
-  for (uint32_t k = 0; k < fab_par_parts(r->par); k++) {
-    g_array_free(r->parts[k].reports, TRUE);
-    g_array_free(r->parts[k].released, TRUE);
-  }
-  g_free(r->parts);
-  g_array_free(r->merged, TRUE);
-  fab_par_free(r->par); /* and its engines */
-  r->eng = NULL;
-}
-
 /* ---- wiring ------------------------------------------------------------------ */
 
 /* Flow n (of op_of[n]) in a slot of its own, not posted yet. */
 static FabFlow *flow_make(Run *r, uint32_t n) {
   const FabOp *o = fab_dag_op(r->sc->dag, *op_of(r, n));
   g_assert(*slot_of(r, n) == FAB_OP_NONE && rec_of(r, n)->start == 0 && rec_of(r, n)->end == 0);
-  FabFlow *f = fab_flow_table_take(&r->table);
+  /* a run over threads: a slot the calling partition gave back, or a new one (fab_flow_table_fix); NVLS members
+  ** are made before the executor exists, by the first batch's `grow` */
+  FabFlow *f = fab_flow_table_take_in(&r->table, r->par && r->exec ? fab_exec_engine(r->exec)->part : 0);
   f->id = n;
   f->src = o->src;
   f->dst = o->dst;
@@ -408,7 +175,7 @@ static FabFlow *flow_make(Run *r, uint32_t n) {
                f->path == FAB_PATH_NET;
   if (r->sc->fabric.nic.transport.kind == FAB_TRANSPORT_SRD && r->sc->nccl.ofi_protocol == FAB_OFI_SENDRECV &&
       o->kind == FAB_OP_FLOW && o->coll >= 0 && f->path == FAB_PATH_NET) /* NCCL's pieces: libfabric's protocols */
-    f->read_rtt = ctrl(r, f->src, f->dst) + ctrl(r, f->dst, f->src);
+    f->read_rtt = fab_run__ctrl(r, f->src, f->dst) + fab_run__ctrl(r, f->dst, f->src);
   f->start = FAB_TIME_MAX; /* not posted yet */
   *slot_of(r, n) = f->slot;
   return f;
@@ -523,7 +290,7 @@ static void make_nvls(Run *r, uint32_t from, uint32_t to) {
 ** latency and each switch's latency along the route (the hash of a
 ** message of its own; equal-cost paths are equally long). Queues are not
 ** counted: a lower bound (README). */
-static fab_time_t ctrl(void *ctx, uint32_t from, uint32_t to) {
+fab_time_t fab_run__ctrl(void *ctx, uint32_t from, uint32_t to) {
   const Run *r = ctx;
   uint32_t wire = FAB_OFI_CTRL_BYTES + r->sc->fabric.nic.transport.data_overhead;
   const FabPort *p = &r->topo->nics[from].port;
@@ -544,6 +311,13 @@ static void grow(void *ctx, uint32_t from, uint32_t to) {
   Run *r = ctx;
   number_flows(r, from, to);
   make_nvls(r, from, to);
+  uint32_t bad, checked = (uint32_t)fab_deq_end(&r->cpart);
+  const char *why = r->par && to > checked ? fab_run__cross_check(r, MAX(from, checked), to, &bad) : NULL;
+  if (why && !r->setup) { /* made as the run goes: too late to run on one thread */
+    r->setup = g_strdup_printf("operation %u, made as the run went: %s (%.3f us): this run cannot go over "
+                               "threads; run it without --threads", bad, why, (double)r->lookahead / 1e6);
+    fab_par_stop(r->par);
+  }
 }
 
 /* Every port of the fabric, in the topology's stable order. */
@@ -567,7 +341,7 @@ static void wire(Run *r, const FabRunOpts *opts) {
   const FabScenario *sc = r->sc;
   r->topo = fab_topology_build(&sc->fabric);
   uint32_t id = fab_topology_number(r->topo, 2); /* 0, 1: the watchdog's and the sampler's (first at their time) */
-  if (opts->threads > 1) par_make(r, opts, id + 1); /* the executor's id too */
+  if (opts->threads > 1) fab_run__par_make(r, opts, id + 1); /* the executor's id too */
   r->eng = r->par ? fab_par_engine(r->par, 0) : fab_engine_new(sc->seed, sizeof(FabPkt));
   fab_flow_table_init(&r->table);
   fab_deq_init(&r->recs, sizeof(FabFlowRec));
@@ -576,30 +350,29 @@ static void wire(Run *r, const FabRunOpts *opts) {
   fab_deq_init(&r->slot_of, sizeof(uint32_t));
   r->unfolds = sc->dag->more && !sc->dag->exhausted;
   r->keep_flows = !r->unfolds || sc->hdf5 || opts->keep_flows;
-  static const FabExecHooks hooks = {post, compute, reduce, grow, ctrl};
+  static const FabExecHooks hooks = {post, compute, reduce, grow, fab_run__ctrl, fab_run__op_part};
   r->exec = fab_exec_new(r->eng, sc->dag, &hooks, r); /* numbers the first batch's flows (grow) */
   r->coll = fab_collect_new(sc->dag);
   for (uint32_t h = 0; h < r->topo->nhosts; h++) {
     FabNic *nic = &r->topo->nics[h];
     nic->flows = &r->table;
-    if (r->par) { /* its partition hears of it, the executor between windows */
-      nic->done = par_done;
-      nic->fail = par_fail;
-      nic->sent = par_sent;
-      nic->release = par_release;
-      nic->ctx = &r->parts[fab_par_part_of(r->par, nic)];
-      nic->split = true;
+    if (r->par) {
+      fab_run__par_attach(r, h);
     } else {
-      nic->done = flow_done;
+      nic->done = fab_run__flow_done;
       nic->fail = flow_fail;
-      nic->sent = flow_sent;
-      nic->release = flow_release;
+      nic->sent = fab_run__flow_sent;
+      nic->release = fab_run__flow_release;
       nic->ctx = r;
+      r->topo->gpus[h].done = fab_run__gpu_done;
+      r->topo->gpus[h].ctx = r;
     }
-    r->topo->gpus[h].done = gpu_done;
-    r->topo->gpus[h].ctx = r;
   }
   fab_elem_set_id(fab_exec_elem(r->exec), id++);
+  if (r->par) {
+    fab_exec_set_lock(r->exec, &r->lock);
+    fab_flow_table_fix(&r->table, fab_par_parts(r->par)); /* slots taken under the lock while partitions look */
+  }
   if (sc->hdf5 || opts->sample_queues) {
     /* a DAG made as it goes has no flow count up front: no per-flow rates (as with more than FAB_RATE_FLOWS) */
     r->sampler = fab_sampler_new(r->topo, sc->sample_interval, sc->fabric.sw.nprio, r->unfolds ? UINT32_MAX : r->nflows,
@@ -634,7 +407,7 @@ static void wire(Run *r, const FabRunOpts *opts) {
 #endif
   r->progress = opts->progress && r->par; /* between windows */
   if (opts->progress && !r->par) {
-    r->eng->tick = progress;
+    r->eng->tick = fab_run__progress;
     r->eng->tick_ctx = r;
   }
 }
@@ -868,7 +641,7 @@ static void run_free(Run *r) {
   fab_deq_clear(&r->slot_of);
   fab_flow_fold_clear(&r->fold);
   fab_topology_free(r->topo);
-  if (r->par) par_free(r);
+  if (r->par) fab_run__par_free(r);
   else fab_engine_free(r->eng);
 }
 
@@ -929,15 +702,11 @@ static void failure_baseline(const FabScenario *sc, FabResults *res) {
   fab_scenario_free(b);
 }
 
-/* A run over threads that stopped with events pending: the packets on cut
-** wires are in them, not on the wires' lists (models/port.c); free them as
-** the fabric's flush frees the rest. */
-static void par_flush(Run *r, Totals *tot) {
-  for (uint32_t k = 0; k < fab_par_parts(r->par); k++) {
-    FabEngine *eng = fab_par_engine(r->par, k);
-    FabEvent ev;
-    while (fab_evq_pop(eng->evq, &ev)) tot->flushed += fab_port_flush_event(eng, ev.target, ev.arg, &tot->flushed_bytes);
-  }
+static bool run_drained(const Run *r) {
+  if (!r->par) return fab_evq_size(r->eng->evq) == 0;
+  for (uint32_t k = 0; k < fab_par_parts(r->par); k++)
+    if (fab_evq_size(fab_par_engine(r->par, k)->evq)) return false;
+  return true;
 }
 
 int fab_run(const FabScenario *sc, const FabRunOpts *opts, FabResults *res) {
@@ -965,7 +734,7 @@ int fab_run(const FabScenario *sc, const FabRunOpts *opts, FabResults *res) {
   bool drained = run_drained(&r);
   check_end(&r, drained, &fail);
   Totals tot = {.now = run_now(&r), .eng = r.eng};
-  if (r.par && !drained) par_flush(&r, &tot);
+  if (r.par && !drained) fab_run__par_flush(&r, &tot.flushed, &tot.flushed_bytes);
   fab_topology_foreach_port(r.topo, add_totals, &tot);
   check_packets(&r, drained, &tot, &fail);
   fill_results(&r, drained, &tot, res);

@@ -16,6 +16,7 @@
 #define FAB_DRIVER_H
 
 #include <stdbool.h>
+#include "partition.h"
 #include "results.h"
 #include "scenario.h"
 
@@ -29,9 +30,17 @@ typedef struct FabRunOpts {
                             ** allows it (else one engine, and why on stderr); the results are the same */
 } FabRunOpts;
 
-/* Why `sc` cannot be spread over threads yet (FabRunOpts.threads; a static
-** sentence), or NULL when it can (given enough parts to cut). */
+/* Why `sc` cannot be spread over threads yet whatever the cut
+** (FabRunOpts.threads; a static sentence), or NULL. */
 const char *fab_run_threads_refusal(const FabScenario *sc);
+
+/* Why `sc` cannot run over threads on cut `p` of `topo` (allocated), or
+** NULL: the refusal above, a cut without lookahead, or an operation that a
+** partition could make ready too late for another (an unfolding workload
+** is checked on its first batch here, on the rest as it unfolds); `dp`
+** counts the dependencies between ranks of the ops made so far
+** (partition.h). */
+char *fab_run_threads_check(const FabScenario *sc, FabTopology *topo, const FabPartition *p, FabPartDeps *dp);
 
 /* Run `sc` and fill `res` (finalized; free it with fab_results_clear).
 ** Returns 0 if every flow completed and every invariant held, 1 otherwise

@@ -262,24 +262,48 @@ void fab_partition_clear(FabPartition *p) {
   memset(p, 0, sizeof *p);
 }
 
-void fab_partition_deps(const FabPartition *p, const FabDag *d, FabPartDeps *out) {
-  *out = (FabPartDeps){.min_pre = FAB_TIME_MAX};
-  for (uint32_t i = fab_dag_base(d); i < fab_dag_len(d); i++) {
+/* The partition whose thread reports op j done: a flow's receiver's (its
+** send: its sender's), a compute op's rank's; for a mark, w->done[j]. */
+static uint8_t reporter(const FabPartition *p, const FabDag *d, const FabDeq *done, uint32_t dep) {
+  uint32_t j = dep & ~FAB_DEP_SENT;
+  const FabOp *od = fab_dag_op(d, j);
+  if (dep & FAB_DEP_SENT) return (uint8_t)p->rank[od->src];
+  return *(const uint8_t *)fab_deq_at(done, j);
+}
+
+uint32_t fab_partition_walk(const FabPartition *p, const FabDag *d, uint32_t from, uint32_t to, FabDeq *done,
+                            const FabPartWalk *w, FabPartDeps *out) {
+  uint32_t first = FAB_OP_NONE;
+  for (uint32_t i = from; i < to; i++) {
     const FabOp *o = fab_dag_op(d, i);
+    bool flow = o->kind <= FAB_OP_NVLS, mark = o->kind == FAB_OP_MARK;
+    bool own = mark && o->pre >= w->need; /* done by an event on its rank's side, far enough ahead */
+    uint8_t home = (uint8_t)p->rank[o->src], m = mark && (o->start || !o->ndeps || own) ? home : FAB_PART_NONE;
     out->ops++;
+    out->deps += o->ndeps;
     for (uint32_t k = 0; k < o->ndeps; k++) {
-      uint32_t dep = fab_dag_dep(d, o, k), j = dep & ~FAB_DEP_SENT;
-      out->deps++;
-      if (j < fab_dag_base(d)) continue;
-      const FabOp *od = fab_dag_op(d, j);
-      uint32_t ends = (dep & FAB_DEP_SENT) || od->kind != FAB_OP_FLOW ? od->src : od->dst;
-      if (fab_partition_rank_of(p, ends) == fab_partition_rank_of(p, o->src)) continue;
+      uint32_t dep = fab_dag_dep(d, o, k);
+      if ((dep & ~FAB_DEP_SENT) < done->first) continue; /* retired: long done */
+      uint8_t q = reporter(p, d, done, dep);
+      if (mark && !own) { /* a mark passes its reporters on to what waits for it */
+        m = m == FAB_PART_NONE || m == q ? q : FAB_PART_MANY;
+        continue;
+      }
+      if (q == home) continue;
+      fab_time_t ahead = own ? o->pre : flow && !(dep & FAB_DEP_SENT) ? o->pre : 0;
+      if (flow && k == 0 && o->mark == FAB_FLOW_RDV && w->ctrl) ahead = MAX(ahead, w->ctrl(w->ctx, o->dst, o->src));
       out->cross++;
-      fab_time_t ahead = o->kind <= FAB_OP_NVLS ? o->pre : 0;
-      if (!ahead) out->zero++;
-      else out->min_pre = MIN(out->min_pre, ahead);
+      if (ahead < w->need) {
+        out->short_++;
+        if (first == FAB_OP_NONE) first = i;
+        if (w->stop) return first;
+      } else {
+        out->min_ahead = MIN(out->min_ahead, ahead);
+      }
     }
+    *(uint8_t *)fab_deq_push(done) = mark ? (m == FAB_PART_NONE ? home : m) : flow ? (uint8_t)p->rank[o->dst] : home;
   }
+  return first;
 }
 
 static void set_part(uint8_t *part_of, uint32_t nids, const FabElem *e, uint32_t rank) {
@@ -351,11 +375,11 @@ char *fab_partition_report(const FabTopology *t, const FabPartition *p, const Fa
                            "link, e.g. %s)\n", p->cut, p->cut == 1 ? "" : "s", fab_time_to_s(p->lookahead) * 1e6,
                            p->lookahead_link);
   g_string_append_printf(s, "dependencies between ranks: %" G_GUINT64_FORMAT " of %" G_GUINT64_FORMAT " (of %"
-                         G_GUINT64_FORMAT " operations%s); %" G_GUINT64_FORMAT " with no lookahead",
+                         G_GUINT64_FORMAT " operations%s); %" G_GUINT64_FORMAT " closer than the lookahead",
                          dp->cross, dp->deps, dp->ops, unfolds ? " made before the run; the rest are made as it runs"
-                                                               : "", dp->zero);
-  if (dp->min_pre != FAB_TIME_MAX)
-    g_string_append_printf(s, ", the others at least %.3f us", fab_time_to_s(dp->min_pre) * 1e6);
+                                                               : "", dp->short_);
+  if (dp->min_ahead != FAB_TIME_MAX)
+    g_string_append_printf(s, ", the others at least %.3f us", fab_time_to_s(dp->min_ahead) * 1e6);
   g_string_append(s, "\n");
   return g_string_free(s, FALSE);
 }

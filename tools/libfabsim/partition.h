@@ -37,6 +37,7 @@
 #include <glib.h>
 #include <stdbool.h>
 #include <stdint.h>
+#include "sim/deq.h"
 #include "topologies/topology.h"
 #include "workloads/dag.h"
 
@@ -69,15 +70,44 @@ uint8_t *fab_partition_elements(const FabPartition *p, const FabTopology *t, uin
 /* The rank of endpoint e. */
 static inline uint32_t fab_partition_rank_of(const FabPartition *p, uint32_t e) { return p->rank[e]; }
 
-/* Dependencies of the ops made so far, between ranks. */
+/* Dependencies between ranks, as a run over the cut meets them. An op is
+** made ready by the report of its last dependency, from the rank whose
+** partition reports it: a flow's send from its sender's, its arrival (and
+** reduction) from its receiver's, a compute op from its rank's; a mark
+** from wherever its own dependencies were reported (several: FAB_PART_MANY),
+** or, when its `pre` (a barrier's time) is at least the lookahead, from its
+** rank's, where it is done that much later. A dependency between ranks is
+** one whose reporter is not the rank where its op begins (marks pass it on
+** to what waits for them); what it leaves a run over threads is how long
+** after the report the op can begin at the earliest: a flow's `pre` after
+** the data it waits for (a receiver-driven flow's first dependency: its
+** control message's way, if longer), a mark's `pre`, else nothing. One
+** closer than the lookahead may come to a partition that already ran past
+** it: such a workload cannot run over threads (tools/libfabsim/run_par.c). */
+#define FAB_PART_NONE 254
+#define FAB_PART_MANY 255
+
 typedef struct FabPartDeps {
   uint64_t ops, deps;   /* ops and dependencies looked at */
   uint64_t cross;       /* dependencies between ranks */
-  uint64_t zero;        /* of them, with no lookahead */
-  fab_time_t min_pre;   /* ps: the smallest lookahead of the others (FAB_TIME_MAX: none) */
+  uint64_t short_;      /* of them, closer than the lookahead */
+  fab_time_t min_ahead; /* ps: the least the others leave (FAB_TIME_MAX: none); set it so before a walk */
 } FabPartDeps;
 
-void fab_partition_deps(const FabPartition *p, const FabDag *d, FabPartDeps *out);
+typedef struct FabPartWalk {
+  fab_time_t need;      /* the lookahead */
+  fab_time_t (*ctrl)(void *ctx, uint32_t from, uint32_t to); /* a control message's way (NULL: none) */
+  void *ctx;
+  bool stop;            /* at the first dependency closer than `need` */
+} FabPartWalk;
+
+/* Walk ops [from, to) of d (ops before done->first are retired: long
+** done), counting into `out`; `done` (uint8_t per op, numbered like the
+** ops, from done->first, its end `from`) gets each op's reporter. Returns
+** the first op with a dependency closer than the lookahead, or
+** FAB_OP_NONE. */
+uint32_t fab_partition_walk(const FabPartition *p, const FabDag *d, uint32_t from, uint32_t to, FabDeq *done,
+                            const FabPartWalk *w, FabPartDeps *out);
 
 /* What `validate --partition N` prints: the ranks, the cut, its lookahead,
 ** the dependencies between ranks (g_free it). `unfolds`: the DAG is made as

@@ -1,0 +1,100 @@
+/*
+** The run driver's insides (driver.c), shared with the part that spreads a
+** run over threads (run_par.c): the run's state and the reports the models
+** make to the workload's executor. Not an interface: only these two files
+** include it.
+*/
+#ifndef FAB_RUN_INT_H
+#define FAB_RUN_INT_H
+
+#include "driver.h"
+#include "collect.h"
+#include "sampler.h"
+#include "models/watchdog.h"
+#include "sim/deq.h"
+#include "sim/par.h"
+#include "topologies/failures.h"
+#include "workloads/exec.h"
+
+typedef struct Part Part;
+
+typedef struct Run {
+  const FabScenario *sc;
+  FabEngine *eng;           /* the run's engine, or partition 0's */
+  FabPar *par;              /* a run over threads (FabRunOpts.threads), NULL: one engine */
+  Part *parts;              /* par: per partition, the flows its NICs are done with */
+  FabLock lock;             /* par: the executor's, held by the thread of the partition that reports to it */
+  uint32_t *ep_rank;        /* par: each endpoint's partition */
+  FabDeq cpart;             /* par: uint8_t per op, from the first op not yet retired: the partition that reports
+                            ** it done (FAB_PART_MANY: a mark after several; partition.h) */
+  fab_time_t lookahead;     /* par: the windows' */
+  fab_time_t fail_t;        /* par: when r->failed gave up */
+  bool progress;            /* par: report progress between windows */
+  fab_time_t wd_next;       /* par: the watchdog's next look (its events are not the engines'; FAB_TIME_MAX: none) */
+  fab_time_t sample_next;   /* par: the sampler's next look (likewise) */
+  FabTopology *topo;
+  FabFlowTable table;       /* the flows under way: a slot each, taken when posted, given back when released */
+  FabDeq recs;              /* FabFlowRec per flow (one per FLOW or NVLS op, in op order): what the results say of
+                            ** it; an unfolding DAG's are folded into `fold` as they retire (unless kept) */
+  uint32_t nflows, completed;
+  FabDeq flow_of;           /* uint32_t per op: its flow (FAB_OP_NONE: not a flow) */
+  FabDeq op_of, slot_of;    /* uint32_t per flow: its op; its slot in the table (FAB_OP_NONE: not posted yet, or
+                            ** released) */
+  bool unfolds;             /* the DAG is made as the run goes: the run retires it too */
+  bool keep_flows;          /* every flow's record goes to the results (else only their summary) */
+  FabFlowFold fold;         /* the records retired so far, summed */
+  char *bad_flow;           /* a released flow that did not hold exactly its bytes (an invariant broken) */
+  FabExec *exec;
+  FabCollect *coll;         /* the result records, folded from the ops as their state is final */
+  uint32_t settled;         /* the ops before it are not flows, or flows released (their records final) */
+  uint32_t reports;         /* reports to the executor since the last retirement */
+  FabSampler *sampler;      /* NULL: queues not sampled */
+  FabWatchdog *wd;          /* NULL: no watchdog (lossy fabric) */
+  FabFailures *fx;          /* fabric.failures, NULL: none */
+  FabFlow *failed;          /* the first flow that gave up */
+  char *setup;              /* why the DAG cannot run (a generator's mistake), NULL: it can */
+  gint64 last_report;       /* progress on stderr */
+} Run;
+
+static inline uint32_t *flow_of(const Run *r, uint32_t op) { return fab_deq_at(&r->flow_of, op); }
+static inline uint32_t *op_of(const Run *r, uint32_t n) { return fab_deq_at(&r->op_of, n); }
+static inline uint32_t *slot_of(const Run *r, uint32_t n) { return fab_deq_at(&r->slot_of, n); }
+static inline FabFlowRec *rec_of(const Run *r, uint32_t n) { return fab_deq_at(&r->recs, n); }
+
+/* The run's time (its last event's), events and packets in the pool, over every partition of a run over
+** threads (read where no partition runs). */
+static inline fab_time_t run_now(const Run *r) { return r->par ? fab_par_now(r->par) : r->eng->now; }
+static inline uint64_t run_events(const Run *r) { return r->par ? fab_par_events(r->par) : r->eng->events; }
+static inline size_t run_live(const Run *r) { return r->par ? fab_par_live(r->par) : fab_pool_live(r->eng->pool); }
+
+/* Every RETIRE_EVERY reports, the executor forgets the ops it no longer
+** needs, once the results have folded them (collect.h): what it holds
+** follows the ops under way. The DAG itself belongs to the scenario and is
+** kept. A debug_checks build retires after every report, so that the whole
+** test suite checks that retiring changes no result. */
+#ifdef FAB_DEBUG_CHECKS
+#define RETIRE_EVERY 1
+#else
+#define RETIRE_EVERY 4096
+#endif
+
+/* driver.c: the reports of NICs and GPUs to the executor, the executor's
+** retirement, progress on stderr, and the way of a control message. */
+void fab_run__gpu_done(void *ctx, int which, uint32_t tag, fab_time_t began);
+void fab_run__flow_done(void *ctx, FabFlow *f);
+void fab_run__flow_sent(void *ctx, FabFlow *f);
+void fab_run__flow_release(void *ctx, FabFlow *f);
+void fab_run__retire(Run *r);
+void fab_run__progress(FabEngine *eng, void *ctx);
+fab_time_t fab_run__ctrl(void *ctx, uint32_t from, uint32_t to);
+
+/* run_par.c: a run over threads. */
+void fab_run__par_make(Run *r, const FabRunOpts *opts, uint32_t nids); /* or why not, on stderr (r->par NULL) */
+void fab_run__par_attach(Run *r, uint32_t h);    /* endpoint h's NIC and GPU report through their partition */
+void fab_run__par_free(Run *r);
+void fab_run__par_flush(Run *r, uint64_t *pkts, uint64_t *bytes); /* packets left in events of a stopped run */
+uint32_t fab_run__op_part(void *ctx, uint32_t op); /* FabExecHooks.part */
+/* ops [from, to) checked for the threads (NULL), or why they cannot run so, the first offender in *bad */
+const char *fab_run__cross_check(Run *r, uint32_t from, uint32_t to, uint32_t *bad);
+
+#endif
