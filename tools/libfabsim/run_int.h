@@ -54,6 +54,7 @@ typedef struct Run {
   FabFlow *failed;          /* the first flow that gave up */
   char *setup;              /* why the DAG cannot run (a generator's mistake), NULL: it can */
   gint64 last_report;       /* progress on stderr */
+  GHashTable *ctrl_ps;      /* (from << 32 | to) + 1 -> a control message's way + 1 (fab_run__ctrl), NULL: none yet */
 } Run;
 
 static inline uint32_t *flow_of(const Run *r, uint32_t op) { return fab_deq_at(&r->flow_of, op); }

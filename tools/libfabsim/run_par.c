@@ -177,6 +177,7 @@ char *fab_run_threads_check(const FabScenario *sc, FabTopology *topo, const FabP
   char *w = part_check(&r, p, dp);
   g_free(r.ep_rank);
   fab_deq_clear(&r.cpart);
+  if (r.ctrl_ps) g_hash_table_destroy(r.ctrl_ps);
   const char *why = fab_run_threads_refusal(sc);
   if (why || p->lookahead == 0) {
     g_free(w);
