@@ -62,7 +62,7 @@ void fab_run__retire(Run *r) {
   fab_deq_drop(&r->op_of, f);
   fab_deq_drop(&r->slot_of, f);
   fab_deq_drop(&r->flow_of, upto);
-  if (r->par) fab_deq_drop(&r->cpart, upto);
+  if (r->par) fab_deq_drop(&r->cpart, MIN(upto, fab_deq_end(&r->cpart))); /* short after a failed check */
   fab_dag_retire(dag, upto);
 }
 
@@ -324,7 +324,8 @@ static void grow(void *ctx, uint32_t from, uint32_t to) {
   number_flows(r, from, to);
   make_nvls(r, from, to);
   uint32_t bad, checked = (uint32_t)fab_deq_end(&r->cpart);
-  const char *why = r->par && to > checked ? fab_run__cross_check(r, MAX(from, checked), to, &bad) : NULL;
+  /* a run already failing (r->setup) checks no more: its reporters' list stops at the op that failed */
+  const char *why = r->par && !r->setup && to > checked ? fab_run__cross_check(r, MAX(from, checked), to, &bad) : NULL;
   if (why && !r->setup) { /* made as the run goes: too late to run on one thread */
     r->setup = g_strdup_printf("operation %u, made as the run went: %s (%.3f us): this run cannot go over "
                                "threads; run it without --threads", bad, why, (double)r->lookahead / 1e6);
