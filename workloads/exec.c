@@ -32,7 +32,7 @@ struct FabExec {
   fab_time_t max_pre;       /* the largest `pre` taken in */
   fab_time_t retired_t1;    /* the latest completion among retired ops */
   uint64_t inexact;         /* posts that used retired_t1 for a retired dependency it exceeded */
-  GArray *todo;             /* Done: ops to complete (a worklist, not recursion) */
+  GArray *todo;             /* Done: ops to complete, with their times (a worklist, not recursion) */
   FabLock *lock;            /* NULL: one engine; else held while a partition's thread runs it (fab_exec_set_lock) */
   uint32_t busy;            /* inside a release or a hook call: nothing may be retired now */
   bool draining, started;
@@ -180,21 +180,24 @@ static void ready(FabExec *x, uint32_t i) {
   x->busy++;
   if (i >= x->dag->batch0 && fab_dag_more(x->dag)) adopt(x); /* the newest batch begins: make the next */
   const FabOp *o = fab_dag_op(x->dag, i);
-  fab_time_t now = met_at(x, o);
+  /* one engine: met when the last report came, now (no walk over the dependencies per op) */
+  fab_time_t now = x->lock ? met_at(x, o) : x->eng->now;
 #ifdef FAB_DEBUG_CHECKS
-  if (!x->lock && now != x->eng->now) __builtin_trap(); /* one engine: met when the last report came */
+  if (!x->lock && met_at(x, o) != now) __builtin_trap();
 #endif
   if (o->kind <= FAB_OP_NVLS) { /* a flow posts itself, for later if need be: no event of ours */
     XOp *me = xop(x, i);
     me->state = FAB_EXEC_RUNNING;
     me->t0 = MAX(o->start, now);
     x->hooks.post(x->ctx, i, post_at(x, o, now));
-  } else if (MAX(o->start, now + (o->kind == FAB_OP_MARK ? o->pre : 0)) > now) {
-    uint64_t tie = (uint64_t)fab_elem_id(&x->el) << FAB_TIE_SEQ_BITS | (uint64_t)i << 1; /* our count is unused */
-    fab_time_t at = MAX(o->start, now + (o->kind == FAB_OP_MARK ? o->pre : 0));
-    fab_engine_part_at_tie(x->eng, x->hooks.part ? x->hooks.part(x->ctx, i) : 0, at, tie, x, i);
   } else {
-    begin(x, i, now);
+    fab_time_t at = MAX(o->start, now + (o->kind == FAB_OP_MARK ? o->pre : 0)); /* a mark's pre: a barrier's */
+    if (at > now) {
+      uint64_t tie = (uint64_t)fab_elem_id(&x->el) << FAB_TIE_SEQ_BITS | (uint64_t)i << 1; /* our count is unused */
+      fab_engine_part_at_tie(x->eng, x->hooks.part ? x->hooks.part(x->ctx, i) : 0, at, tie, x, i);
+    } else {
+      begin(x, i, now);
+    }
   }
   x->busy--;
 }

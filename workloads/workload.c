@@ -345,12 +345,10 @@ static const char *sweep_tag(const Sweep *s, uint32_t it) { return it < s->warmu
 ** meet at no cost (no public figure for a shared-memory barrier: a 0,
 ** as before this was modelled). */
 static fab_time_t sweep_barrier(const Sweep *s) {
-  uint32_t per = MAX(s->env.gpus_per_node, 1u), first = s->c.ranks[0] / per, nodes = 0;
-  for (uint32_t i = 0; i < s->c.nranks && nodes < 2; i++) nodes = s->c.ranks[i] / per != first ? 2 : 1;
-  if (nodes < 2) return 0;
+  uint32_t per = MAX(s->env.gpus_per_node, 1u);
   GHashTable *seen = g_hash_table_new(NULL, NULL);
   for (uint32_t i = 0; i < s->c.nranks; i++) g_hash_table_add(seen, GUINT_TO_POINTER(s->c.ranks[i] / per + 1));
-  uint32_t n = g_hash_table_size(seen), rounds = 0;
+  uint32_t n = g_hash_table_size(seen), rounds = 0; /* one node: no round */
   g_hash_table_destroy(seen);
   while ((1ull << rounds) < n) rounds++;
   return rounds * s->env.net_lat;

@@ -82,13 +82,15 @@ uint32_t fab_run__op_part(void *ctx, uint32_t op) {
 /* Ops [from, to) of the DAG checked for a run over threads, each op's
 ** reporter noted (r->cpart): NULL, or why they cannot run so (the rule:
 ** partition.h, FabPartDeps), the first offender in *bad. */
+static const char cross_why[] = "it waits for an operation that another partition reports, and would begin less "
+                                "than a lookahead after it";
+
 const char *fab_run__cross_check(Run *r, uint32_t from, uint32_t to, uint32_t *bad) {
   FabPartition view = {.rank = r->ep_rank};
   FabPartWalk w = {r->lookahead, fab_run__ctrl, r, true};
   FabPartDeps dp = {.min_ahead = FAB_TIME_MAX};
   *bad = fab_partition_walk(&view, r->sc->dag, from, to, &r->cpart, &w, &dp);
-  return *bad == FAB_OP_NONE ? NULL : "it waits for an operation that another partition reports, and would begin "
-                                      "less than a lookahead after it";
+  return *bad == FAB_OP_NONE ? NULL : cross_why;
 }
 
 /* The observers of the whole fabric at `t`, where the window ended just
@@ -166,9 +168,8 @@ static char *part_check(Run *r, const FabPartition *p, FabPartDeps *dp) {
   uint32_t bad = fab_partition_walk(p, dag, 0, fab_dag_len(dag), &r->cpart, &w, dp ? dp : &own);
   if (bad == FAB_OP_NONE) return NULL;
   const FabOp *o = fab_dag_op(dag, bad);
-  return g_strdup_printf("operation %u (a %s of rank %u): it waits for an operation that another partition "
-                         "reports, and would begin less than a lookahead after it (%.3f us)", bad,
-                         op_kind_names[o->kind], o->src, (double)r->lookahead / 1e6);
+  return g_strdup_printf("operation %u (a %s of rank %u): %s (%.3f us)", bad, op_kind_names[o->kind], o->src,
+                         cross_why, (double)r->lookahead / 1e6);
 }
 
 char *fab_run_threads_check(const FabScenario *sc, FabTopology *topo, const FabPartition *p, FabPartDeps *dp) {
