@@ -9,7 +9,7 @@ static void port_wake(FabEngine *eng, void *self, uint64_t arg);
 static void wire_wake(FabEngine *eng, void *self, uint64_t arg);
 static const void *wire_home(const void *self);
 const FabOps fab_port_ops = {"port", port_wake, NULL};
-const FabOps fab_wire_ops = {"wire", wire_wake, wire_home};
+const FabOps fab_wire_ops = {"wire", wire_wake, wire_home, true};
 
 void fab_port_init(FabPort *pt, FabNode *owner, uint32_t index, uint64_t bps, fab_time_t latency,
                    uint32_t nprio) {

@@ -371,6 +371,7 @@ const char *fab_switch_name(const FabSwitch *sw) { return sw->node.name; }
 uint32_t fab_switch_nports(const FabSwitch *sw) { return sw->nports; }
 const FabSwitchCfg *fab_switch_cfg(const FabSwitch *sw) { return &sw->cfg; }
 const FabSwitchStats *fab_switch_stats(const FabSwitch *sw) { return &sw->st; }
+void fab_switch_set_stats(FabSwitch *sw, const FabSwitchStats *st) { sw->st = *st; }
 uint32_t fab_switch_nendpoints(const FabSwitch *sw) { return sw->nendpoints; }
 
 FabPort *fab_switch_port_at(FabSwitch *sw, uint32_t i) {

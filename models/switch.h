@@ -156,6 +156,8 @@ uint32_t fab_switch_nports(const FabSwitch *sw);
 FabPort *fab_switch_port_at(FabSwitch *sw, uint32_t i);  /* port i, i < nports */
 const FabSwitchCfg *fab_switch_cfg(const FabSwitch *sw);
 const FabSwitchStats *fab_switch_stats(const FabSwitch *sw);
+/* Replace them (a run over processes gathers each switch's from the process that ran it). */
+void fab_switch_set_stats(FabSwitch *sw, const FabSwitchStats *st);
 
 /* The switch a node is, or NULL when it is another kind of node. */
 FabSwitch *fab_switch_of(FabNode *n);

@@ -53,11 +53,16 @@ FabPort *const *fab_watchdog_cycle(const FabWatchdog *w, uint32_t *n) {
 void fab_watchdog_start(FabEngine *eng, FabWatchdog *w) { fab_engine_after(eng, w->period, w, w->period); }
 
 typedef struct Dfs {
+  const FabWatchdog *w;
   uint32_t prio;
   GHashTable *state;  /* FabPort * -> 1 on the stack, 2 done */
   GPtrArray *stack;
   GPtrArray *cycle;
 } Dfs;
+
+static bool blocked(const FabWatchdog *w, const FabPort *p, uint32_t q) {
+  return w->hooks.port_blocked ? w->hooks.port_blocked(w->ctx, p, q) : fab_port_blocked(p, q);
+}
 
 /* Follow the waits of blocked port p; true when a cycle was found (in d->cycle). */
 static bool dfs(Dfs *d, FabPort *p) {
@@ -67,11 +72,12 @@ static bool dfs(Dfs *d, FabPort *p) {
   if (t) {
     uint32_t np = fab_switch_nports(t);
     FabPort **holders = g_new(FabPort *, np);
-    uint32_t n = fab_switch_holders(t, p->peer->index, d->prio, holders, np);
+    uint32_t n = d->w->hooks.holders ? d->w->hooks.holders(d->w->ctx, p, d->prio, holders, np)
+                                     : fab_switch_holders(t, p->peer->index, d->prio, holders, np);
     bool found = false;
     for (uint32_t i = 0; i < n && !found; i++) {
       FabPort *e = holders[i];
-      if (!fab_port_blocked(e, d->prio)) continue;
+      if (!blocked(d->w, e, d->prio)) continue;
       guint st = GPOINTER_TO_UINT(g_hash_table_lookup(d->state, e));
       if (st == 1) { /* back edge: the cycle is the stack from e on */
         guint at = 0;
@@ -93,13 +99,13 @@ static bool dfs(Dfs *d, FabPort *p) {
 static bool find_deadlock(FabWatchdog *w) {
   uint32_t nprio = w->nsw ? fab_switch_cfg(w->sw[0])->nprio : 0;
   for (uint32_t prio = 0; prio < nprio; prio++) {
-    Dfs d = {prio, g_hash_table_new(NULL, NULL), g_ptr_array_new(), w->cycle};
+    Dfs d = {w, prio, g_hash_table_new(NULL, NULL), g_ptr_array_new(), w->cycle};
     bool found = false;
     for (uint32_t s = 0; s < w->nsw && !found; s++) {
       FabSwitch *sw = w->sw[s];
       for (uint32_t i = 0; i < fab_switch_nports(sw) && !found; i++) {
         FabPort *p = fab_switch_port_at(sw, i);
-        if (fab_port_blocked(p, prio) && !g_hash_table_contains(d.state, p)) found = dfs(&d, p);
+        if (blocked(w, p, prio) && !g_hash_table_contains(d.state, p)) found = dfs(&d, p);
       }
     }
     g_hash_table_destroy(d.state);
@@ -119,8 +125,9 @@ static bool any_blocked(const FabWatchdog *w) {
 bool fab_watchdog_look(FabWatchdog *w) {
   if (w->hooks.finished(w->ctx)) return false;
   uint64_t now = w->hooks.progress(w->ctx);
-  if (now == w->last && any_blocked(w)) {
+  if (now == w->last && (w->hooks.blocked ? w->hooks.blocked(w->ctx, any_blocked(w)) : any_blocked(w))) {
     w->stalled = true;
+    if (w->hooks.gather) w->hooks.gather(w->ctx);
     find_deadlock(w);
     return false;
   }

@@ -22,6 +22,15 @@
 typedef struct FabWatchdogHooks {
   bool (*finished)(void *ctx);     /* the workload is done: stop watching */
   uint64_t (*progress)(void *ctx); /* grows whenever a packet is delivered anywhere */
+  /* optional: whether a port is blocked anywhere, given whether one of these is (a run over processes asks
+  ** the others) */
+  bool (*blocked)(void *ctx, bool here);
+  /* optional, a run over processes: before a deadlock is looked for (every process), gather what the two below
+  ** answer from the process that runs each port: whether port p cannot send priority q (fab_port_blocked), and
+  ** the egress ports of the switch at p's far end holding what came in from p (fab_switch_holders) */
+  void (*gather)(void *ctx);
+  bool (*port_blocked)(void *ctx, const FabPort *p, uint32_t q);
+  uint32_t (*holders)(void *ctx, const FabPort *p, uint32_t q, FabPort **out, uint32_t max);
 } FabWatchdogHooks;
 
 typedef struct FabWatchdog FabWatchdog;

@@ -73,6 +73,9 @@ typedef struct FabOps {
   ** sim/par.h), for one that shares its id with another (a port's wire runs
   ** with the port's peer); NULL: itself */
   const void *(*home)(const void *self);
+  /* its events' arg, when scheduled from another partition, is an object of the engine's pool (a packet on a
+  ** cut wire) that a run over processes copies across (sim/par.h) */
+  bool carries;
 } FabOps;
 
 #define FAB_TIE_SEQ_BITS 40

@@ -2,6 +2,7 @@
 #include "par.h"
 #include <glib.h>
 #include <stdatomic.h>
+#include <string.h>
 
 typedef struct Out {
   fab_time_t t;
@@ -72,6 +73,11 @@ struct FabPar {
   fab_time_t end;     /* the window to run (set by thread 0 before the barrier) */
   bool quit;          /* no more windows */
   bool *bad;          /* per partition: its engine's time went back, or it was handed an event in its past */
+  /* over processes (fab_par_set_net): only partition net.self runs here */
+  bool over_net;
+  FabParNet net;
+  FabParCodec codec;
+  GByteArray **out, **in; /* per process: this window's messages */
 };
 
 static inline GArray *box_at(const FabPar *par, uint32_t set, uint32_t from, uint32_t to) {
@@ -120,6 +126,12 @@ void fab_par_free(FabPar *par) {
   g_free(par->handed);
   g_free(par->bad);
   g_free(par->part_of);
+  for (uint32_t k = 0; par->out && k < par->n; k++) {
+    g_byte_array_unref(par->out[k]);
+    g_byte_array_unref(par->in[k]);
+  }
+  g_free(par->out);
+  g_free(par->in);
   g_free(par);
 }
 
@@ -157,6 +169,7 @@ void fab_par_push_to(FabEngine *eng, uint32_t to, fab_time_t t, uint64_t tie, vo
     fab_evq_push(eng->evq, t, tie, target, arg);
     return;
   }
+  if (par->over_net && !eng->cur) return; /* every process does the same: that partition's own makes it */
   Out o = {t, tie, target, arg};
   g_array_append_val(box_at(par, par->set, from, to), o);
   fab_time_t *min = &par->boxmin[par->set * par->n + from];
@@ -272,8 +285,145 @@ static void settle(FabPar *par) {
   for (uint32_t k = 0; k < par->n; k++) drain(par, set, k, par->not_before);
 }
 
+void fab_par_set_net(FabPar *par, const FabParNet *net, const FabParCodec *codec) {
+  g_assert(net->n == par->n && net->self < par->n);
+  par->over_net = true;
+  par->net = *net;
+  par->codec = *codec;
+  par->out = g_new(GByteArray *, par->n);
+  par->in = g_new(GByteArray *, par->n);
+  for (uint32_t k = 0; k < par->n; k++) {
+    par->out[k] = g_byte_array_new();
+    par->in[k] = g_byte_array_new();
+  }
+}
+
+const FabParNet *fab_par_net(const FabPar *par) { return par->over_net ? &par->net : NULL; }
+
+/* An event on the way to another process: time, key, target's number, arg
+** (or the carried object's bytes after it). */
+typedef struct Wire {
+  fab_time_t t;
+  uint64_t tie;
+  uint64_t arg;
+  uint32_t target;
+  uint32_t carried; /* bytes of object after it */
+} Wire;
+
+/* This window's events for other processes into their messages (a carried
+** object fixed up and given back to the pool), then the owner's payload. */
+static void net_pack(FabPar *par) {
+  uint32_t me = par->net.self;
+  FabEngine *eng = par->eng[me];
+  size_t osz = fab_pool_size(eng->pool);
+  GByteArray *payload = g_byte_array_new();
+  if (par->codec.pack) par->codec.pack(par->codec.ctx, payload);
+  for (uint32_t k = 0; k < par->n; k++) {
+    GByteArray *m = par->out[k];
+    g_byte_array_set_size(m, 0);
+    if (k == me) continue;
+    GArray *b = box_at(par, par->set, me, k);
+    uint64_t nev = b->len;
+    g_byte_array_append(m, (const guint8 *)&nev, sizeof nev);
+    for (guint i = 0; i < b->len; i++) {
+      const Out *o = &g_array_index(b, Out, i);
+      bool carried = ((const FabElem *)o->target)->ops->carries;
+      Wire w = {o->t, o->tie, carried ? 0 : o->arg, par->codec.number(par->codec.ctx, o->target),
+                carried ? (uint32_t)osz : 0};
+      g_byte_array_append(m, (const guint8 *)&w, sizeof w);
+      if (carried) {
+        void *obj = (void *)(uintptr_t)o->arg;
+        par->codec.fix(par->codec.ctx, o->target, obj, true);
+        g_byte_array_append(m, obj, (guint)osz);
+        fab_pool_put(eng->pool, obj);
+      }
+    }
+    g_array_set_size(b, 0);
+    g_byte_array_append(m, payload->data, payload->len);
+  }
+  g_byte_array_unref(payload);
+  par->boxmin[par->set * par->n + me] = FAB_TIME_MAX;
+}
+
+/* What the others sent: their payloads first (in partition order), then
+** their events into this partition's queue, none before `from`. */
+static void net_unpack(FabPar *par, fab_time_t from) {
+  uint32_t me = par->net.self;
+  FabEngine *eng = par->eng[me];
+  size_t *at = g_new0(size_t, par->n);
+  for (uint32_t k = 0; k < par->n; k++) { /* skip the events to the payload */
+    if (k == me) continue;
+    const GByteArray *m = par->in[k];
+    uint64_t nev;
+    g_assert(m->len >= sizeof nev);
+    memcpy(&nev, m->data, sizeof nev);
+    size_t p = sizeof nev;
+    for (uint64_t i = 0; i < nev; i++) {
+      Wire w;
+      memcpy(&w, m->data + p, sizeof w);
+      p += sizeof w + w.carried;
+    }
+    at[k] = p;
+    if (par->codec.apply) par->codec.apply(par->codec.ctx, k, m->data + p, m->len - p);
+  }
+  for (uint32_t k = 0; k < par->n; k++) {
+    if (k == me) continue;
+    const GByteArray *m = par->in[k];
+    size_t p = sizeof(uint64_t);
+    while (p < at[k]) {
+      Wire w;
+      memcpy(&w, m->data + p, sizeof w);
+      p += sizeof w;
+      void *target = par->codec.target(par->codec.ctx, w.target);
+      uint64_t arg = w.arg;
+      if (w.carried) {
+        void *obj = fab_pool_take(eng->pool);
+        memcpy(obj, m->data + p, w.carried);
+        p += w.carried;
+        par->codec.fix(par->codec.ctx, target, obj, false);
+        arg = (uint64_t)(uintptr_t)obj;
+      }
+      if (w.t < from) par->bad[me] = true; /* a delay shorter than the lookahead */
+      fab_evq_push(eng->evq, w.t, w.tie, target, arg);
+      par->handed[me]++;
+    }
+  }
+  g_free(at);
+}
+
+/* The run over processes: each window, this partition's events, then the
+** exchange, then the owner's hook; the next window from the earliest event
+** of all (and whether any process stopped or went wrong). */
+static bool run_net(FabPar *par, fab_time_t until) {
+  uint32_t me = par->net.self;
+  FabEngine *eng = par->eng[me];
+  for (;;) {
+    uint64_t v[3] = {fab_evq_peek_time(eng->evq), par->stop || eng->stopped, par->bad[me]};
+    par->net.reduce(par->net.ctx, v, 1, 3);
+    if (v[2]) return false;
+    fab_time_t T = v[0], first = MIN(T, par->sync), end;
+    if (v[1] || first == FAB_TIME_MAX || first > until) break;
+    end = T > FAB_TIME_MAX - par->lookahead ? FAB_TIME_MAX : T + par->lookahead - 1;
+    if (end >= par->sync) end = par->sync - 1;
+    if (end > until) end = until;
+    if (!fab_engine_run(eng, end)) par->bad[me] = true;
+    net_pack(par);
+    par->net.exchange(par->net.ctx, par->out, par->in);
+    par->not_before = end == FAB_TIME_MAX ? end : end + 1;
+    net_unpack(par, par->not_before);
+    par->windows++;
+    if (par->hook) par->hook(par, end, par->hook_ctx);
+  }
+  return !par->bad[me];
+}
+
 bool fab_par_run(FabPar *par, fab_time_t until) {
   par->stop = false;
+  if (par->over_net) { /* what was scheduled before the run for this partition is in its queue already */
+    for (uint32_t k = 0; k < par->n; k++) g_assert(box_at(par, par->set, par->net.self, k)->len == 0);
+    par->not_before = 0;
+    return run_net(par, until);
+  }
   settle(par); /* what was scheduled before the run: anything goes */
   for (uint32_t k = 0; k < par->n; k++)
     if (par->bad[k]) return false;

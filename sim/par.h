@@ -44,13 +44,24 @@
 ** driver does what it cannot do while partitions run (releasing flows,
 ** forgetting done operations, the watchdog's and the sampler's looks;
 ** tools/libfabsim/run_par.c). What the partitions share while they run
-** (the workload's executor) they take under a FabLock. Not yet: a run
-** spread over processes (MPI), with the handover a message (issue 14).
+** (the workload's executor) they take under a FabLock.
+**
+** Over processes (fab_par_set_net): every process builds the whole model and
+** runs one partition, its own; the others' engines stay idle. At each
+** window's end the events for other partitions travel as messages (their
+** targets by number, a carried pool object, a packet, by value: FabOps.
+** carries), with the owner's own payload (what the others must hear of,
+** tools/libfabsim/run_net.c); the next window starts at the earliest event
+** of all processes. What a process schedules for another partition while
+** no element of it runs (before the run, or from the owner's payload) is
+** dropped: every process does the same, and the owner of that partition
+** schedules its own.
 */
 #ifndef FAB_PAR_H
 #define FAB_PAR_H
 
 #include <sched.h>
+#include <glib.h>
 #include <stdatomic.h>
 #include "engine.h"
 
@@ -129,6 +140,41 @@ void fab_par_lock_init(const FabPar *par, FabLock *l);
 ** all on the caller's (the default). */
 void fab_par_set_threads(FabPar *par, bool on);
 
+/* A run over processes: the messages between them (an MPI transport:
+** tools/libfabsim/mpi.c). Every process calls each function at the same
+** point of the run. */
+typedef struct FabParNet {
+  uint32_t self;  /* this process's partition (its rank) */
+  uint32_t n;     /* processes, = partitions */
+  void *ctx;
+  /* out[k] to process k (out[self] is empty), what each sent to this one into in[k] (emptied first) */
+  void (*exchange)(void *ctx, GByteArray *const *out, GByteArray *const *in);
+  /* every process's `mine` into all[k] (all[self] a copy; emptied first) */
+  void (*allgather)(void *ctx, const GByteArray *mine, GByteArray *const *all);
+  /* v[i]: the smallest over the processes for i < nmin, the largest for the rest up to n */
+  void (*reduce)(void *ctx, uint64_t *v, uint32_t nmin, uint32_t n);
+} FabParNet;
+
+/* How an event travels between processes: its target by number, and the
+** pool object a FabOps.carries target gets as its arg, fixed up on the way
+** out (`out`) and in (names that differ between the processes). */
+typedef struct FabParCodec {
+  uint32_t (*number)(void *ctx, const void *target);
+  void *(*target)(void *ctx, uint32_t number);
+  void (*fix)(void *ctx, const void *target, void *obj, bool out);
+  /* the owner's payload: appended to what goes to every other process (pack), then handed back per sender in
+  ** partition order, before that window's events are taken in (apply) */
+  void (*pack)(void *ctx, GByteArray *out);
+  void (*apply)(void *ctx, uint32_t from, const uint8_t *buf, size_t len);
+  void *ctx;
+} FabParCodec;
+
+/* Run partition net->self only, the others in the other processes (both
+** copied; n must be the run's partitions). */
+void fab_par_set_net(FabPar *par, const FabParNet *net, const FabParCodec *codec);
+/* The transport, NULL: one process. */
+const FabParNet *fab_par_net(const FabPar *par);
+
 /* End the run after the current window (an engine's fab_engine_stop does
 ** too). */
 void fab_par_stop(FabPar *par);
@@ -139,7 +185,7 @@ void fab_par_stop(FabPar *par);
 bool fab_par_run(FabPar *par, fab_time_t until);
 
 /* Events of all partitions so far; windows run; events handed between
-** partitions. */
+** partitions. Over processes: this process's. */
 uint64_t fab_par_events(const FabPar *par);
 /* The latest time an engine reached (the last event's), and the packets
 ** live in all the pools. */

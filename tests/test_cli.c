@@ -490,10 +490,11 @@ Test(cli, two_scenarios) {
   g_free(i);
 }
 
-Test(cli, run_under_mpirun_is_refused) {
-  /* mpirun -np 2 fabsim run: each rank would run the whole scenario; until
-  ** one simulation spans ranks, that is a usage error naming the variable,
-  ** with nothing on stdout. A world of one is a plain run. */
+Test(cli, run_under_an_unknown_launcher_is_refused) {
+  /* A launcher's variables say 2 ranks, but MPI (or a fabsim built without
+  ** it) sees one process: each rank would run the whole scenario. That is a
+  ** usage error naming the variable, with nothing on stdout. A world of one
+  ** is a plain run. (mpirun itself: tests/test_mpi.py.) */
   g_setenv("OMPI_COMM_WORLD_SIZE", "2", TRUE);
   g_setenv("OMPI_COMM_WORLD_RANK", "1", TRUE);
   Proc p = RUN("run", "--json");

@@ -7,6 +7,7 @@
 #include <unistd.h>
 #include "args.h"
 #include "cmds.h"
+#include "mpi_net.h"
 #include "tools/libfabsim/driver.h"
 #include "tools/libfabsim/h5out.h"
 #include "tools/libfabsim/json.h"
@@ -118,9 +119,8 @@ static int outputs(const FabScenario *sc, const FabArgs *a, const FabResults *re
   return rc;
 }
 
-/* Started as one of several MPI ranks (mpirun -np N, N > 1)? One simulation
-** over several processes is not built yet: N copies would each run the
-** whole scenario. Say so instead (the name of the variable that told). */
+/* Started as one of several MPI ranks (mpirun -np N, N > 1)? Then the run
+** is spread over them: the name of the variable that told, or NULL. */
 static const char *mpi_world(void) {
   static const char *const envs[] = {"OMPI_COMM_WORLD_SIZE", "PMI_SIZE"};
   for (size_t i = 0; i < G_N_ELEMENTS(envs); i++) {
@@ -130,17 +130,45 @@ static const char *mpi_world(void) {
   return NULL;
 }
 
+/* One of several MPI ranks: MPI started and its transport in *net, the
+** others' output (but the first's) silenced; false after why not. */
+static bool join_world(const char *world, const FabArgs *a, FabParNet *net) {
+  char *why = NULL;
+  if (a->given[RUN_THREADS] && a->num[RUN_THREADS] > 1) {
+    fprintf(stderr, "fabsim run: --threads and several MPI ranks (%s=%s) do not go together yet: one partition "
+            "per process\n", world, getenv(world));
+    return false;
+  }
+  if (!fab_mpi_start(NULL, NULL, net, &why)) {
+    fprintf(stderr, "fabsim run: started as one of %s MPI ranks (%s), but %s\n", getenv(world), world, why);
+    g_free(why);
+    return false;
+  }
+  if (net->n < 2) { /* N copies would each run the whole scenario */
+    fprintf(stderr, "fabsim run: started as one of %s MPI ranks (%s), but MPI sees a world of one process: "
+            "mpirun and the MPI fabsim was built with differ (or the variable was set by hand); each rank would "
+            "run the whole scenario. Use the mpirun of the MPI fabsim was built with; a sweep's points spread "
+            "over ranks with `mpirun -np N fabsim sweep ...` or `--shard I/N`; `fabsim validate SCENARIO "
+            "--partition N` shows the cut a run would use\n", getenv(world), world);
+    fab_mpi_end();
+    return false;
+  }
+  if (net->self != 0) { /* the first process prints the results and every message */
+    if (!freopen("/dev/null", "w", stdout) || !freopen("/dev/null", "w", stderr)) return true;
+  }
+  return true;
+}
+
 static int cmd_run(int argc, char **argv) {
   FabArgs a;
   int rc = fab_args_parse(&run_cmd, argc, argv, &a);
   if (rc < 0 && !take_max_memory(&run_cmd, &a)) rc = EXIT_USAGE;
   const char *world = rc < 0 ? mpi_world() : NULL;
+  FabParNet net = {0};
+  bool mpi = false;
   if (world) {
-    fprintf(stderr, "fabsim run: started as one of %s MPI ranks (%s): one simulation over several processes is "
-            "not built yet, and each rank would run the whole scenario; run it as one process, or spread a "
-            "sweep's points over ranks with `mpirun -np N fabsim sweep ...` (`fabsim validate SCENARIO "
-            "--partition N` shows the cut such a run would use)\n", getenv(world), world);
-    rc = EXIT_USAGE;
+    mpi = join_world(world, &a, &net);
+    if (!mpi) rc = EXIT_USAGE;
   }
   if (rc < 0) {
     FabScenario *sc = load(fab_args_pos(&a, 0), &a);
@@ -151,16 +179,20 @@ static int cmd_run(int argc, char **argv) {
       if (!check_hdf5(sc, &a)) {
         fab_scenario_free(sc);
         fab_args_clear(&a);
+        if (mpi) fab_mpi_end();
         return EXIT_USAGE;
       }
       FabRunOpts opts = {.progress = !a.flag[RUN_NO_PROGRESS] && isatty(STDERR_FILENO) && !a.flag[RUN_JSON],
-                         .threads = a.given[RUN_THREADS] ? (uint32_t)a.num[RUN_THREADS] : 1};
+                         .threads = a.given[RUN_THREADS] ? (uint32_t)a.num[RUN_THREADS] : 1,
+                         .net = mpi ? &net : NULL};
       FabResults res;
-      rc = outputs(sc, &a, &res, fab_run(sc, &opts, &res));
+      rc = fab_run(sc, &opts, &res);
+      rc = res.elsewhere ? 0 : outputs(sc, &a, &res, rc); /* the first process tells */
       fab_results_clear(&res);
       fab_scenario_free(sc);
     }
   }
+  if (mpi) fab_mpi_end();
   fab_args_clear(&a);
   return rc;
 }
@@ -182,7 +214,7 @@ static gboolean print_partition(const FabScenario *sc, uint32_t n) {
     if (why) printf("threads: `fabsim run --threads %u` would run on one thread: %s\n", n, why);
     else printf("threads: `fabsim run --threads %u` runs on this cut, a thread per rank\n", n);
     g_free(why);
-    printf("processes: a run over several processes is not built yet (issue 14)\n");
+    printf("processes: `mpirun -np %u fabsim run` runs %s\n", n, why ? "in the first process alone" : "on this cut, a process per rank");
     fab_partition_clear(&p);
   } else {
     fprintf(stderr, "fabsim validate: %s\n", err->message);

@@ -194,7 +194,8 @@ static void ready(FabExec *x, uint32_t i) {
     fab_time_t at = MAX(o->start, now + (o->kind == FAB_OP_MARK ? o->pre : 0)); /* a mark's pre: a barrier's */
     if (at > now) {
       uint64_t tie = (uint64_t)fab_elem_id(&x->el) << FAB_TIE_SEQ_BITS | (uint64_t)i << 1; /* our count is unused */
-      fab_engine_part_at_tie(x->eng, x->hooks.part ? x->hooks.part(x->ctx, i) : 0, at, tie, x, i);
+      uint32_t part = x->hooks.part ? x->hooks.part(x->ctx, i) : 0;
+      if (part != FAB_EXEC_ELSEWHERE) fab_engine_part_at_tie(x->eng, part, at, tie, x, i);
     } else {
       begin(x, i, now);
     }
@@ -267,9 +268,12 @@ static void exec_wake(FabEngine *eng, void *self, uint64_t arg) {
     fab_lock(x->lock);
     x->eng = eng;
   }
+  if (x->hooks.woke) x->hooks.woke(x->ctx, (uint32_t)arg);
   begin(x, (uint32_t)arg, eng->now);
   if (x->lock) fab_unlock(x->lock);
 }
+
+void fab_exec_wake(FabExec *x, uint32_t op) { begin(x, op, x->eng->now); }
 
 void fab_exec_set_lock(FabExec *x, FabLock *lock) { x->lock = lock; }
 void fab_exec_set_engine(FabExec *x, FabEngine *eng) { x->eng = eng; }

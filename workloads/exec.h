@@ -57,9 +57,14 @@ typedef struct FabExecHooks {
   void (*grow)(void *ctx, uint32_t from, uint32_t to); /* ops [from, to) were taken in (NULL: not told) */
   /* ps a control message takes from endpoint `from` to `to` (a receiver-driven flow's, FAB_FLOW_RDV; NULL: 0) */
   fab_time_t (*ctrl)(void *ctx, uint32_t from, uint32_t to);
-  /* a parallel run: the partition where a non-flow op that waits for its start time begins (NULL: 0) */
+  /* a parallel run: the partition where a non-flow op that waits for its start time begins (NULL: 0;
+  ** FAB_EXEC_ELSEWHERE: another process's, which begins it there: not scheduled here) */
   uint32_t (*part)(void *ctx, uint32_t op);
+  /* optional: such an op begins now, on its own event (a run over processes tells the others: fab_exec_wake) */
+  void (*woke)(void *ctx, uint32_t op);
 } FabExecHooks;
+
+#define FAB_EXEC_ELSEWHERE UINT32_MAX
 
 /* Op states. */
 enum { FAB_EXEC_WAITING = 0, FAB_EXEC_RUNNING = 1, FAB_EXEC_DONE = 2 };
@@ -82,6 +87,10 @@ FabElem *fab_exec_elem(FabExec *x);
 ** lock themselves. Between windows, any engine of the run. */
 void fab_exec_set_lock(FabExec *x, FabLock *lock);
 void fab_exec_set_engine(FabExec *x, FabEngine *eng);
+
+/* Op `op`, which waited for its start time in another process, began
+** there at the engine's now: begin it here too (a run over processes). */
+void fab_exec_wake(FabExec *x, uint32_t op);
 FabEngine *fab_exec_engine(const FabExec *x);
 
 /* Make the ops without dependencies ready (before the loop, at eng->now). */

@@ -16,17 +16,17 @@ static void post(void *ctx, uint32_t op, fab_time_t at) {
   uint32_t n = *flow_of(r, op);
   FabFlow *f = *slot_of(r, n) != FAB_OP_NONE ? fab_flow_at(&r->table, *slot_of(r, n)) : flow_make(r, n);
   f->start = at;
-  fab_nic_post(fab_exec_engine(r->exec), &r->topo->nics[f->src], f);
+  if (fab_run__here(r, f->src)) fab_nic_post(fab_exec_engine(r->exec), &r->topo->nics[f->src], f);
 }
 
 static void compute(void *ctx, uint32_t op, uint32_t rank, fab_time_t dur) {
   Run *r = ctx;
-  fab_gpu_submit(fab_exec_engine(r->exec), &r->topo->gpus[rank], FAB_GPU_COMPUTE, dur, op);
+  if (fab_run__here(r, rank)) fab_gpu_submit(fab_exec_engine(r->exec), &r->topo->gpus[rank], FAB_GPU_COMPUTE, dur, op);
 }
 
 static void reduce(void *ctx, uint32_t op, uint32_t rank, fab_time_t dur) {
   Run *r = ctx;
-  fab_gpu_submit(fab_exec_engine(r->exec), &r->topo->gpus[rank], FAB_GPU_REDUCE, dur, op);
+  if (fab_run__here(r, rank)) fab_gpu_submit(fab_exec_engine(r->exec), &r->topo->gpus[rank], FAB_GPU_REDUCE, dur, op);
 }
 
 static const FabFlowRec *rec_for(const void *ctx, uint32_t op) { return rec_of(ctx, *flow_of(ctx, op)); }
@@ -114,7 +114,8 @@ void fab_run__flow_release(void *ctx, FabFlow *f) {
   record(r, f);
   check_bytes(r, f);
   *slot_of(r, f->id) = FAB_OP_NONE;
-  fab_flow_table_put_in(&r->table, f, r->par ? r->topo->nics[f->src].port.part : 0);
+  /* over threads, its sender's partition takes it again; over processes, this one's */
+  fab_flow_table_put_in(&r->table, f, r->net ? r->net->self : r->par ? r->topo->nics[f->src].port.part : 0);
 }
 
 static const FabFlow *flow_by_number(void *ctx, uint32_t n) {
@@ -137,7 +138,12 @@ static uint64_t delivered(void *ctx) {
   const Run *r = ctx;
   uint64_t n = 0;
   for (uint32_t h = 0; h < r->topo->nhosts; h++) n += r->topo->nics[h].rx_data_pkts + r->topo->nics[h].rx_ctrl_pkts;
-  return n;
+  return r->net ? fab_run__net_sum(r, n) : n; /* over processes: the others' NICs are idle copies here */
+}
+
+static bool blocked(void *ctx, bool here) {
+  const Run *r = ctx;
+  return r->net ? fab_run__net_sum(r, here) != 0 : here;
 }
 
 /* On the engine's tick, or between a run over threads' windows. */
@@ -354,8 +360,9 @@ static void wire(Run *r, const FabRunOpts *opts) {
   const FabScenario *sc = r->sc;
   r->topo = fab_topology_build(&sc->fabric);
   uint32_t id = fab_topology_number(r->topo, 2); /* 0, 1: the watchdog's and the sampler's (first at their time) */
-  if (opts->threads > 1) fab_run__par_make(r, opts, id + 1); /* the executor's id too */
-  r->eng = r->par ? fab_par_engine(r->par, 0) : fab_engine_new(sc->seed, sizeof(FabPkt));
+  r->net = opts->net && opts->net->n > 1 ? opts->net : NULL;
+  if (opts->threads > 1 || r->net) fab_run__par_make(r, opts, id + 1); /* the executor's id too */
+  r->eng = r->par ? fab_par_engine(r->par, r->net ? r->net->self : 0) : fab_engine_new(sc->seed, sizeof(FabPkt));
   fab_flow_table_init(&r->table);
   fab_deq_init(&r->recs, sizeof(FabFlowRec));
   fab_deq_init(&r->flow_of, sizeof(uint32_t));
@@ -363,7 +370,7 @@ static void wire(Run *r, const FabRunOpts *opts) {
   fab_deq_init(&r->slot_of, sizeof(uint32_t));
   r->unfolds = sc->dag->more && !sc->dag->exhausted;
   r->keep_flows = !r->unfolds || sc->hdf5 || opts->keep_flows;
-  static const FabExecHooks hooks = {post, compute, reduce, grow, fab_run__ctrl, fab_run__op_part};
+  static const FabExecHooks hooks = {post, compute, reduce, grow, fab_run__ctrl, fab_run__op_part, fab_run__woke};
   r->exec = fab_exec_new(r->eng, sc->dag, &hooks, r); /* numbers the first batch's flows (grow) */
   r->coll = fab_collect_new(sc->dag);
   for (uint32_t h = 0; h < r->topo->nhosts; h++) {
@@ -381,6 +388,7 @@ static void wire(Run *r, const FabRunOpts *opts) {
       r->topo->gpus[h].ctx = r;
     }
   }
+  if (r->net) fab_run__net_attach(r);
   fab_elem_set_id(fab_exec_elem(r->exec), id++);
   if (r->par) {
     fab_exec_set_lock(r->exec, &r->lock);
@@ -402,9 +410,11 @@ static void wire(Run *r, const FabRunOpts *opts) {
   if ((pfc->enabled || sc->fabric.sw.credits) && pfc->watchdog) { /* lossless: PFC or InfiniBand credits */
     GPtrArray *ports = g_ptr_array_new();
     fab_topology_foreach_port(r->topo, add_port, ports);
-    static const FabWatchdogHooks wh = {finished, delivered};
+    static const FabWatchdogHooks wh = {finished, delivered, blocked};
+    static const FabWatchdogHooks wh_net = {finished, delivered, blocked, fab_run__wd_gather, fab_run__wd_blocked,
+                                            fab_run__wd_holders};
     r->wd = fab_watchdog_new(pfc->watchdog, r->topo->switches, r->topo->nswitches, (FabPort *const *)ports->pdata,
-                             ports->len, &wh, r);
+                             ports->len, r->net ? &wh_net : &wh, r);
     g_ptr_array_free(ports, TRUE);
     fab_elem_set_id(fab_watchdog_elem(r->wd), 0);
   }
@@ -718,8 +728,24 @@ static void failure_baseline(const FabScenario *sc, FabResults *res) {
 
 static bool run_drained(const Run *r) {
   if (!r->par) return fab_evq_size(r->eng->evq) == 0;
-  for (uint32_t k = 0; k < fab_par_parts(r->par); k++)
-    if (fab_evq_size(fab_par_engine(r->par, k)->evq)) return false;
+  uint64_t left = 0;
+  for (uint32_t k = 0; k < fab_par_parts(r->par); k++) left += fab_evq_size(fab_par_engine(r->par, k)->evq);
+  return (r->net ? fab_run__net_sum(r, left) : left) == 0;
+}
+
+/* A run over processes is over: each empties its part of the fabric, and
+** the first gathers every process's counters into its copies of the
+** elements the others ran (run_net.c). false: not the first. */
+static bool net_end(Run *r, bool drained, Totals *tot, GString **fail) {
+  fab_topology_foreach_port(r->topo, flush_one, tot); /* the others' are empty copies here */
+  FabNetTotals nt = {.flushed = tot->flushed, .flushed_bytes = tot->flushed_bytes};
+  if (!fab_run__net_gather(r, &nt)) return false;
+  r->gathered = true;
+  r->net_tot = nt;
+  tot->flushed = nt.flushed;
+  tot->flushed_bytes = nt.flushed_bytes;
+  if (drained && nt.runt_held)
+    failf(fail, "internal error: a NIC another process ran ends with runt budget held");
   return true;
 }
 
@@ -728,6 +754,11 @@ int fab_run(const FabScenario *sc, const FabRunOpts *opts, FabResults *res) {
   GString *fail = NULL;
   memset(res, 0, sizeof *res);
   wire(&r, opts);
+  if (r.elsewhere) { /* over processes, but it cannot be split: the first runs it alone */
+    run_free(&r);
+    res->elsewhere = true;
+    return 0;
+  }
   fab_exec_start(r.exec); /* the roots first, then the sampler's and the watchdog's first events */
   if (r.par) { /* the observers look between windows (observe) */
     r.wd_next = r.wd ? fab_watchdog_period(r.wd) : FAB_TIME_MAX;
@@ -746,9 +777,15 @@ int fab_run(const FabScenario *sc, const FabRunOpts *opts, FabResults *res) {
   if (opts->progress) fprintf(stderr, "\r%70s\r", "");
   if (!time_ok) failf(&fail, "internal error: an event was scheduled in the past");
   bool drained = run_drained(&r);
-  check_end(&r, drained, &fail);
-  Totals tot = {.now = run_now(&r), .eng = r.eng};
+  Totals tot = {.eng = r.eng};
   if (r.par && !drained) fab_run__par_flush(&r, &tot.flushed, &tot.flushed_bytes);
+  if (r.net && !net_end(&r, drained, &tot, &fail)) { /* the first process writes the results */
+    run_free(&r);
+    res->elsewhere = true;
+    return 0;
+  }
+  check_end(&r, drained, &fail);
+  tot.now = run_now(&r);
   fab_topology_foreach_port(r.topo, add_totals, &tot);
   check_packets(&r, drained, &tot, &fail);
   fill_results(&r, drained, &tot, res);

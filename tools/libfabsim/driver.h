@@ -19,6 +19,7 @@
 #include "partition.h"
 #include "results.h"
 #include "scenario.h"
+#include "sim/par.h"
 
 /* Options of one run. */
 typedef struct FabRunOpts {
@@ -28,6 +29,9 @@ typedef struct FabRunOpts {
                             ** unfolding DAG without hdf5, only their summary: res->flow_fold) */
   uint32_t threads;         /* > 1: spread the run over this many partitions, a thread each, when the scenario
                             ** allows it (else one engine, and why on stderr); the results are the same */
+  const FabParNet *net;     /* over more than one process (MPI: tools/mpi.c): a partition each, when the scenario
+                            ** allows it (else the first runs it alone, and why on stderr); every process calls
+                            ** fab_run, and the first gets the results (the others: res->elsewhere) */
 } FabRunOpts;
 
 /* Why `sc` cannot be spread over threads yet whatever the cut

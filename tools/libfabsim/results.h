@@ -209,6 +209,7 @@ typedef struct FabResults {
   double wall_s;             /* wall-clock seconds of the simulation loop */
   uint32_t partitions;       /* the partitions (threads) the run was spread over, 1: one engine (like wall_s, not
                              ** a result: not in the JSON or HDF5) */
+  bool elsewhere;            /* a run over processes: this one holds no results, the first process does */
   uint64_t events;           /* events executed */
   double events_per_s;       /* derived */
   uint64_t packet_hops;      /* packet transmissions over all links */

@@ -16,9 +16,28 @@
 #include "topologies/failures.h"
 #include "workloads/exec.h"
 
-typedef struct Part Part;
+typedef struct Run Run;
 
-typedef struct Run {
+/* A flow one of a partition's NICs is done with (models/nic.h, split): its slot and generation then. */
+typedef struct FabRel {
+  uint32_t slot, gen;
+} FabRel;
+
+/* A partition of a run over threads or processes. */
+typedef struct Part {
+  Run *r;
+  FabEngine *eng;
+  GArray *released; /* FabRel: flows one of its NICs is done with */
+} Part;
+
+/* A run over processes: what each adds to the results at the end (run_net.c). */
+typedef struct FabNetTotals {
+  uint64_t events, live, flushed, flushed_bytes;
+  fab_time_t now;
+  bool runt_held;   /* a NIC another process ran ends with runt budget held */
+} FabNetTotals;
+
+struct Run {
   const FabScenario *sc;
   FabEngine *eng;           /* the run's engine, or partition 0's */
   FabPar *par;              /* a run over threads (FabRunOpts.threads), NULL: one engine */
@@ -55,7 +74,18 @@ typedef struct Run {
   char *setup;              /* why the DAG cannot run (a generator's mistake), NULL: it can */
   gint64 last_report;       /* progress on stderr */
   GHashTable *ctrl_ps;      /* (from << 32 | to) + 1 -> a control message's way + 1 (fab_run__ctrl), NULL: none yet */
-} Run;
+  /* a run over processes (FabRunOpts.net; run_net.c) */
+  const FabParNet *net;     /* NULL: one process */
+  bool elsewhere;           /* it could not be split: the first process runs it alone, this one does nothing */
+  GByteArray *log;          /* Rep: what this process's elements reported this window, for the others */
+  GHashTable *halves;       /* flow number + 1 -> what the ends of a flow two processes run said (Half) */
+  GArray *touched;          /* uint32_t: flows whose ends spoke in this window's exchange */
+  FabPort **port_by_id;     /* by element id (NULL: not a port), for events between processes */
+  uint32_t nport_ids;
+  struct WdView *wd_view;   /* the watchdog's look at every process's ports when it stalled (run_net.c) */
+  bool gathered;            /* the run is over and net_tot holds every process's totals */
+  FabNetTotals net_tot;
+};
 
 static inline uint32_t *flow_of(const Run *r, uint32_t op) { return fab_deq_at(&r->flow_of, op); }
 static inline uint32_t *op_of(const Run *r, uint32_t n) { return fab_deq_at(&r->op_of, n); }
@@ -64,9 +94,15 @@ static inline FabFlowRec *rec_of(const Run *r, uint32_t n) { return fab_deq_at(&
 
 /* The run's time (its last event's), events and packets in the pool, over every partition of a run over
 ** threads (read where no partition runs). */
-static inline fab_time_t run_now(const Run *r) { return r->par ? fab_par_now(r->par) : r->eng->now; }
-static inline uint64_t run_events(const Run *r) { return r->par ? fab_par_events(r->par) : r->eng->events; }
-static inline size_t run_live(const Run *r) { return r->par ? fab_par_live(r->par) : fab_pool_live(r->eng->pool); }
+static inline fab_time_t run_now(const Run *r) {
+  return r->gathered ? r->net_tot.now : r->par ? fab_par_now(r->par) : r->eng->now;
+}
+static inline uint64_t run_events(const Run *r) {
+  return r->gathered ? r->net_tot.events : r->par ? fab_par_events(r->par) : r->eng->events;
+}
+static inline size_t run_live(const Run *r) {
+  return r->gathered ? r->net_tot.live : r->par ? fab_par_live(r->par) : fab_pool_live(r->eng->pool);
+}
 
 /* Every RETIRE_EVERY reports, the executor forgets the ops it no longer
 ** needs, once the results have folded them (collect.h): what it holds
@@ -89,7 +125,19 @@ void fab_run__retire(Run *r);
 void fab_run__progress(FabEngine *eng, void *ctx);
 fab_time_t fab_run__ctrl(void *ctx, uint32_t from, uint32_t to);
 
-/* run_par.c: a run over threads. */
+/* run_net.c: a run over processes. */
+bool fab_run__here(const Run *r, uint32_t ep); /* endpoint ep's elements run in this process */
+void fab_run__woke(void *ctx, uint32_t op);    /* FabExecHooks.woke */
+void fab_run__net_attach(Run *r);
+void fab_run__net_releases(Run *r, GArray *rel);
+bool fab_run__net_gather(Run *r, FabNetTotals *tot);
+uint64_t fab_run__net_sum(const Run *r, uint64_t v); /* v summed over the processes (every one calls it) */
+void fab_run__net_free(Run *r);
+void fab_run__wd_gather(void *ctx); /* FabWatchdogHooks.gather, port_blocked, holders */
+bool fab_run__wd_blocked(void *ctx, const FabPort *p, uint32_t q);
+uint32_t fab_run__wd_holders(void *ctx, const FabPort *p, uint32_t q, FabPort **out, uint32_t max);
+
+/* run_par.c: a run over threads (or processes). */
 void fab_run__par_make(Run *r, const FabRunOpts *opts, uint32_t nids); /* or why not, on stderr (r->par NULL) */
 void fab_run__par_attach(Run *r, uint32_t h);    /* endpoint h's NIC and GPU report through their partition */
 void fab_run__par_free(Run *r);

@@ -18,15 +18,6 @@
 ** released, and the executor's ops retired, between windows. A flow that
 ** gives up (max_timeouts) stops the run at the end of its window, not
 ** right after its event as one engine does. */
-typedef struct Rel {
-  uint32_t slot, gen;
-} Rel;
-
-struct Part {
-  Run *r;
-  FabEngine *eng;
-  GArray *released; /* Rel: flows one of its NICs is done with (nic.h, split) */
-};
 
 static inline void par_enter(Part *pt) {
   fab_lock(&pt->r->lock);
@@ -69,14 +60,16 @@ static void par_fail(void *ctx, FabFlow *f) {
 
 static void par_release(void *ctx, FabFlow *f) {
   Part *pt = ctx;
-  Rel x = {f->slot, f->gen};
+  FabRel x = {f->slot, f->gen};
   g_array_append_val(pt->released, x);
 }
 
 /* Where a non-flow op waiting for its start time begins: its rank's partition. */
 uint32_t fab_run__op_part(void *ctx, uint32_t op) {
   const Run *r = ctx;
-  return r->par ? r->ep_rank[fab_dag_op(r->sc->dag, op)->src] : 0;
+  if (!r->par) return 0;
+  uint32_t k = r->ep_rank[fab_dag_op(r->sc->dag, op)->src];
+  return r->net && k != r->net->self ? FAB_EXEC_ELSEWHERE : k; /* over processes: that one's own begins it */
 }
 
 /* Ops [from, to) of the DAG checked for a run over threads, each op's
@@ -101,8 +94,9 @@ const char *fab_run__cross_check(Run *r, uint32_t from, uint32_t to, uint32_t *b
 static void observe(Run *r, FabPar *par, fab_time_t t) {
   fab_time_t now = r->eng->now;
   r->eng->now = t;
+  bool count = !r->net || r->net->self == 0; /* one process counts the observers' events */
   if (r->wd && t == r->wd_next) {
-    r->eng->events++;
+    r->eng->events += count;
     r->wd_next = fab_watchdog_look(r->wd) ? t + fab_watchdog_period(r->wd) : FAB_TIME_MAX;
     if (fab_watchdog_stalled(r->wd)) { /* stopped at its time, as one engine is: the sampler's look is not taken */
       fab_par_stop(par);
@@ -110,7 +104,7 @@ static void observe(Run *r, FabPar *par, fab_time_t t) {
     }
   }
   if (r->sampler && t == r->sample_next) {
-    r->eng->events++;
+    r->eng->events += count;
     fab_time_t next;
     r->sample_next = fab_sampler_look(r->sampler, t, &next) ? next : FAB_TIME_MAX;
   }
@@ -123,11 +117,12 @@ static void observe(Run *r, FabPar *par, fab_time_t t) {
 ** op can begin before the next window: its clock is the window's end). */
 static void window_end(FabPar *par, fab_time_t end, void *ctx) {
   Run *r = ctx;
-  uint32_t n = fab_par_parts(par);
+  uint32_t n = r->net ? 0 : fab_par_parts(par);
+  if (r->net) fab_run__net_releases(r, r->parts[r->net->self].released);
   for (uint32_t k = 0; k < n; k++) {
     GArray *rel = r->parts[k].released;
     for (guint i = 0; i < rel->len; i++) {
-      const Rel *x = &g_array_index(rel, Rel, i);
+      const FabRel *x = &g_array_index(rel, FabRel, i);
       FabFlow *f = fab_flow_at(&r->table, x->slot);
       if (f->gen == x->gen && *slot_of(r, f->id) == x->slot && fab_flow_releasable(f)) fab_run__flow_release(r, f);
     }
@@ -189,43 +184,52 @@ char *fab_run_threads_check(const FabScenario *sc, FabTopology *topo, const FabP
 
 static void mark_cut(FabPort *pt, void *ctx) { fab_port_mark_cut(pt, ctx); }
 
-/* With opts->threads > 1, the partitions of a run over threads and its
-** engines (r->par), the topology numbered with ids below `nids`; or, when
-** the run cannot be split, why on stderr (it runs on one engine). */
+/* With opts->threads > 1 (or opts->net over more than one process), the
+** partitions of a run over threads (processes) and its engines (r->par),
+** the topology numbered with ids below `nids`; or, when the run cannot be
+** split, why on stderr (it runs on one engine; over processes, in the
+** first alone: r->elsewhere in the others). */
 void fab_run__par_make(Run *r, const FabRunOpts *opts, uint32_t nids) {
   FabPartition pt;
   GError *err = NULL;
+  uint32_t n = r->net ? r->net->n : opts->threads;
   char *why = g_strdup(fab_run_threads_refusal(r->sc));
-  bool made = !why && fab_partition_make(r->topo, opts->threads, &pt, &err);
+  if (!why && r->net && (r->sc->hdf5 || opts->sample_queues))
+    why = g_strdup("queue samples (an HDF5 output) are not gathered from several processes yet");
+  bool made = !why && fab_partition_make(r->topo, n, &pt, &err);
   if (!why && !made) why = g_strdup(err->message);
   if (!why && pt.lookahead == 0) why = g_strdup("a cut link has no latency (no lookahead)");
   if (!why) why = part_check(r, &pt, NULL);
   if (why) {
-    fprintf(stderr, "fabsim: --threads %u: runs on one thread: %s\n", opts->threads, why);
+    if (r->net)
+      fprintf(stderr, "fabsim: %u processes: the first runs it alone: %s\n", n, why);
+    else
+      fprintf(stderr, "fabsim: --threads %u: runs on one thread: %s\n", n, why);
     g_free(why);
     if (r->ep_rank) fab_deq_clear(&r->cpart); /* part_check ran */
     g_clear_pointer(&r->ep_rank, g_free);
     if (made) fab_partition_clear(&pt);
     if (err) g_error_free(err);
+    if (r->net) r->elsewhere = r->net->self != 0;
+    r->net = NULL;
     return;
   }
   uint8_t *part_of = fab_partition_elements(&pt, r->topo, nids);
   part_of[nids - 1] = FAB_PAR_ANY; /* the executor: its events go to the partition of their op's rank */
-  r->par = fab_par_new(opts->threads, r->sc->seed, sizeof(FabPkt), part_of, nids, pt.lookahead);
+  r->par = fab_par_new(n, r->sc->seed, sizeof(FabPkt), part_of, nids, pt.lookahead);
   g_free(part_of);
   fab_partition_clear(&pt);
-  fab_par_set_threads(r->par, true);
+  fab_par_set_threads(r->par, !r->net);
   fab_par_set_hook(r->par, window_end, r);
-  r->parts = g_new0(Part, opts->threads);
-  for (uint32_t k = 0; k < opts->threads; k++)
-    r->parts[k] = (Part){r, fab_par_engine(r->par, k), g_array_new(FALSE, FALSE, sizeof(Rel))};
+  r->parts = g_new0(Part, n);
+  for (uint32_t k = 0; k < n; k++)
+    r->parts[k] = (Part){r, fab_par_engine(r->par, k), g_array_new(FALSE, FALSE, sizeof(FabRel))};
   fab_par_lock_init(r->par, &r->lock);
   fab_topology_foreach_port(r->topo, mark_cut, r->par);
 }
 
-
-
 void fab_run__par_free(Run *r) {
+  fab_run__net_free(r);
   if (!r->par) return;
   for (uint32_t k = 0; k < fab_par_parts(r->par); k++) g_array_free(r->parts[k].released, TRUE);
   g_free(r->parts);
