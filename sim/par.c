@@ -398,11 +398,12 @@ static bool run_net(FabPar *par, fab_time_t until) {
   uint32_t me = par->net.self;
   FabEngine *eng = par->eng[me];
   for (;;) {
-    uint64_t v[3] = {fab_evq_peek_time(eng->evq), par->stop || eng->stopped, par->bad[me]};
-    par->net.reduce(par->net.ctx, v, 1, 3);
-    if (v[2]) return false;
+    /* one reduction: the flags as the smallest of their complements */
+    uint64_t v[3] = {fab_evq_peek_time(eng->evq), !(par->stop || eng->stopped), !par->bad[me]};
+    par->net.reduce(par->net.ctx, v, 3, 3);
+    if (!v[2]) return false;
     fab_time_t T = v[0], first = MIN(T, par->sync), end;
-    if (v[1] || first == FAB_TIME_MAX || first > until) break;
+    if (!v[1] || first == FAB_TIME_MAX || first > until) break;
     end = T > FAB_TIME_MAX - par->lookahead ? FAB_TIME_MAX : T + par->lookahead - 1;
     if (end >= par->sync) end = par->sync - 1;
     if (end > until) end = until;

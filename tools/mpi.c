@@ -13,37 +13,34 @@ static void fail_big(size_t len) {
   if (len > (size_t)INT32_MAX) g_error("fabsim: an MPI message of %zu bytes is over MPI's 2 GiB count", len);
 }
 
+/* A window's messages: one to every other process (empty ones too), sent
+** point to point; each received at its size (MPI_Probe): no exchange of
+** sizes first, one message per pair per window. */
+#define TAG_WINDOW 7
+
 static void ex_exchange(void *ctx, GByteArray *const *out, GByteArray *const *in) {
   (void)ctx;
-  int n;
+  int n, me;
   MPI_Comm_size(MPI_COMM_WORLD, &n);
-  int *c = counts((uint32_t)n), *sc = c, *sd = c + n, *rc = c + 2 * n, *rd = c + 3 * n;
-  size_t total = 0;
+  MPI_Comm_rank(MPI_COMM_WORLD, &me);
+  MPI_Request *req = g_newa(MPI_Request, n);
+  int nreq = 0;
   for (int k = 0; k < n; k++) {
+    if (k == me) continue;
     fail_big(out[k]->len);
-    sc[k] = (int)out[k]->len;
-    sd[k] = (int)total;
-    total += out[k]->len;
+    MPI_Isend(out[k]->data, (int)out[k]->len, MPI_BYTE, k, TAG_WINDOW, MPI_COMM_WORLD, &req[nreq++]);
   }
-  fail_big(total);
-  guint8 *send = g_malloc(total ? total : 1);
-  for (int k = 0; k < n; k++) memcpy(send + sd[k], out[k]->data, out[k]->len);
-  MPI_Alltoall(sc, 1, MPI_INT, rc, 1, MPI_INT, MPI_COMM_WORLD);
-  size_t rtotal = 0;
-  for (int k = 0; k < n; k++) {
-    rd[k] = (int)rtotal;
-    rtotal += (size_t)rc[k];
-  }
-  fail_big(rtotal);
-  guint8 *recv = g_malloc(rtotal ? rtotal : 1);
-  MPI_Alltoallv(send, sc, sd, MPI_BYTE, recv, rc, rd, MPI_BYTE, MPI_COMM_WORLD);
   for (int k = 0; k < n; k++) {
     g_byte_array_set_size(in[k], 0);
-    g_byte_array_append(in[k], recv + rd[k], (guint)rc[k]);
+    if (k == me) continue;
+    MPI_Status st;
+    int len;
+    MPI_Probe(k, TAG_WINDOW, MPI_COMM_WORLD, &st);
+    MPI_Get_count(&st, MPI_BYTE, &len);
+    g_byte_array_set_size(in[k], (guint)len);
+    MPI_Recv(in[k]->data, len, MPI_BYTE, k, TAG_WINDOW, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
   }
-  g_free(send);
-  g_free(recv);
-  g_free(c);
+  MPI_Waitall(nreq, req, MPI_STATUSES_IGNORE);
 }
 
 static void ex_allgather(void *ctx, const GByteArray *mine, GByteArray *const *all) {
