@@ -151,6 +151,8 @@ typedef struct FabParNet {
   void (*exchange)(void *ctx, GByteArray *const *out, GByteArray *const *in);
   /* every process's `mine` into all[k] (all[self] a copy; emptied first) */
   void (*allgather)(void *ctx, const GByteArray *mine, GByteArray *const *all);
+  /* every process's `mine` into all[k] at the first process (emptied first); the others' `all` untouched */
+  void (*gather)(void *ctx, const GByteArray *mine, GByteArray *const *all);
   /* v[i]: the smallest over the processes for i < nmin, the largest for the rest up to n */
   void (*reduce)(void *ctx, uint64_t *v, uint32_t nmin, uint32_t n);
 } FabParNet;

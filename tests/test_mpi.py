@@ -7,7 +7,9 @@
 - the scenarios that cannot be split say why on stderr and run in the first
   process alone; exactly those named below do, so a cut that stops working
   fails here;
-- the other processes print nothing: one summary on stdout.
+- the other processes print nothing: one summary on stdout;
+- the HDF5 output (queue samples per port and priority, flow rates, link
+  bytes, flows, the timeline) is the same, dataset for dataset.
 
 Run by meson test (env FABSIM = the fabsim binary, FABSIM_SRC = the
 repository) when Meson found MPI and mpirun is on the PATH; by hand:
@@ -31,9 +33,6 @@ MPIRUN = shutil.which("mpirun")
 ONE_PART = "1 part that may not be split"
 TWO_PARTS = "at most 2 ranks"
 ALONE = {
-    "incast.yaml": ("queue samples", 2),
-    "incast-dcqcn.yaml": ("queue samples", 2),
-    "incast-pfc.yaml": ("queue samples", 2),
     "link-failure.yaml": ("links that fail", 2),
     "nvls-allreduce.yaml": (ONE_PART, 2),
     "dgx-a100.yaml": (ONE_PART, 2),
@@ -56,8 +55,8 @@ def scenarios():
     return out
 
 
-def run(path, procs):
-    cmd = [FABSIM, "run", path, "--json"]
+def run(path, procs, *more):
+    cmd = [FABSIM, "run", path, "--json", *more]
     env = dict(os.environ, OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1",
                OMPI_MCA_rmaps_base_oversubscribe="1")
     if procs > 1:
@@ -106,6 +105,25 @@ class TestMpi(unittest.TestCase):
         p = run(path, 2)
         self.assertEqual(summary(p, "2 processes"), one)
         self.assertNotIn("runs it alone", p.stderr)
+
+    @unittest.skipUnless(shutil.which("h5dump"), "h5dump is not on the PATH")
+    def test_same_hdf5(self):
+        import tempfile
+        with tempfile.TemporaryDirectory() as tmp:
+            for name in ("incast-dcqcn.yaml", "incast-pfc.yaml", "dgx-h100-rails.yaml", "training-leaf-spine.yaml"):
+                path = os.path.join(SRC, "scenarios", name)
+                dumps = {}
+                for procs in (1, 2, 4):
+                    h5 = os.path.join(tmp, f"{procs}.h5")
+                    p = run(path, procs, "--hdf5", h5)
+                    self.assertEqual(p.returncode, 0, p.stderr[-2000:])
+                    self.assertNotIn("runs it alone", p.stderr)
+                    d = subprocess.run(["h5dump", h5], capture_output=True, text=True).stdout
+                    dumps[procs] = d.split("\n", 1)[1]  # past the file's name
+                    self.assertIn("queues", dumps[procs])
+                with self.subTest(scenario=name):
+                    self.assertEqual(dumps[2], dumps[1])
+                    self.assertEqual(dumps[4], dumps[1])
 
     def test_threads_and_processes_refused(self):
         path = os.path.join(SRC, "scenarios", "quickstart.yaml")

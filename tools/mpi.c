@@ -67,6 +67,31 @@ static void ex_allgather(void *ctx, const GByteArray *mine, GByteArray *const *a
   g_free(c);
 }
 
+static void ex_gather(void *ctx, const GByteArray *mine, GByteArray *const *all) {
+  (void)ctx;
+  int n, me;
+  MPI_Comm_size(MPI_COMM_WORLD, &n);
+  MPI_Comm_rank(MPI_COMM_WORLD, &me);
+  int *c = counts((uint32_t)n), *rc = c, *rd = c + n;
+  fail_big(mine->len);
+  int len = (int)mine->len;
+  MPI_Gather(&len, 1, MPI_INT, rc, 1, MPI_INT, 0, MPI_COMM_WORLD);
+  size_t total = 0;
+  for (int k = 0; me == 0 && k < n; k++) {
+    rd[k] = (int)total;
+    total += (size_t)rc[k];
+  }
+  fail_big(total);
+  guint8 *recv = me == 0 ? g_malloc(total ? total : 1) : NULL;
+  MPI_Gatherv(mine->data, len, MPI_BYTE, recv, rc, rd, MPI_BYTE, 0, MPI_COMM_WORLD);
+  for (int k = 0; me == 0 && k < n; k++) {
+    g_byte_array_set_size(all[k], 0);
+    g_byte_array_append(all[k], recv + rd[k], (guint)rc[k]);
+  }
+  g_free(recv);
+  g_free(c);
+}
+
 static void ex_reduce(void *ctx, uint64_t *v, uint32_t nmin, uint32_t n) {
   (void)ctx;
   if (nmin) MPI_Allreduce(MPI_IN_PLACE, v, (int)nmin, MPI_UINT64_T, MPI_MIN, MPI_COMM_WORLD);
@@ -82,7 +107,7 @@ bool fab_mpi_start(int *argc, char ***argv, FabParNet *net, char **why) {
   int rank, size;
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
   MPI_Comm_size(MPI_COMM_WORLD, &size);
-  *net = (FabParNet){(uint32_t)rank, (uint32_t)size, NULL, ex_exchange, ex_allgather, ex_reduce};
+  *net = (FabParNet){(uint32_t)rank, (uint32_t)size, NULL, ex_exchange, ex_allgather, ex_gather, ex_reduce};
   return true;
 }
 

@@ -764,7 +764,8 @@ int fab_run(const FabScenario *sc, const FabRunOpts *opts, FabResults *res) {
     r.wd_next = r.wd ? fab_watchdog_period(r.wd) : FAB_TIME_MAX;
     r.sample_next = FAB_TIME_MAX;
     fab_time_t next;
-    if (r.sampler && (r.eng->events++, fab_sampler_look(r.sampler, 0, &next))) r.sample_next = next; /* at 0 */
+    if (r.sampler && (r.eng->events += !r.net || r.net->self == 0, fab_sampler_look(r.sampler, 0, &next)))
+      r.sample_next = next; /* at 0; counted once over processes */
     if (MIN(r.wd_next, r.sample_next) != FAB_TIME_MAX) fab_par_sync_at(r.par, MIN(r.wd_next, r.sample_next));
   } else {
     if (r.sampler) fab_sampler_start(r.eng, r.sampler);

@@ -550,6 +550,27 @@ static void gather_take(Run *r, const guint8 *p, const guint8 *stop, FabNetTotal
   }
 }
 
+/* The queue samples: each process's columns (the switch ports and links it
+** ran, the flows it sent) into the first's sampler. */
+static bool owns_col(void *ctx, int kind, uint32_t col, const FabPort *pt) {
+  const Run *r = ctx;
+  if (kind == FAB_SAMPLE_FLOW) return here(r, rec_of(r, col)->src);
+  return fab_par_part_of(r->par, pt) == r->net->self;
+}
+
+static void gather_samples(Run *r) {
+  const FabParNet *net = r->net;
+  GByteArray *mine = g_byte_array_new(), **all = g_new(GByteArray *, net->n);
+  for (uint32_t k = 0; k < net->n; k++) all[k] = g_byte_array_new();
+  fab_sampler_pack(r->sampler, owns_col, r, mine);
+  net->gather(net->ctx, mine, all);
+  for (uint32_t k = 0; net->self == 0 && k < net->n; k++)
+    if (k != net->self) fab_sampler_unpack(r->sampler, all[k]->data, all[k]->len);
+  for (uint32_t k = 0; k < net->n; k++) g_byte_array_unref(all[k]);
+  g_free(all);
+  g_byte_array_unref(mine);
+}
+
 /* Every process's totals, and the first's replica of the elements the
 ** others ran made theirs (their counters, the ends of the flows still
 ** held). Returns whether this process is the first. */
@@ -566,6 +587,7 @@ bool fab_run__net_gather(Run *r, FabNetTotals *tot) {
   for (uint32_t k = 0; k < net->n; k++) all[k] = g_byte_array_new();
   net->allgather(net->ctx, mine, all);
   g_byte_array_unref(mine);
+  if (r->sampler) gather_samples(r);
   bool first = net->self == 0;
   *tot = (FabNetTotals){0};
   for (uint32_t k = 0; k < net->n; k++) {

@@ -184,6 +184,75 @@ static void sample(FabEngine *eng, void *self, uint64_t arg) {
   if (fab_sampler_look(s, eng->now, &next)) fab_engine_at(eng, next, s, 0);
 }
 
+/* ---- a run over processes: columns by their owners --------------------------- */
+
+typedef struct Col {
+  uint8_t kind;
+  uint32_t col;
+} Col;
+
+/* Column `col` of an array of `per` values of `size` bytes per row: to out (pack) or from buf (unpack). */
+static void col_copy(GArray *a, guint rows, guint per, guint width, guint col, GByteArray *out, const uint8_t **in) {
+  size_t size = g_array_get_element_size(a);
+  for (guint i = 0; i < rows; i++) {
+    guint8 *at = (guint8 *)a->data + ((size_t)i * per + (size_t)col * width) * size;
+    if (out) {
+      g_byte_array_append(out, at, (guint)(width * size));
+    } else {
+      memcpy(at, *in, width * size);
+      *in += width * size;
+    }
+  }
+}
+
+static void add_port(FabPort *pt, void *ctx) { g_ptr_array_add(ctx, pt); }
+
+/* Every column of kind `k` `owns` names: its number, then its values. */
+static void pack_cols(FabSampler *s, int k, uint32_t n, FabPort **pts, FabSampleOwns owns, void *ctx,
+                      GByteArray *out) {
+  guint rows = s->t->len, np = s->nprio > 1 ? s->nprio : 0;
+  for (uint32_t c = 0; c < n; c++) {
+    if (!owns(ctx, k, c, pts ? pts[c] : NULL)) continue;
+    Col h = {(uint8_t)k, c};
+    g_byte_array_append(out, (const guint8 *)&h, sizeof h);
+    if (k == FAB_SAMPLE_PORT) {
+      col_copy(s->depth, rows, s->ncols, 1, c, out, NULL);
+      if (np) col_copy(s->depth_prio, rows, s->ncols * np, np, c, out, NULL);
+    } else if (k == FAB_SAMPLE_FLOW) {
+      col_copy(s->rate, rows, s->nflows, 1, c, out, NULL);
+    } else {
+      col_copy(s->link_bytes, rows, rows ? s->link_bytes->len / rows : 0, 1, c, out, NULL);
+    }
+  }
+}
+
+void fab_sampler_pack(FabSampler *s, FabSampleOwns owns, void *ctx, GByteArray *out) {
+  GPtrArray *links = g_ptr_array_new();
+  fab_topology_foreach_port(s->topo, add_port, links);
+  pack_cols(s, FAB_SAMPLE_PORT, s->ncols, s->cols, owns, ctx, out);
+  if (s->sample_rates) pack_cols(s, FAB_SAMPLE_FLOW, s->nflows, NULL, owns, ctx, out);
+  pack_cols(s, FAB_SAMPLE_LINK, links->len, (FabPort **)links->pdata, owns, ctx, out);
+  g_ptr_array_free(links, TRUE);
+}
+
+void fab_sampler_unpack(FabSampler *s, const uint8_t *buf, size_t len) {
+  const uint8_t *p = buf, *end = buf + len;
+  guint rows = s->t->len, np = s->nprio > 1 ? s->nprio : 0;
+  while (p + sizeof(Col) <= end) {
+    Col h;
+    memcpy(&h, p, sizeof h);
+    p += sizeof h;
+    if (h.kind == FAB_SAMPLE_PORT) {
+      col_copy(s->depth, rows, s->ncols, 1, h.col, NULL, &p);
+      if (np) col_copy(s->depth_prio, rows, s->ncols * np, np, h.col, NULL, &p);
+    } else if (h.kind == FAB_SAMPLE_FLOW) {
+      col_copy(s->rate, rows, s->nflows, 1, h.col, NULL, &p);
+    } else {
+      col_copy(s->link_bytes, rows, rows ? s->link_bytes->len / rows : 0, 1, h.col, NULL, &p);
+    }
+  }
+}
+
 void fab_sampler_take(FabSampler *s, FabQueueSeries *q) {
   q->interval = s->interval;
   q->n_ports = s->ncols;

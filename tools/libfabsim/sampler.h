@@ -54,6 +54,17 @@ bool fab_sampler_look(FabSampler *s, fab_time_t now, fab_time_t *next);
 ** The sampler keeps nothing. */
 void fab_sampler_take(FabSampler *s, FabQueueSeries *q);
 
+/* A run over processes (tools/libfabsim/run_net.c): every process samples
+** at the same times, but only the columns of what it ran are right. pack:
+** the columns `owns` says are this process's (FAB_SAMPLE_PORT: a switch
+** port's depth, FAB_SAMPLE_FLOW: flow i's rate, FAB_SAMPLE_LINK: a link's
+** bytes; `pt` the port, NULL for a flow), every row; unpack: another
+** process's into this sampler. */
+enum { FAB_SAMPLE_PORT, FAB_SAMPLE_FLOW, FAB_SAMPLE_LINK };
+typedef bool (*FabSampleOwns)(void *ctx, int kind, uint32_t col, const FabPort *pt);
+void fab_sampler_pack(FabSampler *s, FabSampleOwns owns, void *ctx, GByteArray *out);
+void fab_sampler_unpack(FabSampler *s, const uint8_t *buf, size_t len);
+
 /* The name of a port in outputs: "leaf3:p17". */
 void fab_port_name(char buf[FAB_FIELD_NAME_LEN], const FabPort *pt);
 
