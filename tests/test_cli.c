@@ -529,7 +529,8 @@ Test(cli, validate_partition) {
   cr_expect(strstr(p.out, "   1         16         6     64  50.0%  16-31\n") != NULL, "%s", p.out);
   cr_expect(strstr(p.out, "cut: 16 links; lookahead 1.000 us") != NULL, "%s", p.out);
   cr_expect(strstr(p.out, "\nthreads: `fabsim run --threads 2` runs on this cut, a thread per rank\n"
-                           "processes: a run over several processes is not built yet (issue 14)\n") != NULL, "%s", p.out);
+                           "processes: `mpirun -np 2 fabsim run` runs on this cut, a process per rank\n") != NULL,
+            "%s", p.out);
   proc_clear(&p);
   p = RUN("validate", q, "--partition", "33");
   expect_usage_error(&p);
