@@ -111,6 +111,23 @@ class TestMpi(unittest.TestCase):
         self.assertEqual(summary(p, "2 processes"), one)
         self.assertNotIn("runs it alone", p.stderr)
 
+    def test_a_flow_that_gives_up(self):
+        """As on threads, the run stops at the end of the window where a flow gave up: the same flow fails
+        as with one process, and the JSON is the threads' (which may count more events than one engine's)."""
+        path = os.path.join(SRC, "scenarios", "leaf-spine-permutation-128.yaml")
+        more = ("--set", "cluster.nic.max_timeouts=1", "--set", "cluster.nic.rto=12us",
+                "--set", "fabric.switch.buffer=9KiB")
+        one = run(path, 1, *more)
+        threads = run(path, 1, "--threads", "2", *more)
+        procs = run(path, 2, *more)
+        for p in (one, threads, procs):
+            self.assertEqual(p.returncode, 1, p.stderr[-2000:])
+        want = summary(one, "1 process")
+        self.assertIn("made no progress after 1 retransmission timeouts", want["failure"])
+        got = summary(procs, "2 processes")
+        self.assertEqual(got["failure"], want["failure"])
+        self.assertEqual(got, summary(threads, "2 threads"))
+
     @unittest.skipUnless(shutil.which("h5dump"), "h5dump is not on the PATH")
     def test_same_hdf5(self):
         import tempfile
