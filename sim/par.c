@@ -78,6 +78,8 @@ struct FabPar {
   FabParNet net;
   FabParCodec codec;
   GByteArray **out, **in; /* per process: this window's messages */
+  GByteArray *payload;    /* this window's payload of the owner, sent to every other process */
+  fab_time_t next;        /* this process's earliest event after the window, as its messages say */
 };
 
 static inline GArray *box_at(const FabPar *par, uint32_t set, uint32_t from, uint32_t to) {
@@ -132,6 +134,7 @@ void fab_par_free(FabPar *par) {
   }
   g_free(par->out);
   g_free(par->in);
+  if (par->payload) g_byte_array_unref(par->payload);
   g_free(par);
 }
 
@@ -292,6 +295,7 @@ void fab_par_set_net(FabPar *par, const FabParNet *net, const FabParCodec *codec
   par->codec = *codec;
   par->out = g_new(GByteArray *, par->n);
   par->in = g_new(GByteArray *, par->n);
+  par->payload = g_byte_array_new();
   for (uint32_t k = 0; k < par->n; k++) {
     par->out[k] = g_byte_array_new();
     par->in[k] = g_byte_array_new();
@@ -310,21 +314,33 @@ typedef struct Wire {
   uint32_t carried; /* bytes of object after it */
 } Wire;
 
+/* What every message of a window begins with: the sender's earliest event
+** left after the window (in its queue, or among those it sends anyone),
+** whether it stopped or went wrong, its events for the receiver and the
+** size of its payload (the same to every process). */
+typedef struct Head {
+  fab_time_t next;
+  uint32_t stop, bad;
+  uint64_t nev, payload;
+} Head;
+
 /* This window's events for other processes into their messages (a carried
 ** object fixed up and given back to the pool), then the owner's payload. */
 static void net_pack(FabPar *par) {
   uint32_t me = par->net.self;
   FabEngine *eng = par->eng[me];
   size_t osz = fab_pool_size(eng->pool);
-  GByteArray *payload = g_byte_array_new();
+  GByteArray *payload = par->payload;
+  g_byte_array_set_size(payload, 0);
   if (par->codec.pack) par->codec.pack(par->codec.ctx, payload);
+  fab_time_t next = par->next = MIN(fab_evq_peek_time(eng->evq), par->boxmin[par->set * par->n + me]);
   for (uint32_t k = 0; k < par->n; k++) {
     GByteArray *m = par->out[k];
     g_byte_array_set_size(m, 0);
     if (k == me) continue;
     GArray *b = box_at(par, par->set, me, k);
-    uint64_t nev = b->len;
-    g_byte_array_append(m, (const guint8 *)&nev, sizeof nev);
+    Head h = {next, par->stop || eng->stopped, par->bad[me], b->len, payload->len};
+    g_byte_array_append(m, (const guint8 *)&h, sizeof h);
     for (guint i = 0; i < b->len; i++) {
       const Out *o = &g_array_index(b, Out, i);
       bool carried = ((const FabElem *)o->target)->ops->carries;
@@ -341,36 +357,38 @@ static void net_pack(FabPar *par) {
     g_array_set_size(b, 0);
     g_byte_array_append(m, payload->data, payload->len);
   }
-  g_byte_array_unref(payload);
   par->boxmin[par->set * par->n + me] = FAB_TIME_MAX;
 }
 
 /* What the others sent: their payloads first (in partition order), then
-** their events into this partition's queue, none before `from`. */
-static void net_unpack(FabPar *par, fab_time_t from) {
+** their events into this partition's queue, none before `from`. Returns
+** the earliest event any process may have next (what they said, and, when
+** a payload came, `from`: what it makes may be that early), and the
+** others' flags into *stop and *bad. */
+static fab_time_t net_unpack(FabPar *par, fab_time_t from, bool *stop, bool *bad) {
   uint32_t me = par->net.self;
   FabEngine *eng = par->eng[me];
-  size_t *at = g_new0(size_t, par->n);
-  for (uint32_t k = 0; k < par->n; k++) { /* skip the events to the payload */
+  fab_time_t next = par->next; /* this process's own, as it told the others */
+  bool payloads = par->payload->len > 0;
+  for (uint32_t k = 0; k < par->n; k++) { /* the payloads */
     if (k == me) continue;
     const GByteArray *m = par->in[k];
-    uint64_t nev;
-    g_assert(m->len >= sizeof nev);
-    memcpy(&nev, m->data, sizeof nev);
-    size_t p = sizeof nev;
-    for (uint64_t i = 0; i < nev; i++) {
-      Wire w;
-      memcpy(&w, m->data + p, sizeof w);
-      p += sizeof w + w.carried;
-    }
-    at[k] = p;
-    if (par->codec.apply) par->codec.apply(par->codec.ctx, k, m->data + p, m->len - p);
+    Head h;
+    g_assert(m->len >= sizeof h);
+    memcpy(&h, m->data, sizeof h);
+    next = MIN(next, h.next);
+    *stop |= h.stop;
+    *bad |= h.bad;
+    payloads |= h.payload > 0;
+    if (par->codec.apply) par->codec.apply(par->codec.ctx, k, m->data + m->len - h.payload, h.payload);
   }
   for (uint32_t k = 0; k < par->n; k++) {
     if (k == me) continue;
     const GByteArray *m = par->in[k];
-    size_t p = sizeof(uint64_t);
-    while (p < at[k]) {
+    Head h;
+    memcpy(&h, m->data, sizeof h);
+    size_t p = sizeof h;
+    for (uint64_t i = 0; i < h.nev; i++) {
       Wire w;
       memcpy(&w, m->data + p, sizeof w);
       p += sizeof w;
@@ -388,32 +406,45 @@ static void net_unpack(FabPar *par, fab_time_t from) {
       par->handed[me]++;
     }
   }
-  g_free(at);
+  return payloads ? MIN(next, from) : next;
 }
 
-/* The run over processes: each window, this partition's events, then the
-** exchange, then the owner's hook; the next window from the earliest event
-** of all (and whether any process stopped or went wrong). */
+/* The run over processes: each window, this partition's events, then one
+** message to every other process (no reduction: each message says when
+** its sender's next event is, and whether it stopped), then the owner's
+** hook. A window's start is the earliest event of all: what the messages
+** said, this process's own queue, and, after a window in which a process
+** reported to the executor (a payload), the window's end: what the
+** reports make begins a lookahead after them at the earliest, and no
+** process knows the others' before the next window (a window may then run
+** empty). */
 static bool run_net(FabPar *par, fab_time_t until) {
   uint32_t me = par->net.self;
   FabEngine *eng = par->eng[me];
+  uint64_t v[3] = {fab_evq_peek_time(eng->evq), !(par->stop || eng->stopped), !par->bad[me]};
+  par->net.reduce(par->net.ctx, v, 3, 3); /* the first window's start (and flags as complements' minima) */
+  if (!v[2]) return false;
+  fab_time_t T = v[0];
+  bool stop = !v[1];
   for (;;) {
-    /* one reduction: the flags as the smallest of their complements */
-    uint64_t v[3] = {fab_evq_peek_time(eng->evq), !(par->stop || eng->stopped), !par->bad[me]};
-    par->net.reduce(par->net.ctx, v, 3, 3);
-    if (!v[2]) return false;
-    fab_time_t T = v[0], first = MIN(T, par->sync), end;
-    if (!v[1] || first == FAB_TIME_MAX || first > until) break;
+    fab_time_t first = MIN(T, par->sync), end;
+    if (stop || first == FAB_TIME_MAX || first > until) break;
     end = T > FAB_TIME_MAX - par->lookahead ? FAB_TIME_MAX : T + par->lookahead - 1;
     if (end >= par->sync) end = par->sync - 1;
     if (end > until) end = until;
     if (!fab_engine_run(eng, end)) par->bad[me] = true;
     net_pack(par);
+    bool others_stop = false, others_bad = false;
     par->net.exchange(par->net.ctx, par->out, par->in);
     par->not_before = end == FAB_TIME_MAX ? end : end + 1;
-    net_unpack(par, par->not_before);
+    fab_time_t next = net_unpack(par, par->not_before, &others_stop, &others_bad);
     par->windows++;
+    if (others_bad || par->bad[me]) return false; /* every process sees it in this window's messages */
+    bool stopped = par->stop || eng->stopped; /* as sent, before the hook: the others read the same */
     if (par->hook) par->hook(par, end, par->hook_ctx);
+    stop = stopped || others_stop || par->stop; /* the hook decides alike everywhere */
+    T = next; /* the same in every process: not this one's queue, which holds what the others' payloads made */
+    if (fab_evq_peek_time(eng->evq) < T) par->bad[me] = true; /* the hook made an event no message announced */
   }
   return !par->bad[me];
 }
