@@ -292,6 +292,18 @@ void fab_run__net_attach(Run *r) {
   }
 }
 
+/* Every process's part of a gather (what FabParNet.allgather and gather fill). */
+static GByteArray **parts_new(const FabParNet *net) {
+  GByteArray **all = g_new(GByteArray *, net->n);
+  for (uint32_t k = 0; k < net->n; k++) all[k] = g_byte_array_new();
+  return all;
+}
+
+static void parts_free(const FabParNet *net, GByteArray **all) {
+  for (uint32_t k = 0; k < net->n; k++) g_byte_array_unref(all[k]);
+  g_free(all);
+}
+
 /* ---- the watchdog's look at every process's ports ----------------------------- */
 
 /* When the watchdog stalls, each process tells which of its ports are
@@ -346,8 +358,7 @@ void fab_run__wd_gather(void *ctx) {
   for (uint32_t s = 0; s < r->topo->nswitches; s++) maxp = MAX(maxp, fab_switch_nports(r->topo->switches[s]));
   WdPack c = {r, g_byte_array_new(), r->sc->fabric.sw.nprio, g_new(FabPort *, maxp + 1)};
   fab_topology_foreach_port(r->topo, wd_pack, &c);
-  GByteArray **all = g_new(GByteArray *, r->net->n);
-  for (uint32_t k = 0; k < r->net->n; k++) all[k] = g_byte_array_new();
+  GByteArray **all = parts_new(r->net);
   r->net->allgather(r->net->ctx, c.out, all);
   wd_free(r->wd_view);
   WdView *v = r->wd_view = g_new0(WdView, 1);
@@ -368,9 +379,8 @@ void fab_run__wd_gather(void *ctx) {
       p += n;
       g_hash_table_insert(v->hold, GSIZE_TO_POINTER(((gsize)id << 8 | q) + 1), h);
     }
-    g_byte_array_unref(all[k]);
   }
-  g_free(all);
+  parts_free(r->net, all);
   g_byte_array_unref(c.out);
   g_free(c.tmp);
 }
@@ -401,18 +411,16 @@ void fab_run__net_free(Run *r) {
 
 uint64_t fab_run__net_sum(const Run *r, uint64_t v) {
   const FabParNet *net = r->net;
-  GByteArray *mine = g_byte_array_new(), **all = g_new(GByteArray *, net->n);
+  GByteArray *mine = g_byte_array_new(), **all = parts_new(net);
   g_byte_array_append(mine, (const guint8 *)&v, sizeof v);
-  for (uint32_t k = 0; k < net->n; k++) all[k] = g_byte_array_new();
   net->allgather(net->ctx, mine, all);
   uint64_t sum = 0;
   for (uint32_t k = 0; k < net->n; k++) {
     uint64_t x;
     memcpy(&x, all[k]->data, sizeof x);
     sum += x;
-    g_byte_array_unref(all[k]);
   }
-  g_free(all);
+  parts_free(net, all);
   g_byte_array_unref(mine);
   return sum;
 }
@@ -560,14 +568,12 @@ static bool owns_col(void *ctx, int kind, uint32_t col, const FabPort *pt) {
 
 static void gather_samples(Run *r) {
   const FabParNet *net = r->net;
-  GByteArray *mine = g_byte_array_new(), **all = g_new(GByteArray *, net->n);
-  for (uint32_t k = 0; k < net->n; k++) all[k] = g_byte_array_new();
+  GByteArray *mine = g_byte_array_new(), **all = parts_new(net);
   fab_sampler_pack(r->sampler, owns_col, r, mine);
   net->gather(net->ctx, mine, all);
   for (uint32_t k = 0; net->self == 0 && k < net->n; k++)
     if (k != net->self) fab_sampler_unpack(r->sampler, all[k]->data, all[k]->len);
-  for (uint32_t k = 0; k < net->n; k++) g_byte_array_unref(all[k]);
-  g_free(all);
+  parts_free(net, all);
   g_byte_array_unref(mine);
 }
 
@@ -583,8 +589,7 @@ bool fab_run__net_gather(Run *r, FabNetTotals *tot) {
   t.now = eng->now;
   t.live = fab_pool_live(eng->pool);
   gather_pack(r, mine, &t);
-  GByteArray **all = g_new(GByteArray *, net->n);
-  for (uint32_t k = 0; k < net->n; k++) all[k] = g_byte_array_new();
+  GByteArray **all = parts_new(net);
   net->allgather(net->ctx, mine, all);
   g_byte_array_unref(mine);
   if (r->sampler) gather_samples(r);
@@ -599,8 +604,7 @@ bool fab_run__net_gather(Run *r, FabNetTotals *tot) {
     tot->flushed_bytes += t.flushed_bytes;
     tot->runt_held |= t.runt_held;
     if (first && k != net->self) gather_take(r, p, all[k]->data + all[k]->len, tot);
-    g_byte_array_unref(all[k]);
   }
-  g_free(all);
+  parts_free(net, all);
   return first;
 }
