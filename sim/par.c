@@ -302,8 +302,6 @@ void fab_par_set_net(FabPar *par, const FabParNet *net, const FabParCodec *codec
   }
 }
 
-const FabParNet *fab_par_net(const FabPar *par) { return par->over_net ? &par->net : NULL; }
-
 /* An event on the way to another process: time, key, target's number, arg
 ** (or the carried object's bytes after it). */
 typedef struct Wire {
@@ -422,7 +420,7 @@ static bool run_net(FabPar *par, fab_time_t until) {
   uint32_t me = par->net.self;
   FabEngine *eng = par->eng[me];
   uint64_t v[3] = {fab_evq_peek_time(eng->evq), !(par->stop || eng->stopped), !par->bad[me]};
-  par->net.reduce(par->net.ctx, v, 3, 3); /* the first window's start (and flags as complements' minima) */
+  par->net.min(par->net.ctx, v, 3); /* the first window's start (and flags as complements' minima) */
   if (!v[2]) return false;
   fab_time_t T = v[0];
   bool stop = !v[1];

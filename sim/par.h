@@ -153,8 +153,8 @@ typedef struct FabParNet {
   void (*allgather)(void *ctx, const GByteArray *mine, GByteArray *const *all);
   /* every process's `mine` into all[k] at the first process (emptied first); the others' `all` untouched */
   void (*gather)(void *ctx, const GByteArray *mine, GByteArray *const *all);
-  /* v[i]: the smallest over the processes for i < nmin, the largest for the rest up to n */
-  void (*reduce)(void *ctx, uint64_t *v, uint32_t nmin, uint32_t n);
+  /* v[i]: the smallest over the processes, i < n */
+  void (*min)(void *ctx, uint64_t *v, uint32_t n);
 } FabParNet;
 
 /* How an event travels between processes: its target by number, and the
@@ -174,8 +174,6 @@ typedef struct FabParCodec {
 /* Run partition net->self only, the others in the other processes (both
 ** copied; n must be the run's partitions). */
 void fab_par_set_net(FabPar *par, const FabParNet *net, const FabParCodec *codec);
-/* The transport, NULL: one process. */
-const FabParNet *fab_par_net(const FabPar *par);
 
 /* End the run after the current window (an engine's fab_engine_stop does
 ** too). */

@@ -92,10 +92,9 @@ static void ex_gather(void *ctx, const GByteArray *mine, GByteArray *const *all)
   g_free(c);
 }
 
-static void ex_reduce(void *ctx, uint64_t *v, uint32_t nmin, uint32_t n) {
+static void ex_min(void *ctx, uint64_t *v, uint32_t n) {
   (void)ctx;
-  if (nmin) MPI_Allreduce(MPI_IN_PLACE, v, (int)nmin, MPI_UINT64_T, MPI_MIN, MPI_COMM_WORLD);
-  if (n > nmin) MPI_Allreduce(MPI_IN_PLACE, v + nmin, (int)(n - nmin), MPI_UINT64_T, MPI_MAX, MPI_COMM_WORLD);
+  MPI_Allreduce(MPI_IN_PLACE, v, (int)n, MPI_UINT64_T, MPI_MIN, MPI_COMM_WORLD);
 }
 
 bool fab_mpi_start(int *argc, char ***argv, FabParNet *net, char **why) {
@@ -107,7 +106,7 @@ bool fab_mpi_start(int *argc, char ***argv, FabParNet *net, char **why) {
   int rank, size;
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
   MPI_Comm_size(MPI_COMM_WORLD, &size);
-  *net = (FabParNet){(uint32_t)rank, (uint32_t)size, NULL, ex_exchange, ex_allgather, ex_gather, ex_reduce};
+  *net = (FabParNet){(uint32_t)rank, (uint32_t)size, NULL, ex_exchange, ex_allgather, ex_gather, ex_min};
   return true;
 }
 
