@@ -26,6 +26,7 @@
 #include "tools/libfabsim/partition.h"
 #include "tools/libfabsim/scenario.h"
 #include "testnet.h"
+#include "testscen.h"
 
 static FabTopology *leaf_spine(uint32_t leaves, uint32_t hpl, uint32_t spines) {
   FabFabricCfg c;
@@ -206,4 +207,59 @@ Test(partition, dependencies_between_ranks_and_their_lookahead) {
   fab_dag_free(d);
   fab_partition_clear(&p);
   fab_topology_free(t);
+}
+
+/* A training job with pipeline stages orders the cut by data-parallel
+** replica. tests/scenarios/training-pp-tp.yaml on 4 nodes with dp 4 (tp 4,
+** pp 2): rank = tp_i + 4 (dp_i + 4 pp_i), a stage is 16 ranks, 2 nodes.
+** Node 0 holds stage 0's replicas 0-1 (places 0-7 in the stage), node 1
+** stage 0's 2-3 (8-15), node 2 stage 1's 0-1 (0-7), node 3 stage 1's 2-3
+** (8-15). In order of their least place: nodes 0, 2, 1, 3; two ranks take
+** nodes {0, 2} and {1, 3}, each replica's two stages together, where the
+** fabric's order gives nodes {0, 1} (stage 0) and {2, 3} (stage 1). */
+Test(partition, a_training_job_cuts_by_replica) {
+  const char *sets[] = {"cluster.nodes=4", "workload.parallelism.dp=4", NULL};
+  FabScenario *sc = testscen_load_file("tests/scenarios/training-pp-tp.yaml", sets);
+  FabTopology *t = fab_topology_build(&sc->fabric);
+  const char *job = NULL;
+  uint32_t *key = fab_partition_replica_keys(sc->dag, t->nhosts, &job);
+  cr_assert_not_null(key);
+  cr_assert_str_eq(job, "training");
+  for (uint32_t g = 0; g < 32; g++) cr_assert_eq(key[g], g % 16, "gpu%u", g);
+  g_free(key);
+  FabPartition p;
+  cr_assert(fab_partition_make_for(t, sc->dag, 2, &p, NULL));
+  cr_assert_str_eq(p.replicas_of, "training");
+  cr_assert(p.by_group, "the cut falls between replicas");
+  for (uint32_t g = 0; g < 32; g++) cr_assert_eq(fab_partition_rank_of(&p, g), (g / 8) % 2, "gpu%u", g);
+  cr_assert_eq(p.weight[0], p.weight[1]);
+  FabPartDeps dp = {.min_ahead = FAB_TIME_MAX};
+  char *s = fab_partition_report(t, &p, &dp, false);
+  cr_assert(strstr(s, "order: by data-parallel replica of training job 'training' (each rank a share of every "
+                      "pipeline stage), cut between replicas\n"), "%s", s);
+  cr_assert(strstr(s, "0-7,16-23\n"), "%s", s);
+  g_free(s);
+  fab_partition_clear(&p);
+  /* in fabric order (no job to order it): stages whole */
+  cr_assert(fab_partition_make(t, 2, &p, NULL));
+  cr_assert_str_eq(p.replicas_of, "");
+  for (uint32_t g = 0; g < 32; g++) cr_assert_eq(fab_partition_rank_of(&p, g), g / 16, "gpu%u", g);
+  fab_partition_clear(&p);
+  fab_topology_free(t);
+  fab_scenario_free(sc);
+}
+
+/* Without pipeline stages a training job's replicas are already runs of
+** nodes (rank = tp_i + tp dp_i): no order is given. */
+Test(partition, no_pipeline_no_replica_order) {
+  const char *sets[] = {"workload.parallelism.pp=1", "workload.parallelism.dp=4", NULL};
+  FabScenario *sc = testscen_load_file("tests/scenarios/training-pp-tp.yaml", sets);
+  FabTopology *t = fab_topology_build(&sc->fabric);
+  cr_assert_null(fab_partition_replica_keys(sc->dag, t->nhosts, NULL));
+  FabPartition p;
+  cr_assert(fab_partition_make_for(t, sc->dag, 2, &p, NULL));
+  cr_assert_str_eq(p.replicas_of, "");
+  fab_partition_clear(&p);
+  fab_topology_free(t);
+  fab_scenario_free(sc);
 }

@@ -203,7 +203,7 @@ static gboolean print_partition(const FabScenario *sc, uint32_t n) {
   FabTopology *t = fab_topology_build(&sc->fabric);
   FabPartition p;
   GError *err = NULL;
-  gboolean ok = fab_partition_make(t, n, &p, &err);
+  gboolean ok = fab_partition_make_for(t, sc->dag, n, &p, &err);
   if (ok) {
     FabPartDeps dp;
     bool unfolds = sc->dag->more != NULL;

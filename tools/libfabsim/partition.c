@@ -197,7 +197,47 @@ static void measure_cut(const Graph *g, FabPartition *p) {
     }
 }
 
+/* Stable order of parts [0, nparts) by pkey: perm[i] is the i-th part. */
+static void order_parts(const uint32_t *pkey, uint32_t nparts, uint32_t *perm) {
+  for (uint32_t i = 0; i < nparts; i++) perm[i] = i;
+  for (uint32_t i = 1; i < nparts; i++) { /* insertion: parts come nearly sorted (a node per replica and stage) */
+    uint32_t v = perm[i], j = i;
+    while (j > 0 && pkey[perm[j - 1]] > pkey[v]) {
+      perm[j] = perm[j - 1];
+      j--;
+    }
+    perm[j] = v;
+  }
+}
+
+uint32_t *fab_partition_replica_keys(const FabDag *d, uint32_t nhosts, const char **job) {
+  for (guint j = 0; d && j < d->jobs->len; j++) {
+    const FabJobDef *jd = &g_array_index(d->jobs, FabJobDef, j);
+    if (!jd->steps || jd->pp < 2 || jd->nranks % jd->pp) continue;
+    uint32_t per_stage = jd->nranks / jd->pp, *key = g_new(uint32_t, MAX(nhosts, 1u));
+    for (uint32_t e = 0; e < nhosts; e++) key[e] = UINT32_MAX;
+    for (uint32_t i = 0; i < jd->nranks; i++) /* rank i's place in its stage: tp_i + tp x dp_i (training.h) */
+      if (jd->ranks[i] < nhosts) key[jd->ranks[i]] = MIN(key[jd->ranks[i]], i % per_stage);
+    if (job) *job = jd->name;
+    return key;
+  }
+  return NULL;
+}
+
+gboolean fab_partition_make_for(const FabTopology *t, const FabDag *d, uint32_t n, FabPartition *out, GError **err) {
+  const char *job = NULL;
+  uint32_t *key = fab_partition_replica_keys(d, t->nhosts, &job);
+  gboolean ok = fab_partition_make_ordered(t, n, key, job, out, err);
+  g_free(key);
+  return ok;
+}
+
 gboolean fab_partition_make(const FabTopology *t, uint32_t n, FabPartition *out, GError **err) {
+  return fab_partition_make_ordered(t, n, NULL, NULL, out, err);
+}
+
+gboolean fab_partition_make_ordered(const FabTopology *t, uint32_t n, const uint32_t *ep_key, const char *job,
+                                    FabPartition *out, GError **err) {
   g_assert(n >= 1);
   memset(out, 0, sizeof *out);
   Graph g = {t, t->nhosts + t->nswitches, g_hash_table_new(NULL, NULL)};
@@ -233,10 +273,30 @@ gboolean fab_partition_make(const FabTopology *t, uint32_t n, FabPartition *out,
   out->weight = g_new0(uint64_t, n);
   out->endpoints = g_new0(uint32_t, n);
   out->switches = g_new0(uint32_t, n);
-  out->by_group = cut_runs(w, key, nparts, n, first);
-  uint32_t *rank_of_part = g_new(uint32_t, nparts);
+  uint32_t *perm = g_new(uint32_t, nparts), *rank_of_part = g_new(uint32_t, nparts);
+  if (ep_key) { /* the job's replicas in turn: parts by their endpoints' least place in a stage */
+    uint32_t *pkey = g_new(uint32_t, nparts), *wk = g_new(uint32_t, nparts);
+    uint64_t *wp = g_new(uint64_t, nparts);
+    for (uint32_t i = 0; i < nparts; i++) pkey[i] = UINT32_MAX;
+    for (uint32_t e = 0; e < t->nhosts; e++)
+      if (part[e] != UINT32_MAX) pkey[part[e]] = MIN(pkey[part[e]], ep_key[e]);
+    order_parts(pkey, nparts, perm);
+    for (uint32_t i = 0; i < nparts; i++) {
+      wp[i] = w[perm[i]];
+      wk[i] = pkey[perm[i]]; /* cuts between replicas, not leaf groups */
+    }
+    out->by_group = cut_runs(wp, wk, nparts, n, first);
+    g_strlcpy(out->replicas_of, job ? job : "?", sizeof out->replicas_of);
+    g_free(pkey);
+    g_free(wk);
+    g_free(wp);
+  } else {
+    for (uint32_t i = 0; i < nparts; i++) perm[i] = i;
+    out->by_group = cut_runs(w, key, nparts, n, first);
+  }
   for (uint32_t r = 0; r < n; r++)
-    for (uint32_t i = first[r]; i < first[r + 1]; i++) rank_of_part[i] = r;
+    for (uint32_t i = first[r]; i < first[r + 1]; i++) rank_of_part[perm[i]] = r;
+  g_free(perm);
   for (uint32_t k = 0; k < g.n; k++) {
     out->rank[k] = part[k] == UINT32_MAX ? UINT32_MAX : rank_of_part[part[k]];
     if (part[k] == UINT32_MAX) continue;
@@ -357,9 +417,13 @@ char *fab_partition_report(const FabTopology *t, const FabPartition *p, const Fa
   g_string_append_printf(s, "partition: %u rank%s; %u parts that may not be split (NVLink domains and nodes "
                          "whole) in %u leaf group%s%s\n", p->nranks, p->nranks == 1 ? "" : "s", p->nparts, p->groups,
                          p->groups == 1 ? " (every part's first network switch is the same)" : "s",
-                         p->nranks < 2 || p->groups < 2 ? ""
+                         p->nranks < 2 || p->groups < 2 || p->replicas_of[0] ? ""
                          : p->by_group                  ? ", cut between them"
                                                         : ", cut inside some");
+  if (p->replicas_of[0])
+    g_string_append_printf(s, "order: by data-parallel replica of training job '%s' (each rank a share of every "
+                           "pipeline stage), cut %s replicas\n", p->replicas_of,
+                           p->by_group ? "between" : "inside some");
   g_string_append(s, "rank  endpoints  switches  ports  share  endpoint numbers\n");
   for (uint32_t r = 0; r < p->nranks; r++) {
     char *eps = endpoint_list(p, t->nhosts, r);

@@ -50,7 +50,9 @@ typedef struct FabPartition {
   uint32_t *endpoints;      /* per rank: endpoints */
   uint32_t *switches;       /* per rank: network switches */
   uint32_t groups;          /* leaf groups: runs of parts whose first network switch is the same */
-  bool by_group;            /* every cut between parts fell on a leaf-group boundary */
+  bool by_group;            /* every cut between parts fell on a leaf-group boundary (with replicas_of: between
+                            ** replicas) */
+  char replicas_of[FAB_NAME_LEN]; /* "": parts in fabric order; else the training job whose replicas order them */
   uint64_t cut;             /* full-duplex links cut */
   fab_time_t lookahead;     /* ps: the smallest latency of a cut link (FAB_TIME_MAX: none cut) */
   char lookahead_link[2 * FAB_NAME_LEN + 1]; /* "leaf0-spine1": one cut link that has it */
@@ -59,6 +61,23 @@ typedef struct FabPartition {
 /* Cut topology t into n ranks (n >= 1). FALSE + err (a sentence) when it has
 ** fewer than n parts that may not be split. */
 gboolean fab_partition_make(const FabTopology *t, uint32_t n, FabPartition *out, GError **err);
+/* The same with the parts ordered by ep_key (per endpoint; parts by their
+** endpoints' least key, stably; cuts preferred between keys) before they
+** are cut into runs: `job` names what ordered them (replicas_of). */
+gboolean fab_partition_make_ordered(const FabTopology *t, uint32_t n, const uint32_t *ep_key, const char *job,
+                                    FabPartition *out, GError **err);
+/* A training job with pipeline stages (the first in d with pp > 1) orders
+** the parts by data-parallel replica: each endpoint's key is its rank's
+** place within its stage (tp_i + tp x dp_i, Megatron's layout), so a
+** replica's stages come together and each rank of the cut gets whole
+** replicas, a share of every stage (a cut in fabric order gives a rank
+** whole stages, whose work comes at different times). NULL (no such job)
+** or a g_free'd array of t's nhosts keys (UINT32_MAX: not in the job);
+** *job its name. */
+uint32_t *fab_partition_replica_keys(const FabDag *d, uint32_t nhosts, const char **job);
+/* The cut a run of d over n ranks uses: ordered by replica when d has such
+** a job, else in fabric order. */
+gboolean fab_partition_make_for(const FabTopology *t, const FabDag *d, uint32_t n, FabPartition *out, GError **err);
 void fab_partition_clear(FabPartition *p);
 
 /* The rank (<= 255) of every element of t by its stable id (after

@@ -194,7 +194,7 @@ void fab_run__par_make(Run *r, const FabRunOpts *opts, uint32_t nids) {
   GError *err = NULL;
   uint32_t n = r->net ? r->net->n : opts->threads;
   char *why = g_strdup(fab_run_threads_refusal(r->sc));
-  bool made = !why && fab_partition_make(r->topo, n, &pt, &err);
+  bool made = !why && fab_partition_make_for(r->topo, r->sc->dag, n, &pt, &err);
   if (!why && !made) why = g_strdup(err->message);
   if (!why && pt.lookahead == 0) why = g_strdup("a cut link has no latency (no lookahead)");
   if (!why) why = part_check(r, &pt, NULL);
