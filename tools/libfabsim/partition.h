@@ -8,12 +8,15 @@
 **  - a part that may not be split stays whole: an NVLink domain with its
 **    nodes' PCIe and NIC elements, or a plain host's NIC (the elements
 **    joined by links that do not touch a network switch);
-**  - those parts, in the order of their first endpoint, are cut into N
+**  - those parts, in the order of their first endpoint (or, for a
+**    training job with pipeline stages, by its data-parallel replicas:
+**    fab_partition_replica_keys), are cut into N
 **    runs of about equal weight (ports: each port's queue and wire carry
 **    the events), each cut moved to the nearest boundary between leaf
-**    groups (the parts whose first network switch differs) when that keeps
-**    every rank within a quarter of its share: leaf groups, pods and rail
-**    groups stay whole where they can;
+**    groups (the parts whose first network switch differs; by replica:
+**    between replicas) when that keeps every rank within a quarter of its
+**    share: leaf groups, pods and rail groups (replicas) stay whole where
+**    they can;
 **  - the network switches then go, nearest the endpoints first, each to
 **    the rank it has the most links into (a leaf to its hosts' rank, an
 **    aggregation switch to its pod's), ties to the lighter rank and then
