@@ -548,6 +548,16 @@ Test(cli, validate_partition) {
   expect_usage_of(&p, "validate", "--partition 0: expected a number of ranks from 1 to 65536");
   proc_clear(&p);
   g_free(q);
+  /* a training step with pipeline stages (tp 8, pp 2, dp 2 on 4 nodes: node = dp_i + 2 pp_i) is cut by
+  ** replica: nodes 0 and 2 (replica 0's two stages), 1 and 3 */
+  char *t = src_path("scenarios/training-dgx-h100.yaml");
+  p = RUN("validate", t, "--partition", "2");
+  cr_expect_eq(p.status, 0, "%s: exit %d, stderr:\n%s", p.cmd, p.status, p.err);
+  cr_expect(strstr(p.out, "\norder: by data-parallel replica of training job 'training' (each rank a share of "
+                          "every pipeline stage), cut between replicas\n") != NULL, "%s", p.out);
+  cr_expect(strstr(p.out, "   0         16         8    160  50.0%  0-7,16-23\n") != NULL, "%s", p.out);
+  proc_clear(&p);
+  g_free(t);
 }
 
 /* run --threads N: the quickstart (a permutation) on two threads prints the
