@@ -197,9 +197,8 @@ static void measure_cut(const Graph *g, FabPartition *p) {
     }
 }
 
-/* Stable order of parts [0, nparts) by pkey: perm[i] is the i-th part. */
+/* Parts perm[0..nparts) (the identity) in stable order of pkey: perm[i] is the i-th part. */
 static void order_parts(const uint32_t *pkey, uint32_t nparts, uint32_t *perm) {
-  for (uint32_t i = 0; i < nparts; i++) perm[i] = i;
   for (uint32_t i = 1; i < nparts; i++) { /* insertion: parts come nearly sorted (a node per replica and stage) */
     uint32_t v = perm[i], j = i;
     while (j > 0 && pkey[perm[j - 1]] > pkey[v]) {
@@ -273,27 +272,28 @@ gboolean fab_partition_make_ordered(const FabTopology *t, uint32_t n, const uint
   out->weight = g_new0(uint64_t, n);
   out->endpoints = g_new0(uint32_t, n);
   out->switches = g_new0(uint32_t, n);
-  uint32_t *perm = g_new(uint32_t, nparts), *rank_of_part = g_new(uint32_t, nparts);
+  uint32_t *perm = g_new(uint32_t, nparts), *rank_of_part = g_new(uint32_t, nparts), *pkey = NULL;
+  const uint32_t *prefer = key; /* the boundaries cuts move to: leaf groups, or replicas */
+  for (uint32_t i = 0; i < nparts; i++) perm[i] = i;
   if (ep_key) { /* the job's replicas in turn: parts by their endpoints' least place in a stage */
-    uint32_t *pkey = g_new(uint32_t, nparts), *wk = g_new(uint32_t, nparts);
-    uint64_t *wp = g_new(uint64_t, nparts);
+    pkey = g_new(uint32_t, nparts);
     for (uint32_t i = 0; i < nparts; i++) pkey[i] = UINT32_MAX;
     for (uint32_t e = 0; e < t->nhosts; e++)
       if (part[e] != UINT32_MAX) pkey[part[e]] = MIN(pkey[part[e]], ep_key[e]);
     order_parts(pkey, nparts, perm);
-    for (uint32_t i = 0; i < nparts; i++) {
-      wp[i] = w[perm[i]];
-      wk[i] = pkey[perm[i]]; /* cuts between replicas, not leaf groups */
-    }
-    out->by_group = cut_runs(wp, wk, nparts, n, first);
+    prefer = pkey;
     g_strlcpy(out->replicas_of, job ? job : "?", sizeof out->replicas_of);
-    g_free(pkey);
-    g_free(wk);
-    g_free(wp);
-  } else {
-    for (uint32_t i = 0; i < nparts; i++) perm[i] = i;
-    out->by_group = cut_runs(w, key, nparts, n, first);
   }
+  uint64_t *wp = g_new(uint64_t, nparts);
+  uint32_t *kp = g_new(uint32_t, nparts);
+  for (uint32_t i = 0; i < nparts; i++) {
+    wp[i] = w[perm[i]];
+    kp[i] = prefer[perm[i]];
+  }
+  out->by_group = cut_runs(wp, kp, nparts, n, first);
+  g_free(wp);
+  g_free(kp);
+  g_free(pkey);
   for (uint32_t r = 0; r < n; r++)
     for (uint32_t i = first[r]; i < first[r + 1]; i++) rank_of_part[perm[i]] = r;
   g_free(perm);
