@@ -110,6 +110,7 @@ static inline void fly(FabEngine *eng, FabPort *pt, FabPkt *p, fab_time_t at) {
     return;
   }
   if (G_UNLIKELY(pt->cut)) { /* the same key as the chained arrival: the same order as one engine's */
+    p->ready = pt->epoch; /* on the wire, nothing else reads it: the far end checks it (wire_wake) */
     fab_engine_part_at_tie(eng, pt->far, at, wire_tie(pt), &pt->wire, (uint64_t)(uintptr_t)p);
     return;
   }
@@ -277,7 +278,6 @@ void fab_port_send_pause(FabEngine *eng, FabPort *pt, uint32_t prio, uint32_t qu
 }
 
 void fab_port_set_down(FabEngine *eng, FabPort *pt, bool down) {
-  g_assert(!pt->cut);
   if (down == pt->down) return;
   pt->down = down;
   if (down) {
@@ -292,6 +292,37 @@ void fab_port_set_down(FabEngine *eng, FabPort *pt, bool down) {
     pt->nocredit = 0;
   }
   if (!pt->tx) start(eng, pt);
+}
+
+void fab_port_set_far_down(FabPort *in, bool down, uint64_t *by) {
+  g_assert(in->peer->cut);
+  in->in_lost_by = by;
+  if (down == in->in_down) return;
+  in->in_down = down;
+  in->in_epoch += down;
+}
+
+/* A packet from in->peer's cut wire that was on it when the link went down. */
+static void lose_in(FabEngine *eng, FabPort *in, FabPkt *p) {
+  uint64_t bytes = 0, sent_in = p->ready, n = free_chain(eng, p, &bytes);
+  in->in_lost += n;
+  in->in_lost_bytes += bytes;
+  if (in->in_lost_by) {
+    uint64_t *c = &in->in_lost_by[3 * sent_in];
+    c[0] += n;
+    c[1] += bytes;
+    if (c[2]++ && eng->cur) eng->events--; /* one engine's wire has one arrival pending (its head's), not one each */
+  }
+}
+
+void fab_port_fold_far_losses(FabPort *pt) {
+  FabPort *in = pt->peer;
+  if (!in || !in->in_lost) return;
+  pt->lost += in->in_lost;
+  pt->lost_bytes += in->in_lost_bytes;
+  pt->drops += in->in_lost;
+  pt->drop_bytes += in->in_lost_bytes;
+  in->in_lost = in->in_lost_bytes = 0;
 }
 
 void fab_port_mark_cut(FabPort *pt, const FabPar *par) {
@@ -318,6 +349,10 @@ static void wire_wake(FabEngine *eng, void *self, uint64_t arg) {
   FabPkt *p;
   if (G_UNLIKELY(pt->cut)) {
     p = (FabPkt *)(uintptr_t)arg;
+    if (G_UNLIKELY(p->ready != in->in_epoch)) { /* the link went down since it was sent */
+      lose_in(eng, in, p);
+      return;
+    }
   } else {
     if (G_UNLIKELY((uint32_t)arg != pt->epoch)) return; /* its packet was lost when the link went down */
     p = pt->fly_head;
@@ -421,6 +456,11 @@ uint64_t fab_port_flush_event(FabEngine *eng, const void *target, uint64_t arg, 
   if (e->ops != &fab_wire_ops || !wire_port(target)->cut) return 0;
   FabPkt *p = (FabPkt *)(uintptr_t)arg;
   p->next = NULL;
+  FabPort *in = wire_port(target)->peer;
+  if (p->ready != in->in_epoch) { /* lost already, as one engine counts it */
+    lose_in(eng, in, p);
+    return 0;
+  }
   return free_chain(eng, p, bytes);
 }
 

@@ -96,6 +96,14 @@ struct FabPort {
   uint32_t epoch;          /* times it went down (an arrival scheduled before then finds its packet gone) */
   uint64_t lost, lost_bytes; /* packets NICs made (not PAUSE frames nor NVLS segments) lost because it was down:
                            ** queued, on the serialiser or on the wire when it went down, or sent to it since */
+  /* the link from the peer, as this end's partition sees it when the peer's wire is cut (fab_port_set_far_down):
+  ** a packet that finds in_epoch past the epoch it was sent in was on the wire when the link went down */
+  bool in_down;
+  uint32_t in_epoch;
+  uint64_t in_lost, in_lost_bytes; /* those packets (counted as the peer's `lost` when the run ends) */
+  uint64_t *in_lost_by;    /* NULL, or [3 x in_epoch]: packets, bytes and arrivals of them sent in each epoch
+                           ** (the down that lost them is the one after); the caller of fab_port_set_far_down
+                           ** owns it */
   /* counters */
   uint64_t tx_bytes;       /* wire bytes serialised */
   uint64_t tx_pkts;        /* packets serialised (= packet hops over this link) */
@@ -170,9 +178,23 @@ void fab_port_return_credit(FabEngine *eng, FabPort *pt, uint32_t vl, uint32_t b
 ** serialiser or in its queues is lost, and so is any packet queued here until
 ** it comes back; the owner's `dequeued` hears of each queued one, and its
 ** `pull` is not called) or comes back up (credits, if counted, start full
-** again, as after link training). Call it for both ports of a link. Not
-** on a cut link (fab_port_mark_cut): its packets are already events. */
+** again, as after link training). Call it for both ports of a link. On a
+** cut link (fab_port_mark_cut) the packets on the wire are events of the
+** far end's partition, which sees the change itself
+** (fab_port_set_far_down). */
 void fab_port_set_down(FabEngine *eng, FabPort *pt, bool down);
+
+/* The link from in->peer, whose wire is cut (fab_port_mark_cut), goes down
+** or up as seen by in's partition, which runs the wire's arrivals: packets
+** in->peer sent before a down and arriving after it are lost here
+** (in->in_lost), as one engine loses them from the wire. `by`: NULL, or
+** room for 3 x (the link's downs + 1) counters (in->in_lost_by). */
+void fab_port_set_far_down(FabPort *in, bool down, uint64_t *by);
+
+/* A parallel run's end: the packets pt's wire lost on arrival (counted by
+** the peer's partition, fab_port_set_far_down) into pt's own counters, as
+** one engine counts them. */
+void fab_port_fold_far_losses(FabPort *pt);
 
 /* Set pt->cut, pt->part and pt->far from the partitions of a parallel run
 ** (sim/par.h): whether the port and its wire's far end run in different

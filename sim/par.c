@@ -159,7 +159,8 @@ bool fab_par_local(const FabEngine *eng, const void *elem) {
 }
 
 void fab_par_push(FabEngine *eng, fab_time_t t, uint64_t tie, void *target, uint64_t arg) {
-  fab_par_push_to(eng, fab_par_part_of(eng->par, target), t, tie, target, arg);
+  uint32_t to = fab_par_part_of(eng->par, target);
+  fab_par_push_to(eng, to == FAB_PAR_ANY ? eng->part : to, t, tie, target, arg); /* one anywhere: here */
 }
 
 void fab_par_push_to(FabEngine *eng, uint32_t to, fab_time_t t, uint64_t tie, void *target, uint64_t arg) {

@@ -100,7 +100,9 @@ typedef struct FabPar FabPar;
 ** `obj_size`-byte objects. part_of[id] is the partition of the element with
 ** stable id `id` (< nids; an element whose FabOps has `home` follows that
 ** element; FAB_PAR_ANY: one that runs wherever its events are sent, and
-** guards its state itself, as the workload's executor), and `lookahead`
+** guards its state itself, as the workload's executor, or has a copy in
+** each partition, as fabric.failures: fab_par_push keeps its events in the
+** engine that schedules them), and `lookahead`
 ** (> 0) the shortest delay of an event between partitions. part_of is
 ** copied. Transfer full. */
 #define FAB_PAR_ANY 255

@@ -38,7 +38,6 @@ PROCS = (2,) if QUICK else (2, 4)
 ONE_PART = "1 part that may not be split"
 TWO_PARTS = "at most 2 ranks"
 ALONE = {
-    "link-failure.yaml": ("links that fail", 2),
     "nvls-allreduce.yaml": (ONE_PART, 2),
     "dgx-a100.yaml": (ONE_PART, 2),
     "dgx-b200.yaml": (ONE_PART, 2),

@@ -10,6 +10,7 @@
 #include "mpi_net.h"
 #include "tools/libfabsim/driver.h"
 #include "tools/libfabsim/h5out.h"
+#include "topologies/failures.h"
 #include "tools/libfabsim/json.h"
 #include "tools/libfabsim/partition.h"
 #include "tools/libfabsim/report.h"
@@ -201,6 +202,7 @@ static int cmd_run(int argc, char **argv) {
 ** FALSE after the reason it cannot (nothing printed on stdout). */
 static gboolean print_partition(const FabScenario *sc, uint32_t n) {
   FabTopology *t = fab_topology_build(&sc->fabric);
+  fab_failures_as_built(t, &sc->fabric);
   FabPartition p;
   GError *err = NULL;
   gboolean ok = fab_partition_make_for(t, sc->dag, n, &p, &err);

@@ -33,14 +33,37 @@ typedef struct FabFailures FabFailures;
 /* The changes of cfg on topology t, resolved (cfg's links must exist:
 ** fab_failures_check). Transfer full. */
 FabFailures *fab_failures_new(FabTopology *t, const FabFabricCfg *cfg);
+
+/* A parallel run's copy for partition `part` (the topology's ports marked,
+** fab_port_mark_cut): every partition has one, with the same element id
+** and the same events at the same times, each changing only what its
+** partition runs: the rate, latency and state of the ports it sends from,
+** the view of a cut link from the far end of its wire (packets that were on
+** it when it went down are lost there, port.h), and the routes of its
+** switches, which it computes from the changes it applied itself (another
+** partition's thread may be changing its ports' state meanwhile). Each
+** copy's records count what it saw: fab_failures_merge sums them into one
+** engine's. */
+FabFailures *fab_failures_new_part(FabTopology *t, const FabFabricCfg *cfg, const struct FabPar *par,
+                                   uint32_t part);
 void fab_failures_free(FabFailures *x);
 FabElem *fab_failures_elem(FabFailures *x);
+
+/* The rates and latencies cfg's changes give links from the start (at 0,
+** neither down nor up) set on t's ports, both directions: what a parallel
+** run's cut and its lookahead must see (cfg's links must exist). */
+void fab_failures_as_built(FabTopology *t, const FabFabricCfg *cfg);
 
 /* Apply the changes at time 0 now and schedule the others. */
 void fab_failures_start(FabEngine *eng, FabFailures *x);
 
-/* The changes' records, in order (*n of them); the losses counted so far. */
+/* The changes' records, in order (*n of them); the losses counted so far.
+** Valid until the next call. */
 const FabLinkChangeRec *fab_failures_records(FabFailures *x, uint32_t *n);
+
+/* Another copy's records `from` into `into` (n of each): losses and routes
+** changed add up, the last reroute is the latest. */
+void fab_failures_merge(FabLinkChangeRec *into, const FabLinkChangeRec *from, uint32_t n);
 
 /* FALSE, with an error at the entry, when a change names a link the fabric
 ** does not have, or the topology cannot take failures (ring). Builds the

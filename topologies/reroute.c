@@ -5,19 +5,25 @@
 
 #define FAR UINT32_MAX /* no path */
 
-/* Both directions of the link from pt are up. */
-static inline bool link_up(const FabPort *pt) { return pt->peer && !pt->down && !pt->peer->down; }
-
 /* The network: switch s's port p leads to network switch nbr[s][p] (FAR:
 ** to something else, or nowhere). */
 typedef struct Net {
   FabTopology *t;
+  bool (*down)(const FabPort *pt, void *ctx); /* the links' state as the caller sees it; NULL: pt->down */
+  void *down_ctx;
   uint32_t n;           /* network switches: t->switches[0 .. n) */
   GHashTable *idx;      /* a network switch's node -> its index + 1 */
   uint32_t **nbr;
   uint32_t *dist;       /* scratch: hops to the endpoint's attachment switches */
   uint32_t *queue;
 } Net;
+
+/* Both directions of the link from pt are up. */
+static inline bool link_up(const Net *g, const FabPort *pt) {
+  if (!pt->peer) return false;
+  if (g->down) return !g->down(pt, g->down_ctx) && !g->down(pt->peer, g->down_ctx);
+  return !pt->down && !pt->peer->down;
+}
 
 static void net_init(Net *g, FabTopology *t) {
   g->t = t;
@@ -55,7 +61,7 @@ static uint32_t edges_of(const Net *g, uint32_t first, uint32_t n, uint32_t *sw,
   uint32_t k = 0;
   for (uint32_t a = first; a < first + n && a < t->nattach && k < max; a++) {
     const FabPort *at = t->attach[a];
-    if (!at || !link_up(at)) continue;
+    if (!at || !link_up(g, at)) continue;
     uint32_t s = GPOINTER_TO_UINT(g_hash_table_lookup(g->idx, at->peer->owner));
     if (!s) continue;
     sw[k] = s - 1;
@@ -78,7 +84,7 @@ static void bfs(Net *g, const uint32_t *src, uint32_t nsrc) {
     FabSwitch *sw = g->t->switches[s];
     for (uint32_t p = 0; p < fab_switch_nports(sw); p++) {
       uint32_t m = g->nbr[s][p];
-      if (m != FAR && g->dist[m] == FAR && link_up(fab_switch_port_at(sw, p))) {
+      if (m != FAR && g->dist[m] == FAR && link_up(g, fab_switch_port_at(sw, p))) {
         g->dist[m] = g->dist[s] + 1;
         g->queue[tail++] = m;
       }
@@ -166,7 +172,7 @@ static uint64_t route_one(Reroute *rr, uint32_t r, uint32_t lane, uint32_t first
     } else {
       for (uint32_t p = 0; p < fab_switch_nports(sw); p++) {
         uint32_t m = g->nbr[s][p];
-        if (m != FAR && g->dist[m] + 1 == g->dist[s] && link_up(fab_switch_port_at(sw, p))) ports[k++] = p;
+        if (m != FAR && g->dist[m] + 1 == g->dist[s] && link_up(g, fab_switch_port_at(sw, p))) ports[k++] = p;
       }
     }
     qsort(ports, k, sizeof *ports, cmp_u32);
@@ -176,8 +182,15 @@ static uint64_t route_one(Reroute *rr, uint32_t r, uint32_t lane, uint32_t first
 }
 
 uint64_t fab_topology_reroute(FabTopology *t, bool (*want)(const FabSwitch *sw, void *ctx), void *ctx) {
+  return fab_topology_reroute_seen(t, want, NULL, ctx);
+}
+
+uint64_t fab_topology_reroute_seen(FabTopology *t, bool (*want)(const FabSwitch *sw, void *ctx),
+                                   bool (*down)(const FabPort *pt, void *ctx), void *ctx) {
   Reroute rr = {.want = want, .ctx = ctx};
   net_init(&rr.g, t);
+  rr.g.down = down;
+  rr.g.down_ctx = ctx;
   uint32_t nsw = rr.g.n, maxp = 1;
   rr.groups = g_new(GHashTable *, nsw);
   for (uint32_t s = 0; s < nsw; s++) rr.groups[s] = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);

@@ -213,6 +213,13 @@ void fab_topology_foreach_port(FabTopology *t, void (*fn)(FabPort *pt, void *ctx
 ** changed (reroute.c). */
 uint64_t fab_topology_reroute(FabTopology *t, bool (*want)(const FabSwitch *sw, void *ctx), void *ctx);
 
+/* fab_topology_reroute with the links' state as down(pt, ctx) says (a
+** direction pt is down), not as the ports' own `down`: a parallel run's
+** partition routes its switches from the changes it applied itself, while
+** another partition's thread may be setting its ports' state. */
+uint64_t fab_topology_reroute_seen(FabTopology *t, bool (*want)(const FabSwitch *sw, void *ctx),
+                                   bool (*down)(const FabPort *pt, void *ctx), void *ctx);
+
 /* The egress port of element `a` on its link to element `b` (names as in
 ** the /links table), or NULL; *why says which name is missing or that they
 ** are not linked (reroute.c). */

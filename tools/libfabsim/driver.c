@@ -359,9 +359,11 @@ static void check_ledgers(FabEngine *eng, void *ctx) {
 static void wire(Run *r, const FabRunOpts *opts) {
   const FabScenario *sc = r->sc;
   r->topo = fab_topology_build(&sc->fabric);
+  fab_failures_as_built(r->topo, &sc->fabric); /* before a parallel run's cut takes the latencies */
   uint32_t id = fab_topology_number(r->topo, 2); /* 0, 1: the watchdog's and the sampler's (first at their time) */
   r->net = opts->net && opts->net->n > 1 ? opts->net : NULL;
-  if (opts->threads > 1 || r->net) fab_run__par_make(r, opts, id + 1); /* the executor's id too */
+  if (opts->threads > 1 || r->net) /* the executor's id too, and the failures' */
+    fab_run__par_make(r, opts, id + 1 + (sc->fabric.nchanges != 0));
   r->eng = r->par ? fab_par_engine(r->par, r->net ? r->net->self : 0) : fab_engine_new(sc->seed, sizeof(FabPkt));
   fab_flow_table_init(&r->table);
   fab_deq_init(&r->recs, sizeof(FabFlowRec));
@@ -418,9 +420,14 @@ static void wire(Run *r, const FabRunOpts *opts) {
     g_ptr_array_free(ports, TRUE);
     fab_elem_set_id(fab_watchdog_elem(r->wd), 0);
   }
-  if (sc->fabric.nchanges) {
-    r->fx = fab_failures_new(r->topo, &sc->fabric);
-    fab_elem_set_id(fab_failures_elem(r->fx), id++);
+  if (sc->fabric.nchanges) { /* over partitions, a copy each with the same id (they run anywhere: FAB_PAR_ANY) */
+    r->nfx = r->par ? fab_par_parts(r->par) : 1;
+    r->fx = g_new0(FabFailures *, r->nfx);
+    for (uint32_t k = 0; k < r->nfx; k++) {
+      r->fx[k] = r->par ? fab_failures_new_part(r->topo, &sc->fabric, r->par, k) : fab_failures_new(r->topo, &sc->fabric);
+      fab_elem_set_id(fab_failures_elem(r->fx[k]), id);
+    }
+    id++;
   }
 #ifdef FAB_DEBUG_CHECKS
   if (!r->par) { /* it reads every switch: not while partitions run on threads */
@@ -505,6 +512,22 @@ static void add_totals(FabPort *pt, void *ctx) {
   if (pt->max_qbytes > t->max_q && pt->owner->pull == NULL) t->max_q = pt->max_qbytes;
 }
 
+static void fold_far(FabPort *pt, void *ctx) {
+  (void)ctx;
+  fab_port_fold_far_losses(pt);
+}
+
+FabLinkChangeRec *fab_run__failure_records(Run *r, uint32_t *n) {
+  FabLinkChangeRec *all = NULL;
+  for (uint32_t k = 0; k < r->nfx; k++) {
+    if (r->net && k != r->net->self) continue; /* the others' are theirs (fx_others) */
+    const FabLinkChangeRec *c = fab_failures_records(r->fx[k], n);
+    if (all) fab_failures_merge(all, c, *n);
+    else all = g_memdup2(c, MAX(*n, 1u) * sizeof *c);
+  }
+  return all;
+}
+
 static void flush_one(FabPort *pt, void *ctx) {
   Totals *t = ctx;
   t->flushed += fab_port_flush(t->eng, pt, &t->flushed_bytes);
@@ -584,7 +607,8 @@ static void fill_results(Run *r, bool drained, const Totals *tot, FabResults *re
   res->drops = tot->drops + tot->lost;
   if (r->fx) {
     uint32_t n;
-    const FabLinkChangeRec *c = fab_failures_records(r->fx, &n);
+    const FabLinkChangeRec *c = r->fx_rec;
+    n = r->sc->fabric.nchanges;
     res->n_failures = n;
     res->failures = g_new0(FabFailureRec, n ? n : 1);
     for (uint32_t i = 0; i < n; i++) {
@@ -653,7 +677,10 @@ static void run_free(Run *r) {
   if (r->ctrl_ps) g_hash_table_destroy(r->ctrl_ps);
   fab_sampler_free(r->sampler);
   fab_watchdog_free(r->wd);
-  fab_failures_free(r->fx);
+  for (uint32_t k = 0; k < r->nfx; k++) fab_failures_free(r->fx[k]);
+  g_free(r->fx);
+  g_free(r->fx_others);
+  g_free(r->fx_rec);
   fab_exec_free(r->exec);
   fab_collect_free(r->coll);
   g_free(r->setup);
@@ -771,7 +798,8 @@ int fab_run(const FabScenario *sc, const FabRunOpts *opts, FabResults *res) {
     if (r.sampler) fab_sampler_start(r.eng, r.sampler);
     if (r.wd) fab_watchdog_start(r.eng, r.wd);
   }
-  if (r.fx) fab_failures_start(r.eng, r.fx);
+  for (uint32_t k = 0; k < r.nfx; k++) /* over processes, each starts its partition's copy */
+    if (!r.net || k == r.net->self) fab_failures_start(r.par ? fab_par_engine(r.par, k) : r.eng, r.fx[k]);
   gint64 t0 = g_get_monotonic_time();
   bool time_ok = r.setup ? true : r.par ? fab_par_run(r.par, sc->stop_time) : fab_engine_run(r.eng, sc->stop_time);
   res->wall_s = (double)(g_get_monotonic_time() - t0) / 1e6;
@@ -785,6 +813,12 @@ int fab_run(const FabScenario *sc, const FabRunOpts *opts, FabResults *res) {
     res->elsewhere = true;
     return 0;
   }
+  if (r.fx) { /* its records first: they count what cut wires lost by itself */
+    uint32_t n;
+    r.fx_rec = fab_run__failure_records(&r, &n);
+    if (r.fx_others) fab_failures_merge(r.fx_rec, r.fx_others, n);
+  }
+  fab_topology_foreach_port(r.topo, fold_far, NULL); /* losses on cut wires, counted at their far ends */
   check_end(&r, drained, &fail);
   tot.now = run_now(&r);
   fab_topology_foreach_port(r.topo, add_totals, &tot);

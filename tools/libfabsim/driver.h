@@ -34,10 +34,6 @@ typedef struct FabRunOpts {
                             ** fab_run, and the first gets the results (the others: res->elsewhere) */
 } FabRunOpts;
 
-/* Why `sc` cannot be spread over threads yet whatever the cut
-** (FabRunOpts.threads; a static sentence), or NULL. */
-const char *fab_run_threads_refusal(const FabScenario *sc);
-
 /* Why `sc` cannot run over threads on cut `p` of `topo` (allocated), or
 ** NULL: the refusal above, a cut without lookahead, or an operation that a
 ** partition could make ready too late for another (an unfolding workload

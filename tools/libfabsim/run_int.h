@@ -69,7 +69,10 @@ struct Run {
   uint32_t reports;         /* reports to the executor since the last retirement */
   FabSampler *sampler;      /* NULL: queues not sampled */
   FabWatchdog *wd;          /* NULL: no watchdog (lossy fabric) */
-  FabFailures *fx;          /* fabric.failures, NULL: none */
+  FabFailures **fx;         /* fabric.failures: one engine's, or a copy per partition (failures.h); NULL: none */
+  uint32_t nfx;
+  FabLinkChangeRec *fx_others; /* over processes, the first's: the others' records of them, summed */
+  FabLinkChangeRec *fx_rec; /* the run's records of them, all summed, once it ended (before fold_far) */
   FabFlow *failed;          /* the first flow that gave up */
   char *setup;              /* why the DAG cannot run (a generator's mistake), NULL: it can */
   gint64 last_report;       /* progress on stderr */
@@ -136,6 +139,9 @@ void fab_run__net_free(Run *r);
 void fab_run__wd_gather(void *ctx); /* FabWatchdogHooks.gather, port_blocked, holders */
 bool fab_run__wd_blocked(void *ctx, const FabPort *p, uint32_t q);
 uint32_t fab_run__wd_holders(void *ctx, const FabPort *p, uint32_t q, FabPort **out, uint32_t max);
+
+/* This process's records of fabric.failures, its copies' summed (allocated; *n of them). */
+FabLinkChangeRec *fab_run__failure_records(Run *r, uint32_t *n);
 
 /* run_par.c: a run over threads (or processes). */
 void fab_run__par_make(Run *r, const FabRunOpts *opts, uint32_t nids); /* or why not, on stderr (r->par NULL) */

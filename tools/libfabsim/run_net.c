@@ -430,6 +430,7 @@ uint64_t fab_run__net_sum(const Run *r, uint64_t v) {
 typedef struct PortStats {
   uint64_t c[10];        /* tx_bytes .. paused_since, as in FabPort */
   uint64_t lost, lost_bytes;
+  uint64_t in_lost, in_lost_bytes; /* the peer's packets its cut wire lost here (fab_port_set_far_down) */
   uint32_t paused;
 } PortStats;
 
@@ -450,7 +451,8 @@ static void pack_port(FabPort *pt, void *ctx) {
   PackCtx *c = ctx;
   if (fab_par_part_of(c->r->par, pt) != c->r->net->self) return;
   uint32_t id = fab_elem_id(&pt->el);
-  PortStats s = {.lost = pt->lost, .lost_bytes = pt->lost_bytes, .paused = pt->paused};
+  PortStats s = {.lost = pt->lost, .lost_bytes = pt->lost_bytes, .in_lost = pt->in_lost,
+                 .in_lost_bytes = pt->in_lost_bytes, .paused = pt->paused};
   _Static_assert(SPAN(FabPort, tx_bytes, paused_since) == sizeof s.c, "FabPort's counters moved");
   memcpy(s.c, &pt->PORT_C_FIRST, sizeof s.c);
   g_byte_array_append(c->out, (const guint8 *)&id, sizeof id);
@@ -492,6 +494,12 @@ static void gather_pack(Run *r, GByteArray *mine, const FabNetTotals *t) {
     g_byte_array_append(mine, (const guint8 *)fab_switch_stats(r->topo->switches[s]), sizeof(FabSwitchStats));
   }
   g_byte_array_append(mine, (const guint8 *)&end, sizeof end);
+  if (r->fx) { /* its copy's records of fabric.failures (every process has as many) */
+    uint32_t n;
+    FabLinkChangeRec *c = fab_run__failure_records(r, &n);
+    g_byte_array_append(mine, (const guint8 *)c, n * (guint)sizeof *c);
+    g_free(c);
+  }
   for (uint32_t i = (uint32_t)r->slot_of.first; i < fab_deq_end(&r->slot_of); i++) { /* flows still held */
     if (*slot_of(r, i) == FAB_OP_NONE) continue;
     const FabFlow *f = fab_flow_at(&r->table, *slot_of(r, i));
@@ -521,6 +529,8 @@ static void gather_take(Run *r, const guint8 *p, const guint8 *stop, FabNetTotal
     memcpy(&pt->PORT_C_FIRST, s.c, sizeof s.c);
     pt->lost = s.lost;
     pt->lost_bytes = s.lost_bytes;
+    pt->in_lost = s.in_lost;
+    pt->in_lost_bytes = s.in_lost_bytes;
     pt->paused = s.paused;
   }
   for (;;) {
@@ -544,6 +554,16 @@ static void gather_take(Run *r, const guint8 *p, const guint8 *stop, FabNetTotal
     FabSwitchStats st;
     p = take(&st, p, sizeof st);
     fab_switch_set_stats(r->topo->switches[s], &st);
+  }
+  if (r->fx) {
+    uint32_t n = r->sc->fabric.nchanges;
+    FabLinkChangeRec c[64];
+    if (!r->fx_others) r->fx_others = g_new0(FabLinkChangeRec, n);
+    for (uint32_t i = 0; i < n; i += G_N_ELEMENTS(c)) {
+      uint32_t k = MIN(n - i, (uint32_t)G_N_ELEMENTS(c));
+      p = take(c, p, k * sizeof *c);
+      fab_failures_merge(r->fx_others + i, c, k);
+    }
   }
   while (p + sizeof(Rep) <= stop) {
     Rep x;

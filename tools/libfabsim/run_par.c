@@ -140,11 +140,6 @@ static void window_end(FabPar *par, fab_time_t end, void *ctx) {
   if (r->progress) fab_run__progress(r->eng, r);
 }
 
-const char *fab_run_threads_refusal(const FabScenario *sc) {
-  if (sc->fabric.nchanges) return "links that fail or change (fabric.failures) are not split";
-  return NULL;
-}
-
 static const char *const op_kind_names[] = {"flow", "NVLS transfer", "compute op", "mark"};
 
 /* The cut's endpoint partitions and lookahead into r, and the ops made so
@@ -174,10 +169,9 @@ char *fab_run_threads_check(const FabScenario *sc, FabTopology *topo, const FabP
   g_free(r.ep_rank);
   fab_deq_clear(&r.cpart);
   if (r.ctrl_ps) g_hash_table_destroy(r.ctrl_ps);
-  const char *why = fab_run_threads_refusal(sc);
-  if (why || p->lookahead == 0) {
+  if (p->lookahead == 0) {
     g_free(w);
-    return g_strdup(why ? why : "a cut link has no latency (no lookahead)");
+    return g_strdup("a cut link has no latency (no lookahead)");
   }
   return w;
 }
@@ -193,9 +187,9 @@ void fab_run__par_make(Run *r, const FabRunOpts *opts, uint32_t nids) {
   FabPartition pt;
   GError *err = NULL;
   uint32_t n = r->net ? r->net->n : opts->threads;
-  char *why = g_strdup(fab_run_threads_refusal(r->sc));
-  bool made = !why && fab_partition_make_for(r->topo, r->sc->dag, n, &pt, &err);
-  if (!why && !made) why = g_strdup(err->message);
+  char *why = NULL;
+  bool made = fab_partition_make_for(r->topo, r->sc->dag, n, &pt, &err);
+  if (!made) why = g_strdup(err->message);
   if (!why && pt.lookahead == 0) why = g_strdup("a cut link has no latency (no lookahead)");
   if (!why) why = part_check(r, &pt, NULL);
   if (why) {
@@ -213,7 +207,9 @@ void fab_run__par_make(Run *r, const FabRunOpts *opts, uint32_t nids) {
     return;
   }
   uint8_t *part_of = fab_partition_elements(&pt, r->topo, nids);
-  part_of[nids - 1] = FAB_PAR_ANY; /* the executor: its events go to the partition of their op's rank */
+  /* the last ids: the executor (its events go to the partition of their op's rank) and after it, with
+  ** fabric.failures, their copies (one in each partition, failures.h) */
+  for (uint32_t i = nids - 1 - (r->sc->fabric.nchanges != 0); i < nids; i++) part_of[i] = FAB_PAR_ANY;
   r->par = fab_par_new(n, r->sc->seed, sizeof(FabPkt), part_of, nids, pt.lookahead);
   g_free(part_of);
   fab_partition_clear(&pt);
