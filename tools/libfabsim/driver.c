@@ -722,15 +722,17 @@ static uint64_t moved_bytes(const FabScenario *sc, const FabResults *res, const 
 
 /* fabric.failures against the same scenario without them (fabric.
 ** failure_baseline): a second run, compared in res->impact. A baseline
-** that cannot be had is a warning of this run, not its failure. */
-static void failure_baseline(const FabScenario *sc, FabResults *res) {
+** that cannot be had is a warning of this run, not its failure. On
+** `threads` when the run itself went over threads (the same cut: the
+** same fabric without its changes). */
+static void failure_baseline(const FabScenario *sc, uint32_t threads, FabResults *res) {
   GError *err = NULL;
   FabScenario *b = fab_scenario_reload(sc, "fabric.failures=[]", &err);
   FabResults base = {0};
   int rc = 1;
   if (b) {
     b->hdf5 = NULL;
-    rc = fab_run(b, &(FabRunOpts){0}, &base);
+    rc = fab_run(b, &(FabRunOpts){.threads = threads}, &base);
   }
   if (rc) {
     res->warnings = g_renew(char *, res->warnings, res->n_warnings + 2);
@@ -827,6 +829,6 @@ int fab_run(const FabScenario *sc, const FabRunOpts *opts, FabResults *res) {
   res->failure = fail ? g_string_free(fail, FALSE) : NULL;
   fab_results_finalize(res);
   run_free(&r);
-  if (!res->failure && sc->fabric.nchanges && sc->fabric.failure_baseline) failure_baseline(sc, res);
+  if (!res->failure && sc->fabric.nchanges && sc->fabric.failure_baseline) failure_baseline(sc, !opts->net && res->partitions > 1 ? opts->threads : 1, res);
   return res->failure ? 1 : 0;
 }
