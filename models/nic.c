@@ -69,6 +69,7 @@ void fab_flow_prepare(FabFlow *f, const FabNicCfg *cfg) {
   f->hash_rev = fab_ecmp_hash_of(cfg->hash, f->dst, f->src, sport, 4791, 17, cfg->ecmp_seed);
   f->end = 0;
   f->snd_nxt = f->snd_una = f->snd_max = 0;
+  f->last_tx = 0;
   f->timer_armed = f->in_rr = f->acked = f->sent_all = false;
   f->ar = f->bytes >= cfg->ar_threshold;
   f->imm = f->ar && cfg->ar_imm && f->path == FAB_PATH_NET && !f->nvls && f->bytes;
@@ -441,6 +442,7 @@ static FabPkt *nic_pull(FabEngine *eng, FabNode *self, FabPort *port) {
     nic->retransmits++;
   } else {
     f->snd_max = seq + 1;
+    f->last_tx = eng->now;
   }
   nic->tx_data_pkts++;
   nic->tx_data_bytes += p->wire;
@@ -930,4 +932,49 @@ void fab_nic_post(FabEngine *eng, FabNic *nic, FabFlow *f) {
   g_assert(f->src == nic->id);
   uint64_t tie = (uint64_t)nic->key << FAB_TIE_SEQ_BITS | (uint64_t)f->id << 1 | 1; /* odd: never the NIC's count */
   fab_engine_part_at_tie(eng, nic->port.part, f->start, tie, nic, WAKE(WAKE_START, f));
+}
+
+/* ---- fast-forward ---------------------------------------------------------- */
+
+static inline fab_time_t later(fab_time_t t, fab_time_t dt) { return t && t != FAB_TIME_MAX ? t + dt : t; }
+
+bool fab_nic_event_is_start(uint64_t arg) { return (arg & 3) == WAKE_START; }
+
+void fab_nic_shift(FabNic *nic, fab_time_t dt) {
+  nic->pace_at = later(nic->pace_at, dt);
+  nic->cap_next = later(nic->cap_next, dt);
+}
+
+void fab_nic_shift_flow(const FabNic *nic, FabFlow *f, fab_time_t dt) {
+  g_assert(!f->srd && !f->nvls);
+  f->deadline = later(f->deadline, dt);
+  f->next_tx = later(f->next_tx, dt);
+  f->hold_until = later(f->hold_until, dt);
+  f->made = later(f->made, dt);
+  f->last_tx = later(f->last_tx, dt);
+  f->cc_wake_at = later(f->cc_wake_at, dt);
+  f->cc.timer_at = later(f->cc.timer_at, dt);
+  f->cnp_next = later(f->cnp_next, dt);
+  switch (nic->cfg.cc.kind) {
+  case FAB_CC_DCQCN:
+    f->cc.u.dcqcn.alpha_at = later(f->cc.u.dcqcn.alpha_at, dt);
+    f->cc.u.dcqcn.last_cut = later(f->cc.u.dcqcn.last_cut, dt);
+    break;
+  case FAB_CC_DELAY:
+    f->cc.u.delay.last_up = later(f->cc.u.delay.last_up, dt);
+    f->cc.u.delay.last_down = later(f->cc.u.delay.last_down, dt);
+    break;
+  case FAB_CC_NONE: break;
+  }
+}
+
+uint32_t fab_flow_skip(FabFlow *f, uint32_t pkts) {
+  /* whole packets off the end of what is left to send, keeping the last (a runt, or the write-with-immediate)
+  ** and two of the rest so that the flow's end runs packet by packet */
+  uint32_t left = f->npkts - f->snd_max;
+  uint32_t keep = 3 + (f->imm ? 1 : 0);
+  pkts = MIN(pkts, left > keep ? left - keep : 0);
+  f->npkts -= pkts;
+  f->bytes -= (uint64_t)pkts * f->mtu;
+  return pkts;
 }

@@ -254,6 +254,7 @@ typedef struct FabFlow {
   bool reading;            /* read-based with a read part: counted in FabNic.reads_open of its rails until
                            ** acknowledged */
   fab_time_t made;         /* ps: with max_bps, when its GPU has made the data of the packets sent so far */
+  fab_time_t last_tx;      /* ps: when its newest packet (snd_max - 1) left the sender the first time */
   fab_time_t cc_wake_at;   /* ps: the earliest pending CC timer event (FAB_TIME_MAX: none) */
   FabCcFlow cc;            /* congestion-control state; cc.rate_bps is the current rate */
   uint32_t rtx_nxt;        /* selective: the next PSN to look at for resending */
@@ -459,6 +460,20 @@ void fab_flow_prepare(FabFlow *f, const FabNicCfg *cfg);
 ** the last report came from (tools/libfabsim/driver.c). From any partition
 ** (nic->port.part routes it). */
 void fab_nic_post(FabEngine *eng, FabNic *nic, FabFlow *f);
+
+/* Fast-forward (tools/libfabsim/fastfwd.c): every time the NIC's pacing
+** holds moves dt later (its ports: fab_port_shift); fab_nic_shift_flow does the
+** same for a flow it sends or receives (its timers, pacing and congestion
+** control state), not SRD nor NVLS flows. */
+void fab_nic_shift(FabNic *nic, fab_time_t dt);
+/* Whether a NIC's event (its arg) starts a flow: the workload's, not the fabric's own dynamics. */
+bool fab_nic_event_is_start(uint64_t arg);
+void fab_nic_shift_flow(const FabNic *nic, FabFlow *f, fab_time_t dt);
+
+/* Fast-forward: take up to `pkts` whole packets off what flow f has still
+** to send (its `bytes` and `npkts` shrink; its last packets stay, so its
+** end runs packet by packet). Returns how many were taken. */
+uint32_t fab_flow_skip(FabFlow *f, uint32_t pkts);
 
 /* Payload bytes of packet `seq` of flow f. */
 uint32_t fab_flow_payload(const FabFlow *f, uint32_t mtu, uint32_t seq);

@@ -469,3 +469,27 @@ uint64_t fab_port_in_flight(const FabPort *pt) {
   for (const FabPkt *p = pt->fly_head; p; p = p->next) n++;
   return n;
 }
+
+/* t later by dt, unless it names no time (0 or FAB_TIME_MAX). */
+static inline fab_time_t later(fab_time_t t, fab_time_t dt) { return t && t != FAB_TIME_MAX ? t + dt : t; }
+
+static void shift_list(FabPkt *p, fab_time_t dt) {
+  for (; p; p = p->next) {
+    p->ready = later(p->ready, dt);
+    p->sent = later(p->sent, dt);
+  }
+}
+
+void fab_port_shift(FabPort *pt, fab_time_t dt) {
+  g_assert(!pt->cut);
+  pt->retry_at = later(pt->retry_at, dt);
+  if (pt->paused) pt->paused_since += dt; /* the skipped stretch's pauses are the caller's (fastfwd.c) */
+  for (uint32_t p = 0; p < FAB_MAX_PRIOS; p++) pt->paused_until[p] = later(pt->paused_until[p], dt);
+  for (uint32_t p = 0; p < pt->nprio; p++) shift_list(pt->q[p].head, dt);
+  shift_list(pt->ctrl_head, dt);
+  shift_list(pt->fly_head, dt);
+  if (pt->tx && pt->tx != &cut_busy) {
+    pt->tx->ready = later(pt->tx->ready, dt);
+    pt->tx->sent = later(pt->tx->sent, dt);
+  }
+}

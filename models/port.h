@@ -217,6 +217,11 @@ uint64_t fab_port_flush(FabEngine *eng, FabPort *pt, uint64_t *bytes);
 ** not counted, returning 0); else 0, nothing done. */
 uint64_t fab_port_flush_event(FabEngine *eng, const void *target, uint64_t arg, uint64_t *bytes);
 
+/* Fast-forward (tools/libfabsim/fastfwd.c): every time the port and its
+** packets hold (queued, serialised, on the wire, PAUSE frames) moves dt
+** later, as if the run had been dt later all along. Not on a cut port. */
+void fab_port_shift(FabPort *pt, fab_time_t dt);
+
 /* Packets on the wire or in the serialiser of this port (not in queues). */
 uint64_t fab_port_in_flight(const FabPort *pt);
 

@@ -484,3 +484,9 @@ void fab_switch_check(const FabSwitch *sw) {
     g_error("%s: egress queues hold %" G_GUINT64_FORMAT " B of admitted packets, the ledgers %" G_GUINT64_FORMAT,
             sw->node.name, queued, held);
 }
+
+void fab_switch_shift(FabSwitch *sw, fab_time_t dt) {
+  if (sw->flowlets)
+    for (uint32_t i = 0; i < sw->cfg.flowlet_table; i++)
+      if (sw->flowlets[i].group != UINT32_MAX) sw->flowlets[i].last += dt;
+}

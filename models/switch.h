@@ -217,4 +217,9 @@ typedef struct FabNvls FabNvls;
 /* The switch's in-switch reduction groups, made on first use. */
 FabNvls *fab_switch_nvls(FabSwitch *sw);
 
+/* Fast-forward (tools/libfabsim/fastfwd.c): every time the switch holds
+** moves dt later (its flowlets' last packets; its ports: fab_port_shift;
+** PAUSE timers are events, moved with the others by the caller). */
+void fab_switch_shift(FabSwitch *sw, fab_time_t dt);
+
 #endif

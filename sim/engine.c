@@ -50,3 +50,18 @@ bool fab_engine_run(FabEngine *eng, fab_time_t until) {
   eng->cur = NULL;
   return ok;
 }
+
+FabEvent *fab_engine_take_pending(FabEngine *eng, size_t *n) {
+  *n = fab_evq_size(eng->evq);
+  FabEvent *ev = g_new(FabEvent, MAX(*n, 1u));
+  for (size_t i = 0; i < *n; i++) fab_evq_pop(eng->evq, &ev[i]);
+  return ev;
+}
+
+void fab_engine_put_pending(FabEngine *eng, FabEvent *ev, size_t n) {
+  /* a fresh queue: the drained one's wheel has moved past the events it held */
+  fab_evq_free(eng->evq);
+  eng->evq = fab_evq_new(MAX(n, 1024u));
+  for (size_t i = 0; i < n; i++) fab_evq_push(eng->evq, ev[i].time, ev[i].tie, ev[i].target, ev[i].arg);
+  g_free(ev);
+}

@@ -195,6 +195,13 @@ static inline void fab_engine_after(FabEngine *eng, fab_time_t dt, void *target,
 
 static inline fab_time_t fab_engine_now(const FabEngine *eng) { return eng->now; }
 
+/* Every pending event, in (time, tie) order, taken out of the queue (the
+** fast-forward of tools/libfabsim/fastfwd.c moves some of them later);
+** *n of them. Give them back, changed or not, with fab_engine_put_pending
+** (which frees the array) before the loop pops again. */
+FabEvent *fab_engine_take_pending(FabEngine *eng, size_t *n);
+void fab_engine_put_pending(FabEngine *eng, FabEvent *ev, size_t n);
+
 /* Run events in (time, tie) order until none is left, the next one is later
 ** than `until`, or fab_engine_stop() is called. Returns false if time would
 ** have gone back (an internal invariant; the run is then unusable). */

@@ -83,7 +83,7 @@ Test(json, values_and_rates) {
   cr_assert(strstr(js, "\"status\": \"failed\", \"failure\": \"stop_time reached\""), "%s", js);
   cr_assert(strstr(js, "\"drops\": 3,"), "%s", js);
   cr_assert(strstr(js, "\"collectives\": [], \"step\": null, \"jobs\": [], \"failures\": [], \"warnings\": [], "
-                       "\"fabric_segment_bytes\": null, \"failure_impact\": null}"), "%s", js);
+                       "\"fabric_segment_bytes\": null, \"failure_impact\": null, \"fast_forward\": null}"), "%s", js);
   g_free(js);
   unfinalize(&r);
 }
@@ -351,6 +351,7 @@ typedef struct Full {
   FabJobRec jobs[2];
   FabFailureRec failures[2];
   FabFailureImpact impact;
+  FabFfRec ff;
   char deadlock[2][FAB_FIELD_NAME_LEN];
   char *warnings[2];
 } Full;
@@ -406,6 +407,9 @@ static void full(Full *x) {
   x->impact = (FabFailureImpact){.baseline_time = 200 * FAB_US, .slowdown = 0.25, .baseline_fct_p50_s = 10e-6,
                                  .baseline_fct_p99_s = 30e-6, .baseline_fct_max_s = 30e-6, .moved_bytes = 4178};
   r->impact = &x->impact;
+  x->ff = (FabFfRec){.window = 20 * FAB_US, .tolerance = 0.02, .looks = 12, .jumps = 2, .skipped = 80 * FAB_US,
+                     .skipped_fraction = 0.5, .skipped_packets = 1234};
+  r->ff = &x->ff;
   g_strlcpy(x->deadlock[0], "ring0:p2", FAB_FIELD_NAME_LEN);
   g_strlcpy(x->deadlock[1], "ring1:p2", FAB_FIELD_NAME_LEN);
   r->deadlock = x->deadlock, r->n_deadlock = 2;

@@ -179,7 +179,9 @@ Test(sweep, grid_2x2_matches_individual_runs_and_resumes) {
                    "step_steps,step_comm_s,step_overlap_s,step_bubble_s,fabric_segment_bytes,"
                    "failure_impact_baseline_time_s,failure_impact_slowdown,failure_impact_baseline_fct_p50_s,"
                    "failure_impact_baseline_fct_p99_s,failure_impact_baseline_fct_max_s,"
-                   "failure_impact_baseline_retransmits,failure_impact_moved_bytes",
+                   "failure_impact_baseline_retransmits,failure_impact_moved_bytes,fast_forward_window_s,"
+                   "fast_forward_tolerance,fast_forward_looks,fast_forward_jumps,fast_forward_skipped_s,"
+                   "fast_forward_skipped_fraction,fast_forward_skipped_packets",
                    "the CSV header");
   int c_point = col(hd, "point"), c_status = col(hd, "status"), c_time = col(hd, "sim_time_s"),
       c_events = col(hd, "events");

@@ -23,6 +23,7 @@ const char *const fab_topo_kind_names[] = {"single-switch", "leaf-spine", "fat-t
 static const char *const cc_algorithms[] = {"none", "dcqcn", "delay", NULL}; /* in FabCcKind order */
 static const char *const cc_presets[] = {"dcqcn-paper", "dcqcn-mlx", NULL};
 static const char *const ecn_marks_at[] = {"enqueue", "dequeue", NULL};
+const char *const fab_ff_mode_names[] = {"off", "on", "auto", NULL}; /* FabFfMode order */
 
 #define K(NAME, TYPE, FIELD, ...) FAB_CFG_KEY(NAME, TYPE, Read, FIELD, __VA_ARGS__)
 
@@ -110,6 +111,11 @@ static const FabCfgKey fabric_schema[] = {
   /* no public figure for how fast a fabric's hashing switches take new routes: an assumption (README) */
   K("reroute_delay", FAB_CFG_TIME, f.reroute_delay, .def = "1ms", .min = 0, .max = 1e15),
   K("failure_baseline", FAB_CFG_BOOL, f.failure_baseline, .def = "true"),
+  /* the steady-state fast-forward (tools/libfabsim/fastfwd.c): window and tolerance are parameters of the
+  ** method, not hardware figures (README) */
+  K("fast_forward", FAB_CFG_ENUM, f.ff_mode, .def = "auto", .choices = fab_ff_mode_names),
+  K("fast_forward_window", FAB_CFG_TIME, f.ff_window, .def = "20us", .min = 1e5, .max = 1e12),
+  K("fast_forward_tolerance", FAB_CFG_DOUBLE, f.ff_tolerance, .def = "0.02", .min = 0, .max = 0.5),
   FAB_CFG_END_ROW,
 };
 

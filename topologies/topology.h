@@ -136,7 +136,15 @@ typedef struct FabFabricCfg {
   FabLinkChange changes[FAB_MAX_LINK_CHANGES];
   fab_time_t reroute_delay; /* fabric.reroute_delay: ps from a link's change of state to ECMP switches' new routes */
   bool failure_baseline;    /* fabric.failure_baseline: run again without the failures to report what they cost */
+  uint32_t ff_mode;         /* fabric.fast_forward: FabFfMode */
+  fab_time_t ff_window;     /* fabric.fast_forward_window: ps a steady state must hold, and the jumps' unit */
+  double ff_tolerance;      /* fabric.fast_forward_tolerance: how much a rate or a queue may change and count as steady */
 } FabFabricCfg;
+
+/* fabric.fast_forward (tools/libfabsim/fastfwd.h): off, on, or auto (on for
+** training steps of at least FAB_FF_AUTO_RANKS ranks). */
+typedef enum { FAB_FF_OFF = 0, FAB_FF_ON = 1, FAB_FF_AUTO = 2 } FabFfMode;
+extern const char *const fab_ff_mode_names[];
 
 typedef struct FabTopology {
   FabTopoSpec spec;

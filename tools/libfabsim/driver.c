@@ -6,6 +6,7 @@
 #include <string.h>
 #include "models/nvls.h"
 #include "run_int.h"
+#include "fastfwd.h"
 
 /* ---- hooks: executor -> models, models -> executor ------------------------- */
 
@@ -429,6 +430,7 @@ static void wire(Run *r, const FabRunOpts *opts) {
     }
     id++;
   }
+  r->ff = fab_ff_new(r, id++, &r->ff_why);
 #ifdef FAB_DEBUG_CHECKS
   if (!r->par) { /* it reads every switch: not while partitions run on threads */
     r->eng->check = check_ledgers; /* every event: slow, for the small scenarios of the debug_checks suite */
@@ -673,7 +675,32 @@ static void fill_results(Run *r, bool drained, const Totals *tot, FabResults *re
   for (uint32_t i = 0; i < ncyc; i++) fab_port_name(res->deadlock[i], cyc[i]);
 }
 
+static void add_warning(FabResults *res, char *w) {
+  res->warnings = g_renew(char *, res->warnings, res->n_warnings + 2);
+  res->warnings[res->n_warnings++] = w;
+  res->warnings[res->n_warnings] = NULL;
+}
+
+/* The fast-forward's record and what it cost in fidelity (fastfwd.h). */
+static void ff_results(Run *r, FabResults *res) {
+  if (r->ff_why) add_warning(res, g_strdup(r->ff_why));
+  if (!r->ff) return;
+  res->ff = g_new0(FabFfRec, 1);
+  fab_ff_report(r->ff, res->ff);
+  FabFfRec *f = res->ff;
+  f->skipped_fraction = res->sim_time ? (double)f->skipped / (double)res->sim_time : 0;
+  if (f->jumps)
+    add_warning(res, g_strdup_printf(
+      "fabric.fast_forward: %" G_GUINT64_FORMAT " jumps over steady states skipped %.6g us of %.6g us simulated "
+      "(%.1f %%) and %" G_GUINT64_FORMAT " data packets: the fabric's state was carried over them, not simulated; "
+      "link counters (bytes, packets, ECN marks, pauses) count the skipped time, NIC packet counters do not",
+      f->jumps, fab_time_to_s(f->skipped) * 1e6, fab_time_to_s(res->sim_time) * 1e6, f->skipped_fraction * 100,
+      f->skipped_packets));
+}
+
 static void run_free(Run *r) {
+  fab_ff_free(r->ff);
+  g_free(r->ff_why);
   if (r->ctrl_ps) g_hash_table_destroy(r->ctrl_ps);
   fab_sampler_free(r->sampler);
   fab_watchdog_free(r->wd);
@@ -799,6 +826,7 @@ int fab_run(const FabScenario *sc, const FabRunOpts *opts, FabResults *res) {
   } else {
     if (r.sampler) fab_sampler_start(r.eng, r.sampler);
     if (r.wd) fab_watchdog_start(r.eng, r.wd);
+    if (r.ff) fab_ff_start(r.eng, r.ff);
   }
   for (uint32_t k = 0; k < r.nfx; k++) /* over processes, each starts its partition's copy */
     if (!r.net || k == r.net->self) fab_failures_start(r.par ? fab_par_engine(r.par, k) : r.eng, r.fx[k]);
@@ -826,6 +854,7 @@ int fab_run(const FabScenario *sc, const FabRunOpts *opts, FabResults *res) {
   fab_topology_foreach_port(r.topo, add_totals, &tot);
   check_packets(&r, drained, &tot, &fail);
   fill_results(&r, drained, &tot, res);
+  ff_results(&r, res);
   res->failure = fail ? g_string_free(fail, FALSE) : NULL;
   fab_results_finalize(res);
   run_free(&r);

@@ -172,6 +172,18 @@ static const FabField impact_fields[] = {
 };
 TABLE(fab_impact_table, "failure_impact", FabFailureImpact, impact_fields);
 
+static const FabField ff_fields[] = {
+  F(FabFfRec, "window_s", FAB_F_PS_S, window, .flags = J, .unit = "s", .doc = "fabric.fast_forward_window"),
+  F(FabFfRec, "tolerance", FAB_F_F64, tolerance, .flags = J, .doc = "fabric.fast_forward_tolerance"),
+  F(FabFfRec, "looks", FAB_F_U64, looks, .flags = J, .doc = "windows looked at"),
+  F(FabFfRec, "jumps", FAB_F_U64, jumps, .flags = J),
+  F(FabFfRec, "skipped_s", FAB_F_PS_S, skipped, .flags = J, .unit = "s", .doc = "simulated time jumped over"),
+  F(FabFfRec, "skipped_fraction", FAB_F_F64, skipped_fraction, .flags = J, .doc = "of sim_time_s"),
+  F(FabFfRec, "skipped_packets", FAB_F_U64, skipped_packets, .flags = J,
+    .doc = "data packets not simulated: their bytes arrived in the jumps"),
+};
+TABLE(fab_ff_table, "fast_forward", FabFfRec, ff_fields);
+
 static const FabField reorder_fields[] = {
   F(FabReorderBin, "ahead", FAB_F_STR, ahead, .flags = H, .strw = 8, .unit = "packets",
     .doc = "how many PSNs ahead of the next expected: 0, 1, 2-3, ..., 128-255, 256+"),
@@ -229,6 +241,8 @@ static const FabField results_fields[] = {
            "only grow at the end"),
   R("failure_impact", FAB_F_PTR, impact, .sub = &fab_impact_table, .flags = J,
     .doc = "fabric.failures against the same run without them (fabric.failure_baseline), null: none"),
+  R("fast_forward", FAB_F_PTR, ff, .sub = &fab_ff_table, .flags = J,
+    .doc = "what the steady-state fast-forward did (fabric.fast_forward), null: off"),
 };
 TABLE(fab_results_table, "results", FabResults, results_fields);
 
@@ -547,6 +561,7 @@ void fab_results_clear(FabResults *r) {
   g_free(r->jobs);
   g_free(r->failures);
   g_free(r->impact);
+  g_free(r->ff);
   g_free(r->reorder);
   g_free(r->deadlock);
   for (size_t i = 0; i < r->n_warnings; i++) g_free(r->warnings[i]);

@@ -171,6 +171,18 @@ typedef struct FabFailureImpact {
                               ** (both directions): the traffic that went another way, or was lost */
 } FabFailureImpact;
 
+/* What the steady-state fast-forward did (fabric.fast_forward,
+** tools/libfabsim/fastfwd.h). */
+typedef struct FabFfRec {
+  fab_time_t window;          /* ps: the window a steady state must hold, and the jumps' unit */
+  double tolerance;
+  uint64_t looks;             /* windows looked at */
+  uint64_t jumps;
+  fab_time_t skipped;         /* ps of simulated time jumped over */
+  double skipped_fraction;    /* of sim_time */
+  uint64_t skipped_packets;   /* data packets flows did not make (their bytes arrived in the jumps) */
+} FabFfRec;
+
 /* Network data packets received the first time, by how far ahead of the
 ** next expected PSN they came (models/nic.h, fab_reorder_bin). */
 typedef struct FabReorderBin {
@@ -254,6 +266,7 @@ typedef struct FabResults {
   size_t n_warnings;
   char **warnings;
   FabFailureImpact *impact;  /* fabric.failures against a run without them, NULL: none (owned) */
+  FabFfRec *ff;              /* the fast-forward, NULL: off (owned) */
 } FabResults;
 
 /* The description of FabResults and its records (results.c). */

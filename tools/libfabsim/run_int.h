@@ -73,6 +73,8 @@ struct Run {
   uint32_t nfx;
   FabLinkChangeRec *fx_others; /* over processes, the first's: the others' records of them, summed */
   FabLinkChangeRec *fx_rec; /* the run's records of them, all summed, once it ended (before fold_far) */
+  struct FabFf *ff;         /* fabric.fast_forward (fastfwd.h), NULL: off */
+  char *ff_why;             /* why it was asked for and does not run, NULL: it runs or was not asked for */
   FabFlow *failed;          /* the first flow that gave up */
   char *setup;              /* why the DAG cannot run (a generator's mistake), NULL: it can */
   gint64 last_report;       /* progress on stderr */
