@@ -36,6 +36,7 @@ void fab_flow_table_clear(FabFlowTable *t) {
     g_free(t->chunk);
     g_array_free(t->free, TRUE);
   }
+  g_free(t->held);
   *t = (FabFlowTable){0};
 }
 
@@ -57,6 +58,15 @@ FabFlow *fab_flow_table_take_in(FabFlowTable *t, uint32_t part) {
     }
   }
   t->live++;
+  if (!t->fixed) { /* one engine: which slots are held, a byte each (the fast-forward's look at the flows) */
+    if (slot >= t->held_cap) {
+      uint32_t cap = MAX(2 * t->held_cap, slot + 1024);
+      t->held = g_realloc(t->held, cap);
+      memset(t->held + t->held_cap, 0, cap - t->held_cap);
+      t->held_cap = cap;
+    }
+    t->held[slot] = 1;
+  }
   FabFlow *f = fab_flow_at(t, slot);
   /* In a parallel run a timer of a flow that held this slot before may be firing on another thread (any of
   ** its holders' senders'): it reads only `gen`, which moves atomically and never back, finds it changed and
@@ -75,5 +85,6 @@ void fab_flow_table_put(FabFlowTable *t, FabFlow *f) { fab_flow_table_put_in(t, 
 void fab_flow_table_put_in(FabFlowTable *t, FabFlow *f, uint32_t part) {
   g_assert(t->free && t->live > 0 && part <= t->nparts);
   t->live--;
+  if (t->held) t->held[f->slot] = 0;
   g_array_append_val(part ? t->pfree[part - 1] : t->free, f->slot);
 }

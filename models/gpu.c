@@ -29,6 +29,7 @@ static void start(FabEngine *eng, FabGpu *g, int which, fab_time_t dur, uint32_t
   l->busy = true;
   l->tag = tag;
   l->began = eng->now;
+  l->ends = eng->now + dur;
   /* keyed by the GPU itself, not by whatever reported the op's last dependency (a parallel run may hear of it
   ** from another element, tools/libfabsim/driver.c); before the run, routed to its partition */
   if (!eng->cur) {

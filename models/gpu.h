@@ -56,6 +56,7 @@ typedef struct FabGpuLane {
   bool busy;
   uint32_t tag;           /* the running item */
   fab_time_t began;       /* ps: when it began */
+  fab_time_t ends;        /* ps: when it ends */
   FabGpuItem *q;          /* waiting items: a ring of cap, head .. head + n */
   uint32_t head, n, cap;
   uint64_t items;         /* items finished */

@@ -303,6 +303,8 @@ typedef struct FabFlowTable {
   bool fixed;              /* fab_flow_table_fix: `chunk` has room for every chunk and never moves */
   uint32_t nparts;         /* fab_flow_table_fix: partitions 1 .. nparts give slots back to pfree[k - 1] */
   GArray **pfree;
+  uint8_t *held;           /* not fixed: held[slot] 1 while the slot is taken (NULL: none taken yet) */
+  uint32_t held_cap;
 } FabFlowTable;
 #define FAB_FLOW_CHUNKS_MAX (1u << (32 - FAB_FLOW_CHUNK_BITS))
 

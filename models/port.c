@@ -176,6 +176,7 @@ static void start(FabEngine *eng, FabPort *pt) {
     ** that packet (switch_receive keeps it from finishing before its last byte is in) */
     pt->tx_bytes += p->wire;
     pt->tx_pkts++;
+    pt->tx_last = eng->now;
     p->hops++;
     fly(eng, pt, p, eng->now + fab_port_ser(pt, pt->cut_mtu + pt->cut_ovh) + pt->latency);
     pt->tx = &cut_busy;
@@ -379,6 +380,7 @@ static void port_wake(FabEngine *eng, void *self, uint64_t arg) {
     if (p != &cut_busy) {
       pt->tx_bytes += p->wire;
       pt->tx_pkts++;
+      pt->tx_last = eng->now;
       p->hops++;
       fly(eng, pt, p, eng->now + pt->latency);
     }
@@ -483,6 +485,7 @@ static void shift_list(FabPkt *p, fab_time_t dt) {
 void fab_port_shift(FabPort *pt, fab_time_t dt) {
   g_assert(!pt->cut);
   pt->retry_at = later(pt->retry_at, dt);
+  pt->tx_last = later(pt->tx_last, dt);
   if (pt->paused) pt->paused_since += dt; /* the skipped stretch's pauses are the caller's (fastfwd.c) */
   for (uint32_t p = 0; p < FAB_MAX_PRIOS; p++) pt->paused_until[p] = later(pt->paused_until[p], dt);
   for (uint32_t p = 0; p < pt->nprio; p++) shift_list(pt->q[p].head, dt);

@@ -83,6 +83,8 @@ struct FabPort {
   int64_t credits[FAB_MAX_PRIOS]; /* bytes the far end can still take, per VL (= priority) */
   int64_t credit_max;      /* what each VL started with */
   fab_time_t retry_at;     /* ps: a wake for a not-yet-ready head is pending then */
+  fab_time_t tx_last;      /* ps: when the newest packet tx_pkts counts was counted (the fast-forward's rates:
+                           ** tools/libfabsim/fastfwd.h) */
   /* trains (fabric.segment): one sent to a relay arrives when its first packet of cut_mtu payload + cut_ovh
   ** header bytes would (cut-through at packet granularity), while this link stays busy for the whole train */
   uint32_t cut_mtu, cut_ovh; /* 0: every packet arrives whole */

@@ -1,5 +1,6 @@
 /* validate --explain: what a scenario expands to. See scenario.h. */
 #include "scenario.h"
+#include "fastfwd.h"
 #include "models/cc.h"
 #include "models/ecmp.h"
 #include "models/nic.h"
@@ -421,6 +422,27 @@ static void explain_workload(const FabScenario *sc, GString *s) {
                            "warning)\n", sc->hdf5, (double)sc->sample_interval / 1e6);
 }
 
+/* fabric.fast_forward: what it would do on one engine (fastfwd.h). */
+static void explain_ff(const FabScenario *sc, GString *s) {
+  const FabFabricCfg *f = &sc->fabric;
+  const char *why;
+  bool on = fab_ff_wanted(sc, 1, &why);
+  const char *mode = fab_ff_mode_names[f->ff_mode];
+  if (!on) {
+    const char *because = f->ff_mode == FAB_FF_OFF ? ""
+                          : f->nic.transport.kind == FAB_TRANSPORT_SRD ? ": not under transport srd"
+                          : ": on for training steps of " G_STRINGIFY(FAB_FF_AUTO_RANKS) " ranks or more";
+    (void)why;
+    g_string_append_printf(s, "fastfwd    off (fabric.fast_forward: %s%s): every packet is simulated\n", mode, because);
+    return;
+  }
+  g_string_append_printf(s, "fastfwd    on (fabric.fast_forward: %s): looks every %.6g us; where the same flows run "
+                         "alike in both halves of a stretch (within %.6g %%), jumps up to %d x the stretch ahead, "
+                         "their packets not simulated, link counters extrapolated (JSON fast_forward, a warning "
+                         "when it jumps); not on threads or processes\n", mode, (double)f->ff_window / 1e6,
+                         f->ff_tolerance * 100, FAB_FF_REACH);
+}
+
 char *fab_scenario_explain(const FabScenario *sc) {
   GString *s = g_string_new(NULL);
   g_string_append_printf(s, "scenario   %s (seed %" G_GUINT64_FORMAT ")\n", sc->name, sc->seed);
@@ -428,6 +450,7 @@ char *fab_scenario_explain(const FabScenario *sc) {
   explain_cluster(sc, s);
   explain_fabric(sc, s);
   explain_workload(sc, s);
+  explain_ff(sc, s);
   g_string_append_printf(s, "memory     about %.0f MB to run (estimated at load; this run may use %.3g GB)\n",
                          (double)sc->mem_bytes / 1e6, (double)fab_scenario_mem_limit() / 1e9);
   for (guint i = 0; i < sc->warnings->len; i++)

@@ -1,36 +1,53 @@
 /*
 ** The steady-state fast-forward (fabric.fast_forward).
 **
-** An element that looks at the run every `window` of simulated time. When
-** the last two windows were alike (the same flows running, each flow's
-** acknowledged packets per window within `tolerance` (and one packet) of
-** the window before, every port's bytes sent per window and queue depth
-** within `tolerance` (and two of its largest packets), no drops and no
-** packet lost on a failed link, no SRD nor NVLS flow under way), it jumps:
-** k windows of simulated time pass at once, as if the last window repeated
-** k times. k is as many whole windows as fit before the next event that is
-** not the fabric's own (a flow posted, a compute or reduction done, a
-** sampler look, a link failure, the executor's timers, stop_time), keeping
-** one window, and before any running flow would get within two windows of
-** its last packet. What a jump does:
+** An element that looks at the run every `window` of simulated time. A
+** stretch is the looks since a flow last began or ended (three counters
+** tell, so a look during churn costs nothing more). When the stretch is 2,
+** 4, 8, ... windows long it compares its two halves, first the ports
+** alone: every port sending as many bytes in both and its queue ranging as
+** low and as high in both (within `tolerance` and two of the largest
+** packets), nothing dropped, nothing lost on a failed link. When they
+** agree a second stretch as long confirms it with the flows too (a look at
+** every flow costs, so only where the ports promise a jump): the same
+** flows, each moving flow sending at least 1/tolerance packets in each
+** half and as many in both within `tolerance`, some flow moving, no SRD
+** nor NVLS flow, the ports again. Halves of stretches that double until
+** they agree let a state that oscillates (PFC pauses, DCQCN's cuts and
+** recoveries) count as steady once they span a few of its periods; a
+** stretch of 256 windows that never settled starts afresh, and a failed
+** confirmation asks for a first stretch twice as long.
 **
-**   - every pending event of the fabric (ports, wires, NICs but their flow
-**     starts, switches, the PFC watchdog) and every time the fabric holds
-**     (packets' ready and sent times, pacing, retransmission and congestion
-**     control timers and their reference times, PAUSE ends, flowlets) moves
-**     k x window later: the fabric's state after the jump is its state
+** When the confirmation agrees it jumps k windows at once, as if its mean
+** window repeated k times: k is at most FAB_FF_REACH times its length,
+** fits whole before the next event that is not the fabric's own (a flow
+** posted, a compute or reduction done, the executor's and a failure's
+** timers, stop_time), keeping one window, and stops before any running flow
+** gets within two windows of its last packet. A jump:
+**
+**   - moves every pending event of the fabric (ports, wires, NICs but their
+**     flow starts, switches, the PFC watchdog) and every time the fabric
+**     holds (packets' ready and sent times, pacing, retransmission and
+**     congestion control timers and their reference times, PAUSE ends,
+**     flowlets) k x window later: the fabric after the jump is the fabric
 **     before, later;
-**   - each running flow takes k x (its packets per window, the mean of the
-**     two windows) off the end of what it has still to send (fab_flow_skip):
-**     those packets are never made, and its last ones run packet by packet;
-**   - every port's counters (bytes and packets sent, ECN marks, PAUSE frames,
-**     time paused) grow by k x their mean growth per window, so link
-**     utilisation, packet hops, marks and pauses count the skipped time;
-**     NICs' packet counters count only the packets simulated (the run's
-**     packet conservation is checked on them).
+**   - takes off each running flow's end the packets it would have sent in
+**     the jump, at its rate measured on its own packets (from the first
+**     look's newest to the last look's newest, over the time between their
+**     departures: exact for a flow that sends evenly): fab_flow_skip. Those
+**     packets are never made; the flow's last ones run packet by packet;
+**   - grows every port's counters: bytes and packets sent at the rate
+**     between the first and the last packet the stretch counted (exact for
+**     a port that sends evenly), ECN marks, PAUSE frames and time paused by
+**     k x their mean per window, so link utilisation, packet hops, marks
+**     and pauses count the skipped time; NICs' packet counters count only
+**     the packets simulated (the run's packet conservation is checked on
+**     them);
+**   - gives the queue sampler its rows over the jump (fab_sampler_jump).
 **
-** Not on a run over threads or processes (the run says so). Deterministic:
-** the same scenario and seed give the same jumps.
+** Not on a run over threads or processes, nor under SRD (the run says so
+** when it was asked for). Deterministic: the same scenario and seed give
+** the same jumps.
 */
 #ifndef FAB_FASTFWD_H
 #define FAB_FASTFWD_H
@@ -44,6 +61,10 @@ typedef struct FabFf FabFf;
 ** its element gets id `id`. A run over threads or processes gets none, and
 ** when it was asked for explicitly *why says so (g_free it). */
 #define FAB_FF_AUTO_RANKS 256
+/* A jump goes at most this many times the stretch it saw ahead: a state
+** seen steady longer is trusted further (a parameter of the method,
+** README). */
+#define FAB_FF_REACH 16
 FabFf *fab_ff_new(Run *r, uint32_t id, char **why);
 void fab_ff_free(FabFf *ff);
 

@@ -268,3 +268,42 @@ void fab_sampler_take(FabSampler *s, FabQueueSeries *q) {
   q->link_bytes = (uint64_t *)(void *)g_array_free(s->link_bytes, FALSE);
   s->t = s->depth = s->depth_prio = s->rate = s->link_bytes = NULL;
 }
+
+/* ---- the fast-forward ---------------------------------------------------------- */
+
+fab_time_t fab_sampler_jump(FabSampler *s, fab_time_t at, fab_time_t to) {
+  guint rows = s->t->len;
+  if (rows == 0 || at >= to) return at;
+  fab_time_t t0 = g_array_index(s->t, fab_time_t, rows - 1);
+  /* the links' bytes now (at `to`, the jump's counters added), and at the last row */
+  GArray *now = g_array_new(FALSE, FALSE, sizeof(uint64_t));
+  fab_topology_foreach_port(s->topo, sample_link, now);
+  guint nl = now->len, nd = s->ncols, np = s->nprio > 1 ? s->ncols * s->nprio : 0,
+        nr = s->sample_rates ? s->nflows : 0;
+  uint64_t *last = g_memdup2((uint64_t *)(void *)s->link_bytes->data + (size_t)(rows - 1) * nl, nl * sizeof(uint64_t));
+  uint32_t *depth = g_memdup2((uint32_t *)(void *)s->depth->data + (size_t)(rows - 1) * nd, MAX(nd, 1u) * sizeof(uint32_t));
+  uint32_t *dprio = np ? g_memdup2((uint32_t *)(void *)s->depth_prio->data + (size_t)(rows - 1) * np, np * sizeof(uint32_t)) : NULL;
+  uint64_t *rate = nr ? g_memdup2((uint64_t *)(void *)s->rate->data + (size_t)(rows - 1) * nr, nr * sizeof(uint64_t)) : NULL;
+  fab_time_t t = at;
+  while (t < to) {
+    if (t % s->interval == 0) { /* the queues as last seen (a steady state's), the links' bytes on a line */
+      g_array_append_val(s->t, t);
+      g_array_append_vals(s->depth, depth, nd);
+      if (np) g_array_append_vals(s->depth_prio, dprio, np);
+      if (nr) g_array_append_vals(s->rate, rate, nr);
+      for (guint i = 0; i < nl; i++) {
+        uint64_t a = last[i], b = g_array_index(now, uint64_t, i);
+        uint64_t v = b > a ? a + (uint64_t)((unsigned __int128)(b - a) * (t - t0) / (to - t0)) : a;
+        g_array_append_val(s->link_bytes, v);
+      }
+      while (taken(s) > s->max_bytes && s->t->len > 1) thin(s);
+    }
+    t = (t / s->interval + 1) * s->interval;
+  }
+  g_free(last);
+  g_free(depth);
+  g_free(dprio);
+  g_free(rate);
+  g_array_free(now, TRUE);
+  return t;
+}

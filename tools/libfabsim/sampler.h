@@ -94,4 +94,11 @@ void fab_layers_free(FabLayers *l);
 ** made from). O(1). */
 FabLayer fab_layers_of(const FabLayers *l, const FabPort *pt);
 
+/* The fast-forward (fastfwd.h) jumps from the sampler's pending look at
+** `at` to `to`: the looks in between are rows of the queues as last
+** sampled (a steady state's) and of the links' bytes on a line from the
+** last row to what they count at `to` (the jump's added). Returns when the
+** next look is due (>= to). */
+fab_time_t fab_sampler_jump(FabSampler *s, fab_time_t at, fab_time_t to);
+
 #endif
