@@ -17,6 +17,7 @@ typedef struct Band {
 /* What one look saw of a flow holding a slot. */
 typedef struct FlowSeen {
   uint32_t id, sent;  /* its number; its packets sent (snd_max) */
+  uint32_t resent;    /* packets it sent again (a flow recovering from a loss is not steady) */
   fab_time_t last;    /* when the newest of them left */
 } FlowSeen;
 
@@ -180,7 +181,7 @@ static void take_look(FabFf *ff, Look *lk, fab_time_t now, bool flows) {
     if (!r->table.held[s]) continue;
     FabFlow *f = fab_flow_at(&r->table, s);
     if (f->nvls || f->srd) lk->odd = true;
-    FlowSeen x = {f->id, f->snd_max, f->last_tx};
+    FlowSeen x = {f->id, f->snd_max, f->retransmits, f->last_tx};
     g_array_append_val(lk->flows, x);
   }
 }
@@ -216,6 +217,7 @@ static bool steady(const FabFf *ff, bool flows) {
     const FlowSeen *x = &g_array_index(a->flows, FlowSeen, i), *y = &g_array_index(b->flows, FlowSeen, i),
                    *z = &g_array_index(c->flows, FlowSeen, i);
     if (x->id != z->id || y->id != z->id) return false; /* a flow started or was released */
+    if (z->resent != x->resent) return false;           /* it is recovering from a loss */
     uint32_t d1 = y->sent - x->sent, d2 = z->sent - y->sent;
     /* a moving flow counts enough packets in each half for the tolerance to tell (a packet more or less
     ** is within it): else the stretch is too short yet */
