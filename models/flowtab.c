@@ -85,6 +85,6 @@ void fab_flow_table_put(FabFlowTable *t, FabFlow *f) { fab_flow_table_put_in(t, 
 void fab_flow_table_put_in(FabFlowTable *t, FabFlow *f, uint32_t part) {
   g_assert(t->free && t->live > 0 && part <= t->nparts);
   t->live--;
-  if (t->held) t->held[f->slot] = 0;
+  if (!t->fixed && f->slot < t->held_cap) t->held[f->slot] = 0;
   g_array_append_val(part ? t->pfree[part - 1] : t->free, f->slot);
 }
