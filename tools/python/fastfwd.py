@@ -14,10 +14,11 @@ simulated time jumped over, and both wall times.
 """
 import argparse
 import glob
-import json
 import os
-import subprocess
 import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from trains import err, run as run_json  # noqa: E402  (the same run and error as the trains' table)
 
 # Flows long enough to settle: (scenario, overrides)
 LONG = [
@@ -32,13 +33,7 @@ LONG = [
 
 
 def run(fabsim, scenario, sets):
-    cmd = [fabsim, "run", scenario, "--json"]
-    for s in sets:
-        cmd += ["--set", s]
-    p = subprocess.run(cmd, capture_output=True, text=True)
-    if p.returncode not in (0, 1) or not p.stdout.strip():
-        return None, (p.stderr.strip().splitlines() or ["exit %d" % p.returncode])[-1]
-    return json.loads(p.stdout), None
+    return run_json(fabsim, scenario, [x for v in sets for x in ("--set", v)])
 
 
 def metrics(js):
@@ -47,12 +42,6 @@ def metrics(js):
     return {"sim": js["sim_time_s"], "p50": f["fct_p50_s"], "p99": f["fct_p99_s"],
             "coll": sum(c["time_s"] or 0 for c in colls) if colls else None,
             "hops": js["packet_hops"], "ecn": js["ecn_marks"], "events": js["events"], "wall": js["wall_s"]}
-
-
-def err(a, b):
-    if a is None or b is None or a == 0:
-        return ""
-    return "%+.2f %%" % (100 * (b / a - 1))
 
 
 def main():
