@@ -936,33 +936,31 @@ void fab_nic_post(FabEngine *eng, FabNic *nic, FabFlow *f) {
 
 /* ---- fast-forward ---------------------------------------------------------- */
 
-static inline fab_time_t later(fab_time_t t, fab_time_t dt) { return t && t != FAB_TIME_MAX ? t + dt : t; }
-
 bool fab_nic_event_is_start(uint64_t arg) { return (arg & 3) == WAKE_START; }
 
 void fab_nic_shift(FabNic *nic, fab_time_t dt) {
-  nic->pace_at = later(nic->pace_at, dt);
-  nic->cap_next = later(nic->cap_next, dt);
+  nic->pace_at = fab_time_later(nic->pace_at, dt);
+  nic->cap_next = fab_time_later(nic->cap_next, dt);
 }
 
 void fab_nic_shift_flow(const FabNic *nic, FabFlow *f, fab_time_t dt) {
   g_assert(!f->srd && !f->nvls);
-  f->deadline = later(f->deadline, dt);
-  f->next_tx = later(f->next_tx, dt);
-  f->hold_until = later(f->hold_until, dt);
-  f->made = later(f->made, dt);
-  f->last_tx = later(f->last_tx, dt);
-  f->cc_wake_at = later(f->cc_wake_at, dt);
-  f->cc.timer_at = later(f->cc.timer_at, dt);
-  f->cnp_next = later(f->cnp_next, dt);
+  f->deadline = fab_time_later(f->deadline, dt);
+  f->next_tx = fab_time_later(f->next_tx, dt);
+  f->hold_until = fab_time_later(f->hold_until, dt);
+  f->made = fab_time_later(f->made, dt);
+  f->last_tx = fab_time_later(f->last_tx, dt);
+  f->cc_wake_at = fab_time_later(f->cc_wake_at, dt);
+  f->cc.timer_at = fab_time_later(f->cc.timer_at, dt);
+  f->cnp_next = fab_time_later(f->cnp_next, dt);
   switch (nic->cfg.cc.kind) {
   case FAB_CC_DCQCN:
-    f->cc.u.dcqcn.alpha_at = later(f->cc.u.dcqcn.alpha_at, dt);
-    f->cc.u.dcqcn.last_cut = later(f->cc.u.dcqcn.last_cut, dt);
+    f->cc.u.dcqcn.alpha_at = fab_time_later(f->cc.u.dcqcn.alpha_at, dt);
+    f->cc.u.dcqcn.last_cut = fab_time_later(f->cc.u.dcqcn.last_cut, dt);
     break;
   case FAB_CC_DELAY:
-    f->cc.u.delay.last_up = later(f->cc.u.delay.last_up, dt);
-    f->cc.u.delay.last_down = later(f->cc.u.delay.last_down, dt);
+    f->cc.u.delay.last_up = fab_time_later(f->cc.u.delay.last_up, dt);
+    f->cc.u.delay.last_down = fab_time_later(f->cc.u.delay.last_down, dt);
     break;
   case FAB_CC_NONE: break;
   }

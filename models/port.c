@@ -472,27 +472,24 @@ uint64_t fab_port_in_flight(const FabPort *pt) {
   return n;
 }
 
-/* t later by dt, unless it names no time (0 or FAB_TIME_MAX). */
-static inline fab_time_t later(fab_time_t t, fab_time_t dt) { return t && t != FAB_TIME_MAX ? t + dt : t; }
-
 static void shift_list(FabPkt *p, fab_time_t dt) {
   for (; p; p = p->next) {
-    p->ready = later(p->ready, dt);
-    p->sent = later(p->sent, dt);
+    p->ready = fab_time_later(p->ready, dt);
+    p->sent = fab_time_later(p->sent, dt);
   }
 }
 
 void fab_port_shift(FabPort *pt, fab_time_t dt) {
   g_assert(!pt->cut);
-  pt->retry_at = later(pt->retry_at, dt);
-  pt->tx_last = later(pt->tx_last, dt);
+  pt->retry_at = fab_time_later(pt->retry_at, dt);
+  pt->tx_last = fab_time_later(pt->tx_last, dt);
   if (pt->paused) pt->paused_since += dt; /* the skipped stretch's pauses are the caller's (fastfwd.c) */
-  for (uint32_t p = 0; p < FAB_MAX_PRIOS; p++) pt->paused_until[p] = later(pt->paused_until[p], dt);
+  for (uint32_t p = 0; p < FAB_MAX_PRIOS; p++) pt->paused_until[p] = fab_time_later(pt->paused_until[p], dt);
   for (uint32_t p = 0; p < pt->nprio; p++) shift_list(pt->q[p].head, dt);
   shift_list(pt->ctrl_head, dt);
   shift_list(pt->fly_head, dt);
   if (pt->tx && pt->tx != &cut_busy) {
-    pt->tx->ready = later(pt->tx->ready, dt);
-    pt->tx->sent = later(pt->tx->sent, dt);
+    pt->tx->ready = fab_time_later(pt->tx->ready, dt);
+    pt->tx->sent = fab_time_later(pt->tx->sent, dt);
   }
 }

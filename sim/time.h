@@ -23,6 +23,10 @@ typedef uint64_t fab_time_t; /* picoseconds */
 /* Seconds as a double, for reports only. */
 static inline double fab_time_to_s(fab_time_t t) { return (double)t / 1e12; }
 
+/* t moved dt later, unless it names no time (0 or FAB_TIME_MAX): the
+** fast-forward's shift of held times (tools/libfabsim/fastfwd.h). */
+static inline fab_time_t fab_time_later(fab_time_t t, fab_time_t dt) { return t && t != FAB_TIME_MAX ? t + dt : t; }
+
 /* Serialisation time of `bytes` at `bps` bits per second, in picoseconds,
 ** rounded up. Exact when 8e12 is a multiple of bps (100G -> 80 ps/B).
 ** Valid for bytes < 2^21 (one packet or segment); larger sizes use
