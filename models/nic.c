@@ -47,14 +47,15 @@ uint32_t fab_flow_payload(const FabFlow *f, uint32_t mtu, uint32_t seq) {
 }
 
 void fab_flow_prepare(FabFlow *f, const FabNicCfg *cfg) {
-  bool nvl = f->nvls || (cfg->nvl_domain && f->src / cfg->nvl_domain == f->dst / cfg->nvl_domain);
+  bool sharp = f->nvls && f->nvls_mode == FAB_NVLS_SHARP; /* into the fabric's trees: network packets of one mtu */
+  bool nvl = !sharp && (f->nvls || (cfg->nvl_domain && f->src / cfg->nvl_domain == f->dst / cfg->nvl_domain));
   bool pxn = !nvl && cfg->pxn_rails && f->src % cfg->pxn_rails != f->dst % cfg->pxn_rails;
   f->path = nvl || pxn ? FAB_PATH_NVL : FAB_PATH_NET; /* PXN: network-sized packets over NVLink first */
   f->mtu = nvl ? cfg->nvl_mtu : cfg->mtu;
   f->overhead = nvl ? cfg->nvl_overhead : cfg->transport.data_overhead;
   f->hdr_unit = 0;
   f->ack_every = cfg->ack_interval;
-  if (!nvl && cfg->seg > cfg->mtu) { /* a train of seg / mtu packets, ACKed as often per byte as packets are */
+  if (!nvl && !sharp && cfg->seg > cfg->mtu) { /* a train of seg / mtu packets, ACKed as often per byte as packets are */
     f->mtu = cfg->seg;
     f->hdr_unit = cfg->mtu;
     f->ack_every = MAX(1u, (uint32_t)((uint64_t)cfg->ack_interval * cfg->mtu / cfg->seg));
@@ -136,8 +137,15 @@ static uint32_t next_lost(FabFlow *f) {
   return f->rtx_nxt < f->rtx_end ? f->rtx_nxt : UINT32_MAX;
 }
 
+/* Whether SHARP member f may send its next contribution: one is left, and
+** its window has room. */
+static inline bool sharp_open(const FabFlow *f) {
+  return f->snd_nxt < f->npkts && f->snd_nxt - f->rcv_nxt < f->sharp_win;
+}
+
 /* Whether the flow has a packet to send now (it belongs in the round robin). */
 static bool has_work(const FabNic *nic, FabFlow *f) {
+  if (G_UNLIKELY(f->nvls && f->nvls_mode == FAB_NVLS_SHARP)) return sharp_open(f);
   if (!nic->cfg.selective || f->nvls) return f->snd_nxt < f->npkts; /* NVLS: the switch's, never acknowledged */
   uint32_t lost = f->srd ? fab_srd_next_lost(f) : next_lost(f);
   return lost != UINT32_MAX || (f->snd_nxt < f->npkts && f->snd_nxt - f->snd_una < FAB_SACK_WINDOW);
@@ -302,6 +310,7 @@ static void cc_arm(FabEngine *eng, FabNic *nic, FabFlow *f) {
 /* The wire bytes of an NVLS segment: multimem traffic carries nvls_eff of
 ** data per NVLink byte. */
 static uint32_t nvls_wire(const FabNic *nic, const FabFlow *f, uint32_t payload) {
+  if (f->nvls_mode == FAB_NVLS_SHARP) return payload + f->overhead; /* a network packet */
   double eff = nic->cfg.nvls_eff > 0 ? nic->cfg.nvls_eff : 1.0;
   return (uint32_t)ceil((double)payload / eff) + f->overhead;
 }
@@ -312,11 +321,18 @@ static void nvls_done(FabEngine *eng, FabNic *nic, FabFlow *f) {
 }
 
 /* The next NVLS packet of f into `p`: a multicast of an owned reduced segment
-** when one waits (AR), else the next contribution (AR, RS) or store (AG).
-** NVLink is lossless (credits): nothing is acknowledged. */
+** when one waits (AR), else the next contribution (AR, RS, SHARP) or store
+** (AG). NVLink and SHARP's InfiniBand are lossless (credits): nothing is
+** acknowledged. */
 static FabPkt *nvls_packet(FabEngine *eng, FabNic *nic, FabFlow *f, FabPkt *p) {
-  bool ar = f->nvls_mode == FAB_NVLS_AR;
-  if (ar && f->nvls_mc < f->nvls_red) {
+  bool ar = f->nvls_mode == FAB_NVLS_AR, sharp = f->nvls_mode == FAB_NVLS_SHARP;
+  if (sharp) {
+    g_assert(sharp_open(f));
+    p->type = FAB_PKT_SHARP_UP;
+    p->seq = f->snd_nxt++;
+    p->hash = f->sharp_node;
+    p->lane = f->lane;
+  } else if (ar && f->nvls_mc < f->nvls_red) {
     p->type = FAB_PKT_NVLS_MC;
     p->seq = f->nvls_member + f->nvls_mc++ * f->nvls_n;
   } else {
@@ -331,7 +347,7 @@ static FabPkt *nvls_packet(FabEngine *eng, FabNic *nic, FabFlow *f, FabPkt *p) {
   p->sent = eng->now;
   nic->nvls_tx_bytes += p->wire;
   f->snd_max = f->snd_nxt;
-  if (f->snd_nxt < f->npkts || (ar && f->nvls_mc < f->nvls_red)) rr_push(nic, f);
+  if (sharp ? sharp_open(f) : f->snd_nxt < f->npkts || (ar && f->nvls_mc < f->nvls_red)) rr_push(nic, f);
   if (f->snd_nxt == f->npkts && (!ar || f->nvls_mc == f->nvls_own) && !f->sent_all) {
     f->sent_all = f->acked = true;
     if (nic->sent) nic->sent(nic->ctx, f);
@@ -352,6 +368,10 @@ static void nvls_rx(FabEngine *eng, FabNic *nic, FabFlow *f, const FabPkt *p) {
   }
   f->rcv_nxt++;
   f->rcv_bytes += p->payload;
+  if (f->nvls_mode == FAB_NVLS_SHARP && !f->in_rr && sharp_open(f)) { /* its window opened */
+    rr_push(nic, f);
+    fab_port_kick(eng, &nic->port);
+  }
   if (f->rcv_nxt == f->nvls_need) nvls_done(eng, nic, f);
 }
 

@@ -210,7 +210,9 @@ typedef struct FabFlow {
   uint32_t msg_seq;        /* ordered: its number among its sender's messages to its receiver, from 0 */
   uint8_t nvls_mode;       /* FabNvlsMode: AR (contributes npkts segments, multicasts the reduced ones it owns,
                            ** receives npkts), RS (contributes npkts, receives the reduced ones it owns), AG
-                           ** (multicasts its npkts, receives every member's) */
+                           ** (multicasts its npkts, receives every member's), SHARP (contributes npkts packets
+                           ** into a fabric tree over the network, at most sharp_win outstanding, receives
+                           ** npkts results) */
   uint32_t nvls_group;     /* NVLS group at the domain's NVSwitch */
   uint32_t nvls_member, nvls_n; /* its index in the group and the group's size: it owns segments k = member (mod n) */
   uint32_t nvls_own;       /* AR: segments it owns */
@@ -218,6 +220,8 @@ typedef struct FabFlow {
   uint32_t nvls_mc;        /* AR: of them, multicast so far */
   uint32_t nvls_need;      /* segments to receive before it is done (counted in rcv_nxt) */
   uint64_t nvls_rx;        /* the payload bytes those segments carry */
+  uint32_t sharp_node;     /* SHARP: the aggregation node its packets go to (nvls_group is the SHARP group) */
+  uint32_t sharp_win;      /* SHARP: packets it may have outstanding (sent, result not back), >= 1 */
   uint32_t mtu;            /* payload bytes per packet on its path (a train's with fabric.segment) */
   uint32_t overhead;       /* header bytes per packet on its path */
   uint32_t hdr_unit;       /* a train: one `overhead` per this many payload bytes (the mtu); 0: one per packet */
@@ -394,7 +398,8 @@ struct FabNic {
   uint64_t retransmits, timeouts, naks_sent;
   uint64_t ooo_pkts;                      /* selective: data packets received out of order and held */
   uint64_t cnps_sent, cnps_received;      /* CNPs (also in tx/rx_ctrl_pkts) */
-  uint64_t nvls_tx_bytes, nvls_rx_bytes;  /* NVLS: into the switch (contributions, stores), and from it (wire bytes) */
+  uint64_t nvls_tx_bytes, nvls_rx_bytes;  /* NVLS and SHARP: into the switch (contributions, stores), and from it
+                                          ** (wire bytes) */
   uint64_t pxn_relayed;                   /* packets this GPU forwarded for a peer (PXN) */
   uint64_t dsacks;                        /* selective: D-SACKs received (a resend found its original there) */
   GHashTable *reordering;                 /* selective: destination + 1 -> the threshold its D-SACKs taught (a

@@ -31,7 +31,9 @@
 
 #include "switch.h"
 
-typedef enum { FAB_NVLS_AR = 0, FAB_NVLS_RS = 1, FAB_NVLS_AG = 2 } FabNvlsMode;
+/* SHARP: a member of a reduction in the fabric's switches (models/sharp.h),
+** which the member's NIC drives the same way (FabFlow.nvls). */
+typedef enum { FAB_NVLS_AR = 0, FAB_NVLS_RS = 1, FAB_NVLS_AG = 2, FAB_NVLS_SHARP = 3 } FabNvlsMode;
 
 /* The groups of switch `sw` (none yet). Transfer full (the switch frees
 ** them: fab_switch_nvls makes it on first use). */

@@ -24,12 +24,20 @@
 ** the segment: NVLS_UP, a GPU's contribution to an NVSwitch reduction
 ** (`dst` the group); NVLS_RED, a reduced segment from the switch to the
 ** member that owns it; NVLS_MC, a member's multicast store into the switch
-** (`dst` the group); NVLS_DOWN, the switch's copy of it to each member. */
+** (`dst` the group); NVLS_DOWN, the switch's copy of it to each member.
+** SHARP (models/sharp.h), `seq` the packet: SHARP_UP, a contribution or a
+** partial result toward a tree's root (`dst` the group, `hash` the
+** aggregation node it goes to); SHARP_DOWN, the result on its way down (to
+** a node: `dst` the group, `hash` the node; to a member: `dst` the member,
+** `flow` its flow). */
 enum { FAB_PKT_DATA = 0, FAB_PKT_ACK = 1, FAB_PKT_NAK = 2, FAB_PKT_CNP = 3, FAB_PKT_PAUSE = 4, FAB_PKT_NVLS_UP = 5,
-       FAB_PKT_NVLS_DOWN = 6, FAB_PKT_NVLS_RED = 7, FAB_PKT_NVLS_MC = 8 };
+       FAB_PKT_NVLS_DOWN = 6, FAB_PKT_NVLS_RED = 7, FAB_PKT_NVLS_MC = 8, FAB_PKT_SHARP_UP = 9,
+       FAB_PKT_SHARP_DOWN = 10 };
 
-/* An NVLS packet: made and consumed by NVLink endpoints and the NVSwitch. */
+/* An in-network packet, NVLS or SHARP: made and consumed by endpoints and
+** the switches that reduce (absorbed n to 1, copied 1 to n: never ACKed). */
 static inline int fab_pkt_is_nvls(uint8_t type) { return type >= FAB_PKT_NVLS_UP; }
+static inline int fab_pkt_is_sharp(uint8_t type) { return type >= FAB_PKT_SHARP_UP; }
 
 /* Flags. LAST: the flow's last packet. ECN: congestion experienced (CE,
 ** marked by a switch). RETX: sent again. ECT: ECN-capable (set by a sender

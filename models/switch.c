@@ -2,6 +2,7 @@
 #include "switch.h"
 #include "ecmp.h"
 #include "nvls.h"
+#include "sharp.h"
 #include <glib.h>
 #include <string.h>
 
@@ -38,6 +39,8 @@ struct FabSwitch {
   uint32_t *pause_gen;  /* per (port, prio): XOFF state generation; odd = XOFF sent */
   FabSwitchStats st;    /* counters, and the buffer in use (st.used) */
   FabNvls *nvls;        /* in-switch reductions (NVSwitch NVLS), NULL: none */
+  FabSharp *sharp;      /* the SHARP trees this switch aggregates for, NULL: none */
+  uint32_t up_group;    /* a PCIe element: the group toward its NICs (UINT32_MAX: none) */
 };
 
 /* A packet counted in headroom carries this flag while it is in the switch. */
@@ -211,11 +214,23 @@ static FabPort *next_hop(FabEngine *eng, FabSwitch *sw, const FabPkt *p) {
 
 static void switch_receive(FabEngine *eng, FabNode *self, FabPkt *p, FabPort *in) {
   FabSwitch *sw = (FabSwitch *)self;
-  if (G_UNLIKELY(p->type == FAB_PKT_NVLS_UP || p->type == FAB_PKT_NVLS_MC)) {
-    fab_nvls_receive(eng, sw->nvls, p, in);
-    return;
+  FabPort *out;
+  if (G_UNLIKELY(fab_pkt_is_nvls(p->type))) {
+    if (p->type == FAB_PKT_NVLS_UP || p->type == FAB_PKT_NVLS_MC) {
+      fab_nvls_receive(eng, sw->nvls, p, in);
+      return;
+    }
+    if (sw->sharp) { /* an aggregation node: only tree links bring SHARP packets here */
+      fab_sharp_receive(eng, sw->sharp, sw, p, in);
+      return;
+    }
+    /* a PCIe element: a contribution goes up by its lane's NIC, a result to its GPU like data */
+    out = p->type == FAB_PKT_SHARP_UP && sw->up_group != UINT32_MAX
+            ? &sw->ports[sw->gports[sw->goff[sw->up_group] + (p->lane ? p->lane - 1u : 0u) % sw->glen[sw->up_group]]]
+            : next_hop(eng, sw, p);
+  } else {
+    out = next_hop(eng, sw, p);
   }
-  FabPort *out = next_hop(eng, sw, p);
   if (G_UNLIKELY(!out)) {
     sw->st.unroutable++;
     sw->st.drops++;
@@ -275,6 +290,7 @@ drop:
 static void switch_dequeued(FabEngine *eng, FabNode *self, FabPort *port, FabPkt *p) {
   FabSwitch *sw = (FabSwitch *)self;
   if (G_UNLIKELY(p->type == FAB_PKT_NVLS_DOWN || p->type == FAB_PKT_NVLS_RED)) return; /* made here, never admitted */
+  if (G_UNLIKELY(sw->sharp && fab_pkt_is_sharp(p->type))) return; /* an aggregation node's own */
   uint32_t k = p->in_port * sw->cfg.nprio + p->prio;
   if (p->flags & HDRM_FLAG) {
     p->flags &= ~HDRM_FLAG;
@@ -291,6 +307,7 @@ static void switch_dequeued(FabEngine *eng, FabNode *self, FabPort *port, FabPkt
 FabSwitch *fab_switch_new(const char *name, const FabSwitchCfg *cfg, uint32_t nports, uint32_t nendpoints) {
   g_assert(nports > 0 && nports <= UINT16_MAX && cfg->nprio >= 1 && cfg->nprio <= FAB_MAX_PRIOS);
   FabSwitch *sw = g_new0(FabSwitch, 1);
+  sw->up_group = UINT32_MAX;
   fab_elem_init(&sw->node.el, &switch_ops);
   sw->node.receive = switch_receive;
   sw->node.relay = true;
@@ -389,6 +406,13 @@ uint64_t fab_switch_headroom_bytes(const FabSwitch *sw, uint32_t in, uint32_t pr
   return sw->hdrm[in * sw->cfg.nprio + prio];
 }
 
+void fab_switch_set_sharp(FabSwitch *sw, FabSharp *s) { sw->sharp = s; }
+
+void fab_switch_set_up_group(FabSwitch *sw, uint32_t g) {
+  g_assert(g < sw->ngroups);
+  sw->up_group = g;
+}
+
 FabNvls *fab_switch_nvls(FabSwitch *sw) {
   if (!sw->nvls) sw->nvls = fab_nvls_new(sw);
   return sw->nvls;
@@ -472,7 +496,9 @@ void fab_switch_check(const FabSwitch *sw) {
     }
     for (uint32_t q = 0; q < FAB_MAX_PRIOS; q++)
       for (const FabPkt *p = sw->ports[i].q[q].head; p; p = p->next)
-        if (p->type != FAB_PKT_NVLS_DOWN && p->type != FAB_PKT_NVLS_RED && p->type != FAB_PKT_PAUSE) queued += p->wire;
+        if (p->type != FAB_PKT_NVLS_DOWN && p->type != FAB_PKT_NVLS_RED && p->type != FAB_PKT_PAUSE &&
+            !(sw->sharp && fab_pkt_is_sharp(p->type)))
+          queued += p->wire;
   }
   if (held != sw->st.used + hdrm)
     g_error("%s: ingress ledgers hold %" G_GUINT64_FORMAT " B, the buffer %" G_GUINT64_FORMAT " + headroom %"

@@ -217,6 +217,18 @@ typedef struct FabNvls FabNvls;
 /* The switch's in-switch reduction groups, made on first use. */
 FabNvls *fab_switch_nvls(FabSwitch *sw);
 
+/* ---- SHARP (models/sharp.h) ----------------------------------------------- */
+
+typedef struct FabSharp FabSharp;
+
+/* The fabric's SHARP trees, which name this switch as an aggregation node
+** (transfer none: the run owns them). Its SHARP packets go to them. */
+void fab_switch_set_sharp(FabSwitch *sw, FabSharp *s);
+
+/* A PCIe element (FabSwitchCfg.lanes): route group g leads to its NICs. A
+** SHARP contribution from one of its GPUs leaves by its lane's member. */
+void fab_switch_set_up_group(FabSwitch *sw, uint32_t g);
+
 /* Fast-forward (tools/libfabsim/fastfwd.c): every time the switch holds
 ** moves dt later (its flowlets' last packets; its ports: fab_port_shift;
 ** PAUSE timers are events, moved with the others by the caller). */

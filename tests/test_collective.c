@@ -486,6 +486,50 @@ Test(nvls, tree_across_domains) {
   }
 }
 
+/* CollNet (SHARP): per loop of 4 heads x 32 KiB, in each node an NVLS
+** reduce-scatter onto the heads, a SHARP reduction per local index joining
+** that index's heads across the nodes (one member per node, its 32 KiB
+** part), and each node's multicast of the result. Without NVLS (A100-like),
+** direct flows to and from the heads instead: each rank sends the other 3
+** heads their parts and gets 3 parts back. No network flow either way: the
+** network carries only the SHARP members' traffic. */
+Test(collnet, heads_reduce_in_the_switches) {
+  for (int nvls = 1; nvls >= 0; nvls--) {
+    uint32_t e[MAXR], n = 8;
+    FabCollEnv env = gpus(2, 4);
+    env.collnet = true;
+    env.nvls = nvls;
+    uint64_t S = 1 << 20;
+    FabCollSpec s = spec(FAB_COLL_ALLREDUCE, FAB_ALGO_COLLNET, S, n);
+    int32_t coll;
+    FabDag *d = expand(&env, &s, e, &coll);
+    check_dag(d, &env, &s, coll, e);
+    cr_assert_eq(g_array_index(d->colls, FabCollDef, 0).chunk, 32768, "NCCL's chunk halved to 32 KiB");
+    uint64_t sharp[MAXR] = {0}, nvl = 0;
+    uint32_t members[64] = {0}, first[64];
+    memset(first, 0xff, sizeof first);
+    for (uint32_t i = 0; i < fab_dag_len(d); i++) {
+      const FabOp *o = op_at(d, i);
+      if (o->kind == FAB_OP_NVLS && o->mark == FAB_NVLS_OP_SHARP) {
+        sharp[o->src] += o->bytes;
+        cr_assert_lt(o->group, 64);
+        if (first[o->group] == UINT32_MAX) first[o->group] = o->src;
+        cr_assert_eq(o->src % 4, first[o->group] % 4, "a reduction joins heads of one local index");
+        members[o->group]++;
+      } else if (o->kind == FAB_OP_NVLS) {
+        cr_assert(nvls, "NVLS ops only with NVLS");
+      }
+      if (!is_flow(o)) continue;
+      cr_assert_eq(o->src / 4, o->dst / 4, "no flow crosses the network");
+      nvl += o->bytes;
+    }
+    for (uint32_t r = 0; r < n; r++) cr_assert_eq(sharp[r], S / 4, "head %u reduces its quarter across nodes", r);
+    for (uint32_t g = 0; g < 64; g++) cr_assert(members[g] == 0 || members[g] == 2, "one member per node");
+    cr_assert_eq(nvl, nvls ? 0 : 2 * n * 3 * S / 4, "direct: 3 parts out and 3 back per rank");
+    fab_dag_free(d);
+  }
+}
+
 /* ---- hierarchical ---------------------------------------------------------- */
 
 Test(hierarchical, inside_across_inside) {
@@ -1102,6 +1146,26 @@ Test(tune, nvls_inside_one_domain_nvls_tree_across) {
   cr_assert_eq(s.algorithm, FAB_ALGO_NVLS_TREE, "%s", fab_coll_algo_names[s.algorithm]);
 }
 
+/* The tuner weighs collnet only with SHARP, and takes it for a large
+** allreduce across nodes as NCCL's formulas do: on Hopper NVLS with SHARP
+** between the nodes, whose bus bandwidth is the NVLS tree's but for the
+** tree's doubled network figure at two nodes (tuning.cc), so the NVLS tree
+** keeps two nodes and SHARP takes four. */
+Test(tune, collnet_with_sharp) {
+  double t;
+  FabCollEnv four = gpus(4, 8), two = gpus(2, 8);
+  FabCollSpec s = tuned(&four, FAB_COLL_ALLREDUCE, 256 << 20, 32, &t);
+  cr_assert_neq(s.algorithm, FAB_ALGO_COLLNET);
+  four.collnet = two.collnet = true;
+  s = tuned(&four, FAB_COLL_ALLREDUCE, 256 << 20, 32, &t);
+  cr_assert_eq(s.algorithm, FAB_ALGO_COLLNET, "%s", fab_coll_algo_names[s.algorithm]);
+  cr_assert_eq(s.protocol, FAB_PROTO_SIMPLE);
+  s = tuned(&two, FAB_COLL_ALLREDUCE, 256 << 20, 16, &t);
+  cr_assert_eq(s.algorithm, FAB_ALGO_NVLS_TREE, "%s", fab_coll_algo_names[s.algorithm]);
+  s = tuned(&four, FAB_COLL_ALLGATHER, 256 << 20, 32, &t);
+  cr_assert_neq(s.algorithm, FAB_ALGO_COLLNET, "allreduce only");
+}
+
 Test(tune, other_ops) {
   double t;
   FabCollEnv h = hosts(64);
@@ -1149,9 +1213,12 @@ Test(errors, algorithms_where_they_cannot_run) {
   s = spec(FAB_COLL_ALLGATHER, FAB_ALGO_TREE, 1 << 20, 8);
   fails_with(&h, &s, "tree runs allreduce only, as in NCCL");
   s = spec(FAB_COLL_ALLREDUCE, FAB_ALGO_COLLNET, 1 << 20, 8);
-  fails_with(&h, &s, "collnet (SHARP in-network reduction) is not available: fabric.switch.sharp is not modelled yet");
-  h.collnet = true; /* the hook: not written yet either */
-  fails_with(&h, &s, "collnet");
+  fails_with(&h, &s, "collnet needs SHARP in the switches (fabric.switch.sharp.enabled: true)");
+  h.collnet = true;
+  s = spec(FAB_COLL_ALLGATHER, FAB_ALGO_COLLNET, 1 << 20, 8);
+  fails_with(&h, &s, "collnet runs allreduce only here");
+  s = spec(FAB_COLL_ALLREDUCE, FAB_ALGO_COLLNET, 1 << 20, 8);
+  fails_with(&two, &s, "collnet needs SHARP"); /* two has none */
   h.collnet = false;
   s = spec(FAB_COLL_ALLREDUCE, FAB_ALGO_PAT, 1 << 20, 8);
   fails_with(&h, &s, "pat runs allgather and reduce-scatter only");

@@ -167,11 +167,6 @@ static const FabCfgKey switch_schema[] = {
   FAB_CFG_END_ROW,
 };
 
-static const FabCfgKey feature_schema[] = {
-  K("enabled", FAB_CFG_BOOL, sharp_enabled, .def = "false"),
-  FAB_CFG_END_ROW,
-};
-
 static const FabCfgKey pfc_schema[] = {
   K("enabled", FAB_CFG_BOOL, f.sw.pfc.enabled, .def = "false"),
   K("priorities", FAB_CFG_SEQ, priorities),
@@ -404,16 +399,6 @@ static gboolean read_ecn(Read *r, GError **err) {
   if (e->enabled && e->pmax <= 0)
     return fab_cfg_fail(fab_cfg_get(r->ecn, "pmax"), err, "pmax must be above 0 when ECN is enabled");
   if (!e->enabled) off_keys(r, r->ecn, "fabric.switch.ecn is off (enabled: false)");
-  return TRUE;
-}
-
-/* A feature a later version models: accepted only as `{enabled: false}`. */
-static gboolean not_yet(Read *r, const FabCfgNode *n, const char *what, GError **err) {
-  if (!n) return TRUE;
-  if (!fab_cfg_apply(n, NULL, feature_schema, r, err)) return FALSE;
-  if (r->sharp_enabled)
-    return fab_cfg_fail(fab_cfg_get(n, "enabled"), err,
-                        "%s is not modelled in this version of fabsim (only enabled: false)", what);
   return TRUE;
 }
 
@@ -824,10 +809,10 @@ gboolean fab_fabric_cfg_read(const FabCfgNode *root, FabFabricCfg *out, GPtrArra
     r.f.nic.transport.kind = FAB_TRANSPORT_SRD; /* EFA speaks only SRD (AWS EFA documentation) */
   r.fabric = fab_node;
   if (!fab_fabric_read_failures(&r, err)) return FALSE;
-  if (!fab_cfg_apply(r.link, root, link_schema, &r, err) || !fab_cfg_apply(r.sw, fab_node, switch_schema, &r, err) ||
-      !not_yet(&r, r.sharp, "SHARP", err))
+  if (!fab_cfg_apply(r.link, root, link_schema, &r, err) || !fab_cfg_apply(r.sw, fab_node, switch_schema, &r, err))
     return FALSE;
   r.f.nic.transport = fab_transport_get(r.f.nic.transport.kind);
+  if (!fab_fabric_read_sharp(&r, err)) return FALSE;
   if (!fab_fabric_read_transport(&r, err) || !read_segment(&r, fab_node, err)) return FALSE;
   uint32_t per = r.f.nic.seg ? r.f.nic.seg / r.f.nic.mtu : 1; /* packets in the largest unit on the wire */
   uint32_t mtu_wire = per * (r.f.nic.mtu + r.f.nic.transport.data_overhead);

@@ -13,7 +13,6 @@ typedef struct Read {
   const FabCfgNode *topology, *link, *sw, *cc;                     /* fabric: */
   const FabCfgNode *pfc, *ecn, *sharp, *credits;                   /* fabric.switch: */
   const FabCfgNode *priorities, *xoff, *headroom;                  /* fabric.switch.pfc: */
-  bool sharp_enabled;
   GPtrArray *warnings; /* settings with no effect under the current choices (NULL: not kept) */
   const FabCfgNode *tiers, *pods; /* fabric.topology.tiers, pods (refused) */
   uint32_t ar_pick, flowlet_pick; /* fabric.switch.adaptive_pick, flowlet_pick */
@@ -42,6 +41,10 @@ void fab_fabric_no_effect(Read *r, const FabCfgNode *at, const char *fmt, ...) G
 /* fabric.switch.routing, its parameters and routing_per_tier into r->f
 ** (multipath_cfg.c). */
 gboolean fab_fabric_read_routing(Read *r, uint32_t mtu_wire, GError **err);
+
+/* fabric.switch.sharp into r->f.sharp (sharp_trees.c), once the transport
+** is known. */
+gboolean fab_fabric_read_sharp(Read *r, GError **err);
 
 /* fabric.failures into r->f.changes, in time order. */
 gboolean fab_fabric_read_failures(Read *r, GError **err);

@@ -70,6 +70,7 @@ void fab_topo__build_gpu_edges(FabTopology *t, const FabFabricCfg *cfg, const Fa
                                                                     t->spec.link_latency);
       }
       uint32_t ug = fab_switch_add_group(ps, up, l->npg);
+      fab_switch_set_up_group(ps, ug);
       g_free(up);
       for (uint32_t r = 0; r < t->nhosts; r++) fab_switch_set_route(ps, r, ug);
       for (uint32_t i = 0; i < l->gpg; i++) { /* the GPUs' PCIe links */

@@ -40,6 +40,7 @@
 #include <glib.h>
 #include "models/gpu.h"
 #include "models/nic.h"
+#include "models/sharp.h"
 #include "models/switch.h"
 #include "sim/config.h"
 
@@ -112,6 +113,24 @@ typedef struct FabLinkChange {
 ** schema rows of fabric_cfg.c fill these fields directly). */
 #define FAB_TOPO_MAX_TIERS 3 /* switch tiers of a topology (fat-tree: edge, agg, core) */
 
+/* fabric.switch.sharp: InfiniBand SHARP in the fabric's switches
+** (models/sharp.h; limits per switch model, sourced in sharp_trees.c). */
+typedef enum { FAB_SHARP_QUANTUM = 0, FAB_SHARP_QUANTUM2 = 1, FAB_SHARP_QUANTUM_X800 = 2 } FabSharpModel;
+extern const char *const fab_sharp_model_names[]; /* "quantum", "quantum-2", "quantum-x800", NULL */
+typedef enum { FAB_SHARP_FALLBACK = 0, FAB_SHARP_FAIL = 1 } FabSharpNoRes;
+extern const char *const fab_sharp_nores_names[]; /* "fallback", "fail", NULL */
+typedef struct FabSharpCfg {
+  bool enabled;
+  uint32_t model;           /* FabSharpModel */
+  fab_time_t latency;       /* an aggregation node's reduction, beyond the switch's latency, ps */
+  uint64_t reduce_bps;      /* an aggregation node's reducer per tree, bits/s of output (0: as packets arrive) */
+  uint64_t window;          /* bytes a member may have outstanding in one reduction (the tree's buffer) */
+  uint32_t trees;           /* trees the subnet can hold */
+  uint32_t streams;         /* jobs whose streaming trees may share a switch (quantum) or a port (quantum-2 on) */
+  bool per_port;            /* streams counts per port, not per switch */
+  uint32_t on_no_resources; /* FabSharpNoRes */
+} FabSharpCfg;
+
 typedef struct FabFabricCfg {
   FabTopoSpec topo;         /* for GPU nodes, topo.hosts counts NIC ports (network attachments) */
   FabGpuSpec gpu;
@@ -139,6 +158,7 @@ typedef struct FabFabricCfg {
   uint32_t ff_mode;         /* fabric.fast_forward: FabFfMode */
   fab_time_t ff_window;     /* fabric.fast_forward_window: ps a steady state must hold, and the jumps' unit */
   double ff_tolerance;      /* fabric.fast_forward_tolerance: how much a rate or a queue may change and count as steady */
+  FabSharpCfg sharp;        /* fabric.switch.sharp */
 } FabFabricCfg;
 
 /* fabric.fast_forward (tools/libfabsim/fastfwd.h): off, on, or auto (on for
@@ -203,6 +223,32 @@ typedef struct FabFootprint {
   uint64_t switches, ports, endpoints, routes, bytes;
 } FabFootprint;
 FabFootprint fab_topology_footprint(const FabFabricCfg *cfg);
+
+/* ---- SHARP trees (sharp_trees.c) ------------------------------------------ */
+
+/* The trees a run's communicators claim, planned on a built topology and
+** then made on the run's own (built from the same configuration: switches and
+** ports have the same numbers). A tree joins a communicator's members: its
+** root is the switch nearest to all their leaves (the fewest hops to the
+** farthest, then the highest tier, then the first), its nodes the switches on
+** the shortest paths from the root to the members' leaves (breadth first,
+** ports in order). */
+typedef struct FabSharpPlan FabSharpPlan;
+FabSharpPlan *fab_sharp_plan_new(const FabTopology *t, const FabSharpCfg *cfg);
+void fab_sharp_plan_free(FabSharpPlan *p);
+
+/* The tree for job `job`'s communicator of ranks[0..n) (any order, n >= 2),
+** claimed once and found again on later calls. -1 when the fabric has no
+** room for it, with *why saying what is short (transfer full). */
+int32_t fab_sharp_plan_claim(FabSharpPlan *p, uint32_t job, const uint32_t *ranks, uint32_t n, char **why);
+
+/* Trees claimed; tree i's members (sorted ranks) and job. */
+uint32_t fab_sharp_plan_ntrees(const FabSharpPlan *p);
+const uint32_t *fab_sharp_plan_members(const FabSharpPlan *p, uint32_t i, uint32_t *n);
+
+/* Make the claimed trees `s` does not have yet on `t` (built from the same
+** configuration), in claim order: tree i is s's tree i. */
+void fab_sharp_plan_install(const FabSharpPlan *p, FabTopology *t, FabSharp *s);
 
 /* Ports of the whole fabric in a stable order (NIC ports, then each switch's
 ** ports): call fn on each. */

@@ -780,3 +780,91 @@ void fab_coll__run_hierarchical(Ex *x, const Groups *nodes, uint32_t L, uint32_t
   fab_coll__phase_end(x, FAB_MARK_COLL_END, end);
   g_free(mem);
 }
+
+/* ---- CollNet (SHARP) ------------------------------------------------------------ */
+
+/* NCCL's CollNet allreduce over the fabric's SHARP trees, loop by loop of
+** L x chunk bytes: in each node the loop's data is reduced onto the L heads
+** (head l, the node's l-th rank, owns the l-th part): by the node's NVSwitch
+** (nvls: an NVLS reduce-scatter) or by direct flows from every other rank
+** (CollNet Direct, each reduced at the head); the heads of one local index
+** reduce their part across the nodes in one SHARP reduction (the members'
+** NICs into their tree and back); each head then hands the result to its
+** node's ranks (an NVLS multicast, or direct flows). A head's next loop
+** contributes once its previous one has left, so loops pipeline. One rank per
+** node: every rank is a head, and each loop is one SHARP reduction. */
+void fab_coll__run_collnet(Ex *x, const Groups *nodes, uint32_t L, bool nvls, uint32_t *end) {
+  uint64_t S = x->c->bytes, loop = (uint64_t)L * x->chunk;
+  uint32_t N = nodes->ng, n = x->n;
+  uint32_t *sh = g_new(uint32_t, n), *in = g_new(uint32_t, n), *rs = g_new(uint32_t, n), *ag = g_new(uint32_t, n);
+  uint32_t *up = g_new(uint32_t, (size_t)n * L), *dn = g_new(uint32_t, (size_t)n * L);
+  uint32_t *deps = g_new(uint32_t, L + 2);
+  memset(sh, 0xff, n * sizeof *sh), memset(rs, 0xff, n * sizeof *rs), memset(ag, 0xff, n * sizeof *ag);
+  memset(up, 0xff, (size_t)n * L * sizeof *up), memset(dn, 0xff, (size_t)n * L * sizeof *dn);
+  x->chan = 0;
+  for (uint64_t lp = 0; lp * loop < S && !x->over; lp++) {
+    uint64_t lb = MIN(loop, S - lp * loop);
+    unsigned first = lp == 0 ? F_READY | F_LAUNCH : 0;
+    for (uint32_t m = 0; m < N && L > 1 && !x->over; m++) { /* onto the heads */
+      const uint32_t *mem = nodes->mem + nodes->off[m];
+      if (nvls) {
+        uint32_t group = x->d->groups++;
+        for (uint32_t l = 0; l < L; l++) {
+          uint32_t nd = 0, i = mem[l];
+          if (rs[i] != FAB_OP_NONE) deps[nd++] = rs[i] | FAB_DEP_SENT;
+          in[i] = rs[i] = fab_coll__nvls_op(x, i, group, lb, FAB_NVLS_OP_RS, first, deps, nd);
+        }
+        continue;
+      }
+      for (uint32_t l = 0; l < L; l++) in[mem[l]] = FAB_OP_NONE;
+      for (uint32_t j = 0; j < L; j++) /* rank j's part l to head l, reduced there */
+        for (uint32_t l = 0; l < L; l++) {
+          uint64_t b = fab_coll__part(x, lb, L, l);
+          if (l == j || !b) continue;
+          size_t k = (size_t)mem[j] * L + l;
+          uint32_t nd = 0;
+          if (up[k] != FAB_OP_NONE) deps[nd++] = up[k] | FAB_DEP_SENT;
+          up[k] = fab_coll__flow(x, mem[j], mem[l], b, F_REDUCE | first, deps, nd);
+        }
+    }
+    for (uint32_t l = 0; l < L && !x->over; l++) { /* across the nodes, in the switches */
+      uint64_t b = fab_coll__part(x, lb, L, l);
+      if (!b) continue;
+      uint32_t group = x->d->groups++;
+      for (uint32_t m = 0; m < N; m++) {
+        const uint32_t *mem = nodes->mem + nodes->off[m];
+        uint32_t i = mem[l], nd = 0;
+        if (L > 1 && nvls) deps[nd++] = in[i];
+        for (uint32_t j = 0; L > 1 && !nvls && j < L; j++)
+          if (j != l) deps[nd++] = up[(size_t)mem[j] * L + l];
+        if (sh[i] != FAB_OP_NONE) deps[nd++] = sh[i] | FAB_DEP_SENT;
+        sh[i] = fab_coll__nvls_op(x, i, group, b, FAB_NVLS_OP_SHARP, L == 1 ? first : 0, deps, nd);
+      }
+    }
+    for (uint32_t m = 0; m < N && L > 1 && !x->over; m++) { /* the result to the node's ranks */
+      const uint32_t *mem = nodes->mem + nodes->off[m];
+      uint32_t group = nvls ? x->d->groups++ : 0;
+      for (uint32_t l = 0; l < L; l++) {
+        uint64_t b = fab_coll__part(x, lb, L, l);
+        uint32_t h = mem[l];
+        if (nvls) {
+          uint32_t nd = 0;
+          if (b) deps[nd++] = sh[h];
+          if (ag[h] != FAB_OP_NONE) deps[nd++] = ag[h] | FAB_DEP_SENT;
+          ag[h] = fab_coll__nvls_op(x, h, group, MAX(b, 1), FAB_NVLS_OP_AG, 0, deps, nd);
+          continue;
+        }
+        for (uint32_t j = 0; b && j < L; j++) {
+          if (j == l) continue;
+          size_t k = (size_t)h * L + j;
+          uint32_t nd = 0;
+          deps[nd++] = sh[h];
+          if (dn[k] != FAB_OP_NONE) deps[nd++] = dn[k] | FAB_DEP_SENT;
+          dn[k] = fab_coll__flow(x, h, mem[j], b, 0, deps, nd);
+        }
+      }
+    }
+  }
+  g_free(sh), g_free(in), g_free(rs), g_free(ag), g_free(up), g_free(dn), g_free(deps);
+  fab_coll__phase_end(x, FAB_MARK_COLL_END, end);
+}

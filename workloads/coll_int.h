@@ -248,6 +248,10 @@ void fab_coll__send_recv(Ex *x, uint64_t bytes);
 void fab_coll__ce(Ex *x, uint64_t bytes, bool a2a);
 void fab_coll__run_nvls(Ex *x);
 void fab_coll__run_nvls_tree(Ex *x, const Groups *dom, uint32_t G, uint32_t *end);
+/* CollNet (SHARP): see coll_algos.c. nvls: the nodes' NVSwitches reduce and
+** multicast inside each node (NCCL's NVLS with SHARP across nodes), else
+** direct flows to and from the node's heads (NCCL's CollNet Direct). */
+void fab_coll__run_collnet(Ex *x, const Groups *nodes, uint32_t L, bool nvls, uint32_t *end);
 void fab_coll__run_hierarchical(Ex *x, const Groups *nodes, uint32_t L, uint32_t *end);
 
 #endif

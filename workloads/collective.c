@@ -73,8 +73,13 @@
 **                 latency.
 **   send-recv     rank i sends `bytes` to rank (i+1) mod n (nccl-tests
 **                 sendrecv_perf).
-**   collnet       in-network reduction (SHARP): not modelled yet; see
-**                 collnet_expand(), the hook where its ops will be made.
+**   collnet       allreduce over the fabric's SHARP trees (coll_algos.c):
+**                 each node's data reduced onto its heads (NVLS, or direct
+**                 flows), the heads' parts reduced across the nodes in the
+**                 switches, the result handed back inside each node, loop
+**                 by loop. Each communicator of heads needs a tree
+**                 (FabCollEnv.sharp_claim): without one it falls back to
+**                 what the tuner picks without SHARP, or fails.
 **   ce            NCCL's copy-engine allgather and all-to-all (ce_coll.cc),
 **                 inside one NVLink domain: a barrier of flags, every
 **                 rank's copies to all its peers at once, a second barrier
@@ -410,19 +415,6 @@ uint32_t fab_coll__even_groups(const Groups *g) {
   return L;
 }
 
-/* ---- collnet hook ------------------------------------------------------ */
-/* Where the in-network (SHARP) reduction will generate its ops, once the
-** switch models it (fabric.switch.sharp): it receives exactly what
-** fab_coll_expand() received and answers the same way (the FabCollDef index,
-** or -1 + err). Until then it reports that it is not there. */
-static int32_t collnet_expand(FabDag *d, const FabCollEnv *env, const FabCollSpec *c, const uint32_t *start,
-                              uint32_t *end, GError **err) {
-  (void)d, (void)env, (void)c, (void)start, (void)end;
-  fail(err, "collnet (SHARP in-network reduction) is not available: its operations are not generated yet "
-            "(fabric.switch.sharp is not modelled yet)");
-  return -1;
-}
-
 /* ------------------------------------------------------------------------ */
 /* What the cost model knows of a collective's placement. */
 
@@ -470,6 +462,14 @@ static uint64_t default_chunk(Ex *x, const Topo *t) {
   }
   case FAB_ALGO_NVLS:
     return MAX(x->c->bytes, 1);
+  case FAB_ALGO_COLLNET: {
+    /* NCCL's CollNet Direct (enqueue.cc): a Simple step of 512 KiB per head, halved while a head holds fewer
+    ** than 64 of them (down to 128 KiB), then fewer than 8 (down to 32 KiB) */
+    uint64_t ch = 524288, heads = MAX(t->n / MAX(t->nodes, 1u), 1u);
+    while (x->c->bytes / (heads * ch) < 64 && ch > 131072) ch /= 2;
+    while (x->c->bytes / (heads * ch) < 8 && ch > 32768) ch /= 2;
+    return ch;
+  }
   case FAB_ALGO_CE: /* one copy per peer, whole */
     return MAX(fab_coll__ceil_div(x->c->bytes, x->n), 1);
   default:
@@ -541,6 +541,9 @@ static double estimate(const Ex *x, uint32_t G, uint32_t L) {
   case FAB_ALGO_CE:
     f = 3 * n * (n - 1); /* flags, copies, flags */
     break;
+  case FAB_ALGO_COLLNET: /* per loop: in each node L(L-1) flows up and down (or two NVLS ops each), n reductions */
+    f = ceil(S / ((double)MAX(L, 1u) * (double)x->chunk)) * n * (2.0 * MAX(L, 2u) - 1);
+    break;
   default:
     break;
   }
@@ -607,7 +610,11 @@ static gboolean check(const Ex *x, const Topo *t, const Groups *nodes, const Gro
     if (op != FAB_COLL_ALL_TO_ALL) return fail(err, "pairwise runs all-to-all only (not %s)", fab_coll_op_names[op]);
     break;
   case FAB_ALGO_COLLNET:
-    return fail(err, "collnet (SHARP in-network reduction) is not available: fabric.switch.sharp is not modelled yet");
+    if (op != FAB_COLL_ALLREDUCE) return fail(err, "collnet runs allreduce only here (not %s)", fab_coll_op_names[op]);
+    if (!env->collnet) return fail(err, "collnet needs SHARP in the switches (fabric.switch.sharp.enabled: true)");
+    if (nodes->ng < 2) return fail(err, "collnet needs ranks on at least two nodes (all %u are on one)", x->n);
+    if (!fab_coll__even_groups(nodes)) return fail(err, "collnet needs the same number of ranks on every node");
+    break;
   case FAB_ALGO_CE:
     if (op != FAB_COLL_ALLGATHER && op != FAB_COLL_ALL_TO_ALL)
       return fail(err, "ce (NCCL's copy-engine collectives) runs allgather and all-to-all only (not %s)",
@@ -790,10 +797,53 @@ static void run_whole(FabCollGen *g) {
     fab_coll__ce(x, S, c->op == FAB_COLL_ALL_TO_ALL);
     fab_coll__phase_end(x, FAB_MARK_COLL_END, endv);
     break;
+  case FAB_ALGO_COLLNET: {
+    uint32_t L = fab_coll__even_groups(&g->nodes);
+    bool nvls = x->env->nvls && L > 1 && x->env->nvl_domain % x->env->gpus_per_node == 0; /* nodes in domains */
+    if (S) fab_coll__run_collnet(x, &g->nodes, L, nvls, endv);
+    else fab_coll__phase_end(x, FAB_MARK_COLL_END, endv);
+    break;
+  }
   default:
     g_assert_not_reached();
   }
   g->done = true;
+}
+
+/* CollNet's trees: one per local index, joining that index's heads across
+** the nodes (every rank on plain hosts). When the fabric has no room for one
+** (FabCollEnv.sharp_claim), the collective fails (on_no_resources: fail) or
+** runs what the tuner picks without SHARP, with a warning. */
+static gboolean collnet_trees(FabCollGen *g, FabCollSpec *s, GError **err) {
+  const FabCollSpec *c = &g->c;
+  uint32_t N = g->nodes.ng, L = fab_coll__even_groups(&g->nodes), *mem = g_new(uint32_t, MAX(N, 1u));
+  char *why = NULL;
+  bool ok = g->env.collnet && g->env.sharp_claim && N >= 2 && L;
+  for (uint32_t l = 0; ok && l < L; l++) {
+    for (uint32_t m = 0; m < N; m++) mem[m] = c->ranks[g->nodes.mem[g->nodes.off[m] + l]];
+    ok = g->env.sharp_claim(g->env.sharp_ctx, c->job, mem, N, &why) >= 0;
+  }
+  g_free(mem);
+  if (ok || !why) { /* without a reason: not a matter of resources (check() says what is wrong) */
+    g_free(why);
+    return TRUE;
+  }
+  if (g->env.sharp_fail) {
+    fail(err, "no SHARP tree for this allreduce of job %u on %u ranks: %s (fabric.switch.sharp.on_no_resources: "
+         "fail)", c->job, c->nranks, why);
+    g_free(why);
+    return FALSE;
+  }
+  g->env.collnet = false; /* NCCL without CollNet: what its tuner picks then */
+  *s = *c;
+  if (s->algorithm == FAB_ALGO_COLLNET) s->algorithm = FAB_ALGO_AUTO, s->protocol = FAB_PROTO_AUTO;
+  fab_coll_tune(&g->env, s);
+  if (g->env.warnings)
+    warn_once(g->env.warnings, "no SHARP tree for job %u's allreduce on %u ranks: %s; it falls back to %s/%s "
+              "(fabric.switch.sharp.on_no_resources: fallback)", c->job, c->nranks, why,
+              fab_coll_algo_names[s->algorithm], fab_proto_names[s->protocol]);
+  g_free(why);
+  return TRUE;
 }
 
 /* Whether the expansion of x can be made layer by layer (a ring
@@ -811,14 +861,6 @@ FabCollGen *fab_coll_begin(FabDag *d, const FabCollEnv *env, const FabCollSpec *
   uint32_t n = c->nranks;
   if (!check_ranks(env, c, err)) return NULL;
   FabCollGen *g = g_new0(FabCollGen, 1);
-  if (c->algorithm == FAB_ALGO_COLLNET && env->collnet) { /* the in-network reduction's hook: made whole there */
-    g->end = g_new(uint32_t, n);
-    g->id = collnet_expand(d, env, c, start, g->end, err);
-    g->done = true;
-    if (g->id >= 0) return g;
-    fab_coll_gen_free(g);
-    return NULL;
-  }
   g->env = *env;
   g->c = *c;
   g->ranks = g_memdup2(c->ranks, sizeof(uint32_t) * n); /* the caller's array may be its scratch (training.c) */
@@ -827,6 +869,14 @@ FabCollGen *fab_coll_begin(FabDag *d, const FabCollEnv *env, const FabCollSpec *
   c = &g->c;
   FabCollSpec s = *c;
   if (s.algorithm == FAB_ALGO_AUTO || s.protocol == FAB_PROTO_AUTO || !s.channels || s.cta_zero) fab_coll_tune(env, &s);
+  g->all = g_new(uint32_t, n);
+  for (uint32_t i = 0; i < n; i++) g->all[i] = i;
+  fab_coll__groups_make(&g->nodes, c->ranks, g->all, n, env->gpus_per_node);
+  fab_coll__groups_make(&g->dom, c->ranks, g->all, n, env->nvl_domain ? env->nvl_domain : 1);
+  if (s.algorithm == FAB_ALGO_COLLNET && !collnet_trees(g, &s, err)) {
+    fab_coll_gen_free(g);
+    return NULL;
+  }
   Topo t;
   fab_coll__topo_make(&t, env, &s);
   if (s.cta_zero && s.algorithm != FAB_ALGO_CE && n > 1 && env->warnings &&
@@ -845,10 +895,6 @@ FabCollGen *fab_coll_begin(FabDag *d, const FabCollEnv *env, const FabCollSpec *
   if (x->algo == FAB_ALGO_CE) x->cap_bps = k->ce_bps; /* no SM, no channel: the copy engines together */
   else if (x->proto == FAB_PROTO_LL) x->cap_bps = 2 * fab_coll__ll_ceiling(env, &t);
   else x->flow_bps = x->proto == FAB_PROTO_LL128 ? k->channel_bps[1] / 120 * 128 : k->channel_bps[2];
-  g->all = g_new(uint32_t, n);
-  for (uint32_t i = 0; i < n; i++) g->all[i] = i;
-  fab_coll__groups_make(&g->nodes, c->ranks, g->all, n, env->gpus_per_node);
-  fab_coll__groups_make(&g->dom, c->ranks, g->all, n, env->nvl_domain ? env->nvl_domain : 1);
   /* made layer by layer, an expansion holds what is under way, not all of it: no cap on its operations but
   ** what op indices can number */
   bool lay = unfold && layered(x);

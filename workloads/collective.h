@@ -10,8 +10,8 @@
 ** reduction inside one NVLink domain), NVLS+tree (NVLS inside each domain,
 ** a tree across domains), hierarchical (inside each node, then across nodes,
 ** then inside again), PAT (allgather, reduce-scatter), pairwise all-to-all,
-** collnet (the in-network reduction hook: until the SHARP issue lands it is
-** rejected as not available), the ring / direct pattern of send-recv, and
+** collnet (allreduce over the fabric's SHARP trees: fab_coll__run_collnet),
+** the ring / direct pattern of send-recv, and
 ** ce (NCCL's copy-engine allgather and all-to-all inside one NVLink domain,
 ** taken when cta_zero asks for it).
 **
@@ -142,7 +142,12 @@ typedef struct FabCollEnv {
                             ** Simple only */
   uint32_t ofi_platform;    /* srd: the preset's platform as aws-ofi-nccl's tuner knows it (FabOfiPlatform) */
   bool ofi_regions;         /* srd, ofi_tuner region on a platform it knows: its regions choose first */
-  bool collnet;             /* in-network reduction (SHARP) available */
+  bool collnet;             /* in-network reduction (SHARP) in the fabric's switches */
+  /* SHARP: a tree for job `job`'s communicator of endpoints ranks[0..n) (n >= 2, any order), claimed once and
+  ** found again later: its index, or -1 with *why (transfer full) when the fabric has no room for it */
+  int32_t (*sharp_claim)(void *ctx, uint32_t job, const uint32_t *ranks, uint32_t n, char **why);
+  void *sharp_ctx;
+  bool sharp_fail;          /* no tree: the collective fails (else it falls back to the tuner's choice without) */
   FabNcclCosts costs;       /* what NCCL's kernels cost on these GPUs (fab_coll_costs_resolve fills it) */
   GPtrArray *warnings;      /* char *: where the expansion chose coarser than asked (NULL: not kept) */
 } FabCollEnv;

@@ -22,7 +22,11 @@
 **                   bytes, owns every n-th reduced segment, multicasts it,
 **                   and receives all of them); RS a reduce-scatter (receives
 **                   only the reduced segments it owns); AG an all-gather
-**                   (multicasts its `bytes`, receives every member's).
+**                   (multicasts its `bytes`, receives every member's); SHARP
+**                   a member of an allreduce in the fabric's switches (the
+**                   members of a group, one per node, each contribute
+**                   `bytes` into their tree over the network and receive the
+**                   result: models/sharp.h).
 **   FAB_OP_COMPUTE  `dur` ps of work on rank src's compute stream. A rank
 **                   runs one compute op at a time, in the order they become
 **                   ready (FIFO); communication does not occupy the stream.
@@ -59,7 +63,7 @@ typedef enum {
 } FabMarkKind;
 
 /* What a FAB_OP_NVLS does (FabOp.mark). */
-typedef enum { FAB_NVLS_OP_AR = 0, FAB_NVLS_OP_RS, FAB_NVLS_OP_AG } FabNvlsOp;
+typedef enum { FAB_NVLS_OP_AR = 0, FAB_NVLS_OP_RS, FAB_NVLS_OP_AG, FAB_NVLS_OP_SHARP } FabNvlsOp;
 
 /* What a FAB_OP_COMPUTE computes (FabOp.mark), for the timeline. */
 typedef enum { FAB_PHASE_FWD = 0, FAB_PHASE_BWD, FAB_PHASE_OPT, FAB_PHASE_OTHER, FAB_PHASE_N } FabPhase;

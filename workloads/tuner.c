@@ -439,7 +439,7 @@ static bool offered(const FabCollEnv *env, const Topo *t, FabCollOp op, FabCollA
   case FAB_ALGO_PAT: return agrs;
   case FAB_ALGO_PAIRWISE: return op == FAB_COLL_ALL_TO_ALL;
   case FAB_ALGO_HIERARCHICAL: return (ar || agrs) && t->per_node;
-  case FAB_ALGO_COLLNET: return ar && env->collnet;
+  case FAB_ALGO_COLLNET: return ar && env->collnet && t->nodes >= 2 && t->per_node;
   case FAB_ALGO_CE: /* ncclCeAvailable: allgather, all-to-all; every rank reachable over NVLink */
     return (op == FAB_COLL_ALLGATHER || op == FAB_COLL_ALL_TO_ALL) && t->domains == 1 && t->nvl > 0;
   default: return false;
@@ -496,12 +496,28 @@ static double model(const FabCollEnv *env, const Topo *t, FabCollOp op, FabCollA
                      ** each rank writes (n-1)/n of the data over its NVLink */
     return (double)bytes * (n - 1) / n / (t->nvl * 1e9);
   case FAB_ALGO_COLLNET: {
-    /* rough until the SHARP model lands: NCCL's collnet-direct latency, the
-    ** rank's network share (each rank sends its data up once, gets the sum) */
-    double ppn = (double)n / N;
-    LatBw m = {fab_coll__hw_lat[HW_NET][ROW_COLLNET][2] +
-                   2 * ((ppn > 1 ? 1 : 0) * fab_coll__hw_lat[HW_NVL][ROW_COLLNET][2] + (ppn - 1) * 0.4),
-               MIN(t->ring.nch * t->ring.intra, ppn * t->net / 1e9) * 0.9};
+    /* NCCL 2.30's tuning.cc, Simple only. On NVSwitches that reduce (sm90 on), NCCL's NVLS across nodes with
+    ** SHARP between them: NVLS's bus bandwidth (min of the NVLS graph's intra x nvlsEfficiency x (nch - 1) /
+    ** nch x 2 and its inter) and latency intraLat + interLat, algorithm bandwidth x n / nsteps. Else CollNet
+    ** Direct: channels x bwIntra (collnet always takes the intra-node figure), divided by the GPU-to-NIC
+    ** factor ppn / heads less half its excess, x 0.85 on sm90 and later, algorithm bandwidth half the bus's;
+    ** latency 2 (min(1, ppn - 1) intraLat + (ppn - 1) 0.4 us) + interLat (the tree's network row at one rank
+    ** per node), interLat with the plugin's latency twice (Simple's flush) */
+    double ppn = (double)n / MAX(t->nodes, 1u), pl = 2 * t->plugin_lat;
+    int ci = fab_coll__pidx(FAB_PROTO_SIMPLE);
+    LatBw m;
+    if (env->nvls && t->nvls.nch >= 2 && t->per_node > 1) {
+      const Graph *g = &t->nvls;
+      double intra = g->intra * t->arch->nvls_eff * (g->nch - 1) / g->nch * 2;
+      m.bw = g->nch * MIN(intra, g->inter) * (double)n / nsteps;
+      m.lat = fab_coll__hw_lat[HW_NVL][ROW_NVLS][ci] + fab_coll__hw_lat[HW_NET][ROW_NVLS][ci] + pl;
+    } else {
+      double heads = MAX(MIN(ppn, (double)MAX(t->nics_isl, 1u)), 1.0), factor = ppn / heads;
+      factor -= (factor - 1) / 2;
+      m.bw = heads * t->ring.intra / factor * (t->arch->sm >= 90 ? 0.85 : 1) * 0.5;
+      double inter = fab_coll__hw_lat[HW_NET][ppn == 1 ? ROW_TREE : ROW_COLLNET][ci] + pl;
+      m.lat = 2 * ((ppn > 1 ? 1 : 0) * fab_coll__hw_lat[HW_NVL][ROW_COLLNET][ci] + (ppn - 1) * 0.4) + inter;
+    }
     return seconds(m, bytes);
   }
   default:
@@ -514,7 +530,8 @@ static uint32_t candidates(FabCollOp op, FabCollAlgo *out) {
   switch (op) {
   case FAB_COLL_ALLREDUCE:
     out[0] = FAB_ALGO_NVLS, out[1] = FAB_ALGO_NVLS_TREE, out[2] = FAB_ALGO_RING, out[3] = FAB_ALGO_TREE;
-    return 4;
+    out[4] = FAB_ALGO_COLLNET; /* offered only with SHARP */
+    return 5;
   case FAB_COLL_ALLGATHER:
   case FAB_COLL_REDUCE_SCATTER:
     out[0] = FAB_ALGO_RING, out[1] = FAB_ALGO_PAT;

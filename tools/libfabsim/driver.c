@@ -173,7 +173,10 @@ static FabFlow *flow_make(Run *r, uint32_t n) {
   f->bytes = o->bytes;
   f->prio = o->prio;
   f->nvls = o->kind == FAB_OP_NVLS;
-  f->nvls_mode = o->mark == FAB_NVLS_OP_RS ? FAB_NVLS_RS : o->mark == FAB_NVLS_OP_AG ? FAB_NVLS_AG : FAB_NVLS_AR;
+  f->nvls_mode = o->mark == FAB_NVLS_OP_RS    ? FAB_NVLS_RS
+                 : o->mark == FAB_NVLS_OP_AG    ? FAB_NVLS_AG
+                 : o->mark == FAB_NVLS_OP_SHARP ? FAB_NVLS_SHARP
+                                                : FAB_NVLS_AR;
   fab_flow_prepare(f, &r->sc->fabric.nic);
   f->max_bps = o->max_bps;
   f->rank_bps = o->rank_bps;
@@ -206,6 +209,51 @@ static void number_flows(Run *r, uint32_t from, uint32_t to) {
     *(uint32_t *)fab_deq_push(&r->slot_of) = FAB_OP_NONE;
     *(uint32_t *)fab_deq_push(&r->op_of) = i;
   }
+}
+
+/* SHARP group: the members (their ops in mem, one per node) of one
+** reduction in their communicator's tree (claimed by the expansion, found
+** again here). FALSE with *why when they do not make one. */
+static bool sharp_group(Run *r, GArray *mem, char **why) {
+  const FabDag *dag = r->sc->dag;
+  uint32_t n = mem->len, *rank = g_new(uint32_t, n), *fid = g_new(uint32_t, n);
+  for (uint32_t m = 0; m < n; m++) rank[m] = fab_dag_op(dag, g_array_index(mem, uint32_t, m))->src;
+  for (uint32_t a = 1; a < n; a++) /* members in rank order, as the tree lists them (insertion: few) */
+    for (uint32_t b = a; b > 0 && rank[b - 1] > rank[b]; b--) {
+      uint32_t t = rank[b - 1], o = g_array_index(mem, uint32_t, b - 1);
+      rank[b - 1] = rank[b], rank[b] = t;
+      g_array_index(mem, uint32_t, b - 1) = g_array_index(mem, uint32_t, b), g_array_index(mem, uint32_t, b) = o;
+    }
+  const FabOp *o0 = fab_dag_op(dag, g_array_index(mem, uint32_t, 0));
+  int32_t tree = n >= 2 && r->sharp ? fab_sharp_plan_claim(r->sc->sharp, o0->job, rank, n, why) : -1;
+  bool ok = tree >= 0;
+  for (uint32_t m = 0; ok && m < n; m++) {
+    FabFlow *f = flow_make(r, *flow_of(r, g_array_index(mem, uint32_t, m)));
+    FabFlow *f0 = fab_flow_at(&r->table, *slot_of(r, *flow_of(r, g_array_index(mem, uint32_t, 0))));
+    fid[m] = f->slot;
+    ok = f->npkts == f0->npkts;
+  }
+  if (ok) {
+    fab_sharp_plan_install(r->sc->sharp, r->topo, r->sharp); /* trees claimed since */
+    FabFlow *f0 = fab_flow_at(&r->table, fid[0]);
+    uint32_t g = fab_sharp_add_group(r->sharp, (uint32_t)tree, fid, f0->npkts);
+    uint64_t win = MAX(r->sc->fabric.sharp.window / f0->mtu, 1u);
+    for (uint32_t m = 0; m < n; m++) {
+      FabFlow *f = fab_flow_at(&r->table, fid[m]);
+      f->nvls_group = g;
+      f->nvls_member = m;
+      f->nvls_n = n;
+      f->nvls_need = f->npkts;
+      f->nvls_rx = f->bytes;
+      f->sharp_node = fab_sharp_member_node(r->sharp, (uint32_t)tree, m);
+      f->sharp_win = (uint32_t)MIN(win, UINT32_MAX);
+    }
+  } else if (!*why) {
+    *why = g_strdup("its members do not all contribute the same packets");
+  }
+  g_free(rank);
+  g_free(fid);
+  return ok;
 }
 
 /* NVLS group g's members (their ops in mem): a group at their domain's
@@ -280,6 +328,14 @@ static void make_nvls(Run *r, uint32_t from, uint32_t to) {
   for (guint k = 0; order && k < order->len; k++) {
     uint32_t g = g_array_index(order, uint32_t, k);
     GArray *mem = g_hash_table_lookup(by, GUINT_TO_POINTER(g + 1));
+    if (fab_dag_op(dag, g_array_index(mem, uint32_t, 0))->mark == FAB_NVLS_OP_SHARP) {
+      char *why = NULL;
+      if (!sharp_group(r, mem, &why) && !r->setup)
+        r->setup = g_strdup_printf("internal error: SHARP group %u (op %u, %u members): %s", g,
+                                   g_array_index(mem, uint32_t, 0), mem->len, why);
+      g_free(why);
+      continue;
+    }
     if (!nvls_group(r, mem) && !r->setup) /* fail the run, do not abort the process */
       r->setup = g_strdup_printf("internal error: NVLS group %u (op %u) has %u members, not 2 or more of one NVLink "
                                  "domain doing the same with equal sizes", g, g_array_index(mem, uint32_t, 0),
@@ -360,6 +416,7 @@ static void check_ledgers(FabEngine *eng, void *ctx) {
 static void wire(Run *r, const FabRunOpts *opts) {
   const FabScenario *sc = r->sc;
   r->topo = fab_topology_build(&sc->fabric);
+  if (sc->fabric.sharp.enabled) r->sharp = fab_sharp_new(sc->fabric.sharp.latency, sc->fabric.sharp.reduce_bps);
   fab_failures_as_built(r->topo, &sc->fabric); /* before a parallel run's cut takes the latencies */
   uint32_t id = fab_topology_number(r->topo, 2); /* 0, 1: the watchdog's and the sampler's (first at their time) */
   r->net = opts->net && opts->net->n > 1 ? opts->net : NULL;
@@ -719,6 +776,7 @@ static void run_free(Run *r) {
   fab_deq_clear(&r->slot_of);
   fab_flow_fold_clear(&r->fold);
   fab_topology_free(r->topo);
+  fab_sharp_free(r->sharp);
   if (r->par) fab_run__par_free(r);
   else fab_engine_free(r->eng);
 }

@@ -52,6 +52,7 @@ struct Run {
   fab_time_t wd_next;       /* par: the watchdog's next look (its events are not the engines'; FAB_TIME_MAX: none) */
   fab_time_t sample_next;   /* par: the sampler's next look (likewise) */
   FabTopology *topo;
+  FabSharp *sharp;          /* fabric.switch.sharp on: the trees made from the scenario's plan, NULL: off */
   FabFlowTable table;       /* the flows under way: a slot each, taken when posted, given back when released */
   FabDeq recs;              /* FabFlowRec per flow (one per FLOW or NVLS op, in op order): what the results say of
                             ** it; an unfolding DAG's are folded into `fold` as they retire (unless kept) */

@@ -188,8 +188,11 @@ void fab_run__par_make(Run *r, const FabRunOpts *opts, uint32_t nids) {
   GError *err = NULL;
   uint32_t n = r->net ? r->net->n : opts->threads;
   char *why = NULL;
-  bool made = fab_partition_make_for(r->topo, r->sc->dag, n, &pt, &err);
-  if (!made) why = g_strdup(err->message);
+  bool made = false;
+  if (r->sc->fabric.sharp.enabled) /* a tree's nodes would be in several partitions, its reductions in none */
+    why = g_strdup("SHARP's aggregation trees join switches across any cut (fabric.switch.sharp)");
+  else if (!(made = fab_partition_make_for(r->topo, r->sc->dag, n, &pt, &err)))
+    why = g_strdup(err->message);
   if (!why && pt.lookahead == 0) why = g_strdup("a cut link has no latency (no lookahead)");
   if (!why) why = part_check(r, &pt, NULL);
   if (why) {

@@ -100,7 +100,13 @@ static void coll_env(const FabFabricCfg *f, FabCollEnv *e) {
   e->ofi_default = np && np->ofi_protocol && !strcmp(np->ofi_protocol, "rdma") ? FAB_OFI_RDMA : FAB_OFI_SENDRECV;
   e->ofi_platform = np && np->ofi_platform && !strcmp(np->ofi_platform, "p5") ? FAB_OFI_PLATFORM_P5
                                                                                : FAB_OFI_PLATFORM_NONE;
-  e->collnet = false;
+  e->collnet = f->sharp.enabled;
+  e->sharp_fail = f->sharp.on_no_resources == FAB_SHARP_FAIL;
+}
+
+/* FabCollEnv.sharp_claim: the scenario's plan. */
+static int32_t sharp_claim(void *ctx, uint32_t job, const uint32_t *ranks, uint32_t n, char **why) {
+  return fab_sharp_plan_claim(ctx, job, ranks, n, why);
 }
 
 /* A multi-rail fabric's planes are not joined: a flow across rails needs PXN. */
@@ -129,6 +135,12 @@ static gboolean workload_env(FabScenario *sc, uint64_t seed, FabWorkloadEnv *env
   env->seed = seed;
   coll_env(&sc->fabric, &env->coll);
   env->coll.warnings = sc->warnings;
+  if (sc->fabric.sharp.enabled) { /* trees are planned on a topology of their own (the run builds another) */
+    sc->sharp_topo = fab_topology_build(&sc->fabric);
+    sc->sharp = fab_sharp_plan_new(sc->sharp_topo, &sc->fabric.sharp);
+    env->coll.sharp_claim = sharp_claim;
+    env->coll.sharp_ctx = sc->sharp;
+  }
   env->gpu_flops = g->gpu_flops;
   env->gpu_eff = g->gpu_efficiency;
   env->gpu_mem_bps = g->memory_bps;
@@ -388,6 +400,8 @@ FabScenario *fab_scenario_load_string(const char *text, const char *name, const 
 void fab_scenario_free(FabScenario *sc) {
   if (!sc) return;
   fab_dag_free(sc->dag);
+  fab_sharp_plan_free(sc->sharp);
+  fab_topology_free(sc->sharp_topo);
   if (sc->warnings) g_ptr_array_free(sc->warnings, TRUE);
   g_free(sc->topology);
   g_free(sc->own_name);

@@ -33,6 +33,8 @@ typedef struct FabScenario {
   GPtrArray *warnings;      /* char *: what the settings cost in fidelity or performance (printed on stderr,
                             ** listed in the JSON and in validate --explain) */
   struct FabScenarioSrc *src; /* where it was loaded from, for fab_scenario_reload (NULL: from a tree) */
+  FabSharpPlan *sharp;      /* fabric.switch.sharp on: the trees its communicators claimed (NULL: off) */
+  FabTopology *sharp_topo;  /* the topology they were planned on (a second build; NULL: off) */
 } FabScenario;
 
 /* The memory a scenario may take, bytes: what fab_scenario_set_mem_limit

@@ -1,0 +1,73 @@
+/*
+** SHARP: in-network reduction in the fabric's switches (InfiniBand's
+** Scalable Hierarchical Aggregation and Reduction Protocol, streaming
+** aggregation), as one set of trees and the reductions running on them.
+**
+** A tree is a set of aggregation nodes (switches), each with a parent (none
+** at the root) and children: child nodes below it, and members (endpoints)
+** attached to it. It is built for one set of members (a communicator: see
+** topologies/sharp_trees.c) and lists them in rank order.
+**
+** A group is one reduction on a tree: every member contributes npkts
+** packets (SHARP_UP, `seq` the packet, `dst` the group, `hash` the node it
+** is sent to). An aggregation node reduces packet k once it has it from
+** every child, after the switch's latency, the aggregation `latency`, and
+** its turn on the node's reducer (`reduce_bps` of output per node; 0: as
+** fast as packets arrive); it then sends the result up to its parent, or at
+** the root turns it around: SHARP_DOWN to every child, each child node
+** copying it on to its own children, members getting theirs with `dst` their
+** endpoint and `flow` their flow. A member is done when all npkts results
+** are in. Contributions are absorbed on arrival (their credit goes back at
+** once) and do not count against the switch's buffer; what a node makes is
+** queued at its egress ports. How much a member may have outstanding (sent,
+** result not back) is its NIC's business: the window (models/nic.h), which
+** stands for the tree's buffer at each node (a child stops when it is full).
+**
+** Counters of a group live until its last result is delivered.
+*/
+#ifndef FAB_SHARP_H
+#define FAB_SHARP_H
+
+#include "switch.h"
+
+typedef struct FabSharp FabSharp;
+
+/* The whole fabric's trees and groups (none yet). */
+FabSharp *fab_sharp_new(fab_time_t latency, uint64_t reduce_bps);
+void fab_sharp_free(FabSharp *s);
+
+/* Add a tree of `nnodes` aggregation nodes: node i is switch sw[i], its
+** parent parent[i] (UINT32_MAX: the root, exactly one), reached by its port
+** up[i]; its parent reaches it by port down[i]. Member m (of nmem, in rank
+** order) is endpoint rank[m], attached to node leaf[m] by that node's port
+** port[m]. Every switch is told of `s` (fab_switch_set_sharp). Arrays are
+** copied. Returns the tree's id. */
+uint32_t fab_sharp_add_tree(FabSharp *s, uint32_t nnodes, FabSwitch *const *sw, const uint32_t *parent,
+                            const uint32_t *up, const uint32_t *down, uint32_t nmem, const uint32_t *rank,
+                            const uint32_t *leaf, const uint32_t *port);
+
+/* The node member m of `tree` sends its contributions to. */
+uint32_t fab_sharp_member_node(const FabSharp *s, uint32_t tree, uint32_t m);
+
+/* Add a reduction on `tree`: member m's flow is flow[m]; each contributes
+** npkts packets. Returns the group id (what SHARP_UP packets carry in
+** `dst`). */
+uint32_t fab_sharp_add_group(FabSharp *s, uint32_t tree, const uint32_t *flow, uint32_t npkts);
+
+/* A SHARP packet `p` arrived on port `in` of switch `sw` (transfer full). */
+void fab_sharp_receive(FabEngine *eng, FabSharp *s, FabSwitch *sw, FabPkt *p, FabPort *in);
+
+/* What the trees did: packets reduced (each node's output up, or turned
+** around at the root), copies sent down (to child nodes and members),
+** groups made, and groups whose every result has left its last node. */
+typedef struct FabSharpStats {
+  uint64_t reduced, copied, groups, finished;
+} FabSharpStats;
+FabSharpStats fab_sharp_stats(const FabSharp *s);
+uint32_t fab_sharp_ntrees(const FabSharp *s);
+/* Tree t: its nodes, the switch at its root, packets its nodes reduced. */
+uint32_t fab_sharp_tree_nodes(const FabSharp *s, uint32_t t);
+const char *fab_sharp_tree_root(const FabSharp *s, uint32_t t);
+uint64_t fab_sharp_tree_reduced(const FabSharp *s, uint32_t t);
+
+#endif

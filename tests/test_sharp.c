@@ -1,0 +1,206 @@
+/*
+** SHARP (models/sharp.h, topologies/sharp_trees.c): reductions in the
+** fabric's switches, on hosts of 400 Gb/s InfiniBand with hand-made SHARP
+** ops, timed on paper. A packet is 4096 B of data + 26 B of InfiniBand
+** headers (LRH 8, BTH 12, ICRC 4, VCRC 2) = 4122 B: 82.44 ns at 400 Gb/s.
+** Links 1 us, switches 300 ns, aggregation 200 ns (the model's default).
+** Then the collectives (collnet) and the resources that decide whether a
+** job gets a tree.
+*/
+#include <criterion/criterion.h>
+#include <string.h>
+
+#include "testscen.h"
+#include "workloads/dag.h"
+
+#define SER 82440ull   /* ps: 4122 B at 400 Gb/s */
+#define WIRE 4122ull
+#define LINK 1000000ull
+#define SW 300000ull
+#define AGG 200000ull
+
+static const char one_switch[] = "cluster: {nodes: 4}\n"
+                                 "fabric:\n"
+                                 "  transport: infiniband\n"
+                                 "  topology: {kind: single-switch}\n"
+                                 "  link: {bandwidth: 400Gbps, latency: 1us, mtu: 4096}\n"
+                                 "  switch: {latency: 300ns, sharp: {enabled: true, window: 1MiB}}\n"
+                                 "workload: {kind: flows, flows: [{src: 0, dst: 1, size: 1}]}\n";
+
+static const char two_leaves[] = "cluster: {nodes: 4}\n"
+                                 "fabric:\n"
+                                 "  transport: infiniband\n"
+                                 "  topology: {kind: leaf-spine, leaves: 2, hosts_per_leaf: 2, spines: 1}\n"
+                                 "  link: {bandwidth: 400Gbps, latency: 1us, mtu: 4096}\n"
+                                 "  switch: {latency: 300ns, sharp: {enabled: true, window: 1MiB}}\n"
+                                 "workload: {kind: flows, flows: [{src: 0, dst: 1, size: 1}]}\n";
+
+/* A scenario whose DAG is one SHARP reduction of `pkts` packets by hosts
+** 0..n-1; member m starts at start[m] ps (NULL: all at 0). */
+static FabScenario *reduction(const char *yaml, uint32_t n, uint32_t pkts, const fab_time_t *start,
+                              const char *const *sets) {
+  FabScenario *sc = testscen_load(yaml, sets);
+  fab_dag_free(sc->dag);
+  sc->dag = fab_dag_new();
+  FabJobDef j = {.name = "sharp", .kind = "collective", .nranks = n, .ranks = g_new(uint32_t, n)};
+  for (uint32_t m = 0; m < n; m++) j.ranks[m] = m;
+  fab_dag_job(sc->dag, &j);
+  uint32_t g = sc->dag->groups++;
+  for (uint32_t m = 0; m < n; m++) {
+    FabOp o = {.kind = FAB_OP_NVLS, .mark = FAB_NVLS_OP_SHARP, .src = m, .dst = m, .coll = -1, .group = g,
+               .bytes = (uint64_t)pkts * 4096, .start = start ? start[m] : 0};
+    fab_dag_add(sc->dag, &o, NULL, 0);
+  }
+  return sc;
+}
+
+static fab_time_t run_time(FabScenario *sc, FabResults *res) {
+  testscen_run(sc, res);
+  cr_assert_str_eq(res->status, "ok", "%s", res->failure ? res->failure : "");
+  return res->sim_time;
+}
+
+/* One switch, 4 members of 16 packets, nothing limiting: the last packet
+** leaves its host at 16 x SER, crosses the link, is reduced (switch +
+** aggregation latency) and comes back down: + LINK + SW + AGG + SER + LINK. */
+Test(sharp, one_switch_reduction_takes_the_wire_time_and_one_turn) {
+  FabResults res;
+  FabScenario *sc = reduction(one_switch, 4, 16, NULL, NULL);
+  cr_assert_eq(run_time(sc, &res), 16 * SER + LINK + SW + AGG + SER + LINK);
+  for (uint32_t h = 0; h < 4; h++) { /* each member sends S up and gets S back */
+    char p[16];
+    g_snprintf(p, sizeof p, "host%u:", h);
+    cr_assert_eq(testscen_bytes_from(&res, p), 16 * WIRE);
+  }
+  cr_assert_eq(testscen_bytes_from(&res, "switch0:"), 4 * 16 * WIRE, "the results, one copy per member");
+  testscen_done(sc, &res);
+}
+
+/* A window of 2 packets: packet j may leave once the result of j - 2 is
+** back, one round D = 2 SER + 2 LINK + SW + AGG after it left; so packet
+** 2i leaves at i D, packet 15 at 7 D + SER and its result is in at
+** 8 D + SER. */
+Test(sharp, a_full_window_stops_the_member) {
+  FabResults res;
+  FabScenario *sc = reduction(one_switch, 4, 16, NULL, (const char *const[]){"fabric.switch.sharp.window=8KiB", NULL});
+  fab_time_t D = 2 * SER + 2 * LINK + SW + AGG;
+  cr_assert_eq(run_time(sc, &res), 8 * D + SER);
+  testscen_done(sc, &res);
+}
+
+/* Two levels: the members of each leaf are reduced there, the leaves' sums
+** at the spine, which turns the result around; the leaf copies it to its
+** members. The last packet: 16 SER + LINK, leaf (SW + AGG), SER + LINK up,
+** spine (SW + AGG), SER + LINK down, leaf (SW), SER + LINK. Each uplink
+** carries one packet per sequence number, not one per member. */
+Test(sharp, two_levels_reduce_at_each_and_carry_one_sum_up) {
+  FabResults res;
+  FabScenario *sc = reduction(two_leaves, 4, 16, NULL, NULL);
+  cr_assert_eq(run_time(sc, &res), 16 * SER + 4 * LINK + 3 * SW + 2 * AGG + 3 * SER);
+  cr_assert_eq(testscen_bytes_from(&res, "leaf0:p2"), 16 * WIRE, "leaf 0 sends its members' sum up once");
+  cr_assert_eq(testscen_bytes_from(&res, "leaf1:p2"), 16 * WIRE);
+  cr_assert_eq(testscen_bytes_from(&res, "spine0:"), 2 * 16 * WIRE, "the result, once to each leaf");
+  cr_assert_eq(testscen_bytes_from(&res, "leaf0:p0") + testscen_bytes_from(&res, "leaf0:p1"), 2 * 16 * WIRE);
+  testscen_done(sc, &res);
+}
+
+/* Nothing is reduced before every contribution is in, and the order in
+** which they arrive does not matter: a member 5 us late delays the result
+** by exactly 5 us, whichever member it is. */
+Test(sharp, the_last_contribution_decides_in_any_order) {
+  fab_time_t base = 0;
+  for (uint32_t late = 0; late < 4; late++) {
+    fab_time_t start[4] = {0, 0, 0, 0};
+    start[late] = 5000000;
+    FabResults res;
+    FabScenario *sc = reduction(two_leaves, 4, 16, start, NULL);
+    fab_time_t t = run_time(sc, &res);
+    testscen_done(sc, &res);
+    if (!base) base = t;
+    cr_assert_eq(t, base, "member %u late: %lu ps, member 0 late: %lu ps", late, t, base);
+  }
+  cr_assert_eq(base, 5000000 + 16 * SER + 4 * LINK + 3 * SW + 2 * AGG + 3 * SER);
+}
+
+/* The tree: one leaf's members meet at that leaf (no spine); members on
+** two leaves at a spine. */
+Test(sharp, the_root_is_the_nearest_switch_to_all_members) {
+  FabResults res;
+  FabScenario *sc = reduction(two_leaves, 2, 4, NULL, NULL); /* hosts 0, 1: leaf 0 */
+  cr_assert_eq(run_time(sc, &res), 4 * SER + LINK + SW + AGG + SER + LINK);
+  cr_assert_eq(testscen_bytes_from(&res, "spine0:"), 0);
+  cr_assert_eq(testscen_bytes_from(&res, "leaf0:p2"), 0);
+  testscen_done(sc, &res);
+}
+
+/* ---- collectives and resources ------------------------------------------- */
+
+static const char jobs[] = "cluster: {nodes: 8}\n"
+                           "fabric:\n"
+                           "  transport: infiniband\n"
+                           "  topology: {kind: leaf-spine, leaves: 2, hosts_per_leaf: 4, spines: 2}\n"
+                           "  link: {bandwidth: 400Gbps, latency: 500ns, mtu: 4096}\n"
+                           "  switch: {latency: 300ns, buffer: 16MiB, sharp: {enabled: true, model: quantum}}\n"
+                           "workload:\n"
+                           "  - {name: a, kind: collective, op: allreduce, size: 16MiB, algorithm: collnet, "
+                           "ranks: [0, 1, 4, 5]}\n"
+                           "  - {name: b, kind: collective, op: allreduce, size: 16MiB, algorithm: collnet, "
+                           "ranks: [2, 3, 6, 7]}\n";
+
+static const char *alg(const FabResults *r, size_t i) { return r->colls[i].algorithm; }
+
+/* Quantum: one job's streaming aggregation per switch. Job b's trees would
+** share a leaf with job a's: it falls back to what NCCL's tuner picks
+** without SHARP, and says so. */
+Test(sharp, on_quantum_the_second_job_falls_back) {
+  FabResults res;
+  FabScenario *sc = testscen_load(jobs, NULL);
+  run_time(sc, &res);
+  cr_assert_eq(res.n_colls, 2);
+  cr_assert_str_eq(alg(&res, 0), "collnet");
+  cr_assert_str_neq(alg(&res, 1), "collnet");
+  bool said = false;
+  for (guint i = 0; i < sc->warnings->len; i++)
+    said |= strstr(g_ptr_array_index(sc->warnings, i), "no SHARP tree for job 1") &&
+            strstr(g_ptr_array_index(sc->warnings, i), "falls back");
+  cr_assert(said, "the fallback is reported");
+  testscen_done(sc, &res);
+}
+
+/* Quantum-2: one job per port. Job b's tree takes the other spine and its
+** own host ports: both run SHARP, at the same time. */
+Test(sharp, on_quantum2_jobs_on_disjoint_ports_run_together) {
+  FabResults res;
+  FabScenario *sc = testscen_load(jobs, (const char *const[]){"fabric.switch.sharp.model=quantum-2", NULL});
+  run_time(sc, &res);
+  cr_assert_str_eq(alg(&res, 0), "collnet");
+  cr_assert_str_eq(alg(&res, 1), "collnet");
+  cr_assert_eq(res.colls[0].end - res.colls[0].start, res.colls[1].end - res.colls[1].start, "the same work on disjoint links");
+  testscen_done(sc, &res);
+}
+
+Test(sharp, no_tree_fails_when_the_scenario_says_so) {
+  testscen_expect_error(jobs, (const char *const[]){"fabric.switch.sharp.on_no_resources=fail", NULL},
+                        "test.yaml:9:", "no SHARP tree for this allreduce of job 1");
+  testscen_expect_error(jobs, (const char *const[]){"fabric.switch.sharp.trees=1", "fabric.switch.sharp.model=quantum-2",
+                                                    "fabric.switch.sharp.on_no_resources=fail", NULL},
+                        "test.yaml:9:", "SHARP trees are all taken");
+}
+
+Test(sharp, only_on_infiniband) {
+  testscen_expect_error(jobs, (const char *const[]){"fabric.transport=rocev2", NULL}, "test.yaml:6:",
+                        "SHARP is an InfiniBand switch feature");
+}
+
+/* A collnet allreduce on plain hosts: every rank sends S up and gets S
+** back, so its NIC carries S each way where a ring carries 2 (n-1) / n S:
+** the bus bandwidth nccl-tests reports is above the wire's. */
+Test(sharp, collnet_moves_each_byte_once_each_way) {
+  FabResults res;
+  FabScenario *sc = testscen_load(jobs, (const char *const[]){"fabric.switch.sharp.model=quantum-2", NULL});
+  run_time(sc, &res);
+  uint64_t pkts = 16 * 1048576 / 4096;
+  cr_assert_eq(testscen_bytes_from(&res, "host0:"), pkts * WIRE);
+  cr_assert_gt(res.colls[0].busbw_GBps, 50.0, "busbw %.2f GB/s, above the 50 GB/s NIC", res.colls[0].busbw_GBps);
+  testscen_done(sc, &res);
+}
