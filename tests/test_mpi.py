@@ -37,7 +37,9 @@ PROCS = (2,) if QUICK else (2, 4)
 # Scenarios run by the first process alone, and why (the stderr line's tail), from how many processes on.
 ONE_PART = "1 part that may not be split"
 TWO_PARTS = "at most 2 ranks"
+SHARP = "SHARP's aggregation trees join switches across any cut"
 ALONE = {
+    "sharp-dgx-h100.yaml": (SHARP, 2),
     "nvls-allreduce.yaml": (ONE_PART, 2),
     "dgx-a100.yaml": (ONE_PART, 2),
     "dgx-b200.yaml": (ONE_PART, 2),
