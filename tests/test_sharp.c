@@ -204,3 +204,29 @@ Test(sharp, collnet_moves_each_byte_once_each_way) {
   cr_assert_gt(res.colls[0].busbw_GBps, 50.0, "busbw %.2f GB/s, above the 50 GB/s NIC", res.colls[0].busbw_GBps);
   testscen_done(sc, &res);
 }
+
+/* The shipped scenario, whole: the same JSON twice (wall fields aside), its
+** time as recorded when it was written (README, SHARP), and SHARP faster
+** than the best the tuner finds without it. */
+Test(sharp, shipped_scenario_is_stable_and_beats_no_sharp) {
+  FabResults a, b;
+  FabScenario *sc = testscen_load_file("scenarios/sharp-dgx-h100.yaml", NULL);
+  run_time(sc, &a);
+  char *ja = testscen_stable_json(&a);
+  testscen_done(sc, &a);
+  sc = testscen_load_file("scenarios/sharp-dgx-h100.yaml", NULL);
+  run_time(sc, &b);
+  char *jb = testscen_stable_json(&b);
+  cr_assert_str_eq(ja, jb);
+  cr_assert_str_eq(b.colls[0].algorithm, "collnet");
+  cr_assert_eq(b.sim_time, 999356340ull, "recorded 999.35634 us; got %lu ps", b.sim_time);
+  fab_time_t on = b.sim_time;
+  testscen_done(sc, &b);
+  sc = testscen_load_file("scenarios/sharp-dgx-h100.yaml", (const char *const[]){"fabric.switch.sharp.enabled=false", NULL});
+  run_time(sc, &b);
+  cr_assert_str_neq(b.colls[0].algorithm, "collnet");
+  cr_assert_gt(b.sim_time, on);
+  testscen_done(sc, &b);
+  g_free(ja);
+  g_free(jb);
+}

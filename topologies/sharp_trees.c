@@ -329,6 +329,13 @@ const uint32_t *fab_sharp_plan_members(const FabSharpPlan *p, uint32_t i, uint32
   return pt->rank;
 }
 
+const char *fab_sharp_plan_root(const FabSharpPlan *p, uint32_t i, uint32_t *nodes, uint32_t *job) {
+  const PTree *pt = g_ptr_array_index(p->trees, i);
+  *nodes = pt->nnodes;
+  *job = pt->job;
+  return fab_switch_name(p->t->switches[pt->sw[0]]); /* node 0 is the root */
+}
+
 void fab_sharp_plan_install(const FabSharpPlan *p, FabTopology *t, FabSharp *s) {
   g_assert(t->nnet == p->nsw);
   for (guint i = fab_sharp_ntrees(s); i < p->trees->len; i++) { /* those not made yet */

@@ -245,6 +245,8 @@ int32_t fab_sharp_plan_claim(FabSharpPlan *p, uint32_t job, const uint32_t *rank
 /* Trees claimed; tree i's members (sorted ranks) and job. */
 uint32_t fab_sharp_plan_ntrees(const FabSharpPlan *p);
 const uint32_t *fab_sharp_plan_members(const FabSharpPlan *p, uint32_t i, uint32_t *n);
+/* Tree i's root switch (its name), its aggregation nodes and its job. */
+const char *fab_sharp_plan_root(const FabSharpPlan *p, uint32_t i, uint32_t *nodes, uint32_t *job);
 
 /* Make the claimed trees `s` does not have yet on `t` (built from the same
 ** configuration), in claim order: tree i is s's tree i. */
