@@ -877,6 +877,7 @@ FabCollGen *fab_coll_begin(FabDag *d, const FabCollEnv *env, const FabCollSpec *
     fab_coll_gen_free(g);
     return NULL;
   }
+  if (s.algorithm == FAB_ALGO_COLLNET) s.channels = MAX(fab_coll__even_groups(&g->nodes), 1u); /* its heads */
   Topo t;
   fab_coll__topo_make(&t, env, &s);
   if (s.cta_zero && s.algorithm != FAB_ALGO_CE && n > 1 && env->warnings &&
