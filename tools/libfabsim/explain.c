@@ -182,6 +182,28 @@ static void explain_routing(const FabFabricCfg *f, GString *s) {
   g_string_append_c(s, '\n');
 }
 
+/* fabric.switch.sharp: the model's limits and the trees claimed. */
+static void explain_sharp(const FabScenario *sc, GString *s) {
+  const FabFabricCfg *f = &sc->fabric;
+  if (!f->sharp.enabled) return;
+  const FabSharpCfg *h = &f->sharp;
+  g_string_append_printf(s, "sharp      %s: %u trees in the subnet, %u job%s per %s at once; aggregation %.6g ns "
+                         "beyond the switch, reducer %s; a member keeps at most %" G_GUINT64_FORMAT " B "
+                         "outstanding; no tree: %s; %u tree%s claimed\n", fab_sharp_model_names[h->model], h->trees,
+                         h->streams, h->streams == 1 ? "" : "s", h->per_port ? "port" : "switch",
+                         (double)h->latency / 1e3, h->reduce_bps ? "per reduction" : "as fast as packets arrive",
+                         h->window, fab_sharp_nores_names[h->on_no_resources], fab_sharp_plan_ntrees(sc->sharp),
+                         fab_sharp_plan_ntrees(sc->sharp) == 1 ? "" : "s");
+  if (fab_sharp_plan_ntrees(sc->sharp) > 16) g_string_append(s, "  (the first 16 trees:)\n");
+  for (uint32_t i = 0; i < fab_sharp_plan_ntrees(sc->sharp) && i < 16; i++) {
+    uint32_t n, nodes, job;
+    const uint32_t *m = fab_sharp_plan_members(sc->sharp, i, &n);
+    const char *root = fab_sharp_plan_root(sc->sharp, i, &nodes, &job);
+    g_string_append_printf(s, "  tree %u: job %u, %u members (endpoints %u..%u), root %s, %u aggregation node%s\n",
+                           i, job, n, m[0], m[n - 1], root, nodes, nodes == 1 ? "" : "s");
+  }
+}
+
 static void explain_fabric(const FabScenario *sc, GString *s) {
   const FabFabricCfg *f = &sc->fabric;
   g_string_append_printf(s, "links      %.6g Gbps, latency %.6g us, mtu %u B payload\n",
@@ -215,24 +237,7 @@ static void explain_fabric(const FabScenario *sc, GString *s) {
   if (f->sw.credits)
     g_string_append_printf(s, "credits    %" G_GUINT64_FORMAT " B per (ingress port, VL), %u VLs in use%s\n",
                            f->sw.credits, f->credit_vls, f->credits_auto ? " (buffer / (ports x VLs in use))" : "");
-  if (f->sharp.enabled) {
-    const FabSharpCfg *h = &f->sharp;
-    g_string_append_printf(s, "sharp      %s: %u trees in the subnet, %u job%s per %s at once; aggregation %.6g ns "
-                           "beyond the switch, reducer %s; a member keeps at most %" G_GUINT64_FORMAT " B "
-                           "outstanding; no tree: %s; %u tree%s claimed\n", fab_sharp_model_names[h->model], h->trees,
-                           h->streams, h->streams == 1 ? "" : "s", h->per_port ? "port" : "switch",
-                           (double)h->latency / 1e3, h->reduce_bps ? "per reduction" : "as fast as packets arrive",
-                           h->window, fab_sharp_nores_names[h->on_no_resources], fab_sharp_plan_ntrees(sc->sharp),
-                           fab_sharp_plan_ntrees(sc->sharp) == 1 ? "" : "s");
-    if (fab_sharp_plan_ntrees(sc->sharp) > 16) g_string_append(s, "  (the first 16 trees:)\n");
-    for (uint32_t i = 0; i < fab_sharp_plan_ntrees(sc->sharp) && i < 16; i++) {
-      uint32_t n, nodes, job;
-      const uint32_t *m = fab_sharp_plan_members(sc->sharp, i, &n);
-      const char *root = fab_sharp_plan_root(sc->sharp, i, &nodes, &job);
-      g_string_append_printf(s, "  tree %u: job %u, %u members (endpoints %u..%u), root %s, %u aggregation node%s\n",
-                             i, job, n, m[0], m[n - 1], root, nodes, nodes == 1 ? "" : "s");
-    }
-  }
+  explain_sharp(sc, s);
   if (f->sw.ecn.enabled)
     g_string_append_printf(s, "ecn        kmin %" G_GUINT64_FORMAT " B, kmax %" G_GUINT64_FORMAT " B, pmax %g, on %s\n",
                            f->sw.ecn.kmin, f->sw.ecn.kmax, f->sw.ecn.pmax, f->sw.ecn.on_dequeue ? "dequeue" : "enqueue");
