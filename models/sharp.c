@@ -11,7 +11,6 @@ typedef struct Tree {
   uint32_t *rank, *leaf, *port; /* nmem */
   /* node v's children: kid[koff[v] .. koff[v+1]), each a node (< nnodes) or nnodes + member */
   uint32_t *koff, *kid;
-  uint64_t reduced;
 } Tree;
 
 typedef struct Group {
@@ -27,7 +26,6 @@ struct FabSharp {
   uint64_t reduce_bps;
   GPtrArray *trees;  /* Tree * */
   GPtrArray *groups; /* Group * */
-  FabSharpStats st;
 };
 
 FabSharp *fab_sharp_new(fab_time_t latency, uint64_t reduce_bps) {
@@ -125,7 +123,6 @@ uint32_t fab_sharp_add_group(FabSharp *s, uint32_t tree, const uint32_t *flow, u
   g->red_free = g_new0(fab_time_t, t->nnodes);
   g->left = (uint64_t)t->nmem * npkts;
   g_ptr_array_add(s->groups, g);
-  s->st.groups++;
   return s->groups->len - 1;
 }
 
@@ -157,17 +154,13 @@ static void emit(FabEngine *eng, const Tree *t, const Group *g, uint32_t v, uint
 }
 
 /* Node v sends result `p` down to every child. */
-static void down(FabEngine *eng, FabSharp *s, const Tree *t, Group *g, uint32_t v, const FabPkt *p,
+static void down(FabEngine *eng, const Tree *t, Group *g, uint32_t v, const FabPkt *p,
                  fab_time_t ready) {
   for (uint32_t i = t->koff[v]; i < t->koff[v + 1]; i++) {
     emit(eng, t, g, v, t->kid[i], FAB_PKT_SHARP_DOWN, p, ready);
-    s->st.copied++;
     if (t->kid[i] >= t->nnodes) g->left--;
   }
-  if (!g->left) { /* every member's last result is on its way: the counters are done with */
-    group_finish(g);
-    s->st.finished++;
-  }
+  if (!g->left) group_finish(g); /* every member's last result is on its way: the counters are done with */
 }
 
 void fab_sharp_receive(FabEngine *eng, FabSharp *s, FabSwitch *sw, FabPkt *p, FabPort *in) {
@@ -186,30 +179,14 @@ void fab_sharp_receive(FabEngine *eng, FabSharp *s, FabSwitch *sw, FabPkt *p, Fa
         g->red_free[v] = at + fab_time_ser(p->payload, s->reduce_bps);
         ready = g->red_free[v];
       }
-      s->st.reduced++;
-      t->reduced++;
       if (t->parent[v] != UINT32_MAX) emit(eng, t, g, v, t->parent[v], FAB_PKT_SHARP_UP, p, ready);
-      else down(eng, s, t, g, v, p, ready);
+      else down(eng, t, g, v, p, ready);
     }
   } else {
     g_assert(p->type == FAB_PKT_SHARP_DOWN && v != t->root);
-    down(eng, s, t, g, v, p, ready);
+    down(eng, t, g, v, p, ready);
   }
   fab_pkt_free(eng, p);
 }
 
-FabSharpStats fab_sharp_stats(const FabSharp *s) { return s ? s->st : (FabSharpStats){0}; }
 uint32_t fab_sharp_ntrees(const FabSharp *s) { return s ? s->trees->len : 0; }
-
-uint32_t fab_sharp_tree_nodes(const FabSharp *s, uint32_t i) {
-  return ((const Tree *)g_ptr_array_index(s->trees, i))->nnodes;
-}
-
-const char *fab_sharp_tree_root(const FabSharp *s, uint32_t i) {
-  const Tree *t = g_ptr_array_index(s->trees, i);
-  return fab_switch_name(t->sw[t->root]);
-}
-
-uint64_t fab_sharp_tree_reduced(const FabSharp *s, uint32_t i) {
-  return ((const Tree *)g_ptr_array_index(s->trees, i))->reduced;
-}

@@ -57,17 +57,7 @@ uint32_t fab_sharp_add_group(FabSharp *s, uint32_t tree, const uint32_t *flow, u
 /* A SHARP packet `p` arrived on port `in` of switch `sw` (transfer full). */
 void fab_sharp_receive(FabEngine *eng, FabSharp *s, FabSwitch *sw, FabPkt *p, FabPort *in);
 
-/* What the trees did: packets reduced (each node's output up, or turned
-** around at the root), copies sent down (to child nodes and members),
-** groups made, and groups whose every result has left its last node. */
-typedef struct FabSharpStats {
-  uint64_t reduced, copied, groups, finished;
-} FabSharpStats;
-FabSharpStats fab_sharp_stats(const FabSharp *s);
+/* Trees made so far. */
 uint32_t fab_sharp_ntrees(const FabSharp *s);
-/* Tree t: its nodes, the switch at its root, packets its nodes reduced. */
-uint32_t fab_sharp_tree_nodes(const FabSharp *s, uint32_t t);
-const char *fab_sharp_tree_root(const FabSharp *s, uint32_t t);
-uint64_t fab_sharp_tree_reduced(const FabSharp *s, uint32_t t);
 
 #endif

@@ -290,7 +290,7 @@ drop:
 static void switch_dequeued(FabEngine *eng, FabNode *self, FabPort *port, FabPkt *p) {
   FabSwitch *sw = (FabSwitch *)self;
   if (G_UNLIKELY(p->type == FAB_PKT_NVLS_DOWN || p->type == FAB_PKT_NVLS_RED)) return; /* made here, never admitted */
-  if (G_UNLIKELY(sw->sharp && fab_pkt_is_sharp(p->type))) return; /* an aggregation node's own */
+  if (G_UNLIKELY(fab_pkt_is_sharp(p->type)) && sw->sharp) return; /* an aggregation node's own */
   uint32_t k = p->in_port * sw->cfg.nprio + p->prio;
   if (p->flags & HDRM_FLAG) {
     p->flags &= ~HDRM_FLAG;
@@ -497,7 +497,7 @@ void fab_switch_check(const FabSwitch *sw) {
     for (uint32_t q = 0; q < FAB_MAX_PRIOS; q++)
       for (const FabPkt *p = sw->ports[i].q[q].head; p; p = p->next)
         if (p->type != FAB_PKT_NVLS_DOWN && p->type != FAB_PKT_NVLS_RED && p->type != FAB_PKT_PAUSE &&
-            !(sw->sharp && fab_pkt_is_sharp(p->type)))
+            !(fab_pkt_is_sharp(p->type) && sw->sharp))
           queued += p->wire;
   }
   if (held != sw->st.used + hdrm)
