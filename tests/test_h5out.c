@@ -905,13 +905,13 @@ Test(h5out, dag_tables_layout) {
 
   static const char *const cn[] = {"op", "bytes", "count", "dtype_bytes", "ranks", "root", "algorithm", "protocol",
                                    "channels", "tag", "job", "step", "start_s", "end_s", "time_s", "algbw_GBps",
-                                   "busbw_GBps"};
+                                   "busbw_GBps", "nic_bytes", "nics", "nic_GBps"};
   hid_t ct[] = {s16, H5T_STD_U64LE, H5T_STD_U64LE, H5T_STD_U32LE, H5T_STD_U32LE, H5T_STD_I32LE, s16, s16,
                 H5T_STD_U32LE, s32, H5T_STD_U32LE, H5T_STD_U32LE, H5T_IEEE_F64LE, H5T_IEEE_F64LE, H5T_IEEE_F64LE,
-                H5T_IEEE_F64LE, H5T_IEEE_F64LE};
+                H5T_IEEE_F64LE, H5T_IEEE_F64LE, H5T_STD_U64LE, H5T_STD_U32LE, H5T_IEEE_F64LE};
   hid_t d = open_dset(f, "collectives", 1, n3);
   hid_t t = H5Dget_type(d);
-  assert_members(t, 17, cn, ct, 16 + 8 + 8 + 4 + 4 + 4 + 16 + 16 + 4 + 32 + 4 + 4 + 5 * 8);
+  assert_members(t, 20, cn, ct, 16 + 8 + 8 + 4 + 4 + 4 + 16 + 16 + 4 + 32 + 4 + 4 + 5 * 8 + 8 + 4 + 8);
   H5Tclose(t);
   H5Dclose(d);
   /* the JSON order is the order of the collectives' JSON objects */

@@ -517,3 +517,34 @@ Test(scenario, an_infiniband_credit_loop_is_reported_as_a_deadlock) {
   cr_assert_eq(res.drops, 0, "credits never drop");
   done(sc, &res);
 }
+
+/* What a collective's flows carry out of their nodes (nic_bytes, nics,
+** nic_GBps). Two DGX H100, a simple-protocol ring allreduce of S over all 16
+** GPUs: every ring crosses between the nodes twice, and each crossing
+** carries 2 (n-1)/n of its channel's share, so 4 x 15/16 x S leave by the
+** NICs in all, by all 16 NICs (16 channels over each node's 8). The same allreduce among one node's 8 GPUs stays on NVLink:
+** nothing leaves, no NIC, 0 GB/s. */
+Test(scenario, a_collective_counts_what_leaves_its_nodes) {
+  static const char yaml[] = "cluster: {node: dgx-h100, nodes: 2}\n"
+                             "fabric:\n"
+                             "  transport: infiniband\n"
+                             "  topology: {kind: single-switch}\n"
+                             "workload:\n"
+                             "  - {name: all, kind: collective, op: allreduce, size: 16MiB, algorithm: ring, "
+                             "protocol: simple}\n"
+                             "  - {name: node, kind: collective, op: allreduce, size: 16MiB, algorithm: ring, "
+                             "protocol: simple, ranks: [0, 1, 2, 3, 4, 5, 6, 7]}\n";
+  FabScenario *sc = testscen_load(yaml, NULL);
+  FabResults res;
+  testscen_run(sc, &res);
+  cr_assert_str_eq(res.status, "ok");
+  cr_assert_eq(res.n_colls, 2);
+  const FabCollRec *all = &res.colls[0], *node = &res.colls[1];
+  cr_assert_eq(all->nic_bytes, 4 * 15 * (16ull << 20) / 16, "%lu", all->nic_bytes);
+  cr_assert_eq(all->nics, 16, "%u NICs", all->nics);
+  cr_assert_float_eq(all->nic_GBps, (double)all->nic_bytes / all->nics / all->time_s / 1e9, 1e-9);
+  cr_assert_eq(node->nic_bytes, 0);
+  cr_assert_eq(node->nics, 0);
+  cr_assert_eq(node->nic_GBps, 0.0);
+  testscen_done(sc, &res);
+}

@@ -194,7 +194,8 @@ Test(sharp, only_on_infiniband) {
 
 /* A collnet allreduce on plain hosts: every rank sends S up and gets S
 ** back, so its NIC carries S each way where a ring carries 2 (n-1) / n S:
-** the bus bandwidth nccl-tests reports is above the wire's. */
+** the bus bandwidth nccl-tests reports is above the wire's, and the record's
+** nic_GBps says what the wire carried: S per NIC over the time. */
 Test(sharp, collnet_moves_each_byte_once_each_way) {
   FabResults res;
   FabScenario *sc = testscen_load(jobs, (const char *const[]){"fabric.switch.sharp.model=quantum-2", NULL});
@@ -202,6 +203,12 @@ Test(sharp, collnet_moves_each_byte_once_each_way) {
   uint64_t pkts = 16 * 1048576 / 4096;
   cr_assert_eq(testscen_bytes_from(&res, "host0:"), pkts * WIRE);
   cr_assert_gt(res.colls[0].busbw_GBps, 50.0, "busbw %.2f GB/s, above the 50 GB/s NIC", res.colls[0].busbw_GBps);
+  const FabCollRec *c = &res.colls[0];
+  cr_assert_eq(c->nic_bytes, 4 * 16 * 1048576ull, "each of 4 ranks sends S: %lu", c->nic_bytes);
+  cr_assert_eq(c->nics, 4);
+  cr_assert_float_eq(c->nic_GBps, 16 * 1048576 / c->time_s / 1e9, 1e-9);
+  cr_assert_float_eq(c->busbw_GBps / c->nic_GBps, 2.0 * 3 / 4, 1e-9, "busbw = 2 (n-1)/n x the wire's");
+  cr_assert_lt(c->nic_GBps, 50.0, "the wire carries at most the 50 GB/s NIC: %.2f", c->nic_GBps);
   testscen_done(sc, &res);
 }
 
@@ -220,6 +227,9 @@ Test(sharp, shipped_scenario_is_stable_and_beats_no_sharp) {
   cr_assert_str_eq(ja, jb);
   cr_assert_str_eq(b.colls[0].algorithm, "collnet");
   cr_assert_eq(b.sim_time, 999356340ull, "recorded 999.35634 us; got %lu ps", b.sim_time);
+  /* 4 nodes of 8 GPUs, a NIC each: every node's data goes up once, S / 8 by each of its 32 NICs */
+  cr_assert_eq(b.colls[0].nic_bytes, 4 * b.colls[0].bytes);
+  cr_assert_eq(b.colls[0].nics, 32);
   fab_time_t on = b.sim_time;
   testscen_done(sc, &b);
   sc = testscen_load_file("scenarios/sharp-dgx-h100.yaml", (const char *const[]){"fabric.switch.sharp.enabled=false", NULL});

@@ -66,6 +66,7 @@ struct FabCollect {
   uint32_t nrows;
   uint32_t ncolls, capc; /* collectives recorded, room for them (a DAG made as it runs adds some) */
   uint32_t next;        /* the next op to fold */
+  GArray *last;         /* int64_t per network attachment: the last collective whose bytes left by it (-1) */
 };
 
 /* A record for each collective the DAG has defined so far. */
@@ -81,7 +82,8 @@ static void sync_colls(FabCollect *c) {
   for (uint32_t k = c->ncolls; k < nc; k++) {
     const FabCollDef *cd = &g_array_index(d->colls, FabCollDef, k);
     c->colls[k] = (FabCollRec){cd->op, cd->algorithm, cd->protocol, cd->tag, cd->bytes, cd->count, cd->dtype_bytes,
-                               cd->nranks, cd->root, cd->channels, cd->job, cd->step, FAB_TIME_MAX, 0, 0, 0, 0};
+                               cd->nranks, cd->root, cd->channels, cd->job, cd->step, FAB_TIME_MAX, 0, 0, 0, 0,
+                               0, 0, 0};
     c->open[k] = false;
   }
   c->ncolls = nc;
@@ -99,6 +101,7 @@ FabCollect *fab_collect_new(const FabDag *d) {
     c->jobs[j] = (FabJobRec){jd->name, jd->kind, jd->nranks, 0, 0, 0, FAB_TIME_MAX, 0, 0, NULL};
   }
   c->spans = g_array_new(FALSE, FALSE, sizeof(FabSpanRec));
+  c->last = g_array_new(FALSE, FALSE, sizeof(int64_t));
   G_STATIC_ASSERT(sizeof(gsize) >= 8); /* keys pack an index and an endpoint in 32 bits each */
   c->begins = g_hash_table_new(NULL, NULL);
   c->sb = g_hash_table_new(NULL, NULL);
@@ -118,6 +121,7 @@ void fab_collect_free(FabCollect *c) {
   g_free(c->open);
   g_free(c->jopen);
   if (c->spans) g_array_free(c->spans, TRUE);
+  g_array_free(c->last, TRUE);
   g_hash_table_destroy(c->begins);
   g_hash_table_destroy(c->sb);
   g_hash_table_destroy(c->se);
@@ -146,6 +150,13 @@ static void fold_colls_and_jobs(FabCollect *c, const FabCollectIn *in, uint32_t 
     if (st) cr->start = MIN(cr->start, fab_exec_began(in->exec, i));
     if (done) cr->end = MAX(cr->end, fab_exec_ended(in->exec, i));
     else c->open[o->coll] = true;
+    int64_t a = o->kind <= FAB_OP_NVLS && in->nic ? in->nic(in->ctx, i) : -1;
+    if (a >= 0) { /* out of its node */
+      cr->nic_bytes += o->bytes;
+      while (c->last->len <= (guint)a) g_array_append_val(c->last, (int64_t){-1});
+      int64_t *seen = &g_array_index(c->last, int64_t, a);
+      if (*seen != o->coll) cr->nics++, *seen = o->coll;
+    }
   }
 }
 

@@ -16,6 +16,10 @@ typedef struct FabCollectIn {
   const FabDag *dag;
   const FabExec *exec;     /* the op times */
   const FabFlowRec *(*rec)(const void *ctx, uint32_t op); /* the record of flow op `op` */
+  /* the network attachment (NIC port) by which flow op `op`'s bytes leave their node for the network, -1 when
+  ** they stay in it (NVLink, NVLS in the node); NULL: none counted. A collective's nics are the attachments its
+  ** ops name, counted once each while its ops follow one another in op order (as expansions write them). */
+  int64_t (*nic)(const void *ctx, uint32_t op);
   const void *ctx;
 } FabCollectIn;
 

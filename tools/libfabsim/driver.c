@@ -32,6 +32,27 @@ static void reduce(void *ctx, uint32_t op, uint32_t rank, fab_time_t dur) {
 
 static const FabFlowRec *rec_for(const void *ctx, uint32_t op) { return rec_of(ctx, *flow_of(ctx, op)); }
 
+/* FabCollectIn.nic: the attachment by which op's bytes leave their node, as
+** the NICs route them (models/nic.c fab_flow_prepare): none inside an NVLink
+** domain or an NVSwitch's own reduction; a SHARP contribution by its rank's
+** NIC; with PXN, by the NIC of the GPU on the destination's rail. */
+static int64_t nic_for(const void *ctx, uint32_t op) {
+  const Run *r = ctx;
+  const FabOp *o = fab_dag_op(r->sc->dag, op);
+  const FabGpuSpec *g = &r->sc->fabric.gpu;
+  uint32_t via = o->src, dom = g->nvlink_domain, gpn = g->gpus_per_node;
+  if (o->kind == FAB_OP_NVLS) {
+    if (o->mark != FAB_NVLS_OP_SHARP) return -1;
+  } else if (o->kind != FAB_OP_FLOW || o->src == o->dst || (dom && o->src / dom == o->dst / dom)) {
+    return -1;
+  } else if (gpn && o->src / gpn == o->dst / gpn) {
+    return -1; /* one node's PCIe */
+  } else if (dom && g->pxn && o->src % gpn != o->dst % gpn) {
+    via = o->src / dom * dom + o->dst % gpn;
+  }
+  return r->topo->rank_attach ? r->topo->rank_attach[via] : via;
+}
+
 void fab_run__retire(Run *r) {
   FabDag *dag = r->sc->dag;
   uint32_t n = fab_exec_ops(r->exec);
@@ -45,7 +66,7 @@ void fab_run__retire(Run *r) {
   }
   uint32_t upto = fab_exec_retirable(r->exec, r->settled);
   if (upto == fab_exec_base(r->exec)) return;
-  FabCollectIn in = {dag, r->exec, rec_for, r};
+  FabCollectIn in = {dag, r->exec, rec_for, nic_for, r};
   fab_collect_fold(r->coll, &in, upto);
   fab_exec_retire(r->exec, upto);
   if (!r->unfolds) return; /* a DAG made whole is the scenario's, and kept */
@@ -696,7 +717,7 @@ static void fill_results(Run *r, bool drained, const Totals *tot, FabResults *re
   for (uint32_t s = 0; s < r->topo->nswitches; s++) res->ecn_marks += fab_switch_stats(r->topo->switches[s])->ecn_marks;
   for (uint32_t i = (uint32_t)r->slot_of.first; i < fab_deq_end(&r->slot_of); i++) /* those still holding a slot */
     if (*slot_of(r, i) != FAB_OP_NONE) record(r, fab_flow_at(&r->table, *slot_of(r, i)));
-  FabCollectIn in = {sc->dag, r->exec, rec_for, r};
+  FabCollectIn in = {sc->dag, r->exec, rec_for, nic_for, r};
   fab_collect_finish(r->coll, &in, res);
   if (r->keep_flows) { /* every record (none retired) */
     g_assert(r->recs.first == 0 && r->recs.len == r->nflows);

@@ -56,8 +56,10 @@ static void collectives(const FabResults *r, FILE *out) {
     if ((c->tag && g_str_has_prefix(c->tag, "nccl-tests")) || r->n_steps || r->n_colls > 8) continue;
     double t = c->end ? fab_time_to_s(c->end - c->start) : NAN, alg = (double)c->bytes / t / 1e9;
     fprintf(out, "  collective  %s %" G_GUINT64_FORMAT " B on %u ranks, %s/%s x %u channels: %.3f us, algbw %.2f GB/s, "
-            "busbw %.2f GB/s\n", c->op, c->bytes, c->ranks, c->algorithm, c->protocol, c->channels, t * 1e6, alg,
+            "busbw %.2f GB/s", c->op, c->bytes, c->ranks, c->algorithm, c->protocol, c->channels, t * 1e6, alg,
             alg * fab_results_busbw_factor(c->op, c->ranks));
+    if (c->nics) fprintf(out, "; %.2f GB/s per NIC on the wire (%u NICs)", c->nic_GBps, c->nics);
+    fputc('\n', out);
     shown++;
   }
   if (!shown && r->n_colls && !r->n_steps) fprintf(out, "  collectives %zu\n", r->n_colls);

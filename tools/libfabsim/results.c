@@ -66,6 +66,11 @@ static const FabField coll_fields[] = {
   F(FabCollRec, "time_s", FAB_F_F64, time_s, .flags = J | H, .unit = "s", .doc = "end - start"),
   F(FabCollRec, "algbw_GBps", FAB_F_F64, algbw_GBps, .flags = J | H, .unit = "GB/s", .doc = "bytes / time"),
   F(FabCollRec, "busbw_GBps", FAB_F_F64, busbw_GBps, .flags = J | H, .unit = "GB/s", .doc = "algbw x nccl-tests' factor"),
+  F(FabCollRec, "nic_bytes", FAB_F_U64, nic_bytes, .flags = J | H, .unit = "B",
+    .doc = "payload its flows carried out of nodes into the network"),
+  F(FabCollRec, "nics", FAB_F_U32, nics, .flags = J | H, .doc = "NIC ports that carried it"),
+  F(FabCollRec, "nic_GBps", FAB_F_F64, nic_GBps, .flags = J | H, .unit = "GB/s",
+    .doc = "nic_bytes / nics / time: the wire's bandwidth per NIC"),
 };
 TABLE(fab_coll_table, "collectives", FabCollRec, coll_fields);
 
@@ -399,6 +404,7 @@ static void finalize_colls(FabResults *r) {
     c->time_s = c->end ? t : NAN;
     c->algbw_GBps = c->end ? algbw : NAN;
     c->busbw_GBps = c->end ? algbw * fab_results_busbw_factor(c->op, c->ranks) : NAN;
+    c->nic_GBps = !c->end ? NAN : c->nics && c->time_s > 0 ? (double)c->nic_bytes / c->nics / c->time_s / 1e9 : 0;
   }
 }
 

@@ -77,6 +77,11 @@ typedef struct FabCollRec {
   double time_s;              /* derived: end - start, NaN if not completed */
   double algbw_GBps;          /* derived: bytes / time, GB = 1e9 B; NaN if not completed */
   double busbw_GBps;          /* derived: algbw x nccl-tests' factor */
+  uint64_t nic_bytes;         /* payload bytes its flows carried out of nodes into the network, summed over NICs */
+  uint32_t nics;              /* the NIC ports they left by */
+  double nic_GBps;            /* derived: nic_bytes / nics / time, what the wire carries per NIC (0: none left
+                              ** a node; NaN if not completed). busbw is nccl-tests' convention, not the wire's:
+                              ** with SHARP a NIC sends each byte once, where a ring sends it 2(n-1)/n times */
 } FabCollRec;
 
 /* The per-rank timeline: what each rank's GPU computed and which collectives
