@@ -849,7 +849,8 @@ static void nic_wake(FabEngine *eng, void *self, uint64_t arg) {
       f->sent_all = true;
       nic->sent(nic->ctx, f);
     }
-    if (!f->in_rr) rr_push(nic, f);
+    if (!f->in_rr && (f->nvls_mode != FAB_NVLS_SHARP || sharp_open(f))) /* SHARP: its reduction may wait for locks */
+      rr_push(nic, f);
     fab_port_kick(eng, path_port(nic, f));
     break;
   case WAKE_RTO:
@@ -954,45 +955,16 @@ void fab_nic_post(FabEngine *eng, FabNic *nic, FabFlow *f) {
   fab_engine_part_at_tie(eng, nic->port.part, f->start, tie, nic, WAKE(WAKE_START, f));
 }
 
-/* ---- fast-forward ---------------------------------------------------------- */
-
-bool fab_nic_event_is_start(uint64_t arg) { return (arg & 3) == WAKE_START; }
-
-void fab_nic_shift(FabNic *nic, fab_time_t dt) {
-  nic->pace_at = fab_time_later(nic->pace_at, dt);
-  nic->cap_next = fab_time_later(nic->cap_next, dt);
-}
-
-void fab_nic_shift_flow(const FabNic *nic, FabFlow *f, fab_time_t dt) {
-  g_assert(!f->srd && !f->nvls);
-  f->deadline = fab_time_later(f->deadline, dt);
-  f->next_tx = fab_time_later(f->next_tx, dt);
-  f->hold_until = fab_time_later(f->hold_until, dt);
-  f->made = fab_time_later(f->made, dt);
-  f->last_tx = fab_time_later(f->last_tx, dt);
-  f->cc_wake_at = fab_time_later(f->cc_wake_at, dt);
-  f->cc.timer_at = fab_time_later(f->cc.timer_at, dt);
-  f->cnp_next = fab_time_later(f->cnp_next, dt);
-  switch (nic->cfg.cc.kind) {
-  case FAB_CC_DCQCN:
-    f->cc.u.dcqcn.alpha_at = fab_time_later(f->cc.u.dcqcn.alpha_at, dt);
-    f->cc.u.dcqcn.last_cut = fab_time_later(f->cc.u.dcqcn.last_cut, dt);
-    break;
-  case FAB_CC_DELAY:
-    f->cc.u.delay.last_up = fab_time_later(f->cc.u.delay.last_up, dt);
-    f->cc.u.delay.last_down = fab_time_later(f->cc.u.delay.last_down, dt);
-    break;
-  case FAB_CC_NONE: break;
+void fab_nic_sharp_wake(FabEngine *eng, FabNic *nic, FabFlow *f) {
+  g_assert(f->nvls && f->nvls_mode == FAB_NVLS_SHARP && f->src == nic->id);
+  if (f->start > eng->now || f->in_rr || !sharp_open(f)) return; /* not posted yet: its start will look */
+  rr_push(nic, f);
+  if (eng->now < nic->pace_at) { /* the port is kicked from an event of its own: this may run inside its pull */
+    nic->pace_at = eng->now;
+    fab_engine_at(eng, eng->now, nic, (uint64_t)WAKE_PACE);
   }
 }
 
-uint32_t fab_flow_skip(FabFlow *f, uint32_t pkts) {
-  /* whole packets off the end of what is left to send, keeping the last (a runt, or the write-with-immediate)
-  ** and two of the rest so that the flow's end runs packet by packet */
-  uint32_t left = f->npkts - f->snd_max;
-  uint32_t keep = 3 + (f->imm ? 1 : 0);
-  pkts = MIN(pkts, left > keep ? left - keep : 0);
-  f->npkts -= pkts;
-  f->bytes -= (uint64_t)pkts * f->mtu;
-  return pkts;
-}
+/* ---- fast-forward ---------------------------------------------------------- */
+
+bool fab_nic_event_is_start(uint64_t arg) { return (arg & 3) == WAKE_START; }

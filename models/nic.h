@@ -468,6 +468,11 @@ void fab_flow_prepare(FabFlow *f, const FabNicCfg *cfg);
 ** (nic->port.part routes it). */
 void fab_nic_post(FabEngine *eng, FabNic *nic, FabFlow *f);
 
+/* SHARP member f's window was opened (f->sharp_win raised: its reduction
+** got its locks): if it is posted and has a contribution to send, it goes
+** back in the round robin. */
+void fab_nic_sharp_wake(FabEngine *eng, FabNic *nic, FabFlow *f);
+
 /* Fast-forward (tools/libfabsim/fastfwd.c): every time the NIC's pacing
 ** holds moves dt later (its ports: fab_port_shift); fab_nic_shift_flow does the
 ** same for a flow it sends or receives (its timers, pacing and congestion

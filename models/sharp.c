@@ -11,7 +11,18 @@ typedef struct Tree {
   uint32_t *rank, *leaf, *port; /* nmem */
   /* node v's children: kid[koff[v] .. koff[v+1]), each a node (< nnodes) or nnodes + member */
   uint32_t *koff, *kid;
+  uint32_t nres, *res;  /* the lock resources its reductions hold (none: no locks) */
+  uint32_t job;         /* whose they are */
+  uint64_t *held;       /* nnodes: payload in partial sums at node v now */
+  uint32_t running;     /* reductions running on it now */
+  fab_time_t since;     /* when running last went from 0 to 1 */
+  FabSharpStats st;
 } Tree;
+
+/* A job's hold on a lock resource: n of its reductions hold it (n 0: free). */
+typedef struct Hold {
+  uint32_t job, n;
+} Hold;
 
 typedef struct Group {
   uint32_t tree, npkts;
@@ -19,21 +30,32 @@ typedef struct Group {
   uint16_t *arrived;       /* nnodes x npkts: contributions in at node v for packet k; freed when finished */
   fab_time_t *red_free;    /* nnodes: when node v's reducer is free again */
   uint64_t left;           /* results still to deliver to members */
+  fab_time_t asked;        /* when a member asked for its locks */
+  bool requested;          /* a member did */
+  bool waiting;            /* for its locks */
 } Group;
 
 struct FabSharp {
   fab_time_t latency;
   uint64_t reduce_bps;
+  uint32_t streams;  /* reductions one lock resource admits at once */
   GPtrArray *trees;  /* Tree * */
   GPtrArray *groups; /* Group * */
+  GArray *holding;   /* Hold x streams per lock resource: the jobs whose reductions hold it */
+  GArray *queue;     /* uint32_t: groups waiting for their locks, in the order they came */
+  FabSharpStartFn start;
+  void *start_ctx;
 };
 
-FabSharp *fab_sharp_new(fab_time_t latency, uint64_t reduce_bps) {
+FabSharp *fab_sharp_new(fab_time_t latency, uint64_t reduce_bps, uint32_t streams) {
   FabSharp *s = g_new0(FabSharp, 1);
   s->latency = latency;
   s->reduce_bps = reduce_bps;
+  s->streams = MAX(streams, 1u);
   s->trees = g_ptr_array_new();
   s->groups = g_ptr_array_new();
+  s->holding = g_array_new(FALSE, TRUE, sizeof(Hold));
+  s->queue = g_array_new(FALSE, FALSE, sizeof(uint32_t));
   return s;
 }
 
@@ -49,6 +71,7 @@ void fab_sharp_free(FabSharp *s) {
     Tree *t = g_ptr_array_index(s->trees, i);
     g_free(t->sw), g_free(t->parent), g_free(t->up), g_free(t->down), g_free(t->nchild);
     g_free(t->rank), g_free(t->leaf), g_free(t->port), g_free(t->koff), g_free(t->kid);
+    g_free(t->res), g_free(t->held);
     g_free(t);
   }
   for (guint i = 0; i < s->groups->len; i++) {
@@ -58,6 +81,8 @@ void fab_sharp_free(FabSharp *s) {
   }
   g_ptr_array_free(s->trees, TRUE);
   g_ptr_array_free(s->groups, TRUE);
+  g_array_free(s->holding, TRUE);
+  g_array_free(s->queue, TRUE);
   g_free(s);
 }
 
@@ -77,6 +102,7 @@ uint32_t fab_sharp_add_tree(FabSharp *s, uint32_t nnodes, FabSwitch *const *sw, 
   t->leaf = g_memdup2(leaf, nmem * sizeof *leaf);
   t->port = g_memdup2(port, nmem * sizeof *port);
   t->nchild = g_new0(uint32_t, nnodes);
+  t->held = g_new0(uint64_t, nnodes);
   for (uint32_t v = 0; v < nnodes; v++) {
     if (parent[v] == UINT32_MAX) {
       g_assert(t->root == UINT32_MAX);
@@ -111,9 +137,51 @@ uint32_t fab_sharp_member_node(const FabSharp *s, uint32_t tree, uint32_t m) {
   return t->leaf[m];
 }
 
-uint32_t fab_sharp_add_group(FabSharp *s, uint32_t tree, const uint32_t *flow, uint32_t npkts) {
+void fab_sharp_set_locks(FabSharp *s, uint32_t tree, uint32_t job, uint32_t nres, const uint32_t *res) {
+  Tree *t = g_ptr_array_index(s->trees, tree);
+  g_assert(!t->nres);
+  t->job = job;
+  t->nres = nres;
+  t->res = g_memdup2(res, nres * sizeof *res);
+  for (uint32_t i = 0; i < nres; i++)
+    if ((res[i] + 1) * s->streams > s->holding->len) g_array_set_size(s->holding, (res[i] + 1) * s->streams);
+}
+
+void fab_sharp_on_start(FabSharp *s, FabSharpStartFn fn, void *ctx) {
+  s->start = fn;
+  s->start_ctx = ctx;
+}
+
+/* Resource r's hold by `job`: the one it has, else a free one (NULL: none). */
+static Hold *hold_of(FabSharp *s, uint32_t r, uint32_t job) {
+  Hold *h = &g_array_index(s->holding, Hold, (size_t)r * s->streams), *free = NULL;
+  for (uint32_t k = 0; k < s->streams; k++) {
+    if (h[k].n && h[k].job == job) return &h[k];
+    if (!h[k].n && !free) free = &h[k];
+  }
+  return free;
+}
+
+/* Whether tree t's job may take every lock of t: it holds it already, or
+** fewer than `streams` jobs do. */
+static bool locks_free(FabSharp *s, const Tree *t) {
+  for (uint32_t i = 0; i < t->nres; i++)
+    if (!hold_of(s, t->res[i], t->job)) return false;
+  return true;
+}
+
+/* Take (+1) or give back (-1) tree t's locks for one reduction. */
+static void locks_move(FabSharp *s, const Tree *t, int d) {
+  for (uint32_t i = 0; i < t->nres; i++) {
+    Hold *h = hold_of(s, t->res[i], t->job);
+    h->job = t->job;
+    h->n += (uint32_t)d;
+  }
+}
+
+uint32_t fab_sharp_add_group(FabSharp *s, uint32_t tree, const uint32_t *flow, uint32_t npkts, uint64_t bytes) {
   g_assert(tree < s->trees->len && npkts >= 1);
-  const Tree *t = g_ptr_array_index(s->trees, tree);
+  Tree *t = g_ptr_array_index(s->trees, tree);
   for (uint32_t v = 0; v < t->nnodes; v++) g_assert(t->nchild[v] <= UINT16_MAX);
   Group *g = g_new0(Group, 1);
   g->tree = tree;
@@ -123,7 +191,54 @@ uint32_t fab_sharp_add_group(FabSharp *s, uint32_t tree, const uint32_t *flow, u
   g->red_free = g_new0(fab_time_t, t->nnodes);
   g->left = (uint64_t)t->nmem * npkts;
   g_ptr_array_add(s->groups, g);
+  t->st.reductions++;
+  t->st.expect += t->nmem * bytes;
   return s->groups->len - 1;
+}
+
+/* Group g (on tree t) takes its locks and runs from `at`. */
+static void run(FabEngine *eng, FabSharp *s, Tree *t, Group *g, fab_time_t at) {
+  locks_move(s, t, +1);
+  if (!t->running++) t->since = at;
+  if (g->waiting) t->st.waits++, t->st.waited += at - g->asked;
+  g->waiting = false;
+  if (s->start) s->start(s->start_ctx, eng, g->flow, t->nmem);
+}
+
+void fab_sharp_request(FabEngine *eng, FabSharp *s, uint32_t gid, fab_time_t at) {
+  g_assert(gid < s->groups->len && at >= eng->now);
+  Group *g = g_ptr_array_index(s->groups, gid);
+  if (g->requested) return;
+  g->requested = true;
+  g->asked = at;
+  Tree *t = g_ptr_array_index(s->trees, g->tree);
+  if (locks_free(s, t)) { /* the waiting ones' locks are busy: none is overtaken on what it waits for */
+    run(eng, s, t, g, at);
+    return;
+  }
+  g->waiting = true;
+  g_array_append_val(s->queue, gid);
+}
+
+/* Group g is over: its counters go, its locks are given back, and the
+** waiting groups that can now hold theirs start, in the order they came (a
+** group whose locks are still busy does not hold up one whose are free). */
+static void finish(FabEngine *eng, FabSharp *s, Tree *t, Group *g) {
+  group_finish(g);
+  t->st.finished++;
+  if (!--t->running) t->st.active += eng->now - t->since;
+  locks_move(s, t, -1);
+  for (guint q = 0; q < s->queue->len;) {
+    uint32_t id = g_array_index(s->queue, uint32_t, q);
+    Group *w = g_ptr_array_index(s->groups, id);
+    Tree *wt = g_ptr_array_index(s->trees, w->tree);
+    if (!locks_free(s, wt)) {
+      q++;
+      continue;
+    }
+    g_array_remove_index(s->queue, q);
+    run(eng, s, wt, w, eng->now);
+  }
 }
 
 /* A copy of `like` of `type` out of node v's port `port`, leaving at `ready`:
@@ -143,6 +258,7 @@ static void emit(FabEngine *eng, const Tree *t, const Group *g, uint32_t v, uint
   if (to < t->nnodes) {
     q->dst = like->dst; /* the group */
     q->hash = to;
+    q->flow = UINT32_MAX; /* a node's, not a member's */
     port = type == FAB_PKT_SHARP_UP ? t->up[v] : t->down[to];
   } else {
     uint32_t m = to - t->nnodes;
@@ -154,13 +270,12 @@ static void emit(FabEngine *eng, const Tree *t, const Group *g, uint32_t v, uint
 }
 
 /* Node v sends result `p` down to every child. */
-static void down(FabEngine *eng, const Tree *t, Group *g, uint32_t v, const FabPkt *p,
-                 fab_time_t ready) {
+static void down(FabEngine *eng, FabSharp *s, Tree *t, Group *g, uint32_t v, const FabPkt *p, fab_time_t ready) {
   for (uint32_t i = t->koff[v]; i < t->koff[v + 1]; i++) {
     emit(eng, t, g, v, t->kid[i], FAB_PKT_SHARP_DOWN, p, ready);
-    if (t->kid[i] >= t->nnodes) g->left--;
+    if (t->kid[i] >= t->nnodes) g->left--, t->st.bytes_out += p->payload;
   }
-  if (!g->left) group_finish(g); /* every member's last result is on its way: the counters are done with */
+  if (!g->left) finish(eng, s, t, g); /* every member's last result is on its way: the counters are done with */
 }
 
 void fab_sharp_receive(FabEngine *eng, FabSharp *s, FabSwitch *sw, FabPkt *p, FabPort *in) {
@@ -172,7 +287,14 @@ void fab_sharp_receive(FabEngine *eng, FabSharp *s, FabSwitch *sw, FabPkt *p, Fa
   fab_port_return_credit(eng, in->peer, p->prio, p->wire); /* absorbed */
   fab_time_t ready = eng->now + fab_switch_cfg(sw)->latency;
   if (p->type == FAB_PKT_SHARP_UP) {
-    if (++g->arrived[(size_t)v * g->npkts + p->seq] == t->nchild[v]) { /* reduced here */
+    if (p->flow != UINT32_MAX) t->st.bytes_in += p->payload; /* a member's */
+    uint16_t *in_v = &g->arrived[(size_t)v * g->npkts + p->seq];
+    if (!*in_v && t->nchild[v] > 1) { /* a partial sum starts here */
+      t->held[v] += p->payload;
+      t->st.peak_held = MAX(t->st.peak_held, t->held[v]);
+    }
+    if (++*in_v == t->nchild[v]) { /* reduced here */
+      if (t->nchild[v] > 1) t->held[v] -= p->payload;
       ready += s->latency;
       if (s->reduce_bps) {
         fab_time_t at = MAX(ready, g->red_free[v]);
@@ -180,13 +302,19 @@ void fab_sharp_receive(FabEngine *eng, FabSharp *s, FabSwitch *sw, FabPkt *p, Fa
         ready = g->red_free[v];
       }
       if (t->parent[v] != UINT32_MAX) emit(eng, t, g, v, t->parent[v], FAB_PKT_SHARP_UP, p, ready);
-      else down(eng, t, g, v, p, ready);
+      else down(eng, s, t, g, v, p, ready);
     }
   } else {
     g_assert(p->type == FAB_PKT_SHARP_DOWN && v != t->root);
-    down(eng, t, g, v, p, ready);
+    down(eng, s, t, g, v, p, ready);
   }
   fab_pkt_free(eng, p);
 }
 
 uint32_t fab_sharp_ntrees(const FabSharp *s) { return s ? s->trees->len : 0; }
+
+void fab_sharp_stats(const FabSharp *s, uint32_t tree, fab_time_t now, FabSharpStats *out) {
+  const Tree *t = g_ptr_array_index(s->trees, tree);
+  *out = t->st;
+  if (t->running) out->active += now - t->since;
+}

@@ -24,6 +24,11 @@
 ** stands for the tree's buffer at each node (a child stops when it is full).
 **
 ** Counters of a group live until its last result is delivered.
+**
+** A group starts when its first member asks (fab_sharp_request). With
+** locks (fab_sharp_set_locks: SHARP's streaming trees locked per operation,
+** not for the communicator's life) it first takes its tree's resources,
+** shared by at most `streams` jobs; until then its members send nothing.
 */
 #ifndef FAB_SHARP_H
 #define FAB_SHARP_H
@@ -32,8 +37,9 @@
 
 typedef struct FabSharp FabSharp;
 
-/* The whole fabric's trees and groups (none yet). */
-FabSharp *fab_sharp_new(fab_time_t latency, uint64_t reduce_bps);
+/* The whole fabric's trees and groups (none yet). `streams`: how many
+** jobs may hold one lock resource at once (fab_sharp_set_locks). */
+FabSharp *fab_sharp_new(fab_time_t latency, uint64_t reduce_bps, uint32_t streams);
 void fab_sharp_free(FabSharp *s);
 
 /* Add a tree of `nnodes` aggregation nodes: node i is switch sw[i], its
@@ -49,15 +55,50 @@ uint32_t fab_sharp_add_tree(FabSharp *s, uint32_t nnodes, FabSwitch *const *sw, 
 /* The node member m of `tree` sends its contributions to. */
 uint32_t fab_sharp_member_node(const FabSharp *s, uint32_t tree, uint32_t m);
 
+/* Locks (fabric.switch.sharp.lock: operation): tree `tree` belongs to job
+** `job`, and a reduction on it must hold each of res[0..nres) (resource
+** numbers: switches, or switch ports, as the caller numbers them) for as
+** long as it runs. A resource admits the reductions of at most `streams`
+** jobs at once (any number of one job's). Without locks a tree's
+** reductions start when requested. */
+void fab_sharp_set_locks(FabSharp *s, uint32_t tree, uint32_t job, uint32_t nres, const uint32_t *res);
+
+/* Told when a reduction may start (fab_sharp_request): its members' flows
+** (flow[m], nmem of them) may send. */
+typedef void (*FabSharpStartFn)(void *ctx, FabEngine *eng, const uint32_t *flow, uint32_t nmem);
+void fab_sharp_on_start(FabSharp *s, FabSharpStartFn fn, void *ctx);
+
 /* Add a reduction on `tree`: member m's flow is flow[m]; each contributes
-** npkts packets. Returns the group id (what SHARP_UP packets carry in
-** `dst`). */
-uint32_t fab_sharp_add_group(FabSharp *s, uint32_t tree, const uint32_t *flow, uint32_t npkts);
+** npkts packets, `bytes` of payload. Returns the group id (what SHARP_UP
+** packets carry in `dst`). It does not start until requested. */
+uint32_t fab_sharp_add_group(FabSharp *s, uint32_t tree, const uint32_t *flow, uint32_t npkts, uint64_t bytes);
+
+/* A member of group g is ready to send at `at` (>= now). The first such
+** call asks for the group's locks: it starts (FabSharpStartFn, at once)
+** when they are free, else it waits until they are, first come first
+** served among the waiting groups whose locks are free (one whose locks
+** are still busy holds up none). Later calls do nothing. */
+void fab_sharp_request(FabEngine *eng, FabSharp *s, uint32_t g, fab_time_t at);
 
 /* A SHARP packet `p` arrived on port `in` of switch `sw` (transfer full). */
 void fab_sharp_receive(FabEngine *eng, FabSharp *s, FabSwitch *sw, FabPkt *p, FabPort *in);
 
 /* Trees made so far. */
 uint32_t fab_sharp_ntrees(const FabSharp *s);
+
+/* What happened on a tree (by time `now`, for the time active). */
+typedef struct FabSharpStats {
+  uint64_t reductions;  /* groups added */
+  uint64_t finished;    /* groups whose every result was delivered */
+  uint64_t bytes_in;    /* payload the members contributed */
+  uint64_t bytes_out;   /* payload of the results delivered to members */
+  uint64_t expect;      /* what a finished group brings in and takes out: members x bytes, summed */
+  uint64_t peak_held;   /* the most payload one aggregation node held in partial sums at once */
+  fab_time_t active;    /* time some reduction was under way on it (holding its locks): from its first member's
+                        ** request to its last packet's reduction at the root (when the locks are given back) */
+  uint64_t waits;       /* reductions that waited for their locks */
+  fab_time_t waited;    /* their waits, summed */
+} FabSharpStats;
+void fab_sharp_stats(const FabSharp *s, uint32_t tree, fab_time_t now, FabSharpStats *out);
 
 #endif

@@ -83,7 +83,7 @@ Test(json, values_and_rates) {
   cr_assert(strstr(js, "\"status\": \"failed\", \"failure\": \"stop_time reached\""), "%s", js);
   cr_assert(strstr(js, "\"drops\": 3,"), "%s", js);
   cr_assert(strstr(js, "\"collectives\": [], \"step\": null, \"jobs\": [], \"failures\": [], \"warnings\": [], "
-                       "\"fabric_segment_bytes\": null, \"failure_impact\": null, \"fast_forward\": null}"), "%s", js);
+                       "\"fabric_segment_bytes\": null, \"failure_impact\": null, \"fast_forward\": null, \"sharp\": null}"), "%s", js);
   g_free(js);
   unfinalize(&r);
 }
@@ -352,6 +352,8 @@ typedef struct Full {
   FabFailureRec failures[2];
   FabFailureImpact impact;
   FabFfRec ff;
+  FabSharpRec sharp;
+  FabSharpTreeRec trees[1];
   char deadlock[2][FAB_FIELD_NAME_LEN];
   char *warnings[2];
 } Full;
@@ -410,6 +412,11 @@ static void full(Full *x) {
   x->ff = (FabFfRec){.window = 20 * FAB_US, .tolerance = 0.02, .looks = 12, .jumps = 2, .skipped = 80 * FAB_US,
                      .skipped_fraction = 0.5, .skipped_packets = 1234};
   r->ff = &x->ff;
+  x->trees[0] = (FabSharpTreeRec){.id = 0, .job = 0, .root = "spine0", .nodes = 3, .members = 4, .reductions = 2,
+                                  .bytes_in = 4096, .bytes_out = 4096, .peak_buffer_bytes = 1024, .active = FAB_US,
+                                  .lock_waits = 1, .lock_wait = 2 * FAB_US};
+  x->sharp = (FabSharpRec){.model = "quantum", .lock = "operation", .fallbacks = 1, .n_trees = 1, .trees = x->trees};
+  r->sharp = &x->sharp;
   g_strlcpy(x->deadlock[0], "ring0:p2", FAB_FIELD_NAME_LEN);
   g_strlcpy(x->deadlock[1], "ring1:p2", FAB_FIELD_NAME_LEN);
   r->deadlock = x->deadlock, r->n_deadlock = 2;

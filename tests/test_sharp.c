@@ -73,6 +73,12 @@ Test(sharp, one_switch_reduction_takes_the_wire_time_and_one_turn) {
     cr_assert_eq(testscen_bytes_from(&res, p), 16 * WIRE);
   }
   cr_assert_eq(testscen_bytes_from(&res, "switch0:"), 4 * 16 * WIRE, "the results, one copy per member");
+  const FabSharpTreeRec *t = &res.sharp->trees[0]; /* conservation: n x S in, S to each of n out */
+  cr_assert_eq(res.sharp->n_trees, 1);
+  cr_assert_eq(t->bytes_in, 4 * 16 * 4096ull);
+  cr_assert_eq(t->bytes_out, 4 * 16 * 4096ull);
+  cr_assert_eq(t->reductions, 1);
+  cr_assert_eq(t->active, 16 * SER + LINK, "under way from the first request to its last packet's reduction");
   testscen_done(sc, &res);
 }
 
@@ -115,6 +121,8 @@ Test(sharp, the_last_contribution_decides_in_any_order) {
     FabResults res;
     FabScenario *sc = reduction(two_leaves, 4, 16, start, NULL);
     fab_time_t t = run_time(sc, &res);
+    /* until the late one's first packet is in, its leaf holds the other member's 16 packets as partial sums */
+    cr_assert_eq(res.sharp->trees[0].peak_buffer_bytes, 16 * 4096ull, "member %u late", late);
     testscen_done(sc, &res);
     if (!base) base = t;
     cr_assert_eq(t, base, "member %u late: %lu ps, member 0 late: %lu ps", late, t, base);
@@ -164,6 +172,8 @@ Test(sharp, on_quantum_the_second_job_falls_back) {
     said |= strstr(g_ptr_array_index(sc->warnings, i), "no SHARP tree for job 1") &&
             strstr(g_ptr_array_index(sc->warnings, i), "falls back");
   cr_assert(said, "the fallback is reported");
+  cr_assert_eq(res.sharp->fallbacks, 1, "and counted");
+  cr_assert_eq(res.sharp->n_trees, 1);
   testscen_done(sc, &res);
 }
 
@@ -176,6 +186,29 @@ Test(sharp, on_quantum2_jobs_on_disjoint_ports_run_together) {
   cr_assert_str_eq(alg(&res, 0), "collnet");
   cr_assert_str_eq(alg(&res, 1), "collnet");
   cr_assert_eq(res.colls[0].end - res.colls[0].start, res.colls[1].end - res.colls[1].start, "the same work on disjoint links");
+  testscen_done(sc, &res);
+}
+
+/* Quantum with the locks taken per reduction (lock: operation): job b gets
+** a tree on the same switches, and its reductions wait until job a's are
+** over. Both started at 0, so b's wait is exactly the time a's tree was
+** busy; b then takes as long as a did on its own. */
+Test(sharp, on_quantum_per_operation_the_second_job_waits) {
+  FabResults res;
+  FabScenario *sc = testscen_load(jobs, (const char *const[]){"fabric.switch.sharp.lock=operation", NULL});
+  run_time(sc, &res);
+  cr_assert_str_eq(alg(&res, 0), "collnet");
+  cr_assert_str_eq(alg(&res, 1), "collnet");
+  cr_assert_eq(res.sharp->fallbacks, 0);
+  cr_assert_eq(res.sharp->n_trees, 2);
+  const FabSharpTreeRec *a = &res.sharp->trees[0], *b = &res.sharp->trees[1];
+  cr_assert_eq(a->lock_waits, 0);
+  cr_assert_eq(b->lock_waits, 1, "its first reduction waits; the rest find the locks its own");
+  cr_assert_eq(b->lock_wait, a->active, "b waits %lu ps, a's tree runs %lu ps", b->lock_wait, a->active);
+  fab_time_t ta = res.colls[0].end - res.colls[0].start, tb = res.colls[1].end - res.colls[1].start;
+  cr_assert_geq(tb, b->lock_wait + ta * 95 / 100, "b: %lu ps after waiting %lu ps; a alone %lu ps", tb, b->lock_wait,
+                ta);
+  cr_assert_eq(b->bytes_in, 4 * 16 * 1048576ull);
   testscen_done(sc, &res);
 }
 

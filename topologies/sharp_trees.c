@@ -7,6 +7,7 @@
 
 const char *const fab_sharp_model_names[] = {"quantum", "quantum-2", "quantum-x800", NULL};
 const char *const fab_sharp_nores_names[] = {"fallback", "fail", NULL};
+const char *const fab_sharp_lock_names[] = {"communicator", "operation", NULL};
 
 /* ---- fabric.switch.sharp ------------------------------------------------------ */
 
@@ -46,6 +47,7 @@ static const FabCfgKey sharp_schema[] = {
   K("trees", FAB_CFG_UINT, f.sharp.trees, .min = 1, .max = 1u << 20),
   K("streams", FAB_CFG_UINT, f.sharp.streams, .min = 1, .max = 1u << 20),
   K("on_no_resources", FAB_CFG_ENUM, f.sharp.on_no_resources, .def = "fallback", .choices = fab_sharp_nores_names),
+  K("lock", FAB_CFG_ENUM, f.sharp.lock, .def = "communicator", .choices = fab_sharp_lock_names),
   FAB_CFG_END_ROW,
 };
 #undef K
@@ -91,6 +93,7 @@ struct FabSharpPlan {
   /* what streaming trees hold: per switch (or per switch port, at port_off[s] + port) the jobs on it */
   GArray **holders;   /* nsw or total ports: GArray of uint32_t jobs, NULL: none */
   uint32_t *port_off; /* nsw + 1 */
+  uint32_t refused;   /* claims that found no tree */
 };
 
 static void ptree_free(PTree *pt) {
@@ -296,7 +299,7 @@ int32_t fab_sharp_plan_claim(FabSharpPlan *p, uint32_t job, const uint32_t *rank
   } else if (!leaves(p, r, n, lsw, lport) || !(nc = roots(p, lsw, n, cand))) {
     *why = g_strdup("its members' switches are not joined by working links");
   } else {
-    Check c = {job, p->cfg.streams, true};
+    Check c = {job, p->cfg.lock == FAB_SHARP_LOCK_OP ? UINT32_MAX : p->cfg.streams, true}; /* per operation: shared */
     for (uint32_t k = 0; k < nc && c.full; k++) { /* the first root whose tree has room */
       PTree *pt = tree_make(p, r, n, lsw, lport, cand[k]);
       c.full = false;
@@ -318,8 +321,11 @@ int32_t fab_sharp_plan_claim(FabSharpPlan *p, uint32_t job, const uint32_t *rank
   }
   g_free(lsw), g_free(lport), g_free(cand);
   g_free(r);
+  p->refused += id < 0;
   return id;
 }
+
+uint32_t fab_sharp_plan_refused(const FabSharpPlan *p) { return p ? p->refused : 0; }
 
 uint32_t fab_sharp_plan_ntrees(const FabSharpPlan *p) { return p ? p->trees->len : 0; }
 
@@ -336,6 +342,17 @@ const char *fab_sharp_plan_root(const FabSharpPlan *p, uint32_t i, uint32_t *nod
   return fab_switch_name(p->t->switches[pt->sw[0]]); /* node 0 is the root */
 }
 
+typedef struct Res { const FabSharpPlan *p; GArray *ids; } Res;
+
+/* slots(): the resource's number (its holder slot's index), once each. */
+static void res_of(GArray **slot, void *ctx) {
+  Res *rs = ctx;
+  uint32_t id = (uint32_t)(slot - rs->p->holders);
+  for (guint i = 0; i < rs->ids->len; i++)
+    if (g_array_index(rs->ids, uint32_t, i) == id) return;
+  g_array_append_val(rs->ids, id);
+}
+
 void fab_sharp_plan_install(const FabSharpPlan *p, FabTopology *t, FabSharp *s) {
   g_assert(t->nnet == p->nsw);
   for (guint i = fab_sharp_ntrees(s); i < p->trees->len; i++) { /* those not made yet */
@@ -346,5 +363,11 @@ void fab_sharp_plan_install(const FabSharpPlan *p, FabTopology *t, FabSharp *s) 
                                      pt->port);
     g_assert(id == i);
     g_free(sw);
+    if (p->cfg.lock == FAB_SHARP_LOCK_OP) {
+      Res rs = {p, g_array_new(FALSE, FALSE, sizeof(uint32_t))};
+      slots(p, pt, res_of, &rs);
+      fab_sharp_set_locks(s, id, pt->job, rs.ids->len, (const uint32_t *)(void *)rs.ids->data);
+      g_array_free(rs.ids, TRUE);
+    }
   }
 }

@@ -119,6 +119,10 @@ typedef enum { FAB_SHARP_QUANTUM = 0, FAB_SHARP_QUANTUM2 = 1, FAB_SHARP_QUANTUM_
 extern const char *const fab_sharp_model_names[]; /* "quantum", "quantum-2", "quantum-x800", NULL */
 typedef enum { FAB_SHARP_FALLBACK = 0, FAB_SHARP_FAIL = 1 } FabSharpNoRes;
 extern const char *const fab_sharp_nores_names[]; /* "fallback", "fail", NULL */
+/* When a job takes its streaming tree's resources: for the communicator's life (NCCL's SHARP plugin locks
+** at communicator init), or for each reduction (the others wait for them). */
+typedef enum { FAB_SHARP_LOCK_COMM = 0, FAB_SHARP_LOCK_OP = 1 } FabSharpLock;
+extern const char *const fab_sharp_lock_names[]; /* "communicator", "operation", NULL */
 typedef struct FabSharpCfg {
   bool enabled;
   uint32_t model;           /* FabSharpModel */
@@ -129,6 +133,7 @@ typedef struct FabSharpCfg {
   uint32_t streams;         /* jobs whose streaming trees may share a switch (quantum) or a port (quantum-2 on) */
   bool per_port;            /* streams counts per port, not per switch */
   uint32_t on_no_resources; /* FabSharpNoRes */
+  uint32_t lock;            /* FabSharpLock */
 } FabSharpCfg;
 
 typedef struct FabFabricCfg {
@@ -248,8 +253,14 @@ const uint32_t *fab_sharp_plan_members(const FabSharpPlan *p, uint32_t i, uint32
 /* Tree i's root switch (its name), its aggregation nodes and its job. */
 const char *fab_sharp_plan_root(const FabSharpPlan *p, uint32_t i, uint32_t *nodes, uint32_t *job);
 
+/* Collectives that found no tree (claims refused): they ran without SHARP
+** (on_no_resources: fallback). */
+uint32_t fab_sharp_plan_refused(const FabSharpPlan *p);
+
 /* Make the claimed trees `s` does not have yet on `t` (built from the same
-** configuration), in claim order: tree i is s's tree i. */
+** configuration), in claim order: tree i is s's tree i. Under lock:
+** operation each tree's reductions lock what it holds (its switches, or
+** its ports: fab_sharp_set_locks). */
 void fab_sharp_plan_install(const FabSharpPlan *p, FabTopology *t, FabSharp *s);
 
 /* Ports of the whole fabric in a stable order (NIC ports, then each switch's

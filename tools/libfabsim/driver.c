@@ -10,14 +10,16 @@
 
 /* ---- hooks: executor -> models, models -> executor ------------------------- */
 
-static FabFlow *flow_make(Run *r, uint32_t n);
 
 static void post(void *ctx, uint32_t op, fab_time_t at) {
   Run *r = ctx;
   uint32_t n = *flow_of(r, op);
-  FabFlow *f = *slot_of(r, n) != FAB_OP_NONE ? fab_flow_at(&r->table, *slot_of(r, n)) : flow_make(r, n);
+  FabFlow *f = *slot_of(r, n) != FAB_OP_NONE ? fab_flow_at(&r->table, *slot_of(r, n)) : fab_run__flow_make(r, n);
   f->start = at;
-  if (fab_run__here(r, f->src)) fab_nic_post(fab_exec_engine(r->exec), &r->topo->nics[f->src], f);
+  if (!fab_run__here(r, f->src)) return;
+  fab_nic_post(fab_exec_engine(r->exec), &r->topo->nics[f->src], f);
+  if (f->nvls && f->nvls_mode == FAB_NVLS_SHARP) /* its reduction starts, or waits for its locks */
+    fab_sharp_request(fab_exec_engine(r->exec), r->sharp, f->nvls_group, at);
 }
 
 static void compute(void *ctx, uint32_t op, uint32_t rank, fab_time_t dur) {
@@ -182,7 +184,7 @@ void fab_run__progress(FabEngine *eng, void *ctx) {
 /* ---- wiring ------------------------------------------------------------------ */
 
 /* Flow n (of op_of[n]) in a slot of its own, not posted yet. */
-static FabFlow *flow_make(Run *r, uint32_t n) {
+FabFlow *fab_run__flow_make(Run *r, uint32_t n) {
   const FabOp *o = fab_dag_op(r->sc->dag, *op_of(r, n));
   g_assert(*slot_of(r, n) == FAB_OP_NONE && rec_of(r, n)->start == 0 && rec_of(r, n)->end == 0);
   /* a run over threads: a slot the calling partition gave back, or a new one (fab_flow_table_fix); NVLS members
@@ -232,51 +234,6 @@ static void number_flows(Run *r, uint32_t from, uint32_t to) {
   }
 }
 
-/* SHARP group: the members (their ops in mem, one per node) of one
-** reduction in their communicator's tree (claimed by the expansion, found
-** again here). FALSE with *why when they do not make one. */
-static bool sharp_group(Run *r, GArray *mem, char **why) {
-  const FabDag *dag = r->sc->dag;
-  uint32_t n = mem->len, *rank = g_new(uint32_t, n), *fid = g_new(uint32_t, n);
-  for (uint32_t m = 0; m < n; m++) rank[m] = fab_dag_op(dag, g_array_index(mem, uint32_t, m))->src;
-  for (uint32_t a = 1; a < n; a++) /* members in rank order, as the tree lists them (insertion: few) */
-    for (uint32_t b = a; b > 0 && rank[b - 1] > rank[b]; b--) {
-      uint32_t t = rank[b - 1], o = g_array_index(mem, uint32_t, b - 1);
-      rank[b - 1] = rank[b], rank[b] = t;
-      g_array_index(mem, uint32_t, b - 1) = g_array_index(mem, uint32_t, b), g_array_index(mem, uint32_t, b) = o;
-    }
-  const FabOp *o0 = fab_dag_op(dag, g_array_index(mem, uint32_t, 0));
-  int32_t tree = n >= 2 && r->sharp ? fab_sharp_plan_claim(r->sc->sharp, o0->job, rank, n, why) : -1;
-  bool ok = tree >= 0;
-  for (uint32_t m = 0; ok && m < n; m++) {
-    FabFlow *f = flow_make(r, *flow_of(r, g_array_index(mem, uint32_t, m)));
-    FabFlow *f0 = fab_flow_at(&r->table, *slot_of(r, *flow_of(r, g_array_index(mem, uint32_t, 0))));
-    fid[m] = f->slot;
-    ok = f->npkts == f0->npkts;
-  }
-  if (ok) {
-    fab_sharp_plan_install(r->sc->sharp, r->topo, r->sharp); /* trees claimed since */
-    FabFlow *f0 = fab_flow_at(&r->table, fid[0]);
-    uint32_t g = fab_sharp_add_group(r->sharp, (uint32_t)tree, fid, f0->npkts);
-    uint64_t win = MAX(r->sc->fabric.sharp.window / f0->mtu, 1u);
-    for (uint32_t m = 0; m < n; m++) {
-      FabFlow *f = fab_flow_at(&r->table, fid[m]);
-      f->nvls_group = g;
-      f->nvls_member = m;
-      f->nvls_n = n;
-      f->nvls_need = f->npkts;
-      f->nvls_rx = f->bytes;
-      f->sharp_node = fab_sharp_member_node(r->sharp, (uint32_t)tree, m);
-      f->sharp_win = (uint32_t)MIN(win, UINT32_MAX);
-    }
-  } else if (!*why) {
-    *why = g_strdup("its members do not all contribute the same packets");
-  }
-  g_free(rank);
-  g_free(fid);
-  return ok;
-}
-
 /* NVLS group g's members (their ops in mem): a group at their domain's
 ** NVSwitch; FALSE when they are not 2 or more of one domain, or (AR, RS) do
 ** not all contribute the same segments (a generator's mistake). Member m
@@ -285,7 +242,7 @@ static bool nvls_group(Run *r, GArray *mem) {
   const FabDag *dag = r->sc->dag;
   uint32_t dom = r->sc->fabric.nic.nvl_domain;
   uint32_t n = mem->len, *port = g_new(uint32_t, n), *fid = g_new(uint32_t, n), *rank = g_new(uint32_t, n);
-  for (uint32_t m = 0; m < n; m++) flow_make(r, *flow_of(r, g_array_index(mem, uint32_t, m)));
+  for (uint32_t m = 0; m < n; m++) fab_run__flow_make(r, *flow_of(r, g_array_index(mem, uint32_t, m)));
   FabFlow *f0 = fab_flow_at(&r->table, *slot_of(r, *flow_of(r, g_array_index(mem, uint32_t, 0))));
   bool ok = dom && n >= 2;
   uint32_t all = 0; /* AG: every member's segments */
@@ -351,7 +308,7 @@ static void make_nvls(Run *r, uint32_t from, uint32_t to) {
     GArray *mem = g_hash_table_lookup(by, GUINT_TO_POINTER(g + 1));
     if (fab_dag_op(dag, g_array_index(mem, uint32_t, 0))->mark == FAB_NVLS_OP_SHARP) {
       char *why = NULL;
-      if (!sharp_group(r, mem, &why) && !r->setup)
+      if (!fab_run__sharp_group(r, mem, &why) && !r->setup)
         r->setup = g_strdup_printf("internal error: SHARP group %u (op %u, %u members): %s", g,
                                    g_array_index(mem, uint32_t, 0), mem->len, why);
       g_free(why);
@@ -437,7 +394,7 @@ static void check_ledgers(FabEngine *eng, void *ctx) {
 static void wire(Run *r, const FabRunOpts *opts) {
   const FabScenario *sc = r->sc;
   r->topo = fab_topology_build(&sc->fabric);
-  if (sc->fabric.sharp.enabled) r->sharp = fab_sharp_new(sc->fabric.sharp.latency, sc->fabric.sharp.reduce_bps);
+  if (sc->fabric.sharp.enabled) fab_run__sharp_make(r);
   fab_failures_as_built(r->topo, &sc->fabric); /* before a parallel run's cut takes the latencies */
   uint32_t id = fab_topology_number(r->topo, 2); /* 0, 1: the watchdog's and the sampler's (first at their time) */
   r->net = opts->net && opts->net->n > 1 ? opts->net : NULL;
@@ -932,7 +889,11 @@ int fab_run(const FabScenario *sc, const FabRunOpts *opts, FabResults *res) {
   tot.now = run_now(&r);
   fab_topology_foreach_port(r.topo, add_totals, &tot);
   check_packets(&r, drained, &tot, &fail);
+  char *unkept = fab_run__sharp_check(&r, drained);
+  if (unkept) failf(&fail, "%s", unkept);
+  g_free(unkept);
   fill_results(&r, drained, &tot, res);
+  fab_run__sharp_results(&r, res);
   ff_results(&r, res);
   res->failure = fail ? g_string_free(fail, FALSE) : NULL;
   fab_results_finalize(res);

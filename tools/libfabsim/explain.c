@@ -189,11 +189,12 @@ static void explain_sharp(const FabScenario *sc, GString *s) {
   const FabSharpCfg *h = &f->sharp;
   g_string_append_printf(s, "sharp      %s: %u trees in the subnet, %u job%s per %s at once; aggregation %.6g ns "
                          "beyond the switch, reducer %s; a member keeps at most %" G_GUINT64_FORMAT " B "
-                         "outstanding; no tree: %s; %u tree%s claimed\n", fab_sharp_model_names[h->model], h->trees,
-                         h->streams, h->streams == 1 ? "" : "s", h->per_port ? "port" : "switch",
-                         (double)h->latency / 1e3, h->reduce_bps ? "per reduction" : "as fast as packets arrive",
-                         h->window, fab_sharp_nores_names[h->on_no_resources], fab_sharp_plan_ntrees(sc->sharp),
-                         fab_sharp_plan_ntrees(sc->sharp) == 1 ? "" : "s");
+                         "outstanding; locked per %s; no tree: %s; %u tree%s claimed\n",
+                         fab_sharp_model_names[h->model], h->trees, h->streams, h->streams == 1 ? "" : "s",
+                         h->per_port ? "port" : "switch", (double)h->latency / 1e3,
+                         h->reduce_bps ? "per reduction" : "as fast as packets arrive", h->window,
+                         fab_sharp_lock_names[h->lock], fab_sharp_nores_names[h->on_no_resources],
+                         fab_sharp_plan_ntrees(sc->sharp), fab_sharp_plan_ntrees(sc->sharp) == 1 ? "" : "s");
   if (fab_sharp_plan_ntrees(sc->sharp) > 16) g_string_append(s, "  (the first 16 trees:)\n");
   for (uint32_t i = 0; i < fab_sharp_plan_ntrees(sc->sharp) && i < 16; i++) {
     uint32_t n, nodes, job;

@@ -53,6 +53,7 @@ enum {
   FAB_FF_META = 4,      /* an attribute of HDF5 /meta (scalars of the top record) */
   FAB_FF_NULL0 = 8,     /* JSON null (HDF5 NaN) when zero */
   FAB_FF_NULLABLE = 16, /* a NULL string, or an empty array, is null */
+  FAB_FF_LATER = 32,    /* added after the table's first files: a reader takes 0 where a file lacks it */
 };
 
 typedef struct FabFieldTable FabFieldTable;

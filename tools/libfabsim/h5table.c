@@ -155,9 +155,11 @@ void *fab_h5_read_records(hid_t file, const char *name, const FabH5Layout *l, GS
   if (H5Lexists(file, name, H5P_DEFAULT) <= 0) return NULL;
   hid_t d = H5Dopen2(file, name, H5P_DEFAULT);
   if (d < 0) return (*bad = TRUE), NULL;
-  hid_t ft = H5Dget_type(d); /* every column of the layout must be in the file: HDF5 would leave a missing one 0 */
+  hid_t ft = H5Dget_type(d); /* every column of the layout must be in the file (HDF5 leaves a missing one 0), but
+                             ** those added later (FAB_FF_LATER), which files written before lack */
   for (size_t c = 0; c < l->ncols && !*bad; c++)
-    *bad = ft < 0 || H5Tget_class(ft) != H5T_COMPOUND || H5Tget_member_index(ft, l->col[c]->name) < 0;
+    *bad = ft < 0 || H5Tget_class(ft) != H5T_COMPOUND ||
+           (H5Tget_member_index(ft, l->col[c]->name) < 0 && !(l->col[c]->flags & FAB_FF_LATER));
   if (ft >= 0) H5Tclose(ft);
   if (*bad) {
     H5Dclose(d);

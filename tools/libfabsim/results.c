@@ -66,10 +66,10 @@ static const FabField coll_fields[] = {
   F(FabCollRec, "time_s", FAB_F_F64, time_s, .flags = J | H, .unit = "s", .doc = "end - start"),
   F(FabCollRec, "algbw_GBps", FAB_F_F64, algbw_GBps, .flags = J | H, .unit = "GB/s", .doc = "bytes / time"),
   F(FabCollRec, "busbw_GBps", FAB_F_F64, busbw_GBps, .flags = J | H, .unit = "GB/s", .doc = "algbw x nccl-tests' factor"),
-  F(FabCollRec, "nic_bytes", FAB_F_U64, nic_bytes, .flags = J | H, .unit = "B",
+  F(FabCollRec, "nic_bytes", FAB_F_U64, nic_bytes, .flags = J | H | FAB_FF_LATER, .unit = "B",
     .doc = "payload its flows carried out of nodes into the network"),
-  F(FabCollRec, "nics", FAB_F_U32, nics, .flags = J | H, .doc = "NIC ports that carried it"),
-  F(FabCollRec, "nic_GBps", FAB_F_F64, nic_GBps, .flags = J | H, .unit = "GB/s",
+  F(FabCollRec, "nics", FAB_F_U32, nics, .flags = J | H | FAB_FF_LATER, .doc = "NIC ports that carried it"),
+  F(FabCollRec, "nic_GBps", FAB_F_F64, nic_GBps, .flags = J | H | FAB_FF_LATER, .unit = "GB/s",
     .doc = "nic_bytes / nics / time: the wire's bandwidth per NIC"),
 };
 TABLE(fab_coll_table, "collectives", FabCollRec, coll_fields);
@@ -189,6 +189,32 @@ static const FabField ff_fields[] = {
 };
 TABLE(fab_ff_table, "fast_forward", FabFfRec, ff_fields);
 
+static const FabField sharp_tree_fields[] = {
+  F(FabSharpTreeRec, "id", FAB_F_U32, id, .flags = J, .doc = "the tree's number, in claim order"),
+  F(FabSharpTreeRec, "job", FAB_F_U32, job, .flags = J, .doc = "the job whose communicator claimed it"),
+  F(FabSharpTreeRec, "root", FAB_F_NAME, root, .flags = J, .doc = "the root switch"),
+  F(FabSharpTreeRec, "nodes", FAB_F_U32, nodes, .flags = J, .doc = "aggregation nodes (switches)"),
+  F(FabSharpTreeRec, "members", FAB_F_U32, members, .flags = J, .doc = "ranks"),
+  F(FabSharpTreeRec, "reductions", FAB_F_U64, reductions, .flags = J),
+  F(FabSharpTreeRec, "bytes_in", FAB_F_U64, bytes_in, .flags = J, .unit = "B", .doc = "payload the members sent up"),
+  F(FabSharpTreeRec, "bytes_out", FAB_F_U64, bytes_out, .flags = J, .unit = "B",
+    .doc = "payload of the results delivered to members"),
+  F(FabSharpTreeRec, "peak_buffer_bytes", FAB_F_U64, peak_buffer_bytes, .flags = J, .unit = "B",
+    .doc = "the most one aggregation node held in partial sums at once"),
+  F(FabSharpTreeRec, "active_s", FAB_F_PS_S, active, .flags = J, .unit = "s", .doc = "time with a reduction running"),
+  F(FabSharpTreeRec, "lock_waits", FAB_F_U64, lock_waits, .flags = J, .doc = "reductions that waited for its locks"),
+  F(FabSharpTreeRec, "lock_wait_s", FAB_F_PS_S, lock_wait, .flags = J, .unit = "s", .doc = "their waits, summed"),
+};
+TABLE(fab_sharp_tree_table, "trees", FabSharpTreeRec, sharp_tree_fields);
+
+static const FabField sharp_fields[] = {
+  F(FabSharpRec, "model", FAB_F_STR, model, .flags = J, .doc = "fabric.switch.sharp.model"),
+  F(FabSharpRec, "lock", FAB_F_STR, lock, .flags = J, .doc = "fabric.switch.sharp.lock"),
+  F(FabSharpRec, "fallbacks", FAB_F_U32, fallbacks, .flags = J, .doc = "collectives that found no tree"),
+  ARR(FabSharpRec, "trees", FAB_F_ARR, trees, n_trees, .sub = &fab_sharp_tree_table, .flags = J),
+};
+TABLE(fab_sharp_table, "sharp", FabSharpRec, sharp_fields);
+
 static const FabField reorder_fields[] = {
   F(FabReorderBin, "ahead", FAB_F_STR, ahead, .flags = H, .strw = 8, .unit = "packets",
     .doc = "how many PSNs ahead of the next expected: 0, 1, 2-3, ..., 128-255, 256+"),
@@ -248,6 +274,8 @@ static const FabField results_fields[] = {
     .doc = "fabric.failures against the same run without them (fabric.failure_baseline), null: none"),
   R("fast_forward", FAB_F_PTR, ff, .sub = &fab_ff_table, .flags = J,
     .doc = "what the steady-state fast-forward did (fabric.fast_forward), null: off"),
+  R("sharp", FAB_F_PTR, sharp, .sub = &fab_sharp_table, .flags = J,
+    .doc = "SHARP's trees and what ran on them (fabric.switch.sharp), null: off"),
 };
 TABLE(fab_results_table, "results", FabResults, results_fields);
 
@@ -568,6 +596,8 @@ void fab_results_clear(FabResults *r) {
   g_free(r->failures);
   g_free(r->impact);
   g_free(r->ff);
+  if (r->sharp) g_free(r->sharp->trees);
+  g_free(r->sharp);
   g_free(r->reorder);
   g_free(r->deadlock);
   for (size_t i = 0; i < r->n_warnings; i++) g_free(r->warnings[i]);

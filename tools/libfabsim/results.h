@@ -195,6 +195,26 @@ typedef struct FabReorderBin {
   uint64_t packets;
 } FabReorderBin;
 
+/* One SHARP tree (fabric.switch.sharp; models/sharp.h) and what ran on it. */
+typedef struct FabSharpTreeRec {
+  uint32_t id, job;            /* its number (claim order), the job whose communicator claimed it */
+  char root[FAB_FIELD_NAME_LEN]; /* the root switch */
+  uint32_t nodes, members;     /* aggregation nodes (switches), members (ranks) */
+  uint64_t reductions;         /* reductions run on it */
+  uint64_t bytes_in, bytes_out;/* payload the members contributed, and got back as results */
+  uint64_t peak_buffer_bytes;  /* the most payload one of its aggregation nodes held in partial sums at once */
+  fab_time_t active;           /* ps with some reduction running on it */
+  uint64_t lock_waits;         /* reductions that waited for its locks (lock: operation) */
+  fab_time_t lock_wait;        /* ps, their waits summed */
+} FabSharpTreeRec;
+
+typedef struct FabSharpRec {
+  const char *model, *lock;    /* fabric.switch.sharp.model and .lock (static) */
+  uint32_t fallbacks;          /* collectives that found no tree and ran without SHARP */
+  size_t n_trees;
+  FabSharpTreeRec *trees;      /* owned */
+} FabSharpRec;
+
 typedef struct FabFlowSummary {
   uint64_t count, completed, bytes;
   double fct_p50_s, fct_p99_s, fct_max_s; /* nearest rank over completed flows; 0 when none */
@@ -272,6 +292,7 @@ typedef struct FabResults {
   char **warnings;
   FabFailureImpact *impact;  /* fabric.failures against a run without them, NULL: none (owned) */
   FabFfRec *ff;              /* the fast-forward, NULL: off (owned) */
+  FabSharpRec *sharp;        /* SHARP's trees, NULL: off (owned) */
 } FabResults;
 
 /* The description of FabResults and its records (results.c). */

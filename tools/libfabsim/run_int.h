@@ -1,8 +1,9 @@
 /*
-** The run driver's insides (driver.c), shared with the part that spreads a
-** run over threads (run_par.c): the run's state and the reports the models
-** make to the workload's executor. Not an interface: only these two files
-** include it.
+** The run driver's insides (driver.c), shared with the parts that spread a
+** run over threads (run_par.c) and processes (run_net.c) and that run its
+** SHARP reductions (run_sharp.c): the run's state and the reports the
+** models make to the workload's executor. Not an interface: only these
+** files include it.
 */
 #ifndef FAB_RUN_INT_H
 #define FAB_RUN_INT_H
@@ -147,6 +148,12 @@ uint32_t fab_run__wd_holders(void *ctx, const FabPort *p, uint32_t q, FabPort **
 FabLinkChangeRec *fab_run__failure_records(Run *r, uint32_t *n);
 
 /* run_par.c: a run over threads (or processes). */
+FabFlow *fab_run__flow_make(Run *r, uint32_t n); /* flow n in a slot of its own, not posted yet */
+/* run_sharp.c: fabric.switch.sharp */
+void fab_run__sharp_make(Run *r);                /* r->sharp, its reductions started through r */
+bool fab_run__sharp_group(Run *r, GArray *mem, char **why); /* a SHARP group of these member ops (FALSE: why) */
+char *fab_run__sharp_check(const Run *r, bool drained);     /* conservation broken: what (g_free), else NULL */
+void fab_run__sharp_results(const Run *r, FabResults *res); /* res->sharp */
 void fab_run__par_make(Run *r, const FabRunOpts *opts, uint32_t nids); /* or why not, on stderr (r->par NULL) */
 void fab_run__par_attach(Run *r, uint32_t h);    /* endpoint h's NIC and GPU report through their partition */
 void fab_run__par_free(Run *r);
