@@ -32,6 +32,7 @@ typedef struct Group {
   uint64_t left;           /* results still to deliver to members */
   fab_time_t asked;        /* when a member asked for its locks */
   bool requested;          /* a member did */
+  bool llt;                /* on the low-latency tree: no lock */
   bool waiting;            /* for its locks */
 } Group;
 
@@ -179,7 +180,8 @@ static void locks_move(FabSharp *s, const Tree *t, int d) {
   }
 }
 
-uint32_t fab_sharp_add_group(FabSharp *s, uint32_t tree, const uint32_t *flow, uint32_t npkts, uint64_t bytes) {
+uint32_t fab_sharp_add_group(FabSharp *s, uint32_t tree, const uint32_t *flow, uint32_t npkts, uint64_t bytes,
+                             bool llt) {
   g_assert(tree < s->trees->len && npkts >= 1);
   Tree *t = g_ptr_array_index(s->trees, tree);
   for (uint32_t v = 0; v < t->nnodes; v++) g_assert(t->nchild[v] <= UINT16_MAX);
@@ -190,15 +192,17 @@ uint32_t fab_sharp_add_group(FabSharp *s, uint32_t tree, const uint32_t *flow, u
   g->arrived = g_new0(uint16_t, (size_t)t->nnodes * npkts);
   g->red_free = g_new0(fab_time_t, t->nnodes);
   g->left = (uint64_t)t->nmem * npkts;
+  g->llt = llt;
   g_ptr_array_add(s->groups, g);
   t->st.reductions++;
+  t->st.llt += llt;
   t->st.expect += t->nmem * bytes;
   return s->groups->len - 1;
 }
 
 /* Group g (on tree t) takes its locks and runs from `at`. */
 static void run(FabEngine *eng, FabSharp *s, Tree *t, Group *g, fab_time_t at) {
-  locks_move(s, t, +1);
+  if (!g->llt) locks_move(s, t, +1);
   if (!t->running++) t->since = at;
   if (g->waiting) t->st.waits++, t->st.waited += at - g->asked;
   g->waiting = false;
@@ -212,7 +216,7 @@ void fab_sharp_request(FabEngine *eng, FabSharp *s, uint32_t gid, fab_time_t at)
   g->requested = true;
   g->asked = at;
   Tree *t = g_ptr_array_index(s->trees, g->tree);
-  if (locks_free(s, t)) { /* the waiting ones' locks are busy: none is overtaken on what it waits for */
+  if (g->llt || locks_free(s, t)) { /* the waiting ones' locks are busy: none is overtaken on what it waits for */
     run(eng, s, t, g, at);
     return;
   }
@@ -227,7 +231,7 @@ static void finish(FabEngine *eng, FabSharp *s, Tree *t, Group *g) {
   group_finish(g);
   t->st.finished++;
   if (!--t->running) t->st.active += eng->now - t->since;
-  locks_move(s, t, -1);
+  if (!g->llt) locks_move(s, t, -1);
   for (guint q = 0; q < s->queue->len;) {
     uint32_t id = g_array_index(s->queue, uint32_t, q);
     Group *w = g_ptr_array_index(s->groups, id);

@@ -70,8 +70,11 @@ void fab_sharp_on_start(FabSharp *s, FabSharpStartFn fn, void *ctx);
 
 /* Add a reduction on `tree`: member m's flow is flow[m]; each contributes
 ** npkts packets, `bytes` of payload. Returns the group id (what SHARP_UP
-** packets carry in `dst`). It does not start until requested. */
-uint32_t fab_sharp_add_group(FabSharp *s, uint32_t tree, const uint32_t *flow, uint32_t npkts, uint64_t bytes);
+** packets carry in `dst`). It does not start until requested. `llt`: a
+** small one on the low-latency tree, which takes no lock (its packets are
+** the transactions, its window their number: the caller's business). */
+uint32_t fab_sharp_add_group(FabSharp *s, uint32_t tree, const uint32_t *flow, uint32_t npkts, uint64_t bytes,
+                             bool llt);
 
 /* A member of group g is ready to send at `at` (>= now). The first such
 ** call asks for the group's locks: it starts (FabSharpStartFn, at once)
@@ -89,6 +92,7 @@ uint32_t fab_sharp_ntrees(const FabSharp *s);
 /* What happened on a tree (by time `now`, for the time active). */
 typedef struct FabSharpStats {
   uint64_t reductions;  /* groups added */
+  uint64_t llt;         /* of which on the low-latency tree */
   uint64_t finished;    /* groups whose every result was delivered */
   uint64_t bytes_in;    /* payload the members contributed */
   uint64_t bytes_out;   /* payload of the results delivered to members */

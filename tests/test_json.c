@@ -413,6 +413,7 @@ static void full(Full *x) {
                      .skipped_fraction = 0.5, .skipped_packets = 1234};
   r->ff = &x->ff;
   x->trees[0] = (FabSharpTreeRec){.id = 0, .job = 0, .root = "spine0", .nodes = 3, .members = 4, .reductions = 2,
+                                  .llt_reductions = 1,
                                   .bytes_in = 4096, .bytes_out = 4096, .peak_buffer_bytes = 1024, .active = FAB_US,
                                   .lock_waits = 1, .lock_wait = 2 * FAB_US};
   x->sharp = (FabSharpRec){.model = "quantum", .lock = "operation", .fallbacks = 1, .n_trees = 1, .trees = x->trees};

@@ -94,6 +94,28 @@ Test(sharp, a_full_window_stops_the_member) {
   testscen_done(sc, &res);
 }
 
+/* A small reduction (8 KiB a member, below sat_threshold's 16 KiB) runs on
+** the low-latency tree: 4 transactions of 2048 B (2074 B on the wire,
+** 41.48 ns), at most 2 outstanding (osts). Transaction j leaves once the
+** result of j - 2 is back, a round D = 2 SER + 2 LINK + SW + AGG after it
+** left: the last one leaves at D + SER and its result is in at 2 D + SER. */
+Test(sharp, a_small_reduction_runs_on_the_low_latency_tree) {
+  FabResults res;
+  FabScenario *sc = reduction(one_switch, 4, 2, NULL, NULL); /* 2 x 4096 B = 8 KiB each */
+  fab_time_t ser = 41480, D = 2 * ser + 2 * LINK + SW + AGG;
+  cr_assert_eq(run_time(sc, &res), 2 * D + ser);
+  const FabSharpTreeRec *t = &res.sharp->trees[0];
+  cr_assert_eq(t->llt_reductions, 1);
+  cr_assert_eq(t->bytes_in, 4 * 8192ull);
+  cr_assert_eq(testscen_bytes_from(&res, "host0:"), 4 * 2074ull, "4 transactions of 2048 B");
+  testscen_done(sc, &res);
+  /* at the threshold it streams: 2 packets of 4096 B, the window of 1 MiB open */
+  sc = reduction(one_switch, 4, 4, NULL, (const char *const[]){"fabric.switch.sharp.sat_threshold=16KiB", NULL});
+  cr_assert_eq(run_time(sc, &res), 4 * SER + LINK + SW + AGG + SER + LINK);
+  cr_assert_eq(res.sharp->trees[0].llt_reductions, 0);
+  testscen_done(sc, &res);
+}
+
 /* Two levels: the members of each leaf are reduced there, the leaves' sums
 ** at the spine, which turns the result around; the leaf copies it to its
 ** members. The last packet: 16 SER + LINK, leaf (SW + AGG), SER + LINK up,

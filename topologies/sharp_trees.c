@@ -24,17 +24,30 @@ const char *const fab_sharp_lock_names[] = {"communicator", "operation", NULL};
 ** README (the window of 256 KiB covers 400 Gb/s over a 5 us loop; the
 ** SHARP collective library's default payload per outstanding operation is
 ** 2 KiB on Quantum, SHARP v2.6.1 documentation, a smaller unit than the
-** window it is part of). */
+** window it is part of).
+**
+** Small reductions: the SHARP collective library runs an allreduce request
+** below SHARP_COLL_SAT_THRESHOLD (16384 B by default) on the low-latency
+** tree (LLT) instead of the streaming one, in outstanding transactions
+** (OSTs) of SHARP_COLL_JOB_QUOTA_PAYLOAD_PER_OST bytes, 2048 B on Quantum
+** (SHARP v2.6.1 documentation, "NVIDIA SHARP Collective Library"); Quantum-2
+** and X800 take Quantum's figure (an assumption). OSTs per group:
+** SHARP_COLL_OSTS_PER_GROUP is "dynamic (minimum: 2)": the minimum, an
+** assumption. */
 typedef struct Model {
   uint32_t trees, streams;
   bool per_port;
   fab_time_t latency;
   uint64_t window;
+  uint32_t ost_payload;
 } Model;
 static const Model models[] = {
-  [FAB_SHARP_QUANTUM] = {.trees = 63, .streams = 1, .per_port = false, .latency = 200000, .window = 256 * 1024},
-  [FAB_SHARP_QUANTUM2] = {.trees = 511, .streams = 1, .per_port = true, .latency = 200000, .window = 256 * 1024},
-  [FAB_SHARP_QUANTUM_X800] = {.trees = 511, .streams = 1, .per_port = true, .latency = 200000, .window = 256 * 1024},
+  [FAB_SHARP_QUANTUM] = {.trees = 63, .streams = 1, .per_port = false, .latency = 200000, .window = 256 * 1024,
+                         .ost_payload = 2048},
+  [FAB_SHARP_QUANTUM2] = {.trees = 511, .streams = 1, .per_port = true, .latency = 200000, .window = 256 * 1024,
+                          .ost_payload = 2048},
+  [FAB_SHARP_QUANTUM_X800] = {.trees = 511, .streams = 1, .per_port = true, .latency = 200000, .window = 256 * 1024,
+                              .ost_payload = 2048},
 };
 
 #define K(NAME, TYPE, FIELD, ...) FAB_CFG_KEY(NAME, TYPE, Read, FIELD, __VA_ARGS__)
@@ -48,6 +61,9 @@ static const FabCfgKey sharp_schema[] = {
   K("streams", FAB_CFG_UINT, f.sharp.streams, .min = 1, .max = 1u << 20),
   K("on_no_resources", FAB_CFG_ENUM, f.sharp.on_no_resources, .def = "fallback", .choices = fab_sharp_nores_names),
   K("lock", FAB_CFG_ENUM, f.sharp.lock, .def = "communicator", .choices = fab_sharp_lock_names),
+  K("sat_threshold", FAB_CFG_SIZE, f.sharp.sat_threshold, .def = "16KiB", .min = 0, .max = 0x1p40),
+  K("ost_payload", FAB_CFG_SIZE, f.sharp.ost_payload, .min = 1, .max = 65536),
+  K("osts", FAB_CFG_UINT, f.sharp.osts, .def = "2", .min = 1, .max = 1u << 20),
   FAB_CFG_END_ROW,
 };
 #undef K
@@ -60,6 +76,7 @@ gboolean fab_fabric_read_sharp(Read *r, GError **err) {
   if (!fab_cfg_get(r->sharp, "window")) c->window = m->window;
   if (!fab_cfg_get(r->sharp, "trees")) c->trees = m->trees;
   if (!fab_cfg_get(r->sharp, "streams")) c->streams = m->streams;
+  if (!fab_cfg_get(r->sharp, "ost_payload")) c->ost_payload = m->ost_payload;
   c->per_port = m->per_port;
   if (!c->enabled) {
     for (size_t i = 0; r->sharp && fab_cfg_kind(r->sharp) == FAB_CFG_NODE_MAP && i < fab_cfg_len(r->sharp); i++)

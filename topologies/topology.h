@@ -134,6 +134,9 @@ typedef struct FabSharpCfg {
   bool per_port;            /* streams counts per port, not per switch */
   uint32_t on_no_resources; /* FabSharpNoRes */
   uint32_t lock;            /* FabSharpLock */
+  uint64_t sat_threshold;   /* a reduction of fewer bytes per member runs on the low-latency tree (LLT) */
+  uint32_t ost_payload;     /* LLT: payload bytes per outstanding transaction (a packet) */
+  uint32_t osts;            /* LLT: transactions a member may have outstanding */
 } FabSharpCfg;
 
 typedef struct FabFabricCfg {

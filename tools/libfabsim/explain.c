@@ -189,10 +189,12 @@ static void explain_sharp(const FabScenario *sc, GString *s) {
   const FabSharpCfg *h = &f->sharp;
   g_string_append_printf(s, "sharp      %s: %u trees in the subnet, %u job%s per %s at once; aggregation %.6g ns "
                          "beyond the switch, reducer %s; a member keeps at most %" G_GUINT64_FORMAT " B "
-                         "outstanding; locked per %s; no tree: %s; %u tree%s claimed\n",
+                         "outstanding (below %" G_GUINT64_FORMAT " B the low-latency tree: at most %u transactions of %u B); "
+                         "locked per %s; no tree: %s; %u tree%s claimed\n",
                          fab_sharp_model_names[h->model], h->trees, h->streams, h->streams == 1 ? "" : "s",
                          h->per_port ? "port" : "switch", (double)h->latency / 1e3,
-                         h->reduce_bps ? "per reduction" : "as fast as packets arrive", h->window,
+                         h->reduce_bps ? "per reduction" : "as fast as packets arrive", h->window, h->sat_threshold,
+                         h->osts, h->ost_payload,
                          fab_sharp_lock_names[h->lock], fab_sharp_nores_names[h->on_no_resources],
                          fab_sharp_plan_ntrees(sc->sharp), fab_sharp_plan_ntrees(sc->sharp) == 1 ? "" : "s");
   if (fab_sharp_plan_ntrees(sc->sharp) > 16) g_string_append(s, "  (the first 16 trees:)\n");

@@ -196,6 +196,8 @@ static const FabField sharp_tree_fields[] = {
   F(FabSharpTreeRec, "nodes", FAB_F_U32, nodes, .flags = J, .doc = "aggregation nodes (switches)"),
   F(FabSharpTreeRec, "members", FAB_F_U32, members, .flags = J, .doc = "ranks"),
   F(FabSharpTreeRec, "reductions", FAB_F_U64, reductions, .flags = J),
+  F(FabSharpTreeRec, "llt_reductions", FAB_F_U64, llt_reductions, .flags = J,
+    .doc = "of which on the low-latency tree (below sat_threshold)"),
   F(FabSharpTreeRec, "bytes_in", FAB_F_U64, bytes_in, .flags = J, .unit = "B", .doc = "payload the members sent up"),
   F(FabSharpTreeRec, "bytes_out", FAB_F_U64, bytes_out, .flags = J, .unit = "B",
     .doc = "payload of the results delivered to members"),

@@ -201,6 +201,7 @@ typedef struct FabSharpTreeRec {
   char root[FAB_FIELD_NAME_LEN]; /* the root switch */
   uint32_t nodes, members;     /* aggregation nodes (switches), members (ranks) */
   uint64_t reductions;         /* reductions run on it */
+  uint64_t llt_reductions;     /* of which small enough for the low-latency tree (no lock, OST-sized packets) */
   uint64_t bytes_in, bytes_out;/* payload the members contributed, and got back as results */
   uint64_t peak_buffer_bytes;  /* the most payload one of its aggregation nodes held in partial sums at once */
   fab_time_t active;           /* ps with some reduction running on it */

@@ -7,8 +7,17 @@
 #include "models/sharp.h"
 #include "scenario.h"
 
-/* A SHARP member's window: packets it may have outstanding. */
-static uint64_t sharp_win(const Run *r, const FabFlow *f) { return MAX(r->sc->fabric.sharp.window / f->mtu, 1u); }
+/* Whether a member's contribution of `bytes` goes on the low-latency tree:
+** the SHARP library's requests below SHARP_COLL_SAT_THRESHOLD do
+** (topologies/sharp_trees.c). */
+static bool is_llt(const Run *r, uint64_t bytes) { return bytes < r->sc->fabric.sharp.sat_threshold; }
+
+/* A SHARP member's window: packets it may have outstanding (LLT: its
+** transactions; streaming: the tree's buffer). */
+static uint64_t sharp_win(const Run *r, const FabFlow *f) {
+  const FabSharpCfg *c = &r->sc->fabric.sharp;
+  return is_llt(r, f->bytes) ? c->osts : MAX(c->window / f->mtu, 1u);
+}
 
 /* FabSharpStartFn: a reduction that waited for its locks may go. */
 static void sharp_start(void *ctx, FabEngine *eng, const uint32_t *flow, uint32_t nmem) {
@@ -39,13 +48,17 @@ bool fab_run__sharp_group(Run *r, GArray *mem, char **why) {
   for (uint32_t m = 0; ok && m < n; m++) {
     FabFlow *f = fab_run__flow_make(r, *flow_of(r, g_array_index(mem, uint32_t, m)));
     FabFlow *f0 = fab_flow_at(&r->table, *slot_of(r, *flow_of(r, g_array_index(mem, uint32_t, 0))));
+    if (is_llt(r, f->bytes)) { /* one transaction of at most ost_payload bytes per packet */
+      f->mtu = MIN(f->mtu, r->sc->fabric.sharp.ost_payload);
+      f->npkts = f->bytes ? (uint32_t)((f->bytes + f->mtu - 1) / f->mtu) : 1;
+    }
     fid[m] = f->slot;
     ok = f->npkts == f0->npkts;
   }
   if (ok) {
     fab_sharp_plan_install(r->sc->sharp, r->topo, r->sharp); /* trees claimed since */
     FabFlow *f0 = fab_flow_at(&r->table, fid[0]);
-    uint32_t g = fab_sharp_add_group(r->sharp, (uint32_t)tree, fid, f0->npkts, f0->bytes);
+    uint32_t g = fab_sharp_add_group(r->sharp, (uint32_t)tree, fid, f0->npkts, f0->bytes, is_llt(r, f0->bytes));
     for (uint32_t m = 0; m < n; m++) {
       FabFlow *f = fab_flow_at(&r->table, fid[m]);
       f->nvls_group = g;
@@ -102,7 +115,7 @@ void fab_run__sharp_results(const Run *r, FabResults *res) {
     const char *root = fab_sharp_plan_root(r->sc->sharp, i, &nodes, &job);
     fab_sharp_plan_members(r->sc->sharp, i, &members);
     sr->trees[i] = (FabSharpTreeRec){.id = i, .job = job, .nodes = nodes, .members = members,
-                                     .reductions = st.reductions, .bytes_in = st.bytes_in, .bytes_out = st.bytes_out,
+                                     .reductions = st.reductions, .llt_reductions = st.llt, .bytes_in = st.bytes_in, .bytes_out = st.bytes_out,
                                      .peak_buffer_bytes = st.peak_held, .active = st.active, .lock_waits = st.waits,
                                      .lock_wait = st.waited};
     g_strlcpy(sr->trees[i].root, root, sizeof sr->trees[i].root);
