@@ -1325,3 +1325,45 @@ Test(h5out, failures_and_reorder_tables) {
   g_free(path);
   testscen_done(sc, &res);
 }
+
+/* SHARP's trees (fabric.switch.sharp on): a /sharp_trees table, read back
+** as written; off: no such dataset. */
+Test(h5out, sharp_trees_when_sharp_is_on) {
+  FabResults r = sample();
+  char *off = in_tmp("off.h5"), *on = in_tmp("on.h5");
+  GError *e = NULL;
+  cr_assert(fab_h5_write(&r, off, &e), "write failed: %s", e ? e->message : "?");
+  hid_t f = open_file(off);
+  cr_assert_eq(H5Lexists(f, "sharp_trees", H5P_DEFAULT), 0, "no SHARP, no table");
+  H5Fclose(f);
+  FabSharpTreeRec trees[2] = {
+    {.id = 0, .job = 0, .root = "spine0", .nodes = 3, .members = 4, .reductions = 64, .llt_reductions = 1,
+     .bytes_in = 67108864, .bytes_out = 67108864, .peak_buffer_bytes = 4096, .active = 340339120, .lock_waits = 0},
+    {.id = 1, .job = 1, .root = "spine1", .nodes = 3, .members = 4, .reductions = 64, .bytes_in = 67108864,
+     .bytes_out = 67108864, .peak_buffer_bytes = 8192, .active = 340339120, .lock_waits = 1, .lock_wait = 340339120},
+  };
+  FabSharpRec sr = {.model = "quantum", .lock = "operation", .fallbacks = 0, .n_trees = 2, .trees = trees};
+  r.sharp = &sr;
+  cr_assert(fab_h5_write(&r, on, &e), "write failed: %s", e ? e->message : "?");
+  r.sharp = NULL;
+  f = open_file(on);
+  GStringChunk *strs = g_string_chunk_new(256);
+  size_t n = 0;
+  FabSharpTreeRec *got = read_table(f, "sharp_trees", &fab_sharp_tree_table, strs, &n);
+  cr_assert_eq(n, 2);
+  for (size_t i = 0; i < n; i++) {
+    cr_assert_str_eq(got[i].root, trees[i].root);
+    cr_assert_eq(got[i].job, trees[i].job);
+    cr_assert_eq(got[i].llt_reductions, trees[i].llt_reductions);
+    cr_assert_eq(got[i].bytes_in, trees[i].bytes_in);
+    cr_assert_eq(got[i].peak_buffer_bytes, trees[i].peak_buffer_bytes);
+    cr_assert_eq(got[i].active, trees[i].active);
+    cr_assert_eq(got[i].lock_waits, trees[i].lock_waits);
+    cr_assert_eq(got[i].lock_wait, trees[i].lock_wait);
+  }
+  g_free(got);
+  g_string_chunk_free(strs);
+  H5Fclose(f);
+  g_free(off);
+  g_free(on);
+}

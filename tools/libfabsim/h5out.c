@@ -425,7 +425,8 @@ gboolean fab_h5_write(const FabResults *r, const char *path, GError **err) {
       !write_records(&w, &fab_step_table, r->steps, r->n_steps) ||
       !write_records(&w, &fab_job_table, r->jobs, r->n_jobs) ||
       !write_records(&w, &fab_failure_table, r->failures, r->n_failures) ||
-      !write_records(&w, &fab_reorder_table, r->reorder, r->n_reorder))
+      !write_records(&w, &fab_reorder_table, r->reorder, r->n_reorder) ||
+      (r->sharp && !write_records(&w, &fab_sharp_tree_table, r->sharp->trees, r->sharp->n_trees)))
     goto out;
   herr_t st = H5Fclose(w.file);
   w.file = H5I_INVALID_HID;

@@ -190,24 +190,24 @@ static const FabField ff_fields[] = {
 TABLE(fab_ff_table, "fast_forward", FabFfRec, ff_fields);
 
 static const FabField sharp_tree_fields[] = {
-  F(FabSharpTreeRec, "id", FAB_F_U32, id, .flags = J, .doc = "the tree's number, in claim order"),
-  F(FabSharpTreeRec, "job", FAB_F_U32, job, .flags = J, .doc = "the job whose communicator claimed it"),
-  F(FabSharpTreeRec, "root", FAB_F_NAME, root, .flags = J, .doc = "the root switch"),
-  F(FabSharpTreeRec, "nodes", FAB_F_U32, nodes, .flags = J, .doc = "aggregation nodes (switches)"),
-  F(FabSharpTreeRec, "members", FAB_F_U32, members, .flags = J, .doc = "ranks"),
-  F(FabSharpTreeRec, "reductions", FAB_F_U64, reductions, .flags = J),
-  F(FabSharpTreeRec, "llt_reductions", FAB_F_U64, llt_reductions, .flags = J,
+  F(FabSharpTreeRec, "id", FAB_F_U32, id, .flags = J | H, .doc = "the tree's number, in claim order"),
+  F(FabSharpTreeRec, "job", FAB_F_U32, job, .flags = J | H, .doc = "the job whose communicator claimed it"),
+  F(FabSharpTreeRec, "root", FAB_F_NAME, root, .flags = J | H, .strw = 32, .doc = "the root switch"),
+  F(FabSharpTreeRec, "nodes", FAB_F_U32, nodes, .flags = J | H, .doc = "aggregation nodes (switches)"),
+  F(FabSharpTreeRec, "members", FAB_F_U32, members, .flags = J | H, .doc = "ranks"),
+  F(FabSharpTreeRec, "reductions", FAB_F_U64, reductions, .flags = J | H),
+  F(FabSharpTreeRec, "llt_reductions", FAB_F_U64, llt_reductions, .flags = J | H,
     .doc = "of which on the low-latency tree (below sat_threshold)"),
-  F(FabSharpTreeRec, "bytes_in", FAB_F_U64, bytes_in, .flags = J, .unit = "B", .doc = "payload the members sent up"),
-  F(FabSharpTreeRec, "bytes_out", FAB_F_U64, bytes_out, .flags = J, .unit = "B",
+  F(FabSharpTreeRec, "bytes_in", FAB_F_U64, bytes_in, .flags = J | H, .unit = "B", .doc = "payload the members sent up"),
+  F(FabSharpTreeRec, "bytes_out", FAB_F_U64, bytes_out, .flags = J | H, .unit = "B",
     .doc = "payload of the results delivered to members"),
-  F(FabSharpTreeRec, "peak_buffer_bytes", FAB_F_U64, peak_buffer_bytes, .flags = J, .unit = "B",
+  F(FabSharpTreeRec, "peak_buffer_bytes", FAB_F_U64, peak_buffer_bytes, .flags = J | H, .unit = "B",
     .doc = "the most one aggregation node held in partial sums at once"),
-  F(FabSharpTreeRec, "active_s", FAB_F_PS_S, active, .flags = J, .unit = "s", .doc = "time with a reduction running"),
-  F(FabSharpTreeRec, "lock_waits", FAB_F_U64, lock_waits, .flags = J, .doc = "reductions that waited for its locks"),
-  F(FabSharpTreeRec, "lock_wait_s", FAB_F_PS_S, lock_wait, .flags = J, .unit = "s", .doc = "their waits, summed"),
+  F(FabSharpTreeRec, "active_s", FAB_F_PS_S, active, .flags = J | H, .unit = "s", .doc = "time with a reduction running"),
+  F(FabSharpTreeRec, "lock_waits", FAB_F_U64, lock_waits, .flags = J | H, .doc = "reductions that waited for its locks"),
+  F(FabSharpTreeRec, "lock_wait_s", FAB_F_PS_S, lock_wait, .flags = J | H, .unit = "s", .doc = "their waits, summed"),
 };
-TABLE(fab_sharp_tree_table, "trees", FabSharpTreeRec, sharp_tree_fields);
+TABLE(fab_sharp_tree_table, "sharp_trees", FabSharpTreeRec, sharp_tree_fields);
 
 static const FabField sharp_fields[] = {
   F(FabSharpRec, "model", FAB_F_STR, model, .flags = J, .doc = "fabric.switch.sharp.model"),

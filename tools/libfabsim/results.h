@@ -299,7 +299,7 @@ typedef struct FabResults {
 /* The description of FabResults and its records (results.c). */
 extern const FabFieldTable fab_results_table;
 extern const FabFieldTable fab_flow_table, fab_link_table, fab_coll_table, fab_span_table, fab_step_table,
-    fab_job_table, fab_failure_table, fab_reorder_table, fab_impact_table;
+    fab_job_table, fab_failure_table, fab_reorder_table, fab_impact_table, fab_sharp_tree_table;
 
 /* Derive what the reports print from the raw facts (see the top). Call
 ** once, after the driver filled r. */
