@@ -12,16 +12,16 @@ typedef struct Tree {
   /* node v's children: kid[koff[v] .. koff[v+1]), each a node (< nnodes) or nnodes + member */
   uint32_t *koff, *kid;
   uint32_t nres, *res;  /* the lock resources its reductions hold (none: no locks) */
-  uint32_t job;         /* whose they are */
+  uint32_t owner;       /* whose they are (its communicator) */
   uint64_t *held;       /* nnodes: payload in partial sums at node v now */
   uint32_t running;     /* reductions running on it now */
   fab_time_t since;     /* when running last went from 0 to 1 */
   FabSharpStats st;
 } Tree;
 
-/* A job's hold on a lock resource: n of its reductions hold it (n 0: free). */
+/* An owner's hold on a lock resource: n of its reductions hold it (n 0: free). */
 typedef struct Hold {
-  uint32_t job, n;
+  uint32_t owner, n;
 } Hold;
 
 typedef struct Group {
@@ -42,7 +42,7 @@ struct FabSharp {
   uint32_t streams;  /* reductions one lock resource admits at once */
   GPtrArray *trees;  /* Tree * */
   GPtrArray *groups; /* Group * */
-  GArray *holding;   /* Hold x streams per lock resource: the jobs whose reductions hold it */
+  GArray *holding;   /* Hold x streams per lock resource: the owners whose reductions hold it */
   GArray *queue;     /* uint32_t: groups waiting for their locks, in the order they came */
   FabSharpStartFn start;
   void *start_ctx;
@@ -138,10 +138,10 @@ uint32_t fab_sharp_member_node(const FabSharp *s, uint32_t tree, uint32_t m) {
   return t->leaf[m];
 }
 
-void fab_sharp_set_locks(FabSharp *s, uint32_t tree, uint32_t job, uint32_t nres, const uint32_t *res) {
+void fab_sharp_set_locks(FabSharp *s, uint32_t tree, uint32_t owner, uint32_t nres, const uint32_t *res) {
   Tree *t = g_ptr_array_index(s->trees, tree);
   g_assert(!t->nres);
-  t->job = job;
+  t->owner = owner;
   t->nres = nres;
   t->res = g_memdup2(res, nres * sizeof *res);
   for (uint32_t i = 0; i < nres; i++)
@@ -153,29 +153,29 @@ void fab_sharp_on_start(FabSharp *s, FabSharpStartFn fn, void *ctx) {
   s->start_ctx = ctx;
 }
 
-/* Resource r's hold by `job`: the one it has, else a free one (NULL: none). */
-static Hold *hold_of(FabSharp *s, uint32_t r, uint32_t job) {
+/* Resource r's hold by `owner`: the one it has, else a free one (NULL: none). */
+static Hold *hold_of(FabSharp *s, uint32_t r, uint32_t owner) {
   Hold *h = &g_array_index(s->holding, Hold, (size_t)r * s->streams), *free = NULL;
   for (uint32_t k = 0; k < s->streams; k++) {
-    if (h[k].n && h[k].job == job) return &h[k];
+    if (h[k].n && h[k].owner == owner) return &h[k];
     if (!h[k].n && !free) free = &h[k];
   }
   return free;
 }
 
-/* Whether tree t's job may take every lock of t: it holds it already, or
-** fewer than `streams` jobs do. */
+/* Whether tree t's owner may take every lock of t: it holds it already, or
+** fewer than `streams` owners do. */
 static bool locks_free(FabSharp *s, const Tree *t) {
   for (uint32_t i = 0; i < t->nres; i++)
-    if (!hold_of(s, t->res[i], t->job)) return false;
+    if (!hold_of(s, t->res[i], t->owner)) return false;
   return true;
 }
 
 /* Take (+1) or give back (-1) tree t's locks for one reduction. */
 static void locks_move(FabSharp *s, const Tree *t, int d) {
   for (uint32_t i = 0; i < t->nres; i++) {
-    Hold *h = hold_of(s, t->res[i], t->job);
-    h->job = t->job;
+    Hold *h = hold_of(s, t->res[i], t->owner);
+    h->owner = t->owner;
     h->n += (uint32_t)d;
   }
 }

@@ -28,7 +28,7 @@
 ** A group starts when its first member asks (fab_sharp_request). With
 ** locks (fab_sharp_set_locks: SHARP's streaming trees locked per operation,
 ** not for the communicator's life) it first takes its tree's resources,
-** shared by at most `streams` jobs; until then its members send nothing.
+** shared by at most `streams` owners; until then its members send nothing.
 */
 #ifndef FAB_SHARP_H
 #define FAB_SHARP_H
@@ -38,7 +38,7 @@
 typedef struct FabSharp FabSharp;
 
 /* The whole fabric's trees and groups (none yet). `streams`: how many
-** jobs may hold one lock resource at once (fab_sharp_set_locks). */
+** owners may hold one lock resource at once (fab_sharp_set_locks). */
 FabSharp *fab_sharp_new(fab_time_t latency, uint64_t reduce_bps, uint32_t streams);
 void fab_sharp_free(FabSharp *s);
 
@@ -55,13 +55,13 @@ uint32_t fab_sharp_add_tree(FabSharp *s, uint32_t nnodes, FabSwitch *const *sw, 
 /* The node member m of `tree` sends its contributions to. */
 uint32_t fab_sharp_member_node(const FabSharp *s, uint32_t tree, uint32_t m);
 
-/* Locks (fabric.switch.sharp.lock: operation): tree `tree` belongs to job
-** `job`, and a reduction on it must hold each of res[0..nres) (resource
-** numbers: switches, or switch ports, as the caller numbers them) for as
-** long as it runs. A resource admits the reductions of at most `streams`
-** jobs at once (any number of one job's). Without locks a tree's
-** reductions start when requested. */
-void fab_sharp_set_locks(FabSharp *s, uint32_t tree, uint32_t job, uint32_t nres, const uint32_t *res);
+/* Locks (fabric.switch.sharp.lock: operation): tree `tree` belongs to
+** `owner` (its communicator), and a reduction on it must hold each of
+** res[0..nres) (resource numbers: switches, or switch ports, as the caller
+** numbers them) for as long as it runs. A resource admits the reductions of
+** at most `streams` owners at once (any number of one owner's). Without
+** locks a tree's reductions start when requested. */
+void fab_sharp_set_locks(FabSharp *s, uint32_t tree, uint32_t owner, uint32_t nres, const uint32_t *res);
 
 /* Told when a reduction may start (fab_sharp_request): its members' flows
 ** (flow[m], nmem of them) may send. */

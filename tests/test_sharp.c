@@ -211,6 +211,19 @@ Test(sharp, on_quantum2_jobs_on_disjoint_ports_run_together) {
   testscen_done(sc, &res);
 }
 
+/* A job's second communicator is another holder: on Quantum its tree over
+** the leaves its first one holds is refused, as another job's would be;
+** the first is found again. */
+Test(sharp, a_second_communicator_of_one_job_needs_its_own_resources) {
+  FabScenario *sc = testscen_load(jobs, NULL);
+  char *why = NULL;
+  cr_assert_eq(fab_sharp_plan_claim(sc->sharp, 0, (const uint32_t[]){0, 1, 4, 5}, 4, &why), 0, "found again");
+  cr_assert_eq(fab_sharp_plan_claim(sc->sharp, 0, (const uint32_t[]){2, 3, 6, 7}, 4, &why), -1);
+  cr_assert(why && strstr(why, "another communicator's streaming aggregation holds a switch"), "%s", why);
+  g_free(why);
+  testscen_done(sc, NULL);
+}
+
 /* Quantum with the locks taken per reduction (lock: operation): job b gets
 ** a tree on the same switches, and its reductions wait until job a's are
 ** over. Both started at 0, so b's wait is exactly the time a's tree was

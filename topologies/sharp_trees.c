@@ -276,7 +276,9 @@ static void slots(const FabSharpPlan *p, const PTree *pt, void (*fn)(GArray **sl
   }
 }
 
-typedef struct Check { uint32_t job, limit; bool full; } Check;
+/* A claim's look at the holder slots: `owner` the tree it would make (trees are held per communicator: a
+** job's other communicators are others too, as SHARP's lock at communicator init makes them). */
+typedef struct Check { uint32_t owner, limit; bool full; } Check;
 
 static void check_slot(GArray **slot, void *ctx) {
   Check *c = ctx;
@@ -284,7 +286,7 @@ static void check_slot(GArray **slot, void *ctx) {
   uint32_t others = 0;
   bool mine = false;
   for (guint i = 0; i < (*slot)->len; i++) {
-    if (g_array_index(*slot, uint32_t, i) == c->job) mine = true;
+    if (g_array_index(*slot, uint32_t, i) == c->owner) mine = true;
     else others++;
   }
   if (!mine && others >= c->limit) c->full = true;
@@ -294,8 +296,8 @@ static void take_slot(GArray **slot, void *ctx) {
   const Check *c = ctx;
   if (!*slot) *slot = g_array_new(FALSE, FALSE, sizeof(uint32_t));
   for (guint i = 0; i < (*slot)->len; i++)
-    if (g_array_index(*slot, uint32_t, i) == c->job) return;
-  g_array_append_val(*slot, c->job);
+    if (g_array_index(*slot, uint32_t, i) == c->owner) return;
+  g_array_append_val(*slot, c->owner);
 }
 
 int32_t fab_sharp_plan_claim(FabSharpPlan *p, uint32_t job, const uint32_t *ranks, uint32_t n, char **why) {
@@ -316,7 +318,8 @@ int32_t fab_sharp_plan_claim(FabSharpPlan *p, uint32_t job, const uint32_t *rank
   } else if (!leaves(p, r, n, lsw, lport) || !(nc = roots(p, lsw, n, cand))) {
     *why = g_strdup("its members' switches are not joined by working links");
   } else {
-    Check c = {job, p->cfg.lock == FAB_SHARP_LOCK_OP ? UINT32_MAX : p->cfg.streams, true}; /* per operation: shared */
+    Check c = {p->trees->len, p->cfg.lock == FAB_SHARP_LOCK_OP ? UINT32_MAX : p->cfg.streams, true}; /* per operation:
+                                                                                                        ** shared */
     for (uint32_t k = 0; k < nc && c.full; k++) { /* the first root whose tree has room */
       PTree *pt = tree_make(p, r, n, lsw, lport, cand[k]);
       c.full = false;
@@ -331,10 +334,9 @@ int32_t fab_sharp_plan_claim(FabSharpPlan *p, uint32_t job, const uint32_t *rank
       id = (int32_t)p->trees->len - 1;
     }
     if (c.full)
-      *why = g_strdup_printf("another job's streaming aggregation holds a %s of every tree it could have (%s allows "
-                             "%u job%s per %s: fabric.switch.sharp.streams)", p->cfg.per_port ? "port" : "switch",
-                             fab_sharp_model_names[p->cfg.model], p->cfg.streams, p->cfg.streams == 1 ? "" : "s",
-                             p->cfg.per_port ? "port" : "switch");
+      *why = g_strdup_printf("another communicator's streaming aggregation holds a %s of every tree it could have (%s "
+                             "allows %u per %s: fabric.switch.sharp.streams)", p->cfg.per_port ? "port" : "switch",
+                             fab_sharp_model_names[p->cfg.model], p->cfg.streams, p->cfg.per_port ? "port" : "switch");
   }
   g_free(lsw), g_free(lport), g_free(cand);
   g_free(r);
@@ -383,7 +385,7 @@ void fab_sharp_plan_install(const FabSharpPlan *p, FabTopology *t, FabSharp *s) 
     if (p->cfg.lock == FAB_SHARP_LOCK_OP) {
       Res rs = {p, g_array_new(FALSE, FALSE, sizeof(uint32_t))};
       slots(p, pt, res_of, &rs);
-      fab_sharp_set_locks(s, id, pt->job, rs.ids->len, (const uint32_t *)(void *)rs.ids->data);
+      fab_sharp_set_locks(s, id, id, rs.ids->len, (const uint32_t *)(void *)rs.ids->data);
       g_array_free(rs.ids, TRUE);
     }
   }

@@ -130,7 +130,8 @@ typedef struct FabSharpCfg {
   uint64_t reduce_bps;      /* an aggregation node's reducer per tree, bits/s of output (0: as packets arrive) */
   uint64_t window;          /* bytes a member may have outstanding in one reduction (the tree's buffer) */
   uint32_t trees;           /* trees the subnet can hold */
-  uint32_t streams;         /* jobs whose streaming trees may share a switch (quantum) or a port (quantum-2 on) */
+  uint32_t streams;         /* communicators whose streaming trees may share a switch (quantum) or a port (quantum-2
+                            ** on) */
   bool per_port;            /* streams counts per port, not per switch */
   uint32_t on_no_resources; /* FabSharpNoRes */
   uint32_t lock;            /* FabSharpLock */

@@ -187,7 +187,7 @@ static void explain_sharp(const FabScenario *sc, GString *s) {
   const FabFabricCfg *f = &sc->fabric;
   if (!f->sharp.enabled) return;
   const FabSharpCfg *h = &f->sharp;
-  g_string_append_printf(s, "sharp      %s: %u trees in the subnet, %u job%s per %s at once; aggregation %.6g ns "
+  g_string_append_printf(s, "sharp      %s: %u trees in the subnet, %u communicator%s per %s at once; aggregation %.6g ns "
                          "beyond the switch, reducer %s; a member keeps at most %" G_GUINT64_FORMAT " B "
                          "outstanding (below %" G_GUINT64_FORMAT " B the low-latency tree: at most %u transactions of %u B); "
                          "locked per %s; no tree: %s; %u tree%s claimed\n",
