@@ -849,7 +849,7 @@ static void nic_wake(FabEngine *eng, void *self, uint64_t arg) {
       f->sent_all = true;
       nic->sent(nic->ctx, f);
     }
-    if (!f->in_rr && (f->nvls_mode != FAB_NVLS_SHARP || sharp_open(f))) /* SHARP: its reduction may wait for locks */
+    if (!f->in_rr && !(f->nvls && f->nvls_mode == FAB_NVLS_SHARP && !sharp_open(f))) /* SHARP: may wait for locks */
       rr_push(nic, f);
     fab_port_kick(eng, path_port(nic, f));
     break;

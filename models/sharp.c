@@ -39,7 +39,7 @@ typedef struct Group {
 struct FabSharp {
   fab_time_t latency;
   uint64_t reduce_bps;
-  uint32_t streams;  /* reductions one lock resource admits at once */
+  uint32_t streams;  /* owners one lock resource admits at once */
   GPtrArray *trees;  /* Tree * */
   GPtrArray *groups; /* Group * */
   GArray *holding;   /* Hold x streams per lock resource: the owners whose reductions hold it */

@@ -153,7 +153,7 @@ static void fold_colls_and_jobs(FabCollect *c, const FabCollectIn *in, uint32_t 
     int64_t a = o->kind <= FAB_OP_NVLS && in->nic ? in->nic(in->ctx, i) : -1;
     if (a >= 0) { /* out of its node */
       cr->nic_bytes += o->bytes;
-      while (c->last->len <= (guint)a) g_array_append_val(c->last, (int64_t){-1});
+      for (guint k = c->last->len; k <= (guint)a; k++) g_array_append_vals(c->last, &(int64_t){-1}, 1);
       int64_t *seen = &g_array_index(c->last, int64_t, a);
       if (*seen != o->coll) cr->nics++, *seen = o->coll;
     }
