@@ -486,13 +486,15 @@ Test(nvls, tree_across_domains) {
   }
 }
 
-/* CollNet (SHARP): per loop of 4 heads x 32 KiB, in each node an NVLS
-** reduce-scatter onto the heads, a SHARP reduction per local index joining
-** that index's heads across the nodes (one member per node, its 32 KiB
-** part), and each node's multicast of the result. Without NVLS (A100-like),
-** direct flows to and from the heads instead: each rank sends the other 3
-** heads their parts and gets 3 parts back. No network flow either way: the
-** network carries only the SHARP members' traffic. */
+/* In-network allreduce (SHARP). With NVLS (Hopper-like), NCCL's NVLS across
+** nodes: per loop of 4 heads x 32 KiB (NCCL's NVLS chunk for 1 MiB on one
+** channel x 4 heads), in each node an NVLS reduce-scatter onto the heads, a
+** SHARP reduction per local index joining that index's heads across the
+** nodes (one member per node, its part), and each node's multicast of the
+** result. CollNet Direct instead: direct flows to and from the heads, each
+** rank sending the other 3 heads their parts and getting 3 parts back, in
+** loops of 4 x 32 KiB. No network flow either way: the network carries
+** only the SHARP members' traffic. */
 Test(collnet, heads_reduce_in_the_switches) {
   for (int nvls = 1; nvls >= 0; nvls--) {
     uint32_t e[MAXR], n = 8;
@@ -500,19 +502,20 @@ Test(collnet, heads_reduce_in_the_switches) {
     env.collnet = true;
     env.nvls = nvls;
     uint64_t S = 1 << 20;
-    FabCollSpec s = spec(FAB_COLL_ALLREDUCE, FAB_ALGO_COLLNET, S, n);
+    FabCollSpec s = spec(FAB_COLL_ALLREDUCE, nvls ? FAB_ALGO_NVLS : FAB_ALGO_COLLNET_DIRECT, S, n);
     int32_t coll;
     FabDag *d = expand(&env, &s, e, &coll);
     check_dag(d, &env, &s, coll, e);
-    cr_assert_eq(g_array_index(d->colls, FabCollDef, 0).chunk, 32768, "NCCL's chunk halved to 32 KiB");
+    cr_assert_eq(g_array_index(d->colls, FabCollDef, 0).chunk, 32768, "NCCL's chunk: %lu (%u channels)",
+                 (unsigned long)g_array_index(d->colls, FabCollDef, 0).chunk, g_array_index(d->colls, FabCollDef, 0).channels);
     uint64_t sharp[MAXR] = {0}, nvl = 0;
-    uint32_t members[64] = {0}, first[64];
+    uint32_t members[256] = {0}, first[256];
     memset(first, 0xff, sizeof first);
     for (uint32_t i = 0; i < fab_dag_len(d); i++) {
       const FabOp *o = op_at(d, i);
       if (o->kind == FAB_OP_NVLS && o->mark == FAB_NVLS_OP_SHARP) {
         sharp[o->src] += o->bytes;
-        cr_assert_lt(o->group, 64);
+        cr_assert_lt(o->group, 256);
         if (first[o->group] == UINT32_MAX) first[o->group] = o->src;
         cr_assert_eq(o->src % 4, first[o->group] % 4, "a reduction joins heads of one local index");
         members[o->group]++;
@@ -524,10 +527,53 @@ Test(collnet, heads_reduce_in_the_switches) {
       nvl += o->bytes;
     }
     for (uint32_t r = 0; r < n; r++) cr_assert_eq(sharp[r], S / 4, "head %u reduces its quarter across nodes", r);
-    for (uint32_t g = 0; g < 64; g++) cr_assert(members[g] == 0 || members[g] == 2, "one member per node");
+    for (uint32_t g = 0; g < 256; g++) cr_assert(members[g] == 0 || members[g] == 2, "one member per node");
     cr_assert_eq(nvl, nvls ? 0 : 2 * n * 3 * S / 4, "direct: 3 parts out and 3 back per rank");
     fab_dag_free(d);
   }
+}
+
+/* NCCL's CollNet Chain on 2 nodes of 4, 2 channels: channel c's chain runs
+** from its head, local index c, round the node; its half of the data goes
+** up the chain (3 flows a node, each reduced where it lands, the last rank
+** first), the head sends it into a SHARP reduction with the other node's
+** head of the same index, and the result comes down the chain (3 flows).
+** Only heads 0 and 1 of each node reduce in the switches, S / 2 each; the
+** NVLink carries 2 nodes x 2 channels x 6 flows of S / 2; nothing crosses
+** the network but the heads' SHARP traffic. */
+Test(collnet, chain_up_the_switches_and_down) {
+  uint32_t e[MAXR], n = 8;
+  FabCollEnv env = gpus(2, 4);
+  env.collnet = true;
+  env.reduce_Bps = 1000000000000ull; /* so that a reduction shows (its post) */
+  uint64_t S = 1 << 20;
+  FabCollSpec s = spec(FAB_COLL_ALLREDUCE, FAB_ALGO_COLLNET_CHAIN, S, n);
+  s.channels = 2;
+  int32_t coll;
+  FabDag *d = expand(&env, &s, e, &coll);
+  check_dag(d, &env, &s, coll, e);
+  /* 256 KiB, halved while a channel holds fewer than 64 x 4 pieces (128 KiB) and fewer than 8 x 4 (64 KiB) */
+  cr_assert_eq(g_array_index(d->colls, FabCollDef, 0).chunk, 65536);
+  uint64_t sharp[MAXR] = {0}, up = 0, down = 0;
+  for (uint32_t i = 0; i < fab_dag_len(d); i++) {
+    const FabOp *o = op_at(d, i);
+    if (o->kind == FAB_OP_NVLS) {
+      cr_assert_eq(o->mark, FAB_NVLS_OP_SHARP);
+      sharp[o->src] += o->bytes;
+      continue;
+    }
+    if (!is_flow(o)) continue;
+    cr_assert_eq(o->src / 4, o->dst / 4, "no flow crosses the network");
+    uint32_t c = (o->src % 4 + 4 - o->dst % 4) % 4 == 1 ? 0 : 1; /* up: towards the head, one step back */
+    if (c == 0) up += o->bytes;
+    else down += o->bytes;
+    cr_assert_eq(c == 0, o->post > 0, "flows up are reduced where they land, flows down are not");
+  }
+  for (uint32_t r = 0; r < n; r++)
+    cr_assert_eq(sharp[r], r % 4 < 2 ? S / 2 : 0, "rank %u: %lu into the switches", r, (unsigned long)sharp[r]);
+  cr_assert_eq(up, 2 * 2 * 3 * (S / 2));
+  cr_assert_eq(down, 2 * 2 * 3 * (S / 2));
+  fab_dag_free(d);
 }
 
 /* ---- hierarchical ---------------------------------------------------------- */
@@ -1158,12 +1204,12 @@ Test(tune, collnet_with_sharp) {
   cr_assert_neq(s.algorithm, FAB_ALGO_COLLNET);
   four.collnet = two.collnet = true;
   s = tuned(&four, FAB_COLL_ALLREDUCE, 256 << 20, 32, &t);
-  cr_assert_eq(s.algorithm, FAB_ALGO_COLLNET, "%s", fab_coll_algo_names[s.algorithm]);
+  cr_assert_eq(s.algorithm, FAB_ALGO_NVLS, "%s", fab_coll_algo_names[s.algorithm]);
   cr_assert_eq(s.protocol, FAB_PROTO_SIMPLE);
   s = tuned(&two, FAB_COLL_ALLREDUCE, 256 << 20, 16, &t);
   cr_assert_eq(s.algorithm, FAB_ALGO_NVLS_TREE, "%s", fab_coll_algo_names[s.algorithm]);
   s = tuned(&four, FAB_COLL_ALLGATHER, 256 << 20, 32, &t);
-  cr_assert_neq(s.algorithm, FAB_ALGO_COLLNET, "allreduce only");
+  cr_assert_neq(s.algorithm, FAB_ALGO_NVLS, "allreduce only");
 }
 
 Test(tune, other_ops) {
@@ -1217,6 +1263,12 @@ Test(errors, algorithms_where_they_cannot_run) {
   h.collnet = true;
   s = spec(FAB_COLL_ALLGATHER, FAB_ALGO_COLLNET, 1 << 20, 8);
   fails_with(&h, &s, "collnet runs allreduce only here");
+  s = spec(FAB_COLL_ALLREDUCE, FAB_ALGO_COLLNET_DIRECT, 1 << 20, 8);
+  fails_with(&h, &s, "collnet-direct needs an NVSwitch in each node (NCCL disables it elsewhere)");
+  FabCollEnv solo = gpus(1, 8);
+  solo.collnet = true;
+  s = spec(FAB_COLL_ALLREDUCE, FAB_ALGO_COLLNET_CHAIN, 1 << 20, 8);
+  fails_with(&solo, &s, "collnet-chain needs ranks on at least two nodes");
   s = spec(FAB_COLL_ALLREDUCE, FAB_ALGO_COLLNET, 1 << 20, 8);
   fails_with(&two, &s, "collnet needs SHARP"); /* two has none */
   h.collnet = false;

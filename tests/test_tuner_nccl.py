@@ -34,17 +34,21 @@ SCEN = os.path.join(SRC, "scenarios", "validation")
 # Indices as in NCCL (plugin/nccl_tuner.h): algorithms, protocols.
 TREE, RING, COLLNET_DIRECT, COLLNET_CHAIN, NVLS, NVLS_TREE, PAT = range(7)
 LL, LL128, SIMPLE = range(3)
-ALGO = {TREE: "tree", RING: "ring", NVLS: "nvls", NVLS_TREE: "nvls-tree", PAT: "pat"}
+ALGO = {TREE: "tree", RING: "ring", NVLS: "nvls", NVLS_TREE: "nvls-tree", PAT: "pat",
+        COLLNET_DIRECT: "collnet-direct", COLLNET_CHAIN: "collnet-chain"}
 PROTO = {LL: "ll", LL128: "ll128", SIMPLE: "simple"}
 INF = float("inf")
 
 # tuning.cc:139-144 nvlsEfficiency [Volta, Ampere, Hopper, Blackwell]
 NVLS_EFF = (0.0, 0.0, 0.85, 0.74)
 # tuning.cc:150-155 baseLatencies [algo][LL, LL128, Simple] (us); CollNet/NVLS rows are 0
-BASE_LAT = {TREE: (6.8, 14.0, 8.4), RING: (6.6, 14.0, 8.4), NVLS: (0, 0, 0), NVLS_TREE: (0, 0, 0), PAT: (8.0, 8.0, 8.0)}
+BASE_LAT = {TREE: (6.8, 14.0, 8.4), RING: (6.6, 14.0, 8.4), NVLS: (0, 0, 0), NVLS_TREE: (0, 0, 0), PAT: (8.0, 8.0, 8.0),
+            COLLNET_DIRECT: (0, 0, 0), COLLNET_CHAIN: (0, 0, 0)}
 # tuning.cc:157-175 hwLatencies, NVLINK (:159-162) and NET (:171-174) rows (PCI unused: all GPUs on NVLink)
-HW_NVL = {TREE: (0.6, 1.25, 4.0), RING: (0.6, 1.9, 3.4), NVLS: (0, 0, 25), NVLS_TREE: (0, 0, 25), PAT: (0, 0, 4.0)}
-HW_NET = {TREE: (5.0, 8.5, 14), RING: (2.7, 4.0, 14.0), NVLS: (0, 0, 18), NVLS_TREE: (0, 0, 20.9), PAT: (0, 0, 14)}
+HW_NVL = {TREE: (0.6, 1.25, 4.0), RING: (0.6, 1.9, 3.4), NVLS: (0, 0, 25), NVLS_TREE: (0, 0, 25), PAT: (0, 0, 4.0),
+          COLLNET_DIRECT: (0, 0, 3.7), COLLNET_CHAIN: (0, 0, 2.8)}
+HW_NET = {TREE: (5.0, 8.5, 14), RING: (2.7, 4.0, 14.0), NVLS: (0, 0, 18), NVLS_TREE: (0, 0, 20.9), PAT: (0, 0, 14),
+          COLLNET_DIRECT: (0, 0, 31), COLLNET_CHAIN: (0, 0, 30)}
 # tuning.cc:178-183 llMaxBws [row][N1, N2, N4]: row = compcap on 1 node, else 0 Intel / 1 AMD (:268-271)
 LL_MAX = ((39.0, 39.0, 20.4), (87.7, 22.5, 19.0), (141.0, 45.0, 35.0), (282.0, 90.0, 70.0))
 # tuning.cc:185-211 per-channel ceilings [compcap][N1, N2, N4]
@@ -76,7 +80,7 @@ PCI_BW, MAXCHANNELS = 12.0, 64                      # topo.h:25, device.h:91
 # 400 Gb/s = 50 GB/s (topo.cc:416-418). One NIC per GPU; GPU and NIC behind one PCIe switch.
 # netbw: comm->minNetBw, the GPU->NIC path bw (topo.cc:379-399): 24 A100, 48 H100/B200 (PCIe).
 G = namedtuple("G", "nch intra inter")
-Shape = namedtuple("Shape", "name scenario cc nodes ppn ring tree nvls netbw cpu")
+Shape = namedtuple("Shape", "name scenario cc nodes ppn ring tree nvls netbw cpu sharp sets", defaults=(False, ()))
 A100_1 = G(12, 20.0, 20.0)   # 40: 6 ch x 40 = 240 = totalBw, done; dup -> 12 x 20; 30 x 12 > 240
 A100_N = G(8, 24.0, 24.0)    # maxBw 24 (PCIe): 1 ch per NIC (25 GB/s) x 8 = 192; 16 ch x 12 = 192 no better; no dup (< 25)
 A100_NT = G(8, 30.0, 24.0)   # tree pass 2 raises bwIntra 24 -> 28 -> 30 (8 x 30 = 240 fits), 48 does not
@@ -104,6 +108,22 @@ SHAPES = [
     Shape("dgx-b200 x1", "dgx-b200", 100, 1, 8, B200_1, B200_1, B200_NVLS_1, 48.0, "intel"),
     Shape("b200 x2 roce", "b200-roce", 100, 2, 8, B200_N, B200_NT, B200_NVLS_N, 48.0, "intel"),
     Shape("b200 x4 roce", "b200-roce", 100, 4, 8, B200_N, B200_NT, B200_NVLS_N, 48.0, "intel"),
+    # SHARP in the switches (NCCL with the SHARP plugin: collnetEnable): NVLS across nodes, CollNet Direct
+    # and Chain join the table. Their graphs (init.cc:1189-1200): the chain's is searched as the tree's
+    # (pattern TREE, channels as the ring's), taken as H100_N; the Direct graph's one channel per NIC
+    # head (8) at the ring's speed is an assumption (its search, pattern COLLNET_DIRECT, not derived here).
+    # On H100 the chain graph's bwIntra equals its bwInter, so connect.cc:466-469 adds no channels.
+    # Not covered: DGX A100 with SHARP, where the chain graph's bwIntra 30 > bwInter 24 makes NCCL launch
+    # 1.5 x the channels for every algorithm (connect.cc:466-469), which fabsim does not model.
+    Shape("dgx-h100 x2 ib sharp", "dgx-h100-ib", 90, 2, 8, H100_N, H100_N, H100_NVLS_N, 48.0, "intel", True),
+    Shape("dgx-h100 x4 ib sharp", "dgx-h100-ib", 90, 4, 8, H100_N, H100_N, H100_NVLS_N, 48.0, "intel", True),
+    Shape("dgx-h100 x16 ib sharp", "dgx-h100-ib", 90, 16, 8, H100_N, H100_N, H100_NVLS_N, 48.0, "intel", True),
+    # NVLS off (NCCL_NVLS_ENABLE=0; fabsim cluster.nvlink.nvls: false): CollNet Direct and Chain against the
+    # ring and the tree.
+    Shape("dgx-h100 x4 ib sharp no-nvls", "dgx-h100-ib", 90, 4, 8, H100_N, H100_N, None, 48.0, "intel", True,
+          ("cluster.nvlink.nvls=false",)),
+    Shape("dgx-h100 x16 ib sharp no-nvls", "dgx-h100-ib", 90, 16, 8, H100_N, H100_N, None, 48.0, "intel", True,
+          ("cluster.nvlink.nvls=false",)),
 ]
 # cpu: the preset's host CPU (cluster.cpu). DGX H100/B200 and GCP A4 are Intel; DGX A100 has AMD EPYC,
 # where NCCL takes llMaxBws row 1 and a 2 us net overhead (one node: no difference).
@@ -146,9 +166,14 @@ def tune_model(s, op):
     net_overhead = 2.0 if s.cpu == "amd" else 1.0                                 # :228-233
     ar = op == "allreduce"
     nsteps = 2 * (n - 1) if ar else n - 1                                         # :289-291
-    graphs = {TREE: s.tree, RING: s.ring, NVLS: s.nvls, NVLS_TREE: s.nvls, PAT: s.tree}  # init.cc:980-981
+    graphs = {TREE: s.tree, RING: s.ring, NVLS: s.nvls, NVLS_TREE: s.nvls, PAT: s.tree,  # init.cc:980-981
+              COLLNET_CHAIN: s.tree, COLLNET_DIRECT: G(min(ppn, 8), s.ring.intra, s.ring.inter)}
     out = {}
-    for a in (TREE, RING, NVLS, NVLS_TREE, PAT):
+    for a in (TREE, RING, COLLNET_DIRECT, COLLNET_CHAIN, NVLS, NVLS_TREE, PAT):
+        if a in (COLLNET_DIRECT, COLLNET_CHAIN) and not (s.sharp and ar and N > 1):   # tuning.cc:503-509
+            continue
+        if a == COLLNET_DIRECT and ppn > 8:          # connect.cc:474 (NCCL_MAX_DIRECT_ARITY + 1)
+            continue
         if not ar and a not in (PAT, RING, NVLS):                                 # :295-297
             continue
         if ar and a == PAT:                                                       # :298
@@ -158,14 +183,15 @@ def tune_model(s, op):
             continue
         if a == NVLS_TREE and N == 1:     # :501-502
             continue
-        if a == NVLS and N > 1:           # needs CollNet/SHARP (:504-506, enqueue.cc:2008): absent
+        if a == NVLS and N > 1 and not s.sharp:   # needs CollNet/SHARP (:504-506, enqueue.cc:2008)
             continue
         if a == PAT and ppn != 1:         # ncclPatEnable: 1 GPU per node only (:216-223)
             continue
         for p in (LL, LL128, SIMPLE):
-            if a in (NVLS, NVLS_TREE, PAT) and p != SIMPLE:                      # :301-304
+            if a in (NVLS, NVLS_TREE, PAT, COLLNET_DIRECT, COLLNET_CHAIN) and p != SIMPLE:   # :301-304, :338-339
                 continue
-            bw = g.intra if N <= 2 else g.inter                                   # :306
+            collnet = a in (COLLNET_DIRECT, COLLNET_CHAIN)
+            bw = g.intra if N <= 2 or collnet else g.inter                        # :305-306
             if a in (NVLS, NVLS_TREE):                                            # :307-323
                 if g.nch < 2:
                     continue
@@ -186,6 +212,12 @@ def tune_model(s, op):
                 bus = min(bus * (7.0 / 9.0 if N == 1 else 120.0 / 128.0), g.nch * TREE_LL128[cci][i2])
             if a == PAT:                  # (maxTreePattern is the balanced tree here: no .85)
                 bus *= .75
+            if a == COLLNET_DIRECT:       # :340-350: the GPU-to-NIC factor, less half its excess
+                factor = ppn / g.nch
+                factor -= (factor - 1) / 2
+                bus /= factor
+                if s.cc >= 90:
+                    bus *= .85
             if ar or a == RING:           # bus -> algorithm bw; non-ring AG/RS stay bus bw (:377-382)
                 bus *= n / nsteps if a in (RING, NVLS, NVLS_TREE) else .5
             lat = BASE_LAT[a][p]                                                  # :384-435
@@ -201,6 +233,10 @@ def tune_model(s, op):
                 lat = intra_lat + (inter_lat if N > 1 else 0)
             elif a == NVLS_TREE:
                 lat += intra_lat + 2 * log2i(N) * inter_lat
+            elif a == COLLNET_DIRECT:                                             # :418-421
+                lat += 2 * (min(1, ppn - 1) * intra_lat + (ppn - 1) * 0.4) + inter_lat
+            elif a == COLLNET_CHAIN:                                              # :422-423
+                lat += 2 * (ppn - 1) * intra_lat + inter_lat
             elif a == PAT:
                 lat += log2i(N) * (inter_lat / 3.5) + n * 2.8
             # LL128 auto-enable (:518-535): NVLink inside, NIC behind the GPU's PCIe switch (PIX/PXB)
@@ -223,8 +259,15 @@ def algo_time(s, op, a, p, lat, bw, nbytes):
 
 def channels(s, a, p, nbytes):
     """topoGetAlgoInfo's channel count (enqueue.cc:2070-2096)."""
+    if a == NVLS and s.nodes > 1:
+        return min(nvls_channels(s), comm_channels(s))     # :2084-2086
     if a in (NVLS, NVLS_TREE):
         return nvls_channels(s)           # single node, or NVLS_TREE: no size reduction
+    if a == COLLNET_CHAIN:                # the ring/tree loop with NCCL_MAX_NTHREADS 640, threshold 512 (tuning.cc:595)
+        nc = comm_channels(s)
+        while nbytes < nc * 640 * 512 and nc >= 2:
+            nc -= 1
+        return nc
     ring_simple = 256 if s.ring.intra * s.ring.nch <= PCI_BW else SIMPLE_NT      # tuning.cc:244-249
     nt = {LL: LL_NT, LL128: LL128_NT, SIMPLE: ring_simple if a == RING else SIMPLE_NT}[p]
     thr = THRESH[p] * (s.nodes * s.ppn if (a == RING and p == LL) else 1)
@@ -261,6 +304,10 @@ def fabsim_choices(s, op, sizes):
         cmd = [FABSIM, "validate", "--explain", os.path.join(SCEN, s.scenario + ".yaml"),
                "--set", "workload.sizes=[%s]" % ",".join(map(str, sizes[k:k + 16])),
                "--set", "workload.op=" + op, "--set", "cluster.nodes=%d" % s.nodes]
+        if s.sharp:
+            cmd += ["--set", "fabric.switch.sharp.enabled=true"]
+        for kv in s.sets:
+            cmd += ["--set", kv]
         for _ in range(20):               # the binary may be briefly missing during a rebuild
             if os.access(FABSIM, os.X_OK):
                 break
@@ -319,7 +366,8 @@ class TestTunerAgainstNccl(unittest.TestCase):
         # channels: NCCL's count for fabsim's own (algo, proto) at that size
         inv = {v: k for k, v in ALGO.items()}
         pinv = {v: k for k, v in PROTO.items()}
-        badch = [sz for sz, (a, p, c, _) in got.items() if c != channels(s, inv[a], pinv[p], sz)]
+        badch = [sz for sz, (a, p, c, _) in got.items()   # collnet-direct: fabsim runs a channel per head
+                 if inv[a] != COLLNET_DIRECT and c != channels(s, inv[a], pinv[p], sz)]
         if bad or badch:
             self.fail("fabsim differs from NCCL 2.30 beyond one size step or in channels\n"
                       + table_text(s, op, sizes, ref, got, bad, badch))
@@ -360,7 +408,7 @@ def _add(s, op):
 
 
 for _s in SHAPES:
-    for _op in OPS:
+    for _op in OPS if not _s.sharp else ("allreduce",):   # SHARP: fabsim reduces in the network for allreduce only
         setattr(TestTunerAgainstNccl, "test_%s_%s" % (re.sub(r"\W+", "_", _s.name), _op.replace("-", "_")),
                 _add(_s, _op))
 

@@ -868,3 +868,79 @@ void fab_coll__run_collnet(Ex *x, const Groups *nodes, uint32_t L, bool nvls, ui
   g_free(sh), g_free(in), g_free(rs), g_free(ag), g_free(up), g_free(dn), g_free(deps);
   fab_coll__phase_end(x, FAB_MARK_COLL_END, end);
 }
+
+/* NCCL's CollNet Chain (src/device/all_reduce.h, connect.cc): channel c's
+** chain runs through each node's ranks from its head, local index c mod L
+** (NCCL's chain graph starts each channel at the GPU nearest that channel's
+** NIC), on round the node. The channel's pieces go up the chain, the last
+** rank first, each rank reducing what it receives with its own data and
+** sending the sum on; the head sends the node's sum into the SHARP
+** reduction of the channel's heads across the nodes, and the result comes
+** back down the chain, each rank keeping it and passing it on. Every chain
+** edge is a connection each way (a piece waits for its slot); pieces
+** pipeline. One rank a node: the heads alone, one reduction a piece. */
+void fab_coll__run_collnet_chain(Ex *x, const Groups *nodes, uint32_t L, uint32_t *end) {
+  uint64_t S = x->c->bytes;
+  uint32_t N = nodes->ng, C = fab_coll__chans(x, S, 1);
+  uint64_t *cb = g_new(uint64_t, C), pmax = 0;
+  for (uint32_t c = 0; c < C; c++) {
+    cb[c] = fab_coll__part(x, S, C, c);
+    pmax = MAX(pmax, fab_coll__ceil_div(cb[c], x->chunk));
+  }
+  /* per (channel, node, chain position p): the connection from p up to p - 1 and the one from p - 1 down to
+  ** p, their latest pieces and numbers; the head's latest reduction per (channel, node) */
+  size_t nk = (size_t)C * N * L;
+  Conn *cu = conns_new(x, nk), *cd = conns_new(x, nk);
+  uint32_t *up = g_new(uint32_t, nk), *dn = g_new(uint32_t, nk), *up_m = g_new(uint32_t, nk), *dn_m = g_new(uint32_t, nk);
+  uint32_t *sh = g_new(uint32_t, (size_t)C * N), deps[4];
+  memset(sh, 0xff, (size_t)C * N * sizeof *sh);
+  for (uint64_t j = 0; j < pmax && !x->over; j++)
+    for (uint32_t c = 0; c < C && !x->over; c++) {
+      if (j >= fab_coll__ceil_div(cb[c], x->chunk)) continue;
+      uint64_t b = piece_size(cb[c], x->chunk, j);
+      unsigned first = j == 0 ? F_READY : 0;
+      x->chan = c;
+#define RANK(m, p) nodes->mem[nodes->off[m] + (c + (p)) % L]
+      for (uint32_t m = 0; m < N && !x->over; m++) /* up the chain, reduced at every rank */
+        for (uint32_t p = L - 1; p >= 1 && !x->over; p--) {
+          size_t k = ((size_t)c * N + m) * L + p;
+          uint32_t nd = 0;
+          if (p + 1 < L) deps[nd++] = up[k + 1];
+          nd = conn_deps(x, &cu[k], deps, nd);
+          unsigned fl = F_REDUCE | first | (p + 1 == L && j == 0 ? F_LAUNCH : 0);
+          uint32_t op = fab_coll__flow(x, RANK(m, p), RANK(m, p - 1), b, fl, deps, nd);
+          if (op == FAB_OP_NONE) break;
+          if (p + 1 < L) conn_consumed(x, &cu[k + 1], up_m[k + 1], op | FAB_DEP_SENT);
+          up_m[k] = conn_push(x, &cu[k], op);
+          up[k] = op;
+        }
+      uint32_t group = x->d->groups++;
+      for (uint32_t m = 0; m < N && !x->over; m++) { /* the heads' sums, reduced across the nodes */
+        size_t k = ((size_t)c * N + m) * L + 1, h = (size_t)c * N + m;
+        uint32_t nd = 0;
+        if (L > 1) deps[nd++] = up[k];
+        if (sh[h] != FAB_OP_NONE) deps[nd++] = sh[h] | FAB_DEP_SENT;
+        sh[h] = fab_coll__nvls_op(x, RANK(m, 0), group, b, FAB_NVLS_OP_SHARP, L == 1 && j == 0 ? F_LAUNCH | F_READY : 0,
+                                  deps, nd);
+        if (L > 1) conn_consumed(x, &cu[k], up_m[k], sh[h] | FAB_DEP_SENT);
+      }
+      for (uint32_t m = 0; m < N && !x->over; m++) /* the result down the chain */
+        for (uint32_t p = 1; p < L && !x->over; p++) {
+          size_t k = ((size_t)c * N + m) * L + p;
+          uint32_t nd = 0;
+          deps[nd++] = p == 1 ? sh[(size_t)c * N + m] : dn[k - 1];
+          nd = conn_deps(x, &cd[k], deps, nd);
+          uint32_t op = fab_coll__flow(x, RANK(m, p - 1), RANK(m, p), b, first, deps, nd);
+          if (op == FAB_OP_NONE) break;
+          if (p > 1) conn_consumed(x, &cd[k - 1], dn_m[k - 1], op | FAB_DEP_SENT);
+          dn_m[k] = conn_push(x, &cd[k], op);
+          dn[k] = op;
+          if (p + 1 == L) conn_consumed(x, &cd[k], dn_m[k], op); /* the last rank keeps it */
+        }
+#undef RANK
+    }
+  conns_free(cu);
+  conns_free(cd);
+  g_free(up), g_free(dn), g_free(up_m), g_free(dn_m), g_free(sh), g_free(cb);
+  fab_coll__phase_end(x, FAB_MARK_COLL_END, end);
+}

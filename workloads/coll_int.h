@@ -28,7 +28,7 @@
 ** rows are indexed by islands 1 / 2 / more. */
 
 enum { HW_NVL = 0, HW_NET = 1 };
-enum { ROW_TREE = 0, ROW_RING, ROW_NVLS, ROW_NVLS_TREE, ROW_PAT, ROW_COLLNET, ROW_N };
+enum { ROW_TREE = 0, ROW_RING, ROW_NVLS, ROW_NVLS_TREE, ROW_PAT, ROW_COLLNET, ROW_CHAIN, ROW_N };
 
 extern const double fab_coll__base_lat[ROW_N][3];
 extern const double fab_coll__hw_lat[2][ROW_N][3];
@@ -73,7 +73,7 @@ static inline uint64_t fab_coll__ceil_div(uint64_t a, uint64_t b) { return a / b
 static inline bool fab_coll__proto_ok(FabCollAlgo a, FabProto p) {
   return p == FAB_PROTO_SIMPLE ||
          !(a == FAB_ALGO_NVLS || a == FAB_ALGO_NVLS_TREE || a == FAB_ALGO_PAT || a == FAB_ALGO_COLLNET ||
-           a == FAB_ALGO_CE);
+           a == FAB_ALGO_CE || a == FAB_ALGO_COLLNET_DIRECT || a == FAB_ALGO_COLLNET_CHAIN);
 }
 
 /* ---- groups of ranks (collective.c) ---------------------------------------- */
@@ -145,6 +145,10 @@ bool fab_coll__ofi_region(FabOfiPlatform platform, FabCollOp op, uint64_t bytes,
                           bool (*allowed)(FabCollAlgo a, FabProto p, void *ctx), void *ctx, FabCollAlgo *a,
                           FabProto *p);
 
+/* NCCL's allreduce bandwidth for NVLS (GB/s of algorithm bandwidth), which
+** sets NVLS's chunk across nodes. */
+double fab_coll__nvls_ar_bw(const Topo *t);
+
 /* NCCL's channel count for algorithm a, protocol p, `bytes`. */
 uint32_t fab_coll__auto_channels(const Topo *t, FabCollAlgo a, FabProto p, uint64_t bytes);
 
@@ -202,6 +206,10 @@ typedef struct Ex {
                     ** fab_coll__flow */
 } Ex;
 
+/* NCCL's pipelining unit for x's algorithm and protocol (tuner.c): the
+** piece in bytes; sets x->spc and x->window. */
+uint64_t fab_coll__default_chunk(Ex *x, const Topo *t);
+
 /* The ops of an expansion (collective.c). */
 uint64_t fab_coll__part(const Ex *x, uint64_t total, uint64_t parts, uint64_t i);
 uint32_t fab_coll__chans(const Ex *x, uint64_t bytes, uint64_t parts);
@@ -248,10 +256,18 @@ void fab_coll__send_recv(Ex *x, uint64_t bytes);
 void fab_coll__ce(Ex *x, uint64_t bytes, bool a2a);
 void fab_coll__run_nvls(Ex *x);
 void fab_coll__run_nvls_tree(Ex *x, const Groups *dom, uint32_t G, uint32_t *end);
-/* CollNet (SHARP): see coll_algos.c. nvls: the nodes' NVSwitches reduce and
-** multicast inside each node (NCCL's NVLS with SHARP across nodes), else
-** direct flows to and from the node's heads (NCCL's CollNet Direct). */
+/* In-network allreduce (SHARP): see coll_algos.c. nvls: the nodes' NVSwitches
+** reduce and multicast inside each node (NCCL's NVLS with SHARP across
+** nodes), else direct flows to and from the node's heads (NCCL's CollNet
+** Direct). The chain: NCCL's CollNet Chain. */
 void fab_coll__run_collnet(Ex *x, const Groups *nodes, uint32_t L, bool nvls, uint32_t *end);
+void fab_coll__run_collnet_chain(Ex *x, const Groups *nodes, uint32_t L, uint32_t *end);
+
+/* Whether algorithm a over t's ranks reduces in the network (SHARP). */
+static inline bool fab_coll__in_network(FabCollAlgo a, uint32_t domains) {
+  return a == FAB_ALGO_COLLNET || a == FAB_ALGO_COLLNET_DIRECT || a == FAB_ALGO_COLLNET_CHAIN ||
+         (a == FAB_ALGO_NVLS && domains > 1);
+}
 void fab_coll__run_hierarchical(Ex *x, const Groups *nodes, uint32_t L, uint32_t *end);
 
 #endif

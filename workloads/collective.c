@@ -132,7 +132,8 @@
 const char *const fab_coll_op_names[FAB_COLL_N + 1] = {"allreduce", "allgather", "reduce-scatter", "broadcast",
                                                        "reduce", "all-to-all", "send-recv", NULL};
 const char *const fab_coll_algo_names[FAB_ALGO_N + 1] = {"auto", "ring", "tree", "nvls", "nvls-tree", "hierarchical",
-                                                         "pat", "pairwise", "collnet", "ce", NULL};
+                                                         "pat", "pairwise", "collnet", "ce", "collnet-direct",
+                                                         "collnet-chain", NULL};
 const char *const fab_proto_names[FAB_PROTO_N + 1] = {"auto", "simple", "ll128", "ll", NULL};
 const char *const fab_cta_policy_names[3] = {"default", "zero", NULL};
 
@@ -418,71 +419,6 @@ uint32_t fab_coll__even_groups(const Groups *g) {
 /* ------------------------------------------------------------------------ */
 /* What the cost model knows of a collective's placement. */
 
-/* NCCL's pipelining unit for algorithm a, protocol p (see the top): the
-** piece, and for rings the pieces per step and the pieces a connection holds
-** (NCCL_STEPS = 8 slots of a step each; a Simple ring slice takes 2). */
-static uint64_t default_chunk(Ex *x, const Topo *t) {
-  FabCollOp op = x->c->op;
-  bool ring_simple = x->algo == FAB_ALGO_RING && x->proto == FAB_PROTO_SIMPLE &&
-                     (op == FAB_COLL_ALLREDUCE || op == FAB_COLL_ALLGATHER || op == FAB_COLL_REDUCE_SCATTER);
-  if (x->algo == FAB_ALGO_HIERARCHICAL && x->proto == FAB_PROTO_SIMPLE) ring_simple = true;
-  x->spc = ring_simple ? 2 : 1;
-  x->window = ring_simple ? 4 : 8;
-  if (x->proto == FAB_PROTO_LL) return 32768;
-  if (x->proto == FAB_PROTO_LL128 && x->algo == FAB_ALGO_TREE) {
-    /* NCCL halves an LL128 tree's step (614400 bytes of lines) while a
-    ** channel holds few pieces per tree step (enqueue.cc: nstepsLL128 =
-    ** 1 + log2 nNodes + 0.1 ppn; while nBytes / (nChannels x chunk) <
-    ** nsteps x 64 / ppn, down to 128 KiB; < nsteps x 16 / ppn, down to
-    ** 32 KiB of lines); the data is 120 of every 128 bytes */
-    uint64_t ch = 614400, per = x->c->bytes / MAX(x->channels, 1u);
-    uint32_t N = MAX(t->nodes, 1u);
-    double ppn = (double)t->n / N, nsteps = 1 + MAX(fab_coll__log2i(N), 0) + 0.1 * ppn;
-    while ((double)(per / ch) < nsteps * 64 / ppn && ch > 131072) ch /= 2;
-    while ((double)(per / ch) < nsteps * 16 / ppn && ch > 32768) ch /= 2;
-    return ch / 128 * 120;
-  }
-  if (x->proto == FAB_PROTO_LL128) return 576000;
-  switch (x->algo) {
-  case FAB_ALGO_RING:
-    if (op == FAB_COLL_SEND_RECV) break;
-    return ring_simple ? 1048576 : 524288; /* a 2 MiB chunk in two slices; chains: one 512 KiB step */
-  case FAB_ALGO_HIERARCHICAL:
-    return 1048576;
-  case FAB_ALGO_TREE:
-    return 524288; /* one step; NCCL 2.20 and later no longer halve it */
-  case FAB_ALGO_NVLS_TREE: {
-    /* NCCL_NVLS_CHUNKSIZE 128 KiB, NCCL_NVLSTREE_MAX_CHUNKSIZE 64 KiB from 4
-    ** nodes; smaller while the data would not fill the heads and channels
-    ** (enqueue.cc: < 4 x ops x chunk: 64 KiB; < ops x chunk: 32 KiB) */
-    uint64_t ch = t->islands >= 4 ? 65536 : 131072, ops = (uint64_t)MAX(x->channels, 1u) * MAX(t->per_domain, 1u);
-    if (x->c->bytes < 4 * ops * ch) ch = MIN(ch, 65536);
-    if (x->c->bytes < ops * ch) ch = 32768;
-    return ch;
-  }
-  case FAB_ALGO_NVLS:
-    return MAX(x->c->bytes, 1);
-  case FAB_ALGO_COLLNET: {
-    /* NCCL's CollNet Direct (enqueue.cc): a Simple step of 512 KiB per head, halved while a head holds fewer
-    ** than 64 of them (down to 128 KiB), then fewer than 8 (down to 32 KiB) */
-    uint64_t ch = 524288, heads = MAX(t->n / MAX(t->nodes, 1u), 1u);
-    while (x->c->bytes / (heads * ch) < 64 && ch > 131072) ch /= 2;
-    while (x->c->bytes / (heads * ch) < 8 && ch > 32768) ch /= 2;
-    return ch;
-  }
-  case FAB_ALGO_CE: /* one copy per peer, whole */
-    return MAX(fab_coll__ceil_div(x->c->bytes, x->n), 1);
-  default:
-    break;
-  }
-  if (x->algo == FAB_ALGO_PAT) return 524288;
-  /* p2p: NCCL_P2P_NVL_CHUNKSIZE 512 KiB inside one NVLink domain, else
-  ** NCCL_P2P_NET_CHUNKSIZE 128 KiB (a quarter below one chunk, half below 8) */
-  if (t->domains == 1) return 524288;
-  uint64_t per = x->c->bytes / MAX(t->n, 1u);
-  return per < 131072 ? 32768 : per < 8 * 131072 ? 65536 : 131072;
-}
-
 /* An upper bound of the pieces of `bytes` cut into at most `parts` parts,
 ** then into chunks. */
 static double pcs(const Ex *x, double bytes, double parts) {
@@ -519,8 +455,8 @@ static double estimate(const Ex *x, uint32_t G, uint32_t L) {
   case FAB_ALGO_TREE:
     f = 2 * (n - 1) * pieces2(x, B, x->channels, 2);
     break;
-  case FAB_ALGO_NVLS:
-    f = n;
+  case FAB_ALGO_NVLS: /* across nodes: per loop, each rank's two NVLS ops and a reduction */
+    f = G < n && L ? ceil(S / ((double)L * (double)x->chunk)) * n * 3 : n;
     break;
   case FAB_ALGO_NVLS_TREE: {
     double D = n / MAX(G, 1u);
@@ -541,8 +477,11 @@ static double estimate(const Ex *x, uint32_t G, uint32_t L) {
   case FAB_ALGO_CE:
     f = 3 * n * (n - 1); /* flags, copies, flags */
     break;
-  case FAB_ALGO_COLLNET: /* per loop: in each node L(L-1) flows up and down (or two NVLS ops each), n reductions */
+  case FAB_ALGO_COLLNET_DIRECT: /* per loop: in each node L(L-1) flows up and down, n reductions */
     f = ceil(S / ((double)MAX(L, 1u) * (double)x->chunk)) * n * (2.0 * MAX(L, 2u) - 1);
+    break;
+  case FAB_ALGO_COLLNET_CHAIN: /* per piece of a channel: each rank one flow up, one down (the head: a reduction) */
+    f = 2 * n * pieces2(x, B, x->channels, 1);
     break;
   default:
     break;
@@ -577,12 +516,16 @@ static gboolean check(const Ex *x, const Topo *t, const Groups *nodes, const Gro
     if (!env->nvls)
       return fail(err, "nvls needs an NVSwitch that reduces (sm90 and later; cluster.nvlink.nvls not false), and this "
                   "cluster's has none");
-    if (t->domains != 1) {
+    if (t->domains != 1 && !env->collnet) {
       uint32_t i = other_domain(x);
-      return fail(err, "nvls needs all ranks in one NVLink domain, but rank 0 (endpoint %u) and rank %u (endpoint "
-                  "%u) are in different domains of %u: use nvls-tree across domains", x->ep[0], i, x->ep[i],
-                  env->nvl_domain);
+      return fail(err, "nvls needs all ranks in one NVLink domain, or SHARP in the switches between them "
+                  "(fabric.switch.sharp.enabled: true), but rank 0 (endpoint %u) and rank %u (endpoint %u) are in "
+                  "different domains of %u: use nvls-tree across domains", x->ep[0], i, x->ep[i], env->nvl_domain);
     }
+    if (t->domains != 1 && (env->nvl_domain % env->gpus_per_node || !fab_coll__even_groups(nodes) ||
+                            fab_coll__even_groups(nodes) < 2))
+      return fail(err, "nvls across nodes (SHARP between them) needs NVLink domains of whole nodes and the same "
+                  "number of ranks, at least 2, on every node");
     break;
   case FAB_ALGO_NVLS_TREE:
     if (op != FAB_COLL_ALLREDUCE) return fail(err, "nvls-tree runs allreduce only (not %s)", fab_coll_op_names[op]);
@@ -610,10 +553,20 @@ static gboolean check(const Ex *x, const Topo *t, const Groups *nodes, const Gro
     if (op != FAB_COLL_ALL_TO_ALL) return fail(err, "pairwise runs all-to-all only (not %s)", fab_coll_op_names[op]);
     break;
   case FAB_ALGO_COLLNET:
-    if (op != FAB_COLL_ALLREDUCE) return fail(err, "collnet runs allreduce only here (not %s)", fab_coll_op_names[op]);
-    if (!env->collnet) return fail(err, "collnet needs SHARP in the switches (fabric.switch.sharp.enabled: true)");
-    if (nodes->ng < 2) return fail(err, "collnet needs ranks on at least two nodes (all %u are on one)", x->n);
-    if (!fab_coll__even_groups(nodes)) return fail(err, "collnet needs the same number of ranks on every node");
+  case FAB_ALGO_COLLNET_DIRECT:
+  case FAB_ALGO_COLLNET_CHAIN:
+    if (op != FAB_COLL_ALLREDUCE) return fail(err, "%s runs allreduce only here (not %s)", an, fab_coll_op_names[op]);
+    if (!env->collnet) return fail(err, "%s needs SHARP in the switches (fabric.switch.sharp.enabled: true)", an);
+    if (nodes->ng < 2) return fail(err, "%s needs ranks on at least two nodes (all %u are on one)", an, x->n);
+    if (!fab_coll__even_groups(nodes)) return fail(err, "%s needs the same number of ranks on every node", an);
+    if (a == FAB_ALGO_COLLNET_DIRECT && (!env->nvl_domain || t->nvl <= 0))
+      return fail(err, "collnet-direct needs an NVSwitch in each node (NCCL disables it elsewhere): use "
+                  "collnet-chain");
+    if (a == FAB_ALGO_COLLNET_DIRECT && fab_coll__even_groups(nodes) > 8)
+      return fail(err, "collnet-direct takes at most 8 ranks a node (NCCL_MAX_DIRECT_ARITY + 1), here %u: use "
+                  "collnet-chain", fab_coll__even_groups(nodes));
+    if (a == FAB_ALGO_COLLNET) /* the tuner found none of the three */
+      return fail(err, "collnet found none of NCCL's in-network algorithms for these ranks");
     break;
   case FAB_ALGO_CE:
     if (op != FAB_COLL_ALLGATHER && op != FAB_COLL_ALL_TO_ALL)
@@ -683,7 +636,7 @@ static void G_GNUC_PRINTF(2, 3) warn_once(GPtrArray *w, const char *fmt, ...) {
 static gboolean size_pieces(Ex *x, const Topo *t, const Groups *nodes, const Groups *dom, uint32_t cap, double *est_out,
                             GError **err) {
   const FabCollSpec *c = x->c;
-  uint64_t def = default_chunk(x, t);
+  uint64_t def = fab_coll__default_chunk(x, t);
   x->chunk = c->chunk ? c->chunk : def;
   uint32_t G = x->env->nvl_domain ? fab_coll__even_groups(dom) : 1, L = fab_coll__even_groups(nodes);
   double est = estimate(x, G, L);
@@ -775,6 +728,10 @@ static void run_whole(FabCollGen *g) {
     fab_coll__phase_end(x, FAB_MARK_COLL_END, endv);
     break;
   case FAB_ALGO_NVLS:
+    if (n > 1 && S && g->dom.ng > 1) { /* across nodes: SHARP between them */
+      fab_coll__run_collnet(x, &g->nodes, fab_coll__even_groups(&g->nodes), true, endv);
+      break;
+    }
     if (n > 1 && S) fab_coll__run_nvls(x);
     fab_coll__phase_end(x, FAB_MARK_COLL_END, endv);
     break;
@@ -797,10 +754,11 @@ static void run_whole(FabCollGen *g) {
     fab_coll__ce(x, S, c->op == FAB_COLL_ALL_TO_ALL);
     fab_coll__phase_end(x, FAB_MARK_COLL_END, endv);
     break;
-  case FAB_ALGO_COLLNET: {
+  case FAB_ALGO_COLLNET_DIRECT:
+  case FAB_ALGO_COLLNET_CHAIN: {
     uint32_t L = fab_coll__even_groups(&g->nodes);
-    bool nvls = x->env->nvls && L > 1 && x->env->nvl_domain % x->env->gpus_per_node == 0; /* nodes in domains */
-    if (S) fab_coll__run_collnet(x, &g->nodes, L, nvls, endv);
+    if (S && x->algo == FAB_ALGO_COLLNET_CHAIN) fab_coll__run_collnet_chain(x, &g->nodes, L, endv);
+    else if (S) fab_coll__run_collnet(x, &g->nodes, L, false, endv);
     else fab_coll__phase_end(x, FAB_MARK_COLL_END, endv);
     break;
   }
@@ -836,7 +794,7 @@ static gboolean collnet_trees(FabCollGen *g, FabCollSpec *s, GError **err) {
   }
   g->env.collnet = false; /* NCCL without CollNet: what its tuner picks then */
   *s = *c;
-  if (s->algorithm == FAB_ALGO_COLLNET) s->algorithm = FAB_ALGO_AUTO, s->protocol = FAB_PROTO_AUTO;
+  if (fab_coll__in_network(s->algorithm, 2)) s->algorithm = FAB_ALGO_AUTO, s->protocol = FAB_PROTO_AUTO;
   fab_coll_tune(&g->env, s);
   if (g->env.warnings)
     warn_once(g->env.warnings, "no SHARP tree for job %u's allreduce on %u ranks: %s; it falls back to %s/%s "
@@ -868,16 +826,18 @@ FabCollGen *fab_coll_begin(FabDag *d, const FabCollEnv *env, const FabCollSpec *
   env = &g->env;
   c = &g->c;
   FabCollSpec s = *c;
-  if (s.algorithm == FAB_ALGO_AUTO || s.protocol == FAB_PROTO_AUTO || !s.channels || s.cta_zero) fab_coll_tune(env, &s);
+  if (s.algorithm == FAB_ALGO_AUTO || s.algorithm == FAB_ALGO_COLLNET || s.protocol == FAB_PROTO_AUTO || !s.channels ||
+      s.cta_zero)
+    fab_coll_tune(env, &s);
   g->all = g_new(uint32_t, n);
   for (uint32_t i = 0; i < n; i++) g->all[i] = i;
   fab_coll__groups_make(&g->nodes, c->ranks, g->all, n, env->gpus_per_node);
   fab_coll__groups_make(&g->dom, c->ranks, g->all, n, env->nvl_domain ? env->nvl_domain : 1);
-  if (s.algorithm == FAB_ALGO_COLLNET && !collnet_trees(g, &s, err)) {
+  if (fab_coll__in_network(s.algorithm, g->dom.ng) && s.algorithm != FAB_ALGO_COLLNET && !collnet_trees(g, &s, err)) {
     fab_coll_gen_free(g);
     return NULL;
   }
-  if (s.algorithm == FAB_ALGO_COLLNET) s.channels = MAX(fab_coll__even_groups(&g->nodes), 1u); /* its heads */
+  if (s.algorithm == FAB_ALGO_COLLNET_DIRECT) s.channels = MAX(fab_coll__even_groups(&g->nodes), 1u); /* its heads */
   Topo t;
   fab_coll__topo_make(&t, env, &s);
   if (s.cta_zero && s.algorithm != FAB_ALGO_CE && n > 1 && env->warnings &&

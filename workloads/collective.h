@@ -10,7 +10,8 @@
 ** reduction inside one NVLink domain), NVLS+tree (NVLS inside each domain,
 ** a tree across domains), hierarchical (inside each node, then across nodes,
 ** then inside again), PAT (allgather, reduce-scatter), pairwise all-to-all,
-** collnet (allreduce over the fabric's SHARP trees: fab_coll__run_collnet),
+** NCCL's in-network allreduces over the fabric's SHARP trees (NVLS across
+** nodes, CollNet Direct, CollNet Chain: coll_algos.c),
 ** the ring / direct pattern of send-recv, and
 ** ce (NCCL's copy-engine allgather and all-to-all inside one NVLink domain,
 ** taken when cta_zero asks for it).
@@ -39,11 +40,14 @@ extern const char *const fab_coll_op_names[FAB_COLL_N + 1];  /* "allreduce", ...
 
 typedef enum {
   FAB_ALGO_AUTO = 0, FAB_ALGO_RING, FAB_ALGO_TREE, FAB_ALGO_NVLS, FAB_ALGO_NVLS_TREE, FAB_ALGO_HIERARCHICAL,
-  FAB_ALGO_PAT, FAB_ALGO_PAIRWISE, FAB_ALGO_COLLNET, FAB_ALGO_CE, FAB_ALGO_N
+  FAB_ALGO_PAT, FAB_ALGO_PAIRWISE, FAB_ALGO_COLLNET, FAB_ALGO_CE, FAB_ALGO_COLLNET_DIRECT, FAB_ALGO_COLLNET_CHAIN,
+  FAB_ALGO_N
 } FabCollAlgo;
-extern const char *const fab_coll_algo_names[FAB_ALGO_N + 1]; /* "auto", "ring", "tree", "nvls", "nvls-tree",
-                                                              ** "hierarchical", "pat", "pairwise", "collnet", "ce",
-                                                              ** NULL */
+/* "auto", "ring", "tree", "nvls", "nvls-tree", "hierarchical", "pat", "pairwise", "collnet", "ce",
+** "collnet-direct", "collnet-chain", NULL. FAB_ALGO_COLLNET is a choice, not an algorithm: NCCL's in-network
+** algorithms (nvls across nodes, collnet-direct, collnet-chain) as the tuner weighs them; fab_coll_tune
+** resolves it to one of them. */
+extern const char *const fab_coll_algo_names[FAB_ALGO_N + 1];
 
 typedef enum { FAB_PROTO_AUTO = 0, FAB_PROTO_SIMPLE, FAB_PROTO_LL128, FAB_PROTO_LL, FAB_PROTO_N } FabProto;
 extern const char *const fab_proto_names[FAB_PROTO_N + 1];   /* "auto", "simple", "ll128", "ll", NULL */

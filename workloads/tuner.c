@@ -37,9 +37,11 @@ const double fab_coll__base_lat[ROW_N][3] = {
 ** network otherwise (the simulator sends every other hop through the NIC). */
 const double fab_coll__hw_lat[2][ROW_N][3] = {
   [HW_NVL] = {[ROW_TREE] = {0.6, 1.25, 4.0}, [ROW_RING] = {0.6, 1.9, 3.4}, [ROW_NVLS] = {0, 0, 25},
-              [ROW_NVLS_TREE] = {0, 0, 25}, [ROW_PAT] = {0, 0, 4.0}, [ROW_COLLNET] = {0, 0, 3.7}},
+              [ROW_NVLS_TREE] = {0, 0, 25}, [ROW_PAT] = {0, 0, 4.0}, [ROW_COLLNET] = {0, 0, 3.7},
+              [ROW_CHAIN] = {0, 0, 2.8}},
   [HW_NET] = {[ROW_TREE] = {5.0, 8.5, 14}, [ROW_RING] = {2.7, 4.0, 14.0}, [ROW_NVLS] = {0, 0, 18},
-              [ROW_NVLS_TREE] = {0, 0, 20.9}, [ROW_PAT] = {0, 0, 14}, [ROW_COLLNET] = {0, 0, 31}},
+              [ROW_NVLS_TREE] = {0, 0, 20.9}, [ROW_PAT] = {0, 0, 14}, [ROW_COLLNET] = {0, 0, 31},
+              [ROW_CHAIN] = {0, 0, 30}},
 };
 /* llMaxBws' multi-node rows (N2, N4+): row 0 for Intel (and Arm) hosts, row 1
 ** for AMD (tuning.cc: AMD or mixed vendors take row 1, whose first column
@@ -304,14 +306,103 @@ void fab_coll__topo_make(Topo *t, const FabCollEnv *env, const FabCollSpec *c) {
 ** (topoGetAlgoInfo): the launched channels (NVLS: its CTAs), fewer while
 ** the data would leave a channel's threads idle (while bytes < nc x threads
 ** x threshold, nc--; thresholds 64 B a thread Simple, 8 LL (x n for the
-** ring) and LL128; 512 threads, 640 for LL128). */
+** ring) and LL128, 512 CollNet Chain; 512 threads, 640 for LL128 and the
+** chain). NVLS across nodes: min(NVLS CTAs, channels). */
 uint32_t fab_coll__auto_channels(const Topo *t, FabCollAlgo a, FabProto p, uint64_t bytes) {
+  if (a == FAB_ALGO_NVLS && t->domains > 1) return MAX(MIN(t->nvls_ch, t->nch), 1u); /* NVLS across nodes */
   if (a == FAB_ALGO_NVLS || a == FAB_ALGO_NVLS_TREE) return MAX(t->nvls_ch, 1u);
+  if (a == FAB_ALGO_COLLNET_DIRECT) return MAX(t->per_node, 1u); /* fabsim's Direct: a channel per head */
   uint32_t C = MAX(t->nch, 1u);
-  uint64_t nt = p == FAB_PROTO_LL128 ? 640 : 512;
-  uint64_t thr = p == FAB_PROTO_SIMPLE ? 64 : p == FAB_PROTO_LL && a == FAB_ALGO_RING ? 8ull * MAX(t->n, 1) : 8;
+  uint64_t nt = p == FAB_PROTO_LL128 || a == FAB_ALGO_COLLNET_CHAIN ? 640 : 512; /* NCCL_MAX_NTHREADS for chain */
+  uint64_t thr = a == FAB_ALGO_COLLNET_CHAIN ? 512 /* threadThresholds, tuning.cc */
+                 : p == FAB_PROTO_SIMPLE ? 64 : p == FAB_PROTO_LL && a == FAB_ALGO_RING ? 8ull * MAX(t->n, 1) : 8;
   while (C > 1 && bytes < (uint64_t)C * nt * thr) C--;
   return C;
+}
+
+/* NCCL's pipelining unit for algorithm a, protocol p (collective.c's top): the
+** piece, and for rings the pieces per step and the pieces a connection holds
+** (NCCL_STEPS = 8 slots of a step each; a Simple ring slice takes 2). */
+uint64_t fab_coll__default_chunk(Ex *x, const Topo *t) {
+  FabCollOp op = x->c->op;
+  bool ring_simple = x->algo == FAB_ALGO_RING && x->proto == FAB_PROTO_SIMPLE &&
+                     (op == FAB_COLL_ALLREDUCE || op == FAB_COLL_ALLGATHER || op == FAB_COLL_REDUCE_SCATTER);
+  if (x->algo == FAB_ALGO_HIERARCHICAL && x->proto == FAB_PROTO_SIMPLE) ring_simple = true;
+  x->spc = ring_simple ? 2 : 1;
+  x->window = ring_simple ? 4 : 8;
+  if (x->proto == FAB_PROTO_LL) return 32768;
+  if (x->proto == FAB_PROTO_LL128 && x->algo == FAB_ALGO_TREE) {
+    /* NCCL halves an LL128 tree's step (614400 bytes of lines) while a
+    ** channel holds few pieces per tree step (enqueue.cc: nstepsLL128 =
+    ** 1 + log2 nNodes + 0.1 ppn; while nBytes / (nChannels x chunk) <
+    ** nsteps x 64 / ppn, down to 128 KiB; < nsteps x 16 / ppn, down to
+    ** 32 KiB of lines); the data is 120 of every 128 bytes */
+    uint64_t ch = 614400, per = x->c->bytes / MAX(x->channels, 1u);
+    uint32_t N = MAX(t->nodes, 1u);
+    double ppn = (double)t->n / N, nsteps = 1 + MAX(fab_coll__log2i(N), 0) + 0.1 * ppn;
+    while ((double)(per / ch) < nsteps * 64 / ppn && ch > 131072) ch /= 2;
+    while ((double)(per / ch) < nsteps * 16 / ppn && ch > 32768) ch /= 2;
+    return ch / 128 * 120;
+  }
+  if (x->proto == FAB_PROTO_LL128) return 576000;
+  switch (x->algo) {
+  case FAB_ALGO_RING:
+    if (op == FAB_COLL_SEND_RECV) break;
+    return ring_simple ? 1048576 : 524288; /* a 2 MiB chunk in two slices; chains: one 512 KiB step */
+  case FAB_ALGO_HIERARCHICAL:
+    return 1048576;
+  case FAB_ALGO_TREE:
+    return 524288; /* one step; NCCL 2.20 and later no longer halve it */
+  case FAB_ALGO_NVLS_TREE: {
+    /* NCCL_NVLS_CHUNKSIZE 128 KiB, NCCL_NVLSTREE_MAX_CHUNKSIZE 64 KiB from 4
+    ** nodes; smaller while the data would not fill the heads and channels
+    ** (enqueue.cc: < 4 x ops x chunk: 64 KiB; < ops x chunk: 32 KiB) */
+    uint64_t ch = t->islands >= 4 ? 65536 : 131072, ops = (uint64_t)MAX(x->channels, 1u) * MAX(t->per_domain, 1u);
+    if (x->c->bytes < 4 * ops * ch) ch = MIN(ch, 65536);
+    if (x->c->bytes < ops * ch) ch = 32768;
+    return ch;
+  }
+  case FAB_ALGO_NVLS: {
+    if (t->domains < 2) return MAX(x->c->bytes, 1);
+    /* across nodes (SHARP between them): NCCL_NVLS_CHUNKSIZE 128 KiB, 32 KiB when NVLS's allreduce bandwidth
+    ** is under 150 GB/s; then 64 KiB while the data is under 64 x concurrent ops (channels x heads) x chunk, 32
+    ** KiB under 8 x, 16 KiB under 2 x (enqueue.cc) */
+    uint64_t ch = fab_coll__nvls_ar_bw(t) < 150 ? 32768 : 131072, B = x->c->bytes;
+    uint64_t ops = (uint64_t)MAX(x->channels, 1u) * MAX(t->per_node, 1u);
+    if (B < 64 * ops * ch && ch > 65536) ch = 65536;
+    if (B < 8 * ops * ch && ch > 32768) ch = 32768;
+    if (B < 2 * ops * ch && ch > 16384) ch = 16384;
+    return ch;
+  }
+  case FAB_ALGO_COLLNET_CHAIN: {
+    /* NCCL's CollNet Chain (enqueue.cc): min(256 KiB, a Simple step); halved while a channel holds fewer than
+    ** 64 x depth (the chain's ranks a node) of them, down to 128 KiB; fewer than 8 x depth, down to 64 KiB;
+    ** fewer than depth, down to 32 KiB */
+    uint64_t ch = 262144, per = x->c->bytes / MAX(x->channels, 1u), depth = MAX(t->per_node, 1u);
+    while (per / ch < depth * 64 && ch > 131072) ch /= 2;
+    while (per / ch < depth * 8 && ch > 65536) ch /= 2;
+    while (per / ch < depth && ch > 32768) ch /= 2;
+    return ch;
+  }
+  case FAB_ALGO_COLLNET_DIRECT: {
+    /* NCCL's CollNet Direct (enqueue.cc): a Simple step of 512 KiB per head, halved while a head holds fewer
+    ** than 64 of them (down to 128 KiB), then fewer than 8 (down to 32 KiB) */
+    uint64_t ch = 524288, heads = MAX(t->n / MAX(t->nodes, 1u), 1u);
+    while (x->c->bytes / (heads * ch) < 64 && ch > 131072) ch /= 2;
+    while (x->c->bytes / (heads * ch) < 8 && ch > 32768) ch /= 2;
+    return ch;
+  }
+  case FAB_ALGO_CE: /* one copy per peer, whole */
+    return MAX(fab_coll__ceil_div(x->c->bytes, x->n), 1);
+  default:
+    break;
+  }
+  if (x->algo == FAB_ALGO_PAT) return 524288;
+  /* p2p: NCCL_P2P_NVL_CHUNKSIZE 512 KiB inside one NVLink domain, else
+  ** NCCL_P2P_NET_CHUNKSIZE 128 KiB (a quarter below one chunk, half below 8) */
+  if (t->domains == 1) return 524288;
+  uint64_t per = x->c->bytes / MAX(t->n, 1u);
+  return per < 131072 ? 32768 : per < 8 * 131072 ? 65536 : 131072;
 }
 
 /* ------------------------------------------------------------------------ */
@@ -365,6 +456,10 @@ static double bus_bw(const Topo *t, FabCollOp op, FabCollAlgo a, FabProto p) {
   if (a == FAB_ALGO_TREE && p == FAB_PROTO_LL128) bus = MIN(bus * (N == 1 ? 7.0 / 9 : 120.0 / 128), g->nch * ar->tree_ll128[ni]);
   if (a == FAB_ALGO_PAT) bus *= .75;
   return bus;
+}
+
+double fab_coll__nvls_ar_bw(const Topo *t) {
+  return t->n > 1 ? bus_bw(t, FAB_COLL_ALLREDUCE, FAB_ALGO_NVLS, FAB_PROTO_SIMPLE) * t->n / (2.0 * (t->n - 1)) : 0;
 }
 
 /* NCCL's latency of algorithm a, protocol p (us). */
@@ -433,13 +528,21 @@ static bool offered(const FabCollEnv *env, const Topo *t, FabCollOp op, FabCollA
   switch (a) {
   case FAB_ALGO_RING: return op != FAB_COLL_ALL_TO_ALL;
   case FAB_ALGO_TREE: return ar;
-  case FAB_ALGO_NVLS: /* one NVLink domain; across domains only with in-network reduction (SHARP) */
-    return ar && t->nvls.nch >= 2 && t->domains == 1;
+  case FAB_ALGO_NVLS: /* one NVLink domain; across nodes only with in-network reduction (SHARP: NCCL
+                     ** enables NVLS on more than one node only with CollNet, tuning.cc) */
+    return ar && t->nvls.nch >= 2 &&
+           (t->domains == 1 || (env->collnet && t->per_node > 1 && t->domains == t->nodes));
   case FAB_ALGO_NVLS_TREE: return ar && t->nvls.nch >= 2 && t->domains > 1 && t->per_domain >= 2;
   case FAB_ALGO_PAT: return agrs;
   case FAB_ALGO_PAIRWISE: return op == FAB_COLL_ALL_TO_ALL;
   case FAB_ALGO_HIERARCHICAL: return (ar || agrs) && t->per_node;
-  case FAB_ALGO_COLLNET: return ar && env->collnet && t->nodes >= 2 && t->per_node;
+  case FAB_ALGO_COLLNET: /* the choice among the three below */
+    return offered(env, t, op, FAB_ALGO_COLLNET_DIRECT) || offered(env, t, op, FAB_ALGO_COLLNET_CHAIN) ||
+           (t->domains > 1 && offered(env, t, op, FAB_ALGO_NVLS));
+  case FAB_ALGO_COLLNET_DIRECT: /* NCCL: on NVSwitch systems only, at most NCCL_MAX_DIRECT_ARITY + 1 = 8 ranks a
+                                ** node (tuning.cc, connect.cc) */
+    return ar && env->collnet && t->nodes >= 2 && t->per_node && t->per_node <= 8 && t->nvl > 0;
+  case FAB_ALGO_COLLNET_CHAIN: return ar && env->collnet && t->nodes >= 2 && t->per_node;
   case FAB_ALGO_CE: /* ncclCeAvailable: allgather, all-to-all; every rank reachable over NVLink */
     return (op == FAB_COLL_ALLGATHER || op == FAB_COLL_ALL_TO_ALL) && t->domains == 1 && t->nvl > 0;
   default: return false;
@@ -495,28 +598,27 @@ static double model(const FabCollEnv *env, const Topo *t, FabCollOp op, FabCollA
   case FAB_ALGO_CE: /* NCCL has no model: it takes the copy engines whenever the CTA policy asks. fabsim's:
                      ** each rank writes (n-1)/n of the data over its NVLink */
     return (double)bytes * (n - 1) / n / (t->nvl * 1e9);
-  case FAB_ALGO_COLLNET: {
-    /* NCCL 2.30's tuning.cc, Simple only. On NVSwitches that reduce (sm90 on), NCCL's NVLS across nodes with
-    ** SHARP between them: NVLS's bus bandwidth (min of the NVLS graph's intra x nvlsEfficiency x (nch - 1) /
-    ** nch x 2 and its inter) and latency intraLat + interLat, algorithm bandwidth x n / nsteps. Else CollNet
-    ** Direct: channels x bwIntra (collnet always takes the intra-node figure), divided by the GPU-to-NIC
-    ** factor ppn / heads less half its excess, x 0.85 on sm90 and later, algorithm bandwidth half the bus's;
-    ** latency 2 (min(1, ppn - 1) intraLat + (ppn - 1) 0.4 us) + interLat (the tree's network row at one rank
-    ** per node), interLat with the plugin's latency twice (Simple's flush) */
+  case FAB_ALGO_COLLNET_DIRECT:
+  case FAB_ALGO_COLLNET_CHAIN: {
+    /* NCCL 2.30's tuning.cc, Simple only, bandwidth from the graph's intra-node figure whatever the node count
+    ** (its collnet graphs: fabsim's ring search stands for them), algorithm bandwidth half the bus's. Direct:
+    ** heads (one a NIC) x bwIntra, divided by the GPU-to-NIC factor ppn / heads less half its excess, x 0.85
+    ** on sm90 and later; latency 2 (min(1, ppn - 1) intraLat + (ppn - 1) 0.4 us) + interLat. Chain: channels
+    ** x bwIntra; latency 2 (ppn - 1) intraLat + interLat. interLat is the network row (the tree's at one rank
+    ** a node) with the plugin's latency twice (Simple's flush). */
     double ppn = (double)n / MAX(t->nodes, 1u), pl = 2 * t->plugin_lat;
-    int ci = fab_coll__pidx(FAB_PROTO_SIMPLE);
+    int ci = fab_coll__pidx(FAB_PROTO_SIMPLE), row = a == FAB_ALGO_COLLNET_DIRECT ? ROW_COLLNET : ROW_CHAIN;
+    double inter = fab_coll__hw_lat[HW_NET][ppn == 1 ? ROW_TREE : row][ci] + pl;
+    double intra = fab_coll__hw_lat[HW_NVL][row][ci];
     LatBw m;
-    if (env->nvls && t->nvls.nch >= 2 && t->per_node > 1) {
-      const Graph *g = &t->nvls;
-      double intra = g->intra * t->arch->nvls_eff * (g->nch - 1) / g->nch * 2;
-      m.bw = g->nch * MIN(intra, g->inter) * (double)n / nsteps;
-      m.lat = fab_coll__hw_lat[HW_NVL][ROW_NVLS][ci] + fab_coll__hw_lat[HW_NET][ROW_NVLS][ci] + pl;
-    } else {
+    if (a == FAB_ALGO_COLLNET_DIRECT) {
       double heads = MAX(MIN(ppn, (double)MAX(t->nics_isl, 1u)), 1.0), factor = ppn / heads;
       factor -= (factor - 1) / 2;
       m.bw = heads * t->ring.intra / factor * (t->arch->sm >= 90 ? 0.85 : 1) * 0.5;
-      double inter = fab_coll__hw_lat[HW_NET][ppn == 1 ? ROW_TREE : ROW_COLLNET][ci] + pl;
-      m.lat = 2 * ((ppn > 1 ? 1 : 0) * fab_coll__hw_lat[HW_NVL][ROW_COLLNET][ci] + (ppn - 1) * 0.4) + inter;
+      m.lat = 2 * ((ppn > 1 ? 1 : 0) * intra + (ppn - 1) * 0.4) + inter;
+    } else {
+      m.bw = MAX(t->ring.nch, 1u) * t->ring.intra * 0.5;
+      m.lat = 2 * (ppn - 1) * intra + inter;
     }
     return seconds(m, bytes);
   }
@@ -530,8 +632,8 @@ static uint32_t candidates(FabCollOp op, FabCollAlgo *out) {
   switch (op) {
   case FAB_COLL_ALLREDUCE:
     out[0] = FAB_ALGO_NVLS, out[1] = FAB_ALGO_NVLS_TREE, out[2] = FAB_ALGO_RING, out[3] = FAB_ALGO_TREE;
-    out[4] = FAB_ALGO_COLLNET; /* offered only with SHARP */
-    return 5;
+    out[4] = FAB_ALGO_COLLNET_DIRECT, out[5] = FAB_ALGO_COLLNET_CHAIN; /* offered only with SHARP */
+    return 6;
   case FAB_COLL_ALLGATHER:
   case FAB_COLL_REDUCE_SCATTER:
     out[0] = FAB_ALGO_RING, out[1] = FAB_ALGO_PAT;
@@ -563,7 +665,9 @@ typedef struct Allow {
 static bool allowed(FabCollAlgo a, FabProto p, void *ctx) {
   const Allow *w = ctx;
   const FabCollSpec *c = w->c;
-  if (c->algorithm != FAB_ALGO_AUTO ? a != c->algorithm : !auto_ok(w->t, a)) return false;
+  if (c->algorithm == FAB_ALGO_COLLNET ? !fab_coll__in_network(a, w->t->domains) || a == FAB_ALGO_COLLNET
+      : c->algorithm != FAB_ALGO_AUTO ? a != c->algorithm : !auto_ok(w->t, a))
+    return false;
   if (c->protocol != FAB_PROTO_AUTO ? p != c->protocol : w->env->simple_only && p != FAB_PROTO_SIMPLE) return false;
   return fab_coll__proto_ok(a, p) && offered(w->env, w->t, c->op, a);
 }
@@ -592,8 +696,15 @@ double fab_coll_tune(const FabCollEnv *env, FabCollSpec *c) {
   }
   FabCollAlgo algs[8];
   uint32_t na = 1;
-  if (c->algorithm != FAB_ALGO_AUTO) algs[0] = c->algorithm;
-  else na = candidates(c->op, algs);
+  if (c->algorithm == FAB_ALGO_COLLNET) { /* NCCL_ALGO=CollNet: the in-network algorithms, NVLS across nodes */
+    na = 0;
+    if (t.domains > 1) algs[na++] = FAB_ALGO_NVLS;
+    algs[na++] = FAB_ALGO_COLLNET_DIRECT, algs[na++] = FAB_ALGO_COLLNET_CHAIN;
+  } else if (c->algorithm != FAB_ALGO_AUTO) {
+    algs[0] = c->algorithm;
+  } else {
+    na = candidates(c->op, algs);
+  }
   static const FabProto protos[3] = {FAB_PROTO_SIMPLE, FAB_PROTO_LL128, FAB_PROTO_LL};
   double best = HUGE_VAL;
   FabCollAlgo ba = c->algorithm != FAB_ALGO_AUTO ? c->algorithm : default_algo(c->op);
@@ -616,7 +727,8 @@ double fab_coll_tune(const FabCollEnv *env, FabCollSpec *c) {
 
 double fab_coll_model_time(const FabCollEnv *env, const FabCollSpec *c) {
   FabCollSpec s = *c;
-  if (s.algorithm == FAB_ALGO_AUTO || s.protocol == FAB_PROTO_AUTO) return fab_coll_tune(env, &s);
+  if (s.algorithm == FAB_ALGO_AUTO || s.algorithm == FAB_ALGO_COLLNET || s.protocol == FAB_PROTO_AUTO)
+    return fab_coll_tune(env, &s);
   Topo t;
   fab_coll__topo_make(&t, env, &s);
   uint32_t C = s.channels ? s.channels : fab_coll__auto_channels(&t, s.algorithm, s.protocol, s.bytes);
