@@ -73,13 +73,16 @@
 **                 latency.
 **   send-recv     rank i sends `bytes` to rank (i+1) mod n (nccl-tests
 **                 sendrecv_perf).
-**   collnet       allreduce over the fabric's SHARP trees (coll_algos.c):
-**                 each node's data reduced onto its heads (NVLS, or direct
-**                 flows), the heads' parts reduced across the nodes in the
-**                 switches, the result handed back inside each node, loop
-**                 by loop. Each communicator of heads needs a tree
+**   nvls across nodes, collnet-direct, collnet-chain
+**                 allreduce over the fabric's SHARP trees (coll_algos.c):
+**                 each node's data reduced onto its heads (by the NVSwitch,
+**                 by direct flows, or up a chain per channel), the heads'
+**                 parts reduced across the nodes in the switches, the
+**                 result handed back inside each node, piece by piece.
+**                 Each communicator of heads needs a tree
 **                 (FabCollEnv.sharp_claim): without one it falls back to
-**                 what the tuner picks without SHARP, or fails.
+**                 what the tuner picks without SHARP, or fails. `collnet`
+**                 is the tuner's choice among the three.
 **   ce            NCCL's copy-engine allgather and all-to-all (ce_coll.cc),
 **                 inside one NVLink domain: a barrier of flags, every
 **                 rank's copies to all its peers at once, a second barrier
