@@ -163,6 +163,46 @@ Test(sharp, the_root_is_the_nearest_switch_to_all_members) {
   testscen_done(sc, &res);
 }
 
+/* Small messages: SHARP's low-latency tree against NCCL's host tree, by hop
+** counts. 8 hosts on one switch, NCCL's own costs (launch, proxy, flush, a
+** step's) set to 0 so that only the fabric's hops count, an allreduce of
+** 64 B. The host tree (NCCL's double binary tree: depth 3 on 8 ranks, e.g.
+** 1 -> 2 -> 4 -> 0) takes each half up 3 edges and down 3, one after the
+** other, each edge host -> switch -> host (2 LINK + SW), the first after
+** the clear-to-send of its receiver has come the same way: 7 edges, plus
+** a few ns an edge (its packets' serialisation at both ends, the channel's
+** SM making the data: 3.6 ns here). The low-latency tree: one
+** transaction of 64 B (90 B on the wire, 1.8 ns) up a link, the switch and
+** its aggregation, back down a link: 2 LINK + SW + AGG + 2 x 1.8 ns,
+** exactly. So the host tree takes 7 (2 LINK + SW) / (2 LINK + SW + AGG)
+** = 6.44 times as long: the factor its 7 switch crossings and 14 link
+** crossings give against SHARP's one and two. */
+Test(sharp, small_messages_beat_the_host_tree_by_the_hop_counts) {
+  static const char yaml[] = "cluster: {nodes: 8, nccl: {launch: 0, proxy: 0, flush: 0, step_simple: 0}}\n"
+                             "fabric:\n"
+                             "  transport: infiniband\n"
+                             "  topology: {kind: single-switch}\n"
+                             "  link: {bandwidth: 400Gbps, latency: 1us, mtu: 4096}\n"
+                             "  switch: {latency: 300ns, sharp: {enabled: true}}\n"
+                             "workload: {kind: collective, op: allreduce, size: 64, algorithm: tree, "
+                             "protocol: simple, channels: 1}\n";
+  FabResults res;
+  FabScenario *sc = testscen_load(yaml, NULL);
+  fab_time_t host = run_time(sc, &res);
+  cr_assert_str_eq(res.colls[0].algorithm, "tree");
+  testscen_done(sc, &res);
+  sc = testscen_load(yaml, (const char *const[]){"workload.algorithm=collnet", NULL});
+  fab_time_t llt = run_time(sc, &res);
+  cr_assert_str_eq(res.colls[0].algorithm, "collnet-chain", "one rank a node: the chain, its heads alone");
+  cr_assert_eq(res.sharp->trees[0].llt_reductions, 1);
+  testscen_done(sc, &res);
+  fab_time_t edge = 2 * LINK + SW;
+  cr_assert_eq(llt, edge + AGG + 2 * 1800, "%lu ps", llt);
+  cr_assert_geq(host, 7 * edge, "%lu ps", host);
+  cr_assert_lt(host, 7 * edge + 7 * 4000, "%lu ps: 7 edges and a few ns each", host);
+  cr_assert_float_eq((double)host / llt, 7.0 * edge / (edge + AGG), 0.01, "factor %.3f", (double)host / llt);
+}
+
 /* ---- collectives and resources ------------------------------------------- */
 
 static const char jobs[] = "cluster: {nodes: 8}\n"
