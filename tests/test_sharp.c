@@ -163,6 +163,35 @@ Test(sharp, the_root_is_the_nearest_switch_to_all_members) {
   testscen_done(sc, &res);
 }
 
+/* Trees from the topology: on a k = 4 fat-tree, members in one pod on two
+** edge switches meet at an aggregation switch (the tree: 2 edges and it),
+** members in two pods at a core (2 edges, 2 aggregations, the core). The
+** rail-optimized fabric's trees, one per rail: the shipped scenario. */
+Test(sharp, fat_tree_roots_in_the_pod_or_at_a_core) {
+  static const char yaml[] = "cluster: {nodes: 16}\n"
+                             "fabric:\n"
+                             "  transport: infiniband\n"
+                             "  topology: {kind: fat-tree, k: 4}\n"
+                             "  link: {bandwidth: 400Gbps, latency: 1us, mtu: 4096}\n"
+                             "  switch: {latency: 300ns, sharp: {enabled: true}}\n"
+                             "workload:\n"
+                             "  - {name: a, kind: collective, op: allreduce, size: 64KiB, algorithm: collnet, "
+                             "ranks: [0, 2]}\n"
+                             "  - {name: b, kind: collective, op: allreduce, size: 64KiB, algorithm: collnet, "
+                             "ranks: [4, 8]}\n";
+  FabResults res;
+  FabScenario *sc = testscen_load(yaml, NULL);
+  run_time(sc, &res);
+  cr_assert_eq(res.sharp->n_trees, 2);
+  const FabSharpTreeRec *a = &res.sharp->trees[0], *b = &res.sharp->trees[1];
+  cr_assert(g_str_has_prefix(a->root, "agg"), "hosts 0 and 2 (one pod): %s", a->root);
+  cr_assert_eq(a->nodes, 3);
+  cr_assert(g_str_has_prefix(b->root, "core"), "hosts 4 and 8 (two pods): %s", b->root);
+  cr_assert_eq(b->nodes, 5);
+  cr_assert_gt(res.colls[1].time_s, res.colls[0].time_s, "two more levels to climb");
+  testscen_done(sc, &res);
+}
+
 /* Small messages: SHARP's low-latency tree against NCCL's host tree, by hop
 ** counts. 8 hosts on one switch, NCCL's own costs (launch, proxy, flush, a
 ** step's) set to 0 so that only the fabric's hops count, an allreduce of
@@ -338,6 +367,15 @@ Test(sharp, shipped_scenario_is_stable_and_beats_no_sharp) {
   cr_assert_str_eq(ja, jb);
   cr_assert_str_eq(b.colls[0].algorithm, "nvls", "NVLS in the nodes, SHARP across");
   cr_assert_eq(b.sim_time, 972567920ull, "recorded 972.56792 us; got %lu ps", b.sim_time);
+  /* one tree per rail: local index l's heads on rail l, met at that rail's switch */
+  cr_assert_eq(b.sharp->n_trees, 8);
+  for (uint32_t l = 0; l < 8; l++) {
+    char want[16];
+    g_snprintf(want, sizeof want, "rail%u", l);
+    cr_assert_str_eq(b.sharp->trees[l].root, want);
+    cr_assert_eq(b.sharp->trees[l].nodes, 1);
+    cr_assert_eq(b.sharp->trees[l].members, 4);
+  }
   /* 4 nodes of 8 GPUs, a NIC each: every node's data goes up once, S / 8 by each of its 32 NICs */
   cr_assert_eq(b.colls[0].nic_bytes, 4 * b.colls[0].bytes);
   cr_assert_eq(b.colls[0].nics, 32);
