@@ -163,6 +163,35 @@ Test(sharp, the_root_is_the_nearest_switch_to_all_members) {
   testscen_done(sc, &res);
 }
 
+/* A large allreduce through the collective (NCCL's CollNet Chain; one rank a
+** node, so each is its node's head), NCCL's own costs set to 0: its pieces
+** of 128 KiB (the chain's chunk for 1 MiB on one channel) are SHARP
+** reductions that follow each other back to back, so the NIC streams S at
+** its rate and the result is the wire time plus the tree's depth: 1 MiB on
+** one switch, 256 packets: 256 SER + LINK + SW + AGG + SER + LINK; 4 MiB on
+** two leaves under a spine, 1024 packets: 1024 SER + 4 LINK + 3 SW + 2 AGG
+** + 3 SER, exactly. */
+Test(sharp, a_large_allreduce_streams_at_the_nic_rate_plus_the_depth) {
+  static const char yaml[] = "cluster: {nodes: 4, nccl: {launch: 0, proxy: 0, flush: 0, step_simple: 0}}\n"
+                             "fabric:\n"
+                             "  transport: infiniband\n"
+                             "  topology: {kind: single-switch}\n"
+                             "  link: {bandwidth: 400Gbps, latency: 1us, mtu: 4096}\n"
+                             "  switch: {latency: 300ns, sharp: {enabled: true, window: 1MiB}}\n"
+                             "workload: {kind: collective, op: allreduce, size: 1MiB, algorithm: collnet-chain, "
+                             "channels: 1}\n";
+  FabResults res;
+  FabScenario *sc = testscen_load(yaml, NULL);
+  cr_assert_eq(run_time(sc, &res), 256 * SER + LINK + SW + AGG + SER + LINK);
+  cr_assert_eq(res.sharp->trees[0].reductions, 8, "8 pieces of 128 KiB");
+  testscen_done(sc, &res);
+  sc = testscen_load(yaml, (const char *const[]){"workload.size=4MiB", "fabric.topology.kind=leaf-spine",
+                                                 "fabric.topology.leaves=2", "fabric.topology.hosts_per_leaf=2",
+                                                 "fabric.topology.spines=1", NULL});
+  cr_assert_eq(run_time(sc, &res), 1024 * SER + 4 * LINK + 3 * SW + 2 * AGG + 3 * SER);
+  testscen_done(sc, &res);
+}
+
 /* Trees from the topology: on a k = 4 fat-tree, members in one pod on two
 ** edge switches meet at an aggregation switch (the tree: 2 edges and it),
 ** members in two pods at a core (2 edges, 2 aggregations, the core). The
