@@ -356,6 +356,27 @@ Test(sharp, no_tree_fails_when_the_scenario_says_so) {
                         "test.yaml:9:", "SHARP trees are all taken");
 }
 
+/* NCCL's in-network reduce-scatter and allgather are not modelled: with
+** SHARP on, one across nodes runs without it, and the run says so. */
+Test(sharp, reduce_scatter_without_sharp_is_said) {
+  static const char yaml[] = "cluster: {nodes: 4}\n"
+                             "fabric:\n"
+                             "  transport: infiniband\n"
+                             "  topology: {kind: single-switch}\n"
+                             "  link: {bandwidth: 400Gbps, latency: 1us, mtu: 4096}\n"
+                             "  switch: {latency: 300ns, sharp: {enabled: true}}\n"
+                             "workload: {kind: collective, op: reduce-scatter, size: 1MiB}\n";
+  FabResults res;
+  FabScenario *sc = testscen_load(yaml, NULL);
+  run_time(sc, &res);
+  bool said = false;
+  for (guint i = 0; i < sc->warnings->len; i++)
+    said |= strstr(g_ptr_array_index(sc->warnings, i), "SHARP: reduce-scatter across nodes runs without it") != NULL;
+  cr_assert(said, "the run says reduce-scatter does not use SHARP");
+  cr_assert_eq(res.sharp->n_trees, 0);
+  testscen_done(sc, &res);
+}
+
 Test(sharp, only_on_infiniband) {
   testscen_expect_error(jobs, (const char *const[]){"fabric.transport=rocev2", NULL}, "test.yaml:6:",
                         "SHARP is an InfiniBand switch feature");

@@ -843,6 +843,11 @@ FabCollGen *fab_coll_begin(FabDag *d, const FabCollEnv *env, const FabCollSpec *
   if (s.algorithm == FAB_ALGO_COLLNET_DIRECT) s.channels = MAX(fab_coll__even_groups(&g->nodes), 1u); /* its heads */
   Topo t;
   fab_coll__topo_make(&t, env, &s);
+  if (env->collnet && env->warnings && g->nodes.ng > 1 &&
+      (c->op == FAB_COLL_ALLGATHER || c->op == FAB_COLL_REDUCE_SCATTER))
+    warn_once(env->warnings, "SHARP: %s across nodes runs without it (%s): NCCL's in-network %s (NVLS or CollNet "
+              "Direct through the SHARP plugin) is not modelled", fab_coll_op_names[c->op],
+              fab_coll_algo_names[s.algorithm], fab_coll_op_names[c->op]);
   if (s.cta_zero && s.algorithm != FAB_ALGO_CE && n > 1 && env->warnings &&
       (c->op == FAB_COLL_ALLGATHER || c->op == FAB_COLL_ALL_TO_ALL))
     warn_once(env->warnings, "cta_policy zero: %s on %u ranks runs NCCL's SM kernels (%s), not the copy engines: %s",
