@@ -23,6 +23,26 @@ int fab_cmd_plot(int argc, char **argv);
 extern const FabCmd fab_compare_cmd;
 int fab_cmd_compare(int argc, char **argv);
 
+/* fabsim calibrate SCENARIO LOG... [--set KEY=VALUE]... [--fit PARAMS] [--out FRAGMENT] (tools/calibrate.c) */
+extern const FabCmd fab_calibrate_cmd;
+int fab_cmd_calibrate(int argc, char **argv);
+
+/* ---- measured nccl-tests logs, shared by compare and calibrate (tools/compare.c) ---- */
+
+struct FabNcclTestsTable;
+
+/* The measured table of `log`: its one test, or the one of op_opt (which
+** also names the test of a log that does not); *ntests the tests in the
+** log. NULL after printing why on stderr ("fabsim: CMD: ..."). */
+struct FabNcclTestsTable *fab_compare_measured(const char *cmd, const char *log, const char *op_opt, guint *ntests);
+
+/* Append to `sets` (the user's overrides, NULL-terminated; it stays so) what
+** makes the scenario the log's sweep: the op, sizes, type and root of
+** `meas`. FALSE after printing why. json: say nothing on stderr about a
+** workload replaced. */
+gboolean fab_compare_log_sets(const char *cmd, const struct FabNcclTestsTable *meas, const char *scen,
+                              const char *log, gboolean json, GPtrArray *sets);
+
 /* ---- drawing, shared by plot and compare (tools/plot.c) ---------------- */
 
 /* Write DIR/NAME.gp, which runs the gnuplot commands `body` once into

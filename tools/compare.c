@@ -340,10 +340,7 @@ static gboolean write_plot(const char *gp_bin, const FabNcclTestsCmp *c, const F
   return ok;
 }
 
-/* The measured table of `log`: its one test, or the one of --op (which
-** also names the test of a log that does not); *ntests the tests in the
-** log. NULL after printing why. */
-static FabNcclTestsTable *measured(const char *log, const char *op_opt, guint *ntests) {
+FabNcclTestsTable *fab_compare_measured(const char *cmd, const char *log, const char *op_opt, guint *ntests) {
   GError *err = NULL;
   GPtrArray *tests = fab_nccltests_read_tests(log, &err);
   FabNcclTestsTable *meas = NULL;
@@ -353,21 +350,19 @@ static FabNcclTestsTable *measured(const char *log, const char *op_opt, guint *n
     g_ptr_array_free(tests, TRUE);
   }
   if (!meas) {
-    fprintf(stderr, "fabsim: compare: %s\n", err->message);
+    fprintf(stderr, "fabsim: %s: %s\n", cmd, err->message);
     g_error_free(err);
     return NULL;
   }
   if (meas->op) return meas;
-  fprintf(stderr, "fabsim: compare: %s:%u: cannot tell which test this is: no all_reduce_perf (all_gather_perf, ...) "
-          "command line and no '# Collective test starting:' line; say it with --op\n", log, meas->line);
+  fprintf(stderr, "fabsim: %s: %s:%u: cannot tell which test this is: no all_reduce_perf (all_gather_perf, ...) "
+          "command line and no '# Collective test starting:' line; say it with --op\n", cmd, log, meas->line);
   fab_nccltests_table_free(meas);
   return NULL;
 }
 
-/* The overrides that make the scenario the log's sweep: the user's, then
-** what the log fixes (op, sizes, type, root). FALSE after printing why. */
-static gboolean log_sets(const FabNcclTestsTable *meas, const char *scen, const char *log, gboolean json,
-                         GPtrArray *sets) {
+gboolean fab_compare_log_sets(const char *cmd, const FabNcclTestsTable *meas, const char *scen, const char *log,
+                              gboolean json, GPtrArray *sets) {
   GString *sizes = g_string_new("[");
   guint nsizes = 0;
   for (guint i = 0; i < meas->rows->len; i++) {
@@ -379,7 +374,7 @@ static gboolean log_sets(const FabNcclTestsTable *meas, const char *scen, const 
   }
   g_string_append_c(sizes, ']');
   if (!nsizes) {
-    fprintf(stderr, "fabsim: compare: %s: every row has size 0: nothing to simulate\n", log);
+    fprintf(stderr, "fabsim: %s: %s: every row has size 0: nothing to simulate\n", cmd, log);
     g_string_free(sizes, TRUE);
     return FALSE;
   }
@@ -389,8 +384,8 @@ static gboolean log_sets(const FabNcclTestsTable *meas, const char *scen, const 
   char *rest = NULL, *kind = scenario_workload(scen, sets, &rest);
   if (kind && (strcmp(kind, "nccl-tests") || rest)) { /* replace the workload whole */
     if (strcmp(kind, "nccl-tests") && !json)
-      fprintf(stderr, "fabsim: compare: %s's workload is '%s': compared with an nccl-tests sweep of %s instead\n", scen,
-              kind, meas->op);
+      fprintf(stderr, "fabsim: %s: %s's workload is '%s': compared with an nccl-tests sweep of %s instead\n", cmd,
+              scen, kind, meas->op);
     g_ptr_array_add(sets, g_strdup_printf("workload={%skind: nccl-tests, op: %s, dtype: %s, sizes: %s%s}",
                                           rest ? rest : "", meas->op, wl_dtype(meas->type), sizes->str, root));
   } else {
@@ -495,8 +490,9 @@ int fab_cmd_compare(int argc, char **argv) {
   }
   rc = EXIT_USAGE;
   guint ntests = 0;
-  FabNcclTestsTable *meas = measured(fab_args_pos(&a, 1), op, &ntests);
-  if (meas && log_sets(meas, fab_args_pos(&a, 0), fab_args_pos(&a, 1), a.flag[CMP_JSON], a.sets)) {
+  FabNcclTestsTable *meas = fab_compare_measured("compare", fab_args_pos(&a, 1), op, &ntests);
+  if (meas && fab_compare_log_sets("compare", meas, fab_args_pos(&a, 0), fab_args_pos(&a, 1), a.flag[CMP_JSON],
+                                   a.sets)) {
     GError *err = NULL;
     FabScenario *sc = fab_scenario_load(fab_args_pos(&a, 0), fab_args_sets(&a), &err);
     if (!sc) {

@@ -266,7 +266,7 @@ typedef struct Command {
 
 static const Command commands[] = {
   {&run_cmd, cmd_run},           {&validate_cmd, cmd_validate}, {&fab_sweep_cmd, fab_cmd_sweep},
-  {&fab_plot_cmd, fab_cmd_plot}, {&fab_compare_cmd, fab_cmd_compare},
+  {&fab_plot_cmd, fab_cmd_plot}, {&fab_compare_cmd, fab_cmd_compare}, {&fab_calibrate_cmd, fab_cmd_calibrate},
 };
 #define NCOMMANDS (sizeof commands / sizeof commands[0])
 

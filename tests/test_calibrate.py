@@ -1,0 +1,173 @@
+#!/usr/bin/env python3
+"""fabsim calibrate (tools/calibrate.c): the GPU/NCCL parameters fitted back
+from nccl-tests logs that fabsim itself wrote with known parameters, with
+noise added (never logs presented as real measurements).
+
+- A single DGX H100's ring allreduce, NVLink at 320 GB/s and the kernel
+  launch at 9 us, times off by up to +-1 %: both come back within 2 %, the
+  fragment loads included after the scenario and `fabsim compare` with it
+  is closer to the log than without.
+- NVLS's efficiency (0.75) and the NICs' rate across two nodes (40 GB/s)
+  come back the same way.
+- Refused, nothing written: too few sizes, --fit of a parameter no size
+  informs, two logs that disagree, a log of another rank count, values
+  beyond what the model takes; a bad --fit.
+Env: FABSIM (binary, default build/fabsim), FABSIM_SRC (repository).
+"""
+import math
+import os
+import re
+import subprocess
+import tempfile
+import unittest
+
+SRC = os.environ.get("FABSIM_SRC") or os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+FABSIM = os.environ.get("FABSIM") or os.path.join(SRC, "build", "fabsim")
+H100 = os.path.join(SRC, "scenarios", "validation", "dgx-h100.yaml")
+H100_IB = os.path.join(SRC, "scenarios", "validation", "dgx-h100-ib.yaml")
+SIZES = "[8,512,32768,262144,2097152,16777216,134217728,1073741824]"
+
+
+def fabsim(*args, check=True):
+    p = subprocess.run([FABSIM, *args], capture_output=True, text=True, timeout=900)
+    if check and p.returncode != 0:
+        raise AssertionError("fabsim %s: exit %d\n%s" % (" ".join(args), p.returncode, p.stderr[-3000:]))
+    return p
+
+
+def make_log(path, scen, sets, noise=0.0, scale=1.0):
+    """Run scen's nccl-tests sweep with `sets` and keep its nccl-tests table as a log; each size's times
+    multiplied by scale x (1 + noise x sin(2.3 k)), bandwidths recomputed from them."""
+    args = ["run", scen]
+    for kv in sets:
+        args += ["--set", kv]
+    out = fabsim(*args).stdout
+    text = out[out.index("# Collective test starting"):]
+    nranks = int(re.search(r"on (\d+) ranks", text).group(1))
+    factor = {"allreduce": 2.0 * (nranks - 1) / nranks}.get(re.search(r"\((?:simulated by fabsim: )?(\S+) on", text)
+                                                          .group(1), (nranks - 1) / nranks)
+    lines, k = [], 0
+    for line in text.splitlines():
+        f = line.split()
+        if f and f[0].isdigit():
+            m = scale * (1 + noise * math.sin(2.3 * k))
+            k += 1
+            size = int(f[0])
+            for t in (5, 9):                    # out-of-place and in-place time, then algbw, busbw
+                us = float(f[t]) * m
+                alg = size / us / 1e3
+                f[t], f[t + 1], f[t + 2] = "%.2f" % us, "%.2f" % alg, "%.2f" % (alg * factor)
+            line = "  " + "  ".join(f)
+        lines.append(line)
+    with open(path, "w") as fh:
+        fh.write("\n".join(lines) + "\n")
+
+
+def fitted(frag):
+    """{key: value} of a fragment: launch in us, rates in GB/s, the efficiency as it is."""
+    with open(frag) as fh:
+        text = fh.read()
+    got = {}
+    for key, pat in (("launch", r"launch: ([\d.]+)us"), ("nvlink", r"nvlink: \{[^}]*bandwidth: ([\d.]+)GB/s"),
+                     ("nvls", r"nvls_efficiency: ([\d.]+)"), ("nic", r"nic: \{bandwidth: ([\d.]+)GB/s")):
+        m = re.search(pat, text)
+        if m:
+            got[key] = float(m.group(1))
+    return got
+
+
+def mean_error(compare_out):
+    """Mean |time ratio - 1| of `fabsim compare`'s rows."""
+    r = [float(m.group(1)) for m in re.finditer(r"^\s+\d+\s+[\d.]+\s+[\d.]+\s+[\d.]+\s+[\d.]+\s+([\d.]+)x",
+                                                  compare_out, re.M)]
+    assert r, compare_out
+    return sum(abs(x - 1) for x in r) / len(r)
+
+
+class TestCalibrate(unittest.TestCase):
+    def setUp(self):
+        self.tmp = tempfile.TemporaryDirectory()
+        self.d = self.tmp.name
+
+    def tearDown(self):
+        self.tmp.cleanup()
+
+    def path(self, name):
+        return os.path.join(self.d, name)
+
+    def test_launch_and_nvlink_come_back_from_a_noisy_log(self):
+        log, frag = self.path("ring.log"), self.path("fit.yaml")
+        ring = ["workload.algorithm=ring", "workload.sizes=" + SIZES]
+        make_log(log, H100, ring + ["cluster.nvlink.bandwidth=320GB/s", "cluster.nccl.launch=9us"], noise=0.01)
+        out = fabsim("calibrate", H100, log, "--set", "workload.algorithm=ring", "--out", frag).stdout
+        got = fitted(frag)
+        self.assertAlmostEqual(got["launch"] / 9.0, 1, delta=0.02, msg=out)
+        self.assertAlmostEqual(got["nvlink"] / 320.0, 1, delta=0.02, msg=out)
+        self.assertNotIn("nic", got)
+        before, after = (float(x) for x in re.search(r"before ([\d.]+) %, after ([\d.]+) %", out).groups())
+        self.assertLess(after, 1.5, out)
+        self.assertGreater(before, 10, out)
+        # the fragment, included after the scenario, brings the simulated table to the log
+        calibrated = self.path("calibrated.yaml")
+        with open(calibrated, "w") as fh:
+            fh.write('include: ["%s", "%s"]\n' % (H100, frag))
+        plain = mean_error(fabsim("compare", H100, log, "--set", "workload.algorithm=ring").stdout)
+        fit = mean_error(fabsim("compare", calibrated, log, "--set", "workload.algorithm=ring").stdout)
+        self.assertLess(fit, plain / 5, "compare with the fragment: %.4f, without: %.4f" % (fit, plain))
+
+    def test_nvls_efficiency_comes_back(self):
+        log, frag = self.path("nvls.log"), self.path("fit.yaml")
+        make_log(log, H100, ["workload.sizes=" + SIZES, "cluster.nvlink.nvls_efficiency=0.75",
+                             "cluster.nccl.launch=8us"], noise=0.01)
+        out = fabsim("calibrate", H100, log, "--out", frag).stdout
+        got = fitted(frag)
+        self.assertAlmostEqual(got["nvls"] / 0.75, 1, delta=0.02, msg=out)
+        self.assertAlmostEqual(got["launch"] / 8.0, 1, delta=0.02, msg=out)
+        self.assertIn("bandwidth-bound sizes run with NVLS", out)
+
+    def test_nic_rate_comes_back_across_two_nodes(self):
+        log, frag = self.path("nic.log"), self.path("fit.yaml")
+        sets = ["workload.algorithm=ring", "workload.protocol=simple"]
+        make_log(log, H100_IB, sets + ["workload.sizes=[8,512,32768,262144,16777216,67108864,268435456]",
+                                       "cluster.nic.bandwidth=320Gbps", "cluster.nccl.launch=8us"], noise=0.01)
+        args = ["calibrate", H100_IB, log, "--out", frag]
+        for kv in sets:
+            args += ["--set", kv]
+        out = fabsim(*args).stdout
+        got = fitted(frag)
+        self.assertAlmostEqual(got["nic"] / 40.0, 1, delta=0.02, msg=out)
+        self.assertAlmostEqual(got["launch"] / 8.0, 1, delta=0.02, msg=out)
+
+    def refused(self, args, why):
+        frag = self.path("never.yaml")
+        p = fabsim(*args, "--out", frag, check=False)
+        self.assertEqual(p.returncode, 2, p.stdout + p.stderr)
+        self.assertIn(why, p.stderr)
+        self.assertFalse(os.path.exists(frag), "a refused fit writes nothing")
+        self.assertFalse(os.path.exists(frag + ".tmp"))
+
+    def test_refusals(self):
+        one = self.path("one.log")
+        make_log(one, H100, ["workload.sizes=[1073741824]"])
+        self.refused(["calibrate", H100, one], "too few points")
+        ring = self.path("ring.log")
+        make_log(ring, H100, ["workload.algorithm=ring", "workload.sizes=[8,512,134217728,1073741824]"])
+        self.refused(["calibrate", H100, ring, "--set", "workload.algorithm=ring", "--fit", "nvls"],
+                     "--fit nvls: NVLS's efficiency needs at least 2 sizes")
+        slow = self.path("slow.log")
+        make_log(slow, H100, ["workload.algorithm=ring", "workload.sizes=[8,512,134217728,1073741824]"], scale=1.5)
+        self.refused(["calibrate", H100, ring, slow, "--set", "workload.algorithm=ring"], "disagree on allreduce")
+        ag = self.path("ag16.log")
+        make_log(ag, H100_IB, ["workload.op=allgather", "workload.sizes=[4096,1048576,268435456]"])
+        self.refused(["calibrate", H100, ag], "ran on 16 ranks")
+        fast = self.path("fast.log")   # NVLS faster than an efficiency of 1 can make it
+        make_log(fast, H100, ["workload.sizes=[8,512,134217728,1073741824]", "cluster.nvlink.bandwidth=480GB/s",
+                              "cluster.nvlink.nvls_efficiency=1"])
+        self.refused(["calibrate", H100, fast, "--fit", "nvls"], "the data contradict the model")
+        p = fabsim("calibrate", H100, ring, "--fit", "nvlink,bogus", check=False)
+        self.assertEqual(p.returncode, 2)
+        self.assertIn("--fit bogus: expected launch, nvlink, nvls or nic", p.stderr)
+
+
+if __name__ == "__main__":
+    unittest.main()
