@@ -103,6 +103,7 @@ typedef struct Cal {
   bool fit[P_N], asked[P_N];    /* fitted; named by --fit */
   uint32_t rows[P_N];           /* sizes informing each, in the first round */
   uint32_t sims;                /* simulations of the logs run */
+  bool started;                 /* v0 known (from the first simulation) */
 } Cal;
 
 static double quantize(ParamId p, double x) {
@@ -145,6 +146,14 @@ static gboolean simulate(Cal *c, Log *l, int *rc) {
     goto out;
   }
   l->domain = sc->fabric.gpu.gpus_per_node ? sc->fabric.gpu.nvlink_domain : 0;
+  if (!c->started) { /* the first simulation sets no parameter: the scenario's own values */
+    c->v0[P_LAUNCH] = (double)sc->nccl.launch / 1e6;
+    c->v0[P_NVLINK] = (double)sc->fabric.gpu.nvlink_bps / 8e9;
+    c->v0[P_NVLS] = sc->fabric.gpu.nvls_eff;
+    c->v0[P_NIC] = (double)sc->fabric.topo.host_bps / 8e9;
+    for (int p = 0; p < P_N; p++) c->v[p] = c->v0[p];
+    c->started = true;
+  }
   FabRunOpts opts = {0};
   FabResults res;
   *rc = fab_run(sc, &opts, &res);
@@ -173,26 +182,6 @@ static gboolean simulate(Cal *c, Log *l, int *rc) {
 out:
   g_ptr_array_free(sets, TRUE);
   return ok;
-}
-
-/* The values the scenario (with the user's --set) starts from. */
-static gboolean start_values(Cal *c) {
-  GError *err = NULL;
-  g_ptr_array_add(c->user, NULL);
-  FabScenario *sc = fab_scenario_load(c->scen, (const char *const *)c->user->pdata, &err);
-  g_ptr_array_remove_index(c->user, c->user->len - 1);
-  if (!sc) {
-    fprintf(stderr, "fabsim: calibrate: %s\n", err->message);
-    g_error_free(err);
-    return FALSE;
-  }
-  c->v0[P_LAUNCH] = (double)sc->nccl.launch / 1e6;
-  c->v0[P_NVLINK] = (double)sc->fabric.gpu.nvlink_bps / 8e9;
-  c->v0[P_NVLS] = sc->fabric.gpu.nvls_eff;
-  c->v0[P_NIC] = (double)sc->fabric.topo.host_bps / 8e9;
-  for (int p = 0; p < P_N; p++) c->v[p] = c->v0[p];
-  fab_scenario_free(sc);
-  return TRUE;
 }
 
 /* --fit: which parameters were asked for. FALSE after a usage error. */
@@ -562,7 +551,7 @@ int fab_cmd_calibrate(int argc, char **argv) {
     c.logs[k].path = fab_args_pos(&a, k + 1);
     if (!(c.logs[k].meas = fab_compare_measured("calibrate", c.logs[k].path, op, &ntests))) goto out;
   }
-  if (!consistent(&c) || !start_values(&c)) goto out;
+  if (!consistent(&c)) goto out;
   rc = fit(&c, a.value[CAL_OUT]);
 out:
   for (uint32_t k = 0; k < c.nlogs; k++) {
