@@ -101,6 +101,7 @@ typedef struct Cal {
   uint32_t nlogs;
   double v[P_N], v0[P_N];       /* values now, and as the scenario had them */
   bool fit[P_N], asked[P_N];    /* fitted; named by --fit */
+  bool flat[P_N];               /* dropped: its sizes' times barely move with it */
   uint32_t rows[P_N];           /* sizes informing each, in the first round */
   uint32_t sims;                /* simulations of the logs run */
   bool started;                 /* v0 known (from the first simulation) */
@@ -320,26 +321,42 @@ static gboolean eval_at(Cal *c, ParamId p, double x, double *sq, int *rc) {
 ** its edge, down to 0.1 %. The time does not go simply as 1 / rate: the
 ** tuner's channels and protocols move with it. Its relative move in *moved. */
 static gboolean fit_rate(Cal *c, ParamId p, double w, double *moved, int *rc) {
-  const double g = (sqrt(5.0) - 1) / 2, tol = 1e-3;
-  double v0 = c->v[p], best_x = log(v0), best = HUGE_VAL, med;
+  const double g = (sqrt(5.0) - 1) / 2, tol = 1e-3, xlo = log(params[p].lo), xhi = log(params[p].hi);
+  double v0 = c->v[p], best_x = log(v0), best, med, fmin, fmax;
   residuals(c, p, &med, &best);
+  fmin = fmax = best;
+#define EVAL(x, f)                                              \
+  do {                                                          \
+    if (!eval_at(c, p, (x), &(f), rc)) return FALSE;            \
+    fmin = MIN(fmin, (f)), fmax = MAX(fmax, (f));               \
+  } while (0)
   for (int shift = 0; shift < 4; shift++) {
-    double lo = MAX(best_x - w, log(params[p].lo)), hi = MIN(best_x + w, log(params[p].hi));
+    double lo = MAX(best_x - w, xlo), hi = MIN(best_x + w, xhi), l0 = lo, h0 = hi;
     double a = hi - g * (hi - lo), b = lo + g * (hi - lo), fa, fb;
-    if (!eval_at(c, p, a, &fa, rc) || !eval_at(c, p, b, &fb, rc)) return FALSE;
+    EVAL(a, fa);
+    EVAL(b, fb);
     while (hi - lo > tol) {
       if (fa <= fb) {
         hi = b, b = a, fb = fa, a = hi - g * (hi - lo);
-        if (!eval_at(c, p, a, &fa, rc)) return FALSE;
+        EVAL(a, fa);
       } else {
         lo = a, a = b, fa = fb, b = lo + g * (hi - lo);
-        if (!eval_at(c, p, b, &fb, rc)) return FALSE;
+        EVAL(b, fb);
       }
     }
     double x = fa <= fb ? a : b, f = MIN(fa, fb);
+    bool edge = (x - l0 < 2 * tol && l0 > xlo + tol) || (h0 - x < 2 * tol && h0 < xhi - tol);
     if (f < best) best = f, best_x = x;
-    bool edge = x - (best_x - w) < 2 * tol || (best_x + w) - x < 2 * tol;
-    if (!edge || best_x <= log(params[p].lo) + tol || best_x >= log(params[p].hi) - tol) break;
+    if (!edge) break; /* else look again around it */
+  }
+#undef EVAL
+  /* the sizes barely move with it (RMS of ln ratio moved by < 0.5 % across the bracket): not fitted */
+  double n = MAX(c->rows[p], 1u);
+  if (sqrt(fmax / n) - sqrt(fmin / n) < 5e-3) {
+    c->fit[p] = false, c->flat[p] = true;
+    c->v[p] = v0;
+    *moved = 0;
+    return simulate_all(c, rc);
   }
   c->v[p] = quantize(p, exp(best_x));
   *moved = fabs(c->v[p] / v0 - 1);
@@ -447,6 +464,9 @@ static void report(const Cal *c, uint32_t rounds, bool settled) {
       put_value(s, p, c->v[p]);
       printf("  fitted     %-7s %s (%s): %s, from %u %s\n", params[p].name, params[p].key, params[p].what, s->str,
              now[p], from[p]);
+    } else if (c->flat[p]) {
+      printf("  not fitted %-7s %s: its %u %s barely move with it (the time is spent elsewhere)\n", params[p].name,
+             params[p].key, c->rows[p], from[p]);
     } else if (c->rows[p] || c->asked[p]) {
       bool any_asked = false;
       for (int q = 0; q < P_N; q++) any_asked |= c->asked[q];
@@ -519,6 +539,21 @@ static int fit(Cal *c, const char *out) {
               params[p].key, c->v[p], params[p].unit);
       return EXIT_USAGE;
     }
+  bool any = false;
+  for (int p = 0; p < P_N; p++) {
+    any |= c->fit[p];
+    if (c->asked[p] && c->flat[p]) {
+      fprintf(stderr, "fabsim: calibrate: --fit %s: the sizes that inform %s barely move with it (by less than 0.5 %% "
+              "over a factor of 1.6 either way): the logs cannot tell its value; nothing written\n", params[p].name,
+              params[p].what);
+      return EXIT_USAGE;
+    }
+  }
+  if (!any) {
+    fprintf(stderr, "fabsim: calibrate: nothing to fit: the sizes that inform each parameter barely move with it; "
+            "nothing written\n");
+    return EXIT_USAGE;
+  }
   report(c, rounds, settled);
   if (!settled)
     fprintf(stderr, "fabsim: calibrate: warning: the values did not settle in %u rounds; the last are reported%s\n",
