@@ -35,6 +35,18 @@ static const char two_leaves[] = "cluster: {nodes: 4}\n"
                                  "  switch: {latency: 300ns, sharp: {enabled: true, window: 1MiB}}\n"
                                  "workload: {kind: flows, flows: [{src: 0, dst: 1, size: 1}]}\n";
 
+/* Collectives on hosts of one switch, NCCL's own costs (launch, proxy,
+** flush, a step's) set to 0 so that only the fabric's time counts; each test
+** sets its workload's size and algorithm. */
+static const char costless[] = "cluster: {nodes: 8, nccl: {launch: 0, proxy: 0, flush: 0, step_simple: 0}}\n"
+                               "fabric:\n"
+                               "  transport: infiniband\n"
+                               "  topology: {kind: single-switch}\n"
+                               "  link: {bandwidth: 400Gbps, latency: 1us, mtu: 4096}\n"
+                               "  switch: {latency: 300ns, sharp: {enabled: true, window: 1MiB}}\n"
+                               "workload: {kind: collective, op: allreduce, size: 64, protocol: simple, "
+                               "channels: 1}\n";
+
 /* A scenario whose DAG is one SHARP reduction of `pkts` packets by hosts
 ** 0..n-1; member m starts at start[m] ps (NULL: all at 0). */
 static FabScenario *reduction(const char *yaml, uint32_t n, uint32_t pkts, const fab_time_t *start,
@@ -172,22 +184,17 @@ Test(sharp, the_root_is_the_nearest_switch_to_all_members) {
 ** two leaves under a spine, 1024 packets: 1024 SER + 4 LINK + 3 SW + 2 AGG
 ** + 3 SER, exactly. */
 Test(sharp, a_large_allreduce_streams_at_the_nic_rate_plus_the_depth) {
-  static const char yaml[] = "cluster: {nodes: 4, nccl: {launch: 0, proxy: 0, flush: 0, step_simple: 0}}\n"
-                             "fabric:\n"
-                             "  transport: infiniband\n"
-                             "  topology: {kind: single-switch}\n"
-                             "  link: {bandwidth: 400Gbps, latency: 1us, mtu: 4096}\n"
-                             "  switch: {latency: 300ns, sharp: {enabled: true, window: 1MiB}}\n"
-                             "workload: {kind: collective, op: allreduce, size: 1MiB, algorithm: collnet-chain, "
-                             "channels: 1}\n";
   FabResults res;
-  FabScenario *sc = testscen_load(yaml, NULL);
+  FabScenario *sc = testscen_load(costless, (const char *const[]){"cluster.nodes=4", "workload.size=1MiB",
+                                                                 "workload.algorithm=collnet-chain", NULL});
   cr_assert_eq(run_time(sc, &res), 256 * SER + LINK + SW + AGG + SER + LINK);
   cr_assert_eq(res.sharp->trees[0].reductions, 8, "8 pieces of 128 KiB");
   testscen_done(sc, &res);
-  sc = testscen_load(yaml, (const char *const[]){"workload.size=4MiB", "fabric.topology.kind=leaf-spine",
-                                                 "fabric.topology.leaves=2", "fabric.topology.hosts_per_leaf=2",
-                                                 "fabric.topology.spines=1", NULL});
+  sc = testscen_load(costless, (const char *const[]){"cluster.nodes=4", "workload.size=4MiB",
+                                                     "workload.algorithm=collnet-chain",
+                                                     "fabric.topology.kind=leaf-spine", "fabric.topology.leaves=2",
+                                                     "fabric.topology.hosts_per_leaf=2", "fabric.topology.spines=1",
+                                                     NULL});
   cr_assert_eq(run_time(sc, &res), 1024 * SER + 4 * LINK + 3 * SW + 2 * AGG + 3 * SER);
   testscen_done(sc, &res);
 }
@@ -236,20 +243,12 @@ Test(sharp, fat_tree_roots_in_the_pod_or_at_a_core) {
 ** = 6.44 times as long: the factor its 7 switch crossings and 14 link
 ** crossings give against SHARP's one and two. */
 Test(sharp, small_messages_beat_the_host_tree_by_the_hop_counts) {
-  static const char yaml[] = "cluster: {nodes: 8, nccl: {launch: 0, proxy: 0, flush: 0, step_simple: 0}}\n"
-                             "fabric:\n"
-                             "  transport: infiniband\n"
-                             "  topology: {kind: single-switch}\n"
-                             "  link: {bandwidth: 400Gbps, latency: 1us, mtu: 4096}\n"
-                             "  switch: {latency: 300ns, sharp: {enabled: true}}\n"
-                             "workload: {kind: collective, op: allreduce, size: 64, algorithm: tree, "
-                             "protocol: simple, channels: 1}\n";
   FabResults res;
-  FabScenario *sc = testscen_load(yaml, NULL);
+  FabScenario *sc = testscen_load(costless, (const char *const[]){"workload.algorithm=tree", NULL});
   fab_time_t host = run_time(sc, &res);
   cr_assert_str_eq(res.colls[0].algorithm, "tree");
   testscen_done(sc, &res);
-  sc = testscen_load(yaml, (const char *const[]){"workload.algorithm=collnet", NULL});
+  sc = testscen_load(costless, (const char *const[]){"workload.algorithm=collnet", NULL});
   fab_time_t llt = run_time(sc, &res);
   cr_assert_str_eq(res.colls[0].algorithm, "collnet-chain", "one rank a node: the chain, its heads alone");
   cr_assert_eq(res.sharp->trees[0].llt_reductions, 1);
@@ -359,15 +358,9 @@ Test(sharp, no_tree_fails_when_the_scenario_says_so) {
 /* NCCL's in-network reduce-scatter and allgather are not modelled: with
 ** SHARP on, one across nodes runs without it, and the run says so. */
 Test(sharp, reduce_scatter_without_sharp_is_said) {
-  static const char yaml[] = "cluster: {nodes: 4}\n"
-                             "fabric:\n"
-                             "  transport: infiniband\n"
-                             "  topology: {kind: single-switch}\n"
-                             "  link: {bandwidth: 400Gbps, latency: 1us, mtu: 4096}\n"
-                             "  switch: {latency: 300ns, sharp: {enabled: true}}\n"
-                             "workload: {kind: collective, op: reduce-scatter, size: 1MiB}\n";
   FabResults res;
-  FabScenario *sc = testscen_load(yaml, NULL);
+  FabScenario *sc = testscen_load(costless, (const char *const[]){"workload.op=reduce-scatter", "workload.size=1MiB",
+                                                                 NULL});
   run_time(sc, &res);
   bool said = false;
   for (guint i = 0; i < sc->warnings->len; i++)
