@@ -15,6 +15,7 @@ noise added (never logs presented as real measurements).
 Env: FABSIM (binary, default build/fabsim), FABSIM_SRC (repository), FABSIM_CALIBRATE_QUICK (set: skip the
 two-node fit, as the sanitizer builds do).
 """
+import json
 import math
 import os
 import re
@@ -120,11 +121,22 @@ class TestCalibrate(unittest.TestCase):
         log, frag = self.path("nvls.log"), self.path("fit.yaml")
         make_log(log, H100, ["workload.sizes=" + SIZES, "cluster.nvlink.nvls_efficiency=0.75",
                              "cluster.nccl.launch=8us"], noise=0.01)
-        out = fabsim("calibrate", H100, log, "--out", frag).stdout
+        out = fabsim("calibrate", H100, log, "--out", frag, "--json").stdout
         got = fitted(frag)
         self.assertAlmostEqual(got["nvls"] / 0.75, 1, delta=0.02, msg=out)
         self.assertAlmostEqual(got["launch"] / 8.0, 1, delta=0.02, msg=out)
-        self.assertIn("bandwidth-bound sizes run with NVLS", out)
+        js = json.loads(out)        # --json: the same fit, one object
+        par = {p["name"]: p for p in js["parameters"]}
+        self.assertTrue(par["nvls"]["fitted"] and par["launch"]["fitted"])
+        self.assertFalse(par["nvlink"]["fitted"] or par["nic"]["fitted"])
+        self.assertAlmostEqual(par["nvls"]["after"], got["nvls"], places=4)
+        self.assertEqual(par["nvls"]["before"], 0.85)
+        self.assertEqual(par["nvls"]["informed_by"], "bandwidth-bound, NVLS")
+        self.assertGreaterEqual(par["nvls"]["sizes"], 2)
+        self.assertEqual(js["fragment"], frag)
+        self.assertLess(js["mean_abs_time_error_pct"]["after"], js["mean_abs_time_error_pct"]["before"])
+        self.assertEqual(len(js["sizes"]), 8)
+        self.assertTrue(all(r["fits"] in ("launch", "nvls", None) for r in js["sizes"]))
 
     @unittest.skipIf(os.environ.get("FABSIM_CALIBRATE_QUICK"), "sanitizer build: the release build runs it")
     def test_nic_rate_comes_back_across_two_nodes(self):

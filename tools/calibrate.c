@@ -32,10 +32,11 @@
 #include <string.h>
 #include "cmds.h"
 #include "tools/libfabsim/driver.h"
+#include "tools/libfabsim/fields.h"
 #include "tools/libfabsim/nccltests.h"
 #include "tools/libfabsim/scenario.h"
 
-enum { CAL_OUT, CAL_FIT, CAL_OP };
+enum { CAL_OUT, CAL_FIT, CAL_OP, CAL_JSON };
 
 static const FabOpt cal_opts[] = {
   {"--set", 0, FAB_OPT_SET, 0, "KEY=VALUE", "KEY=VALUE", 0, 0, "override a scenario key, e.g. --set cluster.nodes=2"},
@@ -44,6 +45,7 @@ static const FabOpt cal_opts[] = {
   {"--out", 0, FAB_OPT_VALUE, CAL_OUT, "FRAGMENT", "a file name", 0, 0,
    "write the fitted values to FRAGMENT, a YAML scenario fragment to include"},
   {"--op", 0, FAB_OPT_VALUE, CAL_OP, "OP", "an op", 0, 0, "which test of a log that holds several (allreduce, ...)"},
+  {"--json", 0, FAB_OPT_FLAG, CAL_JSON, NULL, NULL, 0, 0, "print the fit as one JSON object on stdout"},
   {NULL},
 };
 
@@ -446,13 +448,19 @@ static void fmt_bytes(char *buf, size_t n, uint64_t b) {
 }
 
 /* The report: what was fitted, then each size's time error before and after. */
-static void report(const Cal *c, uint32_t rounds, bool settled) {
-  uint32_t now[P_N] = {0}; /* sizes informing each at the values kept (c->rows: with the starting ones) */
+/* The sizes informing each parameter at the values kept (c->rows: with the starting ones). */
+static void count_now(const Cal *c, uint32_t *now) {
+  memset(now, 0, P_N * sizeof *now);
   for (uint32_t k = 0; k < c->nlogs; k++)
     for (guint i = 0; i < c->logs[k].cmp->rows->len; i++) {
       ParamId p = row_param(&c->logs[k], &g_array_index(c->logs[k].cmp->rows, FabNcclTestsCmpRow, i));
       if (p < P_N) now[p]++;
     }
+}
+
+static void report(const Cal *c, uint32_t rounds, bool settled) {
+  uint32_t now[P_N];
+  count_now(c, now);
   printf("fabsim calibrate: %u log%s against %s\n", c->nlogs, c->nlogs == 1 ? "" : "s", c->scen);
   static const char *const from[P_N] = {"latency-bound sizes", "bandwidth-bound sizes in one NVLink domain",
                                         "bandwidth-bound sizes run with NVLS", "bandwidth-bound sizes across nodes"};
@@ -499,9 +507,71 @@ static void report(const Cal *c, uint32_t rounds, bool settled) {
   if (n) printf("  mean |time error| over %u sizes: before %.1f %%, after %.1f %%\n", n, 100 * sb / n, 100 * sa / n);
 }
 
+/* The same as one JSON object (README, Calibration). */
+static void report_json(const Cal *c, uint32_t rounds, bool settled, const char *out) {
+  static const char *const from[P_N] = {"latency-bound", "bandwidth-bound, NVLink", "bandwidth-bound, NVLS",
+                                        "bandwidth-bound, network"};
+  uint32_t now[P_N];
+  count_now(c, now);
+  GString *s = g_string_new("{\"fabsim_version\": ");
+  fab_json_put_str(s, FABSIM_VERSION);
+  g_string_append(s, ", \"scenario\": ");
+  fab_json_put_str(s, c->scen);
+  g_string_append(s, ", \"logs\": [");
+  for (uint32_t k = 0; k < c->nlogs; k++) {
+    if (k) g_string_append(s, ", ");
+    fab_json_put_str(s, c->logs[k].path);
+  }
+  g_string_append_printf(s, "], \"rounds\": %u, \"simulations\": %u, \"settled\": %s, \"parameters\": [", rounds,
+                         c->sims, settled ? "true" : "false");
+  for (int p = 0; p < P_N; p++) {
+    g_string_append_printf(s, "%s{\"name\": \"%s\", \"key\": \"%s\", \"unit\": \"%s\", \"fitted\": %s, ",
+                           p ? ", " : "", params[p].name, params[p].key, params[p].unit, c->fit[p] ? "true" : "false");
+    g_string_append(s, "\"before\": ");
+    fab_json_put_num(s, c->v0[p]);
+    g_string_append(s, ", \"after\": ");
+    fab_json_put_num(s, c->v[p]);
+    g_string_append_printf(s, ", \"informed_by\": \"%s\", \"sizes\": %u, \"flat\": %s}", from[p],
+                           c->fit[p] ? now[p] : c->rows[p], c->flat[p] ? "true" : "false");
+  }
+  g_string_append(s, "], \"sizes\": [");
+  double sb = 0, sa = 0;
+  uint32_t n = 0;
+  for (uint32_t k = 0; k < c->nlogs; k++)
+    for (guint i = 0; i < c->logs[k].cmp->rows->len; i++) {
+      const FabNcclTestsCmpRow *a = &g_array_index(c->logs[k].first->rows, FabNcclTestsCmpRow, i);
+      const FabNcclTestsCmpRow *b = &g_array_index(c->logs[k].cmp->rows, FabNcclTestsCmpRow, i);
+      ParamId p = row_param(&c->logs[k], b);
+      g_string_append_printf(s, "%s{\"log\": %u, \"bytes\": %" G_GUINT64_FORMAT ", \"measured_us\": ",
+                             n || k || i ? ", " : "", k, b->bytes);
+      fab_json_put_num(s, b->meas_time_us);
+      double v[4] = {a->sim_time_us, 100 * a->time_err, b->sim_time_us, 100 * b->time_err};
+      static const char *const keys[4] = {"before_us", "before_error_pct", "after_us", "after_error_pct"};
+      for (int j = 0; j < 4; j++) {
+        g_string_append_printf(s, ", \"%s\": ", keys[j]);
+        fab_json_put_num(s, v[j]);
+      }
+      g_string_append(s, ", \"fits\": ");
+      if (p < P_N && c->fit[p]) fab_json_put_str(s, params[p].name);
+      else g_string_append(s, "null");
+      g_string_append_c(s, '}');
+      if (isfinite(a->time_err) && isfinite(b->time_err)) sb += fabs(a->time_err), sa += fabs(b->time_err), n++;
+    }
+  g_string_append(s, "], \"mean_abs_time_error_pct\": {\"before\": ");
+  fab_json_put_num(s, n ? 100 * sb / n : NAN);
+  g_string_append(s, ", \"after\": ");
+  fab_json_put_num(s, n ? 100 * sa / n : NAN);
+  g_string_append(s, "}, \"fragment\": ");
+  if (out) fab_json_put_str(s, out);
+  else g_string_append(s, "null");
+  g_string_append(s, "}\n");
+  fputs(s->str, stdout);
+  g_string_free(s, TRUE);
+}
+
 /* The rounds (the launch, then each rate in turn, until a round moves
 ** nothing by more than 1 ns or 0.1 %); the exit status. */
-static int fit(Cal *c, const char *out) {
+static int fit(Cal *c, const char *out, bool json) {
   int rc = 0;
   if (!simulate_all(c, &rc)) return rc;
   if (!choose(c)) return EXIT_USAGE;
@@ -554,14 +624,13 @@ static int fit(Cal *c, const char *out) {
             "nothing written\n");
     return EXIT_USAGE;
   }
-  report(c, rounds, settled);
+  if (!json) report(c, rounds, settled);
   if (!settled)
     fprintf(stderr, "fabsim: calibrate: warning: the values did not settle in %u rounds; the last are reported%s\n",
             MAX_ROUNDS, out ? " and written" : "");
-  if (out) {
-    if (!write_fragment(c, out)) return EXIT_FAILED;
-    printf("  wrote      %s (checked: %s loads with it included last)\n", out, c->scen);
-  }
+  if (out && !write_fragment(c, out)) return EXIT_FAILED;
+  if (json) report_json(c, rounds, settled, out);
+  else if (out) printf("  wrote      %s (checked: %s loads with it included last)\n", out, c->scen);
   return 0;
 }
 
@@ -587,7 +656,7 @@ int fab_cmd_calibrate(int argc, char **argv) {
     if (!(c.logs[k].meas = fab_compare_measured("calibrate", c.logs[k].path, op, &ntests))) goto out;
   }
   if (!consistent(&c)) goto out;
-  rc = fit(&c, a.value[CAL_OUT]);
+  rc = fit(&c, a.value[CAL_OUT], a.flag[CAL_JSON]);
 out:
   for (uint32_t k = 0; k < c.nlogs; k++) {
     if (c.logs[k].cmp != c.logs[k].first) fab_nccltests_cmp_free(c.logs[k].cmp);

@@ -23,7 +23,7 @@ int fab_cmd_plot(int argc, char **argv);
 extern const FabCmd fab_compare_cmd;
 int fab_cmd_compare(int argc, char **argv);
 
-/* fabsim calibrate SCENARIO LOG... [--set KEY=VALUE]... [--fit PARAMS] [--out FRAGMENT] (tools/calibrate.c) */
+/* fabsim calibrate SCENARIO LOG... [--set KEY=VALUE]... [--fit PARAMS] [--out FRAGMENT] [--json] (tools/calibrate.c) */
 extern const FabCmd fab_calibrate_cmd;
 int fab_cmd_calibrate(int argc, char **argv);
 
