@@ -27,7 +27,7 @@ SRC = os.environ.get("FABSIM_SRC") or os.path.dirname(os.path.dirname(os.path.ab
 FABSIM = os.environ.get("FABSIM") or os.path.join(SRC, "build", "fabsim")
 H100 = os.path.join(SRC, "scenarios", "validation", "dgx-h100.yaml")
 H100_IB = os.path.join(SRC, "scenarios", "validation", "dgx-h100-ib.yaml")
-SIZES = "[8,512,32768,262144,2097152,16777216,134217728,1073741824]"
+SIZES = "[8,512,32768,262144,2097152,16777216,134217728,268435456]"
 
 
 def fabsim(*args, check=True):
@@ -107,8 +107,12 @@ class TestCalibrate(unittest.TestCase):
         self.assertAlmostEqual(got["nvlink"] / 320.0, 1, delta=0.02, msg=out)
         self.assertNotIn("nic", got)
         before, after = (float(x) for x in re.search(r"before ([\d.]+) %, after ([\d.]+) %", out).groups())
-        self.assertLess(after, 1.5, out)
+        self.assertLess(after, before / 4, out)
         self.assertGreater(before, 10, out)
+        # the sizes that informed a fit are within the noise (LL/LL128 sizes can jump with a rate: README)
+        fits = re.findall(r"^\s+ring\.log\s+\S+ \S+\s+\S+\s+\S+\s+\S+\s+\S+\s+([-+][\d.]+)%\s+(launch|nvlink)$", out, re.M)
+        self.assertGreaterEqual(len(fits), 5, out)
+        self.assertTrue(all(abs(float(e)) < 1.5 for e, _ in fits), out)
         # the fragment, included after the scenario, brings the simulated table to the log
         calibrated = self.path("calibrated.yaml")
         with open(calibrated, "w") as fh:
@@ -162,20 +166,20 @@ class TestCalibrate(unittest.TestCase):
 
     def test_refusals(self):
         one = self.path("one.log")
-        make_log(one, H100, ["workload.sizes=[1073741824]"])
+        make_log(one, H100, ["workload.sizes=[268435456]"])
         self.refused(["calibrate", H100, one], "too few points")
         ring = self.path("ring.log")
-        make_log(ring, H100, ["workload.algorithm=ring", "workload.sizes=[8,512,134217728,1073741824]"])
+        make_log(ring, H100, ["workload.algorithm=ring", "workload.sizes=[8,512,134217728,268435456]"])
         self.refused(["calibrate", H100, ring, "--set", "workload.algorithm=ring", "--fit", "nvls"],
                      "--fit nvls: NVLS's efficiency needs at least 2 sizes")
         slow = self.path("slow.log")
-        make_log(slow, H100, ["workload.algorithm=ring", "workload.sizes=[8,512,134217728,1073741824]"], scale=1.5)
+        make_log(slow, H100, ["workload.algorithm=ring", "workload.sizes=[8,512,134217728,268435456]"], scale=1.5)
         self.refused(["calibrate", H100, ring, slow, "--set", "workload.algorithm=ring"], "disagree on allreduce")
         ag = self.path("ag16.log")
         make_log(ag, H100_IB, ["workload.op=allgather", "workload.sizes=[4096,1048576,268435456]"])
         self.refused(["calibrate", H100, ag], "ran on 16 ranks")
         fast = self.path("fast.log")   # NVLS faster than an efficiency of 1 can make it
-        make_log(fast, H100, ["workload.sizes=[8,512,134217728,1073741824]", "cluster.nvlink.bandwidth=480GB/s",
+        make_log(fast, H100, ["workload.sizes=[8,512,134217728,268435456]", "cluster.nvlink.bandwidth=480GB/s",
                               "cluster.nvlink.nvls_efficiency=1"])
         self.refused(["calibrate", H100, fast, "--fit", "nvls"], "the data contradict the model")
         p = fabsim("calibrate", H100, ring, "--fit", "nvlink,bogus", check=False)
