@@ -228,19 +228,30 @@ static gboolean consistent(const Cal *c) {
   return TRUE;
 }
 
-/* From the first round: which parameters to fit (those asked for, else
-** each informed by two sizes or more). FALSE after printing why. */
-static gboolean choose(Cal *c) {
-  memset(c->rows, 0, sizeof c->rows);
+/* The sizes informing each parameter at the values kept (c->rows: with the starting ones). */
+static void count_now(const Cal *c, uint32_t *now) {
+  memset(now, 0, P_N * sizeof *now);
   for (uint32_t k = 0; k < c->nlogs; k++)
     for (guint i = 0; i < c->logs[k].cmp->rows->len; i++) {
       ParamId p = row_param(&c->logs[k], &g_array_index(c->logs[k].cmp->rows, FabNcclTestsCmpRow, i));
-      if (p < P_N) c->rows[p]++;
+      if (p < P_N) now[p]++;
     }
-  bool any_asked = false, any = false;
-  for (int p = 0; p < P_N; p++) any_asked |= c->asked[p];
+}
+
+/* Whether --fit named any parameter. */
+static bool any_asked(const Cal *c) {
+  for (int p = 0; p < P_N; p++)
+    if (c->asked[p]) return true;
+  return false;
+}
+
+/* From the first round: which parameters to fit (those asked for, else
+** each informed by two sizes or more). FALSE after printing why. */
+static gboolean choose(Cal *c) {
+  count_now(c, c->rows);
+  bool asked = any_asked(c), any = false;
   for (int p = 0; p < P_N; p++) {
-    if (any_asked && c->asked[p] && c->rows[p] < 2) {
+    if (asked && c->asked[p] && c->rows[p] < 2) {
       fprintf(stderr, "fabsim: calibrate: --fit %s: %s needs at least 2 sizes that inform it, the logs have %u (%s)"
               "\n", params[p].name, params[p].what, c->rows[p],
               p == P_LAUNCH ? "latency-bound sizes" : p == P_NVLS ? "bandwidth-bound sizes run with NVLS"
@@ -248,7 +259,7 @@ static gboolean choose(Cal *c) {
               : "bandwidth-bound sizes across the network");
       return FALSE;
     }
-    c->fit[p] = (any_asked ? c->asked[p] : true) && c->rows[p] >= 2;
+    c->fit[p] = (asked ? c->asked[p] : true) && c->rows[p] >= 2;
     any |= c->fit[p];
   }
   if (!any)
@@ -448,16 +459,6 @@ static void fmt_bytes(char *buf, size_t n, uint64_t b) {
 }
 
 /* The report: what was fitted, then each size's time error before and after. */
-/* The sizes informing each parameter at the values kept (c->rows: with the starting ones). */
-static void count_now(const Cal *c, uint32_t *now) {
-  memset(now, 0, P_N * sizeof *now);
-  for (uint32_t k = 0; k < c->nlogs; k++)
-    for (guint i = 0; i < c->logs[k].cmp->rows->len; i++) {
-      ParamId p = row_param(&c->logs[k], &g_array_index(c->logs[k].cmp->rows, FabNcclTestsCmpRow, i));
-      if (p < P_N) now[p]++;
-    }
-}
-
 static void report(const Cal *c, uint32_t rounds, bool settled) {
   uint32_t now[P_N];
   count_now(c, now);
@@ -476,10 +477,8 @@ static void report(const Cal *c, uint32_t rounds, bool settled) {
       printf("  not fitted %-7s %s: its %u %s barely move with it (the time is spent elsewhere)\n", params[p].name,
              params[p].key, c->rows[p], from[p]);
     } else if (c->rows[p] || c->asked[p]) {
-      bool any_asked = false;
-      for (int q = 0; q < P_N; q++) any_asked |= c->asked[q];
       printf("  not fitted %-7s %s: %u %s (%s)\n", params[p].name, params[p].key, c->rows[p], from[p],
-             any_asked && !c->asked[p] ? "not in --fit" : "2 needed");
+             any_asked(c) && !c->asked[p] ? "not in --fit" : "2 needed");
     }
     g_string_free(s, TRUE);
   }
