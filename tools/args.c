@@ -6,9 +6,16 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* The program as a user types it: "fabsim run", or a program of its own ("fabsim-replay"). */
+static const char *prog(const FabCmd *cmd, char *buf, size_t n) {
+  snprintf(buf, n, "%s%s", g_str_has_prefix(cmd->name, "fabsim-") ? "" : "fabsim ", cmd->name);
+  return buf;
+}
+
 void fab_args_usage(const FabCmd *cmd, FILE *out) {
   GString *s = g_string_new(NULL);
-  g_string_append_printf(s, "usage: fabsim %s", cmd->name);
+  char buf[64];
+  g_string_append_printf(s, "usage: %s", prog(cmd, buf, sizeof buf));
   if (cmd->synopsis && *cmd->synopsis) g_string_append_printf(s, " %s", cmd->synopsis);
   for (const FabOpt *o = cmd->opts; o && o->name; o++) {
     if (o->metavar) g_string_append_printf(s, " [%s %s]", o->name, o->metavar);
@@ -36,7 +43,8 @@ int fab_args_error(const FabCmd *cmd, const char *fmt, ...) {
   va_start(ap, fmt);
   char *msg = g_strdup_vprintf(fmt, ap);
   va_end(ap);
-  fprintf(stderr, "fabsim %s: %s\n\n", cmd->name, msg);
+  char buf[64];
+  fprintf(stderr, "%s: %s\n\n", prog(cmd, buf, sizeof buf), msg);
   g_free(msg);
   fab_args_usage(cmd, stderr);
   return EXIT_USAGE;

@@ -130,6 +130,17 @@ void fab_collect_free(FabCollect *c) {
   g_free(c);
 }
 
+/* An op's state and times: the executor's, or measured ones (FabOpTimes). */
+static inline int st_of(const FabCollectIn *in, uint32_t i) {
+  return in->exec ? fab_exec_state(in->exec, i) : in->times->state[i];
+}
+static inline fab_time_t began(const FabCollectIn *in, uint32_t i) {
+  return in->exec ? fab_exec_began(in->exec, i) : in->times->began[i];
+}
+static inline fab_time_t ended(const FabCollectIn *in, uint32_t i) {
+  return in->exec ? fab_exec_ended(in->exec, i) : in->times->ended[i];
+}
+
 static gpointer key(uint64_t a, uint32_t rank) { return GSIZE_TO_POINTER((gsize)(a + 1) << 32 | rank); }
 static gpointer end1(fab_time_t t) { return GSIZE_TO_POINTER((gsize)t + 1); }
 
@@ -137,8 +148,8 @@ static gpointer end1(fab_time_t t) { return GSIZE_TO_POINTER((gsize)t + 1); }
 static void fold_colls_and_jobs(FabCollect *c, const FabCollectIn *in, uint32_t i, const FabOp *o, int st) {
   bool done = st == FAB_EXEC_DONE;
   FabJobRec *jr = &c->jobs[o->job];
-  if (st) jr->start = MIN(jr->start, fab_exec_began(in->exec, i));
-  if (done) jr->end = MAX(jr->end, fab_exec_ended(in->exec, i));
+  if (st) jr->start = MIN(jr->start, began(in, i));
+  if (done) jr->end = MAX(jr->end, ended(in, i));
   else c->jopen[o->job] = true;
   if (o->kind <= FAB_OP_NVLS) {
     jr->flows++;
@@ -147,8 +158,8 @@ static void fold_colls_and_jobs(FabCollect *c, const FabCollectIn *in, uint32_t 
   }
   if (o->coll >= 0) {
     FabCollRec *cr = &c->colls[o->coll];
-    if (st) cr->start = MIN(cr->start, fab_exec_began(in->exec, i));
-    if (done) cr->end = MAX(cr->end, fab_exec_ended(in->exec, i));
+    if (st) cr->start = MIN(cr->start, began(in, i));
+    if (done) cr->end = MAX(cr->end, ended(in, i));
     else c->open[o->coll] = true;
     int64_t a = o->kind <= FAB_OP_NVLS && in->nic ? in->nic(in->ctx, i) : -1;
     if (a >= 0) { /* out of its node */
@@ -163,22 +174,21 @@ static void fold_colls_and_jobs(FabCollect *c, const FabCollectIn *in, uint32_t 
 /* The timeline: compute ops, collectives per rank (from its COLL_BEGIN mark to
 ** its COLL_END), pipeline transfers. */
 static void fold_timeline(FabCollect *c, const FabCollectIn *in, uint32_t i, const FabOp *o, bool done) {
-  const FabExec *x = in->exec;
   if (o->kind == FAB_OP_COMPUTE && done) {
-    FabSpanRec sp = {o->src, o->job, 0, o->mark, -1, o->step, fab_exec_began(x, i), fab_exec_ended(x, i)};
+    FabSpanRec sp = {o->src, o->job, 0, o->mark, -1, o->step, began(in, i), ended(in, i)};
     g_array_append_val(c->spans, sp);
   } else if (o->kind == FAB_OP_MARK && o->coll >= 0 && o->mark == FAB_MARK_COLL_BEGIN) {
-    g_hash_table_insert(c->begins, key((uint64_t)o->coll, o->src), done ? end1(fab_exec_ended(x, i)) : NULL);
+    g_hash_table_insert(c->begins, key((uint64_t)o->coll, o->src), done ? end1(ended(in, i)) : NULL);
   } else if (o->kind == FAB_OP_MARK && o->coll >= 0 && o->mark == FAB_MARK_COLL_END && done) {
     gsize b = GPOINTER_TO_SIZE(g_hash_table_lookup(c->begins, key((uint64_t)o->coll, o->src)));
     if (b) {
-      FabSpanRec sp = {o->src, o->job, 1, 0, o->coll, o->step, (fab_time_t)b - 1, fab_exec_ended(x, i)};
+      FabSpanRec sp = {o->src, o->job, 1, 0, o->coll, o->step, (fab_time_t)b - 1, ended(in, i)};
       g_array_append_val(c->spans, sp);
     }
   } else if (o->kind == FAB_OP_FLOW && o->coll >= 0 && done) { /* pipeline send/recv: no marks, a span per send */
     const FabCollDef *cd = &g_array_index(c->dag->colls, FabCollDef, o->coll);
     if (cd->tag && g_str_equal(cd->tag, "pp")) {
-      FabSpanRec sp = {o->src, o->job, 2, 0, o->coll, o->step, in->rec(in->ctx, i)->start, fab_exec_ended(x, i)};
+      FabSpanRec sp = {o->src, o->job, 2, 0, o->coll, o->step, in->rec(in->ctx, i)->start, ended(in, i)};
       g_array_append_val(c->spans, sp);
     }
   }
@@ -194,7 +204,7 @@ static void fold_steps(FabCollect *c, const FabCollectIn *in, uint32_t i, const 
     return;
   }
   g_hash_table_insert(o->mark == FAB_MARK_STEP_BEGIN ? c->sb : c->se, key(row, o->src),
-                      end1(fab_exec_ended(in->exec, i)));
+                      end1(ended(in, i)));
 }
 
 void fab_collect_fold(FabCollect *c, const FabCollectIn *in, uint32_t to) {
@@ -203,7 +213,7 @@ void fab_collect_fold(FabCollect *c, const FabCollectIn *in, uint32_t to) {
   sync_colls(c);
   for (uint32_t i = c->next; i < to; i++) {
     const FabOp *o = fab_dag_op(d, i);
-    int st = fab_exec_state(in->exec, i);
+    int st = st_of(in, i);
     fold_colls_and_jobs(c, in, i, o, st);
     fold_timeline(c, in, i, o, st == FAB_EXEC_DONE);
     fold_steps(c, in, i, o, st == FAB_EXEC_DONE);

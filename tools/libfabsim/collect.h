@@ -12,15 +12,23 @@
 #include "models/nic.h"
 #include "workloads/exec.h"
 
+/* Op times measured elsewhere (fabsim-replay: on real processes), in place of an executor's: per op its state
+** (FAB_EXEC_*), when it began and when it was done, ps. */
+typedef struct FabOpTimes {
+  const uint8_t *state;
+  const fab_time_t *began, *ended;
+} FabOpTimes;
+
 typedef struct FabCollectIn {
   const FabDag *dag;
-  const FabExec *exec;     /* the op times */
+  const FabExec *exec;     /* the op times (NULL: from `times`) */
   const FabFlowRec *(*rec)(const void *ctx, uint32_t op); /* the record of flow op `op` */
   /* the network attachment (NIC port) by which flow op `op`'s bytes leave their node for the network, -1 when
   ** they stay in it (NVLink, NVLS in the node); NULL: none counted. A collective's nics are the attachments its
   ** ops name, counted once each while its ops follow one another in op order (as expansions write them). */
   int64_t (*nic)(const void *ctx, uint32_t op);
   const void *ctx;
+  const FabOpTimes *times; /* when exec is NULL */
 } FabCollectIn;
 
 /* The records are folded op by op, in op order, so that a run can forget

@@ -68,7 +68,7 @@ void fab_run__retire(Run *r) {
   }
   uint32_t upto = fab_exec_retirable(r->exec, r->settled);
   if (upto == fab_exec_base(r->exec)) return;
-  FabCollectIn in = {dag, r->exec, rec_for, nic_for, r};
+  FabCollectIn in = {dag, r->exec, rec_for, nic_for, r, NULL};
   fab_collect_fold(r->coll, &in, upto);
   fab_exec_retire(r->exec, upto);
   if (!r->unfolds) return; /* a DAG made whole is the scenario's, and kept */
@@ -674,7 +674,7 @@ static void fill_results(Run *r, bool drained, const Totals *tot, FabResults *re
   for (uint32_t s = 0; s < r->topo->nswitches; s++) res->ecn_marks += fab_switch_stats(r->topo->switches[s])->ecn_marks;
   for (uint32_t i = (uint32_t)r->slot_of.first; i < fab_deq_end(&r->slot_of); i++) /* those still holding a slot */
     if (*slot_of(r, i) != FAB_OP_NONE) record(r, fab_flow_at(&r->table, *slot_of(r, i)));
-  FabCollectIn in = {sc->dag, r->exec, rec_for, nic_for, r};
+  FabCollectIn in = {sc->dag, r->exec, rec_for, nic_for, r, NULL};
   fab_collect_finish(r->coll, &in, res);
   if (r->keep_flows) { /* every record (none retired) */
     g_assert(r->recs.first == 0 && r->recs.len == r->nflows);

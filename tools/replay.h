@@ -1,0 +1,121 @@
+/*
+** fabsim-replay: a scenario's operation DAG run on real processes, one per
+** rank, over a real transport (libfabric), so that what the hardware
+** measures can be set beside what fabsim simulates.
+**
+** The DAG is the simulator's own (fab_scenario_load expands the workload:
+** the same flows, pieces and dependencies). Each process plays one of the
+** endpoints the DAG's ops touch (process k: the k-th of them, in endpoint
+** order) and runs the ops it owns:
+**
+**   a FLOW     its sender posts the send when the ops it waits for are met;
+**              its receiver has the receive posted from the start of a pass
+**              and learns the flow is done when the data is in;
+**   a MARK     (and a COMPUTE of zero length) is done at once on its rank.
+**
+** What an op waits for may be known only on another process (a flow is done
+** where it was received; a send waits for the receiver to have taken an
+** earlier piece: NCCL's slots). The process that learns of it tells the
+** ones that wait, with a control message of 8 bytes: the plan below lists,
+** per op, who must be told. The modelled costs of an op (`pre`, `post`,
+** `dur`: NCCL's latencies, reductions) are not played: the hardware brings
+** its own. A flow's `start` is kept (ps after the pass began).
+**
+** Every flow's bytes carry a pattern drawn from (op, pass): the receiver
+** checks them after each pass, so a transport that loses, mixes or does not
+** move data fails the run.
+*/
+#ifndef FAB_REPLAY_H
+#define FAB_REPLAY_H
+
+#include <glib.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include "workloads/dag.h"
+
+#define FAB_REPLAY_NONE UINT32_MAX
+#define FAB_REPLAY_SENT 0x80000000u /* in a wait or a notice: the flow has left its sender, not arrived */
+
+/* What every process knows of the DAG, and what this one (`me`) must do. */
+typedef struct FabReplayPlan {
+  const FabDag *dag;
+  uint32_t nops;
+  uint32_t nprocs;     /* processes: the endpoints the ops touch */
+  uint32_t me;         /* this process */
+  uint32_t *ep_of;     /* process -> endpoint */
+  uint32_t *actor;     /* op -> the process that runs it (a flow: its sender) */
+  uint32_t *observer;  /* op -> the process that learns it is done (a flow: its receiver) */
+  uint64_t *recv_off;  /* flow op -> offset of its bytes in its receiver's arena */
+  uint64_t *send_off;  /* flow op -> offset in its sender's arena */
+  uint64_t recv_bytes, send_bytes; /* this process's arenas */
+  uint32_t *need;      /* op run here -> how many waits it has */
+  uint32_t *wait_off;  /* op -> its waiters: wait_list[wait_off[op] .. wait_off[op + 1]) */
+  uint32_t *wait_list; /* ops run here that wait for it (| FAB_REPLAY_SENT: for its send only) */
+  uint32_t *tell_off;  /* op -> who to tell: tell_list[tell_off[op] .. tell_off[op + 1]) */
+  uint32_t *tell_list; /* processes (| FAB_REPLAY_SENT: of its send only), for ops observed here */
+  uint32_t mine;       /* ops run here */
+  uint32_t recvs;      /* flows received here */
+  uint32_t flows;      /* flows in the DAG */
+} FabReplayPlan;
+
+/* The plan of process `me` (every op of the DAG made: an unfolding one is
+** made whole first). FALSE + *why (transfer full) when the DAG cannot be
+** replayed: an NVLS op (multicast through an NVSwitch), a compute op that
+** lasts (training), more than `max_ops` ops. */
+gboolean fab_replay_plan(FabReplayPlan *p, FabDag *dag, uint32_t me, uint32_t max_ops, char **why);
+void fab_replay_plan_clear(FabReplayPlan *p);
+
+/* The pattern of flow `op` in pass `pass`: byte k of its payload. */
+void fab_replay_fill(uint8_t *buf, uint64_t len, uint32_t op, uint32_t pass);
+/* The first byte of buf that differs from the pattern, or len when none does. */
+uint64_t fab_replay_check(const uint8_t *buf, uint64_t len, uint32_t op, uint32_t pass);
+
+/* A transport (replay_ofi.c; raw verbs later). Every call returns 0, or
+** -EAGAIN when the transport cannot take more now (the caller progresses and
+** tries again), or another negative errno with *err set. */
+typedef struct FabReplayDone {
+  uint8_t kind; /* FAB_REPLAY_EV_* */
+  uint32_t op;  /* SEND, RECV: the flow */
+  uint64_t word;/* CTRL: what the notice said */
+} FabReplayDone;
+enum { FAB_REPLAY_EV_SEND = 1, FAB_REPLAY_EV_RECV, FAB_REPLAY_EV_CTRL };
+
+typedef struct FabReplayNet {
+  void *ctx;
+  /* the data of flow op, pass, into the receiver's arena (a receive or an RMA write with immediate) */
+  int (*send)(void *ctx, uint32_t op, uint32_t pass, uint32_t to, uint64_t soff, uint64_t len, uint64_t roff,
+              char **err);
+  int (*recv)(void *ctx, uint32_t op, uint32_t pass, uint32_t from, uint64_t roff, uint64_t len, char **err);
+  int (*ctrl)(void *ctx, uint32_t to, uint64_t word, char **err);
+  /* completions, at most max; the number, or a negative errno with *err (naming what failed) */
+  int (*poll)(void *ctx, FabReplayDone *out, int max, char **err);
+  uint8_t *send_arena, *recv_arena;
+  bool corrupt; /* tests: a pass spoils one byte of this process's first flow after filling it */
+} FabReplayNet;
+
+/* What a pass measured: per op, when it began and was done (ns after the
+** pass began on this process; 0 and unset where this process did not see
+** it). */
+typedef struct FabReplayTimes {
+  double *began, *ended; /* nops each */
+} FabReplayTimes;
+
+/* Run one pass of the plan over net. 0; or 1 with *err (transfer full): a
+** transport error, a timeout (`timeout_s` without any completion: the error
+** names the op waited for and the peer it waits on), a byte that differs.
+** `stall` (tests): this process stops answering at its first flow. */
+int fab_replay_pass(const FabReplayPlan *p, const FabReplayNet *net, uint32_t pass, double timeout_s, bool stall,
+                    FabReplayTimes *t, char **err);
+
+/* libfabric (replay_ofi.c): open provider `prov` (NULL: the first that has
+** what replay needs), arenas of the plan's sizes, `rma`: RMA writes with
+** immediate data instead of tagged sends. The addresses are exchanged with
+** `allgather` (every process's `len` bytes into out, process-major). */
+typedef void (*FabReplayAllgather)(const void *mine, void *all, size_t len);
+FabReplayNet *fab_replay_ofi_open(const FabReplayPlan *p, const char *prov, bool rma, FabReplayAllgather ag,
+                                  char **err);
+void fab_replay_ofi_close(FabReplayNet *net);
+/* The provider it opened ("tcp;ofi_rxm", "shm"). */
+const char *fab_replay_ofi_provider(const FabReplayNet *net);
+
+#endif
