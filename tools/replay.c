@@ -46,7 +46,7 @@ static const FabCmd cmd = {
   "each flow's bytes checked at its receiver.",
   opts,
   "exit status: 0 replayed, 1 a transfer failed, timed out or delivered wrong bytes, 2 bad input or usage, or "
-  "no transport",
+  "no transport\n",
 };
 
 static int me_, nprocs_;
@@ -222,8 +222,9 @@ static int passes(const FabArgs *a, const FabReplayPlan *p, FabReplayNet *net, d
                   double *wall_s) {
   uint64_t warmup = a->given[N_WARMUP] ? a->num[N_WARMUP] : 1, iters = a->given[N_ITERS] ? a->num[N_ITERS] : 5;
   double timeout = a->given[N_TIMEOUT] ? (double)a->num[N_TIMEOUT] : 30;
-  const char *st = g_getenv("FABSIM_REPLAY_STALL"); /* tests: this process hangs (README, Replay) */
-  bool stall = st && (int)g_ascii_strtoll(st, NULL, 10) == me_;
+  const char *st = g_getenv("FABSIM_REPLAY_STALL"), *die = g_getenv("FABSIM_REPLAY_KILL"); /* tests: this process
+                                                                                             ** hangs, or dies */
+  int stall = st && (int)g_ascii_strtoll(st, NULL, 10) == me_ ? 1 : die && (int)g_ascii_strtoll(die, NULL, 10) == me_ ? 2 : 0;
   const char *co = g_getenv("FABSIM_REPLAY_CORRUPT"); /* tests: this process sends a wrong byte */
   FabReplayTimes t = {g_new0(double, p->nops), g_new0(double, p->nops)};
   double t0 = MPI_Wtime();

@@ -103,8 +103,8 @@ typedef struct FabReplayTimes {
 /* Run one pass of the plan over net. 0; or 1 with *err (transfer full): a
 ** transport error, a timeout (`timeout_s` without any completion: the error
 ** names the op waited for and the peer it waits on), a byte that differs.
-** `stall` (tests): this process stops answering at its first flow. */
-int fab_replay_pass(const FabReplayPlan *p, const FabReplayNet *net, uint32_t pass, double timeout_s, bool stall,
+** `stall` (tests): at its first flow, this process stops answering (1) or dies (2). */
+int fab_replay_pass(const FabReplayPlan *p, const FabReplayNet *net, uint32_t pass, double timeout_s, int stall,
                     FabReplayTimes *t, char **err);
 
 /* libfabric (replay_ofi.c): open provider `prov` (NULL: the first that has

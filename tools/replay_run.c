@@ -3,6 +3,7 @@
 #include "replay.h"
 #include <errno.h>
 #include <sched.h>
+#include <signal.h>
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
@@ -27,7 +28,7 @@ typedef struct Pass {
   uint32_t left;         /* ops run here not done, plus receives not in */
   double t0;             /* ns, the pass's start */
   FabReplayTimes *t;
-  bool stall;
+  int stall;
   char *err;
 } Pass;
 
@@ -91,6 +92,7 @@ static int start(Pass *s, uint32_t x) {
     tell(s, x, false);
     return 0;
   }
+  if (G_UNLIKELY(s->stall == 2)) raise(SIGKILL); /* tests: a peer that dies */
   if (G_UNLIKELY(s->stall)) /* tests: this process stops answering (a hung peer) until it is killed */
     for (;;) pause();
   int rc = s->net->send(s->net->ctx, x, s->pass, p->observer[x], p->send_off[x], o->bytes, p->recv_off[x], &s->err);
@@ -187,7 +189,7 @@ static int push(Pass *s) {
   return 0;
 }
 
-int fab_replay_pass(const FabReplayPlan *p, const FabReplayNet *net, uint32_t pass, double timeout_s, bool stall,
+int fab_replay_pass(const FabReplayPlan *p, const FabReplayNet *net, uint32_t pass, double timeout_s, int stall,
                     FabReplayTimes *t, char **err) {
   Pass s = {.p = p, .net = net, .pass = pass, .t = t, .stall = stall};
   s.st = g_new0(uint8_t, p->nops);

@@ -1,0 +1,167 @@
+#!/usr/bin/env python3
+"""fabsim-replay on this machine: real processes (mpirun --oversubscribe) over
+libfabric's tcp and shm providers on loopback, no RDMA hardware.
+
+- allreduce (ring and tree), allgather, all-to-all, send-recv and a flows
+  workload on 2 and 4 processes, with tagged sends and with RMA writes: every
+  byte checked at its receiver (exit 0), the JSON in fabsim's schema with one
+  record per flow and per collective, each collective's time inside the pass;
+- an nccl-tests workload: the log fabsim-replay writes is read by
+  `fabsim compare` against the same scenario (its ranks counted);
+- a process that sends a wrong byte: its receiver names the flow, the peer and
+  the byte, exit 1;
+- a process that hangs: the others end within the timeout, naming the peer
+  they wait for; a process that dies: the job ends at once, naming it;
+- refusals, exit 2, nothing written: the wrong number of processes, an NVLS
+  scenario, an unknown provider, a bad option.
+
+Run by meson test (env FABSIM = the fabsim binary, FABSIM_REPLAY = fabsim-replay,
+FABSIM_SRC = the repository) when Meson found MPI and libfabric. With
+FABSIM_REPLAY_QUICK=1 (sanitizer builds): the tcp provider and 2 processes only.
+"""
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+import unittest
+
+SRC = os.environ.get("FABSIM_SRC") or os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+FABSIM = os.environ.get("FABSIM") or os.path.join(SRC, "build", "fabsim")
+REPLAY = os.environ.get("FABSIM_REPLAY") or os.path.join(SRC, "build", "fabsim-replay")
+MPIRUN = shutil.which("mpirun")
+QUICK = os.environ.get("FABSIM_REPLAY_QUICK") == "1"
+PROVIDERS = ("tcp",) if QUICK else ("tcp", "shm")
+PROCS = (2,) if QUICK else (2, 4)
+ENV = dict(os.environ, OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1", OMPI_MCA_rmaps_base_oversubscribe="1")
+
+FABRIC = """seed: 1
+cluster: {{nodes: {n}}}
+fabric:
+  topology: {{kind: leaf-spine, hosts_per_leaf: 2, spines: 1}}
+  link: {{bandwidth: 100Gbps, latency: 1us}}
+"""
+WORKLOADS = {
+    "allreduce-ring": "{kind: collective, op: allreduce, size: 1MiB, algorithm: ring}",
+    "allreduce-tree": "{kind: collective, op: allreduce, size: 1MiB, algorithm: tree}",
+    "allgather": "{kind: collective, op: allgather, size: 256KiB}",
+    "all-to-all": "{kind: collective, op: all-to-all, size: 256KiB}",
+    "send-recv": "{kind: collective, op: send-recv, size: 256KiB}",
+    "flows": "{kind: flows, flows: [{src: 0, dst: 1, size: 100000}, {src: 1, dst: 0, size: 3, start: 20us}]}",
+}
+
+
+def run(args, procs, env=None, timeout=120):
+    cmd = [MPIRUN, "--oversubscribe", "-np", str(procs), REPLAY] + args
+    t0 = time.monotonic()
+    p = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, env=dict(ENV, **(env or {})))
+    return p, time.monotonic() - t0
+
+
+@unittest.skipUnless(MPIRUN and os.path.exists(REPLAY), "needs mpirun and fabsim-replay (MPI and libfabric)")
+class Replay(unittest.TestCase):
+    def setUp(self):
+        self.dir = tempfile.mkdtemp(prefix="fabsim-replay-")
+
+    def tearDown(self):
+        shutil.rmtree(self.dir, ignore_errors=True)
+
+    def scenario(self, name, n, workload):
+        path = os.path.join(self.dir, name + ".yaml")
+        with open(path, "w") as f:
+            f.write("name: %s\n" % name + FABRIC.format(n=n) + "workload: %s\n" % workload)
+        return path
+
+    def test_workloads_move_checked_bytes(self):
+        for procs in PROCS:
+            for wl, text in WORKLOADS.items():
+                if wl == "flows" and procs != 2:
+                    continue
+                scen = self.scenario(wl, procs, text)
+                for prov in PROVIDERS:
+                    for rma in ([], ["--rma"]):
+                        with self.subTest(workload=wl, procs=procs, provider=prov, rma=bool(rma)):
+                            out = os.path.join(self.dir, "out.json")
+                            p, _ = run([scen, "--provider", prov, "--iters", "2", "--timeout", "20", "--json", out]
+                                       + rma, procs)
+                            self.assertEqual(p.returncode, 0, p.stderr)
+                            self.assertIn("every byte checked", p.stdout)
+                            self.assertIn(prov, p.stdout)
+                            with open(out) as f:
+                                d = json.load(f)
+                            sim = json.loads(subprocess.run([FABSIM, "run", scen, "--json"], capture_output=True,
+                                                            text=True, check=True).stdout)
+                            # the same DAG: as many flows and bytes, the same collectives
+                            self.assertEqual(d["flows"]["count"], sim["flows"]["count"])
+                            self.assertEqual(d["flows"]["bytes"], sim["flows"]["bytes"])
+                            self.assertEqual(d["flows"]["completed"], d["flows"]["count"])
+                            self.assertEqual([(c["op"], c["bytes"], c["algorithm"]) for c in d["collectives"]],
+                                             [(c["op"], c["bytes"], c["algorithm"]) for c in sim["collectives"]])
+                            for c in d["collectives"]:
+                                self.assertGreater(c["time_s"], 0)
+                                self.assertLessEqual(c["end_s"], d["sim_time_s"] + 1e-12)
+
+    def test_nccl_tests_log_reads_in_compare(self):
+        scen = self.scenario("nt", 2, "{kind: nccl-tests, op: allreduce, min: 1KiB, max: 256KiB, factor: 16, "
+                                      "iters: 2, algorithm: ring}")
+        log = os.path.join(self.dir, "nt.log")
+        p, _ = run([scen, "--provider", PROVIDERS[0], "--log", log], 2)
+        self.assertEqual(p.returncode, 0, p.stderr)
+        with open(log) as f:
+            text = f.read()
+        self.assertIn("all_reduce_perf (replayed by fabsim-replay", text)
+        self.assertEqual(text.count("#  Rank "), 2)
+        c = subprocess.run([FABSIM, "compare", scen, log], capture_output=True, text=True)
+        self.assertEqual(c.returncode, 0, c.stderr)
+        self.assertIn("measured   2 ranks", c.stdout)
+        for size in ("1024", "16384", "262144"):
+            self.assertRegex(c.stdout, r"\n +%s +[0-9.]+ " % size)
+
+    def test_wrong_byte_fails(self):
+        scen = self.scenario("ar", 2, WORKLOADS["allreduce-ring"])
+        out = os.path.join(self.dir, "x.json")
+        p, _ = run([scen, "--provider", PROVIDERS[0], "--json", out], 2, env={"FABSIM_REPLAY_CORRUPT": "0"})
+        self.assertEqual(p.returncode, 1, p.stderr)
+        self.assertRegex(p.stderr, r"process 1 \(endpoint 1\), pass 0: flow op \d+ \(\d+ B from process 0, "
+                                   r"endpoint 0\): byte \d+ is not what was sent")
+        self.assertFalse(os.path.exists(out))
+
+    def test_hung_peer_times_out(self):
+        scen = self.scenario("ar", 2, WORKLOADS["allreduce-ring"])
+        p, dt = run([scen, "--provider", PROVIDERS[0], "--timeout", "2"], 2, env={"FABSIM_REPLAY_STALL": "0"})
+        self.assertNotEqual(p.returncode, 0)
+        self.assertRegex(p.stderr, r"process 1 \(endpoint 1\), pass 0: timed out after 2\.0 s without progress: "
+                                   r"flow op \d+ \(\d+ B from process 0, endpoint 0\) has not arrived")
+        self.assertLess(dt, 30)
+
+    def test_dead_peer_is_named(self):
+        scen = self.scenario("ar", 2, WORKLOADS["allreduce-ring"])
+        p, dt = run([scen, "--provider", "tcp", "--timeout", "5"], 2, env={"FABSIM_REPLAY_KILL": "1"})
+        self.assertNotEqual(p.returncode, 0)
+        # the survivor either sees the connection fail or times out waiting: either way it names process 1
+        self.assertRegex(p.stderr, r"process 0 \(endpoint 0\), pass 0: .*process 1 \(endpoint 1\)")
+        self.assertLess(dt, 30)
+
+    def test_refusals(self):
+        scen = self.scenario("ar", 4, WORKLOADS["allreduce-ring"])
+        out = os.path.join(self.dir, "r.json")
+        cases = [
+            ([scen, "--json", out], 3, "the workload runs on 4 endpoints: start 4 processes (mpirun -np 4), not 3"),
+            ([scen, "--provider", "nosuch", "--json", out], 4, "no provider 'nosuch' offers reliable tagged"),
+            ([os.path.join(SRC, "scenarios", "nvls-allreduce.yaml"), "--json", out], 8, "is an NVLS"),
+            ([scen, "--iters", "0", "--json", out], 2, "--iters 0: expected a positive count"),
+            ([scen, "--set", "workload.sise=1", "--json", out], 2, "workload.sise"),
+        ]
+        for args, procs, msg in cases:
+            with self.subTest(msg=msg):
+                p, _ = run(args, procs)
+                self.assertEqual(p.returncode, 2, p.stderr)
+                self.assertIn(msg, p.stderr)
+                self.assertEqual(p.stderr.count("fabsim-replay:"), 1, p.stderr)  # the first process speaks
+                self.assertFalse(os.path.exists(out))
+
+
+if __name__ == "__main__":
+    unittest.main(verbosity=2)
