@@ -13,7 +13,8 @@ libfabric's tcp and shm providers on loopback, no RDMA hardware.
 - a process that hangs: the others end within the timeout, naming the peer
   they wait for; a process that dies: the job ends at once, naming it;
 - refusals, exit 2, nothing written: the wrong number of processes, an NVLS
-  scenario, an unknown provider, a bad option.
+  scenario, an unknown provider, a bad option; the verbs backend (when built:
+  FABSIM_REPLAY_VERBS=1) on a machine with no RDMA device.
 
 Run by meson test (env FABSIM = the fabsim binary, FABSIM_REPLAY = fabsim-replay,
 FABSIM_SRC = the repository) when Meson found MPI and libfabric. With
@@ -32,6 +33,7 @@ SRC = os.environ.get("FABSIM_SRC") or os.path.dirname(os.path.dirname(os.path.ab
 FABSIM = os.environ.get("FABSIM") or os.path.join(SRC, "build", "fabsim")
 REPLAY = os.environ.get("FABSIM_REPLAY") or os.path.join(SRC, "build", "fabsim-replay")
 MPIRUN = shutil.which("mpirun")
+VERBS = os.environ.get("FABSIM_REPLAY_VERBS") == "1" and not os.path.isdir("/sys/class/infiniband")
 QUICK = os.environ.get("FABSIM_REPLAY_QUICK") == "1"
 PROVIDERS = ("tcp",) if QUICK else ("tcp", "shm")
 PROCS = (2,) if QUICK else (2, 4)
@@ -153,7 +155,10 @@ class Replay(unittest.TestCase):
             ([os.path.join(SRC, "scenarios", "nvls-allreduce.yaml"), "--json", out], 8, "is an NVLS"),
             ([scen, "--iters", "0", "--json", out], 2, "--iters 0: expected a positive count"),
             ([scen, "--set", "workload.sise=1", "--json", out], 2, "workload.sise"),
+            ([scen, "--backend", "psm", "--json", out], 4, "--backend psm: expected ofi or verbs"),
         ]
+        if VERBS:  # built with ibverbs, on a machine with no RDMA device (CI): said, exit 2
+            cases.append(([scen, "--backend", "verbs", "--json", out], 4, "no RDMA device found"))
         for args, procs, msg in cases:
             with self.subTest(msg=msg):
                 p, _ = run(args, procs)

@@ -48,7 +48,7 @@ typedef struct FabOpt {
   const char *help;      /* one line */
 } FabOpt;
 
-#define FAB_ARGS_SLOTS 12
+#define FAB_ARGS_SLOTS 16
 
 typedef struct FabCmd {
   const char *name;      /* "run" */

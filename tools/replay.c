@@ -17,14 +17,22 @@
 #include "tools/libfabsim/nccltests.h"
 #include "tools/libfabsim/scenario.h"
 
-enum { V_PROVIDER, V_JSON, V_HDF5, V_LOG, F_RMA, N_WARMUP, N_ITERS, N_TIMEOUT, N_MAX_OPS }; /* one slot each */
+enum { V_PROVIDER, V_JSON, V_HDF5, V_LOG, F_RMA, N_WARMUP, N_ITERS, N_TIMEOUT, N_MAX_OPS, V_BACKEND, V_DEVICE,
+       N_PORT, N_GID }; /* one slot each */
 
 static const FabOpt opts[] = {
   {"--set", 0, FAB_OPT_SET, 0, "KEY=VALUE", "KEY=VALUE", 0, 0, "override a scenario key (repeatable)"},
+  {"--backend", 0, FAB_OPT_VALUE, V_BACKEND, "NAME", "ofi or verbs", 0, 0,
+   "ofi: libfabric (the default); verbs: raw ibverbs RC queue pairs, RDMA writes with immediate data"},
   {"--provider", 0, FAB_OPT_VALUE, V_PROVIDER, "NAME", "a libfabric provider name", 0, 0,
    "libfabric provider: tcp, shm, verbs, efa, ... (default: the first that offers what replay needs)"},
   {"--rma", 0, FAB_OPT_FLAG, F_RMA, NULL, NULL, 0, 0,
    "move data with RMA writes with immediate data (as NCCL's IB transport) instead of tagged sends"},
+  {"--device", 0, FAB_OPT_VALUE, V_DEVICE, "NAME", "an RDMA device name", 0, 0,
+   "verbs: the device (default: the first ibv_devices lists)"},
+  {"--ib-port", 0, FAB_OPT_UINT, N_PORT, "N", "a port number", 1, 255, "verbs: the device's port (default 1)"},
+  {"--gid-index", 0, FAB_OPT_UINT, N_GID, "N", "a GID index", 0, 255,
+   "verbs: the GID index (default 0; RoCE: the RoCEv2 GID, often 3)"},
   {"--warmup", 0, FAB_OPT_UINT, N_WARMUP, "N", "a count", 0, 1000, "passes not measured first (default 1)"},
   {"--iters", 0, FAB_OPT_UINT, N_ITERS, "N", "a positive count", 1, 100000, "passes measured and averaged (default 5)"},
   {"--timeout", 0, FAB_OPT_UINT, N_TIMEOUT, "S", "a positive number of seconds", 1, 86400,
@@ -136,11 +144,10 @@ static char *nccl_tables(const FabScenario *sc, const FabReplayPlan *p, const Fa
   return g_string_free(s, FALSE);
 }
 
-static void text(FILE *f, const FabScenario *sc, const FabReplayPlan *p, const FabResults *r, const char *prov,
-                 bool rma, uint64_t warmup, uint64_t iters, const char *tables) {
-  fprintf(f, "fabsim-replay: %s on %u processes over libfabric '%s' (%s), %" G_GUINT64_FORMAT " warm-up + %"
-          G_GUINT64_FORMAT " measured passes, every byte checked\n", sc->name, p->nprocs, prov,
-          rma ? "RMA writes with immediate data" : "tagged sends", warmup, iters);
+static void text(FILE *f, const FabScenario *sc, const FabReplayPlan *p, const FabResults *r, const char *how,
+                 uint64_t warmup, uint64_t iters, const char *tables) {
+  fprintf(f, "fabsim-replay: %s on %u processes over %s, %" G_GUINT64_FORMAT " warm-up + %" G_GUINT64_FORMAT
+          " measured passes, every byte checked\n", sc->name, p->nprocs, how, warmup, iters);
   fprintf(f, "  ops         %u (%u flows), a pass %.3f us on average\n", p->nops, p->flows,
           fab_time_to_s(r->sim_time) * 1e6);
   for (size_t k = 0; k < r->n_colls && k < 32; k++) {
@@ -153,7 +160,10 @@ static void text(FILE *f, const FabScenario *sc, const FabReplayPlan *p, const F
   if (*tables) fprintf(f, "\n%s", tables);
 }
 
-static int write_outputs(const FabArgs *a, const FabScenario *sc, const FabReplayPlan *p, Out *o, const char *prov) {
+static char *transport(const FabArgs *a, const FabReplayNet *net);
+
+static int write_outputs(const FabArgs *a, const FabScenario *sc, const FabReplayPlan *p, Out *o,
+                         const FabReplayNet *net) {
   FabResults *r = &o->res;
   char *tables = nccl_tables(sc, p, r);
   const char *json = a->value[V_JSON];
@@ -167,9 +177,12 @@ static int write_outputs(const FabArgs *a, const FabScenario *sc, const FabRepla
     g_free(s);
     if (!ok) goto fail;
   }
-  if (!json_out)
-    text(stdout, sc, p, r, prov, a->flag[F_RMA], a->given[N_WARMUP] ? a->num[N_WARMUP] : 1,
-         a->given[N_ITERS] ? a->num[N_ITERS] : 5, tables);
+  if (!json_out) {
+    char *how = transport(a, net);
+    text(stdout, sc, p, r, how, a->given[N_WARMUP] ? a->num[N_WARMUP] : 1, a->given[N_ITERS] ? a->num[N_ITERS] : 5,
+         tables);
+    g_free(how);
+  }
   g_free(tables);
   return 0;
 fail:
@@ -177,6 +190,39 @@ fail:
   g_error_free(err);
   g_free(tables);
   return 2;
+}
+
+static bool verbs(const FabArgs *a) { return a->value[V_BACKEND] && !strcmp(a->value[V_BACKEND], "verbs"); }
+
+static FabReplayNet *open_net(const FabArgs *a, const FabReplayPlan *p, char **err) {
+  if (!verbs(a)) return fab_replay_ofi_open(p, a->value[V_PROVIDER], a->flag[F_RMA], allgather, err);
+#ifdef FAB_HAVE_VERBS
+  bool none = false;
+  return fab_replay_verbs_open(p, a->value[V_DEVICE], a->given[N_PORT] ? (uint32_t)a->num[N_PORT] : 1,
+                               a->given[N_GID] ? (uint32_t)a->num[N_GID] : 0, allgather, &none, err);
+#else
+  *err = g_strdup("this fabsim-replay was built without ibverbs (Meson option verbs: install libibverbs-dev)");
+  return NULL;
+#endif
+}
+
+static void close_net(const FabArgs *a, FabReplayNet *net) {
+#ifdef FAB_HAVE_VERBS
+  if (verbs(a)) {
+    fab_replay_verbs_close(net);
+    return;
+  }
+#endif
+  fab_replay_ofi_close(net);
+}
+
+/* What moved the data, for the text: "libfabric 'tcp;ofi_rxm' (tagged sends)". */
+static char *transport(const FabArgs *a, const FabReplayNet *net) {
+#ifdef FAB_HAVE_VERBS
+  if (verbs(a)) return g_strdup_printf("ibverbs %s (RDMA writes with immediate data)", fab_replay_verbs_device(net));
+#endif
+  return g_strdup_printf("libfabric '%s' (%s)", fab_replay_ofi_provider(net),
+                         a->flag[F_RMA] ? "RMA writes with immediate data" : "tagged sends");
 }
 
 /* Parse, load and plan on every process; only the first prints what is wrong. 0 to go on. */
@@ -194,6 +240,11 @@ static int prepare(int argc, char **argv, FabArgs *a, FabScenario **sc, FabRepla
     for (int f = 0; f < 2; f++) dup2(saved[f], f + 1), close(saved[f]);
   }
   if (rc >= 0) return rc ? rc : -1; /* -1: --help printed, stop with 0 */
+  const char *be = a->value[V_BACKEND];
+  if (be && strcmp(be, "ofi") && strcmp(be, "verbs")) {
+    if (!me_) fab_args_error(&cmd, "--backend %s: expected ofi or verbs", be);
+    return 2;
+  }
   GError *err = NULL;
   *sc = fab_scenario_load(fab_args_pos(a, 0), fab_args_sets(a), &err);
   if (!*sc) {
@@ -262,7 +313,7 @@ int main(int argc, char **argv) {
   int rc = prepare(argc, argv, &a, &sc, &p);
   if (!all_ok(rc == 0)) goto done;
   char *err = NULL;
-  FabReplayNet *net = fab_replay_ofi_open(&p, a.value[V_PROVIDER], a.flag[F_RMA], allgather, &err);
+  FabReplayNet *net = open_net(&a, &p, &err);
   if (!net) {
     if (!me_) fprintf(stderr, "fabsim-replay: %s\n", err);
     g_free(err);
@@ -281,7 +332,7 @@ int main(int argc, char **argv) {
   if (!me_) {
     Out o = {0};
     results(&o, sc, &p, b0, e0, wall_s);
-    rc = write_outputs(&a, sc, &p, &o, fab_replay_ofi_provider(net));
+    rc = write_outputs(&a, sc, &p, &o, net);
     g_free(o.flow_of);
     fab_results_clear(&o.res);
   }
@@ -290,7 +341,7 @@ int main(int argc, char **argv) {
   g_free(began);
   g_free(ended);
   MPI_Barrier(MPI_COMM_WORLD);
-  fab_replay_ofi_close(net);
+  close_net(&a, net);
 done:
   if (rc < 0) rc = 0; /* --help */
   fab_replay_plan_clear(&p);

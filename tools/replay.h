@@ -107,15 +107,27 @@ typedef struct FabReplayTimes {
 int fab_replay_pass(const FabReplayPlan *p, const FabReplayNet *net, uint32_t pass, double timeout_s, int stall,
                     FabReplayTimes *t, char **err);
 
+/* Every process, or none, goes on: each says whether it could (why == NULL), through the allgather; returns
+** why, or (when this one could) which process could not `what`. */
+typedef void (*FabReplayAllgather)(const void *mine, void *all, size_t len);
+char *fab_replay_vote(const FabReplayPlan *p, FabReplayAllgather ag, char *why, const char *what);
+
 /* libfabric (replay_ofi.c): open provider `prov` (NULL: the first that has
 ** what replay needs), arenas of the plan's sizes, `rma`: RMA writes with
 ** immediate data instead of tagged sends. The addresses are exchanged with
 ** `allgather` (every process's `len` bytes into out, process-major). */
-typedef void (*FabReplayAllgather)(const void *mine, void *all, size_t len);
 FabReplayNet *fab_replay_ofi_open(const FabReplayPlan *p, const char *prov, bool rma, FabReplayAllgather ag,
                                   char **err);
 void fab_replay_ofi_close(FabReplayNet *net);
 /* The provider it opened ("tcp;ofi_rxm", "shm"). */
 const char *fab_replay_ofi_provider(const FabReplayNet *net);
+
+/* Raw ibverbs (replay_verbs.c, built when Meson finds libibverbs): RC queue pairs on device `dev` (NULL: the
+** first), port `port`, GID index `gid_index` (RoCE). NULL + err, and *no_device when there is no RDMA device. */
+FabReplayNet *fab_replay_verbs_open(const FabReplayPlan *p, const char *dev, uint32_t port, uint32_t gid_index,
+                                    FabReplayAllgather ag, bool *no_device, char **err);
+void fab_replay_verbs_close(FabReplayNet *net);
+/* The device it opened ("mlx5_0"). */
+const char *fab_replay_verbs_device(const FabReplayNet *net);
 
 #endif

@@ -250,12 +250,8 @@ FabReplayNet *fab_replay_ofi_open(const FabReplayPlan *p, const char *prov, bool
     o->sctx = g_new0(Ctx, p->nops);
     o->rctx = g_new0(Ctx, p->nops);
   }
-  uint8_t ok = !why, *oks = g_malloc(p->nprocs); /* every process, or none, goes on */
-  ag(&ok, oks, 1);
-  for (uint32_t k = 0; k < p->nprocs && !why; k++)
-    if (!oks[k]) why = g_strdup_printf("process %u could not open its endpoint", k);
-  g_free(oks);
-  if (!why) why = connect_all(o, ag);
+  why = fab_replay_vote(p, ag, why, "open its endpoint");
+  if (!why) why = fab_replay_vote(p, ag, connect_all(o, ag), "connect");
   if (why) {
     *err = why;
     fab_replay_ofi_close(&o->net);

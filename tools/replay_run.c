@@ -256,3 +256,12 @@ int fab_replay_pass(const FabReplayPlan *p, const FabReplayNet *net, uint32_t pa
   g_free(s.err);
   return 0;
 }
+
+char *fab_replay_vote(const FabReplayPlan *p, FabReplayAllgather ag, char *why, const char *what) {
+  uint8_t ok = !why, *oks = g_malloc(p->nprocs);
+  ag(&ok, oks, 1);
+  for (uint32_t k = 0; k < p->nprocs && !why; k++)
+    if (!oks[k]) why = g_strdup_printf("process %u could not %s", k, what);
+  g_free(oks);
+  return why;
+}
