@@ -121,6 +121,32 @@ class Replay(unittest.TestCase):
         for size in ("1024", "16384", "262144"):
             self.assertRegex(c.stdout, r"\n +%s +[0-9.]+ " % size)
 
+    def test_probe(self):
+        # 2 GPUs per node over 2 nodes: a pair NVLink joins (0 -> 1) and a pair across the network (0 -> 2)
+        if QUICK:
+            scen, procs, classes = self.scenario("p", 2, WORKLOADS["allreduce-ring"]), 2, ["net"]
+        else:
+            scen = os.path.join(self.dir, "g.yaml")
+            with open(scen, "w") as f:
+                f.write("cluster: {node: dgx-h100, nodes: 2, gpus_per_node: 2}\nfabric: {topology: {kind: "
+                        "rail-optimized}}\nworkload: {kind: collective, op: allreduce, size: 1MiB, algorithm: ring}\n")
+            procs, classes = 4, ["nvlink", "net"]
+        p, _ = run([scen, "--probe", "--provider", PROVIDERS[0], "--probe-max", "40000", "--iters", "3", "--json", "-"],
+                   procs)
+        self.assertEqual(p.returncode, 0, p.stderr)
+        rows = json.loads(p.stdout)["probe"]["rows"]
+        self.assertEqual([r["class"] for r in rows], [c for c in classes for _ in range(7)])
+        for c in classes:
+            mine = [r for r in rows if r["class"] == c]
+            self.assertEqual([r["bytes"] for r in mine], [8 * 4 ** k for k in range(7)])  # 8 B .. 32 KiB by 4x
+            self.assertEqual(mine[0]["from"], 0)
+            self.assertEqual(mine[0]["to"], 1 if c == "nvlink" else 2 if not QUICK else 1)
+            for r in mine:
+                self.assertGreater(r["latency_us"], 0)
+                self.assertGreater(r["bandwidth_GBps"], 0)
+                self.assertEqual(r["window"], 64)
+            self.assertGreater(mine[-1]["bandwidth_GBps"], 10 * mine[0]["bandwidth_GBps"])  # 4096x the bytes
+
     def test_wrong_byte_fails(self):
         scen = self.scenario("ar", 2, WORKLOADS["allreduce-ring"])
         out = os.path.join(self.dir, "x.json")

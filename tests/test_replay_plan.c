@@ -309,3 +309,40 @@ Test(replay_plan, refusals) {
   g_free(why);
   fab_dag_free(d);
 }
+
+/* Probes: the DAG's shape, the classes of path, what a pass's times say (made up here: round trips of 10, 30
+** and 20 ns, so half the median is 10; 4 x 1000 B from t = 100 to the answer at t = 500 ns: 10 GB/s). */
+Test(replay_plan, probe) {
+  uint32_t eps[3] = {0, 1, 2};
+  FabDag *d = fab_replay_probe_dag(eps, 3, 0, 2, 1000, 3, 4);
+  cr_assert_eq(fab_dag_len(d), 3 + 6 + 4 + 1);
+  for (uint32_t i = 0; i < 3; i++) cr_expect_eq(fab_dag_op(d, i)->kind, FAB_OP_MARK);
+  for (uint32_t r = 0; r < 6; r++) {
+    const FabOp *o = fab_dag_op(d, 3 + r);
+    cr_expect_eq(o->src, r % 2 ? 2u : 0u);
+    cr_expect_eq(o->ndeps, r ? 1u : 0u);
+    if (r) cr_expect_eq(fab_dag_dep(d, o, 0), 3 + r - 1);
+  }
+  const FabOp *ack = fab_dag_op(d, 13);
+  cr_expect_eq(ack->bytes, 8);
+  cr_expect_eq(ack->ndeps, 4);
+  double began[14] = {0}, ended[14] = {0};
+  double rtt[3] = {10, 30, 20};
+  for (int r = 0; r < 3; r++) began[3 + 2 * r] = 1000.0 * r, ended[3 + 2 * r + 1] = 1000.0 * r + rtt[r];
+  began[9] = 100;
+  ended[13] = 500;
+  FabReplayTimes t = {began, ended};
+  double lat, gbps;
+  fab_replay_probe_read(&t, 3, 3, 4, 1000, &lat, &gbps);
+  cr_expect_float_eq(lat, 10, 1e-12);
+  cr_expect_float_eq(gbps, 10, 1e-12);
+  fab_dag_free(d);
+  cr_expect_eq(fab_replay_class(0, 1, 8, 8), FAB_REPLAY_NVLINK);
+  cr_expect_eq(fab_replay_class(0, 9, 8, 72), FAB_REPLAY_NVLINK); /* one NVL72 domain across trays */
+  cr_expect_eq(fab_replay_class(0, 9, 8, 8), FAB_REPLAY_NET);
+  cr_expect_eq(fab_replay_class(0, 3, 4, 0), FAB_REPLAY_NODE);     /* GPUs without NVLink */
+  cr_expect_eq(fab_replay_class(0, 1, 0, 0), FAB_REPLAY_NET);      /* plain hosts */
+  cr_expect_eq(fab_replay_probe_window(8), 64);
+  cr_expect_eq(fab_replay_probe_window(16u << 20), 16);
+  cr_expect_eq(fab_replay_probe_window(1u << 30), 2);
+}

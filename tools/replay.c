@@ -12,13 +12,15 @@
 #include "args.h"
 #include "replay.h"
 #include "tools/libfabsim/collect.h"
+#include "tools/libfabsim/fields.h"
 #include "tools/libfabsim/h5out.h"
 #include "tools/libfabsim/json.h"
 #include "tools/libfabsim/nccltests.h"
 #include "tools/libfabsim/scenario.h"
 
 enum { V_PROVIDER, V_JSON, V_HDF5, V_LOG, F_RMA, N_WARMUP, N_ITERS, N_TIMEOUT, N_MAX_OPS, V_BACKEND, V_DEVICE,
-       N_PORT, N_GID }; /* one slot each */
+       N_PORT, N_GID, F_PROBE, N_PROBE_MAX }; /* one slot each */
+#define PROBE_ROUNDS 20
 
 static const FabOpt opts[] = {
   {"--set", 0, FAB_OPT_SET, 0, "KEY=VALUE", "KEY=VALUE", 0, 0, "override a scenario key (repeatable)"},
@@ -39,6 +41,10 @@ static const FabOpt opts[] = {
    "seconds without progress before a process gives up, naming what it waits for (default 30)"},
   {"--max-ops", 0, FAB_OPT_UINT, N_MAX_OPS, "N", "a positive count", 1, FAB_DAG_MAX_OPS,
    "refuse a workload of more operations (default 2000000)"},
+  {"--probe", 0, FAB_OPT_FLAG, F_PROBE, NULL, NULL, 0, 0,
+   "measure point-to-point latency and bandwidth per size and path class instead of running the workload"},
+  {"--probe-max", 0, FAB_OPT_UINT, N_PROBE_MAX, "BYTES", "a size in bytes", 8, 1ull << 34,
+   "--probe: the largest size (default 67108864; sizes from 8 B by 4x)"},
   {"--json", 0, FAB_OPT_VALUE, V_JSON, "PATH", "a path (- for stdout)", 0, 0,
    "the JSON summary in fabsim's schema (- : on stdout, instead of the text)"},
   {"--hdf5", 0, FAB_OPT_VALUE, V_HDF5, "PATH", "a path", 0, 0, "the HDF5 tables in fabsim's schema"},
@@ -303,6 +309,128 @@ static int passes(const FabArgs *a, const FabReplayPlan *p, FabReplayNet *net, d
   return rc;
 }
 
+typedef struct ProbeRow {
+  FabReplayClass cls;
+  uint32_t from, to, window;
+  uint64_t bytes;
+  double lat_ns, gbps;
+} ProbeRow;
+
+static int cmp_double(const void *x, const void *y) {
+  double a = *(const double *)x, b = *(const double *)y;
+  return (a > b) - (a < b);
+}
+
+/* One size of one class, measured; process 0 keeps the medians over the measured passes. 0, 1 (a pass failed,
+** said), 2 (the transport would not open, said). */
+static int probe_size(const FabArgs *a, const FabReplayPlan *wp, ProbeRow *row) {
+  uint64_t warmup = a->given[N_WARMUP] ? a->num[N_WARMUP] : 1, iters = a->given[N_ITERS] ? a->num[N_ITERS] : 5;
+  double timeout = a->given[N_TIMEOUT] ? (double)a->num[N_TIMEOUT] : 30;
+  FabDag *d = fab_replay_probe_dag(wp->ep_of, wp->nprocs, row->from, row->to, row->bytes, PROBE_ROUNDS, row->window);
+  FabReplayPlan p;
+  char *err = NULL;
+  g_assert(fab_replay_plan(&p, d, (uint32_t)me_, UINT32_MAX, &err) && p.nprocs == wp->nprocs);
+  FabReplayNet *net = open_net(a, &p, &err);
+  int rc = 0;
+  if (!net) {
+    if (!me_) fprintf(stderr, "fabsim-replay: %s\n", err);
+    g_free(err);
+    rc = 2;
+  }
+  double *lat = g_new(double, iters), *bw = g_new(double, iters);
+  FabReplayTimes t = {g_new0(double, p.nops), g_new0(double, p.nops)};
+  for (uint64_t k = 0; net && k < warmup + iters; k++) {
+    MPI_Barrier(MPI_COMM_WORLD);
+    if (fab_replay_pass(&p, net, (uint32_t)k, timeout, 0, &t, &err)) {
+      fprintf(stderr, "fabsim-replay: process %d (endpoint %u), probe of %" G_GUINT64_FORMAT " B: %s\n", me_,
+              p.ep_of[me_], row->bytes, err);
+      fflush(NULL);
+      _exit(1);
+    }
+    if (k >= warmup && !me_) fab_replay_probe_read(&t, p.nprocs, PROBE_ROUNDS, row->window, row->bytes,
+                                                   &lat[k - warmup], &bw[k - warmup]);
+  }
+  if (net && !me_) {
+    qsort(lat, iters, sizeof(double), cmp_double);
+    qsort(bw, iters, sizeof(double), cmp_double);
+    row->lat_ns = lat[iters / 2];
+    row->gbps = bw[iters / 2];
+  }
+  if (net) close_net(a, net);
+  g_free(t.began);
+  g_free(t.ended);
+  g_free(lat);
+  g_free(bw);
+  fab_replay_plan_clear(&p);
+  fab_dag_free(d);
+  return rc;
+}
+
+static void probe_print(const FabArgs *a, const GArray *rows, const char *how) {
+  const char *json = a->value[V_JSON];
+  if (json) {
+    GString *s = g_string_new("{\"probe\": {\"transport\": ");
+    fab_json_put_str(s, how);
+    g_string_append_printf(s, ", \"rounds\": %d, \"rows\": [", PROBE_ROUNDS);
+    for (guint k = 0; k < rows->len; k++) {
+      const ProbeRow *r = &g_array_index(rows, ProbeRow, k);
+      g_string_append_printf(s, "%s\n  {\"class\": \"%s\", \"from\": %u, \"to\": %u, \"bytes\": %" G_GUINT64_FORMAT
+                             ", \"window\": %u, \"latency_us\": ", k ? "," : "", fab_replay_class_names[r->cls],
+                             r->from, r->to, r->bytes, r->window);
+      fab_json_put_num(s, r->lat_ns / 1e3);
+      g_string_append(s, ", \"bandwidth_GBps\": ");
+      fab_json_put_num(s, r->gbps);
+      g_string_append_c(s, '}');
+    }
+    g_string_append(s, "\n]}}\n");
+    GError *err = NULL;
+    if (strcmp(json, "-") ? !g_file_set_contents(json, s->str, -1, &err) : fputs(s->str, stdout) < 0)
+      fprintf(stderr, "fabsim-replay: %s\n", err ? err->message : "cannot write the JSON");
+    g_clear_error(&err);
+    g_string_free(s, TRUE);
+    if (!strcmp(json, "-")) return;
+  }
+  printf("fabsim-replay --probe over %s: %d round trips (latency: half the median) and a window of transfers "
+         "(bandwidth: its bytes over the time to the last one's answer) per size, the median of the passes\n", how,
+         PROBE_ROUNDS);
+  printf("  %-7s %8s %8s  %12s  %6s  %12s  %14s\n", "class", "from", "to", "size (B)", "window", "latency us",
+         "bandwidth GB/s");
+  for (guint k = 0; k < rows->len; k++) {
+    const ProbeRow *r = &g_array_index(rows, ProbeRow, k);
+    printf("  %-7s %8u %8u  %12" G_GUINT64_FORMAT "  %6u  %12.2f  %14.3f\n", fab_replay_class_names[r->cls], r->from,
+           r->to, r->bytes, r->window, r->lat_ns / 1e3, r->gbps);
+  }
+}
+
+/* --probe: from process 0's endpoint to the first endpoint of each path class, each size. */
+static int probe(const FabArgs *a, const FabScenario *sc, const FabReplayPlan *wp) {
+  uint32_t gpn = sc->fabric.gpu.gpus_per_node, dom = sc->fabric.gpu.nvlink_domain;
+  uint64_t hi = a->given[N_PROBE_MAX] ? a->num[N_PROBE_MAX] : 64ull << 20;
+  GArray *rows = g_array_new(FALSE, FALSE, sizeof(ProbeRow));
+  int rc = 0;
+  char *how = NULL;
+  for (int c = 0; c < FAB_REPLAY_CLASSES && !rc; c++) {
+    uint32_t to = UINT32_MAX;
+    for (uint32_t k = 1; k < wp->nprocs && to == UINT32_MAX; k++)
+      if ((int)fab_replay_class(wp->ep_of[0], wp->ep_of[k], gpn, dom) == c) to = wp->ep_of[k];
+    for (uint64_t b = 8; to != UINT32_MAX && b <= hi && !rc; b *= 4) {
+      ProbeRow r = {(FabReplayClass)c, wp->ep_of[0], to, fab_replay_probe_window(b), b, 0, 0};
+      rc = probe_size(a, wp, &r);
+      g_array_append_val(rows, r);
+    }
+  }
+  if (!rc && !me_) {
+    how = verbs(a) ? g_strdup("ibverbs") : g_strdup_printf("libfabric%s%s%s (%s)", a->value[V_PROVIDER] ? " '" : "",
+                                                           a->value[V_PROVIDER] ? a->value[V_PROVIDER] : "",
+                                                           a->value[V_PROVIDER] ? "'" : "",
+                                                           a->flag[F_RMA] ? "RMA writes" : "tagged sends");
+    probe_print(a, rows, how);
+  }
+  g_free(how);
+  g_array_free(rows, TRUE);
+  return rc;
+}
+
 int main(int argc, char **argv) {
   MPI_Init(&argc, &argv);
   MPI_Comm_rank(MPI_COMM_WORLD, &me_);
@@ -312,6 +440,10 @@ int main(int argc, char **argv) {
   FabReplayPlan p = {0};
   int rc = prepare(argc, argv, &a, &sc, &p);
   if (!all_ok(rc == 0)) goto done;
+  if (a.flag[F_PROBE]) {
+    rc = probe(&a, sc, &p);
+    goto done;
+  }
   char *err = NULL;
   FabReplayNet *net = open_net(&a, &p, &err);
   if (!net) {

@@ -122,6 +122,22 @@ void fab_replay_ofi_close(FabReplayNet *net);
 /* The provider it opened ("tcp;ofi_rxm", "shm"). */
 const char *fab_replay_ofi_provider(const FabReplayNet *net);
 
+/* Probes (replay_probe.c): the class of path between two endpoints, by the scenario's nodes. */
+typedef enum { FAB_REPLAY_NVLINK = 0, FAB_REPLAY_NODE, FAB_REPLAY_NET, FAB_REPLAY_CLASSES } FabReplayClass;
+extern const char *const fab_replay_class_names[FAB_REPLAY_CLASSES];
+FabReplayClass fab_replay_class(uint32_t e, uint32_t f, uint32_t gpus_per_node, uint32_t nvlink_domain);
+/* The DAG of one probe of the path from endpoint a to b at `bytes`: a mark at each of eps (every process has a
+** part); `rounds` round trips a -> b -> a, each way after the one before arrived (latency: half the median
+** round trip, on a's clock); then `window` flows a -> b at once and an 8-byte answer b -> a after all of them
+** (bandwidth: window x bytes over the time from the first post to the answer, on a's clock). */
+FabDag *fab_replay_probe_dag(const uint32_t *eps, uint32_t neps, uint32_t a, uint32_t b, uint64_t bytes,
+                             uint32_t rounds, uint32_t window);
+/* The window for a size: 256 MiB in flight at most, 2 to 64 transfers. */
+uint32_t fab_replay_probe_window(uint64_t bytes);
+/* What a pass of a probe DAG measured, from a's times: latency (ns), bandwidth (GB/s). */
+void fab_replay_probe_read(const FabReplayTimes *t, uint32_t neps, uint32_t rounds, uint32_t window, uint64_t bytes,
+                           double *latency_ns, double *gbps);
+
 /* Raw ibverbs (replay_verbs.c, built when Meson finds libibverbs): RC queue pairs on device `dev` (NULL: the
 ** first), port `port`, GID index `gid_index` (RoCE). NULL + err, and *no_device when there is no RDMA device. */
 FabReplayNet *fab_replay_verbs_open(const FabReplayPlan *p, const char *dev, uint32_t port, uint32_t gid_index,
