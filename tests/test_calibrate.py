@@ -9,6 +9,11 @@ noise added (never logs presented as real measurements).
   is closer to the log than without.
 - NVLS's efficiency (0.75) and the NICs' rate across two nodes (40 GB/s)
   come back the same way.
+- From a probe file (fabsim-replay --probe's JSON) that fabsim wrote with
+  known path parameters (every link 1.5 us, NICs at 40 GB/s; NVLink 700 ns
+  and 300 GB/s), each latency and bandwidth off by up to +-1 %: each comes back
+  within 2 %, the fragment loads included after the scenario, and a probe
+  file that cannot inform anything is refused.
 - Refused, nothing written: too few sizes, --fit of a parameter no size
   informs, two logs that disagree, a log of another rank count, values
   beyond what the model takes; a bad --fit.
@@ -84,6 +89,34 @@ def mean_error(compare_out):
                                                   compare_out, re.M)]
     assert r, compare_out
     return sum(abs(x - 1) for x in r) / len(r)
+
+
+PROBE_SCEN = """cluster: {node: dgx-h100, nodes: 2, gpus_per_node: 2}
+fabric: {topology: {kind: rail-optimized}}
+workload: {kind: collective, op: allreduce, size: 1MiB, algorithm: ring}
+"""
+
+
+def make_probe(path, scen, sets, classes, noise=0.01):
+    """A probe file as fabsim-replay --probe writes it, its latencies and bandwidths what fabsim simulates on
+    scen with `sets` (read from calibrate --json's "before" columns), each moved by noise x sin(2.3 k)."""
+    rows = []
+    for cls, to in classes:
+        for k in range(12):  # 8 B to 32 MiB by 4x
+            b = 8 * 4 ** k
+            rows.append({"class": cls, "from": 0, "to": to, "bytes": b, "window": max(2, min(64, (256 << 20) // b)),
+                         "latency_us": 1.0, "bandwidth_GBps": 1.0})
+    with open(path, "w") as fh:
+        json.dump({"probe": {"transport": "template", "rounds": 20, "rows": rows}}, fh)
+    args = ["calibrate", scen, path, "--json"]
+    for kv in sets:
+        args += ["--set", kv]
+    sim = json.loads(fabsim(*args).stdout)["rows"]
+    for k, (r, s) in enumerate(zip(rows, sim)):
+        m = 1 + noise * math.sin(2.3 * k)
+        r["latency_us"], r["bandwidth_GBps"] = s["before_latency_us"] * m, s["before_bandwidth_GBps"] / m
+    with open(path, "w") as fh:
+        json.dump({"probe": {"transport": "made by tests/test_calibrate.py", "rounds": 20, "rows": rows}}, fh)
 
 
 class TestCalibrate(unittest.TestCase):
@@ -163,6 +196,53 @@ class TestCalibrate(unittest.TestCase):
         self.assertIn(why, p.stderr)
         self.assertFalse(os.path.exists(frag), "a refused fit writes nothing")
         self.assertFalse(os.path.exists(frag + ".tmp"))
+
+    def probe_fit(self, classes, truth):
+        """Fit the probes fabsim simulates with `truth` ({key: (value as --set takes it, in the fit's unit)})."""
+        scen = self.path("g.yaml")
+        with open(scen, "w") as fh:
+            fh.write(PROBE_SCEN)
+        probe, frag = self.path("probe.json"), self.path("probe-fit.yaml")
+        make_probe(probe, scen, ["%s=%s" % (k, v[0]) for k, v in truth.items()], classes)
+        p = fabsim("calibrate", scen, probe, "--out", frag, "--json")
+        got = {q["key"]: q for q in json.loads(p.stdout)["parameters"]}
+        self.assertEqual(sorted(got), sorted(truth))
+        for key, (_, want) in truth.items():
+            self.assertTrue(got[key]["fitted"], key)
+            self.assertAlmostEqual(got[key]["after"] / want, 1, delta=0.02, msg="%s: %s" % (key, got[key]))
+            self.assertGreater(abs(got[key]["before"] / want - 1), 0.05, key)  # it had somewhere to go
+        with open(self.path("both.yaml"), "w") as out:
+            out.write("include: [%s, %s]\n" % (scen, frag))
+        fabsim("validate", self.path("both.yaml"))
+        return fabsim("calibrate", scen, probe).stdout
+
+    def test_path_parameters_come_back_from_noisy_probes(self):
+        self.probe_fit([("net", 2)], {"fabric.link.latency": ("1500ns", 1500), "cluster.nic.bandwidth": ("40GB/s", 40)})
+
+    @unittest.skipIf(os.environ.get("FABSIM_CALIBRATE_QUICK"), "sanitizer build: the release build runs it")
+    def test_nvlink_probes_are_reported_not_fitted(self):
+        # replay moves host memory: a pair the scenario joins by NVLink measures shared memory, not NVLink
+        text = self.probe_fit([("nvlink", 1), ("net", 2)], {"fabric.link.latency": ("1500ns", 1500),
+                                                            "cluster.nic.bandwidth": ("40GB/s", 40)})
+        self.assertIn("not fitted nvlink rows: fabsim-replay moves host memory", text)
+        self.assertRegex(text, r"measured   nvlink: [\d.]+ us per message in a window")
+
+    def test_probe_refusals(self):
+        scen = self.path("g.yaml")
+        with open(scen, "w") as fh:
+            fh.write(PROBE_SCEN)
+        bad = self.path("bad.json")
+        with open(bad, "w") as fh:  # one size: nothing has two rows
+            json.dump({"probe": {"rows": [{"class": "net", "from": 0, "to": 2, "bytes": 8, "window": 64,
+                                           "latency_us": 5, "bandwidth_GBps": 0.01}]}}, fh)
+        self.refused(["calibrate", scen, bad], "no path parameter has two probe rows")
+        with open(bad, "w") as fh:
+            json.dump({"probe": {"rows": [{"class": "pcie-ish", "from": 0, "to": 2, "bytes": 8, "window": 64,
+                                           "latency_us": 5, "bandwidth_GBps": 0.01}]}}, fh)
+        self.refused(["calibrate", scen, bad], "names an unknown class")
+        p = fabsim("calibrate", scen, bad, "--fit", "nic", check=False)
+        self.assertEqual(p.returncode, 2)
+        self.assertIn("is a probe file: --fit and --op are for nccl-tests logs", p.stderr)
 
     def test_refusals(self):
         one = self.path("one.log")

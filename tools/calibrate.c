@@ -413,33 +413,39 @@ static char *fragment(const Cal *c) {
   return g_string_free(s, FALSE);
 }
 
-/* Write the fragment to `out`, after checking that the scenario loads
-** with it included last and takes its values. FALSE after printing why. */
-static gboolean write_fragment(const Cal *c, const char *out) {
-  char *text = fragment(c), *tmp = g_strdup_printf("%s.tmp", out);
+/* The fitted values, as the scenario took them with the fragment included (fab_calibrate_write's check). */
+static gboolean took(const FabScenario *sc, const void *ctx) {
+  const Cal *c = ctx;
+  double got[P_N] = {(double)sc->nccl.launch / 1e6, (double)sc->fabric.gpu.nvlink_bps / 8e9, sc->fabric.gpu.nvls_eff,
+                     (double)sc->fabric.topo.host_bps / 8e9};
+  for (int p = 0; p < P_N; p++)
+    if (c->fit[p] && fabs(got[p] - c->v[p]) > 1e-9 * MAX(1.0, c->v[p])) {
+      fprintf(stderr, "fabsim: calibrate: internal error: with the fragment %s is %.9g, not %.9g\n", params[p].key,
+              got[p], c->v[p]);
+      return FALSE;
+    }
+  return TRUE;
+}
+
+gboolean fab_calibrate_write(const char *scen, GPtrArray *user, const char *text, const char *out,
+                             gboolean (*check)(const FabScenario *sc, const void *ctx), const void *ctx) {
+  char *tmp = g_strdup_printf("%s.tmp", out);
   gboolean ok = g_file_set_contents(tmp, text, -1, NULL);
   if (!ok) fprintf(stderr, "fabsim: calibrate: cannot write %s: %s\n", out, g_strerror(errno));
-  char *as = ok ? g_canonicalize_filename(c->scen, NULL) : NULL, *af = ok ? g_canonicalize_filename(tmp, NULL) : NULL;
+  char *as = ok ? g_canonicalize_filename(scen, NULL) : NULL, *af = ok ? g_canonicalize_filename(tmp, NULL) : NULL;
   char *inc = ok ? g_strdup_printf("include: [\"%s\", \"%s\"]\n", as, af) : NULL;
   GError *err = NULL;
-  g_ptr_array_add(c->user, NULL);
-  FabScenario *sc = ok ? fab_scenario_load_string(inc, "calibrated.yaml", NULL,
-                                                  (const char *const *)c->user->pdata, &err) : NULL;
-  g_ptr_array_remove_index(c->user, c->user->len - 1);
+  g_ptr_array_add(user, NULL);
+  FabScenario *sc = ok ? fab_scenario_load_string(inc, "calibrated.yaml", NULL, (const char *const *)user->pdata,
+                                                  &err) : NULL;
+  g_ptr_array_remove_index(user, user->len - 1);
   if (ok && !sc) {
     fprintf(stderr, "fabsim: calibrate: internal error: the fragment does not load: %s\n", err->message);
     g_error_free(err);
     ok = FALSE;
   }
   if (sc) {
-    double got[P_N] = {(double)sc->nccl.launch / 1e6, (double)sc->fabric.gpu.nvlink_bps / 8e9,
-                       sc->fabric.gpu.nvls_eff, (double)sc->fabric.topo.host_bps / 8e9};
-    for (int p = 0; p < P_N && ok; p++)
-      if (c->fit[p] && fabs(got[p] - c->v[p]) > 1e-9 * MAX(1.0, c->v[p])) {
-        fprintf(stderr, "fabsim: calibrate: internal error: with the fragment %s is %.9g, not %.9g\n", params[p].key,
-                got[p], c->v[p]);
-        ok = FALSE;
-      }
+    ok = check(sc, ctx);
     fab_scenario_free(sc);
   }
   if (ok && g_rename(tmp, out) != 0) {
@@ -447,7 +453,7 @@ static gboolean write_fragment(const Cal *c, const char *out) {
     ok = FALSE;
   }
   if (!ok) g_unlink(tmp);
-  g_free(text), g_free(tmp), g_free(as), g_free(af), g_free(inc);
+  g_free(tmp), g_free(as), g_free(af), g_free(inc);
   return ok;
 }
 
@@ -627,7 +633,12 @@ static int fit(Cal *c, const char *out, bool json) {
   if (!settled)
     fprintf(stderr, "fabsim: calibrate: warning: the values did not settle in %u rounds; the last are reported%s\n",
             MAX_ROUNDS, out ? " and written" : "");
-  if (out && !write_fragment(c, out)) return EXIT_FAILED;
+  if (out) {
+    char *text = fragment(c);
+    gboolean ok = fab_calibrate_write(c->scen, c->user, text, out, took, c);
+    g_free(text);
+    if (!ok) return EXIT_FAILED;
+  }
   if (json) report_json(c, rounds, settled, out);
   else if (out) printf("  wrote      %s (checked: %s loads with it included last)\n", out, c->scen);
   return 0;
@@ -642,6 +653,14 @@ int fab_cmd_calibrate(int argc, char **argv) {
   c.nlogs = a.pos->len - 1;
   c.logs = g_new0(Log, c.nlogs);
   rc = EXIT_USAGE;
+  if (c.nlogs == 1 && fab_calibrate_is_probe(fab_args_pos(&a, 1))) { /* fabsim-replay --probe's JSON */
+    if (a.value[CAL_FIT] || a.value[CAL_OP])
+      fab_args_error(&fab_calibrate_cmd, "%s is a probe file: --fit and --op are for nccl-tests logs",
+                     fab_args_pos(&a, 1));
+    else
+      rc = fab_calibrate_probe(c.scen, c.user, fab_args_pos(&a, 1), a.value[CAL_OUT], a.flag[CAL_JSON]);
+    goto out;
+  }
   if (!parse_fit(&c, a.value[CAL_FIT])) goto out;
   const char *op = a.value[CAL_OP];
   if (op && !fab_nccltests_binary(op)) {

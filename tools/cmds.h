@@ -26,6 +26,15 @@ int fab_cmd_compare(int argc, char **argv);
 /* fabsim calibrate SCENARIO LOG... [--set KEY=VALUE]... [--fit PARAMS] [--out FRAGMENT] [--json] (tools/calibrate.c) */
 extern const FabCmd fab_calibrate_cmd;
 int fab_cmd_calibrate(int argc, char **argv);
+/* calibrate on a probe file of fabsim-replay (tools/calibrate_probe.c): is `path` one; fit the path parameters
+** of SCENARIO (the user's --set in `user`, no NULL) to it; the exit status. */
+gboolean fab_calibrate_is_probe(const char *path);
+struct FabScenario;
+/* Write a fragment's text to `out`, after checking that SCENARIO loads with it included last (the user's --set
+** applied) and that check() finds its values taken; FALSE after printing why (nothing written). */
+gboolean fab_calibrate_write(const char *scen, GPtrArray *user, const char *text, const char *out,
+                             gboolean (*check)(const struct FabScenario *sc, const void *ctx), const void *ctx);
+int fab_calibrate_probe(const char *scen, GPtrArray *user, const char *probe, const char *out, gboolean json);
 
 /* ---- measured nccl-tests logs, shared by compare and calibrate (tools/compare.c) ---- */
 

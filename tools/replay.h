@@ -129,7 +129,8 @@ FabReplayClass fab_replay_class(uint32_t e, uint32_t f, uint32_t gpus_per_node, 
 /* The DAG of one probe of the path from endpoint a to b at `bytes`: a mark at each of eps (every process has a
 ** part); `rounds` round trips a -> b -> a, each way after the one before arrived (latency: half the median
 ** round trip, on a's clock); then `window` flows a -> b at once and an 8-byte answer b -> a after all of them
-** (bandwidth: window x bytes over the time from the first post to the answer, on a's clock). */
+** (bandwidth: window x bytes over the time from the first post to the answer, on a's clock). Every flow takes
+** the endpoints' first NIC (lane 1: where a GPU has several, fabsim would otherwise spread them by hash). */
 FabDag *fab_replay_probe_dag(const uint32_t *eps, uint32_t neps, uint32_t a, uint32_t b, uint64_t bytes,
                              uint32_t rounds, uint32_t window);
 /* The window for a size: 256 MiB in flight at most, 2 to 64 transfers. */

@@ -22,6 +22,8 @@ uint32_t fab_replay_probe_window(uint64_t bytes) {
 FabDag *fab_replay_probe_dag(const uint32_t *eps, uint32_t neps, uint32_t a, uint32_t b, uint64_t bytes,
                              uint32_t rounds, uint32_t window) {
   FabDag *d = fab_dag_new();
+  FabJobDef job = {"probe", "flows", neps, g_memdup2(eps, sizeof(uint32_t) * neps), 0, 0, 1};
+  fab_dag_job(d, &job);
   for (uint32_t k = 0; k < neps; k++) fab_dag_mark(d, eps[k], FAB_MARK_JOIN, 0, -1, NULL, 0); /* a part for each */
   uint32_t prev = FAB_OP_NONE;
   for (uint32_t r = 0; r < 2 * rounds; r++) /* ping-pong: each way after the one before has arrived */
@@ -30,6 +32,7 @@ FabDag *fab_replay_probe_dag(const uint32_t *eps, uint32_t neps, uint32_t a, uin
   for (uint32_t k = 0; k < window; k++) win[k] = fab_dag_flow(d, a, b, bytes, 0, 0, -1, 0, 0, &prev, 1);
   fab_dag_flow(d, b, a, 8, 0, 0, -1, 0, 0, win, window); /* the answer once all are in */
   g_free(win);
+  for (uint32_t i = neps; i < fab_dag_len(d); i++) fab_dag_op(d, i)->lane = 1; /* one NIC, as one process's */
   return d;
 }
 
