@@ -7,7 +7,8 @@ libfabric's tcp and shm providers on loopback, no RDMA hardware.
   byte checked at its receiver (exit 0), the JSON in fabsim's schema with one
   record per flow and per collective, each collective's time inside the pass;
 - an nccl-tests workload: the log fabsim-replay writes is read by
-  `fabsim compare` against the same scenario (its ranks counted);
+  `fabsim compare` against the same scenario (its ranks counted), and so is
+  its JSON summary, to the same times; `fabsim plot` draws its HDF5;
 - a process that sends a wrong byte: its receiver names the flow, the peer and
   the byte, exit 1;
 - a process that hangs: the others end within the timeout, naming the peer
@@ -108,9 +109,23 @@ class Replay(unittest.TestCase):
     def test_nccl_tests_log_reads_in_compare(self):
         scen = self.scenario("nt", 2, "{kind: nccl-tests, op: allreduce, min: 1KiB, max: 256KiB, factor: 16, "
                                       "iters: 2, algorithm: ring}")
-        log = os.path.join(self.dir, "nt.log")
-        p, _ = run([scen, "--provider", PROVIDERS[0], "--log", log], 2)
+        log, js, h5 = (os.path.join(self.dir, "nt" + ext) for ext in (".log", ".json", ".h5"))
+        p, _ = run([scen, "--provider", PROVIDERS[0], "--log", log, "--json", js, "--hdf5", h5], 2)
         self.assertEqual(p.returncode, 0, p.stderr)
+        # the JSON reads in compare as the log does, to the same measured times
+        cj = subprocess.run([FABSIM, "compare", scen, js, "--json"], capture_output=True, text=True)
+        cl = subprocess.run([FABSIM, "compare", scen, log, "--json"], capture_output=True, text=True)
+        self.assertEqual(cj.returncode, 0, cj.stderr)
+        rows = lambda out: [(r["bytes"], round(r["measured"]["time_us"], 1)) for r in json.loads(out)["sizes"]]
+        self.assertEqual(rows(cj.stdout), rows(cl.stdout))
+        self.assertEqual(len(rows(cj.stdout)), 3)
+        # and fabsim plot draws its HDF5: bus bandwidth by size, the timeline
+        pl = subprocess.run([FABSIM, "plot", h5, "--out", os.path.join(self.dir, "plots")], capture_output=True,
+                            text=True)
+        if shutil.which("gnuplot"):
+            self.assertEqual(pl.returncode, 0, pl.stderr)
+            for f in ("busbw.png", "timeline.png"):
+                self.assertTrue(os.path.exists(os.path.join(self.dir, "plots", f)), f)
         with open(log) as f:
             text = f.read()
         self.assertIn("all_reduce_perf (replayed by fabsim-replay", text)

@@ -323,7 +323,7 @@ static int cmp_double(const void *x, const void *y) {
 
 /* One size of one class, measured; process 0 keeps the medians over the measured passes. 0, 1 (a pass failed,
 ** said), 2 (the transport would not open, said). */
-static int probe_size(const FabArgs *a, const FabReplayPlan *wp, ProbeRow *row) {
+static int probe_size(const FabArgs *a, const FabReplayPlan *wp, ProbeRow *row, char **how) {
   uint64_t warmup = a->given[N_WARMUP] ? a->num[N_WARMUP] : 1, iters = a->given[N_ITERS] ? a->num[N_ITERS] : 5;
   double timeout = a->given[N_TIMEOUT] ? (double)a->num[N_TIMEOUT] : 30;
   FabDag *d = fab_replay_probe_dag(wp->ep_of, wp->nprocs, row->from, row->to, row->bytes, PROBE_ROUNDS, row->window);
@@ -337,6 +337,7 @@ static int probe_size(const FabArgs *a, const FabReplayPlan *wp, ProbeRow *row) 
     g_free(err);
     rc = 2;
   }
+  if (net && !*how) *how = transport(a, net);
   double *lat = g_new(double, iters), *bw = g_new(double, iters);
   FabReplayTimes t = {g_new0(double, p.nops), g_new0(double, p.nops)};
   for (uint64_t k = 0; net && k < warmup + iters; k++) {
@@ -415,17 +416,11 @@ static int probe(const FabArgs *a, const FabScenario *sc, const FabReplayPlan *w
       if ((int)fab_replay_class(wp->ep_of[0], wp->ep_of[k], gpn, dom) == c) to = wp->ep_of[k];
     for (uint64_t b = 8; to != UINT32_MAX && b <= hi && !rc; b *= 4) {
       ProbeRow r = {(FabReplayClass)c, wp->ep_of[0], to, fab_replay_probe_window(b), b, 0, 0};
-      rc = probe_size(a, wp, &r);
+      rc = probe_size(a, wp, &r, &how);
       g_array_append_val(rows, r);
     }
   }
-  if (!rc && !me_) {
-    how = verbs(a) ? g_strdup("ibverbs") : g_strdup_printf("libfabric%s%s%s (%s)", a->value[V_PROVIDER] ? " '" : "",
-                                                           a->value[V_PROVIDER] ? a->value[V_PROVIDER] : "",
-                                                           a->value[V_PROVIDER] ? "'" : "",
-                                                           a->flag[F_RMA] ? "RMA writes" : "tagged sends");
-    probe_print(a, rows, how);
-  }
+  if (!rc && !me_) probe_print(a, rows, how ? how : "nothing (no pair to probe)");
   g_free(how);
   g_array_free(rows, TRUE);
   return rc;

@@ -140,7 +140,7 @@ double fab_nccltests_avg_busbw(const FabNcclTestsTable *t);
 GPtrArray *fab_nccltests_parse_tests(const char *text, const char *name, GError **err);
 
 /* The same from a file. */
-GPtrArray *fab_nccltests_read_tests(const char *path, GError **err);
+GPtrArray *fab_nccltests_read_tests(const char *path, GError **err); /* also a fabsim JSON summary's */
 
 /* Take the test of `op` (a FabCollDef op name; NULL: the log's only one)
 ** out of `tests` (from fab_nccltests_parse_tests of the log `name`). A
