@@ -141,6 +141,10 @@ GPtrArray *fab_nccltests_parse_tests(const char *text, const char *name, GError 
 
 /* The same from a file. */
 GPtrArray *fab_nccltests_read_tests(const char *path, GError **err); /* also a fabsim JSON summary's */
+/* A fabsim JSON summary (`fabsim run --json`, `fabsim-replay --json`): its nccl-tests collectives as the tables
+** fab_nccltests_from_results makes, marked as measured (the rows' lines are their positions, from 1); NULL + err
+** when it is not JSON or has none (nccltests_json.c). */
+GPtrArray *fab_nccltests_from_summary(const char *text, const char *path, GError **err);
 
 /* Take the test of `op` (a FabCollDef op name; NULL: the log's only one)
 ** out of `tests` (from fab_nccltests_parse_tests of the log `name`). A
