@@ -227,6 +227,31 @@ class TestCalibrate(unittest.TestCase):
         self.assertIn("not fitted nvlink rows: fabsim-replay moves host memory", text)
         self.assertRegex(text, r"measured   nvlink: [\d.]+ us per message in a window")
 
+    def test_probe_pieces_on_paper(self):
+        # latency 2 us + size / 1 GB/s up to 2 KiB, 10 us + size / 10 GB/s from 8 KiB (a protocol switch between):
+        # the pieces come back as drawn; the window's time per message at 8 B is 8 B / 0.004 GB/s = 2 us
+        scen = self.path("h.yaml")
+        with open(scen, "w") as fh:
+            fh.write("cluster: {nodes: 2}\nfabric: {topology: {kind: leaf-spine, hosts_per_leaf: 2, spines: 1}, "
+                     "link: {bandwidth: 100Gbps}}\nworkload: {kind: flows, flows: [{src: 0, dst: 1, size: 8}]}\n")
+        rows = []
+        for k in range(10):  # 8 B .. 2 MiB
+            b = 8 * 4 ** k
+            lat = 2 + b / 1e3 if b <= 2048 else 10 + b / 1e4
+            rows.append({"class": "net", "from": 0, "to": 1, "bytes": b, "window": 64, "latency_us": lat,
+                         "bandwidth_GBps": 0.004 if b == 8 else min(b / lat / 1e3, 9.0)})
+        probe = self.path("paper.json")
+        with open(probe, "w") as fh:
+            json.dump({"probe": {"rows": rows}}, fh)
+        got = json.loads(fabsim("calibrate", scen, probe, "--json").stdout)["classes"]
+        self.assertEqual(len(got), 1)
+        self.assertAlmostEqual(got[0]["overhead_us"], 2.0, places=9)
+        pieces = got[0]["pieces"]
+        self.assertEqual([(p["from_bytes"], p["to_bytes"]) for p in pieces], [(8, 2048), (8192, 2097152)])
+        for p, (lat, bw) in zip(pieces, ((2, 1), (10, 10))):
+            self.assertAlmostEqual(p["latency_us"], lat, places=6)
+            self.assertAlmostEqual(p["bandwidth_GBps"], bw, places=6)
+
     def test_probe_refusals(self):
         scen = self.path("g.yaml")
         with open(scen, "w") as fh:

@@ -18,9 +18,9 @@
 ** From the measurements alone, per class: the per-message overhead (the
 ** window's time per message at the smallest size) and the latency by size as
 ** up to three pieces, latency + size / bandwidth each, split where the
-** transport changes protocol (the split that lowers the squared relative
-** error most, a piece kept only when it halves it). See README, "Calibration
-** from probes". */
+** transport changes protocol (one more piece kept only when it halves the
+** squared relative error of fewer, which leave more than 1 % RMS). See
+** README, "Calibration", From probes. */
 #include <errno.h>
 #include <glib.h>
 #include <glib/gstdio.h>
@@ -269,21 +269,25 @@ static double line(const double *xs, const double *ys, uint32_t i, uint32_t j, d
   return e;
 }
 
-/* Up to three pieces over the n rows (each of at least two), a split kept when it halves the error. */
+/* Up to three pieces over the n rows (each of at least two): the best split into m pieces for each m, and
+** m + 1 pieces kept only when they halve the error of m and m leave more than 1 % RMS relative error. */
 static uint32_t pieces(const double *xs, const double *ys, uint32_t n, Piece *out) {
-  double a, b, best = line(xs, ys, 0, n - 1, &a, &b);
-  uint32_t cut[2] = {n, n}, np = 1;
-  for (uint32_t i = 1; i + 1 < n; i++) /* two pieces: [0, i], [i + 1, n) */
-    for (uint32_t j = i + 2; j <= n; j++) { /* three: [0, i], [i + 1, j - 1], [j, n); j == n: two */
-      if (i < 1 || (j < n && (j - i - 1 < 2 || n - j < 2)) || (j == n && n - i - 1 < 2)) continue;
-      double a2, b2, e = line(xs, ys, 0, i, &a2, &b2) + line(xs, ys, i + 1, j - 1, &a2, &b2) +
-                         (j < n ? line(xs, ys, j, n - 1, &a2, &b2) : 0);
+  double a, b, err[4] = {0, line(xs, ys, 0, n - 1, &a, &b), INFINITY, INFINITY};
+  uint32_t cut[4][2] = {{0}};
+  for (uint32_t i = 1; i + 1 < n; i++) /* pieces [0, i], [i + 1, j - 1], [j, n) (j == n: two) */
+    for (uint32_t j = i + 3; j <= n; j++) {
+      if (j < n && n - j < 2) continue;
+      if (j == n && n - i - 1 < 2) continue;
+      double e = line(xs, ys, 0, i, &a, &b) + line(xs, ys, i + 1, j - 1, &a, &b) +
+                 (j < n ? line(xs, ys, j, n - 1, &a, &b) : 0);
       uint32_t m = j < n ? 3 : 2;
-      if (e < best / (m > np ? 2.0 * (m - np) : 1.0)) best = e, cut[0] = i, cut[1] = j, np = m;
+      if (e < err[m]) err[m] = e, cut[m][0] = i, cut[m][1] = j;
     }
+  uint32_t np = 1;
+  while (np < 3 && err[np] > n * 1e-4 && err[np + 1] < err[np] / 2) np++;
   uint32_t lo = 0;
   for (uint32_t p = 0; p < np; p++) {
-    uint32_t hi = p == 0 ? (np == 1 ? n - 1 : cut[0]) : p == 1 ? cut[1] - 1 : n - 1;
+    uint32_t hi = p + 1 == np ? n - 1 : p == 0 ? cut[np][0] : cut[np][1] - 1;
     line(xs, ys, lo, hi, &a, &b);
     out[p] = (Piece){lo, hi, a, b > 0 ? 1e-3 / b : INFINITY}; /* b: us per byte -> GB/s */
     lo = hi + 1;
@@ -376,17 +380,25 @@ static gboolean took(const FabScenario *sc, const void *ctx) {
 
 /* ---- the report ---- */
 
-/* The pieces of class c's rows (sizes ascending, as the probe wrote them). */
-static uint32_t class_pieces(const Pf *f, int c, Piece *out, uint32_t *idx, double *overhead_us) {
+/* What a class's measurements say alone. */
+typedef struct Measured {
+  uint32_t np;       /* pieces (0: fewer than two rows) */
+  Piece pc[3];
+  uint32_t idx[64];  /* its rows, in the probe's (size) order */
+  double overhead_us;
+} Measured;
+
+/* The pieces of class c's rows (sizes ascending, as the probe wrote them) and its per-message overhead. */
+static void measured(const Pf *f, int c, Measured *m) {
   double xs[64], ys[64];
   uint32_t n = 0;
+  m->np = 0;
   for (uint32_t k = 0; k < f->n && n < 64; k++)
-    if (f->rows[k].cls == c) idx[n] = k, xs[n] = (double)f->rows[k].bytes, ys[n++] = f->rows[k].lat_us;
-  if (!n) return 0;
-  const Row *r0 = &f->rows[idx[0]];
-  *overhead_us = (double)r0->bytes / r0->gbps / 1e3; /* the window's time per message at the smallest size */
-  if (n < 2) return 0;
-  return pieces(xs, ys, n, out);
+    if (f->rows[k].cls == c) m->idx[n] = k, xs[n] = (double)f->rows[k].bytes, ys[n++] = f->rows[k].lat_us;
+  if (n < 2) return;
+  const Row *r0 = &f->rows[m->idx[0]];
+  m->overhead_us = (double)r0->bytes / r0->gbps / 1e3; /* the window's time per message at the smallest size */
+  m->np = pieces(xs, ys, n, m->pc);
 }
 
 static void report(const Pf *f, uint32_t rounds) {
@@ -429,17 +441,16 @@ static void report(const Pf *f, uint32_t rounds) {
          "overhead, which fabsim's flows do not have)\n", ng, ng ? 100 * g0 / ng : 0, ng ? 100 * g1 / ng : 0,
          50 * e0 / f->n, 50 * e1 / f->n);
   for (int c = 0; c < FAB_REPLAY_CLASSES; c++) {
-    Piece pc[3];
-    uint32_t idx[64];
-    double o = 0;
-    uint32_t np = class_pieces(f, c, pc, idx, &o);
-    if (!np) continue;
+    Measured m;
+    measured(f, c, &m);
+    if (!m.np) continue;
     printf("  measured   %s: %.2f us per message in a window (at %" G_GUINT64_FORMAT " B); latency by size:",
-           fab_replay_class_names[c], o, f->rows[idx[0]].bytes);
-    for (uint32_t p = 0; p < np; p++) {
-      printf("%s %" G_GUINT64_FORMAT "-%" G_GUINT64_FORMAT " B: %.2f us", p ? ";" : "", f->rows[idx[pc[p].k0]].bytes,
-             f->rows[idx[pc[p].k1]].bytes, pc[p].lat_us);
-      if (isfinite(pc[p].gbps)) printf(" + size / %.3g GB/s", pc[p].gbps);
+           fab_replay_class_names[c], m.overhead_us, f->rows[m.idx[0]].bytes);
+    for (uint32_t p = 0; p < m.np; p++) {
+      const Piece *pc = &m.pc[p];
+      printf("%s %" G_GUINT64_FORMAT "-%" G_GUINT64_FORMAT " B: %.2f us", p ? ";" : "", f->rows[m.idx[pc->k0]].bytes,
+             f->rows[m.idx[pc->k1]].bytes, pc->lat_us);
+      if (isfinite(pc->gbps)) printf(" + size / %.3g GB/s", pc->gbps);
       else printf(", flat");
     }
     printf("\n");
@@ -467,18 +478,16 @@ static void report_json(const Pf *f, uint32_t rounds, const char *out) {
   g_string_append(s, "],\n \"classes\": [");
   uint32_t nc = 0;
   for (int c = 0; c < FAB_REPLAY_CLASSES; c++) {
-    Piece pc[3];
-    uint32_t idx[64];
-    double o = 0;
-    uint32_t n = class_pieces(f, c, pc, idx, &o);
-    if (!n) continue;
+    Measured m;
+    measured(f, c, &m);
+    if (!m.np) continue;
     g_string_append_printf(s, "%s\n  {\"class\": \"%s\", \"overhead_us\": %.9g, \"pieces\": [", nc++ ? "," : "",
-                           fab_replay_class_names[c], o);
-    for (uint32_t p = 0; p < n; p++)
+                           fab_replay_class_names[c], m.overhead_us);
+    for (uint32_t p = 0; p < m.np; p++)
       g_string_append_printf(s, "%s{\"from_bytes\": %" G_GUINT64_FORMAT ", \"to_bytes\": %" G_GUINT64_FORMAT
                              ", \"latency_us\": %.9g, \"bandwidth_GBps\": %.9g}", p ? ", " : "",
-                             f->rows[idx[pc[p].k0]].bytes, f->rows[idx[pc[p].k1]].bytes, pc[p].lat_us,
-                             isfinite(pc[p].gbps) ? pc[p].gbps : 0);
+                             f->rows[m.idx[m.pc[p].k0]].bytes, f->rows[m.idx[m.pc[p].k1]].bytes, m.pc[p].lat_us,
+                             isfinite(m.pc[p].gbps) ? m.pc[p].gbps : 0);
     g_string_append(s, "]}");
   }
   g_string_append_printf(s, "],\n \"rounds\": %u, \"simulations\": %u, \"fragment\": ", rounds, f->sims);
