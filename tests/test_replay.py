@@ -2,10 +2,11 @@
 """fabsim-replay on this machine: real processes (mpirun --oversubscribe) over
 libfabric's tcp and shm providers on loopback, no RDMA hardware.
 
-- allreduce (ring and tree), allgather, all-to-all, send-recv and a flows
-  workload on 2 and 4 processes, with tagged sends and with RMA writes: every
-  byte checked at its receiver (exit 0), the JSON in fabsim's schema with one
-  record per flow and per collective, each collective's time inside the pass;
+- allreduce (ring and tree), allgather, all-to-all and send-recv each on tcp
+  with 2 processes and on shm with 4, a flows workload on 2, tagged sends and
+  RMA writes each on both providers: every byte checked at its receiver
+  (exit 0), the JSON in fabsim's schema with the simulator's flow count,
+  bytes and collectives, each collective's time inside the pass;
 - an nccl-tests workload: the log fabsim-replay writes is read by
   `fabsim compare` against the same scenario (its ranks counted), and so is
   its JSON summary, to the same times; `fabsim plot` draws its HDF5;
@@ -77,34 +78,44 @@ class Replay(unittest.TestCase):
             f.write("name: %s\n" % name + FABRIC.format(n=n) + "workload: %s\n" % workload)
         return path
 
+    def cases(self):
+        """(workload, processes, provider, rma): every op on both providers and both process counts, tagged sends
+        and RMA writes each on both providers (under the sanitizers: tcp, 2 processes)."""
+        out = []
+        for wl in WORKLOADS:
+            out.append((wl, 2, "tcp", False))
+            if wl != "flows":
+                out.append((wl, 4, "shm", False))
+        out += [("allreduce-ring", 2, "tcp", True), ("allreduce-ring", 4, "shm", True),
+                ("all-to-all", 4, "tcp", True), ("all-to-all", 2, "shm", True)]
+        return [c for c in out if not QUICK or (c[1] in PROCS and c[2] in PROVIDERS)]
+
     def test_workloads_move_checked_bytes(self):
-        for procs in PROCS:
-            for wl, text in WORKLOADS.items():
-                if wl == "flows" and procs != 2:
-                    continue
-                scen = self.scenario(wl, procs, text)
-                for prov in PROVIDERS:
-                    for rma in ([], ["--rma"]):
-                        with self.subTest(workload=wl, procs=procs, provider=prov, rma=bool(rma)):
-                            out = os.path.join(self.dir, "out.json")
-                            p, _ = run([scen, "--provider", prov, "--iters", "2", "--timeout", "20", "--json", out]
-                                       + rma, procs)
-                            self.assertEqual(p.returncode, 0, p.stderr)
-                            self.assertIn("every byte checked", p.stdout)
-                            self.assertIn(prov, p.stdout)
-                            with open(out) as f:
-                                d = json.load(f)
-                            sim = json.loads(subprocess.run([FABSIM, "run", scen, "--json"], capture_output=True,
-                                                            text=True, check=True).stdout)
-                            # the same DAG: as many flows and bytes, the same collectives
-                            self.assertEqual(d["flows"]["count"], sim["flows"]["count"])
-                            self.assertEqual(d["flows"]["bytes"], sim["flows"]["bytes"])
-                            self.assertEqual(d["flows"]["completed"], d["flows"]["count"])
-                            self.assertEqual([(c["op"], c["bytes"], c["algorithm"]) for c in d["collectives"]],
-                                             [(c["op"], c["bytes"], c["algorithm"]) for c in sim["collectives"]])
-                            for c in d["collectives"]:
-                                self.assertGreater(c["time_s"], 0)
-                                self.assertLessEqual(c["end_s"], d["sim_time_s"] + 1e-12)
+        for wl, procs, prov, rma in self.cases():
+            with self.subTest(workload=wl, procs=procs, provider=prov, rma=rma):
+                scen = self.scenario("%s-%d" % (wl, procs), procs, WORKLOADS[wl])
+                out = os.path.join(self.dir, "out.json")
+                p, _ = run([scen, "--provider", prov, "--iters", "2", "--timeout", "20", "--json", out]
+                           + (["--rma"] if rma else []), procs)
+                self.assertEqual(p.returncode, 0, p.stderr)
+                with open(out) as f:
+                    d = json.load(f)
+                sim = json.loads(subprocess.run([FABSIM, "run", scen, "--json"], capture_output=True, text=True,
+                                                check=True).stdout)
+                # the same DAG: as many flows and bytes, the same collectives
+                self.assertEqual(d["flows"]["count"], sim["flows"]["count"])
+                self.assertEqual(d["flows"]["bytes"], sim["flows"]["bytes"])
+                self.assertEqual(d["flows"]["completed"], d["flows"]["count"])
+                self.assertEqual([(c["op"], c["bytes"], c["algorithm"]) for c in d["collectives"]],
+                                 [(c["op"], c["bytes"], c["algorithm"]) for c in sim["collectives"]])
+                for c in d["collectives"]:
+                    self.assertGreater(c["time_s"], 0)
+                    self.assertLessEqual(c["end_s"], d["sim_time_s"] + 1e-12)
+                text, _ = run([scen, "--provider", prov, "--iters", "1", "--warmup", "0"] + (["--rma"] if rma else []),
+                              procs) if wl == "allreduce-ring" else (None, None)
+                if text:  # the report names the transport and what was checked
+                    self.assertIn("over libfabric '%s" % prov, text.stdout)
+                    self.assertIn("every byte checked", text.stdout)
 
     def test_nccl_tests_log_reads_in_compare(self):
         scen = self.scenario("nt", 2, "{kind: nccl-tests, op: allreduce, min: 1KiB, max: 256KiB, factor: 16, "
