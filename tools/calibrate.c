@@ -67,6 +67,9 @@ const FabCmd fab_calibrate_cmd = {
   "has fewer, a log from another number of ranks than the scenario's, two logs that\n"
   "disagree on a size by more than 20 %, or values the model cannot reach (an NVLS\n"
   "efficiency above 1) are refused, and nothing is written.\n"
+  "A LOG may be a fabsim JSON summary (fabsim-replay --json). A single PROBE.json of\n"
+  "fabsim-replay --probe fits the network's latency (fabric.link.latency) and the NICs'\n"
+  "rate (cluster.nic.bandwidth) to its round trips and windows instead.\n"
   "exit status: 0 fitted, 1 a simulation failed, 2 bad input, usage or data that cannot be fitted\n",
 };
 
