@@ -400,6 +400,7 @@ static FabPkt *nic_pull(FabEngine *eng, FabNode *self, FabPort *port) {
       fab_time_t at = f->next_tx;
       if (G_UNLIKELY(f->rank_bps) && nic->cap_next > at) at = nic->cap_next;
       if (G_UNLIKELY(f->hold_until > at) && f->snd_nxt >= f->hold_seq) at = f->hold_until; /* its read part */
+      if (G_UNLIKELY(nic->cfg.msg_gap) && path == FAB_PATH_NET && !f->snd_max && nic->msg_next > at) at = nic->msg_next;
       if (at <= eng->now) break;
       if (at < soonest) soonest = at;
     }
@@ -414,6 +415,7 @@ static FabPkt *nic_pull(FabEngine *eng, FabNode *self, FabPort *port) {
     return NULL;
   }
   rr_unlink(nic, prev, f);
+  if (G_UNLIKELY(nic->cfg.msg_gap) && path == FAB_PATH_NET && !f->snd_max) nic->msg_next = eng->now + nic->cfg.msg_gap;
   FabPkt *p = fab_pkt_alloc(eng);
   p->flow = f->slot;
   p->src = f->src;

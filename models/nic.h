@@ -44,6 +44,8 @@ typedef struct FabNicCfg {
   uint32_t seg;            /* fabric.segment: payload bytes per train on the network (a multiple of mtu, each
                            ** mtu of it with its own headers); 0: packet by packet */
   fab_time_t rto;          /* ps: retransmission timeout */
+  fab_time_t msg_gap;      /* ps: the least time between two network messages' (flows') first packets (the
+                           ** inverse of the endpoint's message rate); 0: none */
   uint32_t ack_interval;   /* ACK every this many in-order packets (>= 1) */
   bool selective;          /* receivers place data out of order and ACK selectively, senders resend only what is
                            ** lost (below); false: go-back-N */
@@ -380,6 +382,7 @@ struct FabNic {
   const FabCcOps *cc;      /* cfg.cc's handlers; NULL under none */
   fab_time_t pace_at;      /* ps: the pending pacing wake-up (FAB_TIME_MAX: none) */
   fab_time_t cap_next;     /* ps: the next packet of a flow with rank_bps may not leave before this */
+  fab_time_t msg_next;     /* ps: the next network message may not start before this (cfg.msg_gap) */
   FabFlowTable *flows;     /* the run's flow table (transfer none) */
   FabFlow *rr_head[2], *rr_tail[2]; /* flows with packets to send, per path */
   uint32_t rr_n[2][FAB_MAX_PRIOS];   /* of them, per priority */

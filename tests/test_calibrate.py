@@ -10,10 +10,11 @@ noise added (never logs presented as real measurements).
 - NVLS's efficiency (0.75) and the NICs' rate across two nodes (40 GB/s)
   come back the same way.
 - From a probe file (fabsim-replay --probe's JSON) that fabsim wrote with
-  known path parameters (every link 1.5 us, NICs at 40 GB/s; NVLink 700 ns
-  and 300 GB/s), each latency and bandwidth off by up to +-1 %: each comes back
-  within 2 %, the fragment loads included after the scenario, and a probe
-  file that cannot inform anything is refused.
+  known path parameters (every link 1.5 us, NICs at 40 GB/s, a message every
+  800 ns at most), each latency and bandwidth off by up to +-1 %: each comes
+  back within 2 %, the fragment loads included after the scenario; NVLink
+  rows beside them are reported, not fitted; latency pieces drawn on paper
+  come back; a probe file that cannot inform anything is refused.
 - Refused, nothing written: too few sizes, --fit of a parameter no size
   informs, two logs that disagree, a log of another rank count, values
   beyond what the model takes; a bad --fit.
@@ -217,13 +218,15 @@ class TestCalibrate(unittest.TestCase):
         return fabsim("calibrate", scen, probe).stdout
 
     def test_path_parameters_come_back_from_noisy_probes(self):
-        self.probe_fit([("net", 2)], {"fabric.link.latency": ("1500ns", 1500), "cluster.nic.bandwidth": ("40GB/s", 40)})
+        self.probe_fit([("net", 2)], {"fabric.link.latency": ("1500ns", 1500), "cluster.nic.bandwidth": ("40GB/s", 40),
+                                      "cluster.nic.message_gap": ("800ns", 800)})
 
     @unittest.skipIf(os.environ.get("FABSIM_CALIBRATE_QUICK"), "sanitizer build: the release build runs it")
     def test_nvlink_probes_are_reported_not_fitted(self):
         # replay moves host memory: a pair the scenario joins by NVLink measures shared memory, not NVLink
         text = self.probe_fit([("nvlink", 1), ("net", 2)], {"fabric.link.latency": ("1500ns", 1500),
-                                                            "cluster.nic.bandwidth": ("40GB/s", 40)})
+                                                            "cluster.nic.bandwidth": ("40GB/s", 40),
+                                                            "cluster.nic.message_gap": ("800ns", 800)})
         self.assertIn("not fitted nvlink rows: fabsim-replay moves host memory", text)
         self.assertRegex(text, r"measured   nvlink: [\d.]+ us per message in a window")
 

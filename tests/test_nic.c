@@ -282,6 +282,27 @@ Test(nic, two_flows_share_the_port_round_robin) {
   pair_fini(&p);
 }
 
+/* message_gap: a message's first packet leaves at least the gap after the one before's. Three flows of 10 B
+** posted at once with a 5 us gap: flow k's only packet (10 + 82 wire bytes x 80 ps/B = 7.36 ns) leaves at k x 5 us
+** and arrives 1 us after its last bit: at k x 5 us + 7360 ps + 1 us. Without the gap they go back to back. */
+Test(nic, message_gap_spaces_first_packets) {
+  for (int gap = 0; gap < 2; gap++) {
+    Pair p;
+    pair_init(&p, 100000000000ULL, 4096, FAB_TRANSPORT_ROCEV2);
+    p.nic[0].cfg.msg_gap = gap ? 5 * FAB_US : 0; /* the NICs hold copies of p.cfg */
+    for (uint32_t k = 0; k < 3; k++) {
+      p.flows[k] = testnet_flow(k, 0, 1, 10, 0, &p.cfg);
+      fab_nic_post(p.eng, &p.nic[0], &p.flows[k]);
+    }
+    cr_assert(fab_engine_run(p.eng, FAB_TIME_MAX));
+    for (uint32_t k = 0; k < 3; k++) {
+      fab_time_t want = gap ? k * 5 * FAB_US + 7360 + FAB_US : (k + 1) * 7360 + FAB_US;
+      cr_expect_eq(p.flows[k].end, want, "gap %d flow %u: %" G_GUINT64_FORMAT, gap, k, p.flows[k].end);
+    }
+    pair_fini(&p);
+  }
+}
+
 /* NIC 0 -> tap -> NIC 1, the tap dropping chosen data packets. */
 typedef struct Lossy {
   FabEngine *eng;

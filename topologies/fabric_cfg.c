@@ -46,6 +46,9 @@ static const FabCfgKey cluster_schema[] = {
 static const FabCfgKey nic_schema[] = {
   K("bandwidth", FAB_CFG_RATE, f.topo.host_bps),
   K("rto", FAB_CFG_TIME, f.nic.rto, .def = "1ms", .min = 1e3, .max = 1e15),
+  /* the endpoint's message rate: no public figure for a host's posting cost; fabsim-replay --probe measures it
+  ** (README, Calibration) */
+  K("message_gap", FAB_CFG_TIME, f.nic.msg_gap, .def = "0ns", .min = 0, .max = 1e12),
   /* RC responders coalesce ACKs: Intel's hfi1 driver ACKs every HFI1_PSN_CREDIT = 16 packets
   ** (drivers/infiniband/hw/hfi1/verbs.h, "add ACK coalescing logic"), Linux's software RoCE asks for
   ** one every 64 (rxe_param.h RXE_MAX_PKT_PER_ACK); the last packet of a flow is always ACKed */
