@@ -210,6 +210,8 @@ class Replay(unittest.TestCase):
             ([scen, "--iters", "0", "--json", out], 2, "--iters 0: expected a positive count"),
             ([scen, "--set", "workload.sise=1", "--json", out], 2, "workload.sise"),
             ([scen, "--backend", "psm", "--json", out], 4, "--backend psm: expected ofi or verbs"),
+            ([scen, "--log", out], 4, "--log writes nccl-tests tables, and the workload has no nccl-tests"),
+            ([scen, "--probe", "--hdf5", out], 4, "--log and --hdf5 are for the workload"),
         ]
         if VERBS:  # built with ibverbs, on a machine with no RDMA device (CI): said, exit 2
             cases.append(([scen, "--backend", "verbs", "--json", out], 4, "no RDMA device found"))

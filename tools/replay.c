@@ -251,11 +251,23 @@ static int prepare(int argc, char **argv, FabArgs *a, FabScenario **sc, FabRepla
     if (!me_) fab_args_error(&cmd, "--backend %s: expected ofi or verbs", be);
     return 2;
   }
+  if (a->flag[F_PROBE] && (a->value[V_LOG] || a->value[V_HDF5])) {
+    if (!me_) fab_args_error(&cmd, "--probe writes its table, or --json: --log and --hdf5 are for the workload");
+    return 2;
+  }
   GError *err = NULL;
   *sc = fab_scenario_load(fab_args_pos(a, 0), fab_args_sets(a), &err);
   if (!*sc) {
     if (!me_) fprintf(stderr, "fabsim-replay: %s\n", err->message);
     g_error_free(err);
+    return 2;
+  }
+  bool nccl_tests = false;
+  for (guint k = 0; k < (*sc)->dag->colls->len; k++)
+    nccl_tests |= !g_strcmp0(g_array_index((*sc)->dag->colls, FabCollDef, k).tag, "nccl-tests");
+  if (a->value[V_LOG] && !nccl_tests && !a->flag[F_PROBE]) {
+    if (!me_) fprintf(stderr, "fabsim-replay: %s: --log writes nccl-tests tables, and the workload has no nccl-tests "
+                      "collectives (workload.kind: nccl-tests)\n", fab_args_pos(a, 0));
     return 2;
   }
   char *why = NULL;
