@@ -217,6 +217,8 @@ class TestCalibrate(unittest.TestCase):
         fabsim("validate", self.path("both.yaml"))
         return fabsim("calibrate", scen, probe).stdout
 
+    @unittest.skipIf(os.environ.get("FABSIM_CALIBRATE_QUICK"), "sanitizer build: the release build runs it (the "
+                     "pieces test fits the same parameters there)")
     def test_path_parameters_come_back_from_noisy_probes(self):
         self.probe_fit([("net", 2)], {"fabric.link.latency": ("1500ns", 1500), "cluster.nic.bandwidth": ("40GB/s", 40),
                                       "cluster.nic.message_gap": ("800ns", 800)})
