@@ -115,7 +115,7 @@ static void link_waits(FabReplayPlan *p, const FabDag *d) {
     }
   }
   g_free(fill);
-  qsort(tells->data, tells->len, sizeof(uint64_t), cmp_pair);
+  if (tells->len) qsort(tells->data, tells->len, sizeof(uint64_t), cmp_pair);
   p->tell_off = g_new0(uint32_t, (size_t)p->nops + 1);
   p->tell_list = g_new(uint32_t, MAX(tells->len, 1u));
   uint32_t n = 0;
