@@ -170,6 +170,7 @@ static int toy_poll(void *ctx, FabReplayDone *out, int max, char **err) {
 static gpointer proc_main(gpointer data) {
   Proc *p = data;
   for (uint32_t pass = 0; pass < 3 && !p->rc; pass++) {
+    fab_replay_prepare(&p->plan, &p->net, pass);
     if (!barrier(p->toy, true)) break;
     p->rc = fab_replay_pass(&p->plan, &p->net, pass, 0.5, 0, &p->t, &p->err);
   }

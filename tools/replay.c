@@ -299,10 +299,11 @@ static int passes(const FabArgs *a, const FabReplayPlan *p, FabReplayNet *net, d
   double t0 = MPI_Wtime();
   int rc = 0;
   for (uint64_t k = 0; k < warmup + iters && !rc; k++) {
-    MPI_Barrier(MPI_COMM_WORLD);
-    if (k == warmup) t0 = MPI_Wtime();
     char *err = NULL;
     if (co && (int)g_ascii_strtoll(co, NULL, 10) == me_) net->corrupt = true;
+    fab_replay_prepare(p, net, (uint32_t)k);
+    MPI_Barrier(MPI_COMM_WORLD);
+    if (k == warmup) t0 = MPI_Wtime();
     rc = fab_replay_pass(p, net, (uint32_t)k, timeout, stall, &t, &err);
     if (rc) {
       fprintf(stderr, "fabsim-replay: process %d (endpoint %u), pass %" G_GUINT64_FORMAT ": %s\n", me_,
@@ -353,6 +354,7 @@ static int probe_size(const FabArgs *a, const FabReplayPlan *wp, ProbeRow *row, 
   double *lat = g_new(double, iters), *bw = g_new(double, iters);
   FabReplayTimes t = {g_new0(double, p.nops), g_new0(double, p.nops)};
   for (uint64_t k = 0; net && k < warmup + iters; k++) {
+    fab_replay_prepare(&p, net, (uint32_t)k);
     MPI_Barrier(MPI_COMM_WORLD);
     if (fab_replay_pass(&p, net, (uint32_t)k, timeout, 0, &t, &err)) {
       fprintf(stderr, "fabsim-replay: process %d (endpoint %u), probe of %" G_GUINT64_FORMAT " B: %s\n", me_,

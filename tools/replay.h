@@ -100,7 +100,11 @@ typedef struct FabReplayTimes {
   double *began, *ended; /* nops each */
 } FabReplayTimes;
 
-/* Run one pass of the plan over net. 0; or 1 with *err (transfer full): a
+/* Before pass `pass` (and before the barrier that starts it, so that its time is not in any process's clock):
+** write each flow this process sends with its pattern (net->corrupt: one byte spoiled). */
+void fab_replay_prepare(const FabReplayPlan *p, const FabReplayNet *net, uint32_t pass);
+
+/* Run one pass of the plan over net (its send arena written by fab_replay_prepare). 0; or 1 with *err (transfer full): a
 ** transport error, a timeout (`timeout_s` without any completion: the error
 ** names the op waited for and the peer it waits on), a byte that differs.
 ** `stall` (tests): at its first flow, this process stops answering (1) or dies (2). */

@@ -189,6 +189,16 @@ static int push(Pass *s) {
   return 0;
 }
 
+void fab_replay_prepare(const FabReplayPlan *p, const FabReplayNet *net, uint32_t pass) {
+  bool spoil = net->corrupt;
+  for (uint32_t x = 0; x < p->nops; x++) {
+    const FabOp *o = fab_dag_op(p->dag, x);
+    if (o->kind != FAB_OP_FLOW || p->actor[x] != p->me) continue;
+    fab_replay_fill(net->send_arena + p->send_off[x], o->bytes, x, pass);
+    if (spoil && o->bytes) net->send_arena[p->send_off[x] + o->bytes / 2] ^= 0x40, spoil = false;
+  }
+}
+
 int fab_replay_pass(const FabReplayPlan *p, const FabReplayNet *net, uint32_t pass, double timeout_s, int stall,
                     FabReplayTimes *t, char **err) {
   Pass s = {.p = p, .net = net, .pass = pass, .t = t, .stall = stall};
@@ -196,15 +206,8 @@ int fab_replay_pass(const FabReplayPlan *p, const FabReplayNet *net, uint32_t pa
   s.need = g_memdup2(p->need, sizeof(uint32_t) * p->nops);
   s.ctrl = g_array_new(FALSE, FALSE, sizeof(Notice));
   g_queue_init(&s.ready);
-  bool spoil = net->corrupt;
-  for (uint32_t x = 0; x < p->nops; x++) {
-    const FabOp *o = fab_dag_op(p->dag, x);
-    if (o->kind == FAB_OP_FLOW && p->actor[x] == p->me) {
-      fab_replay_fill(net->send_arena + p->send_off[x], o->bytes, x, pass);
-      if (spoil && o->bytes) net->send_arena[p->send_off[x] + o->bytes / 2] ^= 0x40, spoil = false;
-    }
+  for (uint32_t x = 0; x < p->nops; x++)
     if (p->actor[x] == p->me && !s.need[x]) g_queue_push_tail(&s.ready, GUINT_TO_POINTER(x + 1));
-  }
   s.left = p->mine + p->recvs;
   memset(t->began, 0, sizeof(double) * p->nops);
   memset(t->ended, 0, sizeof(double) * p->nops);
