@@ -347,3 +347,9 @@ Test(replay_plan, probe) {
   cr_expect_eq(fab_replay_probe_window(16u << 20), 16);
   cr_expect_eq(fab_replay_probe_window(1u << 30), 2);
 }
+
+Test(replay_plan, median) {
+  double odd[3] = {30, 10, 20}, even[4] = {4, 1, 3, 2};
+  cr_expect_float_eq(fab_replay_median(odd, 3), 20, 0);
+  cr_expect_float_eq(fab_replay_median(even, 4), 2.5, 0);
+}

@@ -329,11 +329,6 @@ typedef struct ProbeRow {
   double lat_ns, gbps;
 } ProbeRow;
 
-static int cmp_double(const void *x, const void *y) {
-  double a = *(const double *)x, b = *(const double *)y;
-  return (a > b) - (a < b);
-}
-
 /* One size of one class, measured; process 0 keeps the medians over the measured passes. 0, 1 (a pass failed,
 ** said), 2 (the transport would not open, said). */
 static int probe_size(const FabArgs *a, const FabReplayPlan *wp, ProbeRow *row, char **how) {
@@ -342,7 +337,8 @@ static int probe_size(const FabArgs *a, const FabReplayPlan *wp, ProbeRow *row, 
   FabDag *d = fab_replay_probe_dag(wp->ep_of, wp->nprocs, row->from, row->to, row->bytes, PROBE_ROUNDS, row->window);
   FabReplayPlan p;
   char *err = NULL;
-  g_assert(fab_replay_plan(&p, d, (uint32_t)me_, UINT32_MAX, &err) && p.nprocs == wp->nprocs);
+  gboolean planned = fab_replay_plan(&p, d, (uint32_t)me_, UINT32_MAX, &err); /* a probe DAG always plans */
+  g_assert(planned && p.nprocs == wp->nprocs);
   FabReplayNet *net = open_net(a, &p, &err);
   int rc = 0;
   if (!net) {
@@ -366,10 +362,8 @@ static int probe_size(const FabArgs *a, const FabReplayPlan *wp, ProbeRow *row, 
                                                    &lat[k - warmup], &bw[k - warmup]);
   }
   if (net && !me_) {
-    qsort(lat, iters, sizeof(double), cmp_double);
-    qsort(bw, iters, sizeof(double), cmp_double);
-    row->lat_ns = lat[iters / 2];
-    row->gbps = bw[iters / 2];
+    row->lat_ns = fab_replay_median(lat, (uint32_t)iters);
+    row->gbps = fab_replay_median(bw, (uint32_t)iters);
   }
   if (net) close_net(a, net);
   g_free(t.began);

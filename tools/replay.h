@@ -137,6 +137,8 @@ FabReplayClass fab_replay_class(uint32_t e, uint32_t f, uint32_t gpus_per_node, 
 ** the endpoints' first NIC (lane 1: where a GPU has several, fabsim would otherwise spread them by hash). */
 FabDag *fab_replay_probe_dag(const uint32_t *eps, uint32_t neps, uint32_t a, uint32_t b, uint64_t bytes,
                              uint32_t rounds, uint32_t window);
+/* The median of v[0..n) (n > 0; sorts v): the mean of the two middle values when n is even. */
+double fab_replay_median(double *v, uint32_t n);
 /* The window for a size: 256 MiB in flight at most, 2 to 64 transfers. */
 uint32_t fab_replay_probe_window(uint64_t bytes);
 /* What a pass of a probe DAG measured, from a's times: latency (ns), bandwidth (GB/s). */

@@ -41,13 +41,17 @@ static int cmp_double(const void *x, const void *y) {
   return (a > b) - (a < b);
 }
 
+double fab_replay_median(double *v, uint32_t n) {
+  qsort(v, n, sizeof(double), cmp_double);
+  return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
 void fab_replay_probe_read(const FabReplayTimes *t, uint32_t neps, uint32_t rounds, uint32_t window, uint64_t bytes,
                            double *latency_ns, double *gbps) {
   double *rtt = g_new(double, rounds);
   uint32_t f0 = neps; /* the first flow */
   for (uint32_t r = 0; r < rounds; r++) rtt[r] = t->ended[f0 + 2 * r + 1] - t->began[f0 + 2 * r];
-  qsort(rtt, rounds, sizeof(double), cmp_double);
-  *latency_ns = (rounds % 2 ? rtt[rounds / 2] : (rtt[rounds / 2 - 1] + rtt[rounds / 2]) / 2) / 2;
+  *latency_ns = fab_replay_median(rtt, rounds) / 2;
   g_free(rtt);
   uint32_t w0 = f0 + 2 * rounds, ack = w0 + window;
   double span = t->ended[ack] - t->began[w0];
