@@ -144,8 +144,8 @@ static char *knob_set(int q, double x) {
                        : g_strdup_printf("%s=%.0fps", knobs[q].key, x * 1e3);
 }
 
-/* Simulate row r with the values now (its latency and bandwidth into lat1, bw1). FALSE after printing why. */
-static gboolean simulate(Pf *f, Row *r) {
+/* The scenario with the values now; NULL after printing why. */
+static FabScenario *load(Pf *f) {
   GPtrArray *sets = g_ptr_array_new_with_free_func(g_free);
   g_ptr_array_add(sets, g_strdup("cluster.nic.rto=50ms")); /* a window of 64 through one NIC must not time out at
                                                             ** the default 1 ms while it waits its turn (README) */
@@ -160,45 +160,58 @@ static gboolean simulate(Pf *f, Row *r) {
   if (!sc) {
     fprintf(stderr, "fabsim: calibrate: %s\n", err->message);
     g_error_free(err);
-    return FALSE;
   }
+  return sc;
+}
+
+/* Simulate row r on sc (its DAG the probe's for the run; lat1, bw1 set). FALSE after printing why. */
+static gboolean simulate(Pf *f, FabScenario *sc, Row *r) {
   uint32_t n = sc->dag->jobs->len ? g_array_index(sc->dag->jobs, FabJobDef, 0).nranks : 0;
   const uint32_t *eps = n ? g_array_index(sc->dag->jobs, FabJobDef, 0).ranks : NULL;
-  gboolean ok = TRUE;
   uint32_t most = 0;
   for (uint32_t k = 0; k < n; k++) most = MAX(most, eps[k] + 1);
   if (r->from >= most || r->to >= most) {
     fprintf(stderr, "fabsim: calibrate: %s: the probe's endpoints %u and %u are not both in the scenario's "
             "workload (%u endpoints)\n", f->probe, r->from, r->to, most);
-    ok = FALSE;
+    return FALSE;
   }
-  FabDag *d = ok ? fab_replay_probe_dag((const uint32_t[]){r->from, r->to}, 2, r->from, r->to, r->bytes, ROUNDS,
-                                        r->window) : NULL;
-  if (d) {
-    fab_dag_free(sc->dag);
-    sc->dag = d;
-    FabRunOpts opts = {.keep_flows = true};
-    FabResults res;
-    int rc = fab_run(sc, &opts, &res);
-    if (rc || res.failure) {
-      fprintf(stderr, "fabsim: calibrate: simulating the probe of %" G_GUINT64_FORMAT " B failed: %s\n", r->bytes,
-              res.failure ? res.failure : "?");
-      ok = FALSE;
-    } else {
-      uint32_t nops = fab_dag_len(d);
-      FabReplayTimes t = {g_new0(double, nops), g_new0(double, nops)};
-      for (size_t k = 0; k < res.n_flows; k++) { /* flow k is op 2 + k (after the two marks) */
-        t.began[2 + k] = (double)res.flows[k].start / 1e3;
-        t.ended[2 + k] = (double)res.flows[k].end / 1e3;
-      }
-      double lat;
-      fab_replay_probe_read(&t, 2, ROUNDS, r->window, r->bytes, &lat, &r->bw1);
-      r->lat1 = lat / 1e3;
-      g_free(t.began);
-      g_free(t.ended);
-      f->sims++;
+  FabDag *d = fab_replay_probe_dag((const uint32_t[]){r->from, r->to}, 2, r->from, r->to, r->bytes, ROUNDS,
+                                   r->window), *own = sc->dag;
+  sc->dag = d;
+  FabRunOpts opts = {.keep_flows = true};
+  FabResults res;
+  int rc = fab_run(sc, &opts, &res);
+  sc->dag = own;
+  gboolean ok = !rc && !res.failure;
+  if (!ok) {
+    fprintf(stderr, "fabsim: calibrate: simulating the probe of %" G_GUINT64_FORMAT " B failed: %s\n", r->bytes,
+            res.failure ? res.failure : "?");
+  } else {
+    uint32_t nops = fab_dag_len(d);
+    FabReplayTimes t = {g_new0(double, nops), g_new0(double, nops)};
+    for (size_t k = 0; k < res.n_flows; k++) { /* flow k is op 2 + k (after the two marks) */
+      t.began[2 + k] = (double)res.flows[k].start / 1e3;
+      t.ended[2 + k] = (double)res.flows[k].end / 1e3;
     }
-    fab_results_clear(&res);
+    double lat;
+    fab_replay_probe_read(&t, 2, ROUNDS, r->window, r->bytes, &lat, &r->bw1);
+    r->lat1 = lat / 1e3;
+    g_free(t.began);
+    g_free(t.ended);
+    f->sims++;
+  }
+  fab_results_clear(&res);
+  fab_dag_free(d);
+  return ok;
+}
+
+/* Simulate the rows that inform knob q (K_N: every row) with the values now, the scenario loaded once. */
+static gboolean simulate_rows(Pf *f, int q) {
+  FabScenario *sc = load(f);
+  gboolean ok = sc != NULL;
+  for (uint32_t k = 0; ok && k < f->n; k++) {
+    Row *r = &f->rows[k];
+    if (q == K_N || r->informs == q || r->informs_bw == q) ok = simulate(f, sc, r);
   }
   fab_scenario_free(sc);
   return ok;
@@ -208,17 +221,15 @@ static gboolean simulate(Pf *f, Row *r) {
 static gboolean cost(Pf *f, int q, double x, double *sq) {
   double keep = f->v[q];
   f->v[q] = x;
-  *sq = 0;
-  for (uint32_t k = 0; k < f->n; k++) {
-    Row *r = &f->rows[k];
-    bool lat = r->informs == q, bw = r->informs_bw == q;
-    if (!lat && !bw) continue;
-    if (!simulate(f, r)) return FALSE;
-    if (lat) *sq += pow(log(r->lat1 / r->lat_us), 2);
-    if (bw) *sq += pow(log(r->bw1 / r->gbps), 2);
-  }
+  gboolean ok = simulate_rows(f, q);
   f->v[q] = keep;
-  return TRUE;
+  *sq = 0;
+  for (uint32_t k = 0; ok && k < f->n; k++) {
+    const Row *r = &f->rows[k];
+    if (r->informs == q) *sq += pow(log(r->lat1 / r->lat_us), 2);
+    if (r->informs_bw == q) *sq += pow(log(r->bw1 / r->gbps), 2);
+  }
+  return ok;
 }
 
 /* Golden-section search of knob q; *moved: the relative change. */
@@ -328,10 +339,8 @@ static gboolean fit_all(Pf *f, uint32_t *rounds, int *rc) {
     f->fit[q] = f->nrows[q] >= 2;
     any += f->fit[q];
   }
-  for (uint32_t k = 0; k < f->n; k++) { /* before: the scenario's values */
-    if (!simulate(f, &f->rows[k])) return *rc = 1, FALSE;
-    f->rows[k].lat0 = f->rows[k].lat1, f->rows[k].bw0 = f->rows[k].bw1;
-  }
+  if (!simulate_rows(f, K_N)) return *rc = 1, FALSE; /* before: the scenario's values */
+  for (uint32_t k = 0; k < f->n; k++) f->rows[k].lat0 = f->rows[k].lat1, f->rows[k].bw0 = f->rows[k].bw1;
   if (!any) {
     fprintf(stderr, "fabsim: calibrate: %s: no path parameter has two probe rows that inform it (latency-bound: "
             "under twice the class's smallest latency; bandwidth-bound: 80 %% of its best bandwidth)\n", f->probe);
@@ -346,8 +355,7 @@ static gboolean fit_all(Pf *f, uint32_t *rounds, int *rc) {
       if (f->fit[q]) moved = MAX(moved, m);
     }
   }
-  for (uint32_t k = 0; k < f->n; k++)
-    if (!simulate(f, &f->rows[k])) return *rc = 1, FALSE;
+  if (!simulate_rows(f, K_N)) return *rc = 1, FALSE;
   *rc = 0;
   return TRUE;
 }
