@@ -24,6 +24,7 @@ void fab_dag_free(FabDag *d) {
   fab_deq_clear(&d->deps);
   g_array_free(d->colls, TRUE);
   g_array_free(d->jobs, TRUE);
+  if (d->trace_node) g_hash_table_destroy(d->trace_node);
   g_free(d);
 }
 

@@ -166,6 +166,7 @@ struct FabDag {
   bool making;     /* inside `more` for a batch after the first */
   uint32_t batch0; /* the newest batch's first op */
   uint32_t prev0;  /* the batch before it's first op */
+  GHashTable *trace_node; /* NULL, or op index -> the trace node id + 1 it stands for (trace.h) */
 };
 
 FabDag *fab_dag_new(void);

@@ -23,4 +23,8 @@ extern const FabCfgKey fab_job_prefix[];
 /* The workload kinds' names, in FabWorkloadKind order, NULL-terminated. */
 extern const char *const fab_workload_kinds[];
 
+/* Element types as nccl-tests names them (-d), NULL-terminated, and their sizes in bytes. */
+extern const char *const fab_dtype_names[];
+extern const uint32_t fab_dtype_bytes[];
+
 #endif

@@ -5,15 +5,18 @@
 #include <string.h>
 #include "training.h"
 #include "job.h"
+#include "trace.h"
 
 const char *const fab_workload_kinds[] = {"flows", "permutation", "incast", "all-to-all", "collective",
-                                          "nccl-tests", "training", NULL};
+                                          "nccl-tests", "training", "text", "chakra", NULL};
 #define kinds fab_workload_kinds
 
 /* Element types, as nccl-tests names them (-d), and their sizes. */
-static const char *const dtypes[] = {"float", "half", "bfloat16", "double", "int8", "uint8", "int32", "uint32",
-                                     "int64", "uint64", "fp8", "fp32", "fp16", "bf16", NULL};
-static const uint32_t dtype_size[] = {4, 2, 2, 8, 1, 1, 4, 4, 8, 8, 1, 4, 2, 2};
+const char *const fab_dtype_names[] = {"float", "half", "bfloat16", "double", "int8", "uint8", "int32", "uint32",
+                                       "int64", "uint64", "fp8", "fp32", "fp16", "bf16", NULL};
+const uint32_t fab_dtype_bytes[] = {4, 2, 2, 8, 1, 1, 4, 4, 8, 8, 1, 4, 2, 2};
+#define dtypes fab_dtype_names
+#define dtype_size fab_dtype_bytes
 
 const FabCfgKey fab_job_prefix[] = {
   FAB_CFG_KEY("kind", FAB_CFG_ENUM, FabJobIn, kind, .required = true, .choices = fab_workload_kinds),
@@ -93,7 +96,8 @@ static const FabCfgKey ncclt_schema[] = {
 
 /* Each kind's schema, in FabWorkloadKind order. */
 static const FabCfgKey *const kind_schema[] = {flows_schema, sized_schema, incast_schema, a2a_schema,
-                                               collective_schema, ncclt_schema, fab_training_schema};
+                                               collective_schema, ncclt_schema, fab_training_schema,
+                                               fab_trace_text_schema, fab_trace_chakra_schema};
 
 /* kind all-to-all: per_pair is required; `size` is refused with what it meant
 ** before (bytes per pair, n - 1 times an op: all-to-all of the same size: one
@@ -637,12 +641,14 @@ static gboolean read_job(const FabCfgNode *wl, const FabWorkloadEnv *env, FabDag
     FabJobIn job;
     WorkloadIn w;
     FabTrainIn t;
+    FabTraceIn tr;
   } u;
   memset(&u, 0, sizeof u);
   int kind = job_kind(wl, err);
   if (kind < 0 || !fab_cfg_apply(wl, NULL, kind_schema[kind], &u, err)) return FALSE;
   WorkloadIn in = u.w;
-  if (kind != FAB_WL_TRAINING) {
+  bool traced = kind == FAB_WL_TEXT || kind == FAB_WL_CHAKRA;
+  if (kind != FAB_WL_TRAINING && !traced) {
     if (kind != FAB_WL_FLOWS && kind != FAB_WL_NCCL_TESTS && kind != FAB_WL_ALL_TO_ALL && !fab_cfg_get(wl, "size"))
       return fab_cfg_fail(wl, err, "workload kind %s needs size", kinds[kind]);
     if (!check_prio(fab_cfg_get(wl, "priority"), in.priority, env->nprio, err)) return FALSE;
@@ -737,10 +743,12 @@ static gboolean read_job(const FabCfgNode *wl, const FabWorkloadEnv *env, FabDag
       if (ok && nu.sw) *pending = g_memdup2(&nu, sizeof nu);
     }
     break;
-  case FAB_WL_TRAINING: { /* (a declaration may not follow a label in C11: clang refuses it) */
+  case FAB_WL_TRAINING:
     ok = read_training(&u.t, wl, env, d, &j, pending, err);
     break;
-  }
+  case FAB_WL_TEXT: case FAB_WL_CHAKRA:
+    ok = fab_trace_job(&u.tr, wl, kind == FAB_WL_CHAKRA, d, env, ranks, n, j.id, err);
+    break;
   }
   if (ok && fab_dag_len(d) == before) ok = fab_cfg_fail(wl, err, "the workload has no flows");
   if (ok && fab_dag_len(d) > FAB_DAG_MAX_OPS)

@@ -19,6 +19,8 @@
 **                `factor` (or the list `sizes`), `iters` times each, one size
 **                after the other, as nccl-tests' *_perf binaries run them
 **   training     training steps (training.h)
+**   text         a trace in fabsim's text format (trace.h)
+**   chakra       Chakra execution traces, one file per rank (trace.h)
 **
 ** A job's `ranks` (default: all endpoints) maps its rank i to an endpoint;
 ** flow lists name ranks. Generated flows start at `start`.
@@ -34,7 +36,7 @@
 #include "dag.h"
 
 typedef enum { FAB_WL_FLOWS = 0, FAB_WL_PERMUTATION, FAB_WL_INCAST, FAB_WL_ALL_TO_ALL, FAB_WL_COLLECTIVE,
-               FAB_WL_NCCL_TESTS, FAB_WL_TRAINING } FabWorkloadKind;
+               FAB_WL_NCCL_TESTS, FAB_WL_TRAINING, FAB_WL_TEXT, FAB_WL_CHAKRA } FabWorkloadKind;
 
 /* What the workload needs to know of the cluster. */
 typedef struct FabWorkloadEnv {

@@ -173,22 +173,29 @@ static void fold_colls_and_jobs(FabCollect *c, const FabCollectIn *in, uint32_t 
 
 /* The timeline: compute ops, collectives per rank (from its COLL_BEGIN mark to
 ** its COLL_END), pipeline transfers. */
+/* The trace node op i stands for (UINT64_MAX: none). */
+static uint64_t trace_node(const FabDag *d, uint32_t i) {
+  gpointer v = d->trace_node ? g_hash_table_lookup(d->trace_node, GUINT_TO_POINTER(i)) : NULL;
+  return v ? (uint64_t)(uintptr_t)v - 1 : UINT64_MAX;
+}
+
 static void fold_timeline(FabCollect *c, const FabCollectIn *in, uint32_t i, const FabOp *o, bool done) {
   if (o->kind == FAB_OP_COMPUTE && done) {
-    FabSpanRec sp = {o->src, o->job, 0, o->mark, -1, o->step, began(in, i), ended(in, i)};
+    FabSpanRec sp = {o->src, o->job, 0, o->mark, -1, o->step, began(in, i), ended(in, i), trace_node(c->dag, i)};
     g_array_append_val(c->spans, sp);
   } else if (o->kind == FAB_OP_MARK && o->coll >= 0 && o->mark == FAB_MARK_COLL_BEGIN) {
     g_hash_table_insert(c->begins, key((uint64_t)o->coll, o->src), done ? end1(ended(in, i)) : NULL);
   } else if (o->kind == FAB_OP_MARK && o->coll >= 0 && o->mark == FAB_MARK_COLL_END && done) {
     gsize b = GPOINTER_TO_SIZE(g_hash_table_lookup(c->begins, key((uint64_t)o->coll, o->src)));
     if (b) {
-      FabSpanRec sp = {o->src, o->job, 1, 0, o->coll, o->step, (fab_time_t)b - 1, ended(in, i)};
+      FabSpanRec sp = {o->src, o->job, 1, 0, o->coll, o->step, (fab_time_t)b - 1, ended(in, i), trace_node(c->dag, i)};
       g_array_append_val(c->spans, sp);
     }
   } else if (o->kind == FAB_OP_FLOW && o->coll >= 0 && done) { /* pipeline send/recv: no marks, a span per send */
     const FabCollDef *cd = &g_array_index(c->dag->colls, FabCollDef, o->coll);
-    if (cd->tag && g_str_equal(cd->tag, "pp")) {
-      FabSpanRec sp = {o->src, o->job, 2, 0, o->coll, o->step, in->rec(in->ctx, i)->start, ended(in, i)};
+    if (cd->tag && (g_str_equal(cd->tag, "pp") || g_str_equal(cd->tag, "p2p"))) {
+      FabSpanRec sp = {o->src, o->job, 2, 0, o->coll, o->step, in->rec(in->ctx, i)->start, ended(in, i),
+                       trace_node(c->dag, i)};
       g_array_append_val(c->spans, sp);
     }
   }

@@ -94,6 +94,7 @@ typedef struct FabSpanRec {
   int32_t coll;               /* communication: index in colls; -1 */
   uint32_t step;
   fab_time_t start, end;      /* ps */
+  uint64_t node;              /* a trace workload's node id it stands for (UINT64_MAX: none) */
 } FabSpanRec;
 
 /* One training step of one job. */

@@ -1,0 +1,169 @@
+/* The workload kinds text and chakra: a trace read from files, its groups,
+** its rescaling, built into the job's DAG. See trace.h and README
+** ("Traces"). */
+#include "trace.h"
+#include <string.h>
+#include "workload.h"
+
+#define K(NAME, TYPE, FIELD, ...) FAB_CFG_KEY(NAME, TYPE, FabTraceIn, FIELD, __VA_ARGS__)
+#define SHARED_ROWS                                                                     \
+  K("groups", FAB_CFG_NODE, groups), K("scale", FAB_CFG_NODE, scale),                    \
+  K("priority", FAB_CFG_UINT, priority, .def = "0", .min = 0, .max = 7),                 \
+  K("dtype", FAB_CFG_ENUM, dtype, .def = "bf16", .choices = fab_dtype_names)
+
+const FabCfgKey fab_trace_text_schema[] = {
+  FAB_CFG_SPLICE_OF(fab_job_prefix), K("file", FAB_CFG_STRING, file, .required = true), SHARED_ROWS,
+  FAB_CFG_END_ROW,
+};
+const FabCfgKey fab_trace_chakra_schema[] = {
+  FAB_CFG_SPLICE_OF(fab_job_prefix), K("traces", FAB_CFG_STRING, traces, .required = true), SHARED_ROWS,
+  K("missing_size", FAB_CFG_SIZE, missing_size, .def = "0", .max = 0x1p50),
+  FAB_CFG_END_ROW,
+};
+
+/* `rel` as the file that holds node n sees it: relative to that file's
+** directory (a path given on the command line or built in: the current one). */
+static char *path_near(const FabCfgNode *n, const char *rel) {
+  if (g_path_is_absolute(rel)) return g_strdup(rel);
+  char *file = g_strdup(fab_cfg_where(n));
+  for (int k = 0; k < 2; k++) { /* "file:line:col" -> "file" */
+    char *c = strrchr(file, ':');
+    if (c) *c = 0;
+  }
+  char *dir = g_file_test(file, G_FILE_TEST_IS_REGULAR) ? g_path_get_dirname(file) : g_strdup(".");
+  char *p = g_build_filename(dir, rel, NULL);
+  g_free(dir);
+  g_free(file);
+  return p;
+}
+
+/* One group's ranks: a list of job ranks or "A-B". */
+static uint32_t *group_ranks(const FabCfgNode *v, uint32_t nranks, uint32_t *n, GError **err) {
+  GArray *a = g_array_new(FALSE, FALSE, sizeof(uint32_t));
+  uint8_t *seen = g_new0(uint8_t, nranks);
+  gboolean ok = TRUE;
+  const char *sc = fab_cfg_kind(v) == FAB_CFG_NODE_SCALAR ? fab_cfg_scalar(v) : NULL;
+  int64_t lo = 0, hi = -1;
+  if (sc) {
+    char **ab = g_strsplit(sc, "-", 2);
+    if (!ab[0] || !ab[1] || !fab_parse_int(ab[0], &lo, NULL) || !fab_parse_int(ab[1], &hi, NULL) || lo < 0 || hi < lo)
+      ok = fab_cfg_fail(v, err, "expected a list of ranks or a range A-B");
+    g_strfreev(ab);
+  } else if (fab_cfg_kind(v) != FAB_CFG_NODE_SEQ || !fab_cfg_len(v)) {
+    ok = fab_cfg_fail(v, err, "expected a list of ranks or a range A-B");
+  }
+  size_t len = sc ? (size_t)(hi - lo + 1) : fab_cfg_len(v);
+  for (size_t i = 0; ok && i < len; i++) {
+    int64_t r = lo + (int64_t)i;
+    const FabCfgNode *it = sc ? v : fab_cfg_at(v, i);
+    if (!sc && (fab_cfg_kind(it) != FAB_CFG_NODE_SCALAR || !fab_parse_int(fab_cfg_scalar(it), &r, NULL)))
+      ok = fab_cfg_fail(it, err, "expected a rank number");
+    else if (r < 0 || r >= nranks)
+      ok = fab_cfg_fail(it, err, "rank %" G_GINT64_FORMAT " is outside the trace's %u ranks", r, nranks);
+    else if (seen[r])
+      ok = fab_cfg_fail(it, err, "rank %" G_GINT64_FORMAT " listed twice", r);
+    else {
+      seen[r] = 1;
+      uint32_t u = (uint32_t)r;
+      g_array_append_val(a, u);
+    }
+  }
+  g_free(seen);
+  *n = a->len;
+  if (!ok) return g_array_free(a, TRUE), NULL;
+  return (uint32_t *)(void *)g_array_free(a, FALSE);
+}
+
+/* workload.groups: a map, or the path of a YAML/JSON file holding one
+** (ASTRA-sim's communicator group file: {"1": [0, 1, 2, 3], ...}). */
+static gboolean read_groups(FabTrace *t, const FabCfgNode *g, GError **err) {
+  if (!g) return TRUE;
+  FabCfg *file = NULL;
+  if (fab_cfg_kind(g) == FAB_CFG_NODE_SCALAR) {
+    char *p = path_near(g, fab_cfg_scalar(g));
+    file = fab_cfg_load_file(p, err);
+    g_free(p);
+    if (!file) return FALSE;
+    g = fab_cfg_root(file);
+  }
+  gboolean ok = fab_cfg_kind(g) == FAB_CFG_NODE_MAP ? TRUE : fab_cfg_fail(g, err, "expected a map: group name -> ranks");
+  for (size_t i = 0; ok && i < fab_cfg_len(g); i++) {
+    const char *name = fab_cfg_key_at(g, i);
+    uint32_t n;
+    uint32_t *r = group_ranks(fab_cfg_at(g, i), t->nranks, &n, err);
+    if (!r) ok = FALSE;
+    else if (g_str_equal(name, "world") || g_str_equal(name, "-")) {
+      g_free(r);
+      ok = fab_cfg_fail(fab_cfg_at(g, i), err, "'%s' cannot name a group (it means every rank)", name);
+    } else fab_trace_group_add(t, name, r, n);
+  }
+  fab_cfg_free(file);
+  return ok;
+}
+
+typedef struct ScaleIn {
+  uint64_t dp;
+  const FabCfgNode *groups;
+} ScaleIn;
+static const FabCfgKey scale_schema[] = {
+  FAB_CFG_KEY("dp", FAB_CFG_UINT, ScaleIn, dp, .required = true, .min = 1, .max = 65536),
+  FAB_CFG_KEY("groups", FAB_CFG_SEQ, ScaleIn, groups),
+  FAB_CFG_END_ROW,
+};
+
+/* Mark scale.groups as data-parallel (after the trace has defined its own groups). */
+static gboolean mark_dp(FabTrace *t, const FabCfgNode *seq, GError **err) {
+  for (size_t i = 0; seq && i < fab_cfg_len(seq); i++) {
+    const FabCfgNode *it = fab_cfg_at(seq, i);
+    const char *name = fab_cfg_kind(it) == FAB_CFG_NODE_SCALAR ? fab_cfg_scalar(it) : NULL;
+    uint32_t g = name ? fab_trace_group_find(t, g_intern_string(name)) : FAB_TR_WORLD;
+    if (g == FAB_TR_WORLD) return fab_cfg_fail(it, err, "no group named '%s' in workload.groups or the trace", name ? name : "?");
+    g_array_index(t->groups, FabTrGroup, g).dp = true;
+  }
+  return TRUE;
+}
+
+/* Errors without a location (the readers', the builder's) get the job's. */
+static gboolean located(const FabCfgNode *at, GError **err, GError *e) {
+  gboolean r = fab_cfg_fail(at, err, "%s", e->message);
+  g_error_free(e);
+  return r;
+}
+
+gboolean fab_trace_job(const FabTraceIn *in, const FabCfgNode *wl, bool chakra, FabDag *d,
+                       const FabWorkloadEnv *env, const uint32_t *ep, uint32_t n, uint16_t job, GError **err) {
+  ScaleIn sc = {1, NULL};
+  if (in->scale && !fab_cfg_apply(in->scale, NULL, scale_schema, &sc, err)) return FALSE;
+  if (in->priority >= env->nprio)
+    return fab_cfg_fail(fab_cfg_get(wl, "priority"), err, "priority %" G_GUINT64_FORMAT " does not exist (expected "
+                        "0..%u: fabric.switch.priorities is %u)", in->priority, env->nprio - 1, env->nprio);
+  if (n % sc.dp)
+    return fab_cfg_fail(fab_cfg_get(in->scale, "dp"), err, "the job's %u ranks are not %" G_GUINT64_FORMAT " replicas "
+                        "of the trace (scale.dp must divide them)", n, sc.dp);
+  if (n / sc.dp < 2) return fab_cfg_fail(wl, err, "a trace needs at least 2 ranks (the job has %u)", n);
+  const FabCfgNode *fk = fab_cfg_get(wl, chakra ? "traces" : "file");
+  const char *name = chakra ? in->traces : in->file;
+  if (chakra) { /* exactly one %d, no other conversion */
+    const char *pc = strchr(name, '%');
+    if (!pc || pc[1] != 'd' || strchr(pc + 2, '%'))
+      return fab_cfg_fail(fk, err, "expected a file pattern with one %%d for the rank (and no other %%), such as "
+                          "traces/rank.%%d.et");
+  }
+  FabTrace *t = fab_trace_new(n / (uint32_t)sc.dp);
+  char *path = path_near(fk, name);
+  GError *e = NULL;
+  gboolean ok = read_groups(t, in->groups, err);
+  if (ok && !(chakra ? fab_trace_read_chakra(t, path, in->missing_size, &e) : fab_trace_read_text(t, path, &e)))
+    ok = located(fk, err, e), e = NULL;
+  ok = ok && mark_dp(t, sc.groups, err);
+  if (ok) fab_trace_scale_dp(t, (uint32_t)sc.dp);
+  if (ok) {
+    if (!d->trace_node) d->trace_node = g_hash_table_new(NULL, NULL);
+    FabTrEnv te = {&env->coll, ep, job, fab_dtype_bytes[in->dtype], env->gpu_flops * env->gpu_eff,
+                   (uint8_t)in->priority, in->job.start, d->trace_node};
+    if (!fab_trace_build(t, d, &te, &e)) ok = located(fk, err, e);
+  }
+  g_free(path);
+  fab_trace_free(t);
+  return ok;
+}
