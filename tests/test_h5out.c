@@ -851,9 +851,9 @@ static FabResults dag_sample(void) {
                            .channels = 32, .job = 0, .step = 1, .start = 150 * FAB_US,
                            .end = 1000 * FAB_MS + 1};
   dspans[0] = (FabSpanRec){.rank = 0, .job = 0, .kind = 0, .phase = 1, .coll = -1, .step = 0, .start = 0,
-                           .end = FAB_US};
+                           .end = FAB_US, .node = UINT64_MAX};
   dspans[1] = (FabSpanRec){.rank = 7, .job = 0, .kind = 1, .phase = 0, .coll = 0, .step = 0, .start = FAB_US + 7,
-                           .end = 101 * FAB_US + 3};
+                           .end = 101 * FAB_US + 3, .node = 42};
   dspans[2] = (FabSpanRec){.rank = 3, .job = 0, .kind = 2, .phase = 3, .coll = -1, .step = 5,
                            .start = 999 * FAB_S + 1, .end = 999 * FAB_S + 2};
   dspans[3] = (FabSpanRec){.rank = 255, .job = 1, .kind = 1, .phase = 2, .coll = 2, .step = 1,
@@ -931,12 +931,12 @@ Test(h5out, dag_tables_layout) {
   }
   g_free(js);
 
-  static const char *const sn[] = {"rank", "job", "kind", "phase", "coll", "step", "start_s", "end_s"};
-  hid_t st[] = {H5T_STD_U32LE, H5T_STD_U32LE, H5T_STD_U8LE,   H5T_STD_U8LE,
-                H5T_STD_I32LE, H5T_STD_U32LE, H5T_IEEE_F64LE, H5T_IEEE_F64LE};
+  static const char *const sn[] = {"rank", "job", "kind", "phase", "coll", "step", "start_s", "end_s", "node"};
+  hid_t st[] = {H5T_STD_U32LE, H5T_STD_U32LE, H5T_STD_U8LE,   H5T_STD_U8LE, H5T_STD_I32LE,
+                H5T_STD_U32LE, H5T_IEEE_F64LE, H5T_IEEE_F64LE, H5T_STD_U64LE};
   d = open_dset(f, "timeline", 1, n4);
   t = H5Dget_type(d);
-  assert_members(t, 8, sn, st, 4 + 4 + 1 + 1 + 4 + 4 + 8 + 8);
+  assert_members(t, 9, sn, st, 4 + 4 + 1 + 1 + 4 + 4 + 8 + 8 + 8);
   H5Tclose(t);
   H5Dclose(d);
 
@@ -1065,6 +1065,7 @@ Test(h5out, tables_read_back_with_the_h5table_reader) {
     cr_assert_eq(g->step, w->step);
     cr_assert_eq(g->start, w->start, "span %zu start %" G_GUINT64_FORMAT, i, g->start);
     cr_assert_eq(g->end, w->end, "span %zu end %" G_GUINT64_FORMAT, i, g->end);
+    cr_assert_eq(g->node, w->node, "span %zu node %" G_GUINT64_FORMAT, i, g->node);
   }
   g_free(s);
 

@@ -7,6 +7,8 @@ corpus/scenario/   scenarios/*.yaml     as scenarios-NAME.yaml
 corpus/nccltests/  tests/data/*.log     as NAME.log (and hand-*.log, written by hand)
 corpus/set/        written by hand (a scenario name, then KEY=VALUE lines);
                    not touched here
+corpus/trace/      written by hand (text traces) and by make_chakra_seed.py
+                   (a Chakra file); not touched here
 
 The copies are kept in the tree so that the corpus is what the unit tests
 replay (tests/fuzz/meson.build) even where the sources change; rerun this
@@ -50,7 +52,7 @@ COPIES = [  # (corpus dir, prefix, source glob)
 ]
 
 
-TARGETS = ["scenario", "set", "nccltests"]
+TARGETS = ["scenario", "set", "nccltests", "trace"]
 RESOURCE = ("resource-", "oom-", "timeout-")
 
 

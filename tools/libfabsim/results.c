@@ -83,7 +83,7 @@ static const FabField span_fields[] = {
   F(FabSpanRec, "step", FAB_F_U32, step, .flags = H, .doc = "training step"),
   F(FabSpanRec, "start_s", FAB_F_PS_S, start, .flags = H, .unit = "s"),
   F(FabSpanRec, "end_s", FAB_F_PS_S, end, .flags = H, .unit = "s"),
-  F(FabSpanRec, "node", FAB_F_U64, node, .flags = H,
+  F(FabSpanRec, "node", FAB_F_U64, node, .flags = H | FAB_FF_LATER,
     .doc = "the trace node id it stands for (text and chakra workloads; 2^64-1: none)"),
 };
 TABLE(fab_span_table, "timeline", FabSpanRec, span_fields);
