@@ -187,6 +187,20 @@ const char *fab_cfg_key_at(const FabCfgNode *map, size_t i) {
 const char *fab_cfg_path(const FabCfgNode *n) { return n ? n->path : ""; }
 const char *fab_cfg_where(const FabCfgNode *n) { return n ? n->where : ""; }
 
+char *fab_cfg_file_near(const FabCfgNode *n, const char *rel) {
+  if (g_path_is_absolute(rel)) return g_strdup(rel);
+  char *file = g_strdup(fab_cfg_where(n));
+  for (int k = 0; k < 2; k++) { /* "file:line:col" -> "file" */
+    char *c = strrchr(file, ':');
+    if (c) *c = 0;
+  }
+  char *dir = g_file_test(file, G_FILE_TEST_IS_REGULAR) ? g_path_get_dirname(file) : g_strdup(".");
+  char *p = g_build_filename(dir, rel, NULL);
+  g_free(dir);
+  g_free(file);
+  return p;
+}
+
 /* ---- --set ------------------------------------------------------------- */
 
 typedef struct {

@@ -126,6 +126,11 @@ const char *fab_cfg_key_at(const FabCfgNode *map, size_t i); /* map key */
 const char *fab_cfg_path(const FabCfgNode *n);          /* "fabric.link.bandwidth", "workload.flows[3].src" */
 const char *fab_cfg_where(const FabCfgNode *n);         /* "file:line:col" */
 
+/* `rel` as the file that holds node n sees it: relative to that file's
+** directory (a node given on the command line or built in: the current
+** directory); absolute paths as they are. Transfer full. */
+char *fab_cfg_file_near(const FabCfgNode *n, const char *rel);
+
 /* Set *err to "WHERE: PATH: message" for node n (printf-style). Returns FALSE
 ** so callers can `return fab_cfg_fail(n, err, ...)`. */
 gboolean fab_cfg_fail(const FabCfgNode *n, GError **err, const char *fmt, ...) G_GNUC_PRINTF(3, 4);

@@ -11,6 +11,7 @@
 ** follow the schemas. */
 #include "fabric_cfg_int.h"
 #include "presets.h"
+#include "nccl_topo.h"
 #include "models/cc.h"
 #include "models/dcqcn.h"
 #include "models/ecmp.h"
@@ -29,6 +30,7 @@ const char *const fab_ff_mode_names[] = {"off", "on", "auto", NULL}; /* FabFfMod
 
 static const FabCfgKey cluster_schema[] = {
   K("node", FAB_CFG_ENUM, f.gpu.preset_id, .def = "host", .choices = fab_preset_names),
+  K("node_topology", FAB_CFG_STRING, node_topology), /* an NCCL topology dump: the node's layout (nccl_topo.h) */
   K("nodes", FAB_CFG_UINT, f.gpu.nodes, .min = 1, .max = 1 << 24),
   K("gpus_per_node", FAB_CFG_UINT, f.gpu.gpus_per_node, .min = 1, .max = 1024),
   K("nics_per_node", FAB_CFG_UINT, f.gpu.nics_per_node, .min = 1, .max = 1024),
@@ -427,6 +429,38 @@ static gboolean read_nvls(Read *r, const FabCfgNode *cl, GError **err) {
   return TRUE;
 }
 
+/* cluster.node_topology: the layout an NCCL topology dump describes, over the
+** preset's (whose GPU figures, FLOPs, memory and latencies, stay). */
+static gboolean read_node_topology(Read *r, const FabCfgNode *cl, FabNcclTopo *xt, uint64_t *nic_bps, GError **err) {
+  FabGpuSpec *g = &r->f.gpu;
+  const FabCfgNode *at = fab_cfg_get(cl, "node_topology");
+  char *path = fab_cfg_file_near(at, r->node_topology);
+  GError *e = NULL;
+  gboolean ok = fab_nccl_topo_read(path, xt, &e);
+  g_free(path);
+  if (!ok) {
+    fab_cfg_fail(at, err, "%s", e->message);
+    g_error_free(e);
+    return FALSE;
+  }
+  const FabNodePreset *p = fab_preset_find(fab_preset_names[g->preset_id]);
+  if (xt->arch != p->arch && !fab_cfg_get(r->gpu, "arch") && r->warnings) /* said, not silent */
+    g_ptr_array_add(r->warnings, g_strdup_printf("%s: %s: the dump's GPUs are %s (sm %u), cluster.node %s's are %s: "
+                    "the dump's architecture and layout are used with %s's FLOPs, memory and latencies (set "
+                    "cluster.node to a preset of that generation, or cluster.gpu)", fab_cfg_where(at),
+                    fab_cfg_path(at), fab_gpu_arch_names[xt->arch], xt->sm, p->name, fab_gpu_arch_names[p->arch],
+                    p->name));
+  if (!fab_cfg_get(r->gpu, "arch")) g->arch = xt->arch;
+  if (xt->cpu >= 0 && !fab_cfg_get(cl, "cpu")) g->cpu = (FabCpu)xt->cpu;
+  FabArchFacts a = fab_arch_facts(g->arch);
+  g->nvlink_links = xt->nvlinks;
+  g->nvlink_raw_bps = xt->nvlinks * a.nvlink_raw_link;
+  g->nvlink_bps = xt->nvlinks * a.nvlink_link;
+  if (xt->pcie_bps) g->pcie_bps = xt->pcie_bps;
+  if (xt->nics) *nic_bps = xt->nic_bps;
+  return TRUE;
+}
+
 /* cluster.node other than host: the preset's figures, then the overrides. */
 static gboolean read_gpu_nodes(Read *r, const FabCfgNode *cl, uint64_t *preset_nic_bps, GError **err) {
   FabGpuSpec *g = &r->f.gpu;
@@ -448,6 +482,9 @@ static gboolean read_gpu_nodes(Read *r, const FabCfgNode *cl, uint64_t *preset_n
   g->host_latency = p->host_latency;
   g->gpu_flops = p->gpu_flops;
   g->gpu_efficiency = p->gpu_efficiency;
+  uint64_t nic_bps = p->nic_bps;
+  FabNcclTopo xt = {0};
+  if (r->node_topology && !read_node_topology(r, cl, &xt, &nic_bps, err)) return FALSE;
   if (!fab_cfg_apply(r->nvlink, cl, nvlink_schema, r, err) || !fab_cfg_apply(r->pcie, cl, pcie_schema, r, err) ||
       !fab_cfg_apply(r->gpu, cl, gpu_schema, r, err))
     return FALSE;
@@ -458,11 +495,16 @@ static gboolean read_gpu_nodes(Read *r, const FabCfgNode *cl, uint64_t *preset_n
     return fab_cfg_fail(fab_cfg_get(r->gpu, "arch"), err, "a GPU node needs an architecture (ampere, hopper or "
                         "blackwell), not none");
   g->preset = p->name;
-  if (!fab_cfg_get(cl, "gpus_per_node")) g->gpus_per_node = p->gpus_per_node;
-  if (!fab_cfg_get(cl, "nics_per_node")) g->nics_per_node = p->nics_per_node;
+  if (xt.gpus) { /* what explain names the nodes by */
+    char *named = g_strdup_printf("%s laid out as %s", p->name, r->node_topology);
+    g->preset = g_intern_string(named);
+    g_free(named);
+  }
+  uint32_t pg = xt.gpus ? xt.gpus : p->gpus_per_node, pdom = xt.gpus ? (xt.nvlinks ? xt.gpus : 0) : p->nvlink_domain;
+  if (!fab_cfg_get(cl, "gpus_per_node")) g->gpus_per_node = pg;
+  if (!fab_cfg_get(cl, "nics_per_node")) g->nics_per_node = xt.nics ? xt.nics : p->nics_per_node;
   if (!fab_cfg_get(cl, "nvlink_domain"))
-    g->nvlink_domain = fab_cfg_get(cl, "gpus_per_node") && p->nvlink_domain == p->gpus_per_node ? g->gpus_per_node
-                                                                                              : p->nvlink_domain;
+    g->nvlink_domain = fab_cfg_get(cl, "gpus_per_node") && pdom == pg ? g->gpus_per_node : pdom;
   uint32_t G = g->gpus_per_node, N = g->nics_per_node;
   if (G % N && N % G)
     return fab_cfg_fail(at_key(cl, "nics_per_node", cl), err, "%u GPUs and %u NICs per node: one must divide the "
@@ -480,7 +522,7 @@ static gboolean read_gpu_nodes(Read *r, const FabCfgNode *cl, uint64_t *preset_n
   if (!g->gpudirect && !g->host_bps)
     return fab_cfg_fail(fab_cfg_get(r->pcie, "gpudirect"), err, "host staging needs pcie.host_bandwidth");
   if (!read_nvls(r, cl, err)) return FALSE;
-  *preset_nic_bps = p->nic_bps;
+  *preset_nic_bps = nic_bps;
   return TRUE;
 }
 
@@ -790,7 +832,7 @@ static gboolean read_endpoints(Read *r, const FabCfgNode *cl, uint64_t *preset_n
     return TRUE;
   }
   static const char *const gpu_only[] = {"gpus_per_node", "nics_per_node", "nvlink_domain", "nvlink", "pcie",
-                                         "gpu", "pxn", "cpu", NULL};
+                                         "gpu", "pxn", "cpu", "node_topology", NULL};
   for (int i = 0; cl && gpu_only[i]; i++)
     if (fab_cfg_get(cl, gpu_only[i]))
       return fab_cfg_fail(fab_cfg_get(cl, gpu_only[i]), err,

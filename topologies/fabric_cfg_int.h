@@ -22,6 +22,7 @@ typedef struct Read {
   uint32_t srd_header;            /* cluster.nic.srd_header */
   const FabCfgNode *failures;     /* fabric.failures */
   const FabCfgNode *fabric;       /* fabric: */
+  const char *node_topology;      /* cluster.node_topology */
 } Read;
 
 /* Topology kinds by FabTopoKind (fabric.topology.kind's words). */

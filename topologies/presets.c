@@ -342,10 +342,10 @@ const char *const fab_preset_names[] = {
 ** fills with data. */
 FabArchFacts fab_arch_facts(FabGpuArch arch) {
   switch (arch) {
-  case FAB_ARCH_AMPERE: return (FabArchFacts){80, false, 0.0};
-  case FAB_ARCH_HOPPER: return (FabArchFacts){90, true, 0.85};
-  case FAB_ARCH_BLACKWELL: return (FabArchFacts){100, true, 0.74};
-  default: return (FabArchFacts){0, false, 0.0};
+  case FAB_ARCH_AMPERE: return (FabArchFacts){80, false, 0.0, NVL_RAW_LINK, NVL_SM80_LINK};
+  case FAB_ARCH_HOPPER: return (FabArchFacts){90, true, 0.85, NVL_RAW_LINK, NVL_SM90_LINK};
+  case FAB_ARCH_BLACKWELL: return (FabArchFacts){100, true, 0.74, NVL5_RAW_LINK, NVL_SM100_LINK};
+  default: return (FabArchFacts){0, false, 0.0, 0, 0};
   }
 }
 

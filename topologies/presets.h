@@ -48,6 +48,8 @@ typedef struct FabArchFacts {
   uint32_t sm;               /* compute capability x 10: 80, 90, 100 (0: none) */
   bool nvls;                 /* the NVSwitch can reduce and multicast (NVLS) */
   double nvls_eff;           /* NVLS efficiency (0: no NVLS) */
+  uint64_t nvlink_raw_link;  /* one NVLink's signalling rate per direction, bits/s (the presets' figures) */
+  uint64_t nvlink_link;      /* one NVLink's data rate as NCCL counts it (topo.h SM*_NVLINK_BW), bits/s */
 } FabArchFacts;
 
 FabArchFacts fab_arch_facts(FabGpuArch arch);

@@ -18,6 +18,7 @@ void fab_dag_free(FabDag *d) {
   for (guint i = 0; i < d->jobs->len; i++) {
     g_free(g_array_index(d->jobs, FabJobDef, i).ranks);
     g_free((char *)g_array_index(d->jobs, FabJobDef, i).name);
+    g_free(g_array_index(d->jobs, FabJobDef, i).note);
   }
   if (d->more_free) d->more_free(d->more_ctx);
   fab_deq_clear(&d->ops);

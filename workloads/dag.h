@@ -141,6 +141,7 @@ typedef struct FabJobDef {
   uint32_t steps;        /* training steps (0: not training) */
   uint32_t microbatches; /* training: per step and pipeline (0: not training) */
   uint32_t pp;           /* training: pipeline stages (1: none) */
+  char *note;            /* NULL, or what the job was read from (a trace's file and shape), for explain; owned */
 } FabJobDef;
 
 /* Ops made as a run goes (an unfolding DAG): `more` appends the next batch

@@ -21,22 +21,6 @@ const FabCfgKey fab_trace_chakra_schema[] = {
   FAB_CFG_END_ROW,
 };
 
-/* `rel` as the file that holds node n sees it: relative to that file's
-** directory (a path given on the command line or built in: the current one). */
-static char *path_near(const FabCfgNode *n, const char *rel) {
-  if (g_path_is_absolute(rel)) return g_strdup(rel);
-  char *file = g_strdup(fab_cfg_where(n));
-  for (int k = 0; k < 2; k++) { /* "file:line:col" -> "file" */
-    char *c = strrchr(file, ':');
-    if (c) *c = 0;
-  }
-  char *dir = g_file_test(file, G_FILE_TEST_IS_REGULAR) ? g_path_get_dirname(file) : g_strdup(".");
-  char *p = g_build_filename(dir, rel, NULL);
-  g_free(dir);
-  g_free(file);
-  return p;
-}
-
 /* One group's ranks: a list of job ranks or "A-B". */
 static uint32_t *group_ranks(const FabCfgNode *v, uint32_t nranks, uint32_t *n, GError **err) {
   GArray *a = g_array_new(FALSE, FALSE, sizeof(uint32_t));
@@ -80,7 +64,7 @@ static gboolean read_groups(FabTrace *t, const FabCfgNode *g, GError **err) {
   if (!g) return TRUE;
   FabCfg *file = NULL;
   if (fab_cfg_kind(g) == FAB_CFG_NODE_SCALAR) {
-    char *p = path_near(g, fab_cfg_scalar(g));
+    char *p = fab_cfg_file_near(g, fab_cfg_scalar(g));
     file = fab_cfg_load_file(p, err);
     g_free(p);
     if (!file) return FALSE;
@@ -150,13 +134,27 @@ gboolean fab_trace_job(const FabTraceIn *in, const FabCfgNode *wl, bool chakra, 
                           "traces/rank.%%d.et");
   }
   FabTrace *t = fab_trace_new(n / (uint32_t)sc.dp);
-  char *path = path_near(fk, name);
+  char *path = fab_cfg_file_near(fk, name);
   GError *e = NULL;
   gboolean ok = read_groups(t, in->groups, err);
   if (ok && !(chakra ? fab_trace_read_chakra(t, path, in->missing_size, &e) : fab_trace_read_text(t, path, &e)))
     ok = located(fk, err, e), e = NULL;
   ok = ok && mark_dp(t, sc.groups, err);
   if (ok) fab_trace_scale_dp(t, (uint32_t)sc.dp);
+  if (ok) { /* what explain says of the job */
+    uint32_t k[4] = {0};
+    for (guint i = 0; i < t->nodes->len; i++) k[g_array_index(t->nodes, FabTrNode, i).kind]++;
+    GString *g = g_string_new(NULL);
+    for (guint i = 0; i < t->groups->len; i++)
+      g_string_append_printf(g, "%s%s%s", i ? ", " : "", g_array_index(t->groups, FabTrGroup, i).name,
+                             g_array_index(t->groups, FabTrGroup, i).dp ? " (dp)" : "");
+    g_free(g_array_index(d->jobs, FabJobDef, job).note);
+    g_array_index(d->jobs, FabJobDef, job).note =
+      g_strdup_printf("%s trace %s: %u nodes (%u compute, %u collective, %u send, %u receive), groups: %s; "
+                      "replayed at dp x%" G_GUINT64_FORMAT, chakra ? "Chakra" : "text", path, t->nodes->len, k[0],
+                      k[1], k[2], k[3], g->len ? g->str : "none (all ranks)", sc.dp);
+    g_string_free(g, TRUE);
+  }
   if (ok) {
     if (!d->trace_node) d->trace_node = g_hash_table_new(NULL, NULL);
     FabTrEnv te = {&env->coll, ep, job, fab_dtype_bytes[in->dtype], env->gpu_flops * env->gpu_eff,

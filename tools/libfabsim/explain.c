@@ -437,6 +437,7 @@ static void explain_workload(const FabScenario *sc, GString *s) {
     if (jd->steps)
       g_string_append_printf(s, ", %u step%s of %u microbatch%s, pp %u", jd->steps, jd->steps == 1 ? "" : "s",
                              jd->microbatches, jd->microbatches == 1 ? "" : "es", jd->pp);
+    if (jd->note) g_string_append_printf(s, "\n           %s", jd->note);
     g_string_append_c(s, '\n');
   }
   explain_collectives(sc, s);
