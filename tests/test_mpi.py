@@ -51,6 +51,7 @@ ALONE = {
     "aws-p4d.yaml": (TWO_PARTS, 4),
     "b200-roce.yaml": (TWO_PARTS, 4),
     "dgx-h100-ib.yaml": (TWO_PARTS, 4),
+    "trace-two-stage.yaml": (TWO_PARTS, 4),
 }
 
 

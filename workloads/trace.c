@@ -426,11 +426,20 @@ static gboolean emit_coll(Build *b, const Unit *u, GArray *w, GError **err) {
   return ok;
 }
 
+/* A send/recv pair: one flow, receiver-driven (FAB_FLOW_RDV): its first
+** dependency is the receiver's readiness (a join of the receive's own
+** dependencies), which the sender learns of a control message later, as
+** NCCL's sender waits for its receiver's buffer; the others the send's. */
 static void emit_p2p(Build *b, const Unit *u, GArray *w) {
   uint32_t s = g_array_index(b->unit_nodes, uint32_t, u->first), r = g_array_index(b->unit_nodes, uint32_t, u->first + 1);
   const FabTrNode *ns = node(b, s);
-  wait_ops(b, s, w);
   wait_ops(b, r, w);
+  uint32_t ready = fab_dag_mark(b->d, b->env->ep[ns->group], FAB_MARK_JOIN, b->env->job, -1,
+                                (const uint32_t *)(void *)w->data, w->len);
+  fab_dag_op(b->d, ready)->start = b->env->start;
+  g_array_set_size(w, 0);
+  g_array_append_val(w, ready);
+  wait_ops(b, s, w);
   FabCollDef cd = {.op = "send-recv", .algorithm = "p2p", .protocol = "simple", .tag = "p2p", .bytes = ns->bytes,
                    .count = (uint32_t)MIN(ns->bytes, UINT32_MAX), .dtype_bytes = 1, .nranks = 2, .root = -1,
                    .channels = 1, .chunk = ns->bytes, .job = b->env->job};
@@ -438,6 +447,7 @@ static void emit_p2p(Build *b, const Unit *u, GArray *w) {
   uint32_t op = fab_dag_flow(b->d, b->env->ep[ns->rank], b->env->ep[ns->group], ns->bytes, b->env->prio, b->env->job,
                              coll, 0, 0, (const uint32_t *)(void *)w->data, w->len);
   fab_dag_op(b->d, op)->start = b->env->start;
+  fab_dag_op(b->d, op)->mark = FAB_FLOW_RDV;
   b->done_op[s] = b->done_op[r] = op;
   tag_op(b, op, s);
 }
