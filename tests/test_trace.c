@@ -335,13 +335,18 @@ static GByteArray *ck_file(const CkNode *nodes, size_t n) {
   return b;
 }
 
-/* Rank r's trace as rank.r.et in tmpdir; returns the pattern. */
-static char *ck_put(uint32_t r, const CkNode *nodes, size_t n, size_t cut) {
+/* Rank r's trace as rank.r.et in tmpdir (its first `cut` bytes, 0: all). */
+static void ck_write(uint32_t r, const CkNode *nodes, size_t n, size_t cut) {
   GByteArray *b = ck_file(nodes, n);
   char *name = g_strdup_printf("rank.%u.et", r);
   g_free(put(name, b->data, cut ? cut : b->len));
   g_free(name);
   g_byte_array_free(b, TRUE);
+}
+
+/* Rank r's trace written, and the files' pattern (g_free it). */
+static char *ck_put(uint32_t r, const CkNode *nodes, size_t n, size_t cut) {
+  ck_write(r, nodes, n, cut);
   return g_build_filename(tmpdir, "rank.%d.et", NULL);
 }
 
@@ -373,7 +378,7 @@ static char *run_json(const char *yaml) {
 
 /* A Chakra trace and the same trace in the text format: the same run. */
 Test(trace, chakra_as_text) {
-  ck_put(0, ck_r0, G_N_ELEMENTS(ck_r0), 0);
+  ck_write(0, ck_r0, G_N_ELEMENTS(ck_r0), 0);
   char *pat = ck_put(1, ck_r1, G_N_ELEMENTS(ck_r1), 0);
   char *wl = g_strdup_printf("kind: chakra, traces: '%s', groups: {pair: [0, 1]}", pat);
   char *y = scen(2, wl);
@@ -395,7 +400,7 @@ Test(trace, chakra_as_text) {
 
 /* The communicator groups from a file in ASTRA-sim's JSON layout. */
 Test(trace, chakra_groups_from_a_json_file) {
-  ck_put(0, ck_r0, G_N_ELEMENTS(ck_r0), 0);
+  ck_write(0, ck_r0, G_N_ELEMENTS(ck_r0), 0);
   char *pat = ck_put(1, ck_r1, G_N_ELEMENTS(ck_r1), 0);
   const char *js = "{\"pair\": [0, 1]}\n";
   char *gp = put("groups.json", js, strlen(js));
@@ -420,7 +425,7 @@ static void expect_chakra_error(const char *pat, const char *more, const char *w
 }
 
 Test(trace, chakra_malformed) {
-  ck_put(0, ck_r0, G_N_ELEMENTS(ck_r0), 0);
+  ck_write(0, ck_r0, G_N_ELEMENTS(ck_r0), 0);
   GByteArray *whole = ck_file(ck_r1, G_N_ELEMENTS(ck_r1));
   char *pat = ck_put(1, ck_r1, G_N_ELEMENTS(ck_r1), whole->len - 3); /* the last node cut short */
   char *p1 = g_build_filename(tmpdir, "rank.1.et", NULL);
@@ -429,19 +434,19 @@ Test(trace, chakra_malformed) {
   CkNode nosize[G_N_ELEMENTS(ck_r1)];
   memcpy(nosize, ck_r1, sizeof nosize);
   nosize[1].size = -1;
-  ck_put(1, nosize, G_N_ELEMENTS(nosize), 0);
+  ck_write(1, nosize, G_N_ELEMENTS(nosize), 0);
   expect_chakra_error(pat, NULL, "rank.1.et: node 2 ('op') has no comm_size (set workload.missing_size");
   nosize[1].size = 1 << 20;
   nosize[1].comm_type = 3;
-  ck_put(1, nosize, G_N_ELEMENTS(nosize), 0);
+  ck_write(1, nosize, G_N_ELEMENTS(nosize), 0);
   expect_chakra_error(pat, NULL, "node 2: comm_type 3 (gather or scatter) is not a collective fabsim models");
   nosize[1].comm_type = 0;
   nosize[1].pg = "other";
-  ck_put(1, nosize, G_N_ELEMENTS(nosize), 0);
+  ck_write(1, nosize, G_N_ELEMENTS(nosize), 0);
   expect_chakra_error(pat, NULL, "node 2: process group 'other' is not in workload.groups");
   nosize[1].pg = "pair";
   nosize[3].deps[0] = 42;
-  ck_put(1, nosize, G_N_ELEMENTS(nosize), 0);
+  ck_write(1, nosize, G_N_ELEMENTS(nosize), 0);
   expect_chakra_error(pat, NULL, "rank.1.et: node 4: node 4 depends on node 42, which is not in rank 1's trace");
   g_unlink(p1);
   expect_chakra_error(pat, NULL, "cannot read rank 1's trace");
@@ -461,7 +466,7 @@ Test(trace, chakra_missing_size_rule) {
   memcpy(r0, ck_r0, sizeof r0);
   memcpy(r1, ck_r1, sizeof r1);
   r0[1].size = r1[1].size = -1;
-  ck_put(0, r0, G_N_ELEMENTS(r0), 0);
+  ck_write(0, r0, G_N_ELEMENTS(r0), 0);
   char *pat = ck_put(1, r1, G_N_ELEMENTS(r1), 0);
   char *wl = g_strdup_printf("kind: chakra, traces: '%s', groups: {pair: [0, 1]}, missing_size: 4KiB", pat);
   char *y = scen(2, wl);
