@@ -62,7 +62,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     g_free(p);
   }
   char *yaml = g_strdup_printf("cluster: {nodes: %d}\n"
-                               "fabric: {topology: {kind: single-switch}}\n"
+                               "fabric: {topology: {kind: single-switch}, link: {bandwidth: 100Gbps}}\n"
                                "workload: {%s, groups: {pair: [0, 1], quad: 0-3}}\n", NRANKS, file);
   GError *err = NULL;
   fab_scenario_set_mem_limit(FUZZ_MEM_LIMIT);

@@ -48,7 +48,7 @@ def main():
     meta = lenf(1, b"0.0.4")
     nodes = [
         node(1, 4, "fwd", dur=12),
-        node(2, 4, "bwd", deps=[1], attrs=[attr_int("num_ops", 10**9)]),
+        node(2, 4, "bwd", deps=[1], dur=7, attrs=[attr_int("num_ops", 10**9)]),
         node(3, 7, "allreduce", deps=[2], attrs=[attr_int("comm_type", 0), attr_int("comm_size", 1 << 20)]),
         node(4, 7, "allgather", deps=[3], attrs=[attr_int("comm_type", 2), attr_str("pg_name", "quad")]),
         node(5, 1, "meta", deps=[4]),
