@@ -165,7 +165,7 @@ static uint32_t count_colls(const FabDag *d, const char *op, const char *tag, ui
 }
 
 /* A 4-rank trace (tp 2 x dp 2: tensor groups t0 {0,1}, t1 {2,3}, data groups
-** d0 {0,2}, d1 {1,3}) replayed at dp x1, x2, x4: each tensor group is one
+** d0 {0,2}, d1 {1,3}) replayed at dp 2, 4, 8 (x1, x2, x4): each tensor group is one
 ** per replica (2 ranks, 8 MiB each); each data group spans the replicas
 ** (2 x F ranks) and keeps its sizes: the allreduce its 64 MiB, the
 ** allgather its whole 32 MiB. */
@@ -176,7 +176,7 @@ Test(trace, scale_dp_rule) {
                   "1 2 allreduce 8MiB t1 -\n2 2 allreduce 64MiB d0 1\n3 2 allgather 32MiB d0 2\n"
                   "1 3 allreduce 8MiB t1 -\n2 3 allreduce 64MiB d1 1\n3 3 allgather 32MiB d1 2\n";
   for (uint32_t f = 1; f <= 4; f *= 2) {
-    char *more = g_strdup_printf(", scale: {dp: %u, groups: [d0, d1]}", f);
+    char *more = g_strdup_printf(", scale: {dp: %u, groups: [d0, d1]}", 2 * f); /* recorded at dp 2 */
     FabScenario *sc = load_text(4 * f, t, more);
     const FabDag *d = sc->dag;
     cr_assert_eq(count_colls(d, "allreduce", "t", 2, 8ull << 20), 2 * f, "dp x%u", f);
@@ -186,6 +186,25 @@ Test(trace, scale_dp_rule) {
     g_free(more);
     fab_scenario_free(sc);
   }
+}
+
+/* A data-parallel job on every rank (no groups named: the world is the
+** data-parallel group): 2 traced ranks replayed at dp 8 are one allreduce of
+** the same size over 8 ranks, each rank's compute unchanged. */
+Test(trace, scale_dp_world) {
+  const char *t = "1 0 compute 5us - -\n2 0 allreduce 16MiB - 1\n1 1 compute 5us - -\n2 1 allreduce 16MiB - 1\n";
+  FabScenario *sc = load_text(8, t, ", scale: {dp: 8}");
+  cr_assert_eq(count_colls(sc->dag, "allreduce", "world", 8, 16ull << 20), 1);
+  cr_assert_eq(sc->dag->colls->len, 1);
+  uint32_t computes = 0;
+  for (uint32_t i = 0; i < fab_dag_len(sc->dag); i++) {
+    const FabOp *o = fab_dag_op(sc->dag, i);
+    if (o->kind != FAB_OP_COMPUTE) continue;
+    cr_assert_eq(o->dur, 5 * US);
+    computes++;
+  }
+  cr_assert_eq(computes, 8);
+  fab_scenario_free(sc);
 }
 
 /* Same scenario, same seed: the same JSON, byte for byte. */
@@ -251,7 +270,16 @@ Test(trace, text_malformed) {
   expect_text_error(2, "1 0 compute 1us - -\n1 0 compute 1us - -\n", "node id 1 appears twice in rank 0's trace");
   expect_text_error(2, "1 0 compute 1e9flop - -\n1 1 compute 1us - -\n2 0 send 1 1 1\n2 1 recv 1 0 1\n",
                     "has FLOPs but no duration, and the cluster's endpoints are not GPUs");
-  expect_text_error_with(4, "1 0 compute 1us - -\n", ", scale: {dp: 3}", "the job's 4 ranks are not 3 replicas");
+  expect_text_error_with(4, "group d 0,1\n1 0 allreduce 1MiB d -\n1 1 allreduce 1MiB d -\n",
+                         ", scale: {dp: 3, groups: [d]}", "recorded at data-parallel degree 2, and 3 is not a multiple");
+  expect_text_error_with(7, "group d 0,1\n1 0 allreduce 1MiB d -\n1 1 allreduce 1MiB d -\n",
+                         ", scale: {dp: 4, groups: [d]}", "the job's 7 ranks are not a multiple of 2");
+  expect_text_error_with(6, "1 0 allreduce 1MiB - -\n1 1 allreduce 1MiB - -\n", ", scale: {dp: 4}",
+                         "the job needs 4 ranks (2 x the trace's 2), it has 6");
+  expect_text_error_with(4, "1 0 allreduce 1MiB - -\n1 1 allreduce 1MiB - -\n", ", scale: {dp: 2, groups: [e]}",
+                         "no group named 'e'");
+  expect_text_error_with(4, "group d 0,1\n1 0 allreduce 1MiB d -\n1 1 allreduce 1MiB d -\n1 3 compute 1us - -\n",
+                         ", scale: {dp: 4, groups: [d]}", "names rank 3, beyond the trace's 2 ranks");
 }
 
 Test(trace, bad_keys) {
@@ -458,6 +486,21 @@ Test(trace, chakra_malformed) {
   g_byte_array_free(whole, TRUE);
   g_free(p1);
   g_free(pat);
+}
+
+/* A Chakra trace of 2 ranks (its files rank.0 and rank.1), every collective
+** on all ranks, replayed at dp 4 on 4 ranks: one allreduce over the 4. */
+Test(trace, chakra_scale_dp_world) {
+  static const CkNode r[] = {{1, 4, 3, -1, -1, 0, NULL, {0}, 0}, {2, 7, 0, 0, 1 << 20, 0, NULL, {1}, 1}};
+  ck_write(0, r, G_N_ELEMENTS(r), 0);
+  char *pat = ck_put(1, r, G_N_ELEMENTS(r), 0);
+  char *wl = g_strdup_printf("kind: chakra, traces: '%s', scale: {dp: 4}", pat);
+  char *y = scen(4, wl);
+  FabScenario *sc = testscen_load(y, NULL);
+  cr_assert_eq(count_colls(sc->dag, "allreduce", "world", 4, 1 << 20), 1);
+  cr_assert_eq(sc->dag->colls->len, 1);
+  fab_scenario_free(sc);
+  g_free(y), g_free(wl), g_free(pat);
 }
 
 /* A collective with no comm_size takes workload.missing_size when given. */

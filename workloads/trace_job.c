@@ -114,6 +114,102 @@ static gboolean located(const FabCfgNode *at, GError **err, GError *e) {
   return r;
 }
 
+/* The data-parallel degree the trace was recorded at: the size of the groups
+** scale.groups names (all one size), or, none named, the trace's ranks
+** (every rank one data-parallel group). 0 + err when they differ. */
+static uint32_t recorded_dp(const FabTrace *t, const FabCfgNode *groups, GError **err) {
+  uint32_t d = 0;
+  for (guint g = 0; g < t->groups->len; g++) {
+    const FabTrGroup *gr = &g_array_index(t->groups, FabTrGroup, g);
+    if (!gr->dp) continue;
+    if (d && gr->n != d)
+      return fab_cfg_fail(groups, err, "the data-parallel groups differ in size (%u and %u ranks): a trace is replayed "
+                          "at one data-parallel degree", d, gr->n), 0;
+    d = gr->n;
+  }
+  return d ? d : t->nranks;
+}
+
+/* The highest rank a text trace names, + 1 (nodes, peers, groups). */
+static uint32_t ranks_named(const FabTrace *t) {
+  uint32_t r = 0;
+  for (guint i = 0; i < t->nodes->len; i++) {
+    const FabTrNode *n = &g_array_index(t->nodes, FabTrNode, i);
+    r = MAX(r, n->rank + 1);
+    if (n->kind == FAB_TR_SEND || n->kind == FAB_TR_RECV) r = MAX(r, n->group + 1);
+  }
+  for (guint g = 0; g < t->groups->len; g++) {
+    const FabTrGroup *gr = &g_array_index(t->groups, FabTrGroup, g);
+    for (uint32_t j = 0; j < gr->n; j++) r = MAX(r, gr->ranks[j] + 1);
+  }
+  return r;
+}
+
+/* Rank files rank 0, 1, ... that exist (at most n). */
+static uint32_t files_present(const char *fmt, uint32_t n) {
+  uint32_t r = 0;
+  for (; r < n; r++) {
+    char *p = g_strdup_printf(fmt, (int)r);
+    gboolean there = g_file_test(p, G_FILE_TEST_EXISTS);
+    g_free(p);
+    if (!there) break;
+  }
+  return r;
+}
+
+/* scale.dp (the degree to replay at) against the recorded one: the factor,
+** and the trace's ranks (the job's / factor). 0 + err when they do not fit. */
+static uint32_t scale_factor(const FabTrace *t, const FabCfgNode *scale, uint64_t target, uint32_t n, uint32_t *rec,
+                             GError **err) {
+  const FabCfgNode *at = fab_cfg_get(scale, "dp");
+  *rec = recorded_dp(t, fab_cfg_get(scale, "groups"), err);
+  if (!*rec) return 0;
+  if (target % *rec)
+    return fab_cfg_fail(at, err, "the trace was recorded at data-parallel degree %u, and %" G_GUINT64_FORMAT " is not a "
+                        "multiple of it", *rec, target), 0;
+  uint32_t f = (uint32_t)(target / *rec);
+  if (n % f)
+    return fab_cfg_fail(at, err, "data-parallel degree %" G_GUINT64_FORMAT " is %u replicas of the trace (recorded at "
+                        "%u), and the job's %u ranks are not a multiple of %u", target, f, *rec, n, f), 0;
+  if ((uint64_t)t->nranks * f != n)
+    return fab_cfg_fail(at, err, "data-parallel degree %" G_GUINT64_FORMAT " is %u x the trace's %u: the job needs %"
+                        G_GUINT64_FORMAT " ranks (%u x the trace's %u), it has %u", target, f, *rec,
+                        (uint64_t)t->nranks * f, f, t->nranks, n), 0;
+  return f;
+}
+
+/* The trace read at its own rank count (`scale` shrinks it from the job's). */
+static gboolean read_scaled(FabTrace *t, const FabTraceIn *in, bool chakra, const char *path, const FabCfgNode *fk,
+                            const ScaleIn *sc, uint32_t n, uint32_t *factor, uint32_t *rec, GError **err) {
+  GError *e = NULL;
+  *factor = 1;
+  *rec = 0;
+  if (chakra) { /* groups come from the scenario: the factor is known before reading */
+    if (in->scale && !mark_dp(t, sc->groups, err)) return FALSE;
+    if (in->scale) {
+      t->nranks = sc->groups ? n : files_present(path, n); /* no groups: the world is the data-parallel group */
+      uint32_t d = recorded_dp(t, fab_cfg_get(in->scale, "groups"), err);
+      if (!d) return FALSE;
+      if (sc->groups && sc->dp % d == 0 && n % (sc->dp / d) == 0) t->nranks = n / (uint32_t)(sc->dp / d);
+      if (!(*factor = scale_factor(t, in->scale, sc->dp, n, rec, err))) return FALSE;
+    }
+    if (!fab_trace_read_chakra(t, path, in->missing_size, &e)) return located(fk, err, e);
+    return TRUE;
+  }
+  if (!fab_trace_read_text(t, path, &e)) return located(fk, err, e); /* ranks checked against the job's */
+  if (!in->scale) return TRUE;
+  if (!mark_dp(t, sc->groups, err)) return FALSE;
+  uint32_t named = ranks_named(t), d = 0;
+  if (!sc->groups) t->nranks = named;
+  else if ((d = recorded_dp(t, fab_cfg_get(in->scale, "groups"), err)) == 0) return FALSE;
+  else if (sc->dp % d == 0 && n % (sc->dp / d) == 0) t->nranks = n / (uint32_t)(sc->dp / d);
+  if (!(*factor = scale_factor(t, in->scale, sc->dp, n, rec, err))) return FALSE;
+  if (named > t->nranks)
+    return fab_cfg_fail(fk, err, "%s names rank %u, beyond the trace's %u ranks (the job's %u at data-parallel degree "
+                        "%" G_GUINT64_FORMAT ", recorded at %u)", path, named - 1, t->nranks, n, sc->dp, *rec);
+  return TRUE;
+}
+
 gboolean fab_trace_job(const FabTraceIn *in, const FabCfgNode *wl, bool chakra, FabDag *d,
                        const FabWorkloadEnv *env, const uint32_t *ep, uint32_t n, uint16_t job, GError **err) {
   ScaleIn sc = {1, NULL};
@@ -121,10 +217,7 @@ gboolean fab_trace_job(const FabTraceIn *in, const FabCfgNode *wl, bool chakra, 
   if (in->priority >= env->nprio)
     return fab_cfg_fail(fab_cfg_get(wl, "priority"), err, "priority %" G_GUINT64_FORMAT " does not exist (expected "
                         "0..%u: fabric.switch.priorities is %u)", in->priority, env->nprio - 1, env->nprio);
-  if (n % sc.dp)
-    return fab_cfg_fail(fab_cfg_get(in->scale, "dp"), err, "the job's %u ranks are not %" G_GUINT64_FORMAT " replicas "
-                        "of the trace (scale.dp must divide them)", n, sc.dp);
-  if (n / sc.dp < 2) return fab_cfg_fail(wl, err, "a trace needs at least 2 ranks (the job has %u)", n);
+  if (n < 2) return fab_cfg_fail(wl, err, "a trace needs at least 2 ranks (the job has %u)", n);
   const FabCfgNode *fk = fab_cfg_get(wl, chakra ? "traces" : "file");
   const char *name = chakra ? in->traces : in->file;
   if (chakra) { /* exactly one %d, no other conversion */
@@ -133,14 +226,12 @@ gboolean fab_trace_job(const FabTraceIn *in, const FabCfgNode *wl, bool chakra, 
       return fab_cfg_fail(fk, err, "expected a file pattern with one %%d for the rank (and no other %%), such as "
                           "traces/rank.%%d.et");
   }
-  FabTrace *t = fab_trace_new(n / (uint32_t)sc.dp);
+  FabTrace *t = fab_trace_new(n);
   char *path = fab_cfg_file_near(fk, name);
-  GError *e = NULL;
-  gboolean ok = read_groups(t, in->groups, err);
-  if (ok && !(chakra ? fab_trace_read_chakra(t, path, in->missing_size, &e) : fab_trace_read_text(t, path, &e)))
-    ok = located(fk, err, e), e = NULL;
-  ok = ok && mark_dp(t, sc.groups, err);
-  if (ok) fab_trace_scale_dp(t, (uint32_t)sc.dp);
+  uint32_t factor = 1, rec = 0;
+  gboolean ok = read_groups(t, in->groups, err) && read_scaled(t, in, chakra, path, fk, &sc, n, &factor, &rec, err);
+  if (ok && t->nranks < 2) ok = fab_cfg_fail(fk, err, "a trace needs at least 2 ranks (this one has %u)", t->nranks);
+  if (ok) fab_trace_scale_dp(t, factor);
   if (ok) { /* what explain says of the job */
     uint32_t k[4] = {0};
     for (guint i = 0; i < t->nodes->len; i++) k[g_array_index(t->nodes, FabTrNode, i).kind]++;
@@ -148,13 +239,17 @@ gboolean fab_trace_job(const FabTraceIn *in, const FabCfgNode *wl, bool chakra, 
     for (guint i = 0; i < t->groups->len; i++)
       g_string_append_printf(g, "%s%s%s", i ? ", " : "", g_array_index(t->groups, FabTrGroup, i).name,
                              g_array_index(t->groups, FabTrGroup, i).dp ? " (dp)" : "");
+    char *sc_note = in->scale ? g_strdup_printf("; recorded at data-parallel degree %u, replayed at %" G_GUINT64_FORMAT
+                                                " (x%u)", rec, sc.dp, factor) : g_strdup("");
     g_free(g_array_index(d->jobs, FabJobDef, job).note);
     g_array_index(d->jobs, FabJobDef, job).note =
-      g_strdup_printf("%s trace %s: %u nodes (%u compute, %u collective, %u send, %u receive), groups: %s; "
-                      "replayed at dp x%" G_GUINT64_FORMAT, chakra ? "Chakra" : "text", path, t->nodes->len, k[0],
-                      k[1], k[2], k[3], g->len ? g->str : "none (all ranks)", sc.dp);
+      g_strdup_printf("%s trace %s: %u nodes (%u compute, %u collective, %u send, %u receive), groups: %s%s",
+                      chakra ? "Chakra" : "text", path, t->nodes->len, k[0], k[1], k[2], k[3],
+                      g->len ? g->str : "none (all ranks)", sc_note);
+    g_free(sc_note);
     g_string_free(g, TRUE);
   }
+  GError *e = NULL;
   if (ok) {
     if (!d->trace_node) d->trace_node = g_hash_table_new(NULL, NULL);
     FabTrEnv te = {&env->coll, ep, job, fab_dtype_bytes[in->dtype], env->gpu_flops * env->gpu_eff,
