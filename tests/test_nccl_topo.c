@@ -11,15 +11,7 @@
 static char *dir;
 static void setup(void) { dir = g_dir_make_tmp("fabsim-topo-XXXXXX", NULL); }
 static void teardown(void) {
-  GDir *d = g_dir_open(dir, 0, NULL);
-  const char *f;
-  while ((f = g_dir_read_name(d))) {
-    char *p = g_build_filename(dir, f, NULL);
-    g_unlink(p);
-    g_free(p);
-  }
-  g_dir_close(d);
-  g_rmdir(dir);
+  testscen_rm_dir(dir);
   g_free(dir);
 }
 TestSuite(nccl_topo, .init = setup, .fini = teardown);

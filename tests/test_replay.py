@@ -131,7 +131,8 @@ class Replay(unittest.TestCase):
         self.assertEqual([b for b, _ in rows(cj.stdout)], [1024, 16384, 262144])
         self.assertEqual([b for b, _ in rows(cl.stdout)], [1024, 16384, 262144])
         for (_, tj), (_, tl) in zip(rows(cj.stdout), rows(cl.stdout)):
-            self.assertLessEqual(abs(tj - tl), 0.0051)  # the log prints 2 decimals
+            # the log prints 7 characters: 2 decimals below 10 ms, 1 below 100 ms (a loaded machine gets there)
+            self.assertLessEqual(abs(tj - tl), 0.0051 if tl < 1e4 else 0.051 if tl < 1e5 else 0.51, (tj, tl))
         # and fabsim plot draws its HDF5: bus bandwidth by size, the timeline
         pl = subprocess.run([FABSIM, "plot", h5, "--out", os.path.join(self.dir, "plots")], capture_output=True,
                             text=True)

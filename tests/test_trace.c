@@ -25,15 +25,7 @@ static char *tmpdir;
 
 static void setup(void) { tmpdir = g_dir_make_tmp("fabsim-trace-XXXXXX", NULL); }
 static void teardown(void) {
-  GDir *d = g_dir_open(tmpdir, 0, NULL);
-  const char *f;
-  while ((f = g_dir_read_name(d))) {
-    char *p = g_build_filename(tmpdir, f, NULL);
-    g_unlink(p);
-    g_free(p);
-  }
-  g_dir_close(d);
-  g_rmdir(tmpdir);
+  testscen_rm_dir(tmpdir);
   g_free(tmpdir);
 }
 

@@ -26,6 +26,19 @@ static inline FabScenario *testscen_load_file(const char *rel, const char *const
   return sc;
 }
 
+/* Remove a scratch directory holding plain files only (the tests' temp dirs). */
+static inline void testscen_rm_dir(const char *dir) {
+  GDir *d = g_dir_open(dir, 0, NULL);
+  const char *f;
+  while (d && (f = g_dir_read_name(d))) {
+    char *p = g_build_filename(dir, f, NULL);
+    g_unlink(p);
+    g_free(p);
+  }
+  if (d) g_dir_close(d);
+  g_rmdir(dir);
+}
+
 /* The JSON summary with its wall-clock fields blanked (g_free it). */
 static inline char *testscen_stable_json(const FabResults *r) {
   char *js = fab_json_summary(r);
