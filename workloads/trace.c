@@ -223,7 +223,7 @@ static gboolean match_colls(Build *b, GError **err) {
     const uint32_t *gr = group_ranks(t, n->group);
     bool member = !gr;
     for (uint32_t j = 0; gr && j < gn; j++) member |= gr[j] == n->rank;
-    for (uint32_t j = 0; gr && j < gn; j++)
+    for (uint32_t j = 0; ok && gr && j < gn; j++)
       if (gr[j] >= t->nranks)
         ok = FAIL("%s: node %" G_GUINT64_FORMAT ": group %s names rank %u, outside the job's %u ranks", n->where, n->id,
                   group_name(t, n->group), gr[j], t->nranks);
