@@ -471,6 +471,9 @@ Test(trace, chakra_malformed) {
   g_unlink(p1);
   expect_chakra_error(pat, NULL, "cannot read rank 1's trace");
   expect_chakra_error("rank.et", NULL, "expected a file pattern with one %d");
+  char *none = g_build_filename(tmpdir, "none.%d.et", NULL);
+  expect_chakra_error(none, ", scale: {dp: 4}", "none.0.et: no such file (rank 0's trace)");
+  g_free(none);
   expect_chakra_error("rank.%d.%s.et", NULL, "expected a file pattern with one %d");
   const char junk[] = "\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff\x01";
   g_free(put("rank.1.et", junk, sizeof junk - 1));

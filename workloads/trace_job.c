@@ -188,6 +188,12 @@ static gboolean read_scaled(FabTrace *t, const FabTraceIn *in, bool chakra, cons
     if (in->scale && !mark_dp(t, sc->groups, err)) return FALSE;
     if (in->scale) {
       t->nranks = sc->groups ? n : files_present(path, n); /* no groups: the world is the data-parallel group */
+      if (!t->nranks) {
+        char *p0 = g_strdup_printf(path, 0);
+        gboolean r = fab_cfg_fail(fk, err, "%s: no such file (rank 0's trace)", p0);
+        g_free(p0);
+        return r;
+      }
       uint32_t d = recorded_dp(t, fab_cfg_get(in->scale, "groups"), err);
       if (!d) return FALSE;
       if (sc->groups && sc->dp % d == 0 && n % (sc->dp / d) == 0) t->nranks = n / (uint32_t)(sc->dp / d);
