@@ -153,7 +153,7 @@ static gboolean add_node(FabTrace *t, uint32_t rank, const FabsimChakra__EtNode 
   nd.where = g_intern_string(w);
   g_free(w);
   uint64_t *deps = g_new(uint64_t, n->n_ctrl_deps + n->n_data_deps + 1);
-  memcpy(deps, n->data_deps, n->n_data_deps * sizeof *deps);
+  if (n->n_data_deps) memcpy(deps, n->data_deps, n->n_data_deps * sizeof *deps); /* (NULL when none) */
   uint32_t nd_ = (uint32_t)n->n_data_deps;
   for (size_t k = 0; k < n->n_ctrl_deps; k++) { /* the same node as both kinds counts once */
     bool dup = false;
