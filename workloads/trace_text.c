@@ -71,7 +71,7 @@ static uint32_t *parse_ranks(const Line *l, uint32_t k, uint32_t nranks, uint32_
   for (char **p = parts; ok && *p; p++) {
     char **ab = g_strsplit(*p, "-", 2);
     uint64_t lo, hi;
-    if (!parse_u64(ab[0], &lo) || (ab[1] ? !parse_u64(ab[1], &hi) : ((hi = lo), FALSE)))
+    if (!ab[0] || !parse_u64(ab[0], &lo) || (ab[1] ? !parse_u64(ab[1], &hi) : ((hi = lo), FALSE))) /* "": none */
       ok = lfail(l, k, "group", err, "'%s' is not a rank or a range A-B", *p);
     else if (hi < lo || hi >= nranks)
       ok = lfail(l, k, "group", err, "'%s': ranks go from 0 to %u here", *p, nranks - 1);
