@@ -209,7 +209,8 @@ class Replay(unittest.TestCase):
                            env=dict(ENV, FABSIM_REPLAY_KILL="1"))
         self.assertLess(time.monotonic() - t0, 30)
         # it sees the connection fail or times out waiting: either way it names process 1
-        self.assertRegex(p.stderr, r"process 0 \(endpoint 0\), pass 0: .*process 1 \(endpoint 1\)")
+        # (a failed transfer says "process 1 (endpoint 1)", a timeout "from process 1, endpoint 1")
+        self.assertRegex(p.stderr, r"process 0 \(endpoint 0\), pass 0: .*process 1(, | \()endpoint 1")
         with open(os.path.join(self.dir, "rc.0")) as f:
             self.assertEqual(f.read().strip(), "1")
         with open(os.path.join(self.dir, "rc.1")) as f:
