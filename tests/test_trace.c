@@ -291,6 +291,9 @@ typedef struct CkNode {
   const char *pg;
   uint64_t deps[2];
   size_t ndeps;
+  uint64_t ctrl[2];       /* ctrl_deps */
+  size_t nctrl;
+  bool cpu;               /* is_cpu_op (a bool attribute, as PyTorch's converter writes it) */
 } CkNode;
 
 static void put_varint(GByteArray *b, uint64_t v) {
@@ -329,7 +332,7 @@ static GByteArray *ck_file(const CkNode *nodes, size_t n) {
   for (size_t i = 0; i < n; i++) {
     const CkNode *c = &nodes[i];
     FabsimChakra__EtNode nd = FABSIM_CHAKRA__ET_NODE__INIT;
-    FabsimChakra__EtAttr *attrs[4], pg = FABSIM_CHAKRA__ET_ATTR__INIT;
+    FabsimChakra__EtAttr *attrs[5], pg = FABSIM_CHAKRA__ET_ATTR__INIT, cpu = FABSIM_CHAKRA__ET_ATTR__INIT;
     size_t na = 0;
     nd.id = c->id;
     nd.name = (char *)"op";
@@ -337,6 +340,14 @@ static GByteArray *ck_file(const CkNode *nodes, size_t n) {
     nd.duration_micros = c->dur_us;
     nd.data_deps = (uint64_t *)c->deps;
     nd.n_data_deps = c->ndeps;
+    nd.ctrl_deps = (uint64_t *)c->ctrl;
+    nd.n_ctrl_deps = c->nctrl;
+    if (c->cpu) {
+      cpu.name = (char *)"is_cpu_op";
+      cpu.value_case = FABSIM_CHAKRA__ET_ATTR__VALUE_BOOL_VAL;
+      cpu.bool_val = true;
+      attrs[na++] = &cpu;
+    }
     if (c->comm_type >= 0) attrs[na++] = int_attr("comm_type", c->comm_type);
     if (c->size >= 0) attrs[na++] = int_attr("comm_size", c->size);
     if (c->type == 5 || c->type == 6) attrs[na++] = int_attr(c->type == 5 ? "comm_dst" : "comm_src", c->peer);
@@ -350,7 +361,7 @@ static GByteArray *ck_file(const CkNode *nodes, size_t n) {
     nd.n_attr = na;
     put_msg(b, &nd.base);
     for (size_t k = 0; k < na; k++)
-      if (attrs[k] != &pg) g_free(attrs[k]);
+      if (attrs[k] != &pg && attrs[k] != &cpu) g_free(attrs[k]);
   }
   return b;
 }
@@ -514,5 +525,104 @@ Test(trace, chakra_missing_size_rule) {
   cr_assert_eq(coll(&r, "allreduce")->bytes, 4096);
   testscen_done(sc, &r);
   g_free(y), g_free(wl), g_free(pat);
+}
+
+/* The collective's start (its first member entering) in a run's JSON, in us. */
+static double coll_start_us(const FabResults *r, const char *op) { return (double)coll(r, op)->start / US; }
+
+/* How a trace from Chakra's PyTorch converter looks: each c10d op is a host
+** op (COMM_COLL_NODE with is_cpu_op, no comm_type or size) that launches the
+** GPU kernel node carrying comm_type and comm_size; ctrl_deps name the
+** caller, which may be absent (the thread's root) or even the op itself.
+** fabsim runs the host op as a step of no GPU time and the kernel as the
+** collective, and waits for data_deps only: on paper, compute 10 us then
+** the 1 MiB allreduce, as the plain trace ck_r0/ck_r1 without send/recv. */
+Test(trace, chakra_pytorch_shape) {
+  static const CkNode r[] = {
+    {1, 4, 10, -1, -1, 0, NULL, {0}, 0, {3}, 1, false},            /* a GPU kernel; its caller 3 is not in the file */
+    {2, 7, 20, -1, -1, 0, NULL, {1}, 1, {2}, 1, true},             /* c10d::allreduce_ (host): names itself */
+    {4, 7, 0, 0, 1 << 20, 0, NULL, {2}, 1, {4}, 1, false},         /* its ncclKernel_AllReduce: the collective */
+  };
+  ck_write(0, r, G_N_ELEMENTS(r), 0);
+  char *pat = ck_put(1, r, G_N_ELEMENTS(r), 0);
+  char *wl = g_strdup_printf("kind: chakra, traces: '%s'", pat);
+  char *y = scen(2, wl);
+  FabScenario *sc = testscen_load(y, NULL);
+  cr_assert_eq(sc->dag->colls->len, 1);
+  FabResults res = {0};
+  testscen_run(sc, &res);
+  cr_assert_float_eq(coll_start_us(&res, "allreduce"), 10.0, 1e-9);
+  testscen_done(sc, &res);
+  /* waiting for ctrl_deps too: the host op waits for itself, a cycle */
+  char *wl2 = g_strdup_printf("kind: chakra, traces: '%s', ctrl_deps: wait", pat);
+  char *y2 = scen(2, wl2);
+  GError *err = NULL;
+  cr_assert_null(fab_scenario_load_string(y2, "test.yaml", NULL, NULL, &err));
+  cr_assert(strstr(err->message, "a dependency cycle in rank 0's trace: node 2 -> 2"), "%s", err->message);
+  g_error_free(err);
+  g_free(y), g_free(wl), g_free(y2), g_free(wl2), g_free(pat);
+}
+
+/* ctrl_deps: wait orders by ctrl_deps too (a ctrl_dep naming a node not in
+** the file is dropped): the allreduce waits for the 10 us compute it names
+** only as a ctrl_dep; by default it starts at once. */
+Test(trace, chakra_ctrl_deps_wait) {
+  static const CkNode r[] = {
+    {1, 4, 10, -1, -1, 0, NULL, {0}, 0, {0}, 0, false},
+    {2, 7, 0, 0, 1 << 20, 0, NULL, {0}, 0, {1, 77}, 2, false},
+  };
+  ck_write(0, r, G_N_ELEMENTS(r), 0);
+  char *pat = ck_put(1, r, G_N_ELEMENTS(r), 0);
+  const char *mode[] = {"", ", ctrl_deps: wait"};
+  const double start[] = {0.0, 10.0};
+  for (int m = 0; m < 2; m++) {
+    char *wl = g_strdup_printf("kind: chakra, traces: '%s'%s", pat, mode[m]);
+    char *y = scen(2, wl);
+    FabScenario *sc = testscen_load(y, NULL);
+    FabResults res = {0};
+    testscen_run(sc, &res);
+    cr_assert_float_eq(coll_start_us(&res, "allreduce"), start[m], 1e-9, "%s", mode[m]);
+    testscen_done(sc, &res);
+    g_free(y), g_free(wl);
+  }
+  g_free(pat);
+}
+
+/* A one-rank trace (rank 0 of a data-parallel job) replayed at dp 4: each
+** replica's ops wait for its own ops only (each copy of a node has its own
+** dependencies), here a chain of three computes before the allreduce. */
+Test(trace, chakra_scale_one_rank) {
+  static const CkNode r[] = {
+    {1, 4, 3, -1, -1, 0, NULL, {0}, 0, {0}, 0, false},
+    {2, 4, 4, -1, -1, 0, NULL, {1}, 1, {0}, 0, false},
+    {3, 4, 5, -1, -1, 0, NULL, {1, 2}, 2, {0}, 0, false},
+    {4, 7, 0, 0, 1 << 20, 0, NULL, {3}, 1, {0}, 0, false},
+  };
+  char *pat = ck_put(0, r, G_N_ELEMENTS(r), 0);
+  char *wl = g_strdup_printf("kind: chakra, traces: '%s', scale: {dp: 4}", pat);
+  char *y = scen(4, wl);
+  FabScenario *sc = testscen_load(y, NULL);
+  cr_assert_eq(count_colls(sc->dag, "allreduce", "world", 4, 1 << 20), 1);
+  uint32_t computes = 0;
+  for (uint32_t i = 0; i < fab_dag_len(sc->dag); i++) {
+    const FabOp *o = fab_dag_op(sc->dag, i);
+    if (o->kind != FAB_OP_COMPUTE) continue;
+    computes++;
+    for (uint32_t k = 0; k < o->ndeps; k++) /* a compute waits for computes of its own rank */
+      cr_assert_eq(fab_dag_op(sc->dag, fab_dag_dep(sc->dag, o, k) & ~FAB_DEP_SENT)->src, o->src);
+  }
+  cr_assert_eq(computes, 12);
+  FabResults res = {0};
+  testscen_run(sc, &res);
+  cr_assert_float_eq(coll_start_us(&res, "allreduce"), 12.0, 1e-9);
+  testscen_done(sc, &res);
+  /* without scale, every rank needs its file */
+  char *wl2 = g_strdup_printf("kind: chakra, traces: '%s'", pat);
+  char *y2 = scen(4, wl2);
+  GError *err = NULL;
+  cr_assert_null(fab_scenario_load_string(y2, "test.yaml", NULL, NULL, &err));
+  cr_assert(strstr(err->message, "rank.1.et: cannot read rank 1's trace"), "%s", err->message);
+  g_error_free(err);
+  g_free(y), g_free(wl), g_free(y2), g_free(wl2), g_free(pat);
 }
 #endif

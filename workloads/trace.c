@@ -11,7 +11,8 @@ FabTrace *fab_trace_new(uint32_t nranks) {
   t->nodes = g_array_new(FALSE, TRUE, sizeof(FabTrNode));
   t->deps = g_array_new(FALSE, FALSE, sizeof(uint64_t));
   t->groups = g_array_new(FALSE, TRUE, sizeof(FabTrGroup));
-  t->group_by_name = g_hash_table_new(NULL, NULL);
+  t->group_by_name = g_hash_table_new(g_str_hash, g_str_equal);
+  t->strs = g_string_chunk_new(1 << 12);
   return t;
 }
 
@@ -22,6 +23,7 @@ void fab_trace_free(FabTrace *t) {
   g_array_free(t->deps, TRUE);
   g_array_free(t->groups, TRUE);
   g_hash_table_destroy(t->group_by_name);
+  g_string_chunk_free(t->strs);
   g_free(t);
 }
 
@@ -81,7 +83,12 @@ void fab_trace_scale_dp(FabTrace *t, uint32_t factor) {
       c.rank += k * n;
       if (c.kind == FAB_TR_COLL && c.group != FAB_TR_WORLD) c.group = copy_of[c.group * factor + k];
       if (c.kind == FAB_TR_SEND || c.kind == FAB_TR_RECV) c.group += k * n;
-      g_array_append_val(t->nodes, c); /* dep0/ndeps: the same ids */
+      uint32_t d0 = c.dep0; /* its own copy of the ids: a dependency resolves within its rank (index_nodes) */
+      c.dep0 = t->deps->len;
+      g_array_set_size(t->deps, c.dep0 + c.ndeps); /* (may move the array: indices after) */
+      if (c.ndeps) memcpy(&g_array_index(t->deps, uint64_t, c.dep0), &g_array_index(t->deps, uint64_t, d0),
+                          c.ndeps * sizeof(uint64_t));
+      g_array_append_val(t->nodes, c);
     }
   g_free(copy_of);
   t->nranks = n * factor;

@@ -53,8 +53,9 @@ typedef struct FabTrNode {
   double flops;       /* COMPUTE: when no duration is recorded */
   bool has_dur;
   uint32_t dep0, ndeps; /* its dependencies' ids: FabTrace.deps[dep0 .. dep0 + ndeps) */
-  const char *name;   /* interned, or NULL */
-  const char *where;  /* "file:line" or "file: node N" for messages (interned) */
+  const char *name;   /* in FabTrace.strs, or NULL */
+  const char *where;  /* "file:line" or "file: node N" for messages (in FabTrace.strs: the trace's own strings,
+                      ** not GLib's interned ones, which are never freed) */
 } FabTrNode;
 
 typedef struct FabTrGroup {
@@ -69,7 +70,9 @@ typedef struct FabTrace {
   GArray *nodes;      /* FabTrNode, each rank's in its trace's order */
   GArray *deps;       /* uint64_t ids */
   GArray *groups;     /* FabTrGroup */
-  GHashTable *group_by_name; /* interned name -> index + 1 */
+  GHashTable *group_by_name; /* name -> index + 1 */
+  GStringChunk *strs;          /* the nodes' names and places */
+  uint64_t ctrl_ignored;       /* Chakra ctrl_deps not waited for (ctrl_deps: ignore, or naming absent nodes) */
 } FabTrace;
 
 FabTrace *fab_trace_new(uint32_t nranks);
@@ -78,7 +81,7 @@ void fab_trace_free(FabTrace *t);
 /* Add a node (its dep0/ndeps set here from `deps`). */
 void fab_trace_add(FabTrace *t, const FabTrNode *n, const uint64_t *deps, uint32_t ndeps);
 
-/* The group named `name` (interned), or FAB_TR_WORLD when absent. */
+/* The group named `name`, or FAB_TR_WORLD when absent. */
 uint32_t fab_trace_group_find(const FabTrace *t, const char *name);
 /* Add a group (takes ranks); its index. A second group of that name is a bug: check first. */
 uint32_t fab_trace_group_add(FabTrace *t, const char *name, uint32_t *ranks, uint32_t n);
@@ -114,8 +117,11 @@ gboolean fab_trace_build(const FabTrace *t, FabDag *d, const FabTrEnv *env, GErr
 ** the file and the line or node on bad input. */
 gboolean fab_trace_read_text(FabTrace *t, const char *path, GError **err);
 /* Chakra: `fmt` names each rank's file, a pattern with one %d (the rank).
-** A collective with no size takes `missing_size` (0: an error). */
-gboolean fab_trace_read_chakra(FabTrace *t, const char *fmt, uint64_t missing_size, GError **err);
+** A collective with no size takes `missing_size` (0: an error). The
+** dependencies are data_deps, and ctrl_deps too when ctrl_wait (then a
+** ctrl_dep naming a node not in the file is ignored, as a caller the
+** converter dropped). */
+gboolean fab_trace_read_chakra(FabTrace *t, const char *fmt, uint64_t missing_size, bool ctrl_wait, GError **err);
 
 /* ---- the workload kinds text and chakra (trace_job.c) ---- */
 
@@ -127,6 +133,7 @@ typedef struct FabTraceIn {
   const FabCfgNode *groups;    /* name -> ranks, or the path of a YAML/JSON file of that map */
   const FabCfgNode *scale;     /* {dp: F, groups: [names]} */
   uint64_t missing_size;       /* chakra: a transfer with no comm_size (0: an error) */
+  int ctrl_deps;               /* chakra: 0 ignore ctrl_deps (data_deps order), 1 wait for them too */
   uint64_t priority;
   int dtype;
 } FabTraceIn;

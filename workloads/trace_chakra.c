@@ -4,14 +4,19 @@
 ** messages, each preceded by its length (a base-128 varint). Node types:
 ** COMP_NODE (4) becomes compute (its duration_micros, or its `num_ops`
 ** FLOPs when no duration is recorded; a node with `is_cpu_op` set runs on
-** the host and takes no GPU time), COMM_SEND_NODE (5) and COMM_RECV_NODE
+** the host and takes no GPU time; so does a communication node with it set:
+** the host op that launched the GPU kernel node), COMM_SEND_NODE (5) and COMM_RECV_NODE
 ** (6) a send to `comm_dst` / a receive from `comm_src` of `comm_size` bytes
 ** (paired by `comm_tag`), COMM_COLL_NODE (7) a collective of `comm_type`
 ** (CollectiveCommType) and `comm_size` bytes on process group `pg_name`
 ** (workload.groups names its ranks; none: every rank). Every other node
 ** (metadata, memory, ...) is kept as a step of no duration, so that what
-** depends on it still waits for what it waits for. Both ctrl_deps and
-** data_deps are dependencies. */
+** depends on it still waits for what it waits for. data_deps are the
+** dependencies; ctrl_deps are too when the user asks (ctrl_deps: wait):
+** Chakra's own converters and generator order nodes by data_deps, and its
+** PyTorch converter writes the op's caller in ctrl_deps (which encloses it
+** in time, may be absent, and in older traces even names the op itself or
+** its kernel), as Chakra's et_feeder reads data_deps only. */
 #include "trace.h"
 #include <string.h>
 #include "sim/config.h"
@@ -113,12 +118,17 @@ static gboolean peer_of(const FabTrace *t, const FabsimChakra__EtNode *n, const 
 
 /* One Node message into the trace. */
 static gboolean add_node(FabTrace *t, uint32_t rank, const FabsimChakra__EtNode *n, const char *where,
-                         uint64_t missing, GError **err) {
+                         uint64_t missing, bool ctrl_wait, uint32_t *ndata, GError **err) {
   FabTrNode nd = {.id = n->id, .rank = rank, .kind = FAB_TR_COMPUTE, .has_dur = true};
   int64_t v = 0;
   double f = 0;
-  if (n->type == ET_COMP) {
-    bool cpu = attr_int(attr(n, "is_cpu_op"), &v) && v;
+  bool cpu = attr_int(attr(n, "is_cpu_op"), &v) && v;
+  if (cpu && n->type != ET_COMP) {
+    /* a host-side communication op (c10d::allreduce_ as converters before
+    ** schema 1.0.2-chakra write it, with no comm_type or size): the launch,
+    ** not the transfer, which its GPU kernel node carries; a host op, as
+    ** ASTRA-sim's workload layer runs any node with is_cpu_op set */
+  } else if (n->type == ET_COMP) {
     if (!cpu && !n->duration_micros && attr_num(attr(n, "num_ops"), &f) && f > 0) nd.has_dur = false, nd.flops = f;
     else if (!cpu) nd.dur = MIN(n->duration_micros, 1000000000000ull) * 1000000ull; /* us -> ps */
   } else if (n->type == ET_SEND || n->type == ET_RECV) {
@@ -142,30 +152,55 @@ static gboolean add_node(FabTrace *t, uint32_t rank, const FabsimChakra__EtNode 
     const FabsimChakra__EtAttr *pg = attr(n, "pg_name");
     nd.group = FAB_TR_WORLD;
     if (pg && pg->value_case == FABSIM_CHAKRA__ET_ATTR__VALUE_STRING_VAL && pg->string_val[0]) {
-      nd.group = fab_trace_group_find(t, g_intern_string(pg->string_val));
+      nd.group = fab_trace_group_find(t, pg->string_val);
       if (nd.group == FAB_TR_WORLD)
         return CFAIL("%s: node %" G_GUINT64_FORMAT ": process group '%s' is not in workload.groups", where, n->id,
                      pg->string_val);
     }
   }
-  if (n->name && n->name[0]) nd.name = g_intern_string(n->name);
+  if (n->name && n->name[0]) nd.name = g_string_chunk_insert_const(t->strs, n->name);
   char *w = g_strdup_printf("%s: node %" G_GUINT64_FORMAT, where, n->id);
-  nd.where = g_intern_string(w);
+  nd.where = g_string_chunk_insert(t->strs, w);
   g_free(w);
   uint64_t *deps = g_new(uint64_t, n->n_ctrl_deps + n->n_data_deps + 1);
   if (n->n_data_deps) memcpy(deps, n->data_deps, n->n_data_deps * sizeof *deps); /* (NULL when none) */
   uint32_t nd_ = (uint32_t)n->n_data_deps;
+  *ndata = nd_;
   for (size_t k = 0; k < n->n_ctrl_deps; k++) { /* the same node as both kinds counts once */
     bool dup = false;
     for (size_t m = 0; m < n->n_data_deps && !dup; m++) dup = n->data_deps[m] == n->ctrl_deps[k];
-    if (!dup) deps[nd_++] = n->ctrl_deps[k];
+    if (!dup && ctrl_wait) deps[nd_++] = n->ctrl_deps[k];
+    else if (!dup) t->ctrl_ignored++;
   }
   fab_trace_add(t, &nd, deps, nd_);
   g_free(deps);
   return TRUE;
 }
 
-static gboolean read_rank(FabTrace *t, uint32_t rank, const char *path, uint64_t missing, GError **err) {
+/* A ctrl_dep that names a node not in the rank's file is dropped: in what
+** Chakra's PyTorch converter writes, ctrl_deps is the op's caller (its
+** parent in the host trace, which encloses it in time and is often not
+** kept, such as the thread's root), and the order to run in is in
+** data_deps; a missing data_dep stays an error (fab_trace_build). Nodes
+** first.. of t are the rank's; ndata[i] their data deps. */
+static void drop_absent_callers(FabTrace *t, guint first, const GArray *ndata) {
+  GHashTable *ids = g_hash_table_new(g_int64_hash, g_int64_equal);
+  for (guint i = first; i < t->nodes->len; i++) g_hash_table_add(ids, &g_array_index(t->nodes, FabTrNode, i).id);
+  for (guint i = first; i < t->nodes->len; i++) {
+    FabTrNode *n = &g_array_index(t->nodes, FabTrNode, i);
+    uint64_t *dep = &g_array_index(t->deps, uint64_t, n->dep0);
+    uint32_t keep = g_array_index(ndata, uint32_t, i - first);
+    for (uint32_t k = keep; k < n->ndeps; k++) {
+      if (g_hash_table_contains(ids, &dep[k])) dep[keep++] = dep[k];
+      else t->ctrl_ignored++;
+    }
+    n->ndeps = keep;
+  }
+  g_hash_table_destroy(ids);
+}
+
+static gboolean read_rank(FabTrace *t, uint32_t rank, const char *path, uint64_t missing, bool ctrl_wait,
+                          GError **err) {
   gchar *buf = NULL;
   gsize len = 0;
   GError *e = NULL;
@@ -176,6 +211,8 @@ static gboolean read_rank(FabTrace *t, uint32_t rank, const char *path, uint64_t
   }
   const uint8_t *p = (const uint8_t *)buf, *end = p + len;
   gboolean ok = TRUE;
+  guint first = t->nodes->len;
+  GArray *ndata = g_array_new(FALSE, FALSE, sizeof(uint32_t)); /* each node's data deps (its first ones) */
   uint64_t last = 0, count = 0;
   for (bool meta = true; ok && p < end; meta = false) {
     uint64_t n;
@@ -196,7 +233,9 @@ static gboolean read_rank(FabTrace *t, uint32_t rank, const char *path, uint64_t
         ok = CFAIL("%s: byte %zu: a node message that does not decode (after node %" G_GUINT64_FORMAT ")", path, at,
                    last);
       } else {
-        ok = add_node(t, rank, nd, path, missing, err);
+        uint32_t k = 0;
+        ok = add_node(t, rank, nd, path, missing, ctrl_wait, &k, err);
+        g_array_append_val(ndata, k);
         last = nd->id;
         count++;
         fabsim_chakra__et_node__free_unpacked(nd, NULL);
@@ -205,14 +244,16 @@ static gboolean read_rank(FabTrace *t, uint32_t rank, const char *path, uint64_t
     p += n;
   }
   if (ok && !count) ok = CFAIL("%s: rank %u's trace has no nodes", path, rank);
+  if (ok && ctrl_wait) drop_absent_callers(t, first, ndata);
+  g_array_free(ndata, TRUE);
   g_free(buf);
   return ok;
 }
 
-gboolean fab_trace_read_chakra(FabTrace *t, const char *fmt, uint64_t missing_size, GError **err) {
+gboolean fab_trace_read_chakra(FabTrace *t, const char *fmt, uint64_t missing_size, bool ctrl_wait, GError **err) {
   for (uint32_t r = 0; r < t->nranks; r++) {
     char *path = g_strdup_printf(fmt, (int)r);
-    gboolean ok = read_rank(t, r, path, missing_size, err);
+    gboolean ok = read_rank(t, r, path, missing_size, ctrl_wait, err);
     g_free(path);
     if (!ok) return FALSE;
   }
@@ -221,7 +262,7 @@ gboolean fab_trace_read_chakra(FabTrace *t, const char *fmt, uint64_t missing_si
 
 #else
 
-gboolean fab_trace_read_chakra(FabTrace *t, const char *fmt, uint64_t missing_size, GError **err) {
+gboolean fab_trace_read_chakra(FabTrace *t, const char *fmt, uint64_t missing_size, bool ctrl_wait, GError **err) {
   g_set_error(err, FAB_CFG_ERROR, FAB_CFG_ERROR_VALUE, "this fabsim was built without protobuf-c (Debian: "
               "libprotobuf-c-dev and protobuf-c-compiler; tools/setup installs them): it cannot read Chakra traces");
   return FALSE;

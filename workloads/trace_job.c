@@ -15,9 +15,11 @@ const FabCfgKey fab_trace_text_schema[] = {
   FAB_CFG_SPLICE_OF(fab_job_prefix), K("file", FAB_CFG_STRING, file, .required = true), SHARED_ROWS,
   FAB_CFG_END_ROW,
 };
+static const char *const ctrl_dep_modes[] = {"ignore", "wait", NULL};
 const FabCfgKey fab_trace_chakra_schema[] = {
   FAB_CFG_SPLICE_OF(fab_job_prefix), K("traces", FAB_CFG_STRING, traces, .required = true), SHARED_ROWS,
   K("missing_size", FAB_CFG_SIZE, missing_size, .def = "0", .max = 0x1p50),
+  K("ctrl_deps", FAB_CFG_ENUM, ctrl_deps, .def = "ignore", .choices = ctrl_dep_modes),
   FAB_CFG_END_ROW,
 };
 
@@ -100,7 +102,7 @@ static gboolean mark_dp(FabTrace *t, const FabCfgNode *seq, GError **err) {
   for (size_t i = 0; seq && i < fab_cfg_len(seq); i++) {
     const FabCfgNode *it = fab_cfg_at(seq, i);
     const char *name = fab_cfg_kind(it) == FAB_CFG_NODE_SCALAR ? fab_cfg_scalar(it) : NULL;
-    uint32_t g = name ? fab_trace_group_find(t, g_intern_string(name)) : FAB_TR_WORLD;
+    uint32_t g = name ? fab_trace_group_find(t, name) : FAB_TR_WORLD;
     if (g == FAB_TR_WORLD) return fab_cfg_fail(it, err, "no group named '%s' in workload.groups or the trace", name ? name : "?");
     g_array_index(t->groups, FabTrGroup, g).dp = true;
   }
@@ -199,7 +201,7 @@ static gboolean read_scaled(FabTrace *t, const FabTraceIn *in, bool chakra, cons
       if (sc->groups && sc->dp % d == 0 && n % (sc->dp / d) == 0) t->nranks = n / (uint32_t)(sc->dp / d);
       if (!(*factor = scale_factor(t, in->scale, sc->dp, n, rec, err))) return FALSE;
     }
-    if (!fab_trace_read_chakra(t, path, in->missing_size, &e)) return located(fk, err, e);
+    if (!fab_trace_read_chakra(t, path, in->missing_size, in->ctrl_deps == 1, &e)) return located(fk, err, e);
     return TRUE;
   }
   if (!fab_trace_read_text(t, path, &e)) return located(fk, err, e); /* ranks checked against the job's */
@@ -236,8 +238,8 @@ gboolean fab_trace_job(const FabTraceIn *in, const FabCfgNode *wl, bool chakra, 
   char *path = fab_cfg_file_near(fk, name);
   uint32_t factor = 1, rec = 0;
   gboolean ok = read_groups(t, in->groups, err) && read_scaled(t, in, chakra, path, fk, &sc, n, &factor, &rec, err);
+  if (ok) fab_trace_scale_dp(t, factor); /* (a one-rank trace is fine when scaled: rank 0's of a dp job) */
   if (ok && t->nranks < 2) ok = fab_cfg_fail(fk, err, "a trace needs at least 2 ranks (this one has %u)", t->nranks);
-  if (ok) fab_trace_scale_dp(t, factor);
   if (ok) { /* what explain says of the job */
     uint32_t k[4] = {0};
     for (guint i = 0; i < t->nodes->len; i++) k[g_array_index(t->nodes, FabTrNode, i).kind]++;
@@ -247,6 +249,14 @@ gboolean fab_trace_job(const FabTraceIn *in, const FabCfgNode *wl, bool chakra, 
                              g_array_index(t->groups, FabTrGroup, i).dp ? " (dp)" : "");
     char *sc_note = in->scale ? g_strdup_printf("; recorded at data-parallel degree %u, replayed at %" G_GUINT64_FORMAT
                                                 " (x%u)", rec, sc.dp, factor) : g_strdup("");
+    if (t->ctrl_ignored) {
+      char *x = g_strdup_printf(in->ctrl_deps ? "%s; %" G_GUINT64_FORMAT " ctrl_deps name nodes not in their file "
+                                "(callers a converter dropped): not waited for" : "%s; %" G_GUINT64_FORMAT " ctrl_deps "
+                                "not waited for (workload.ctrl_deps: ignore: the order is in data_deps)", sc_note,
+                                t->ctrl_ignored);
+      g_free(sc_note);
+      sc_note = x;
+    }
     g_free(g_array_index(d->jobs, FabJobDef, job).note);
     g_array_index(d->jobs, FabJobDef, job).note =
       g_strdup_printf("%s trace %s: %u nodes (%u compute, %u collective, %u send, %u receive), groups: %s%s",

@@ -95,7 +95,7 @@ static uint32_t *parse_ranks(const Line *l, uint32_t k, uint32_t nranks, uint32_
 
 static gboolean read_group_line(FabTrace *t, const Line *l, GError **err) {
   if (l->nf != 3) return lfail(l, MIN(l->nf, 3u), "group", err, "expected: group NAME RANKS");
-  if (fab_trace_group_find(t, g_intern_string(l->f[1])) != FAB_TR_WORLD)
+  if (fab_trace_group_find(t, l->f[1]) != FAB_TR_WORLD)
     return lfail(l, 1, "group", err, "a second group named '%s'", l->f[1]);
   if (g_str_equal(l->f[1], "world") || g_str_equal(l->f[1], "-") || g_ascii_isdigit(l->f[1][0]))
     return lfail(l, 1, "group", err, "'%s' cannot name a group (it reads as ranks or as every rank)", l->f[1]);
@@ -113,7 +113,7 @@ static gboolean read_group_field(FabTrace *t, const Line *l, uint32_t *g, GError
     *g = FAB_TR_WORLD;
     return TRUE;
   }
-  *g = fab_trace_group_find(t, g_intern_string(s));
+  *g = fab_trace_group_find(t, s);
   if (*g != FAB_TR_WORLD) return TRUE;
   if (!g_ascii_isdigit(s[0]))
     return lfail(l, 4, "group", err, "no group named '%s' (define it with a `group` line or in workload.groups)", s);
@@ -152,14 +152,14 @@ static gboolean read_size(FabTrNode *nd, const Line *l, GError **err) {
   return TRUE;
 }
 
-static gboolean read_options(FabTrNode *nd, const Line *l, GError **err) {
+static gboolean read_options(FabTrace *t, FabTrNode *nd, const Line *l, GError **err) {
   for (uint32_t k = 6; k < l->nf; k++) {
     const char *eq = strchr(l->f[k], '=');
     char *key = eq ? g_strndup(l->f[k], (size_t)(eq - l->f[k])) : g_strdup(l->f[k]);
     uint64_t v = 0;
     gboolean ok = eq != NULL;
     if (!ok) ok = lfail(l, k, key, err, "expected KEY=VALUE (name, tag or root)");
-    else if (g_str_equal(key, "name")) nd->name = g_intern_string(eq + 1);
+    else if (g_str_equal(key, "name")) nd->name = g_string_chunk_insert_const(t->strs, eq + 1);
     else if (g_str_equal(key, "tag") || g_str_equal(key, "root")) {
       if (!parse_u64(eq + 1, &v) || (key[0] == 'r' && v > UINT32_MAX))
         ok = lfail(l, k, key, err, "'%s' is not a number", eq + 1);
@@ -221,9 +221,9 @@ static gboolean read_op_line(FabTrace *t, const Line *l, GArray *deps, GError **
     g_strfreev(ids);
     if (!ok) return FALSE;
   }
-  if (!read_options(&nd, l, err)) return FALSE;
+  if (!read_options(t, &nd, l, err)) return FALSE;
   char *where = g_strdup_printf("%s:%u", l->file, l->no);
-  nd.where = g_intern_string(where);
+  nd.where = g_string_chunk_insert(t->strs, where);
   g_free(where);
   fab_trace_add(t, &nd, (const uint64_t *)(void *)deps->data, deps->len);
   return TRUE;
