@@ -1,8 +1,8 @@
 /* Fuzz target: a trace, as `workload: {kind: text}` or `{kind: chakra}`
 ** reads it (workloads/trace_text.c, trace_chakra.c) and builds it into the
 ** operation DAG (workloads/trace.c). The first byte picks the reader: 'c'
-** Chakra (the rest is every rank's file, byte for byte), anything else the
-** text format (the rest is the file). The trace runs on 4 hosts of one
+** Chakra (the rest is every rank's file, byte for byte), 'C' the same with
+** `ctrl_deps: wait`, anything else the text format (the rest is the file). The trace runs on 4 hosts of one
 ** switch with the groups pair {0, 1} and quad {0..3}; it is written to a
 ** scratch directory made once per process, then loaded and explained.
 **
@@ -44,7 +44,7 @@ static void put(const char *path, const uint8_t *data, size_t size) {
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
-  bool chakra = size && data[0] == 'c';
+  bool chakra = size && (data[0] == 'c' || data[0] == 'C'), wait = chakra && data[0] == 'C';
   const uint8_t *body = size ? data + 1 : data;
   size_t n = size ? size - 1 : 0;
   char *file;
@@ -54,7 +54,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
       put(p, body, n);
       g_free(p);
     }
-    file = g_strdup_printf("kind: chakra, traces: '%s/rank.%%d.et', missing_size: 4KiB", scratch());
+    file = g_strdup_printf("kind: chakra, traces: '%s/rank.%%d.et', missing_size: 4KiB, ctrl_deps: %s", scratch(),
+                           wait ? "wait" : "ignore");
   } else {
     char *p = g_strdup_printf("%s/t.txt", scratch());
     put(p, body, n);
