@@ -188,8 +188,9 @@ static void drop_absent_callers(FabTrace *t, guint first, const GArray *ndata) {
   for (guint i = first; i < t->nodes->len; i++) g_hash_table_add(ids, &g_array_index(t->nodes, FabTrNode, i).id);
   for (guint i = first; i < t->nodes->len; i++) {
     FabTrNode *n = &g_array_index(t->nodes, FabTrNode, i);
-    uint64_t *dep = &g_array_index(t->deps, uint64_t, n->dep0);
     uint32_t keep = g_array_index(ndata, uint32_t, i - first);
+    if (keep == n->ndeps) continue; /* no ctrl_deps (and perhaps no dependencies at all: deps may be empty) */
+    uint64_t *dep = &g_array_index(t->deps, uint64_t, n->dep0);
     for (uint32_t k = keep; k < n->ndeps; k++) {
       if (g_hash_table_contains(ids, &dep[k])) dep[keep++] = dep[k];
       else t->ctrl_ignored++;
