@@ -10,13 +10,14 @@
 #include "mpi_net.h"
 #include "tools/libfabsim/driver.h"
 #include "tools/libfabsim/h5out.h"
+#include "tools/libfabsim/perfetto.h"
 #include "topologies/failures.h"
 #include "tools/libfabsim/json.h"
 #include "tools/libfabsim/partition.h"
 #include "tools/libfabsim/report.h"
 #include "tools/libfabsim/scenario.h"
 
-enum { RUN_JSON, RUN_HDF5, RUN_NO_PROGRESS, RUN_EXPLAIN, RUN_MAX_MEMORY, RUN_PARTITION, RUN_THREADS };
+enum { RUN_JSON, RUN_HDF5, RUN_NO_PROGRESS, RUN_EXPLAIN, RUN_MAX_MEMORY, RUN_PARTITION, RUN_THREADS, RUN_PERFETTO };
 
 #define MAX_MEMORY_OPT                                                                                             \
   {"--max-memory", 0, FAB_OPT_VALUE, RUN_MAX_MEMORY, "SIZE", "a size such as 8GiB", 0, 0,                           \
@@ -27,6 +28,8 @@ static const FabOpt run_opts[] = {
   {"--set", 0, FAB_OPT_SET, 0, "KEY=VALUE", "KEY=VALUE", 0, 0, "override a scenario key, e.g. --set fabric.switch.buffer=32MiB"},
   {"--seed", 0, FAB_OPT_SEED, 0, "N", "a number", 0, 0, "the same as --set seed=N"},
   {"--hdf5", 0, FAB_OPT_VALUE, RUN_HDF5, "PATH", "a path", 0, 0, "write the HDF5 results to PATH (overrides output.hdf5)"},
+  {"--perfetto", 0, FAB_OPT_VALUE, RUN_PERFETTO, "PATH", "a path", 0, 0,
+   "write the timeline to PATH as a Perfetto / Chrome trace (JSON; overrides output.perfetto)"},
   {"--no-progress", 0, FAB_OPT_FLAG, RUN_NO_PROGRESS, NULL, NULL, 0, 0,
    "no progress line on stderr (it is shown only on a terminal)"},
   {"--threads", 0, FAB_OPT_UINT, RUN_THREADS, "N", "a number of threads from 1 to 255", 1, 255,
@@ -84,16 +87,23 @@ static FabScenario *load(const char *path, const FabArgs *a) {
   return sc;
 }
 
-/* Whether the HDF5 target can be written, before anything runs; else the
-** message (at output.hdf5's place in the scenario, or at --hdf5) and FALSE. */
-static gboolean check_hdf5(const FabScenario *sc, const FabArgs *a) {
+/* Whether the output files (HDF5, Perfetto trace) can be written, before
+** anything runs; else the message (at output.KEY's place in the scenario,
+** or at --KEY) and FALSE. */
+static gboolean check_out(const FabScenario *sc, const FabArgs *a, const char *key, const char *path, int slot,
+                          const char *what) {
   GError *err = NULL;
-  if (!sc->hdf5 || fab_h5_check_target(sc->hdf5, &err)) return TRUE;
-  const FabCfgNode *at = fab_cfg_get(fab_cfg_get(fab_cfg_root(sc->cfg), "output"), "hdf5");
-  if (a->value[RUN_HDF5] || !at) fprintf(stderr, "fabsim: --hdf5: %s\n", err->message);
-  else fprintf(stderr, "fabsim: %s: output.hdf5: %s\n", fab_cfg_where(at), err->message);
+  if (!path || fab_out_check_target(path, what, &err)) return TRUE;
+  const FabCfgNode *at = fab_cfg_get(fab_cfg_get(fab_cfg_root(sc->cfg), "output"), key);
+  if (a->value[slot] || !at) fprintf(stderr, "fabsim: --%s: %s\n", key, err->message);
+  else fprintf(stderr, "fabsim: %s: output.%s: %s\n", fab_cfg_where(at), key, err->message);
   g_error_free(err);
   return FALSE;
+}
+
+static gboolean check_outputs(const FabScenario *sc, const FabArgs *a) {
+  return check_out(sc, a, "hdf5", sc->hdf5, RUN_HDF5, "HDF5 results") &&
+         check_out(sc, a, "perfetto", sc->perfetto, RUN_PERFETTO, "the Perfetto trace");
 }
 
 /* Write what `run` prints and stores; the exit status. A failed run writes
@@ -102,6 +112,14 @@ static int outputs(const FabScenario *sc, const FabArgs *a, const FabResults *re
   if (sc->hdf5 && rc == 0) {
     GError *err = NULL;
     if (!fab_h5_write(res, sc->hdf5, &err)) {
+      fprintf(stderr, "fabsim: %s\n", err->message);
+      g_error_free(err);
+      return EXIT_FAILED;
+    }
+  }
+  if (sc->perfetto && rc == 0) {
+    GError *err = NULL;
+    if (!fab_perfetto_write(res, sc->perfetto, &err)) {
       fprintf(stderr, "fabsim: %s\n", err->message);
       g_error_free(err);
       return EXIT_FAILED;
@@ -177,7 +195,8 @@ static int cmd_run(int argc, char **argv) {
       rc = EXIT_USAGE;
     } else {
       if (a.value[RUN_HDF5]) sc->hdf5 = a.value[RUN_HDF5];
-      if (!check_hdf5(sc, &a)) {
+      if (a.value[RUN_PERFETTO]) sc->perfetto = a.value[RUN_PERFETTO];
+      if (!check_outputs(sc, &a)) {
         fab_scenario_free(sc);
         fab_args_clear(&a);
         if (mpi) fab_mpi_end();
@@ -232,7 +251,7 @@ static int cmd_validate(int argc, char **argv) {
   if (rc < 0 && !take_max_memory(&validate_cmd, &a)) rc = EXIT_USAGE;
   if (rc < 0) {
     FabScenario *sc = load(fab_args_pos(&a, 0), &a);
-    if (sc && !check_hdf5(sc, &a)) { /* as run would find it */
+    if (sc && !check_outputs(sc, &a)) { /* as run would find it */
       fab_scenario_free(sc);
       sc = NULL;
     }

@@ -311,29 +311,29 @@ out:
 
 /* A regular file or nothing at `path` (never a device, FIFO, socket,
 ** directory or symbolic link); FALSE + err otherwise. */
-static gboolean check_kind(const char *path, GError **err) {
+gboolean fab_out_check_kind(const char *path, const char *what, GError **err) {
   struct stat st;
   if (!*path) {
-    g_set_error(err, FAB_H5_ERROR, H5OUT_ERROR_IO, "an empty path for the HDF5 results");
+    g_set_error(err, FAB_H5_ERROR, H5OUT_ERROR_IO, "an empty path for the %s", what);
     return FALSE;
   }
   if (lstat(path, &st) == 0) {
     if (!S_ISREG(st.st_mode)) {
-      const char *what = S_ISLNK(st.st_mode) ? "a symbolic link" : S_ISDIR(st.st_mode) ? "a directory"
+      const char *kind = S_ISLNK(st.st_mode) ? "a symbolic link" : S_ISDIR(st.st_mode) ? "a directory"
                          : S_ISFIFO(st.st_mode) ? "a FIFO" : S_ISSOCK(st.st_mode) ? "a socket" : "a device";
       g_set_error(err, FAB_H5_ERROR, H5OUT_ERROR_IO,
-                  "%s: cannot write HDF5 results: it is %s (only a regular file is ever replaced)", path, what);
+                  "%s: cannot write %s: it is %s (only a regular file is ever replaced)", path, what, kind);
       return FALSE;
     }
   } else if (errno != ENOENT) {
-    g_set_error(err, FAB_H5_ERROR, H5OUT_ERROR_IO, "%s: cannot write HDF5 results: %s", path, g_strerror(errno));
+    g_set_error(err, FAB_H5_ERROR, H5OUT_ERROR_IO, "%s: cannot write %s: %s", path, what, g_strerror(errno));
     return FALSE;
   }
   return TRUE;
 }
 
-gboolean fab_h5_check_target(const char *path, GError **err) {
-  if (!check_kind(path, err)) return FALSE;
+gboolean fab_out_check_target(const char *path, const char *what, GError **err) {
+  if (!fab_out_check_kind(path, what, err)) return FALSE;
   struct stat st;
   char *dir = g_path_get_dirname(path); /* the nearest ancestor that exists */
   while (stat(dir, &st) != 0 && errno == ENOENT && strcmp(dir, "/") && strcmp(dir, ".")) {
@@ -343,16 +343,14 @@ gboolean fab_h5_check_target(const char *path, GError **err) {
   }
   gboolean ok = FALSE;
   if (stat(dir, &st) != 0)
-    g_set_error(err, FAB_H5_ERROR, H5OUT_ERROR_IO, "%s: cannot write HDF5 results: %s: %s", path, dir,
-                g_strerror(errno));
+    g_set_error(err, FAB_H5_ERROR, H5OUT_ERROR_IO, "%s: cannot write %s: %s: %s", path, what, dir, g_strerror(errno));
   else if (!S_ISDIR(st.st_mode))
-    g_set_error(err, FAB_H5_ERROR, H5OUT_ERROR_IO, "%s: cannot write HDF5 results: %s is not a directory", path,
-                dir);
+    g_set_error(err, FAB_H5_ERROR, H5OUT_ERROR_IO, "%s: cannot write %s: %s is not a directory", path, what, dir);
   else { /* access() says yes to root on a read-only or special filesystem: try a file there */
     char *probe = g_build_filename(dir, ".fabsim-probe-XXXXXX", NULL);
     int fd = access(dir, W_OK | X_OK) == 0 ? g_mkstemp(probe) : -1;
     if (fd < 0) {
-      g_set_error(err, FAB_H5_ERROR, H5OUT_ERROR_IO, "%s: cannot write HDF5 results: directory %s: %s", path, dir,
+      g_set_error(err, FAB_H5_ERROR, H5OUT_ERROR_IO, "%s: cannot write %s: directory %s: %s", path, what, dir,
                   g_strerror(errno));
     } else {
       close(fd);
@@ -364,6 +362,8 @@ gboolean fab_h5_check_target(const char *path, GError **err) {
   g_free(dir);
   return ok;
 }
+
+gboolean fab_h5_check_target(const char *path, GError **err) { return fab_out_check_target(path, "HDF5 results", err); }
 
 /* Write `r` to `path` through "PATH.tmp.PID" and rename(). Creates the parent
 ** directory. HDF5's automatic error printing is off during the call. Cost:
@@ -378,7 +378,7 @@ gboolean fab_h5_write(const FabResults *r, const char *path, GError **err) {
                                                (r->queues.t && r->queues.depth))),
                        FALSE);
 
-  if (!check_kind(path, err)) return FALSE; /* again: the path may have changed during the run */
+  if (!fab_out_check_kind(path, "HDF5 results", err)) return FALSE; /* again: the path may have changed */
   char *dir = g_path_get_dirname(path);
   if (g_mkdir_with_parents(dir, 0777) != 0) {
     int e = errno;

@@ -28,6 +28,10 @@
 ** never replaced), and its nearest existing ancestor is a directory this
 ** process can write. Creates nothing. FALSE + err (FAB_H5_ERROR) naming why. */
 gboolean fab_h5_check_target(const char *path, GError **err);
+/* The same for any output file; `what` names it in the message ("HDF5
+** results"). And the first half alone: `path` is a regular file or nothing. */
+gboolean fab_out_check_target(const char *path, const char *what, GError **err);
+gboolean fab_out_check_kind(const char *path, const char *what, GError **err);
 
 /* Write `r` to `path` (fab_h5_check_target first). FALSE + err (domain FAB_H5_ERROR) on failure, in which
 ** case no file exists at `path` and the temporary is removed. */

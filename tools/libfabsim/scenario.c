@@ -26,12 +26,14 @@ static const FabCfgKey top_schema[] = {
 
 typedef struct OutputIn {
   const char *hdf5;
+  const char *perfetto;
   uint64_t sample_interval;
   const FabCfgNode *plots; /* in the contract, not built: refused as such */
 } OutputIn;
 
 static const FabCfgKey output_schema[] = {
   FAB_CFG_KEY("hdf5", FAB_CFG_STRING, OutputIn, hdf5),
+  FAB_CFG_KEY("perfetto", FAB_CFG_STRING, OutputIn, perfetto),
   FAB_CFG_KEY("sample_interval", FAB_CFG_TIME, OutputIn, sample_interval, .def = "10us", .min = 1000, .max = 1e15),
   FAB_CFG_KEY("plots", FAB_CFG_NODE, OutputIn, plots),
   FAB_CFG_END_ROW,
@@ -303,6 +305,7 @@ FabScenario *fab_scenario_from_cfg(FabCfg *cfg, const char *default_name, GError
   sc->fabric.sw.seed = sc->fabric.nic.seed = top.seed;
   sc->stop_time = top.stop_time ? top.stop_time : FAB_TIME_MAX;
   sc->hdf5 = out.hdf5 && *out.hdf5 ? out.hdf5 : NULL;
+  sc->perfetto = out.perfetto && *out.perfetto ? out.perfetto : NULL;
   sc->sample_interval = out.sample_interval;
   sc->topology = fab_topology_describe(&sc->fabric.topo);
   return sc;

@@ -24,6 +24,7 @@ typedef struct FabScenario {
   FabFabricCfg fabric;      /* topology, switch and NIC settings */
   FabDag *dag;              /* the workload's operations (flows, compute, collectives, jobs) */
   const char *hdf5;         /* output.hdf5 or --hdf5, NULL: none */
+  const char *perfetto;     /* output.perfetto or --perfetto: the timeline as a Perfetto trace, NULL: none */
   fab_time_t sample_interval; /* ps, queue sampling for HDF5 */
   char *topology;           /* description */
   char *own_name;           /* the name when the YAML gives none */
