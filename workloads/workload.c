@@ -419,14 +419,15 @@ static Sweep *sweep_begin(FabDag *d, const FabCollEnv *env, const FabCollSpec *c
   GArray *defs = g_array_new(FALSE, FALSE, sizeof(FabCollDef));
   const double cap = unfold ? FAB_COLL_UNFOLD_MAX_OPS : FAB_DAG_MAX_OPS;
   double need = fab_dag_len(d);
-  for (uint32_t k = 0; k < nsizes; k++) {
+  gboolean ok = TRUE;
+  for (uint32_t k = 0; ok && k < nsizes; k++) {
     GError *e = NULL;
     uint32_t ops0 = fab_dag_len(d), deps0 = fab_dag_deps_len(d), colls0 = d->colls->len, groups0 = d->groups;
     s->c.bytes = bytes[k];
     s->c.tag = "nccl-tests";
     FabCollGen *g = fab_coll_begin(d, &s->env, &s->c, s->prev, unfold, &e);
     if (!g) {
-      fab_cfg_fail(coll_at(wl), err, "%s", e->message);
+      ok = fab_cfg_fail(coll_at(wl), err, "%s", e->message);
       g_error_free(e);
       break;
     }
@@ -436,14 +437,12 @@ static Sweep *sweep_begin(FabDag *d, const FabCollEnv *env, const FabCollSpec *c
     fab_dag_truncate(d, ops0, deps0);
     g_array_set_size(d->colls, colls0);
     d->groups = groups0;
-    if (need > cap) {
-      fab_cfg_fail(wl, err, "the sweep needs more than %.0f operations (%.0f by the end of %" G_GUINT64_FORMAT " B)%s: "
-                   "fewer sizes, iters or warmup, or a larger chunk", cap, need, bytes[k],
-                   unfold ? ", more than a run can number even made as it goes" : "");
-      break;
-    }
+    if (need > cap) /* (also at the last size: then every size was begun, and only this says no) */
+      ok = fab_cfg_fail(wl, err, "the sweep needs more than %.0f operations (%.0f by the end of %" G_GUINT64_FORMAT
+                        " B)%s: fewer sizes, iters or warmup, or a larger chunk", cap, need, bytes[k],
+                        unfold ? ", more than a run can number even made as it goes" : "");
   }
-  if (defs->len < nsizes) {
+  if (!ok) {
     g_array_free(defs, TRUE);
     sweep_free(s);
     return NULL;
