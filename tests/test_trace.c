@@ -527,8 +527,24 @@ Test(trace, chakra_missing_size_rule) {
   g_free(y), g_free(wl), g_free(pat);
 }
 
-/* The collective's start (its first member entering) in a run's JSON, in us. */
-static double coll_start_us(const FabResults *r, const char *op) { return (double)coll(r, op)->start / US; }
+/* The Chakra job of files `pat` (and `more` keys) on n hosts is refused with `what`. */
+static void expect_wl_error(uint32_t n, const char *pat, const char *more, const char *what) {
+  char *wl = g_strdup_printf("kind: chakra, traces: '%s'%s", pat, more);
+  char *y = scen(n, wl);
+  GError *err = NULL;
+  cr_assert_null(fab_scenario_load_string(y, "test.yaml", NULL, NULL, &err), "loaded, expected \"%s\"", what);
+  cr_assert(strstr(err->message, what), "%s\nexpected: %s", err->message, what);
+  g_error_free(err);
+  g_free(y), g_free(wl);
+}
+
+/* Run sc (and free it): its allreduce starts (its first member enters) at `us`. */
+static void expect_allreduce_at(FabScenario *sc, double us, const char *what) {
+  FabResults res = {0};
+  testscen_run(sc, &res);
+  cr_assert_float_eq((double)coll(&res, "allreduce")->start / US, us, 1e-9, "%s", what);
+  testscen_done(sc, &res);
+}
 
 /* How a trace from Chakra's PyTorch converter looks: each c10d op is a host
 ** op (COMM_COLL_NODE with is_cpu_op, no comm_type or size) that launches the
@@ -549,18 +565,10 @@ Test(trace, chakra_pytorch_shape) {
   char *y = scen(2, wl);
   FabScenario *sc = testscen_load(y, NULL);
   cr_assert_eq(sc->dag->colls->len, 1);
-  FabResults res = {0};
-  testscen_run(sc, &res);
-  cr_assert_float_eq(coll_start_us(&res, "allreduce"), 10.0, 1e-9);
-  testscen_done(sc, &res);
+  expect_allreduce_at(sc, 10.0, "");
   /* waiting for ctrl_deps too: the host op waits for itself, a cycle */
-  char *wl2 = g_strdup_printf("kind: chakra, traces: '%s', ctrl_deps: wait", pat);
-  char *y2 = scen(2, wl2);
-  GError *err = NULL;
-  cr_assert_null(fab_scenario_load_string(y2, "test.yaml", NULL, NULL, &err));
-  cr_assert(strstr(err->message, "a dependency cycle in rank 0's trace: node 2 -> 2"), "%s", err->message);
-  g_error_free(err);
-  g_free(y), g_free(wl), g_free(y2), g_free(wl2), g_free(pat);
+  expect_wl_error(2, pat, ", ctrl_deps: wait", "a dependency cycle in rank 0's trace: node 2 -> 2");
+  g_free(y), g_free(wl), g_free(pat);
 }
 
 /* ctrl_deps: wait orders by ctrl_deps too (a ctrl_dep naming a node not in
@@ -579,10 +587,7 @@ Test(trace, chakra_ctrl_deps_wait) {
     char *wl = g_strdup_printf("kind: chakra, traces: '%s'%s", pat, mode[m]);
     char *y = scen(2, wl);
     FabScenario *sc = testscen_load(y, NULL);
-    FabResults res = {0};
-    testscen_run(sc, &res);
-    cr_assert_float_eq(coll_start_us(&res, "allreduce"), start[m], 1e-9, "%s", mode[m]);
-    testscen_done(sc, &res);
+    expect_allreduce_at(sc, start[m], mode[m]);
     g_free(y), g_free(wl);
   }
   g_free(pat);
@@ -612,17 +617,9 @@ Test(trace, chakra_scale_one_rank) {
       cr_assert_eq(fab_dag_op(sc->dag, fab_dag_dep(sc->dag, o, k) & ~FAB_DEP_SENT)->src, o->src);
   }
   cr_assert_eq(computes, 12);
-  FabResults res = {0};
-  testscen_run(sc, &res);
-  cr_assert_float_eq(coll_start_us(&res, "allreduce"), 12.0, 1e-9);
-  testscen_done(sc, &res);
+  expect_allreduce_at(sc, 12.0, "");
   /* without scale, every rank needs its file */
-  char *wl2 = g_strdup_printf("kind: chakra, traces: '%s'", pat);
-  char *y2 = scen(4, wl2);
-  GError *err = NULL;
-  cr_assert_null(fab_scenario_load_string(y2, "test.yaml", NULL, NULL, &err));
-  cr_assert(strstr(err->message, "rank.1.et: cannot read rank 1's trace"), "%s", err->message);
-  g_error_free(err);
-  g_free(y), g_free(wl), g_free(y2), g_free(wl2), g_free(pat);
+  expect_wl_error(4, pat, "", "rank.1.et: cannot read rank 1's trace");
+  g_free(y), g_free(wl), g_free(pat);
 }
 #endif

@@ -108,23 +108,18 @@ static gboolean check_outputs(const FabScenario *sc, const FabArgs *a) {
 
 /* Write what `run` prints and stores; the exit status. A failed run writes
 ** no file. */
+static gboolean write_file(gboolean (*write)(const FabResults *, const char *, GError **), const FabResults *res,
+                           const char *path) {
+  GError *err = NULL;
+  if (!path || write(res, path, &err)) return TRUE;
+  fprintf(stderr, "fabsim: %s\n", err->message);
+  g_error_free(err);
+  return FALSE;
+}
+
 static int outputs(const FabScenario *sc, const FabArgs *a, const FabResults *res, int rc) {
-  if (sc->hdf5 && rc == 0) {
-    GError *err = NULL;
-    if (!fab_h5_write(res, sc->hdf5, &err)) {
-      fprintf(stderr, "fabsim: %s\n", err->message);
-      g_error_free(err);
-      return EXIT_FAILED;
-    }
-  }
-  if (sc->perfetto && rc == 0) {
-    GError *err = NULL;
-    if (!fab_perfetto_write(res, sc->perfetto, &err)) {
-      fprintf(stderr, "fabsim: %s\n", err->message);
-      g_error_free(err);
-      return EXIT_FAILED;
-    }
-  }
+  if (rc == 0 && !(write_file(fab_h5_write, res, sc->hdf5) && write_file(fab_perfetto_write, res, sc->perfetto)))
+    return EXIT_FAILED;
   if (a->flag[RUN_JSON]) {
     char *js = fab_json_summary(res);
     fputs(js, stdout);
