@@ -173,6 +173,41 @@ Test(training, compute_durations_by_hand) {
   done(&g);
 }
 
+/* Grouped-query attention: TINY with 8 query heads and 2 K/V heads. K and
+** V are 2/8 of Q's size, so the attention holds (2 + 2 x 2/8) h^2 = 2.5 x
+** 4096 = 10240 parameters and a layer 10240 + 32768 = 43008; forward = 2 x
+** 128 x 43008 + 4 x 128^2 x 64 = 11010048 + 4194304 = 15204352 FLOPs =
+** 30408704 ps at 0.5 TFLOPS, backward twice that; the optimizer 2 x 43008 x
+** 28 B at 1 TB/s = 2408448 ps. */
+Test(training, grouped_query_attention_by_hand) {
+  Gen g = gen_ok("workload:\n  kind: training\n"
+                 "  model: {layers: 2, hidden: 64, ffn: 256, heads: 8, kv_heads: 2, seq: 128, global_batch: 1}\n"
+                 "  gpu: {memory_bandwidth: 1TB/s}\n", 1);
+  uint32_t c[16];
+  cr_assert_eq(computes_of(g.d, EP(0), c, 16), 5);
+  const fab_time_t dur[] = {30408704, 30408704, 60817408, 60817408, 2408448};
+  for (uint32_t i = 0; i < 5; i++)
+    cr_assert_eq(fab_dag_op(g.d, c[i])->dur, dur[i], "op %u: %llu ps, expected %llu", i,
+                 (unsigned long long)fab_dag_op(g.d, c[i])->dur, (unsigned long long)dur[i]);
+  done(&g);
+  /* kv_heads = heads is multi-head attention: TINY's times */
+  g = gen_ok("workload:\n  kind: training\n"
+             "  model: {layers: 2, hidden: 64, ffn: 256, heads: 8, kv_heads: 8, seq: 128, global_batch: 1}\n"
+             "  gpu: {memory_bandwidth: 1TB/s}\n", 1);
+  cr_assert_eq(computes_of(g.d, EP(0), c, 16), 5);
+  cr_assert_eq(fab_dag_op(g.d, c[0])->dur, 33554432);
+  done(&g);
+  expect_error("workload:\n  kind: training\n  model: {layers: 8, hidden: 64, kv_heads: 2, seq: 128, global_batch: 4}\n",
+               1, 1e12, "t.yaml:3:44: workload.model.kv_heads:", "kv_heads needs heads");
+  expect_error("workload:\n  kind: training\n"
+               "  model: {layers: 8, hidden: 64, heads: 8, kv_heads: 3, seq: 128, global_batch: 4}\n",
+               1, 1e12, "t.yaml:3:54: workload.model.kv_heads:", "3 kv_heads must divide heads (8)");
+  expect_error("workload:\n  kind: training\n"
+               "  model: {layers: 8, hidden: 64, heads: 8, kv_heads: 2, seq: 128, global_batch: 4}\n"
+               "  parallelism: {tp: 4}\n",
+               4, 1e12, "t.yaml:3:54: workload.model.kv_heads:", "be divisible by tp (4;");
+}
+
 Test(training, gpu_flops_from_yaml_and_from_the_cluster) {
   /* 989TFLOPS x 0.25 given in YAML overrides the cluster's 1 TFLOPS x 0.5 */
   Gen g = gen_ok(TINY "  steps: 1\n" "  parallelism: {dp: 1}\n", 1);

@@ -14,12 +14,13 @@
 
 typedef struct ModelIn {
   const FabCfgNode *params;
-  uint64_t layers, hidden, ffn, heads, seq, micro_batch, global_batch, experts, top_k, moe_every;
+  uint64_t layers, hidden, ffn, heads, kv_heads, seq, micro_batch, global_batch, experts, top_k, moe_every;
   int dtype;
 } ModelIn;
 
 typedef struct Shape {
   uint64_t layers, hidden, ffn;
+  double qkvo; /* the attention's weights (Q, K, V, O) in units of h^2: 4, or 2 + 2 kv_heads/heads (GQA) */
 } Shape;
 
 /* ---- the plan ------------------------------------------------------------- */

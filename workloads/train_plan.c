@@ -41,6 +41,7 @@ static const FabCfgKey model_schema[] = {
   FAB_CFG_KEY("hidden", FAB_CFG_UINT, ModelIn, hidden, .min = 1, .max = 1e7),
   FAB_CFG_KEY("ffn", FAB_CFG_UINT, ModelIn, ffn, .min = 1, .max = 1e8),
   FAB_CFG_KEY("heads", FAB_CFG_UINT, ModelIn, heads, .min = 1, .max = 1e6),
+  FAB_CFG_KEY("kv_heads", FAB_CFG_UINT, ModelIn, kv_heads, .min = 1, .max = 1e6),
   FAB_CFG_KEY("seq", FAB_CFG_UINT, ModelIn, seq, .required = true, .min = 1, .max = 1e8),
   FAB_CFG_KEY("micro_batch", FAB_CFG_UINT, ModelIn, micro_batch, .def = "1", .min = 1, .max = 1e6),
   FAB_CFG_KEY("global_batch", FAB_CFG_UINT, ModelIn, global_batch, .min = 1, .max = 1e9),
@@ -141,6 +142,7 @@ static uint64_t round_to(double x, uint64_t u) {
 
 static gboolean read_shape(const FabCfgNode *model, const ModelIn *mi, uint64_t unit, Shape *sh, GError **err) {
   sh->layers = mi->layers, sh->hidden = mi->hidden, sh->ffn = mi->ffn;
+  sh->qkvo = mi->kv_heads ? 2 + 2.0 * (double)mi->kv_heads / (double)mi->heads : 4; /* (kv_heads checked) */
   if (!mi->params) {
     if (!mi->layers || !mi->hidden) return fab_cfg_fail(model, err, "give params, or layers and hidden");
     if (!mi->ffn) sh->ffn = 4 * mi->hidden;
@@ -159,11 +161,11 @@ static gboolean read_shape(const FabCfgNode *model, const ModelIn *mi, uint64_t 
   if (!sh->layers) sh->layers = (uint64_t)llround(p / (12.0 * (double)sh->hidden * (double)sh->hidden));
   if (!mi->layers) sh->layers = round_to((double)sh->layers, unit);
   if (!sh->hidden) sh->hidden = round_to(sqrt(p / (12.0 * (double)sh->layers)), 128);
-  double h = (double)sh->hidden, f = (p / (double)sh->layers - 4 * h * h) / (2 * h);
+  double h = (double)sh->hidden, f = (p / (double)sh->layers - sh->qkvo * h * h) / (2 * h);
   if (f < 1)
     return fab_cfg_fail(mi->params, err, "%s parameters are too few for %" G_GUINT64_FORMAT " layers of hidden %"
                         G_GUINT64_FORMAT " (their attention alone holds %.4g)", fab_cfg_scalar(mi->params),
-                        sh->layers, sh->hidden, 4 * h * h * (double)sh->layers);
+                        sh->layers, sh->hidden, sh->qkvo * h * h * (double)sh->layers);
   sh->ffn = (uint64_t)llround(f);
   return TRUE;
 }
@@ -186,9 +188,9 @@ void fab_train__plan(Train *t, const ModelIn *mi, const Shape *sh, uint32_t G) {
         nmoe += mi->experts && layer % mi->moe_every == 0;
       }
       double ndense = G - nmoe;
-      double attn = G * (2 * tokens * 4 * h * h + 4 * b * s * s * h) / tp;
+      double attn = G * (2 * tokens * sh->qkvo * h * h + 4 * b * s * s * h) / tp;
       double mlp = 2 * tokens * 2 * h * f * (ndense + (double)nmoe * (double)mi->top_k) / tp;
-      double p_dense = (G * 4 * h * h + ndense * 2 * h * f) / tp, p_exp = nmoe * (double)mi->experts * 2 * h * f / tp;
+      double p_dense = (G * sh->qkvo * h * h + ndense * 2 * h * f) / tp, p_exp = nmoe * (double)mi->experts * 2 * h * f / tp;
       if (t->ep > 1) {
         bk->params[DENSE] = p_dense, bk->params[EXPERT] = p_exp / t->ep;
       } else {
@@ -291,6 +293,13 @@ gboolean fab_train__configure(Train *t, const FabTrainIn *inp, const FabCfgNode 
   t->zero = pi.zero == 4 ? 3 : (uint32_t)pi.zero;
   /* model */
   *G = (uint32_t)in.layer_group;
+  const FabCfgNode *kvn = fab_cfg_get(in.model, "kv_heads");
+  if (kvn && !mi->heads)
+    return fab_cfg_fail(kvn, err, "kv_heads needs heads (the query heads: K and V are kv_heads/heads of Q's size)");
+  if (kvn && (mi->heads % mi->kv_heads || mi->kv_heads % pi.tp))
+    return fab_cfg_fail(kvn, err, "%" G_GUINT64_FORMAT " kv_heads must divide heads (%" G_GUINT64_FORMAT ") and be "
+                        "divisible by tp (%u; K and V heads replicated over tensor-parallel ranks are not modelled)",
+                        mi->kv_heads, mi->heads, t->tp);
   if (!read_shape(in.model, mi, pi.pp * in.layer_group, sh, err)) return FALSE;
   if (sh->layers % pi.pp)
     return fab_cfg_fail(AT_KEY(in.model, "layers"), err, "%" G_GUINT64_FORMAT " layers cannot be split evenly "

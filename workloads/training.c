@@ -4,7 +4,9 @@
 ** Shape. h = hidden, f = ffn (default 4h), L = layers, s = seq, b =
 ** micro_batch, B = dtype bytes (bf16/fp16 2, fp32 4, fp8 1), E = experts,
 ** k = top_k. A dense layer holds 4h^2 (Q, K, V, O) + 2hf (the two MLP
-** matrices) parameters; biases, norms, the router and the embeddings are
+** matrices) parameters; with grouped-query attention (kv_heads < heads)
+** K and V are kv_heads/heads of Q's size, and every "4h^2" below is
+** (2 + 2 kv_heads/heads) h^2 (Shape.qkvo); biases, norms, the router and the embeddings are
 ** not modelled. Layer l (0-based) is an MoE layer when E > 0 and
 ** l % moe_every == 0 (Megatron's moe_layer_freq); it holds 4h^2 + E x 2hf.
 ** `params` (dense models only) fixes the total instead:
