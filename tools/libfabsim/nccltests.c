@@ -488,7 +488,7 @@ static gboolean parse_row(Parser *ps, char **tok, int n, const char *raw, unsign
   for (int i = 0, ti = 0; i < L->ncols; i++, ti++) {
     ColKind k = col_names[L->col[i]].kind;
     int g = L->group[i];
-    double v;
+    double v = NAN; /* (parse_value sets it when it succeeds: GCC cannot tell without LTO) */
     if (k <= COL_ROOT) {
       if (!parse_key(ps, k, ti, tok[ti], &r, ln)) return FALSE;
     } else if (k == COL_STAMP) {
