@@ -15,11 +15,10 @@ typedef struct Slot {
   uint32_t job, rank, cls, lane, i;
 } Slot;
 
-static const FabResults *cmp_r; /* (qsort has no context argument) */
-
-static int slot_order(const void *pa, const void *pb) {
+static gint slot_order(gconstpointer pa, gconstpointer pb, gpointer results) {
   const Slot *a = pa, *b = pb;
-  const FabSpanRec *x = &cmp_r->spans[a->i], *y = &cmp_r->spans[b->i];
+  const FabResults *r = results;
+  const FabSpanRec *x = &r->spans[a->i], *y = &r->spans[b->i];
   if (a->job != b->job) return a->job < b->job ? -1 : 1;
   if (a->rank != b->rank) return a->rank < b->rank ? -1 : 1;
   if (a->cls != b->cls) return a->cls < b->cls ? -1 : 1;
@@ -104,8 +103,7 @@ static void spans(const FabResults *r, FILE *f) {
     if (x->end < x->start) continue; /* (not finished) */
     s[n++] = (Slot){x->job, x->rank, x->kind != 0, 0, (uint32_t)i};
   }
-  cmp_r = r;
-  qsort(s, n, sizeof *s, slot_order);
+  g_qsort_with_data(s, (gint)n, sizeof *s, slot_order, (gpointer)r);
   GArray *ends = g_array_new(FALSE, FALSE, sizeof(fab_time_t));
   uint32_t *tid = g_new(uint32_t, n + 1), next = 1, job = UINT32_MAX;
   char buf[64];
