@@ -624,6 +624,79 @@ Test(training, dp_buckets_with_overlap) {
   done(&g);
 }
 
+/* Bucket i of a stage's collectives c[] on endpoint ep enters after compute op `on` (and, past the first,
+** the bucket before it). */
+static void bucket_waits_for(const FabDag *d, const int32_t *c, uint32_t i, uint32_t ep, uint32_t on) {
+  uint32_t b = coll_mark(d, c[i], FAB_MARK_COLL_BEGIN, ep);
+  cr_assert_eq(fab_dag_op(d, b)->ndeps, 1);
+  uint32_t dep = fab_dag_dep(d, fab_dag_op(d, b), 0);
+  if (i) {
+    const FabOp *j = fab_dag_op(d, dep);
+    cr_assert(j->kind == FAB_OP_MARK && j->mark == FAB_MARK_JOIN && j->ndeps == 2, "bucket %u on %u", i, ep);
+    cr_assert_eq(fab_dag_dep(d, j, 1), coll_mark(d, c[i - 1], FAB_MARK_COLL_END, ep), "bucket %u on %u", i, ep);
+    dep = fab_dag_dep(d, j, 0);
+  }
+  cr_assert_eq(dep, on, "bucket %u on endpoint %u waits for op %u, not compute op %u", i, ep, dep, on);
+}
+
+Test(training, layer_group_keeps_buckets_overlapping) {
+  /* DP4's 4 layers as one block of 4, a bucket a layer (98304 B): the last
+  ** microbatch's backward (4 x 67108864 ps) is cut where each layer's share
+  ** of it ends, and bucket i is ready after part i, as with layer_group 1
+  ** (before, all four waited for the whole block) */
+  Gen g = gen_ok(DP4 "  bucket: 98304\n  layer_group: 4\n", 4);
+  int32_t c[8];
+  cr_assert_eq(colls_tagged(g.d, "dp", c, 8), 4);
+  for (uint32_t r = 0; r < 4; r++) {
+    uint32_t comp[20];
+    cr_assert_eq(computes_of(g.d, EP(r), comp, 20), 8, "F B F B/4 B/4 B/4 B/4 O");
+    cr_assert_eq(fab_dag_op(g.d, comp[1])->dur, 4 * 67108864ull, "the first microbatch's backward is one op");
+    for (uint32_t i = 0; i < 4; i++) {
+      cr_assert_eq(fab_dag_op(g.d, comp[3 + i])->dur, 67108864, "part %u", i);
+      cr_assert_eq(fab_dag_op(g.d, comp[3 + i])->mark, FAB_PHASE_BWD);
+      if (i) cr_assert(depends_on(g.d, comp[3 + i], comp[2 + i]));
+      bucket_waits_for(g.d, c, i, EP(r), comp[3 + i]);
+    }
+    cr_assert(depends_on(g.d, comp[7], coll_mark(g.d, c[3], FAB_MARK_COLL_END, EP(r))), "the optimizer");
+  }
+  const char *note = g_array_index(g.d->jobs, FabJobDef, 0).note; /* what explain says */
+  cr_assert(note && strstr(note, "blocks of 4 layers (1 per stage)") && strstr(note, "4 buckets of up to 98304 B") &&
+            strstr(note, "its layers' share of their block's compute"), "%s", note ? note : "(none)");
+  done(&g);
+  /* tp 2: a layer's attention and MLP are 4194304 FLOPs each per rank, so
+  ** the block's backward is MLP 67108864 ps, a TP allreduce, attention
+  ** 67108864 ps, a TP allreduce; a rank's gradient is 49152 B a layer.
+  ** Layer 1 ends half-way through the MLP part, layer 2 with it, layer 3
+  ** half-way through the attention: four parts of 33554432 ps */
+  g = gen_ok("workload:\n  kind: training\n  bucket: 49152\n  layer_group: 4\n  parallelism: {dp: 2, tp: 2}\n"
+             "  model: {layers: 4, hidden: 64, ffn: 256, seq: 128, micro_batch: 1, global_batch: 4}\n", 4);
+  int32_t all[8];
+  cr_assert_eq(colls_tagged(g.d, "dp", all, 8), 8, "4 buckets on each of the 2 dp groups");
+  for (uint32_t r = 0; r < 4; r++) {
+    uint32_t comp[20], n = 0;
+    for (uint32_t i = 0; i < 8; i++) /* rank r's: those with a mark on it */
+      for (uint32_t o = 0; o < fab_dag_len(g.d); o++)
+        if (fab_dag_op(g.d, o)->kind == FAB_OP_MARK && fab_dag_op(g.d, o)->coll == all[i] &&
+            fab_dag_op(g.d, o)->src == EP(r)) {
+          c[n++] = all[i];
+          break;
+        }
+    cr_assert_eq(n, 4);
+    cr_assert_eq(computes_of(g.d, EP(r), comp, 20), 11, "FF BB FF BBBB O");
+    for (uint32_t i = 0; i < 4; i++) {
+      cr_assert_eq(fab_dag_op(g.d, comp[6 + i])->dur, 33554432, "part %u", i);
+      bucket_waits_for(g.d, c, i, EP(r), comp[6 + i]);
+    }
+    cr_assert(!depends_on(g.d, comp[8], comp[7]), "a TP allreduce between the MLP's parts and the attention's");
+  }
+  done(&g);
+  /* without overlap, nothing is cut */
+  g = gen_ok(DP4 "  bucket: 98304\n  layer_group: 4\n  overlap: false\n", 4);
+  uint32_t comp[20];
+  cr_assert_eq(computes_of(g.d, EP(0), comp, 20), 5);
+  done(&g);
+}
+
 Test(training, tp_allreduces) {
   /* tp = 4, 2 layers, 2 microbatches: 2 allreduces per layer forward and 2
   ** backward = 16, of b s h B = 16384 bytes over 4 ranks. attention forward
@@ -887,6 +960,9 @@ Test(training, made_round_by_round_is_made_whole) {
     /* MoE with ep 2: expert gradients over edp */
     "workload:\n  kind: training\n  model: {layers: 4, hidden: 256, seq: 256, micro_batch: 1, global_batch: 8, experts: 4}\n"
     "  parallelism: {pp: 2, dp: 4, ep: 2}\n  bucket: 1MiB\n",
+    /* blocks of 2 layers, one of them MoE, whose last backward is cut where buckets are ready */
+    "workload:\n  kind: training\n  model: {layers: 8, hidden: 256, seq: 256, micro_batch: 1, global_batch: 8, experts: 4,"
+    " moe_every: 2}\n  parallelism: {pp: 2, dp: 4, ep: 2}\n  bucket: 300KiB\n  layer_group: 2\n",
   };
   for (size_t c = 0; c < sizeof cases / sizeof *cases; c++) {
     uint32_t b = same_unfolded(cases[c], 8);

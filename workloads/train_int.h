@@ -43,7 +43,9 @@ typedef struct Block {
 } Block;
 
 typedef struct Bucket {
-  uint32_t block; /* ready after the last microbatch's backward of this block */
+  uint32_t block; /* ready in the last microbatch's backward of this block, */
+  uint32_t layer; /* once this many of its layers (1..G, backward order) are done: */
+  double frac;    /* that share of the block's backward compute (1 when layer = G) */
   uint64_t bytes;
 } Bucket;
 
@@ -58,6 +60,7 @@ typedef struct Train {
   const FabCfgNode *wl, *coll_at; /* where errors are reported */
   /* the model */
   uint32_t dp, tp, pp, ep, edp, zero, m, nb, steps;
+  uint32_t G;          /* layers per block (layer_group) */
   uint32_t dtype;
   uint64_t act_bytes;  /* PP flow per rank per microbatch */
   double rate;         /* FLOP/s achieved */
@@ -72,6 +75,7 @@ typedef struct Train {
   uint64_t chunk;      /* bytes per pipelined piece of a collective; 0: the protocol's */
   Block *blk;          /* [pp * nb] */
   GArray **buckets;    /* [pp * NSTREAMS] of Bucket */
+  GArray *cuts;        /* scratch: a block's bucket layers below G, ascending (training.c: backward_split) */
   /* state while generating (per job rank) */
   uint32_t *tail;      /* the rank's last op in schedule order */
   uint32_t *lastc;     /* its last compute op */
@@ -107,6 +111,8 @@ gboolean fab_train__configure(Train *t, const FabTrainIn *inp, const FabCfgNode 
                               const FabTrainGpu *gpu, GError **err);
 /* Per stage and block: segments, parameters, gradient bytes; buckets. */
 void fab_train__plan(Train *t, const ModelIn *mi, const Shape *sh, uint32_t G);
+/* What explain says of the job (owned by the caller). */
+char *fab_train__note(const Train *t, const ModelIn *mi, const Shape *sh);
 /* Free what t holds (not t). */
 void fab_train__free(Train *t);
 

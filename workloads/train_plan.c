@@ -172,11 +172,45 @@ static gboolean read_shape(const FabCfgNode *model, const ModelIn *mi, uint64_t 
 
 static uint64_t ceil_div(uint64_t a, uint64_t b) { return a / b + (a % b != 0); }
 
+/* Cut block k of stage st's gradient bytes of stream i into buckets, its
+** layers in backward order (last first), adding to *acc, the bytes not yet
+** in a bucket. A bucket is ready once the layer holding its last byte is
+** done: after that layer and those before it in the backward take their
+** share of the block's backward compute (the layers of a block of G > 1
+** run as one op; without this every bucket of a block waited for the
+** whole block, and with layer_group as large as a stage's layers, no
+** gradient traffic overlapped the backward). */
+static void bucket_block(Train *t, const ModelIn *mi, const Shape *sh, uint32_t G, uint32_t st, uint32_t k, int i,
+                         GArray *bl, uint64_t *acc) {
+  const double h = (double)sh->hidden, f = (double)sh->ffn, tokens = (double)mi->micro_batch * (double)mi->seq;
+  const Block *bk = &t->blk[st * t->nb + k];
+  double flops[2] = {0, 0}, p = 0; /* [0]: the block's, [1]: its layers' so far */
+  for (int pass = 0; pass < 2; pass++) {
+    uint64_t done = 0;
+    for (uint32_t u = 1; u <= G; u++) {
+      uint64_t layer = ((uint64_t)st * t->nb + k) * G + (G - u);
+      bool moe = mi->experts && layer % mi->moe_every == 0;
+      double fl = 2 * tokens * sh->qkvo * h * h + 4 * tokens * (double)mi->seq * h +
+                  2 * tokens * 2 * h * f * (moe ? (double)mi->top_k : 1);
+      flops[pass] += fl;
+      if (!pass) continue;
+      double pd = sh->qkvo * h * h + (moe ? 0 : 2 * h * f), pe = moe ? (double)mi->experts * 2 * h * f : 0;
+      p += t->ep > 1 ? (i == DENSE ? pd : pe / t->ep) : (i == DENSE ? pd + pe : 0);
+      uint64_t upto = u == G ? bk->gbytes[i] : MIN(bk->gbytes[i], (uint64_t)llround(p / t->tp * t->dtype));
+      *acc += upto - done;
+      done = upto;
+      for (; *acc >= t->bucket; *acc -= t->bucket)
+        g_array_append_val(bl, ((Bucket){k, u, u == G ? 1 : flops[1] / flops[0], t->bucket}));
+    }
+  }
+}
+
 /* Per stage and block: segments, parameters, gradient bytes; buckets. */
 void fab_train__plan(Train *t, const ModelIn *mi, const Shape *sh, uint32_t G) {
   const double h = (double)sh->hidden, f = (double)sh->ffn, s = (double)mi->seq, b = (double)mi->micro_batch;
   const double tp = t->tp, tokens = b * s;
   const uint64_t act = mi->micro_batch * mi->seq * sh->hidden * t->dtype; /* b s h B */
+  t->G = G;
   t->blk = g_new0(Block, (size_t)t->pp * t->nb);
   t->buckets = g_new(GArray *, (size_t)t->pp * NSTREAMS);
   for (uint32_t st = 0; st < t->pp; st++) {
@@ -223,18 +257,45 @@ void fab_train__plan(Train *t, const ModelIn *mi, const Shape *sh, uint32_t G) {
         t->too_many_buckets = TRUE;
         continue;
       }
-      for (uint32_t k = t->nb; k-- > 0;) {
-        acc += t->blk[st * t->nb + k].gbytes[i];
-        for (; acc >= t->bucket; acc -= t->bucket) g_array_append_val(bl, ((Bucket){k, t->bucket}));
-      }
-      if (acc) g_array_append_val(bl, ((Bucket){0, acc}));
+      for (uint32_t k = t->nb; k-- > 0;) bucket_block(t, mi, sh, G, st, k, i, bl, &acc);
+      if (acc) g_array_append_val(bl, ((Bucket){0, G, 1, acc}));
     }
   }
+}
+
+/* What explain says of the job: its shape and how its gradients go. */
+char *fab_train__note(const Train *t, const ModelIn *mi, const Shape *sh) {
+  double params = 0;
+  uint32_t nbk = 0;
+  for (uint32_t i = 0; i < t->pp * t->nb; i++)
+    params += (t->blk[i].params[DENSE] + t->blk[i].params[EXPERT] * t->ep) * t->tp;
+  for (int st = 0; st < NSTREAMS && t->buckets; st++) nbk += t->buckets[st]->len;
+  GString *s = g_string_new(NULL);
+  g_string_append_printf(s, "model: %" G_GUINT64_FORMAT " layers, hidden %" G_GUINT64_FORMAT ", ffn %" G_GUINT64_FORMAT
+                         ", attention %.4g h^2", sh->layers, sh->hidden, sh->ffn, sh->qkvo);
+  if (mi->kv_heads) g_string_append_printf(s, " (%" G_GUINT64_FORMAT " K/V heads of %" G_GUINT64_FORMAT ")",
+                                           mi->kv_heads, mi->heads);
+  if (mi->experts) g_string_append_printf(s, ", %" G_GUINT64_FORMAT " experts (top %" G_GUINT64_FORMAT ", every %"
+                                          G_GUINT64_FORMAT " layers)", mi->experts, mi->top_k, mi->moe_every);
+  g_string_append_printf(s, ", seq %" G_GUINT64_FORMAT ", %.4g B parameters; tp %u, dp %u, ep %u; blocks of %u "
+                         "layer%s (%u per stage); compute at %.4g TFLOP/s", mi->seq, params / 1e9, t->tp, t->dp,
+                         t->ep, t->G, t->G == 1 ? "" : "s", t->nb, t->rate / 1e12);
+  if (t->dp > 1 && t->zero != 3)
+    g_string_append_printf(s, "\n           gradients: %u bucket%s of up to %" G_GUINT64_FORMAT " B per rank on stage "
+                           "0, %s, one after another on their communicator%s", nbk, nbk == 1 ? "" : "s", t->bucket,
+                           !t->overlap ? "after the whole backward (overlap: false)"
+                           : t->G > 1 ? "each ready once the layers holding it are done in the last microbatch's "
+                                        "backward (its layers' share of their block's compute)"
+                                      : "each ready once the layer holding its last byte is done in the last "
+                                        "microbatch's backward",
+                           t->zero ? "; ZeRO: reduce-scattered, parameters allgathered after the optimizer" : "");
+  return g_string_free(s, FALSE);
 }
 
 void fab_train__free(Train *t) {
   for (uint32_t i = 0; t->buckets && i < t->pp * NSTREAMS; i++) g_array_free(t->buckets[i], TRUE);
   g_free(t->buckets);
+  if (t->cuts) g_array_free(t->cuts, TRUE);
   g_free(t->blk);
   for (uint32_t r = 0; t->pending && r < t->nranks; r++) {
     g_array_free(t->pending[r], TRUE);

@@ -53,8 +53,12 @@
 ** B), walked in backward order (last block first), are cut into buckets of
 ** exactly `bucket` bytes (the last holds the rest), so there are
 ** ceil(bytes / bucket) per group. A bucket is ready when the last
-** microbatch's backward of the block holding its last byte is done
-** (overlap: true), or when the whole backward is (overlap: false).
+** microbatch's backward of the layer holding its last byte is done
+** (overlap: true), or when the whole backward is (overlap: false). In a
+** block of G > 1 layers, layer u (backward order) is done once the
+** block's backward compute has run the share of u layers' FLOPs: that
+** compute op is cut there (backward_split), so buckets still overlap the
+** backward however large the block.
 ** A stage's bucket collectives run one after another on their
 ** communicator, in the order they are ready ("Streams" below).
 **   zero 0   allreduce per bucket; the optimizer waits for all of them;
@@ -73,6 +77,7 @@
 ** interleaved (virtual) pipeline stages; p2p sends do not block the sender;
 ** no cross-stage synchronization before the optimizer (grad-norm, etc.);
 ** MoE load is perfectly balanced; blocks of G > 1 layers merge collectives.
+** README's "What the training model leaves out" lists them all.
 */
 #include "train_int.h"
 #include <math.h>
@@ -405,18 +410,73 @@ static gboolean gather(Train *t, uint32_t s, uint32_t k, GError **err) {
   return TRUE;
 }
 
-/* The DP collectives of buckets that are ready at block k of stage s (all
-** buckets when k == UINT32_MAX), entered after each rank's last compute. */
-static gboolean buckets(Train *t, uint32_t s, uint32_t k, GError **err) {
+/* The DP collectives of buckets that are ready at layer u of block k of
+** stage s (all buckets when k == UINT32_MAX), entered after each rank's
+** last compute. */
+static gboolean buckets(Train *t, uint32_t s, uint32_t k, uint32_t u, GError **err) {
   FabCollOp op = t->zero ? FAB_COLL_REDUCE_SCATTER : FAB_COLL_ALLREDUCE;
   for (int st = 0; st < NSTREAMS; st++) {
     GArray *bl = t->buckets[s * NSTREAMS + st];
     for (guint i = 0; i < bl->len; i++) {
       const Bucket *bk = &g_array_index(bl, Bucket, i);
-      if (k != UINT32_MAX && bk->block != k) continue;
+      if (k != UINT32_MAX && (bk->block != k || bk->layer != u)) continue;
       if (!stream_coll(t, st, s, op, bk->bytes, tags[2], t->lastc, t->pending, err)) return FALSE;
     }
   }
+  return TRUE;
+}
+
+/* The layers u < G of block k of stage s after which a bucket is ready,
+** ascending, into t->cuts (as Bucket, for layer and frac); how many. */
+static guint backward_cuts(Train *t, uint32_t s, uint32_t k) {
+  if (!t->cuts) t->cuts = g_array_new(FALSE, FALSE, sizeof(Bucket));
+  g_array_set_size(t->cuts, 0);
+  for (uint32_t u = 1; u < t->G; u++) {
+    for (int st = 0; st < NSTREAMS; st++) {
+      GArray *bl = t->buckets[s * NSTREAMS + st];
+      guint i = 0;
+      while (i < bl->len && !(g_array_index(bl, Bucket, i).block == k && g_array_index(bl, Bucket, i).layer == u)) i++;
+      if (i < bl->len) {
+        g_array_append_val(t->cuts, g_array_index(bl, Bucket, i));
+        break;
+      }
+    }
+  }
+  return t->cuts->len;
+}
+
+/* One compute op of dur on every rank of stage s (base, nq ranks). */
+static void compute_op(Train *t, uint32_t base, uint32_t nq, gboolean fwd, fab_time_t dur) {
+  for (uint32_t q = 0; q < nq; q++) {
+    uint32_t r = base + q;
+    uint32_t deps[4] = {t->tail[r], t->x[0][r], t->x[1][r], t->x[2][r]};
+    FabOp o = {.kind = FAB_OP_COMPUTE, .mark = fwd ? FAB_PHASE_FWD : FAB_PHASE_BWD, .job = t->job, .step = t->step,
+               .src = t->ranks[r], .dst = t->ranks[r], .coll = -1, .start = t->start, .dur = dur};
+    t->tail[r] = t->lastc[r] = fab_dag_add(t->d, &o, deps, 4);
+    t->x[0][r] = t->x[1][r] = t->x[2][r] = FAB_OP_NONE;
+  }
+}
+
+/* Compute segment seg of block k's last backward, from a to a + seg FLOPs
+** of the block's backward compute (of total): cut where t->cuts' layers
+** end (*next: the first cut not yet passed), each part followed by the
+** buckets its layers made ready. The parts' durations add up to the
+** segment's. */
+static gboolean backward_split(Train *t, uint32_t s, uint32_t k, double a, double flops, double total, guint *next,
+                               GError **err) {
+  const uint32_t nq = t->tp * t->dp;
+  const fab_time_t dur = compute_ps(t, flops);
+  fab_time_t at = 0;
+  for (; *next < t->cuts->len; ++*next) {
+    const Bucket *c = &g_array_index(t->cuts, Bucket, *next);
+    double x = c->frac * total - a;
+    if (x > flops) break;
+    fab_time_t to = x <= 0 ? 0 : (fab_time_t)llround((double)dur * x / flops);
+    compute_op(t, s * nq, nq, FALSE, to - at);
+    at = to;
+    if (!buckets(t, s, k, c->layer, err)) return FALSE;
+  }
+  if (at < dur || !at) compute_op(t, s * nq, nq, FALSE, dur - at);
   return TRUE;
 }
 
@@ -449,34 +509,34 @@ static gboolean item(Train *t, uint32_t s, gboolean fwd, uint32_t j, GError **er
       if (n + 1 < t->nb && !gather(t, s, fwd ? k + 1 : k - 1, err)) return FALSE;
     }
     const Seg *seg = fwd ? b->fwd : b->bwd;
+    const gboolean ready = !fwd && !zero3 && t->overlap && j + 1 == t->m && t->dp > 1; /* its buckets ready */
+    guint ncut = ready ? backward_cuts(t, s, k) : 0, next = 0;
+    double a = 0, total = 0;
+    for (uint32_t i = 0; i < b->nbwd && ncut; i++) total += seg[i].kind == SEG_COMPUTE ? seg[i].flops : 0;
     for (uint32_t i = 0; i < (fwd ? b->nfwd : b->nbwd); i++) {
-      if (seg[i].kind == SEG_COMPUTE) {
-        fab_time_t dur = compute_ps(t, seg[i].flops);
-        for (uint32_t q = 0; q < nq; q++) {
-          uint32_t r = base + q;
-          uint32_t deps[4] = {t->tail[r], t->x[0][r], t->x[1][r], t->x[2][r]};
-          FabOp o = {.kind = FAB_OP_COMPUTE, .mark = fwd ? FAB_PHASE_FWD : FAB_PHASE_BWD, .job = t->job,
-                     .step = t->step, .src = t->ranks[r], .dst = t->ranks[r], .coll = -1, .start = t->start,
-                     .dur = dur};
-          t->tail[r] = t->lastc[r] = fab_dag_add(t->d, &o, deps, 4);
-          t->x[0][r] = t->x[1][r] = t->x[2][r] = FAB_OP_NONE;
-        }
+      if (seg[i].kind == SEG_COMPUTE && ncut) {
+        if (!backward_split(t, s, k, a, seg[i].flops, total, &next, err)) return FALSE;
+        a += seg[i].flops;
+      } else if (seg[i].kind == SEG_COMPUTE) {
+        compute_op(t, base, nq, fwd, compute_ps(t, seg[i].flops));
       } else if (!coll(t, seg[i].kind == SEG_TP ? GK_TP : GK_EP, s,
                        seg[i].kind == SEG_TP ? FAB_COLL_ALLREDUCE : FAB_COLL_ALL_TO_ALL, seg[i].bytes,
                        seg[i].kind == SEG_TP ? tags[0] : tags[1], t->tail, t->tail, NULL, err)) {
         return FALSE;
       }
     }
-    if (!fwd && zero3) { /* FSDP: this microbatch's gradients of the block, reduce-scattered */
+    for (; next < ncut; next++) /* a cut past the block's compute, by rounding */
+      if (!buckets(t, s, k, g_array_index(t->cuts, Bucket, next).layer, err)) return FALSE;
+    if (zero3 && !fwd) { /* FSDP: this microbatch's gradients of the block, reduce-scattered */
       for (int st = 0; st < NSTREAMS; st++)
         if (!coll(t, stream_group(st), s, FAB_COLL_REDUCE_SCATTER, b->gbytes[st], tags[3], t->lastc, NULL,
                   t->pending, err))
           return FALSE;
-    } else if (!fwd && t->overlap && j + 1 == t->m && t->dp > 1 && !buckets(t, s, k, err)) {
+    } else if (ready && !buckets(t, s, k, t->G, err)) {
       return FALSE;
     }
   }
-  if (!fwd && !zero3 && !t->overlap && j + 1 == t->m && t->dp > 1 && !buckets(t, s, UINT32_MAX, err))
+  if (!fwd && !zero3 && !t->overlap && j + 1 == t->m && t->dp > 1 && !buckets(t, s, UINT32_MAX, 0, err))
     return FALSE;
   for (uint32_t q = 0; q < nq; q++) { /* the activation on, or the gradient back */
     uint32_t r = base + q;
@@ -683,10 +743,10 @@ static bool symmetric(const Train *t) {
     for (int st = 0; st < NSTREAMS; st++) {
       const GArray *a = t->buckets[st], *b = t->buckets[s * NSTREAMS + st];
       if (a->len != b->len) return false;
-      for (guint i = 0; i < a->len; i++)
-        if (g_array_index(a, Bucket, i).block != g_array_index(b, Bucket, i).block ||
-            g_array_index(a, Bucket, i).bytes != g_array_index(b, Bucket, i).bytes)
-          return false;
+      for (guint i = 0; i < a->len; i++) {
+        const Bucket *x = &g_array_index(a, Bucket, i), *y = &g_array_index(b, Bucket, i);
+        if (x->block != y->block || x->layer != y->layer || x->frac != y->frac || x->bytes != y->bytes) return false;
+      }
     }
   }
   return true;
@@ -831,6 +891,8 @@ FabTrainGen *fab_training_begin(const FabTrainIn *in, const FabCfgNode *wl, FabD
   jd->steps = t->steps;
   jd->microbatches = t->m;
   jd->pp = t->pp;
+  g_free(jd->note);
+  jd->note = fab_train__note(t, &mi, &sh);
   t->phase = PH_BEGIN;
   return g;
 }
