@@ -738,3 +738,47 @@ Test(sweep, bad_shards_exit_2_and_write_nothing) {
   rm_rf(dir);
   g_free(dir), g_free(q);
 }
+
+/* Run argv (NULL-terminated, with argv[0]) in cwd: its exit status, stdout in *out. */
+static int run_plain(const char *cwd, const char *const *argv, char **out) {
+  int ws = 0;
+  GError *e = NULL;
+  char *err = NULL;
+  gboolean ok = g_spawn_sync(cwd, (char **)argv, NULL, G_SPAWN_SEARCH_PATH, NULL, NULL, out, &err, &ws, &e);
+  cr_assert(ok, "cannot run %s: %s", argv[0], e ? e->message : "?");
+  g_free(err);
+  return WIFEXITED(ws) ? WEXITSTATUS(ws) : -1;
+}
+
+Test(sweep, running_points_show_where_they_are) {
+  char *dir = tmpdir(), *sc = quickstart(), *bin = fabsim_bin(), *out = NULL;
+  /* a run's progress records on the descriptor it is given: the last says every flow is done */
+  char *cmd = g_strdup_printf("'%s' run '%s' --json --progress-fd 3 3>progress.txt", bin, sc);
+  cr_assert_eq(run_plain(dir, (const char *const[]){"sh", "-c", cmd, NULL}, &out), 0, "%s", cmd);
+  g_free(cmd), g_free(out);
+  char *path = g_build_filename(dir, "progress.txt", NULL), *rec = read_file(path);
+  gchar **lines = g_strsplit(g_strchomp(rec), "\n", -1);
+  guint n = g_strv_length(lines);
+  cr_assert_geq(n, 1, "no progress record");
+  double ms;
+  unsigned done, known;
+  unsigned long long events;
+  for (guint i = 0; i < n; i++)
+    cr_assert_eq(sscanf(lines[i], "PROGRESS %lf %u %u %llu", &ms, &done, &known, &events), 4, "%s", lines[i]);
+  cr_assert(done == known && known > 0 && events > 0 && ms > 0, "the last record: %s", lines[n - 1]);
+  g_strfreev(lines), g_free(rec), g_free(path);
+  /* a descriptor that is not open: a usage error */
+  Proc p = RUN_IN(dir, "run", sc, "--progress-fd", "9");
+  cr_assert_eq(p.status, 2);
+  cr_assert(strstr(p.err, "--progress-fd 9: not an open file descriptor"), "%s", p.err);
+  proc_clear(&p);
+  /* on a terminal (script(1) gives the sweep one), the sweep's line names its running points */
+  cmd = g_strdup_printf("'%s' sweep '%s' --set workload.size=64KiB,128KiB --out o --jobs 1", bin, sc);
+  cr_assert_eq(run_plain(dir, (const char *const[]){"script", "-qfec", cmd, "/dev/null", NULL}, &out), 0, "%s", cmd);
+  cr_assert(strstr(out, "point 0: ") && strstr(out, "point 1: ") && strstr(out, " ms simulated, flows "),
+            "the sweep's terminal:\n%s", out);
+  cr_assert(strstr(out, "2/2 points"), "%s", out);
+  g_free(cmd), g_free(out);
+  rm_rf(dir);
+  g_free(dir), g_free(sc), g_free(bin);
+}

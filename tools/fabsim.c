@@ -1,5 +1,6 @@
 /* fabsim: the command line. See README.md for the contract.
 ** Exit status: 0 success, 1 the simulation ran but failed, 2 bad input or usage. */
+#include <fcntl.h>
 #include <glib.h>
 #include <stdlib.h>
 #include <stdio.h>
@@ -17,7 +18,10 @@
 #include "tools/libfabsim/report.h"
 #include "tools/libfabsim/scenario.h"
 
-enum { RUN_JSON, RUN_HDF5, RUN_NO_PROGRESS, RUN_EXPLAIN, RUN_MAX_MEMORY, RUN_PARTITION, RUN_THREADS, RUN_PERFETTO };
+enum {
+  RUN_JSON, RUN_HDF5, RUN_NO_PROGRESS, RUN_EXPLAIN, RUN_MAX_MEMORY, RUN_PARTITION, RUN_THREADS, RUN_PERFETTO,
+  RUN_PROGRESS_FD
+};
 
 #define MAX_MEMORY_OPT                                                                                             \
   {"--max-memory", 0, FAB_OPT_VALUE, RUN_MAX_MEMORY, "SIZE", "a size such as 8GiB", 0, 0,                           \
@@ -32,6 +36,8 @@ static const FabOpt run_opts[] = {
    "write the timeline to PATH as a Perfetto / Chrome trace (JSON; overrides output.perfetto)"},
   {"--no-progress", 0, FAB_OPT_FLAG, RUN_NO_PROGRESS, NULL, NULL, 0, 0,
    "no progress line on stderr (it is shown only on a terminal)"},
+  {"--progress-fd", 0, FAB_OPT_UINT, RUN_PROGRESS_FD, "FD", "an open file descriptor from 1", 1, 1048576,
+   "write progress records to file descriptor FD, a line each (how fabsim sweep follows its points)"},
   {"--threads", 0, FAB_OPT_UINT, RUN_THREADS, "N", "a number of threads from 1 to 255", 1, 255,
    "spread the run over N partitions of the fabric, a thread each (same results; see README)"},
   MAX_MEMORY_OPT,
@@ -177,6 +183,11 @@ static int cmd_run(int argc, char **argv) {
   FabArgs a;
   int rc = fab_args_parse(&run_cmd, argc, argv, &a);
   if (rc < 0 && !take_max_memory(&run_cmd, &a)) rc = EXIT_USAGE;
+  if (rc < 0 && a.given[RUN_PROGRESS_FD] && fcntl((int)a.num[RUN_PROGRESS_FD], F_GETFL) < 0) {
+    fprintf(stderr, "fabsim run: --progress-fd %" G_GUINT64_FORMAT ": not an open file descriptor\n",
+            (guint64)a.num[RUN_PROGRESS_FD]);
+    rc = EXIT_USAGE;
+  }
   const char *world = rc < 0 ? mpi_world() : NULL;
   FabParNet net = {0};
   bool mpi = false;
@@ -198,6 +209,7 @@ static int cmd_run(int argc, char **argv) {
         return EXIT_USAGE;
       }
       FabRunOpts opts = {.progress = !a.flag[RUN_NO_PROGRESS] && isatty(STDERR_FILENO) && !a.flag[RUN_JSON],
+                         .progress_fd = a.given[RUN_PROGRESS_FD] ? (int)a.num[RUN_PROGRESS_FD] : 0,
                          .threads = a.given[RUN_THREADS] ? (uint32_t)a.num[RUN_THREADS] : 1,
                          .net = mpi ? &net : NULL};
       FabResults res;

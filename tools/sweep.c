@@ -46,10 +46,12 @@
 ** shard: every point it ran), 1 some point's simulation failed (its row says
 ** so), 2 bad input or usage. */
 #include <glib.h>
+#include <glib-unix.h>
 #include <sys/resource.h>
 #include <glib/gstdio.h>
 #include <hdf5.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <math.h>
 #include <poll.h>
 #include <stdio.h>
@@ -481,36 +483,77 @@ static gboolean merge_points(Sweep *w, GPtrArray *prev, size_t *n_done) {
 typedef struct Child {
   size_t point;
   GPid pid;
-  int fd[2]; /* stdout, stderr; -1 when closed */
-  GString *buf[2];
+  int fd[3];      /* stdout, stderr, progress records (--progress-fd); -1 when closed */
+  GString *buf[3];
+  bool shown;     /* its progress was on the line */
 } Child;
 
+#define CHILD_PROGRESS_FD 3 /* where a point's run writes its progress records */
+
 static gboolean child_start(Child *c, char **argv, GError **err) {
-  int out = -1, errfd = -1;
+  int out = -1, errfd = -1, prog[2];
+  if (!g_unix_open_pipe(prog, FD_CLOEXEC, err)) return FALSE;
   char **env = fab_sweep__child_env();
-  gboolean ok = g_spawn_async_with_pipes(NULL, argv, env, G_SPAWN_DO_NOT_REAP_CHILD, NULL, NULL, &c->pid, NULL, &out,
-                                         &errfd, err);
+  int source = prog[1], target = CHILD_PROGRESS_FD;
+  gboolean ok = g_spawn_async_with_pipes_and_fds(NULL, (const char *const *)argv, (const char *const *)env,
+                                                 G_SPAWN_DO_NOT_REAP_CHILD, NULL, NULL, -1, -1, -1, &source, &target,
+                                                 1, &c->pid, NULL, &out, &errfd, err);
   g_strfreev(env);
-  if (!ok) return FALSE;
+  close(prog[1]);
+  if (!ok) {
+    close(prog[0]);
+    return FALSE;
+  }
   c->fd[0] = out;
   c->fd[1] = errfd;
-  c->buf[0] = g_string_new(NULL);
-  c->buf[1] = g_string_new(NULL);
+  c->fd[2] = prog[0];
+  for (int j = 0; j < 3; j++) c->buf[j] = g_string_new(NULL);
   return TRUE;
 }
 
-static void progress(size_t done, size_t total, size_t ran, size_t left, double t0) {
+/* The last complete progress record a running child wrote, as "point N: T ms simulated, flows D/K" into s;
+** whether it had one. */
+static bool child_status(const Child *c, size_t id, GString *s) {
+  const GString *b = c->buf[2];
+  gsize end = b->len;
+  while (end && b->str[end - 1] != '\n') end--; /* the last complete line */
+  if (!end) return false;
+  gsize start = end - 1;
+  while (start && b->str[start - 1] != '\n') start--;
+  double ms;
+  unsigned done, known;
+  if (sscanf(b->str + start, "PROGRESS %lf %u %u", &ms, &done, &known) != 3) return false;
+  g_string_append_printf(s, "%spoint %zu: %.4g ms simulated, flows %u/%u", s->len ? ", " : "", id, ms, done, known);
+  return true;
+}
+
+/* The progress line: the bar over points, the ETA, and where the running points are (the line is cleared
+** to the width it had before). */
+static void progress(const Sweep *w, Child *run, size_t n_run, size_t done, size_t total, size_t ran,
+                     size_t left, double t0, bool force) {
+  static int was;
+  static gint64 last;
+  gint64 now = g_get_monotonic_time();
+  if (!force && now - last < 200000) return; /* at most 5 times a second while points run */
+  last = now;
   const int width = 30;
   int fill = total ? (int)(width * done / total) : width;
   char bar[64];
   for (int i = 0; i < width; i++) bar[i] = i < fill ? '#' : ' ';
   bar[width] = 0;
   double el = g_get_monotonic_time() / 1e6 - t0;
+  GString *s = g_string_new(NULL), *pts = g_string_new(NULL);
+  for (size_t c = 0; c < n_run; c++) run[c].shown |= child_status(&run[c], w->pts[run[c].point].id, pts);
   if (ran)
-    fprintf(stderr, "\r[%s] %zu/%zu points, ETA %.0f s   ", bar, done, total, el / (double)ran * (double)left);
+    g_string_printf(s, "[%s] %zu/%zu points, ETA %.0f s", bar, done, total, el / (double)ran * (double)left);
   else
-    fprintf(stderr, "\r[%s] %zu/%zu points, ETA ?   ", bar, done, total);
+    g_string_printf(s, "[%s] %zu/%zu points, ETA ?", bar, done, total);
+  if (pts->len) g_string_append_printf(s, "; %s", pts->str);
+  fprintf(stderr, "\r%-*s", was, s->str);
+  was = (int)s->len;
   fflush(stderr);
+  g_string_free(s, TRUE);
+  g_string_free(pts, TRUE);
 }
 
 /* Start point i's child into c; FALSE (spawn_error set) if it cannot start. */
@@ -523,6 +566,8 @@ static gboolean spawn_point(Sweep *w, size_t i, Child *c, gboolean tty) {
   g_ptr_array_add(av, g_strdup(w->scenario));
   g_ptr_array_add(av, g_strdup("--json"));
   g_ptr_array_add(av, g_strdup("--no-progress"));
+  g_ptr_array_add(av, g_strdup("--progress-fd"));
+  g_ptr_array_add(av, g_strdup(G_STRINGIFY(CHILD_PROGRESS_FD)));
   GPtrArray *sets = point_sets(w, i);
   for (guint k = 0; k + 1 < sets->len; k++) {
     g_ptr_array_add(av, g_strdup("--set"));
@@ -549,20 +594,24 @@ static gboolean spawn_point(Sweep *w, size_t i, Child *c, gboolean tty) {
 
 /* Read what the running children wrote (blocks until one of them writes). */
 static void read_children(Child *run, size_t n_run) {
-  struct pollfd pfd[2 * 4096];
+  struct pollfd pfd[3 * 4096];
   int np = 0;
   for (size_t c = 0; c < n_run; c++)
-    for (int j = 0; j < 2; j++)
+    for (int j = 0; j < 3; j++)
       if (run[c].fd[j] >= 0) pfd[np++] = (struct pollfd){.fd = run[c].fd[j], .events = POLLIN};
   if (np && poll(pfd, (nfds_t)np, -1) < 0 && errno != EINTR) return;
   int q = 0;
   for (size_t c = 0; c < n_run; c++)
-    for (int j = 0; j < 2; j++) {
+    for (int j = 0; j < 3; j++) {
       if (run[c].fd[j] < 0) continue;
       struct pollfd *p = &pfd[q++];
       if (!(p->revents & (POLLIN | POLLHUP | POLLERR))) continue;
       char buf[65536];
       ssize_t got = read(run[c].fd[j], buf, sizeof buf);
+      if (got > 0 && j == 2 && run[c].buf[2]->len > 4096) { /* keep only a line not yet complete */
+        const char *nl = strrchr(run[c].buf[2]->str, '\n');
+        if (nl) g_string_erase(run[c].buf[2], 0, nl + 1 - run[c].buf[2]->str);
+      }
       if (got > 0) g_string_append_len(run[c].buf[j], buf, got);
       else if (got == 0 || (errno != EINTR && errno != EAGAIN)) close(run[c].fd[j]), run[c].fd[j] = -1;
     }
@@ -590,6 +639,7 @@ static void reap(Sweep *w, Child *ch, gboolean tty) {
   }
   g_string_free(ch->buf[0], TRUE);
   g_string_free(ch->buf[1], TRUE);
+  g_string_free(ch->buf[2], TRUE);
   w->ran++;
   GError *err = NULL;
   if (!fab_sweep__write_point(w, pt, &err) || (w->nshards == 1 && !fab_sweep__write_csv(w, &err))) {
@@ -612,7 +662,7 @@ static void run_points(Sweep *w, size_t n_done) {
   size_t total = finished + todo;
   Child *run = g_new0(Child, (size_t)w->jobs);
   double t0 = g_get_monotonic_time() / 1e6;
-  if (tty && todo) progress(finished, total, 0, todo, t0);
+  if (tty && todo) progress(w, run, 0, finished, total, 0, todo, t0, true);
   for (;;) {
     while (!w->spawn_error && n_run < (size_t)w->jobs && next < w->n) {
       size_t i = next++;
@@ -621,15 +671,18 @@ static void run_points(Sweep *w, size_t n_done) {
     }
     if (!n_run) break;
     read_children(run, n_run);
+    bool first = false; /* a point's first record: shown at once, however short its run */
+    for (size_t c = 0; c < n_run; c++) first |= !run[c].shown && strchr(run[c].buf[2]->str, '\n');
+    if (tty) progress(w, run, n_run, finished, total, w->ran, todo - w->ran, t0, first); /* where points are */
     for (size_t c = 0; c < n_run;) {
-      if (run[c].fd[0] >= 0 || run[c].fd[1] >= 0) {
+      if (run[c].fd[0] >= 0 || run[c].fd[1] >= 0 || run[c].fd[2] >= 0) {
         c++;
         continue;
       }
       reap(w, &run[c], tty);
       finished++;
-      if (tty) progress(finished, total, w->ran, todo - w->ran, t0);
       run[c] = run[--n_run];
+      if (tty) progress(w, run, n_run, finished, total, w->ran, todo - w->ran, t0, true);
     }
   }
   g_free(run);

@@ -175,10 +175,14 @@ void fab_run__progress(FabEngine *eng, void *ctx) {
   Run *r = ctx;
   (void)eng;
   gint64 now = g_get_monotonic_time();
-  if (now - r->last_report < 500000) return;
+  if (r->last_report && now - r->last_report < 500000) return;
   r->last_report = now;
-  fprintf(stderr, "\r  t=%.6f ms  flows %u/%u  events %" G_GUINT64_FORMAT "   ", (double)run_now(r) / 1e9,
-          r->completed, r->nflows, run_events(r));
+  if (r->progress_tty)
+    fprintf(stderr, "\r  t=%.6f ms  flows %u/%u  events %" G_GUINT64_FORMAT "   ", (double)run_now(r) / 1e9,
+            r->completed, r->nflows, run_events(r));
+  if (r->progress_fd > 0)
+    dprintf(r->progress_fd, "PROGRESS %.6f %u %u %" G_GUINT64_FORMAT "\n", (double)run_now(r) / 1e9, r->completed,
+            r->nflows, run_events(r));
 }
 
 /* ---- wiring ------------------------------------------------------------------ */
@@ -472,8 +476,11 @@ static void wire(Run *r, const FabRunOpts *opts) {
     r->eng->check_ctx = r;
   }
 #endif
-  r->progress = opts->progress && r->par; /* between windows */
-  if (opts->progress && !r->par) {
+  r->progress_tty = opts->progress;
+  r->progress_fd = opts->progress_fd;
+  const bool report = opts->progress || opts->progress_fd > 0;
+  r->progress = report && r->par; /* between windows */
+  if (report && !r->par) {
     r->eng->tick = fab_run__progress;
     r->eng->tick_ctx = r;
   }
@@ -870,6 +877,10 @@ int fab_run(const FabScenario *sc, const FabRunOpts *opts, FabResults *res) {
   bool time_ok = r.setup ? true : r.par ? fab_par_run(r.par, sc->stop_time) : fab_engine_run(r.eng, sc->stop_time);
   res->wall_s = (double)(g_get_monotonic_time() - t0) / 1e6;
   if (opts->progress) fprintf(stderr, "\r%70s\r", "");
+  if (opts->progress_fd > 0) { /* the last record: where the run ended */
+    r.progress_tty = false, r.last_report = 0;
+    fab_run__progress(r.eng, &r);
+  }
   if (!time_ok) failf(&fail, "internal error: an event was scheduled in the past");
   bool drained = run_drained(&r);
   Totals tot = {.eng = r.eng};

@@ -24,6 +24,10 @@
 /* Options of one run. */
 typedef struct FabRunOpts {
   bool progress;            /* report progress on stderr */
+  int progress_fd;          /* > 0: progress records on this file descriptor, a line each: "PROGRESS sim_ms
+                            ** flows_done flows_known events", at most every 0.5 s of wall time while it runs,
+                            ** and a last one when it ends (flows_done = flows_known if all ended); 0 (options
+                            ** zero-filled): none */
   bool sample_queues;       /* record the queue time series even without hdf5 */
   bool keep_flows;          /* every flow's record in res->flows, even when the DAG unfolds (else, for an
                             ** unfolding DAG without hdf5, only their summary: res->flow_fold) */

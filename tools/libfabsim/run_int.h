@@ -79,7 +79,9 @@ struct Run {
   char *ff_why;             /* why it was asked for and does not run, NULL: it runs or was not asked for */
   FabFlow *failed;          /* the first flow that gave up */
   char *setup;              /* why the DAG cannot run (a generator's mistake), NULL: it can */
-  gint64 last_report;       /* progress on stderr */
+  gint64 last_report;       /* progress on stderr or progress_fd */
+  bool progress_tty;        /* the progress line on stderr */
+  int progress_fd;          /* > 0: progress records there (FabRunOpts) */
   GHashTable *ctrl_ps;      /* (from << 32 | to) + 1 -> a control message's way + 1 (fab_run__ctrl), NULL: none yet */
   /* a run over processes (FabRunOpts.net; run_net.c) */
   const FabParNet *net;     /* NULL: one process */
