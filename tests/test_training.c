@@ -75,6 +75,24 @@ static void done(Gen *g) {
   fab_cfg_free(g->cfg);
 }
 
+/* The warnings generating `yaml` on n ranks gives, joined by newlines (g_free). */
+static char *warnings_of(const char *yaml, uint32_t n) {
+  FabTrainGpu gpu = {1e12, 0.5, 16000000000000ull};
+  FabCollEnv e = env;
+  e.warnings = g_ptr_array_new_with_free_func(g_free);
+  Gen g;
+  FabTrainIn in;
+  uint16_t job;
+  const FabCfgNode *wl = prepare(yaml, n, &g, &in, &job);
+  cr_assert(g.ok && fab_training_build(&in, wl, g.d, &e, g_array_index(g.d->jobs, FabJobDef, job).ranks, n, job,
+                                       &gpu, &g.err), "%s", g.err ? g.err->message : "?");
+  g_ptr_array_add(e.warnings, NULL);
+  char *all = g_strjoinv("\n", (char **)e.warnings->pdata);
+  g_ptr_array_free(e.warnings, TRUE);
+  done(&g);
+  return all;
+}
+
 /* The error of a generation that must fail, checked for `where` and `what`. */
 static void expect_error(const char *yaml, uint32_t n, double flops, const char *where, const char *what) {
   Gen g = gen_with(yaml, n, flops, 0.5);
@@ -695,6 +713,91 @@ Test(training, layer_group_keeps_buckets_overlapping) {
   uint32_t comp[20];
   cr_assert_eq(computes_of(g.d, EP(0), comp, 20), 5);
   done(&g);
+}
+
+/* A vocabulary of 1000 on TINY: the logits are 2 x 128 x 64 x 1000 =
+** 16384000 FLOPs = 32768000 ps forward, twice that backward, on the last
+** block, merged with its layers' compute (tp 1: no collective between);
+** the embedding table and the output layer hold 64000 parameters each,
+** so the optimizer moves (2 x 49152 + 2 x 64000) x 28 B = 6336512 ps at 1
+** TB/s, or 4544512 ps tied (one table). */
+Test(training, vocabulary_embeddings_and_loss_by_hand) {
+  Gen g = gen_ok("workload:\n  kind: training\n  gpu: {memory_bandwidth: 1TB/s}\n"
+                 "  model: {layers: 2, hidden: 64, ffn: 256, seq: 128, global_batch: 1, vocab: 1000}\n", 1);
+  uint32_t c[16];
+  cr_assert_eq(computes_of(g.d, EP(0), c, 16), 5);
+  const fab_time_t dur[] = {33554432, 33554432 + 32768000, 67108864 + 65536000, 67108864, 6336512};
+  for (uint32_t i = 0; i < 5; i++)
+    cr_assert_eq(fab_dag_op(g.d, c[i])->dur, dur[i], "op %u: %llu ps", i, (unsigned long long)fab_dag_op(g.d, c[i])->dur);
+  done(&g);
+  g = gen_ok("workload:\n  kind: training\n  gpu: {memory_bandwidth: 1TB/s}\n"
+             "  model: {layers: 2, hidden: 64, ffn: 256, seq: 128, global_batch: 1, vocab: 1000, tie_embeddings: true}\n", 1);
+  cr_assert_eq(computes_of(g.d, EP(0), c, 16), 5);
+  cr_assert_eq(fab_dag_op(g.d, c[4])->dur, 4544512, "tied: one table");
+  done(&g);
+  /* dp 2, 128000-byte buckets (a rank's gradient: 226304 B a block): the output layer's is the first bucket,
+  ** ready when the logits' backward (65536000 ps of 132644864) is done; the other three wait for block 0 */
+  g = gen_ok("workload:\n  kind: training\n  bucket: 128000\n  parallelism: {dp: 2}\n"
+             "  model: {layers: 2, hidden: 64, ffn: 256, seq: 128, global_batch: 2, vocab: 1000}\n", 2);
+  int32_t b[8];
+  cr_assert_eq(colls_tagged(g.d, "dp", b, 8), 4);
+  const uint64_t bytes[] = {128000, 128000, 128000, 68608};
+  for (uint32_t r = 0; r < 2; r++) {
+    cr_assert_eq(computes_of(g.d, EP(r), c, 16), 6, "F0 F1 B1/2 B1/2 B0 O");
+    cr_assert_eq(fab_dag_op(g.d, c[2])->dur, 65536000);
+    cr_assert_eq(fab_dag_op(g.d, c[3])->dur, 67108864);
+    for (uint32_t i = 0; i < 4; i++) {
+      cr_assert_eq(g_array_index(g.d->colls, FabCollDef, b[i]).bytes, bytes[i]);
+      bucket_waits_for(g.d, b, i, EP(r), c[i ? 4 : 2]);
+    }
+  }
+  done(&g);
+  /* tp 2: per microbatch and tp group, forward: the embedding's allreduce (b s h B = 16384 B), two per layer,
+  ** the loss's three of b s x 4 = 512 B; backward: the output layer's input gradient, two per layer */
+  g = gen_ok("workload:\n  kind: training\n  parallelism: {tp: 2}\n"
+             "  model: {layers: 2, hidden: 64, ffn: 256, seq: 128, global_batch: 1, vocab: 1000}\n", 2);
+  int32_t t[32];
+  cr_assert_eq(colls_tagged(g.d, "tp", t, 32), 13);
+  uint32_t small = 0;
+  for (uint32_t i = 0; i < 13; i++) {
+    uint64_t by = g_array_index(g.d->colls, FabCollDef, t[i]).bytes;
+    cr_assert(by == 16384 || by == 512, "%llu B", (unsigned long long)by);
+    small += by == 512;
+  }
+  cr_assert_eq(small, 3);
+  cr_assert_eq(computes_of(g.d, EP(0), c, 16), 11, "attn mlp attn mlp logits | logits mlp attn mlp attn | opt");
+  cr_assert_eq(fab_dag_op(g.d, c[4])->dur, 16384000, "the logits, after the layer's TP allreduce");
+  cr_assert_eq(fab_dag_op(g.d, c[5])->dur, 32768000, "their backward, first");
+  done(&g);
+}
+
+Test(training, vocabulary_errors_and_params) {
+  expect_error("workload:\n  kind: training\n  model: {params: 1M, seq: 128, global_batch: 1, vocab: 1000}\n", 1,
+               1e12, "t.yaml:3:", "vocab with params needs hidden");
+  expect_error("workload:\n  kind: training\n  model: {params: 100K, hidden: 64, seq: 128, global_batch: 1, "
+               "vocab: 1000}\n", 1, 1e12, "t.yaml:3:", "fewer than the embeddings' 128000");
+  /* params counts the embeddings: 2 x 64000 of 1M leave 872000 to 2 layers: ffn = (436000 - 16384) / 128 =
+  ** 3278.25, rounded to 3278, so the model holds 2 x (16384 + 128 x 3278) + 128000 = 999936 parameters */
+  Gen g = gen_ok("workload:\n  kind: training\n  gpu: {memory_bandwidth: 1TB/s}\n"
+                 "  model: {params: 1M, layers: 2, hidden: 64, seq: 128, global_batch: 1, vocab: 1000}\n", 1);
+  uint32_t c[16];
+  cr_assert_eq(computes_of(g.d, EP(0), c, 16), 5);
+  cr_assert_eq(fab_dag_op(g.d, c[4])->dur, 27998208, "999936 parameters x 28 B at 1 TB/s");
+  done(&g);
+  /* tied over several stages: what is not modelled is said; tied without a vocabulary does nothing */
+  char *w = warnings_of("workload:\n  kind: training\n  parallelism: {pp: 2}\n  model: {layers: 2, hidden: 64, "
+                        "seq: 128, global_batch: 1, vocab: 1000, tie_embeddings: true}\n", 2);
+  cr_assert(strstr(w, "t.yaml:4:") && strstr(w, "workload.model.tie_embeddings: on more than one pipeline stage") &&
+            strstr(w, "(its embedding group) is not modelled"), "%s", w);
+  g_free(w);
+  w = warnings_of("workload:\n  kind: training\n  model: {layers: 2, hidden: 64, seq: 128, global_batch: 1, "
+                  "tie_embeddings: true}\n", 1);
+  cr_assert(strstr(w, "workload.model.tie_embeddings: has no effect: the model has no vocabulary"), "%s", w);
+  g_free(w);
+  w = warnings_of("workload:\n  kind: training\n  model: {layers: 2, hidden: 64, seq: 128, global_batch: 1, "
+                  "vocab: 1000, tie_embeddings: true}\n", 1);
+  cr_assert_str_empty(w, "one stage: the table is shared, nothing is missing");
+  g_free(w);
 }
 
 Test(training, tp_allreduces) {

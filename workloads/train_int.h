@@ -15,6 +15,8 @@
 typedef struct ModelIn {
   const FabCfgNode *params;
   uint64_t layers, hidden, ffn, heads, kv_heads, seq, micro_batch, global_batch, experts, top_k, moe_every;
+  uint64_t vocab;      /* 0: no embeddings, output layer or loss */
+  bool tie;            /* tie_embeddings: the output layer is the embedding table */
   int dtype;
 } ModelIn;
 
@@ -35,9 +37,13 @@ typedef struct Seg {
   uint64_t bytes; /* collectives */
 } Seg;
 
+#define MAX_SEGS 10 /* a layer's 6, the embedding's TP allreduce, the logits and the loss's 3 TP allreduces */
+
 typedef struct Block {
-  Seg fwd[6], bwd[6];
+  Seg fwd[MAX_SEGS], bwd[MAX_SEGS];
   uint32_t nfwd, nbwd;
+  double hparams, hflops; /* the last stage's last block: the output layer's parameters per rank and its forward
+                          ** FLOPs per microbatch (before tp), whose backward comes first (train_plan.c) */
   double params[NSTREAMS];    /* parameters per rank (after tp and ep split) */
   uint64_t gbytes[NSTREAMS];  /* their gradient (and parameter) bytes per rank */
 } Block;

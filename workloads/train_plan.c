@@ -49,6 +49,8 @@ static const FabCfgKey model_schema[] = {
   FAB_CFG_KEY("experts", FAB_CFG_UINT, ModelIn, experts, .def = "0", .min = 0, .max = 1e6),
   FAB_CFG_KEY("top_k", FAB_CFG_UINT, ModelIn, top_k, .def = "2", .min = 1, .max = 1e3),
   FAB_CFG_KEY("moe_every", FAB_CFG_UINT, ModelIn, moe_every, .def = "1", .min = 1, .max = 1e6),
+  FAB_CFG_KEY("vocab", FAB_CFG_UINT, ModelIn, vocab, .def = "0", .min = 0, .max = 1e8),
+  FAB_CFG_KEY("tie_embeddings", FAB_CFG_BOOL, ModelIn, tie, .def = "false"),
   FAB_CFG_END_ROW,
 };
 
@@ -150,6 +152,16 @@ static gboolean read_shape(const FabCfgNode *model, const ModelIn *mi, uint64_t 
   }
   double p;
   if (!read_params(mi->params, &p, err)) return FALSE;
+  if (mi->vocab && !mi->hidden)
+    return fab_cfg_fail(AT_KEY(model, "vocab"), err, "vocab with params needs hidden (params counts the embeddings: "
+                        "vocab x hidden each)");
+  if (mi->vocab) { /* the layers hold what the embedding table (and an untied output layer) do not */
+    p -= (double)mi->vocab * (double)mi->hidden * (mi->tie ? 1 : 2);
+    if (p < 1)
+      return fab_cfg_fail(mi->params, err, "%s parameters are fewer than the embeddings' %.0f (vocab x hidden%s)",
+                          fab_cfg_scalar(mi->params), (double)mi->vocab * (double)mi->hidden * (mi->tie ? 1 : 2),
+                          mi->tie ? "" : " x 2, untied");
+  }
   if (mi->experts)
     return fab_cfg_fail(mi->params, err, "params cannot size an MoE model: give layers, hidden and ffn (the "
                         "size of one expert's MLP) instead");
@@ -184,24 +196,32 @@ static void bucket_block(Train *t, const ModelIn *mi, const Shape *sh, uint32_t 
                          GArray *bl, uint64_t *acc) {
   const double h = (double)sh->hidden, f = (double)sh->ffn, tokens = (double)mi->micro_batch * (double)mi->seq;
   const Block *bk = &t->blk[st * t->nb + k];
-  double flops[2] = {0, 0}, p = 0; /* [0]: the block's, [1]: its layers' so far */
-  for (int pass = 0; pass < 2; pass++) {
-    uint64_t done = 0;
-    for (uint32_t u = 1; u <= G; u++) {
-      uint64_t layer = ((uint64_t)st * t->nb + k) * G + (G - u);
-      bool moe = mi->experts && layer % mi->moe_every == 0;
-      double fl = 2 * tokens * sh->qkvo * h * h + 4 * tokens * (double)mi->seq * h +
-                  2 * tokens * 2 * h * f * (moe ? (double)mi->top_k : 1);
-      flops[pass] += fl;
-      if (!pass) continue;
-      double pd = sh->qkvo * h * h + (moe ? 0 : 2 * h * f), pe = moe ? (double)mi->experts * 2 * h * f : 0;
-      p += t->ep > 1 ? (i == DENSE ? pd : pe / t->ep) : (i == DENSE ? pd + pe : 0);
-      uint64_t upto = u == G ? bk->gbytes[i] : MIN(bk->gbytes[i], (uint64_t)llround(p / t->tp * t->dtype));
-      *acc += upto - done;
-      done = upto;
-      for (; *acc >= t->bucket; *acc -= t->bucket)
-        g_array_append_val(bl, ((Bucket){k, u, u == G ? 1 : flops[1] / flops[0], t->bucket}));
-    }
+  /* the output layer's gradient (the last block's head) is made first, by its share of the backward: "layer 0" */
+  const uint64_t head = i == DENSE ? MIN(bk->gbytes[i], (uint64_t)llround(bk->hparams * t->dtype)) : 0;
+  double flops[2] = {bk->hflops, bk->hflops}, p = 0; /* [0]: the block's, [1]: made so far */
+  for (uint32_t u = 1; u <= G; u++) {
+    uint64_t layer = ((uint64_t)st * t->nb + k) * G + (G - u);
+    bool moe = mi->experts && layer % mi->moe_every == 0;
+    flops[0] += 2 * tokens * sh->qkvo * h * h + 4 * tokens * (double)mi->seq * h +
+                2 * tokens * 2 * h * f * (moe ? (double)mi->top_k : 1);
+  }
+  *acc += head;
+  for (; head && *acc >= t->bucket; *acc -= t->bucket)
+    g_array_append_val(bl, ((Bucket){k, 0, bk->hflops / flops[0], t->bucket}));
+  uint64_t done = head;
+  for (uint32_t u = 1; u <= G; u++) {
+    uint64_t layer = ((uint64_t)st * t->nb + k) * G + (G - u);
+    bool moe = mi->experts && layer % mi->moe_every == 0;
+    flops[1] += 2 * tokens * sh->qkvo * h * h + 4 * tokens * (double)mi->seq * h +
+                2 * tokens * 2 * h * f * (moe ? (double)mi->top_k : 1);
+    double pd = sh->qkvo * h * h + (moe ? 0 : 2 * h * f), pe = moe ? (double)mi->experts * 2 * h * f : 0;
+    p += t->ep > 1 ? (i == DENSE ? pd : pe / t->ep) : (i == DENSE ? pd + pe : 0);
+    /* the last layer (u = G) takes the rest: on the first block, the embedding table's gradient too */
+    uint64_t upto = u == G ? bk->gbytes[i] : MIN(bk->gbytes[i], head + (uint64_t)llround(p / t->tp * t->dtype));
+    *acc += upto - done;
+    done = upto;
+    for (; *acc >= t->bucket; *acc -= t->bucket)
+      g_array_append_val(bl, ((Bucket){k, u, u == G ? 1 : flops[1] / flops[0], t->bucket}));
   }
 }
 
@@ -230,21 +250,38 @@ void fab_train__plan(Train *t, const ModelIn *mi, const Shape *sh, uint32_t G) {
       } else {
         bk->params[DENSE] = p_dense + p_exp;
       }
-      for (int i = 0; i < NSTREAMS; i++) bk->gbytes[i] = (uint64_t)ceil(bk->params[i] * t->dtype);
       uint64_t tpb = t->tp > 1 ? G * act : 0, epb = t->ep > 1 ? nmoe * act * mi->top_k : 0;
-      const Seg fwd[] = {{SEG_COMPUTE, attn, 0},       {SEG_TP, 0, tpb}, {SEG_EP, 0, epb}, {SEG_COMPUTE, mlp, 0},
-                         {SEG_EP, 0, epb},              {SEG_TP, 0, tpb}};
-      const Seg bwd[] = {{SEG_EP, 0, epb},              {SEG_COMPUTE, 2 * mlp, 0}, {SEG_EP, 0, epb},
-                         {SEG_TP, 0, tpb},              {SEG_COMPUTE, 2 * attn, 0}, {SEG_TP, 0, tpb}};
-      for (int pass = 0; pass < 2; pass++) { /* drop empty collectives, merge adjacent computes */
+      /* the vocabulary (vocab > 0, Megatron's vocab-parallel layers): the first block holds the embedding table
+      ** (V h / tp) and allreduces its lookup over tp; the last block of the last stage holds the output layer
+      ** (unless tied on one stage: the same table), computes the logits (2 b s h V / tp), and the loss takes 3
+      ** TP allreduces of b s fp32 (the max, the target's logit, the sum of exponentials); its backward, first,
+      ** computes twice the logits' FLOPs and allreduces the input's gradient (b s h B) over tp */
+      const bool first = st == 0 && k == 0, last = st + 1 == t->pp && k + 1 == t->nb, voc = mi->vocab > 0;
+      const double vh = (double)mi->vocab * h / tp, logits = 2 * tokens * h * (double)mi->vocab;
+      const uint64_t lossb = voc && t->tp > 1 ? mi->micro_batch * mi->seq * 4 : 0, embb = voc && t->tp > 1 ? act : 0;
+      if (voc && first) bk->params[DENSE] += vh;
+      if (voc && last && !(mi->tie && t->pp == 1)) bk->params[DENSE] += vh, bk->hparams = vh;
+      if (voc && last) bk->hflops = logits;
+      for (int i = 0; i < NSTREAMS; i++) bk->gbytes[i] = (uint64_t)ceil(bk->params[i] * t->dtype);
+      const Seg none = {SEG_TP, 0, 0};
+      const Seg fwd[] = {first ? (Seg){SEG_TP, 0, embb} : none, {SEG_COMPUTE, attn, 0}, {SEG_TP, 0, tpb},
+                         {SEG_EP, 0, epb}, {SEG_COMPUTE, mlp, 0}, {SEG_EP, 0, epb}, {SEG_TP, 0, tpb},
+                         {SEG_COMPUTE, last ? logits / tp : 0, 0}, {SEG_TP, 0, last ? lossb : 0},
+                         {SEG_TP, 0, last ? lossb : 0}, {SEG_TP, 0, last ? lossb : 0}};
+      const Seg bwd[] = {{SEG_COMPUTE, last ? 2 * logits / tp : 0, 0}, {SEG_TP, 0, last && voc ? tpb / G : 0},
+                         {SEG_EP, 0, epb}, {SEG_COMPUTE, 2 * mlp, 0}, {SEG_EP, 0, epb}, {SEG_TP, 0, tpb},
+                         {SEG_COMPUTE, 2 * attn, 0}, {SEG_TP, 0, tpb}};
+      for (int pass = 0; pass < 2; pass++) { /* drop empty collectives and computes, merge adjacent computes */
         const Seg *in = pass ? bwd : fwd;
+        const int nin = pass ? (int)G_N_ELEMENTS(bwd) : (int)G_N_ELEMENTS(fwd);
         Seg *out = pass ? bk->bwd : bk->fwd;
         uint32_t n = 0;
-        for (int i = 0; i < 6; i++) {
-          if (in[i].kind != SEG_COMPUTE && !in[i].bytes) continue;
+        for (int i = 0; i < nin; i++) {
+          if (in[i].kind != SEG_COMPUTE ? !in[i].bytes : !(in[i].flops > 0)) continue;
           if (in[i].kind == SEG_COMPUTE && n && out[n - 1].kind == SEG_COMPUTE) out[n - 1].flops += in[i].flops;
           else out[n++] = in[i];
         }
+        g_assert(n <= MAX_SEGS);
         *(pass ? &bk->nbwd : &bk->nfwd) = n;
       }
     }
@@ -269,6 +306,7 @@ char *fab_train__note(const Train *t, const ModelIn *mi, const Shape *sh) {
   uint32_t nbk = 0;
   for (uint32_t i = 0; i < t->pp * t->nb; i++)
     params += (t->blk[i].params[DENSE] + t->blk[i].params[EXPERT] * t->ep) * t->tp;
+  if (mi->vocab && mi->tie && t->pp > 1) params -= (double)mi->vocab * (double)sh->hidden; /* one table, two copies */
   for (int st = 0; st < NSTREAMS && t->buckets; st++) nbk += t->buckets[st]->len;
   GString *s = g_string_new(NULL);
   g_string_append_printf(s, "model: %" G_GUINT64_FORMAT " layers, hidden %" G_GUINT64_FORMAT ", ffn %" G_GUINT64_FORMAT
@@ -277,6 +315,8 @@ char *fab_train__note(const Train *t, const ModelIn *mi, const Shape *sh) {
                                            mi->kv_heads, mi->heads);
   if (mi->experts) g_string_append_printf(s, ", %" G_GUINT64_FORMAT " experts (top %" G_GUINT64_FORMAT ", every %"
                                           G_GUINT64_FORMAT " layers)", mi->experts, mi->top_k, mi->moe_every);
+  if (mi->vocab) g_string_append_printf(s, ", vocabulary %" G_GUINT64_FORMAT " (embeddings %s)", mi->vocab,
+                                         mi->tie ? "tied to the output layer" : "and output layer apart");
   g_string_append_printf(s, ", seq %" G_GUINT64_FORMAT ", %.4g B parameters; tp %u, dp %u, ep %u; blocks of %u "
                          "layer%s (%u per stage); compute at %.4g TFLOP/s", mi->seq, params / 1e9, t->tp, t->dp,
                          t->ep, t->G, t->G == 1 ? "" : "s", t->nb, t->rate / 1e12);
@@ -313,6 +353,30 @@ void fab_train__free(Train *t) {
   g_free(t->eps);
   g_free(t->st);
   g_free(t->en);
+}
+
+/* kv_heads (grouped-query attention) against heads and tp. */
+static gboolean check_kv_heads(const FabCfgNode *model, const ModelIn *mi, uint32_t tp, GError **err) {
+  const FabCfgNode *kvn = fab_cfg_get(model, "kv_heads");
+  if (kvn && !mi->heads)
+    return fab_cfg_fail(kvn, err, "kv_heads needs heads (the query heads: K and V are kv_heads/heads of Q's size)");
+  if (kvn && (mi->heads % mi->kv_heads || mi->kv_heads % tp))
+    return fab_cfg_fail(kvn, err, "%" G_GUINT64_FORMAT " kv_heads must divide heads (%" G_GUINT64_FORMAT ") and be "
+                        "divisible by tp (%u; K and V heads replicated over tensor-parallel ranks are not modelled)",
+                        mi->kv_heads, mi->heads, tp);
+  return TRUE;
+}
+
+/* tie_embeddings where it does nothing, or where what it implies is not modelled: a warning. */
+static void warn_tie(const Train *t, const FabCfgNode *model, const ModelIn *mi, uint32_t pp) {
+  const FabCfgNode *n = fab_cfg_get(model, "tie_embeddings");
+  if (!n || !mi->tie || !t->env->warnings || (mi->vocab && pp == 1)) return;
+  g_ptr_array_add(t->env->warnings, g_strdup_printf(
+      "%s: %s: %s", fab_cfg_where(n), fab_cfg_path(n), !mi->vocab
+      ? "has no effect: the model has no vocabulary (model.vocab), so no embeddings to tie"
+      : "on more than one pipeline stage the first and last stages each hold the table and reduce its gradient "
+        "over dp; Megatron's allreduce of the two copies' gradients between those stages (its embedding group) "
+        "is not modelled"));
 }
 
 /* Everything about the job that YAML says, checked; t's model fields filled. */
@@ -354,13 +418,8 @@ gboolean fab_train__configure(Train *t, const FabTrainIn *inp, const FabCfgNode 
   t->zero = pi.zero == 4 ? 3 : (uint32_t)pi.zero;
   /* model */
   *G = (uint32_t)in.layer_group;
-  const FabCfgNode *kvn = fab_cfg_get(in.model, "kv_heads");
-  if (kvn && !mi->heads)
-    return fab_cfg_fail(kvn, err, "kv_heads needs heads (the query heads: K and V are kv_heads/heads of Q's size)");
-  if (kvn && (mi->heads % mi->kv_heads || mi->kv_heads % pi.tp))
-    return fab_cfg_fail(kvn, err, "%" G_GUINT64_FORMAT " kv_heads must divide heads (%" G_GUINT64_FORMAT ") and be "
-                        "divisible by tp (%u; K and V heads replicated over tensor-parallel ranks are not modelled)",
-                        mi->kv_heads, mi->heads, t->tp);
+  if (!check_kv_heads(in.model, mi, t->tp, err)) return FALSE;
+  warn_tie(t, in.model, mi, (uint32_t)pi.pp);
   if (!read_shape(in.model, mi, pi.pp * in.layer_group, sh, err)) return FALSE;
   if (sh->layers % pi.pp)
     return fab_cfg_fail(AT_KEY(in.model, "layers"), err, "%" G_GUINT64_FORMAT " layers cannot be split evenly "

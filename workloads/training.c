@@ -6,7 +6,7 @@
 ** k = top_k. A dense layer holds 4h^2 (Q, K, V, O) + 2hf (the two MLP
 ** matrices) parameters; with grouped-query attention (kv_heads < heads)
 ** K and V are kv_heads/heads of Q's size, and every "4h^2" below is
-** (2 + 2 kv_heads/heads) h^2 (Shape.qkvo); biases, norms, the router and the embeddings are
+** (2 + 2 kv_heads/heads) h^2 (Shape.qkvo); biases, norms and the router are
 ** not modelled. Layer l (0-based) is an MoE layer when E > 0 and
 ** l % moe_every == 0 (Megatron's moe_layer_freq); it holds 4h^2 + E x 2hf.
 ** `params` (dense models only) fixes the total instead:
@@ -73,7 +73,9 @@
 ** A step ends (FAB_MARK_STEP_END) after the optimizer and the allgathers
 ** that follow it; the next step begins (FAB_MARK_STEP_BEGIN) on that.
 **
-** Approximate: no embeddings or loss; no sequence parallelism; no
+** Vocabulary (vocab > 0): see train_plan.c, fab_train__plan.
+**
+** Approximate: no sequence parallelism; no
 ** interleaved (virtual) pipeline stages; p2p sends do not block the sender;
 ** no cross-stage synchronization before the optimizer (grad-norm, etc.);
 ** MoE load is perfectly balanced; blocks of G > 1 layers merge collectives.
@@ -426,12 +428,12 @@ static gboolean buckets(Train *t, uint32_t s, uint32_t k, uint32_t u, GError **e
   return TRUE;
 }
 
-/* The layers u < G of block k of stage s after which a bucket is ready,
+/* The layers u < G of block k of stage s after which a bucket is ready (0: the output layer),
 ** ascending, into t->cuts (as Bucket, for layer and frac); how many. */
 static guint backward_cuts(Train *t, uint32_t s, uint32_t k) {
   if (!t->cuts) t->cuts = g_array_new(FALSE, FALSE, sizeof(Bucket));
   g_array_set_size(t->cuts, 0);
-  for (uint32_t u = 1; u < t->G; u++) {
+  for (uint32_t u = 0; u < t->G; u++) { /* u = 0: the output layer's, before the layers */
     for (int st = 0; st < NSTREAMS; st++) {
       GArray *bl = t->buckets[s * NSTREAMS + st];
       guint i = 0;
