@@ -226,6 +226,47 @@ Test(training, grouped_query_attention_by_hand) {
                4, 1e12, "t.yaml:3:54: workload.model.kv_heads:", "be divisible by tp (4;");
 }
 
+/* SwiGLU: three h x f matrices. TINY's layer holds 4 x 4096 + 3 x 64 x 256 = 65536 parameters; forward 2 x
+** 128 x 65536 + 4 x 128^2 x 64 = 20971520 FLOPs = 41943040 ps. Presets: their parameters as the model cards
+** give them (worked out in train_plan.c's terms: layers x (qkvo h^2 + 3 h f [x experts]) + 2 vocab h), read
+** from the optimizer at 28 TB/s, which moves 28 B per parameter in 1 ps. */
+Test(training, swiglu_and_model_presets) {
+  Gen g = gen_ok("workload:\n  kind: training\n  model: {layers: 2, hidden: 64, ffn: 256, seq: 128, global_batch: 1, "
+                 "mlp: swiglu}\n", 1);
+  uint32_t c[8];
+  cr_assert_eq(computes_of(g.d, EP(0), c, 8), 5);
+  cr_assert_eq(fab_dag_op(g.d, c[0])->dur, 41943040);
+  done(&g);
+  static const struct { const char *name; uint64_t params; } presets[] = {
+    {"llama3-8b", 8029995008ull}, {"llama3-70b", 70552387584ull}, {"llama3.1-405b", 405849243648ull},
+    {"mixtral-8x7b", 46701477888ull},
+  };
+  for (size_t i = 0; i < G_N_ELEMENTS(presets); i++) {
+    char *y = g_strdup_printf("workload:\n  kind: training\n  gpu: {memory_bandwidth: 28TB/s}\n"
+                              "  model: {preset: %s, global_batch: 1}\n", presets[i].name);
+    g = gen_ok(y, 1);
+    uint32_t all[600], n = computes_of(g.d, EP(0), all, 600);
+    cr_assert_eq(fab_dag_op(g.d, all[n - 1])->dur, presets[i].params, "%s: %llu parameters", presets[i].name,
+                 (unsigned long long)fab_dag_op(g.d, all[n - 1])->dur);
+    done(&g);
+    g_free(y);
+  }
+  /* a key given wins over the preset's; the preset's kv_heads is checked against tp */
+  g = gen_ok("workload:\n  kind: training\n  gpu: {memory_bandwidth: 28TB/s}\n"
+             "  model: {preset: llama3-8b, layers: 2, vocab: 0, seq: 128, global_batch: 1}\n", 1);
+  cr_assert_eq(computes_of(g.d, EP(0), c, 8), 5);
+  cr_assert_eq(fab_dag_op(g.d, c[4])->dur, 2 * 218103808ull, "two Llama-3 8B layers, no embeddings");
+  done(&g);
+  expect_error("workload:\n  kind: training\n  parallelism: {tp: 16}\n  model: {preset: llama3-8b, global_batch: 1}\n",
+               16, 1e12, "t.yaml:4:", "8 kv_heads must divide heads (32) and be divisible by tp (16");
+  expect_error("workload:\n  kind: training\n  model: {preset: llama3-8b, params: 8B, global_batch: 1}\n", 1, 1e12,
+               "t.yaml:3:", "give preset or params, not both");
+  expect_error("workload:\n  kind: training\n  model: {preset: llama-9, global_batch: 1}\n", 1, 1e12, "t.yaml:3:",
+               "llama3-8b");
+  expect_error("workload:\n  kind: training\n  model: {layers: 2, hidden: 64, global_batch: 1}\n", 1, 1e12,
+               "t.yaml:3:", "missing required key 'seq'");
+}
+
 Test(training, gpu_flops_from_yaml_and_from_the_cluster) {
   /* 989TFLOPS x 0.25 given in YAML overrides the cluster's 1 TFLOPS x 0.5 */
   Gen g = gen_ok(TINY "  steps: 1\n" "  parallelism: {dp: 1}\n", 1);

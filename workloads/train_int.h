@@ -18,11 +18,14 @@ typedef struct ModelIn {
   uint64_t vocab;      /* 0: no embeddings, output layer or loss */
   bool tie;            /* tie_embeddings: the output layer is the embedding table */
   int dtype;
+  int mlp;             /* 0 gelu (two MLP matrices), 1 swiglu (three: gate, up, down) */
+  int preset;          /* 0 none, else a row of train_plan.c's model presets */
 } ModelIn;
 
 typedef struct Shape {
   uint64_t layers, hidden, ffn;
   double qkvo; /* the attention's weights (Q, K, V, O) in units of h^2: 4, or 2 + 2 kv_heads/heads (GQA) */
+  double mlpm; /* the MLP's matrices of h x f: 2 (gelu), 3 (swiglu) */
 } Shape;
 
 /* ---- the plan ------------------------------------------------------------- */

@@ -35,6 +35,54 @@ const FabCfgKey fab_training_schema[] = {
 };
 
 
+static const char *const mlp_names[] = {"gelu", "swiglu", NULL};
+
+/* Public model shapes (model.preset), from each model's published Hugging Face config.json: hidden_size,
+** intermediate_size (ffn), num_hidden_layers, num_attention_heads, num_key_value_heads, vocab_size,
+** tie_word_embeddings (false for all four), and for Mixtral num_local_experts and num_experts_per_tok; all use
+** SwiGLU MLPs (three h x ffn matrices). seq is the context they were pre-trained at: 8192 for Llama 3 and 3.1
+** (Meta's Llama 3 paper, arXiv:2407.21783, section 3.4: 8K tokens before the long-context stage), 32768 for
+** Mixtral (max_position_embeddings; Mistral AI, arXiv:2401.04088). Their parameter counts come out as the
+** model cards give them (tests/test_training.c: 8.03 B, 70.55 B, 405.85 B, 46.70 B). */
+typedef struct ModelPreset {
+  const char *name;
+  uint64_t layers, hidden, ffn, heads, kv_heads, vocab, experts, top_k, seq;
+} ModelPreset;
+
+static const ModelPreset model_presets[] = {
+  /* meta-llama/Meta-Llama-3-8B, config.json */
+  {"llama3-8b", 32, 4096, 14336, 32, 8, 128256, 0, 0, 8192},
+  /* meta-llama/Meta-Llama-3-70B, config.json */
+  {"llama3-70b", 80, 8192, 28672, 64, 8, 128256, 0, 0, 8192},
+  /* meta-llama/Llama-3.1-405B, config.json */
+  {"llama3.1-405b", 126, 16384, 53248, 128, 8, 128256, 0, 0, 8192},
+  /* mistralai/Mixtral-8x7B-v0.1, config.json: 8 experts, 2 per token, every layer MoE */
+  {"mixtral-8x7b", 32, 4096, 14336, 32, 8, 32000, 8, 2, 32768},
+};
+
+static const char *const preset_names[] = {"none", "llama3-8b", "llama3-70b", "llama3.1-405b", "mixtral-8x7b", NULL};
+
+/* model.preset: its values for the keys the YAML leaves out. */
+static gboolean apply_preset(const FabCfgNode *model, ModelIn *mi, GError **err) {
+  G_STATIC_ASSERT(G_N_ELEMENTS(preset_names) == G_N_ELEMENTS(model_presets) + 2);
+  if (!mi->preset) return TRUE;
+  const ModelPreset *p = &model_presets[mi->preset - 1];
+  g_assert(g_str_equal(p->name, preset_names[mi->preset]));
+  if (mi->params)
+    return fab_cfg_fail(mi->params, err, "give preset or params, not both (the preset %s fixes the shape)", p->name);
+  const struct { const char *key; uint64_t *field, value; } rows[] = {
+    {"layers", &mi->layers, p->layers}, {"hidden", &mi->hidden, p->hidden}, {"ffn", &mi->ffn, p->ffn},
+    {"heads", &mi->heads, p->heads},    {"kv_heads", &mi->kv_heads, p->kv_heads}, {"vocab", &mi->vocab, p->vocab},
+    {"seq", &mi->seq, p->seq},
+  };
+  for (size_t i = 0; i < G_N_ELEMENTS(rows); i++)
+    if (!fab_cfg_get(model, rows[i].key)) *rows[i].field = rows[i].value;
+  if (p->experts && !fab_cfg_get(model, "experts")) mi->experts = p->experts;
+  if (p->top_k && !fab_cfg_get(model, "top_k")) mi->top_k = p->top_k;
+  if (!fab_cfg_get(model, "mlp")) mi->mlp = 1; /* swiglu */
+  return TRUE;
+}
+
 static const FabCfgKey model_schema[] = {
   FAB_CFG_KEY("params", FAB_CFG_NODE, ModelIn, params),
   FAB_CFG_KEY("layers", FAB_CFG_UINT, ModelIn, layers, .min = 1, .max = 1e6),
@@ -42,7 +90,7 @@ static const FabCfgKey model_schema[] = {
   FAB_CFG_KEY("ffn", FAB_CFG_UINT, ModelIn, ffn, .min = 1, .max = 1e8),
   FAB_CFG_KEY("heads", FAB_CFG_UINT, ModelIn, heads, .min = 1, .max = 1e6),
   FAB_CFG_KEY("kv_heads", FAB_CFG_UINT, ModelIn, kv_heads, .min = 1, .max = 1e6),
-  FAB_CFG_KEY("seq", FAB_CFG_UINT, ModelIn, seq, .required = true, .min = 1, .max = 1e8),
+  FAB_CFG_KEY("seq", FAB_CFG_UINT, ModelIn, seq, .min = 1, .max = 1e8), /* required unless a preset gives it */
   FAB_CFG_KEY("micro_batch", FAB_CFG_UINT, ModelIn, micro_batch, .def = "1", .min = 1, .max = 1e6),
   FAB_CFG_KEY("global_batch", FAB_CFG_UINT, ModelIn, global_batch, .min = 1, .max = 1e9),
   FAB_CFG_KEY("dtype", FAB_CFG_ENUM, ModelIn, dtype, .def = "bf16", .choices = dtype_names),
@@ -50,6 +98,8 @@ static const FabCfgKey model_schema[] = {
   FAB_CFG_KEY("top_k", FAB_CFG_UINT, ModelIn, top_k, .def = "2", .min = 1, .max = 1e3),
   FAB_CFG_KEY("moe_every", FAB_CFG_UINT, ModelIn, moe_every, .def = "1", .min = 1, .max = 1e6),
   FAB_CFG_KEY("vocab", FAB_CFG_UINT, ModelIn, vocab, .def = "0", .min = 0, .max = 1e8),
+  FAB_CFG_KEY("mlp", FAB_CFG_ENUM, ModelIn, mlp, .def = "gelu", .choices = mlp_names),
+  FAB_CFG_KEY("preset", FAB_CFG_ENUM, ModelIn, preset, .def = "none", .choices = preset_names),
   FAB_CFG_KEY("tie_embeddings", FAB_CFG_BOOL, ModelIn, tie, .def = "false"),
   FAB_CFG_END_ROW,
 };
@@ -145,6 +195,7 @@ static uint64_t round_to(double x, uint64_t u) {
 static gboolean read_shape(const FabCfgNode *model, const ModelIn *mi, uint64_t unit, Shape *sh, GError **err) {
   sh->layers = mi->layers, sh->hidden = mi->hidden, sh->ffn = mi->ffn;
   sh->qkvo = mi->kv_heads ? 2 + 2.0 * (double)mi->kv_heads / (double)mi->heads : 4; /* (kv_heads checked) */
+  sh->mlpm = mi->mlp ? 3 : 2;
   if (!mi->params) {
     if (!mi->layers || !mi->hidden) return fab_cfg_fail(model, err, "give params, or layers and hidden");
     if (!mi->ffn) sh->ffn = 4 * mi->hidden;
@@ -173,7 +224,7 @@ static gboolean read_shape(const FabCfgNode *model, const ModelIn *mi, uint64_t 
   if (!sh->layers) sh->layers = (uint64_t)llround(p / (12.0 * (double)sh->hidden * (double)sh->hidden));
   if (!mi->layers) sh->layers = round_to((double)sh->layers, unit);
   if (!sh->hidden) sh->hidden = round_to(sqrt(p / (12.0 * (double)sh->layers)), 128);
-  double h = (double)sh->hidden, f = (p / (double)sh->layers - sh->qkvo * h * h) / (2 * h);
+  double h = (double)sh->hidden, f = (p / (double)sh->layers - sh->qkvo * h * h) / (sh->mlpm * h);
   if (f < 1)
     return fab_cfg_fail(mi->params, err, "%s parameters are too few for %" G_GUINT64_FORMAT " layers of hidden %"
                         G_GUINT64_FORMAT " (their attention alone holds %.4g)", fab_cfg_scalar(mi->params),
@@ -203,7 +254,7 @@ static void bucket_block(Train *t, const ModelIn *mi, const Shape *sh, uint32_t 
     uint64_t layer = ((uint64_t)st * t->nb + k) * G + (G - u);
     bool moe = mi->experts && layer % mi->moe_every == 0;
     flops[0] += 2 * tokens * sh->qkvo * h * h + 4 * tokens * (double)mi->seq * h +
-                2 * tokens * 2 * h * f * (moe ? (double)mi->top_k : 1);
+                2 * tokens * sh->mlpm * h * f * (moe ? (double)mi->top_k : 1);
   }
   *acc += head;
   for (; head && *acc >= t->bucket; *acc -= t->bucket)
@@ -213,8 +264,8 @@ static void bucket_block(Train *t, const ModelIn *mi, const Shape *sh, uint32_t 
     uint64_t layer = ((uint64_t)st * t->nb + k) * G + (G - u);
     bool moe = mi->experts && layer % mi->moe_every == 0;
     flops[1] += 2 * tokens * sh->qkvo * h * h + 4 * tokens * (double)mi->seq * h +
-                2 * tokens * 2 * h * f * (moe ? (double)mi->top_k : 1);
-    double pd = sh->qkvo * h * h + (moe ? 0 : 2 * h * f), pe = moe ? (double)mi->experts * 2 * h * f : 0;
+                2 * tokens * sh->mlpm * h * f * (moe ? (double)mi->top_k : 1);
+    double pd = sh->qkvo * h * h + (moe ? 0 : sh->mlpm * h * f), pe = moe ? (double)mi->experts * sh->mlpm * h * f : 0;
     p += t->ep > 1 ? (i == DENSE ? pd : pe / t->ep) : (i == DENSE ? pd + pe : 0);
     /* the last layer (u = G) takes the rest: on the first block, the embedding table's gradient too */
     uint64_t upto = u == G ? bk->gbytes[i] : MIN(bk->gbytes[i], head + (uint64_t)llround(p / t->tp * t->dtype));
@@ -243,8 +294,9 @@ void fab_train__plan(Train *t, const ModelIn *mi, const Shape *sh, uint32_t G) {
       }
       double ndense = G - nmoe;
       double attn = G * (2 * tokens * sh->qkvo * h * h + 4 * b * s * s * h) / tp;
-      double mlp = 2 * tokens * 2 * h * f * (ndense + (double)nmoe * (double)mi->top_k) / tp;
-      double p_dense = (G * sh->qkvo * h * h + ndense * 2 * h * f) / tp, p_exp = nmoe * (double)mi->experts * 2 * h * f / tp;
+      double mlp = 2 * tokens * sh->mlpm * h * f * (ndense + (double)nmoe * (double)mi->top_k) / tp;
+      double p_dense = (G * sh->qkvo * h * h + ndense * sh->mlpm * h * f) / tp;
+      double p_exp = nmoe * (double)mi->experts * sh->mlpm * h * f / tp;
       if (t->ep > 1) {
         bk->params[DENSE] = p_dense, bk->params[EXPERT] = p_exp / t->ep;
       } else {
@@ -309,8 +361,10 @@ char *fab_train__note(const Train *t, const ModelIn *mi, const Shape *sh) {
   if (mi->vocab && mi->tie && t->pp > 1) params -= (double)mi->vocab * (double)sh->hidden; /* one table, two copies */
   for (int st = 0; st < NSTREAMS && t->buckets; st++) nbk += t->buckets[st]->len;
   GString *s = g_string_new(NULL);
-  g_string_append_printf(s, "model: %" G_GUINT64_FORMAT " layers, hidden %" G_GUINT64_FORMAT ", ffn %" G_GUINT64_FORMAT
-                         ", attention %.4g h^2", sh->layers, sh->hidden, sh->ffn, sh->qkvo);
+  g_string_append_printf(s, "model: %s%s%" G_GUINT64_FORMAT " layers, hidden %" G_GUINT64_FORMAT ", ffn %"
+                         G_GUINT64_FORMAT " (%s MLP), attention %.4g h^2", mi->preset ? preset_names[mi->preset] : "",
+                         mi->preset ? " (preset): " : "", sh->layers, sh->hidden, sh->ffn, mlp_names[mi->mlp],
+                         sh->qkvo);
   if (mi->kv_heads) g_string_append_printf(s, " (%" G_GUINT64_FORMAT " K/V heads of %" G_GUINT64_FORMAT ")",
                                            mi->kv_heads, mi->heads);
   if (mi->experts) g_string_append_printf(s, ", %" G_GUINT64_FORMAT " experts (top %" G_GUINT64_FORMAT ", every %"
@@ -357,7 +411,8 @@ void fab_train__free(Train *t) {
 
 /* kv_heads (grouped-query attention) against heads and tp. */
 static gboolean check_kv_heads(const FabCfgNode *model, const ModelIn *mi, uint32_t tp, GError **err) {
-  const FabCfgNode *kvn = fab_cfg_get(model, "kv_heads");
+  const FabCfgNode *kvn = fab_cfg_get(model, "kv_heads") ? fab_cfg_get(model, "kv_heads")
+                          : mi->preset && mi->kv_heads ? fab_cfg_get(model, "preset") : NULL;
   if (kvn && !mi->heads)
     return fab_cfg_fail(kvn, err, "kv_heads needs heads (the query heads: K and V are kv_heads/heads of Q's size)");
   if (kvn && (mi->heads % mi->kv_heads || mi->kv_heads % tp))
@@ -418,7 +473,8 @@ gboolean fab_train__configure(Train *t, const FabTrainIn *inp, const FabCfgNode 
   t->zero = pi.zero == 4 ? 3 : (uint32_t)pi.zero;
   /* model */
   *G = (uint32_t)in.layer_group;
-  if (!check_kv_heads(in.model, mi, t->tp, err)) return FALSE;
+  if (!apply_preset(in.model, mi, err) || !check_kv_heads(in.model, mi, t->tp, err)) return FALSE;
+  if (!mi->seq) return fab_cfg_fail(in.model, err, "missing required key 'seq' (or a preset that gives it)");
   warn_tie(t, in.model, mi, (uint32_t)pi.pp);
   if (!read_shape(in.model, mi, pi.pp * in.layer_group, sh, err)) return FALSE;
   if (sh->layers % pi.pp)
@@ -428,7 +484,7 @@ gboolean fab_train__configure(Train *t, const FabTrainIn *inp, const FabCfgNode 
     return fab_cfg_fail(AT_KEY(wl, "layer_group"), err, "layer_group = %u does not divide the %" G_GUINT64_FORMAT
                         " layers of a pipeline stage", *G, sh->layers / pi.pp);
   if (mi->heads && (sh->hidden % mi->heads || mi->heads % pi.tp))
-    return fab_cfg_fail(fab_cfg_get(in.model, "heads"), err, "%" G_GUINT64_FORMAT " heads must divide hidden (%"
+    return fab_cfg_fail(AT_KEY(in.model, "heads"), err, "%" G_GUINT64_FORMAT " heads must divide hidden (%"
                         G_GUINT64_FORMAT ") and be divisible by tp (%u)", mi->heads, sh->hidden, t->tp);
   t->nb = (uint32_t)(sh->layers / pi.pp / in.layer_group);
   t->dtype = dtype_bytes[mi->dtype];

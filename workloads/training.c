@@ -4,7 +4,7 @@
 ** Shape. h = hidden, f = ffn (default 4h), L = layers, s = seq, b =
 ** micro_batch, B = dtype bytes (bf16/fp16 2, fp32 4, fp8 1), E = experts,
 ** k = top_k. A dense layer holds 4h^2 (Q, K, V, O) + 2hf (the two MLP
-** matrices) parameters; with grouped-query attention (kv_heads < heads)
+** matrices; with mlp: swiglu three, and every "2hf" below is 3hf) parameters; with grouped-query attention (kv_heads < heads)
 ** K and V are kv_heads/heads of Q's size, and every "4h^2" below is
 ** (2 + 2 kv_heads/heads) h^2 (Shape.qkvo); biases, norms and the router are
 ** not modelled. Layer l (0-based) is an MoE layer when E > 0 and
