@@ -641,6 +641,21 @@ Test(training, dp_buckets_without_overlap) {
   done(&g);
 }
 
+/* Bucket i of a stage's collectives c[] on endpoint ep enters after compute op `on` (and, past the first,
+** the bucket before it). */
+static void bucket_waits_for(const FabDag *d, const int32_t *c, uint32_t i, uint32_t ep, uint32_t on) {
+  uint32_t b = coll_mark(d, c[i], FAB_MARK_COLL_BEGIN, ep);
+  cr_assert_eq(fab_dag_op(d, b)->ndeps, 1);
+  uint32_t dep = fab_dag_dep(d, fab_dag_op(d, b), 0);
+  if (i) {
+    const FabOp *j = fab_dag_op(d, dep);
+    cr_assert(j->kind == FAB_OP_MARK && j->mark == FAB_MARK_JOIN && j->ndeps == 2, "bucket %u on %u", i, ep);
+    cr_assert_eq(fab_dag_dep(d, j, 1), coll_mark(d, c[i - 1], FAB_MARK_COLL_END, ep), "bucket %u on %u", i, ep);
+    dep = fab_dag_dep(d, j, 0);
+  }
+  cr_assert_eq(dep, on, "bucket %u on endpoint %u waits for op %u, not compute op %u", i, ep, dep, on);
+}
+
 Test(training, dp_buckets_with_overlap) {
   /* a bucket of exactly one layer: bucket i waits for the last microbatch's backward of layer 3 - i only */
   Gen g = gen_ok(DP4 "  bucket: 98304\n", 4);
@@ -649,21 +664,8 @@ Test(training, dp_buckets_with_overlap) {
   for (uint32_t r = 0; r < 4; r++) {
     uint32_t comp[20];
     cr_assert_eq(computes_of(g.d, EP(r), comp, 20), 17);
-    for (uint32_t i = 0; i < 4; i++) {
-      /* bucket 0 enters after its backward; a later one after a JOIN of its backward and the bucket before */
-      uint32_t b = coll_mark(g.d, c[i], FAB_MARK_COLL_BEGIN, EP(r));
-      cr_assert_eq(fab_dag_op(g.d, b)->ndeps, 1);
-      uint32_t on = fab_dag_dep(g.d, fab_dag_op(g.d, b), 0);
-      if (!i) {
-        cr_assert_eq(on, comp[12], "bucket 0 on rank %u", r);
-        continue;
-      }
-      const FabOp *j = fab_dag_op(g.d, on);
-      cr_assert(j->kind == FAB_OP_MARK && j->mark == FAB_MARK_JOIN && j->ndeps == 2, "bucket %u on rank %u", i, r);
-      cr_assert_eq(fab_dag_dep(g.d, j, 0), comp[12 + i], "bucket %u on rank %u: its backward", i, r);
-      cr_assert_eq(fab_dag_dep(g.d, j, 1), coll_mark(g.d, c[i - 1], FAB_MARK_COLL_END, EP(r)),
-                   "bucket %u on rank %u: the bucket before", i, r);
-    }
+    for (uint32_t i = 0; i < 4; i++) /* after its backward; a later one after a JOIN of it and the bucket before */
+      bucket_waits_for(g.d, c, i, EP(r), comp[12 + i]);
   }
   done(&g);
   /* 150000-byte buckets: the first holds layer 3 and part of layer 2 (ready at B2),
@@ -681,21 +683,6 @@ Test(training, dp_buckets_with_overlap) {
     cr_assert_eq(i ? fab_dag_dep(g.d, fab_dag_op(g.d, on), 0) : on, comp[at[i]], "bucket %u", i);
   }
   done(&g);
-}
-
-/* Bucket i of a stage's collectives c[] on endpoint ep enters after compute op `on` (and, past the first,
-** the bucket before it). */
-static void bucket_waits_for(const FabDag *d, const int32_t *c, uint32_t i, uint32_t ep, uint32_t on) {
-  uint32_t b = coll_mark(d, c[i], FAB_MARK_COLL_BEGIN, ep);
-  cr_assert_eq(fab_dag_op(d, b)->ndeps, 1);
-  uint32_t dep = fab_dag_dep(d, fab_dag_op(d, b), 0);
-  if (i) {
-    const FabOp *j = fab_dag_op(d, dep);
-    cr_assert(j->kind == FAB_OP_MARK && j->mark == FAB_MARK_JOIN && j->ndeps == 2, "bucket %u on %u", i, ep);
-    cr_assert_eq(fab_dag_dep(d, j, 1), coll_mark(d, c[i - 1], FAB_MARK_COLL_END, ep), "bucket %u on %u", i, ep);
-    dep = fab_dag_dep(d, j, 0);
-  }
-  cr_assert_eq(dep, on, "bucket %u on endpoint %u waits for op %u, not compute op %u", i, ep, dep, on);
 }
 
 Test(training, layer_group_keeps_buckets_overlapping) {
