@@ -828,6 +828,41 @@ Test(training, vocabulary_errors_and_params) {
   g_free(w);
 }
 
+/* Recomputation on TINY: a layer's forward is 33554432 ps, its core
+** attention (4 b s^2 h = 4194304 FLOPs) 8388608 ps. Selective adds the
+** core attention to each backward (67108864 + 8388608 ps), full the whole
+** forward (67108864 + 33554432 ps), with its TP allreduces again. */
+Test(training, recompute_by_hand) {
+  static const struct { const char *mode; fab_time_t bwd; uint32_t tp_colls; } cases[] = {
+    {"none", 67108864, 8}, {"selective", 67108864 + 8388608, 8}, {"full", 67108864 + 33554432, 12},
+  };
+  for (size_t i = 0; i < G_N_ELEMENTS(cases); i++) {
+    char *y = g_strdup_printf(TINY "  recompute: %s\n", cases[i].mode);
+    Gen g = gen_ok(y, 1);
+    uint32_t c[8];
+    cr_assert_eq(computes_of(g.d, EP(0), c, 8), 5);
+    cr_assert_eq(fab_dag_op(g.d, c[0])->dur, 33554432, "%s: the forward is unchanged", cases[i].mode);
+    cr_assert_eq(fab_dag_op(g.d, c[2])->dur, cases[i].bwd, "%s: %llu ps", cases[i].mode,
+                 (unsigned long long)fab_dag_op(g.d, c[2])->dur);
+    done(&g);
+    g_free(y);
+    /* tp 2: per layer 2 TP allreduces forward, 2 backward, and with full 2 more in the forward run again */
+    y = g_strdup_printf("workload:\n  kind: training\n  parallelism: {tp: 2}\n  recompute: %s\n"
+                        "  model: {layers: 2, hidden: 64, ffn: 256, seq: 128, global_batch: 1}\n", cases[i].mode);
+    g = gen_ok(y, 2);
+    int32_t t[16];
+    cr_assert_eq(colls_tagged(g.d, "tp", t, 16), cases[i].tp_colls, "%s", cases[i].mode);
+    done(&g);
+    g_free(y);
+  }
+  /* dp 4, layer_group 4, full: the last backward (4 x 100663296 ps) is still cut a layer's share at a time */
+  Gen g = gen_ok(DP4 "  bucket: 98304\n  layer_group: 4\n  recompute: full\n", 4);
+  uint32_t comp[20];
+  cr_assert_eq(computes_of(g.d, EP(0), comp, 20), 8);
+  for (uint32_t i = 0; i < 4; i++) cr_assert_eq(fab_dag_op(g.d, comp[3 + i])->dur, 100663296, "part %u", i);
+  done(&g);
+}
+
 Test(training, tp_allreduces) {
   /* tp = 4, 2 layers, 2 microbatches: 2 allreduces per layer forward and 2
   ** backward = 16, of b s h B = 16384 bytes over 4 ranks. attention forward
@@ -1093,7 +1128,7 @@ Test(training, made_round_by_round_is_made_whole) {
     "  parallelism: {pp: 2, dp: 4, ep: 2}\n  bucket: 1MiB\n",
     /* blocks of 2 layers, one of them MoE, whose last backward is cut where buckets are ready */
     "workload:\n  kind: training\n  model: {layers: 8, hidden: 256, seq: 256, micro_batch: 1, global_batch: 8, experts: 4,"
-    " moe_every: 2}\n  parallelism: {pp: 2, dp: 4, ep: 2}\n  bucket: 300KiB\n  layer_group: 2\n",
+    " moe_every: 2}\n  parallelism: {pp: 2, dp: 4, ep: 2}\n  bucket: 300KiB\n  layer_group: 2\n  recompute: full\n",
   };
   for (size_t c = 0; c < sizeof cases / sizeof *cases; c++) {
     uint32_t b = same_unfolded(cases[c], 8);

@@ -40,7 +40,8 @@ typedef struct Seg {
   uint64_t bytes; /* collectives */
 } Seg;
 
-#define MAX_SEGS 10 /* a layer's 6, the embedding's TP allreduce, the logits and the loss's 3 TP allreduces */
+#define MAX_SEGS 16 /* forward: a layer's 6, the embedding's TP allreduce, the logits and the loss's 3 TP allreduces;
+                    ** backward: the logits' 2, a layer's forward again (recompute: full) and its backward */
 
 typedef struct Block {
   Seg fwd[MAX_SEGS], bwd[MAX_SEGS];
@@ -77,6 +78,7 @@ typedef struct Train {
   uint64_t bucket;
   gboolean too_many_buckets; /* more than MAX_OPS buckets in a stage */
   gboolean overlap;
+  int recompute;       /* FabTrainIn.recompute */
   FabCollAlgo algo;
   FabProto proto;
   bool cta_zero;

@@ -14,6 +14,7 @@
 static const char *const dtype_names[] = {"bf16", "fp16", "fp32", "fp8", NULL};
 static const uint32_t dtype_bytes[] = {2, 2, 4, 1};
 static const char *const zero_names[] = {"0", "1", "2", "3", "fsdp", NULL};
+static const char *const recompute_names[] = {"none", "selective", "full", NULL};
 
 #define TK(NAME, TYPE, FIELD, ...) FAB_CFG_KEY(NAME, TYPE, FabTrainIn, FIELD, __VA_ARGS__)
 
@@ -24,6 +25,7 @@ const FabCfgKey fab_training_schema[] = {
   TK("gpu", FAB_CFG_MAP, gpu),
   TK("bucket", FAB_CFG_SIZE, bucket, .def = "25MiB", .min = 1, .max = 0x1p50),
   TK("overlap", FAB_CFG_BOOL, overlap, .def = "true"),
+  TK("recompute", FAB_CFG_ENUM, recompute, .def = "none", .choices = recompute_names),
   TK("steps", FAB_CFG_UINT, steps, .def = "1", .min = 1, .max = 65535),
   TK("layer_group", FAB_CFG_UINT, layer_group, .def = "1", .min = 1, .max = 1e6),
   TK("algorithm", FAB_CFG_ENUM, algorithm, .def = "auto", .choices = fab_coll_algo_names),
@@ -235,6 +237,15 @@ static gboolean read_shape(const FabCfgNode *model, const ModelIn *mi, uint64_t 
 
 static uint64_t ceil_div(uint64_t a, uint64_t b) { return a / b + (a % b != 0); }
 
+/* Layer `layer`'s backward FLOPs (before tp), with what it recomputes. */
+static double layer_bwd_flops(const Train *t, const ModelIn *mi, const Shape *sh, uint64_t layer) {
+  const double h = (double)sh->hidden, f = (double)sh->ffn, tokens = (double)mi->micro_batch * (double)mi->seq;
+  const bool moe = mi->experts && layer % mi->moe_every == 0;
+  const double core = 4 * tokens * (double)mi->seq * h;
+  const double fwd = 2 * tokens * sh->qkvo * h * h + core + 2 * tokens * sh->mlpm * h * f * (moe ? (double)mi->top_k : 1);
+  return 2 * fwd + (t->recompute == 2 ? fwd : t->recompute == 1 ? core : 0);
+}
+
 /* Cut block k of stage st's gradient bytes of stream i into buckets, its
 ** layers in backward order (last first), adding to *acc, the bytes not yet
 ** in a bucket. A bucket is ready once the layer holding its last byte is
@@ -245,26 +256,20 @@ static uint64_t ceil_div(uint64_t a, uint64_t b) { return a / b + (a % b != 0); 
 ** gradient traffic overlapped the backward). */
 static void bucket_block(Train *t, const ModelIn *mi, const Shape *sh, uint32_t G, uint32_t st, uint32_t k, int i,
                          GArray *bl, uint64_t *acc) {
-  const double h = (double)sh->hidden, f = (double)sh->ffn, tokens = (double)mi->micro_batch * (double)mi->seq;
+  const double h = (double)sh->hidden, f = (double)sh->ffn;
   const Block *bk = &t->blk[st * t->nb + k];
   /* the output layer's gradient (the last block's head) is made first, by its share of the backward: "layer 0" */
   const uint64_t head = i == DENSE ? MIN(bk->gbytes[i], (uint64_t)llround(bk->hparams * t->dtype)) : 0;
-  double flops[2] = {bk->hflops, bk->hflops}, p = 0; /* [0]: the block's, [1]: made so far */
-  for (uint32_t u = 1; u <= G; u++) {
-    uint64_t layer = ((uint64_t)st * t->nb + k) * G + (G - u);
-    bool moe = mi->experts && layer % mi->moe_every == 0;
-    flops[0] += 2 * tokens * sh->qkvo * h * h + 4 * tokens * (double)mi->seq * h +
-                2 * tokens * sh->mlpm * h * f * (moe ? (double)mi->top_k : 1);
-  }
+  double flops[2] = {2 * bk->hflops, 2 * bk->hflops}, p = 0; /* backward FLOPs: [0] the block's, [1] made so far */
+  for (uint32_t u = 1; u <= G; u++) flops[0] += layer_bwd_flops(t, mi, sh, ((uint64_t)st * t->nb + k) * G + (G - u));
   *acc += head;
   for (; head && *acc >= t->bucket; *acc -= t->bucket)
-    g_array_append_val(bl, ((Bucket){k, 0, bk->hflops / flops[0], t->bucket}));
+    g_array_append_val(bl, ((Bucket){k, 0, flops[1] / flops[0], t->bucket}));
   uint64_t done = head;
   for (uint32_t u = 1; u <= G; u++) {
     uint64_t layer = ((uint64_t)st * t->nb + k) * G + (G - u);
     bool moe = mi->experts && layer % mi->moe_every == 0;
-    flops[1] += 2 * tokens * sh->qkvo * h * h + 4 * tokens * (double)mi->seq * h +
-                2 * tokens * sh->mlpm * h * f * (moe ? (double)mi->top_k : 1);
+    flops[1] += layer_bwd_flops(t, mi, sh, layer);
     double pd = sh->qkvo * h * h + (moe ? 0 : sh->mlpm * h * f), pe = moe ? (double)mi->experts * sh->mlpm * h * f : 0;
     p += t->ep > 1 ? (i == DENSE ? pd : pe / t->ep) : (i == DENSE ? pd + pe : 0);
     /* the last layer (u = G) takes the rest: on the first block, the embedding table's gradient too */
@@ -320,9 +325,16 @@ void fab_train__plan(Train *t, const ModelIn *mi, const Shape *sh, uint32_t G) {
                          {SEG_EP, 0, epb}, {SEG_COMPUTE, mlp, 0}, {SEG_EP, 0, epb}, {SEG_TP, 0, tpb},
                          {SEG_COMPUTE, last ? logits / tp : 0, 0}, {SEG_TP, 0, last ? lossb : 0},
                          {SEG_TP, 0, last ? lossb : 0}, {SEG_TP, 0, last ? lossb : 0}};
+      /* recompute (Megatron's --recompute-granularity): full runs the block's forward again, its collectives
+      ** too, before its backward (not the logits: the output layer is not checkpointed); selective runs the
+      ** core attention again (QK^T, softmax, AV: 4 b s^2 h per layer), inside the attention's backward */
+      const bool full = t->recompute == 2;
+      const double core = t->recompute == 1 ? G * 4 * b * s * s * h / tp : 0;
       const Seg bwd[] = {{SEG_COMPUTE, last ? 2 * logits / tp : 0, 0}, {SEG_TP, 0, last && voc ? tpb / G : 0},
+                         {SEG_COMPUTE, full ? attn : 0, 0}, {SEG_TP, 0, full ? tpb : 0}, {SEG_EP, 0, full ? epb : 0},
+                         {SEG_COMPUTE, full ? mlp : 0, 0}, {SEG_EP, 0, full ? epb : 0}, {SEG_TP, 0, full ? tpb : 0},
                          {SEG_EP, 0, epb}, {SEG_COMPUTE, 2 * mlp, 0}, {SEG_EP, 0, epb}, {SEG_TP, 0, tpb},
-                         {SEG_COMPUTE, 2 * attn, 0}, {SEG_TP, 0, tpb}};
+                         {SEG_COMPUTE, 2 * attn + core, 0}, {SEG_TP, 0, tpb}};
       for (int pass = 0; pass < 2; pass++) { /* drop empty collectives and computes, merge adjacent computes */
         const Seg *in = pass ? bwd : fwd;
         const int nin = pass ? (int)G_N_ELEMENTS(bwd) : (int)G_N_ELEMENTS(fwd);
@@ -533,6 +545,7 @@ gboolean fab_train__configure(Train *t, const FabTrainIn *inp, const FabCfgNode 
   t->steps = (uint32_t)in.steps;
   t->bucket = in.bucket;
   t->overlap = in.overlap;
+  t->recompute = in.recompute;
   t->algo = (FabCollAlgo)in.algorithm;
   t->proto = (FabProto)in.protocol;
   t->cta_zero = in.cta_policy == 1;

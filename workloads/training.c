@@ -22,7 +22,9 @@
 **   attention part  A = G x (2bs x 4h^2 + 4bs^2h) / tp   (projections, then
 **                   QK^T and AV without causal halving)
 **   MLP part        M = 2bs x 2hf x (dense layers + k x MoE layers) / tp
-**   forward = A + M FLOPs; backward = 2 (A + M); time = FLOPs / (flops x
+**   forward = A + M FLOPs; backward = 2 (A + M), plus with recompute:
+**   selective the core attention again (G x 4bs^2h / tp), full the whole
+**   forward again with its collectives, first (train_plan.c); time = FLOPs / (flops x
 **   efficiency), rounded to the picosecond. A forward block is
 **   attn [TP allreduce] [EP all-to-all] mlp [EP all-to-all] [TP allreduce],
 **   a backward block [EP a2a] mlp [EP a2a] [TP allreduce] attn [TP allreduce];

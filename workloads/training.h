@@ -56,6 +56,7 @@ typedef struct FabTrainIn {
   uint32_t steps, layer_group, channels;
   uint64_t chunk;                             /* bytes per pipelined piece of every collective; 0: auto */
   bool overlap;                               /* gradient reduction overlaps the backward */
+  int recompute;                              /* 0 none, 1 selective (core attention), 2 full (every layer) */
   int algorithm, protocol;                    /* FabCollAlgo, FabProto of every collective */
   int cta_policy;                             /* 1: zero (FabCollSpec.cta_zero) */
 } FabTrainIn;
