@@ -242,7 +242,8 @@ static double layer_bwd_flops(const Train *t, const ModelIn *mi, const Shape *sh
   const double h = (double)sh->hidden, f = (double)sh->ffn, tokens = (double)mi->micro_batch * (double)mi->seq;
   const bool moe = mi->experts && layer % mi->moe_every == 0;
   const double core = 4 * tokens * (double)mi->seq * h;
-  const double fwd = 2 * tokens * sh->qkvo * h * h + core + 2 * tokens * sh->mlpm * h * f * (moe ? (double)mi->top_k : 1);
+  const double mlp = 2 * tokens * sh->mlpm * h * f * (moe ? (double)mi->top_k : 1);
+  const double fwd = 2 * tokens * sh->qkvo * h * h + core + mlp;
   return 2 * fwd + (t->recompute == 2 ? fwd : t->recompute == 1 ? core : 0);
 }
 

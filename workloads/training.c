@@ -4,8 +4,9 @@
 ** Shape. h = hidden, f = ffn (default 4h), L = layers, s = seq, b =
 ** micro_batch, B = dtype bytes (bf16/fp16 2, fp32 4, fp8 1), E = experts,
 ** k = top_k. A dense layer holds 4h^2 (Q, K, V, O) + 2hf (the two MLP
-** matrices; with mlp: swiglu three, and every "2hf" below is 3hf) parameters; with grouped-query attention (kv_heads < heads)
-** K and V are kv_heads/heads of Q's size, and every "4h^2" below is
+** matrices; with mlp: swiglu three, and every "2hf" below is 3hf)
+** parameters; with grouped-query attention (kv_heads < heads) K and V are
+** kv_heads/heads of Q's size, and every "4h^2" below is
 ** (2 + 2 kv_heads/heads) h^2 (Shape.qkvo); biases, norms and the router are
 ** not modelled. Layer l (0-based) is an MoE layer when E > 0 and
 ** l % moe_every == 0 (Megatron's moe_layer_freq); it holds 4h^2 + E x 2hf.
@@ -24,8 +25,8 @@
 **   MLP part        M = 2bs x 2hf x (dense layers + k x MoE layers) / tp
 **   forward = A + M FLOPs; backward = 2 (A + M), plus with recompute:
 **   selective the core attention again (G x 4bs^2h / tp), full the whole
-**   forward again with its collectives, first (train_plan.c); time = FLOPs / (flops x
-**   efficiency), rounded to the picosecond. A forward block is
+**   forward again with its collectives, first (train_plan.c); time =
+**   FLOPs / (flops x efficiency), rounded to the picosecond. A forward block is
 **   attn [TP allreduce] [EP all-to-all] mlp [EP all-to-all] [TP allreduce],
 **   a backward block [EP a2a] mlp [EP a2a] [TP allreduce] attn [TP allreduce];
 **   adjacent compute parts with no collective between them are one op.
@@ -430,8 +431,9 @@ static gboolean buckets(Train *t, uint32_t s, uint32_t k, uint32_t u, GError **e
   return TRUE;
 }
 
-/* The layers u < G of block k of stage s after which a bucket is ready (0: the output layer),
-** ascending, into t->cuts (as Bucket, for layer and frac); how many. */
+/* The layers u < G of block k of stage s after which a bucket is ready
+** (0: the output layer), ascending, into t->cuts (as Bucket, for layer
+** and frac); how many. */
 static guint backward_cuts(Train *t, uint32_t s, uint32_t k) {
   if (!t->cuts) t->cuts = g_array_new(FALSE, FALSE, sizeof(Bucket));
   g_array_set_size(t->cuts, 0);
