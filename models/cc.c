@@ -7,6 +7,8 @@ const FabCcOps *fab_cc_ops(FabCcKind kind) {
   case FAB_CC_NONE: return NULL;
   case FAB_CC_DCQCN: return &fab_cc_dcqcn_ops;
   case FAB_CC_DELAY: return &fab_cc_delay_ops;
+  case FAB_CC_DCTCP: return &fab_cc_dctcp_ops;
+  case FAB_CC_TIMELY: return &fab_cc_timely_ops;
   }
   g_assert_not_reached();
 }
@@ -18,6 +20,14 @@ gboolean fab_cc_preset(const char *name, FabCcCfg *out) {
   }
   if (strcmp(name, "delay") == 0) {
     *out = (FabCcCfg){.kind = FAB_CC_DELAY, .delay = fab_delay_defaults()};
+    return TRUE;
+  }
+  if (strcmp(name, "dctcp") == 0) {
+    *out = (FabCcCfg){.kind = FAB_CC_DCTCP, .dctcp = fab_dctcp_defaults()};
+    return TRUE;
+  }
+  if (strcmp(name, "timely") == 0) {
+    *out = (FabCcCfg){.kind = FAB_CC_TIMELY, .timely = fab_timely_defaults()};
     return TRUE;
   }
   FabDcqcnCfg d;
@@ -33,6 +43,8 @@ const char *fab_cc_cfg_invalid(const FabCcCfg *c) {
   case FAB_CC_NONE: return NULL;
   case FAB_CC_DCQCN: return fab_dcqcn_cfg_invalid(&c->dcqcn);
   case FAB_CC_DELAY: return fab_delay_cfg_invalid(&c->delay);
+  case FAB_CC_DCTCP: return fab_dctcp_cfg_invalid(&c->dctcp);
+  case FAB_CC_TIMELY: return fab_timely_cfg_invalid(&c->timely);
   }
   return "unknown congestion-control kind";
 }

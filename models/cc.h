@@ -8,8 +8,9 @@
 ** FabCcFlow inside the FabFlow and sets there the flow's current rate and
 ** the time it next wants its timer (`timer_at`); the NIC paces the flow at
 ** `rate_bps` and keeps at most one timer event per flow pending. Switches
-** and links know nothing of it: a new algorithm (HPCC, Swift, ...) is a new
-** FabCcOps and a new member of the unions below.
+** and links know nothing of it: a new algorithm is a new FabCcOps and a new
+** member of the unions below. A window algorithm (DCTCP) sets win_bytes as
+** well: the NIC then also holds a flow whose unacknowledged packets fill it.
 **
 ** FAB_CC_NONE (the zero value of FabCcCfg) means line rate with no pacing
 ** and no CC state: the NIC then behaves exactly as without this module.
@@ -23,29 +24,49 @@
 #include "packet.h"
 #include "dcqcn.h"
 #include "delaycc.h"
+#include "dctcp.h"
+#include "timely.h"
 
-typedef enum { FAB_CC_NONE = 0, FAB_CC_DCQCN = 1, FAB_CC_DELAY = 2 } FabCcKind;
+typedef enum { FAB_CC_NONE = 0, FAB_CC_DCQCN = 1, FAB_CC_DELAY = 2, FAB_CC_DCTCP = 3, FAB_CC_TIMELY = 4 } FabCcKind;
 
 typedef struct FabCcCfg {
   FabCcKind kind;          /* FAB_CC_NONE: line rate */
   FabDcqcnCfg dcqcn;       /* kind == FAB_CC_DCQCN */
   FabDelayCfg delay;       /* kind == FAB_CC_DELAY */
+  FabDctcpCfg dctcp;       /* kind == FAB_CC_DCTCP */
+  FabTimelyCfg timely;     /* kind == FAB_CC_TIMELY */
 } FabCcCfg;
+
+/* What a receiver NIC writes into the ACKs and NAKs of a flow for its
+** sender's algorithm (FabCcOps.echo), beyond the send time every ACK echoes.
+** CE: the data packets that arrived since its last ACK (`ev`) and how many
+** of them were marked CE (`mark_ev`, and FAB_PKTF_ECE when any), so the
+** sender knows the fraction marked exactly, as DCTCP needs (its receiver's
+** two-state machine, RFC 8257 section 3.2, conveys the same with delayed
+** ACKs). A D-SACK carries none: its counts go with the next ACK. */
+enum { FAB_CC_ECHO_NONE = 0, FAB_CC_ECHO_CE = 1 };
 
 /* Per-flow CC state (sender side). */
 typedef struct FabCcFlow {
   uint64_t rate_bps;       /* bits/s: current sending rate (line rate under none) */
   uint64_t line_bps;       /* bits/s: the NIC's line rate, the ceiling */
   fab_time_t timer_at;     /* ps: when the algorithm wants on_timer; FAB_TIME_MAX: never */
+  uint64_t win_bytes;      /* a window algorithm's congestion window, payload bytes: the NIC keeps at most
+                           ** max(win_bytes / mss, 1) packets of a network flow unacknowledged (its receiver's
+                           ** ACK interval at least); 0: no window */
+  uint32_t mss;            /* payload bytes per packet of the flow (set by the NIC before init) */
   union {
     FabDcqcnFlow dcqcn;
     FabDelayFlow delay;
+    FabDctcpFlow dctcp;
+    FabTimelyFlow timely;
   } u;
 } FabCcFlow;
 
 struct FabCcOps {
-  const char *name;        /* "dcqcn", "delay" */
+  const char *name;        /* "dcqcn", "delay", "dctcp", "timely" */
   uint8_t tx_flags;        /* FAB_PKTF_* the sender sets on its data packets (ECT) */
+  uint8_t echo;            /* FAB_CC_ECHO_*: what its receivers put in ACKs */
   /* the flow is posted at `now`; rate_bps and line_bps are set to line rate */
   void (*init)(FabCcFlow *s, const FabCcCfg *cfg, fab_time_t now);
   /* a data packet of `wire` bytes was handed to the port */
@@ -65,7 +86,7 @@ struct FabCcOps {
 /* The handler table of `kind`; NULL for FAB_CC_NONE. Transfer none. */
 const FabCcOps *fab_cc_ops(FabCcKind kind);
 
-/* A configuration by name: "none", "dcqcn-paper", "dcqcn-mlx", "delay". Returns FALSE
+/* A configuration by name: "none", "dcqcn-paper", "dcqcn-mlx", "delay", "dctcp", "timely". Returns FALSE
 ** (leaving *out alone) for an unknown name. */
 gboolean fab_cc_preset(const char *name, FabCcCfg *out);
 

@@ -90,7 +90,7 @@ void fab_flow_prepare(FabFlow *f, const FabNicCfg *cfg) {
   memset(f->sacked, 0, sizeof f->sacked);
   memset(f->rcvd, 0, sizeof f->rcvd);
   f->nak_sent = f->ece = false;
-  f->ev_next = f->ev_xor = f->ece_ev = 0;
+  f->ev_next = f->ev_xor = f->ece_ev = f->rx_n = f->rx_ce = 0;
   f->ev_of = NULL;
   f->ev_min_rtt = 0;
   memset(f->ev_skip, 0, sizeof f->ev_skip);
@@ -143,12 +143,20 @@ static inline bool sharp_open(const FabFlow *f) {
   return f->snd_nxt < f->npkts && f->snd_nxt - f->rcv_nxt < f->sharp_win;
 }
 
+/* Whether a window algorithm's window (cc.h) leaves room for a new packet:
+** fewer than max(win_bytes / mss, ack_every, 1) unacknowledged. */
+static inline bool cc_room(const FabFlow *f) {
+  if (G_LIKELY(!f->cc.win_bytes)) return true;
+  uint64_t pkts = MAX(f->cc.win_bytes / MAX(f->mtu, 1u), (uint64_t)MAX(f->ack_every, 1u));
+  return f->snd_nxt - f->snd_una < pkts;
+}
+
 /* Whether the flow has a packet to send now (it belongs in the round robin). */
 static bool has_work(const FabNic *nic, FabFlow *f) {
   if (G_UNLIKELY(f->nvls && f->nvls_mode == FAB_NVLS_SHARP)) return sharp_open(f);
-  if (!nic->cfg.selective || f->nvls) return f->snd_nxt < f->npkts; /* NVLS: the switch's, never acknowledged */
+  if (!nic->cfg.selective || f->nvls) return f->snd_nxt < f->npkts && cc_room(f); /* NVLS: never acknowledged */
   uint32_t lost = f->srd ? fab_srd_next_lost(f) : next_lost(f);
-  return lost != UINT32_MAX || (f->snd_nxt < f->npkts && f->snd_nxt - f->snd_una < FAB_SACK_WINDOW);
+  return lost != UINT32_MAX || (f->snd_nxt < f->npkts && f->snd_nxt - f->snd_una < FAB_SACK_WINDOW && cc_room(f));
 }
 
 /* Spraying (nic.h): the entropy value the flow's next data packet takes, and
@@ -525,6 +533,11 @@ static void send_ctrl(FabEngine *eng, FabNic *nic, FabFlow *f, uint8_t type, uin
       p->mark_ev = f->ece_ev;
       f->ece = false;
     }
+  } else if (type != FAB_PKT_CNP && nic->cc && nic->cc->echo == FAB_CC_ECHO_CE) { /* what came, what was marked */
+    p->ev = f->rx_n;
+    p->mark_ev = f->rx_ce;
+    if (f->rx_ce) p->flags |= FAB_PKTF_ECE;
+    f->rx_n = f->rx_ce = 0;
   }
   p->ready = eng->now;
   p->sent = echo ? echo->sent : 0;
@@ -620,6 +633,10 @@ static void on_data(FabEngine *eng, FabNic *nic, FabFlow *f, FabPkt *p) {
   if ((p->flags & FAB_PKTF_ECN) && nic->cfg.spray == FAB_SPRAY_AVOID) {
     f->ece = true;
     f->ece_ev = p->ev;
+  }
+  if (nic->cc && nic->cc->echo == FAB_CC_ECHO_CE) { /* counted for the next ACK (cc.h) */
+    f->rx_n = (uint16_t)MIN(f->rx_n + 1u, UINT16_MAX);
+    if (p->flags & FAB_PKTF_ECN) f->rx_ce = (uint16_t)MIN(f->rx_ce + 1u, UINT16_MAX);
   }
   if (nic->cfg.selective) {
     on_data_selective(eng, nic, f, p);
@@ -765,6 +782,10 @@ static void on_ctrl(FabEngine *eng, FabNic *nic, FabFlow *f, FabPkt *p) {
       ev_give_back(nic, f);
       return;
     }
+    if (f->cc.win_bytes && !nic->cfg.selective && !f->in_rr && has_work(nic, f)) { /* the window opened */
+      rr_push(nic, f);
+      fab_port_kick(eng, path_port(nic, f));
+    }
   }
   if (nic->cfg.selective) {
     uint32_t s = p->payload ? p->payload - 1 : UINT32_MAX;
@@ -836,6 +857,8 @@ static void nic_wake(FabEngine *eng, void *self, uint64_t arg) {
                                                                                        GUINT_TO_POINTER(f->dst + 1))));
     f->cc.rate_bps = f->cc.line_bps = f->path == FAB_PATH_NVL ? nic->cfg.nvl_bps : nic->cfg.bps;
     f->cc.timer_at = FAB_TIME_MAX;
+    f->cc.win_bytes = 0;
+    f->cc.mss = f->mtu;
     if (nic->cc) nic->cc->init(&f->cc, &nic->cfg.cc, eng->now);
     if (gpu_limited(f)) { /* its GPU starts making the data now */
       f->made = eng->now;

@@ -286,6 +286,7 @@ typedef struct FabFlow {
   bool nak_sent;           /* a NAK for rcv_nxt is outstanding */
   bool ece;                /* spraying, avoid: a congestion mark arrived since the last ACK, on value ece_ev */
   uint16_t ece_ev;
+  uint16_t rx_n, rx_ce;    /* a CE-echoing algorithm (cc.h): data packets since the last ACK, and of them marked */
   uint64_t rcv_bytes;      /* payload received in order */
   fab_time_t cnp_next;     /* ps: the next CNP for this flow may leave at (notification point) */
 } FabFlow;

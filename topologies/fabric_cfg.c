@@ -21,8 +21,6 @@
 
 const char *const fab_topo_kind_names[] = {"single-switch", "leaf-spine", "fat-tree", "ring", "rail-optimized",
                                          "multi-rail", NULL};
-static const char *const cc_algorithms[] = {"none", "dcqcn", "delay", NULL}; /* in FabCcKind order */
-static const char *const cc_presets[] = {"dcqcn-paper", "dcqcn-mlx", NULL};
 static const char *const ecn_marks_at[] = {"enqueue", "dequeue", NULL};
 const char *const fab_ff_mode_names[] = {"off", "on", "auto", NULL}; /* FabFfMode order */
 
@@ -194,42 +192,6 @@ static const FabCfgKey ecn_schema[] = {
   FAB_CFG_END_ROW,
 };
 
-/* congestion_control: the algorithm and a preset, then any DCQCN parameter
-** over the preset's values (models/dcqcn.c cites the source of each). */
-static const FabCfgKey cc_head_schema[] = {
-  K("algorithm", FAB_CFG_ENUM, f.nic.cc.kind, .def = "none", .choices = cc_algorithms),
-  K("preset", FAB_CFG_ENUM, f.cc_preset, .def = "dcqcn-paper", .choices = cc_presets),
-  FAB_CFG_END_ROW,
-};
-
-static const FabCfgKey cc_param_schema[] = {
-  K("cnp_interval", FAB_CFG_TIME, f.nic.cc.dcqcn.cnp_interval, .max = 1e15),
-  K("g", FAB_CFG_DOUBLE, f.nic.cc.dcqcn.g),
-  K("alpha_init", FAB_CFG_DOUBLE, f.nic.cc.dcqcn.alpha_init),
-  K("alpha_timer", FAB_CFG_TIME, f.nic.cc.dcqcn.alpha_timer, .max = 1e15),
-  K("rate_timer", FAB_CFG_TIME, f.nic.cc.dcqcn.rate_timer, .max = 1e15),
-  K("byte_counter", FAB_CFG_SIZE, f.nic.cc.dcqcn.byte_counter, .max = 0x1p40),
-  K("fast_recovery", FAB_CFG_UINT, f.nic.cc.dcqcn.fast_recovery, .min = 0, .max = 1000),
-  K("rai", FAB_CFG_RATE, f.nic.cc.dcqcn.rai_bps),
-  K("rhai", FAB_CFG_RATE, f.nic.cc.dcqcn.rhai_bps),
-  K("min_rate", FAB_CFG_RATE, f.nic.cc.dcqcn.min_rate_bps),
-  K("rate_reduce_period", FAB_CFG_TIME, f.nic.cc.dcqcn.rate_reduce_period, .max = 1e15),
-  K("first_cnp_rate", FAB_CFG_RATE, f.nic.cc.dcqcn.first_cnp_rate_bps),
-  FAB_CFG_END_ROW,
-};
-
-/* algorithm: delay (models/delaycc.h); its floor is `min_rate` above, shared with DCQCN */
-static const FabCfgKey delay_param_schema[] = {
-  K("target_delay", FAB_CFG_TIME, f.nic.cc.delay.target, .max = 1e15),
-  K("additive_increase", FAB_CFG_DOUBLE, f.nic.cc.delay.ai),
-  K("beta", FAB_CFG_DOUBLE, f.nic.cc.delay.beta),
-  K("max_mdf", FAB_CFG_DOUBLE, f.nic.cc.delay.max_mdf),
-  FAB_CFG_END_ROW,
-};
-
-static const FabCfgKey cc_schema[] = {FAB_CFG_SPLICE_OF(cc_head_schema), FAB_CFG_SPLICE_OF(cc_param_schema),
-                                      FAB_CFG_SPLICE_OF(delay_param_schema), FAB_CFG_END_ROW};
-
 /* NVLink segment header bytes: an assumption of this model (one 16-byte
 ** header per segment), documented in README. */
 #define NVL_OVERHEAD 16
@@ -282,50 +244,6 @@ void no_effect(Read *r, const FabCfgNode *at, const char *fmt, ...) {
 static void off_keys(Read *r, const FabCfgNode *map, const char *why) {
   for (size_t i = 0; map && fab_cfg_kind(map) == FAB_CFG_NODE_MAP && i < fab_cfg_len(map); i++)
     if (strcmp(fab_cfg_key_at(map, i), "enabled")) no_effect(r, fab_cfg_at(map, i), "%s", why);
-}
-
-/* ---- congestion control ---------------------------------------------------- */
-
-/* The parameters of `rows` given in n, set aside under another algorithm
-** (`except`: a key both algorithms read). */
-static void cc_unused(Read *r, const FabCfgNode *n, const FabCfgKey *rows, const char *except, const char *why) {
-  for (const FabCfgKey *k = rows; n && k->name; k++)
-    if (fab_cfg_get(n, k->name) && strcmp(k->name, except))
-      no_effect(r, fab_cfg_get(n, k->name), "fabric.congestion_control.algorithm is %s ('%s' is %s)",
-                cc_algorithms[r->f.nic.cc.kind], k->name, why);
-}
-
-/* A bad parameter: the message starts with its name, point at it when it was given. */
-static gboolean cc_bad(const FabCfgNode *n, const char *bad, GError **err) {
-  char *key = g_strndup(bad, strcspn(bad, " "));
-  const FabCfgNode *at = fab_cfg_get(n, key);
-  g_free(key);
-  return fab_cfg_fail(at ? at : n, err, "%s", bad);
-}
-
-static gboolean read_cc(Read *r, GError **err) {
-  const FabCfgNode *n = r->cc;
-  Read scratch = *r;
-  if (!fab_cfg_apply(n, NULL, cc_schema, &scratch, err)) return FALSE; /* the algorithm and the preset */
-  g_assert(fab_dcqcn_preset(cc_presets[scratch.f.cc_preset], &r->f.nic.cc.dcqcn));
-  r->f.nic.cc.delay = fab_delay_defaults();
-  uint64_t delay_floor = r->f.nic.cc.delay.min_rate_bps;
-  if (!fab_cfg_apply(n, NULL, cc_schema, r, err)) return FALSE; /* the parameters given, over the preset */
-  if (r->f.nic.srd && !fab_cfg_get(n, "algorithm")) r->f.nic.cc.kind = FAB_CC_DELAY; /* SRD's: RTT-driven rates */
-  r->f.nic.cc.delay.min_rate_bps = fab_cfg_get(n, "min_rate") ? r->f.nic.cc.dcqcn.min_rate_bps : delay_floor;
-  FabCcKind kind = r->f.nic.cc.kind;
-  const char *bad = fab_dcqcn_cfg_invalid(&r->f.nic.cc.dcqcn); /* checked under any algorithm: a bad value is an */
-  if (!bad) bad = fab_delay_cfg_invalid(&r->f.nic.cc.delay);   /* error either way */
-  if (bad) return cc_bad(n, bad, err);
-  if (kind != FAB_CC_DCQCN) { /* the preset and DCQCN's parameters are set aside, and said so */
-    if (fab_cfg_get(n, "preset"))
-      no_effect(r, fab_cfg_get(n, "preset"), "fabric.congestion_control.algorithm is %s (the preset is DCQCN's)",
-                cc_algorithms[kind]);
-    cc_unused(r, n, cc_param_schema, kind == FAB_CC_DELAY ? "min_rate" : "", "DCQCN's");
-  }
-  if (kind != FAB_CC_DELAY) cc_unused(r, n, delay_param_schema, "", "the delay algorithm's");
-  if (kind == FAB_CC_NONE) memset(&r->f.nic.cc, 0, sizeof r->f.nic.cc);
-  return TRUE;
 }
 
 /* ---- switch: PFC, ECN --------------------------------------------------------- */
@@ -696,27 +614,11 @@ static gboolean read_cluster(Read *r, const FabCfgNode *root, const FabCfgNode *
 /* The settings that only make sense together. */
 static gboolean check_together(Read *r, const FabCfgNode *fab_node, GError **err) {
   FabFabricCfg *out = &r->f;
-  if (out->nic.cc.kind == FAB_CC_DCQCN && !out->sw.ecn.enabled)
-    no_effect(r, fab_cfg_get(r->cc, "algorithm"), "dcqcn reacts to ECN marks and fabric.switch.ecn is off: no "
-              "packet is marked, so no sender ever slows down (enable fabric.switch.ecn for DCQCN to act)");
   if (out->nic.spray == FAB_SPRAY_AVOID && !out->sw.ecn.enabled && !out->nic.srd && !out->nic.selective)
     no_effect(r, fab_cfg_get(r->nic, "spray"), "avoid skips entropy values that carried a congestion mark, "
               "and fabric.switch.ecn is off: no packet is marked, and go-back-n receivers' losses do not steer it, "
               "so avoid sprays as round-robin does"); /* selective: losses steer it (models/nic.h); srd: also RTT */
-  if (out->sw.ecn.enabled && out->nic.cc.kind == FAB_CC_NONE && out->nic.spray != FAB_SPRAY_AVOID)
-    no_effect(r, fab_cfg_get(r->ecn, "enabled"), "ECN marks only ECN-capable packets, and congestion control "
-              "none sends none: no packet is marked (set fabric.congestion_control.algorithm: dcqcn for ECN to "
-              "act)");
-  if (out->nic.cc.kind == FAB_CC_DCQCN) {
-    const FabDcqcnCfg *d = &out->nic.cc.dcqcn;
-    uint64_t line = out->topo.host_bps;
-    const char *key = d->min_rate_bps > line ? "min_rate" : d->rai_bps > line ? "rai" : d->rhai_bps > line ? "rhai"
-                      : d->first_cnp_rate_bps > line ? "first_cnp_rate" : NULL;
-    if (key)
-      return fab_cfg_fail(at_key(r->cc, key, r->cc), err, "%s is above the line rate (%.6g Gbps)", key,
-                          (double)line / 1e9);
-  }
-  return TRUE;
+  return fab_fabric_check_cc(r, err);
 }
 
 /* An unloaded round trip across the fabric (a packet of mtu out, store and
@@ -861,7 +763,7 @@ gboolean fab_fabric_cfg_read(const FabCfgNode *root, FabFabricCfg *out, GPtrArra
   if (!fab_fabric_read_transport(&r, err) || !read_segment(&r, fab_node, err)) return FALSE;
   uint32_t per = r.f.nic.seg ? r.f.nic.seg / r.f.nic.mtu : 1; /* packets in the largest unit on the wire */
   uint32_t mtu_wire = per * (r.f.nic.mtu + r.f.nic.transport.data_overhead);
-  if (!read_pfc(&r, mtu_wire, err) || !read_ecn(&r, err) || !read_cc(&r, err)) return FALSE;
+  if (!read_pfc(&r, mtu_wire, err) || !read_ecn(&r, err) || !fab_fabric_read_cc(&r, err)) return FALSE;
   uint64_t nic_bps = r.f.topo.host_bps, preset_nic_bps = 0; /* cluster.nic.bandwidth, 0: not given */
   if (!read_endpoints(&r, cl, &preset_nic_bps, err) || !fab_fabric_read_routing(&r, mtu_wire, err)) return FALSE;
   uint64_t buffer = r.f.sw.buffer;

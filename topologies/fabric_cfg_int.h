@@ -54,4 +54,12 @@ gboolean fab_fabric_read_failures(Read *r, GError **err);
 ** once cluster.nic was applied. */
 gboolean fab_fabric_read_transport(Read *r, GError **err);
 
+/* fabric.congestion_control into r->f.nic.cc (cc_cfg.c), once the
+** transport is known. */
+gboolean fab_fabric_read_cc(Read *r, GError **err);
+
+/* What ties congestion control to the rest (ECN, the transport, the line
+** rate), once everything is read (cc_cfg.c). */
+gboolean fab_fabric_check_cc(Read *r, GError **err);
+
 #endif

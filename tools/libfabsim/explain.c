@@ -207,6 +207,44 @@ static void explain_sharp(const FabScenario *sc, GString *s) {
   }
 }
 
+/* The congestion-control line: the algorithm and its parameters. */
+static void explain_cc(const FabFabricCfg *f, GString *s) {
+  if (f->nic.cc.kind == FAB_CC_DCQCN) {
+    const FabDcqcnCfg *d = &f->nic.cc.dcqcn;
+    g_string_append_printf(s, "dcqcn      g %g, alpha_init %g, alpha_timer %.6g us, rate_timer %.6g us, byte_counter %"
+                           G_GUINT64_FORMAT " B, F %u, rai %.6g Mbps, rhai %.6g Mbps, min_rate %.6g Mbps, "
+                           "cnp_interval %.6g us\n", d->g, d->alpha_init, (double)d->alpha_timer / 1e6,
+                           (double)d->rate_timer / 1e6, d->byte_counter, d->fast_recovery, (double)d->rai_bps / 1e6,
+                           (double)d->rhai_bps / 1e6, (double)d->min_rate_bps / 1e6, (double)d->cnp_interval / 1e6);
+  } else if (f->nic.cc.kind == FAB_CC_DELAY) {
+    const FabDelayCfg *d = &f->nic.cc.delay;
+    g_string_append_printf(s, "cc         delay: per flow, the rate rises %g x line rate per RTT while the RTT is within "
+                           "%.6g us of the flow's lowest, else falls by %g x the excess / RTT (at most %g) once per "
+                           "RTT, min_rate %.6g Mbps\n", d->ai, (double)d->target / 1e6, d->beta, d->max_mdf,
+                           (double)d->min_rate_bps / 1e6);
+  } else if (f->nic.cc.kind == FAB_CC_DCTCP) {
+    const FabDctcpCfg *d = &f->nic.cc.dctcp;
+    g_string_append_printf(s, "cc         dctcp: per flow a window, opened at line rate x the first RTT; ACKs count "
+                           "the packets marked CE; alpha = (1 - %g) alpha + %g x fraction marked once per window "
+                           "(alpha_init %g); a mark cuts the window to W (1 - alpha/2) once per window, never below "
+                           "2 packets; else + mss^2/W per packet acknowledged\n", d->g, d->g, d->alpha_init);
+  } else if (f->nic.cc.kind == FAB_CC_TIMELY) {
+    const FabTimelyCfg *t = &f->nic.cc.timely;
+    char delta[48];
+    if (t->delta_bps) g_snprintf(delta, sizeof delta, "%.6g Mbps", (double)t->delta_bps / 1e6);
+    else g_snprintf(delta, sizeof delta, "line rate / 1000");
+    g_string_append_printf(s, "cc         timely: per flow, one RTT sample per %" G_GUINT64_FORMAT " B acknowledged; "
+                           "below t_low %.6g us the rate rises by delta (%s), above t_high %.6g us it falls by "
+                           "beta %g x (1 - t_high/RTT), between them it follows the RTT gradient (EWMA alpha %g, "
+                           "over min_rtt %.6g us): + delta (x %u after %u flat samples in a row), or x (1 - beta x "
+                           "gradient); min_rate %.6g Mbps\n", t->segment, (double)t->t_low / 1e6, delta,
+                           (double)t->t_high / 1e6, t->beta, t->alpha, (double)t->min_rtt / 1e6, t->hai_after,
+                           t->hai_after, (double)t->min_rate_bps / 1e6);
+  } else {
+    g_string_append(s, "cc         none (line rate)\n");
+  }
+}
+
 static void explain_fabric(const FabScenario *sc, GString *s) {
   const FabFabricCfg *f = &sc->fabric;
   g_string_append_printf(s, "links      %.6g Gbps, latency %.6g us, mtu %u B payload\n",
@@ -244,22 +282,7 @@ static void explain_fabric(const FabScenario *sc, GString *s) {
   if (f->sw.ecn.enabled)
     g_string_append_printf(s, "ecn        kmin %" G_GUINT64_FORMAT " B, kmax %" G_GUINT64_FORMAT " B, pmax %g, on %s\n",
                            f->sw.ecn.kmin, f->sw.ecn.kmax, f->sw.ecn.pmax, f->sw.ecn.on_dequeue ? "dequeue" : "enqueue");
-  if (f->nic.cc.kind == FAB_CC_DCQCN) {
-    const FabDcqcnCfg *d = &f->nic.cc.dcqcn;
-    g_string_append_printf(s, "dcqcn      g %g, alpha_init %g, alpha_timer %.6g us, rate_timer %.6g us, byte_counter %"
-                           G_GUINT64_FORMAT " B, F %u, rai %.6g Mbps, rhai %.6g Mbps, min_rate %.6g Mbps, "
-                           "cnp_interval %.6g us\n", d->g, d->alpha_init, (double)d->alpha_timer / 1e6,
-                           (double)d->rate_timer / 1e6, d->byte_counter, d->fast_recovery, (double)d->rai_bps / 1e6,
-                           (double)d->rhai_bps / 1e6, (double)d->min_rate_bps / 1e6, (double)d->cnp_interval / 1e6);
-  } else if (f->nic.cc.kind == FAB_CC_DELAY) {
-    const FabDelayCfg *d = &f->nic.cc.delay;
-    g_string_append_printf(s, "cc         delay: per flow, the rate rises %g x line rate per RTT while the RTT is within "
-                           "%.6g us of the flow's lowest, else falls by %g x the excess / RTT (at most %g) once per "
-                           "RTT, min_rate %.6g Mbps\n", d->ai, (double)d->target / 1e6, d->beta, d->max_mdf,
-                           (double)d->min_rate_bps / 1e6);
-  } else {
-    g_string_append(s, "cc         none (line rate)\n");
-  }
+  explain_cc(f, s);
   g_string_append_printf(s, "nic        rto %.6g us, ACK every %u packets, give up after %u timeouts\n",
                          (double)f->nic.rto / 1e6, f->nic.ack_interval, f->nic.max_timeouts);
   if (f->nic.srd)
