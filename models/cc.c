@@ -9,6 +9,7 @@ const FabCcOps *fab_cc_ops(FabCcKind kind) {
   case FAB_CC_DELAY: return &fab_cc_delay_ops;
   case FAB_CC_DCTCP: return &fab_cc_dctcp_ops;
   case FAB_CC_TIMELY: return &fab_cc_timely_ops;
+  case FAB_CC_HPCC: return &fab_cc_hpcc_ops;
   }
   g_assert_not_reached();
 }
@@ -30,6 +31,10 @@ gboolean fab_cc_preset(const char *name, FabCcCfg *out) {
     *out = (FabCcCfg){.kind = FAB_CC_TIMELY, .timely = fab_timely_defaults()};
     return TRUE;
   }
+  if (strcmp(name, "hpcc") == 0) {
+    *out = (FabCcCfg){.kind = FAB_CC_HPCC, .hpcc = fab_hpcc_defaults()};
+    return TRUE;
+  }
   FabDcqcnCfg d;
   if (fab_dcqcn_preset(name, &d)) {
     *out = (FabCcCfg){.kind = FAB_CC_DCQCN, .dcqcn = d};
@@ -45,6 +50,7 @@ const char *fab_cc_cfg_invalid(const FabCcCfg *c) {
   case FAB_CC_DELAY: return fab_delay_cfg_invalid(&c->delay);
   case FAB_CC_DCTCP: return fab_dctcp_cfg_invalid(&c->dctcp);
   case FAB_CC_TIMELY: return fab_timely_cfg_invalid(&c->timely);
+  case FAB_CC_HPCC: return fab_hpcc_cfg_invalid(&c->hpcc);
   }
   return "unknown congestion-control kind";
 }

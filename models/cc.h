@@ -11,6 +11,8 @@
 ** and links know nothing of it: a new algorithm is a new FabCcOps and a new
 ** member of the unions below. A window algorithm (DCTCP) sets win_bytes as
 ** well: the NIC then also holds a flow whose unacknowledged packets fill it.
+** HPCC's switches write each egress port's utilisation into data packets
+** (FabSwitchCfg.int_rtt): the one place a switch serves an algorithm.
 **
 ** FAB_CC_NONE (the zero value of FabCcCfg) means line rate with no pacing
 ** and no CC state: the NIC then behaves exactly as without this module.
@@ -26,8 +28,10 @@
 #include "delaycc.h"
 #include "dctcp.h"
 #include "timely.h"
+#include "hpcc.h"
 
-typedef enum { FAB_CC_NONE = 0, FAB_CC_DCQCN = 1, FAB_CC_DELAY = 2, FAB_CC_DCTCP = 3, FAB_CC_TIMELY = 4 } FabCcKind;
+typedef enum { FAB_CC_NONE = 0, FAB_CC_DCQCN = 1, FAB_CC_DELAY = 2, FAB_CC_DCTCP = 3, FAB_CC_TIMELY = 4,
+               FAB_CC_HPCC = 5 } FabCcKind;
 
 typedef struct FabCcCfg {
   FabCcKind kind;          /* FAB_CC_NONE: line rate */
@@ -35,6 +39,7 @@ typedef struct FabCcCfg {
   FabDelayCfg delay;       /* kind == FAB_CC_DELAY */
   FabDctcpCfg dctcp;       /* kind == FAB_CC_DCTCP */
   FabTimelyCfg timely;     /* kind == FAB_CC_TIMELY */
+  FabHpccCfg hpcc;         /* kind == FAB_CC_HPCC */
 } FabCcCfg;
 
 /* What a receiver NIC writes into the ACKs and NAKs of a flow for its
@@ -43,8 +48,10 @@ typedef struct FabCcCfg {
 ** of them were marked CE (`mark_ev`, and FAB_PKTF_ECE when any), so the
 ** sender knows the fraction marked exactly, as DCTCP needs (its receiver's
 ** two-state machine, RFC 8257 section 3.2, conveys the same with delayed
-** ACKs). A D-SACK carries none: its counts go with the next ACK. */
-enum { FAB_CC_ECHO_NONE = 0, FAB_CC_ECHO_CE = 1 };
+** ACKs). A D-SACK carries none: its counts go with the next ACK. INT: the
+** utilisation the switches wrote into the data packet it answers
+** (`mark_ev`, models/hpcc.h). */
+enum { FAB_CC_ECHO_NONE = 0, FAB_CC_ECHO_CE = 1, FAB_CC_ECHO_INT = 2 };
 
 /* Per-flow CC state (sender side). */
 typedef struct FabCcFlow {
@@ -52,19 +59,20 @@ typedef struct FabCcFlow {
   uint64_t line_bps;       /* bits/s: the NIC's line rate, the ceiling */
   fab_time_t timer_at;     /* ps: when the algorithm wants on_timer; FAB_TIME_MAX: never */
   uint64_t win_bytes;      /* a window algorithm's congestion window, payload bytes: the NIC keeps at most
-                           ** max(win_bytes / mss, 1) packets of a network flow unacknowledged (its receiver's
-                           ** ACK interval at least); 0: no window */
+                           ** max(win_bytes / mss, 1) packets of a flow unacknowledged, plus the ACK interval
+                           ** less one (packets the receiver has and does not ACK yet); 0: no window */
   uint32_t mss;            /* payload bytes per packet of the flow (set by the NIC before init) */
   union {
     FabDcqcnFlow dcqcn;
     FabDelayFlow delay;
     FabDctcpFlow dctcp;
     FabTimelyFlow timely;
+    FabHpccFlow hpcc;
   } u;
 } FabCcFlow;
 
 struct FabCcOps {
-  const char *name;        /* "dcqcn", "delay", "dctcp", "timely" */
+  const char *name;        /* "dcqcn", "delay", "dctcp", "timely", "hpcc" */
   uint8_t tx_flags;        /* FAB_PKTF_* the sender sets on its data packets (ECT) */
   uint8_t echo;            /* FAB_CC_ECHO_*: what its receivers put in ACKs */
   /* the flow is posted at `now`; rate_bps and line_bps are set to line rate */
@@ -86,7 +94,8 @@ struct FabCcOps {
 /* The handler table of `kind`; NULL for FAB_CC_NONE. Transfer none. */
 const FabCcOps *fab_cc_ops(FabCcKind kind);
 
-/* A configuration by name: "none", "dcqcn-paper", "dcqcn-mlx", "delay", "dctcp", "timely". Returns FALSE
+/* A configuration by name: "none", "dcqcn-paper", "dcqcn-mlx", "delay", "dctcp", "timely", "hpcc" (its
+** base_rtt 0: to be set). Returns FALSE
 ** (leaving *out alone) for an unknown name. */
 gboolean fab_cc_preset(const char *name, FabCcCfg *out);
 

@@ -144,10 +144,11 @@ static inline bool sharp_open(const FabFlow *f) {
 }
 
 /* Whether a window algorithm's window (cc.h) leaves room for a new packet:
-** fewer than max(win_bytes / mss, ack_every, 1) unacknowledged. */
+** fewer than max(win_bytes / mss, 1) + ack_every - 1 unacknowledged (the
+** receiver holds back the ACK of up to ack_every - 1 packets it has). */
 static inline bool cc_room(const FabFlow *f) {
   if (G_LIKELY(!f->cc.win_bytes)) return true;
-  uint64_t pkts = MAX(f->cc.win_bytes / MAX(f->mtu, 1u), (uint64_t)MAX(f->ack_every, 1u));
+  uint64_t pkts = MAX(f->cc.win_bytes / MAX(f->mtu, 1u), 1u) + MAX(f->ack_every, 1u) - 1;
   return f->snd_nxt - f->snd_una < pkts;
 }
 
@@ -538,6 +539,8 @@ static void send_ctrl(FabEngine *eng, FabNic *nic, FabFlow *f, uint8_t type, uin
     p->mark_ev = f->rx_ce;
     if (f->rx_ce) p->flags |= FAB_PKTF_ECE;
     f->rx_n = f->rx_ce = 0;
+  } else if (type != FAB_PKT_CNP && echo && nic->cc && nic->cc->echo == FAB_CC_ECHO_INT) {
+    p->mark_ev = echo->mark_ev; /* the path's utilisation (hpcc.h) */
   }
   p->ready = eng->now;
   p->sent = echo ? echo->sent : 0;

@@ -31,6 +31,9 @@ void fab_nic_shift_flow(const FabNic *nic, FabFlow *f, fab_time_t dt) {
     f->cc.u.dctcp.win_start = fab_time_later(f->cc.u.dctcp.win_start, dt);
     f->cc.u.dctcp.last_cut = fab_time_later(f->cc.u.dctcp.last_cut, dt);
     break;
+  case FAB_CC_HPCC:
+    f->cc.u.hpcc.last_update = fab_time_later(f->cc.u.hpcc.last_update, dt);
+    break;
   case FAB_CC_TIMELY: /* no times: its samples go by bytes acknowledged */
   case FAB_CC_NONE: break;
   }

@@ -3,6 +3,7 @@
 #include "ecmp.h"
 #include "nvls.h"
 #include "sharp.h"
+#include "hpcc.h"
 #include <glib.h>
 #include <string.h>
 
@@ -13,6 +14,13 @@ typedef struct Flowlet {
   uint32_t group; /* UINT32_MAX: never used */
   uint32_t member;
 } Flowlet;
+
+/* A port's utilisation as HPCC's telemetry estimates it (models/hpcc.h). */
+typedef struct IntPort {
+  double u;             /* the estimate */
+  fab_time_t last;      /* ps: its previous data packet left */
+  uint32_t last_bytes;  /* that packet's wire bytes (0: none yet) */
+} IntPort;
 
 struct FabSwitch {
   FabNode node;
@@ -41,6 +49,7 @@ struct FabSwitch {
   FabNvls *nvls;        /* in-switch reductions (NVSwitch NVLS), NULL: none */
   FabSharp *sharp;      /* the SHARP trees this switch aggregates for, NULL: none */
   uint32_t up_group;    /* a PCIe element: the group toward its NICs (UINT32_MAX: none) */
+  IntPort *intp;        /* cfg.int_rtt: per port, HPCC's utilisation estimate (NULL: none) */
 };
 
 /* A packet counted in headroom carries this flag while it is in the switch. */
@@ -301,6 +310,12 @@ static void switch_dequeued(FabEngine *eng, FabNode *self, FabPort *port, FabPkt
   sw->ingress[k] -= p->wire;
   if (sw->cfg.credits) fab_port_return_credit(eng, sw->ports[p->in_port].peer, p->prio, p->wire);
   if (sw->cfg.ecn.enabled && sw->cfg.ecn.on_dequeue) ecn_mark(sw, port, p, port->q[p->prio].bytes);
+  if (G_UNLIKELY(sw->intp) && p->type == FAB_PKT_DATA) { /* HPCC: the path's highest utilisation */
+    IntPort *ip = &sw->intp[port->index];
+    uint64_t qlen = (uint64_t)(((unsigned __int128)(eng->now - MIN(p->ready, eng->now)) * port->bps) / (8 * FAB_S));
+    p->mark_ev = fab_hpcc_stamp(&ip->u, &ip->last, &ip->last_bytes, port->bps, qlen, p->wire, sw->cfg.int_rtt,
+                                eng->now, p->mark_ev);
+  }
   if (G_UNLIKELY(sw->pause_gen[k] & 1)) check_xon(eng, sw, p->in_port, p->prio);
 }
 
@@ -325,6 +340,7 @@ FabSwitch *fab_switch_new(const char *name, const FabSwitchCfg *cfg, uint32_t np
   sw->hdrm = g_new0(uint64_t, (size_t)nports * cfg->nprio);
   sw->hdrm_max = g_new0(uint64_t, nports);
   sw->pause_gen = g_new0(uint32_t, (size_t)nports * cfg->nprio);
+  if (cfg->int_rtt) sw->intp = g_new0(IntPort, nports);
   if (cfg->routing == FAB_ROUTE_FLOWLET) {
     g_assert(cfg->flowlet_table && !(cfg->flowlet_table & (cfg->flowlet_table - 1)));
     sw->flowlets = g_new(Flowlet, cfg->flowlet_table);
@@ -337,6 +353,7 @@ FabSwitch *fab_switch_new(const char *name, const FabSwitchCfg *cfg, uint32_t np
 void fab_switch_free(FabSwitch *sw) {
   if (!sw) return;
   g_free(sw->ports);
+  g_free(sw->intp);
   g_free(sw->route);
   g_free(sw->lroute);
   g_free(sw->goff);
@@ -512,6 +529,7 @@ void fab_switch_check(const FabSwitch *sw) {
 }
 
 void fab_switch_shift(FabSwitch *sw, fab_time_t dt) {
+  for (uint32_t i = 0; sw->intp && i < sw->nports; i++) sw->intp[i].last = fab_time_later(sw->intp[i].last, dt);
   if (sw->flowlets)
     for (uint32_t i = 0; i < sw->cfg.flowlet_table; i++)
       if (sw->flowlets[i].group != UINT32_MAX) sw->flowlets[i].last += dt;

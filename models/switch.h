@@ -112,6 +112,8 @@ typedef struct FabSwitchCfg {
   fab_time_t flowlet_gap; /* FLOWLET: ps of idle after which a flow may move */
   uint32_t flowlet_table; /* FLOWLET: entries, a power of two */
   bool flowlet_random;   /* FLOWLET: a new flowlet takes a random member, not the least loaded */
+  fab_time_t int_rtt;    /* HPCC's telemetry (models/hpcc.h): T, the fabric's base RTT, ps; each data packet
+                         ** leaving a port carries the highest utilisation of the ports it left; 0: none */
 } FabSwitchCfg;
 
 /* What a switch counted. */

@@ -28,7 +28,7 @@ Test(dcqcn, presets_and_validation) {
   cr_assert_null(fab_cc_ops(FAB_CC_NONE));
   cr_assert(fab_cc_preset("dcqcn-mlx", &c));
   cr_assert_eq(c.kind, FAB_CC_DCQCN);
-  cr_assert_not(fab_cc_preset("hpcc", &c));
+  cr_assert_not(fab_cc_preset("swift", &c));
   FabNicCfg zero = {0};
   cr_assert_eq(zero.cc.kind, FAB_CC_NONE, "a zeroed FabNicCfg means no congestion control");
 }

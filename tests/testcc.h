@@ -15,7 +15,10 @@
 #define PKT (1082 * 80)      /* ps: a 1000 B payload RoCEv2 packet at 100 Gbps */
 
 /* A switch-like element for up to 4 endpoints: packets leave by the port of
-** their destination; `mark` says which data packets to mark CE at egress. */
+** their destination; `mark` says which data packets to mark CE at egress;
+** with int_rtt, data packets leaving a port carry its utilisation as HPCC's
+** switches write it (models/hpcc.h; here no forwarding latency: qlen is
+** the port's queue). */
 typedef struct Merge {
   FabNode node;
   FabPort port[4];
@@ -24,6 +27,10 @@ typedef struct Merge {
   uint64_t kbytes;            /* threshold for mark_over_k */
   uint32_t seq_a, seq_b;      /* for mark_seqs */
   uint64_t marks;
+  fab_time_t int_rtt;         /* HPCC's T (0: no telemetry) */
+  double int_u[4];            /* per port: the utilisation estimate, its last packet's time and bytes */
+  fab_time_t int_last[4];
+  uint32_t int_bytes[4];
 } Merge;
 
 static inline void merge_wake(FabEngine *eng, void *self, uint64_t arg) {}
@@ -41,11 +48,20 @@ static inline void merge_receive(FabEngine *eng, FabNode *self, FabPkt *p, FabPo
   fab_port_enqueue(eng, out, p);
 }
 
+static inline void merge_dequeued(FabEngine *eng, FabNode *self, FabPort *pt, FabPkt *p) {
+  Merge *m = (Merge *)self;
+  uint32_t i = pt->index;
+  if (m->int_rtt && p->type == FAB_PKT_DATA)
+    p->mark_ev = fab_hpcc_stamp(&m->int_u[i], &m->int_last[i], &m->int_bytes[i], pt->bps, pt->qbytes, p->wire,
+                                m->int_rtt, eng->now, p->mark_ev);
+}
+
 static inline void merge_init(Merge *m, uint32_t nports) {
   memset(m, 0, sizeof *m);
   fab_elem_init(&m->node.el, &merge_ops);
   fab_elem_set_id(&m->node.el, 100); /* apart from the NICs' ids 0..3: distinct tie keys */
   m->node.receive = merge_receive;
+  m->node.dequeued = merge_dequeued;
   g_strlcpy(m->node.name, "merge", sizeof m->node.name);
   m->nports = nports;
   for (uint32_t i = 0; i < nports; i++) fab_port_init(&m->port[i], &m->node, i, G100, FAB_US, 2);
@@ -74,6 +90,8 @@ typedef struct Net {
 static inline FabNicCfg cc_cfg(const char *preset) {
   FabNicCfg c = testnet_nic_cfg(G100, 1000, FAB_TRANSPORT_ROCEV2);
   cr_assert(fab_cc_preset(preset, &c.cc), "preset %s", preset);
+  if (c.cc.kind == FAB_CC_HPCC) /* T: the unloaded round trip through the Merge, as the scenario reader takes it */
+    c.cc.hpcc.base_rtt = 4 * FAB_US + 2 * (fab_time_t)PKT + 2 * (fab_time_t)c.transport.ack_bytes * 80;
   return c;
 }
 
@@ -110,6 +128,7 @@ static inline void net_flow(Net *t, uint32_t id, uint32_t src, uint32_t dst, uin
 static inline void testcc_share(Net *t, const char *preset, double *g0, double *g1) {
   for (int i = 0; i < 3; i++) t->cfg[i] = cc_cfg(preset);
   net_init(t, 3);
+  if (t->cfg[0].cc.kind == FAB_CC_HPCC) t->sw.int_rtt = t->cfg[0].cc.hpcc.base_rtt;
   t->sw.mark = mark_over_k;
   t->sw.kbytes = 40000;
   net_flow(t, 0, 0, 2, 200000000ULL, 0);

@@ -1,11 +1,11 @@
 /* fabric.congestion_control: the algorithm, DCQCN's preset, and each
 ** algorithm's parameters over its defaults (models/dcqcn.c, delaycc.c,
-** dctcp.c and timely.c cite the source of each). See topology.h. */
+** dctcp.c, timely.c and hpcc.c cite the source of each). See topology.h. */
 #include "fabric_cfg_int.h"
 #include "models/cc.h"
 #include <string.h>
 
-static const char *const cc_algorithms[] = {"none", "dcqcn", "delay", "dctcp", "timely", NULL}; /* FabCcKind order */
+static const char *const cc_algorithms[] = {"none", "dcqcn", "delay", "dctcp", "timely", "hpcc", NULL}; /* FabCcKind order */
 static const char *const cc_presets[] = {"dcqcn-paper", "dcqcn-mlx", NULL};
 
 #define K(NAME, TYPE, FIELD, ...) FAB_CFG_KEY(NAME, TYPE, Read, FIELD, __VA_ARGS__)
@@ -16,7 +16,7 @@ static const FabCfgKey cc_head_schema[] = {
   FAB_CFG_END_ROW,
 };
 
-/* DCQCN's, over the preset's values; dctcp reads `g` and `alpha_init` too, timely and delay `min_rate` */
+/* DCQCN's, over the preset's values; dctcp reads `g` and `alpha_init` too, hpcc `rai`, the others `min_rate` */
 static const FabCfgKey cc_param_schema[] = {
   K("cnp_interval", FAB_CFG_TIME, f.nic.cc.dcqcn.cnp_interval, .max = 1e15),
   K("g", FAB_CFG_DOUBLE, f.nic.cc.dcqcn.g),
@@ -54,9 +54,17 @@ static const FabCfgKey timely_param_schema[] = {
   FAB_CFG_END_ROW,
 };
 
+/* algorithm: hpcc (models/hpcc.h) */
+static const FabCfgKey hpcc_param_schema[] = {
+  K("eta", FAB_CFG_DOUBLE, f.nic.cc.hpcc.eta),
+  K("max_stage", FAB_CFG_UINT, f.nic.cc.hpcc.max_stage, .min = 0, .max = 1000),
+  K("base_rtt", FAB_CFG_TIME, f.nic.cc.hpcc.base_rtt, .min = 1, .max = 1e15),
+  FAB_CFG_END_ROW,
+};
+
 static const FabCfgKey cc_schema[] = {FAB_CFG_SPLICE_OF(cc_head_schema), FAB_CFG_SPLICE_OF(cc_param_schema),
                                       FAB_CFG_SPLICE_OF(delay_param_schema), FAB_CFG_SPLICE_OF(timely_param_schema),
-                                      FAB_CFG_END_ROW};
+                                      FAB_CFG_SPLICE_OF(hpcc_param_schema), FAB_CFG_END_ROW};
 
 /* The keys each algorithm reads from the shared rows above. */
 static const char *const shared_keys[][4] = {
@@ -65,11 +73,13 @@ static const char *const shared_keys[][4] = {
   [FAB_CC_DELAY] = {"min_rate", NULL},
   [FAB_CC_DCTCP] = {"g", "alpha_init", NULL},
   [FAB_CC_TIMELY] = {"min_rate", "beta", NULL},
+  [FAB_CC_HPCC] = {"min_rate", "rai", NULL},
 };
 
 /* Whose a key of the shared rows is, when more than one algorithm reads it. */
 static const char *owners(const char *key, const char *why) {
-  if (!strcmp(key, "min_rate")) return "DCQCN's, delay's and timely's";
+  if (!strcmp(key, "min_rate")) return "DCQCN's, delay's, timely's and hpcc's";
+  if (!strcmp(key, "rai")) return "DCQCN's and hpcc's";
   if (!strcmp(key, "g") || !strcmp(key, "alpha_init")) return "DCQCN's and dctcp's";
   if (!strcmp(key, "beta")) return "delay's and timely's";
   return why;
@@ -107,6 +117,7 @@ gboolean fab_fabric_read_cc(Read *r, GError **err) {
   g_assert(fab_dcqcn_preset(cc_presets[scratch.f.cc_preset], &cc->dcqcn));
   cc->delay = fab_delay_defaults();
   cc->timely = fab_timely_defaults();
+  cc->hpcc = fab_hpcc_defaults();
   FabDelayCfg delay = cc->delay;
   if (!fab_cfg_apply(n, NULL, cc_schema, r, err)) return FALSE; /* the parameters given, over the preset */
   if (r->f.nic.srd && !fab_cfg_get(n, "algorithm")) cc->kind = FAB_CC_DELAY; /* SRD's: RTT-driven rates */
@@ -116,11 +127,14 @@ gboolean fab_fabric_read_cc(Read *r, GError **err) {
   cc->timely.beta = fab_cfg_get(n, "beta") ? cc->delay.beta : fab_timely_defaults().beta;
   cc->delay.min_rate_bps = fab_cfg_get(n, "min_rate") ? cc->dcqcn.min_rate_bps : delay.min_rate_bps;
   cc->timely.min_rate_bps = fab_cfg_get(n, "min_rate") ? cc->dcqcn.min_rate_bps : fab_timely_defaults().min_rate_bps;
+  TAKE("min_rate", cc->hpcc.min_rate_bps, cc->dcqcn.min_rate_bps);
+  TAKE("rai", cc->hpcc.rai_bps, cc->dcqcn.rai_bps);
   FabCcKind kind = cc->kind;
   const char *bad = fab_dcqcn_cfg_invalid(&cc->dcqcn); /* checked under any algorithm: a bad value is an error */
   if (!bad) bad = fab_delay_cfg_invalid(&cc->delay);   /* either way */
   if (!bad) bad = fab_dctcp_cfg_invalid(&cc->dctcp);
   if (!bad) bad = fab_timely_cfg_invalid(&cc->timely);
+  if (!bad) bad = fab_hpcc_cfg_invalid(&cc->hpcc);
   if (bad) return cc_bad(n, bad, err);
   if (kind != FAB_CC_DCQCN) { /* the preset and DCQCN's parameters are set aside, and said so */
     if (fab_cfg_get(n, "preset"))
@@ -130,6 +144,7 @@ gboolean fab_fabric_read_cc(Read *r, GError **err) {
   }
   if (kind != FAB_CC_DELAY) cc_unused(r, n, delay_param_schema, "the delay algorithm's");
   if (kind != FAB_CC_TIMELY) cc_unused(r, n, timely_param_schema, "timely's");
+  if (kind != FAB_CC_HPCC) cc_unused(r, n, hpcc_param_schema, "hpcc's");
   if (kind == FAB_CC_NONE) memset(cc, 0, sizeof *cc);
   return TRUE;
 }
@@ -147,9 +162,9 @@ gboolean fab_fabric_check_cc(Read *r, GError **err) {
     no_effect(r, fab_cfg_get(r->ecn, "enabled"), "ECN marks only ECN-capable packets, and congestion control %s "
               "sends none: no packet is marked (set fabric.congestion_control.algorithm: dcqcn or dctcp for ECN to "
               "act)", cc_algorithms[kind]);
-  if (ops && ops->echo == FAB_CC_ECHO_CE && (out->nic.srd || out->nic.spray == FAB_SPRAY_AVOID))
-    return fab_cfg_fail(alg ? alg : r->cc, err, "%s counts marks in fields of the ACK that %s uses for itself: choose another "
-                        "algorithm, or another %s", cc_algorithms[kind],
+  if (ops && ops->echo != FAB_CC_ECHO_NONE && (out->nic.srd || out->nic.spray == FAB_SPRAY_AVOID))
+    return fab_cfg_fail(alg ? alg : r->cc, err, "%s reads its receivers' reports in fields of the ACK that %s uses for "
+                        "itself: choose another algorithm, or another %s", cc_algorithms[kind],
                         out->nic.srd ? "transport srd" : "spray: avoid", out->nic.srd ? "transport" : "spray");
   if (kind == FAB_CC_DCQCN) {
     const FabDcqcnCfg *d = &out->nic.cc.dcqcn;
@@ -161,4 +176,11 @@ gboolean fab_fabric_check_cc(Read *r, GError **err) {
                           "%s is above the line rate (%.6g Gbps)", key, (double)line / 1e9);
   }
   return TRUE;
+}
+
+void fab_fabric_cc_finish(Read *r, uint32_t mtu_wire) {
+  FabHpccCfg *h = &r->f.nic.cc.hpcc;
+  if (r->f.nic.cc.kind != FAB_CC_HPCC) return;
+  if (!h->base_rtt) h->base_rtt = (fab_time_t)fab_fabric_round_trip(r, mtu_wire, NULL, NULL); /* HPCC's T */
+  r->f.sw.int_rtt = h->base_rtt;
 }

@@ -621,12 +621,7 @@ static gboolean check_together(Read *r, const FabCfgNode *fab_node, GError **err
   return fab_fabric_check_cc(r, err);
 }
 
-/* An unloaded round trip across the fabric (a packet of mtu out, store and
-** forward at every link, its ACK back) must fit in the retransmission
-** timeout: otherwise every packet times out and the run fails after
-** max_timeouts x rto, where the fault is in the scenario (a 1bps link, a
-** latency of 1000s). */
-static gboolean check_round_trip(Read *r, uint32_t mtu_wire, GError **err) {
+double fab_fabric_round_trip(const Read *r, uint32_t mtu_wire, double *links_out, double *ser_out) {
   const FabTopoSpec *t = &r->f.topo;
   static const uint32_t diameter[] = {[FAB_TOPO_SINGLE_SWITCH] = 2, [FAB_TOPO_LEAF_SPINE] = 4,
                                       [FAB_TOPO_FAT_TREE] = 6, [FAB_TOPO_RING] = 2, [FAB_TOPO_RAIL] = 4,
@@ -634,8 +629,20 @@ static gboolean check_round_trip(Read *r, uint32_t mtu_wire, GError **err) {
   double links = diameter[t->kind] + (t->kind == FAB_TOPO_RING && t->leaves > 1 ? t->leaves - 1 : 0);
   double slow = (double)MIN(t->link_bps, t->host_bps);
   double ser = (double)mtu_wire * 8 / slow * 1e12, ack = (double)r->f.nic.transport.ack_bytes * 8 / slow * 1e12;
-  double rtt = links * (2.0 * (double)t->link_latency + ser + ack) + 2 * (links - 1) * (double)r->f.sw.latency;
+  if (links_out) *links_out = links;
+  if (ser_out) *ser_out = ser;
+  return links * (2.0 * (double)t->link_latency + ser + ack) + 2 * (links - 1) * (double)r->f.sw.latency;
+}
+
+/* An unloaded round trip across the fabric must fit in the retransmission
+** timeout: otherwise every packet times out and the run fails after
+** max_timeouts x rto, where the fault is in the scenario (a 1bps link, a
+** latency of 1000s). */
+static gboolean check_round_trip(Read *r, uint32_t mtu_wire, GError **err) {
+  const FabTopoSpec *t = &r->f.topo;
+  double links, ser, rtt = fab_fabric_round_trip(r, mtu_wire, &links, &ser);
   if (rtt < (double)r->f.nic.rto) return TRUE;
+  double ack = (double)r->f.nic.transport.ack_bytes * 8 / (double)MIN(t->link_bps, t->host_bps) * 1e12;
   gboolean wire = links * (ser + ack) >= rtt / 2;
   const FabCfgNode *at = fab_cfg_get(r->nic, "rto") ? fab_cfg_get(r->nic, "rto")
                          : fab_cfg_get(r->link, wire ? "bandwidth" : "latency");
@@ -793,6 +800,7 @@ gboolean fab_fabric_cfg_read(const FabCfgNode *root, FabFabricCfg *out, GPtrArra
   r.f.nic.ecmp_seed = r.f.sw.ecmp_seed;
   r.f.nic.hash = (uint8_t)r.f.sw.hash;
   if (!check_together(&r, fab_node, err) || !check_round_trip(&r, mtu_wire, err)) return FALSE;
+  fab_fabric_cc_finish(&r, mtu_wire);
   if (r.f.gpu.gpus_per_node) {
     r.f.nic.nvl_domain = r.f.gpu.nvlink_domain;
     r.f.nic.nvl_bps = r.f.gpu.nvlink_bps;

@@ -54,6 +54,12 @@ gboolean fab_fabric_read_failures(Read *r, GError **err);
 ** once cluster.nic was applied. */
 gboolean fab_fabric_read_transport(Read *r, GError **err);
 
+/* An unloaded round trip across the fabric's longest path, ps: a packet of
+** mtu_wire bytes out, store and forward at every link, its ACK back.
+** *links (links crossed one way) and *ser (one packet's time to send at the
+** slower of link and host rate, ps) if not NULL (fabric_cfg.c). */
+double fab_fabric_round_trip(const Read *r, uint32_t mtu_wire, double *links, double *ser);
+
 /* fabric.congestion_control into r->f.nic.cc (cc_cfg.c), once the
 ** transport is known. */
 gboolean fab_fabric_read_cc(Read *r, GError **err);
@@ -61,5 +67,10 @@ gboolean fab_fabric_read_cc(Read *r, GError **err);
 /* What ties congestion control to the rest (ECN, the transport, the line
 ** rate), once everything is read (cc_cfg.c). */
 gboolean fab_fabric_check_cc(Read *r, GError **err);
+
+/* What congestion control sets once the fabric is known: hpcc's base RTT
+** when not given (the longest unloaded round trip, as HPCC's ns-3 model
+** takes the largest over host pairs), and the switches' telemetry. */
+void fab_fabric_cc_finish(Read *r, uint32_t mtu_wire);
 
 #endif

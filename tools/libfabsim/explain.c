@@ -240,6 +240,17 @@ static void explain_cc(const FabFabricCfg *f, GString *s) {
                            "gradient); min_rate %.6g Mbps\n", t->segment, (double)t->t_low / 1e6, delta,
                            (double)t->t_high / 1e6, t->beta, t->alpha, (double)t->min_rtt / 1e6, t->hai_after,
                            t->hai_after, (double)t->min_rate_bps / 1e6);
+  } else if (f->nic.cc.kind == FAB_CC_HPCC) {
+    const FabHpccCfg *h = &f->nic.cc.hpcc;
+    char rai[48];
+    if (h->rai_bps) g_snprintf(rai, sizeof rai, "%.6g Mbps", (double)h->rai_bps / 1e6);
+    else g_snprintf(rai, sizeof rai, "line rate / 2500");
+    g_string_append_printf(s, "cc         hpcc: each switch port writes its utilisation (qlen / (B T) + tx rate / B, "
+                           "smoothed over T) into the data packets leaving it, the highest along the path reaching "
+                           "the receiver, whose ACK echoes it; per ACK the rate is Rc / (U / eta) + R_AI (eta %g, "
+                           "R_AI %s, %u additive stages first below eta), Rc updated once per RTT, the window R x T; "
+                           "T = base_rtt %.6g us; min_rate %.6g Mbps\n", h->eta, rai, h->max_stage,
+                           (double)h->base_rtt / 1e6, (double)h->min_rate_bps / 1e6);
   } else {
     g_string_append(s, "cc         none (line rate)\n");
   }
