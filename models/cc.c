@@ -2,6 +2,22 @@
 #include "cc.h"
 #include <string.h>
 
+void fab_cc_ignore_sent(FabCcFlow *s, const FabCcCfg *cfg, uint32_t wire, fab_time_t now) {
+  (void)s, (void)cfg, (void)wire, (void)now;
+}
+
+void fab_cc_ignore_cnp(FabCcFlow *s, const FabCcCfg *cfg, fab_time_t now) { (void)s, (void)cfg, (void)now; }
+
+void fab_cc_no_timer(FabCcFlow *s, const FabCcCfg *cfg, fab_time_t now) {
+  (void)cfg, (void)now;
+  s->timer_at = FAB_TIME_MAX;
+}
+
+bool fab_cc_no_cnp(fab_time_t *cnp_next, const FabCcCfg *cfg, const FabPkt *p, fab_time_t now) {
+  (void)cnp_next, (void)cfg, (void)p, (void)now;
+  return false;
+}
+
 const FabCcOps *fab_cc_ops(FabCcKind kind) {
   switch (kind) {
   case FAB_CC_NONE: return NULL;

@@ -91,6 +91,14 @@ struct FabCcOps {
   bool (*rx_data)(fab_time_t *cnp_next, const FabCcCfg *cfg, const FabPkt *p, fab_time_t now);
 };
 
+/* Handlers for an algorithm with nothing to do at that point: no work per
+** packet sent, no CNPs (its receivers send none), no timers, nothing
+** decided at the receiver. */
+void fab_cc_ignore_sent(FabCcFlow *s, const FabCcCfg *cfg, uint32_t wire, fab_time_t now);
+void fab_cc_ignore_cnp(FabCcFlow *s, const FabCcCfg *cfg, fab_time_t now);
+void fab_cc_no_timer(FabCcFlow *s, const FabCcCfg *cfg, fab_time_t now);
+bool fab_cc_no_cnp(fab_time_t *cnp_next, const FabCcCfg *cfg, const FabPkt *p, fab_time_t now);
+
 /* The handler table of `kind`; NULL for FAB_CC_NONE. Transfer none. */
 const FabCcOps *fab_cc_ops(FabCcKind kind);
 

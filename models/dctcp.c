@@ -18,14 +18,6 @@ static void dctcp_init(FabCcFlow *s, const FabCcCfg *cfg, fab_time_t now) {
   s->win_bytes = 0;
 }
 
-static void dctcp_on_sent(FabCcFlow *s, const FabCcCfg *cfg, uint32_t wire, fab_time_t now) {
-  (void)s, (void)cfg, (void)wire, (void)now;
-}
-
-static void dctcp_on_cnp(FabCcFlow *s, const FabCcCfg *cfg, fab_time_t now) {
-  (void)s, (void)cfg, (void)now; /* its receivers send none */
-}
-
 static void dctcp_on_ack(FabCcFlow *s, const FabCcCfg *cfg, const FabPkt *ack, fab_time_t now) {
   FabDctcpFlow *d = &s->u.dctcp;
   if (ack->flags & FAB_PKTF_RETX) return; /* a D-SACK: no counts */
@@ -54,24 +46,14 @@ static void dctcp_on_ack(FabCcFlow *s, const FabCcCfg *cfg, const FabPkt *ack, f
   s->win_bytes = MAX((uint64_t)d->win, 1u);
 }
 
-static void dctcp_on_timer(FabCcFlow *s, const FabCcCfg *cfg, fab_time_t now) {
-  (void)cfg, (void)now;
-  s->timer_at = FAB_TIME_MAX;
-}
-
-static bool dctcp_rx_data(fab_time_t *cnp_next, const FabCcCfg *cfg, const FabPkt *p, fab_time_t now) {
-  (void)cnp_next, (void)cfg, (void)p, (void)now;
-  return false;
-}
-
 const FabCcOps fab_cc_dctcp_ops = {
     .name = "dctcp",
     .tx_flags = FAB_PKTF_ECT,
     .echo = FAB_CC_ECHO_CE,
     .init = dctcp_init,
-    .on_sent = dctcp_on_sent,
-    .on_cnp = dctcp_on_cnp,
+    .on_sent = fab_cc_ignore_sent,
+    .on_cnp = fab_cc_ignore_cnp,
     .on_ack = dctcp_on_ack,
-    .on_timer = dctcp_on_timer,
-    .rx_data = dctcp_rx_data,
+    .on_timer = fab_cc_no_timer,
+    .rx_data = fab_cc_no_cnp,
 };

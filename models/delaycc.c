@@ -26,14 +26,6 @@ static void delay_init(FabCcFlow *s, const FabCcCfg *cfg, fab_time_t now) {
   s->u.delay = (FabDelayFlow){0};
 }
 
-static void delay_on_sent(FabCcFlow *s, const FabCcCfg *cfg, uint32_t wire, fab_time_t now) {
-  (void)s, (void)cfg, (void)wire, (void)now;
-}
-
-static void delay_on_cnp(FabCcFlow *s, const FabCcCfg *cfg, fab_time_t now) {
-  (void)s, (void)cfg, (void)now; /* its receivers send none */
-}
-
 static void delay_on_ack(FabCcFlow *s, const FabCcCfg *cfg, const FabPkt *ack, fab_time_t now) {
   const FabDelayCfg *c = &cfg->delay;
   FabDelayFlow *d = &s->u.delay;
@@ -55,23 +47,13 @@ static void delay_on_ack(FabCcFlow *s, const FabCcCfg *cfg, const FabPkt *ack, f
   d->last_down = now;
 }
 
-static void delay_on_timer(FabCcFlow *s, const FabCcCfg *cfg, fab_time_t now) {
-  (void)cfg, (void)now;
-  s->timer_at = FAB_TIME_MAX;
-}
-
-static bool delay_rx_data(fab_time_t *cnp_next, const FabCcCfg *cfg, const FabPkt *p, fab_time_t now) {
-  (void)cnp_next, (void)cfg, (void)p, (void)now;
-  return false;
-}
-
 const FabCcOps fab_cc_delay_ops = {
     .name = "delay",
     .tx_flags = 0,
     .init = delay_init,
-    .on_sent = delay_on_sent,
-    .on_cnp = delay_on_cnp,
+    .on_sent = fab_cc_ignore_sent,
+    .on_cnp = fab_cc_ignore_cnp,
     .on_ack = delay_on_ack,
-    .on_timer = delay_on_timer,
-    .rx_data = delay_rx_data,
+    .on_timer = fab_cc_no_timer,
+    .rx_data = fab_cc_no_cnp,
 };

@@ -40,14 +40,6 @@ static void hpcc_init(FabCcFlow *s, const FabCcCfg *cfg, fab_time_t now) {
   s->win_bytes = (uint64_t)((double)s->line_bps / 8 * ((double)cfg->hpcc.base_rtt / FAB_S));
 }
 
-static void hpcc_on_sent(FabCcFlow *s, const FabCcCfg *cfg, uint32_t wire, fab_time_t now) {
-  (void)s, (void)cfg, (void)wire, (void)now;
-}
-
-static void hpcc_on_cnp(FabCcFlow *s, const FabCcCfg *cfg, fab_time_t now) {
-  (void)s, (void)cfg, (void)now; /* its receivers send none */
-}
-
 static void hpcc_on_ack(FabCcFlow *s, const FabCcCfg *cfg, const FabPkt *ack, fab_time_t now) {
   const FabHpccCfg *c = &cfg->hpcc;
   FabHpccFlow *h = &s->u.hpcc;
@@ -72,24 +64,14 @@ static void hpcc_on_ack(FabCcFlow *s, const FabCcCfg *cfg, const FabPkt *ack, fa
   s->win_bytes = MAX((uint64_t)(rate / 8 * ((double)c->base_rtt / FAB_S)), 1u);
 }
 
-static void hpcc_on_timer(FabCcFlow *s, const FabCcCfg *cfg, fab_time_t now) {
-  (void)cfg, (void)now;
-  s->timer_at = FAB_TIME_MAX;
-}
-
-static bool hpcc_rx_data(fab_time_t *cnp_next, const FabCcCfg *cfg, const FabPkt *p, fab_time_t now) {
-  (void)cnp_next, (void)cfg, (void)p, (void)now;
-  return false;
-}
-
 const FabCcOps fab_cc_hpcc_ops = {
     .name = "hpcc",
     .tx_flags = 0,
     .echo = FAB_CC_ECHO_INT,
     .init = hpcc_init,
-    .on_sent = hpcc_on_sent,
-    .on_cnp = hpcc_on_cnp,
+    .on_sent = fab_cc_ignore_sent,
+    .on_cnp = fab_cc_ignore_cnp,
     .on_ack = hpcc_on_ack,
-    .on_timer = hpcc_on_timer,
-    .rx_data = hpcc_rx_data,
+    .on_timer = fab_cc_no_timer,
+    .rx_data = fab_cc_no_cnp,
 };

@@ -42,14 +42,6 @@ static void timely_init(FabCcFlow *s, const FabCcCfg *cfg, fab_time_t now) {
   s->u.timely = (FabTimelyFlow){0}; /* the first ACK gives prev_rtt */
 }
 
-static void timely_on_sent(FabCcFlow *s, const FabCcCfg *cfg, uint32_t wire, fab_time_t now) {
-  (void)s, (void)cfg, (void)wire, (void)now;
-}
-
-static void timely_on_cnp(FabCcFlow *s, const FabCcCfg *cfg, fab_time_t now) {
-  (void)s, (void)cfg, (void)now; /* its receivers send none */
-}
-
 static void timely_on_ack(FabCcFlow *s, const FabCcCfg *cfg, const FabPkt *ack, fab_time_t now) {
   const FabTimelyCfg *c = &cfg->timely;
   FabTimelyFlow *t = &s->u.timely;
@@ -81,24 +73,14 @@ static void timely_on_ack(FabCcFlow *s, const FabCcCfg *cfg, const FabPkt *ack, 
   s->rate_bps = rate >= (double)s->line_bps ? s->line_bps : (uint64_t)rate;
 }
 
-static void timely_on_timer(FabCcFlow *s, const FabCcCfg *cfg, fab_time_t now) {
-  (void)cfg, (void)now;
-  s->timer_at = FAB_TIME_MAX;
-}
-
-static bool timely_rx_data(fab_time_t *cnp_next, const FabCcCfg *cfg, const FabPkt *p, fab_time_t now) {
-  (void)cnp_next, (void)cfg, (void)p, (void)now;
-  return false;
-}
-
 const FabCcOps fab_cc_timely_ops = {
     .name = "timely",
     .tx_flags = 0,
     .echo = FAB_CC_ECHO_NONE,
     .init = timely_init,
-    .on_sent = timely_on_sent,
-    .on_cnp = timely_on_cnp,
+    .on_sent = fab_cc_ignore_sent,
+    .on_cnp = fab_cc_ignore_cnp,
     .on_ack = timely_on_ack,
-    .on_timer = timely_on_timer,
-    .rx_data = timely_rx_data,
+    .on_timer = fab_cc_no_timer,
+    .rx_data = fab_cc_no_cnp,
 };

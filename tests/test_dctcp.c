@@ -94,12 +94,9 @@ Test(dctcp, no_echo_no_window_and_bad_parameters) {
 
 static uint64_t fixed_window;
 static void win_init(FabCcFlow *s, const FabCcCfg *cfg, fab_time_t now) { s->win_bytes = fixed_window; }
-static void win_sent(FabCcFlow *s, const FabCcCfg *cfg, uint32_t wire, fab_time_t now) {}
-static void win_cnp(FabCcFlow *s, const FabCcCfg *cfg, fab_time_t now) {}
-static void win_timer(FabCcFlow *s, const FabCcCfg *cfg, fab_time_t now) {}
-static bool win_rx(fab_time_t *next, const FabCcCfg *cfg, const FabPkt *p, fab_time_t now) { return false; }
-static const FabCcOps win_ops = {.name = "window", .init = win_init, .on_sent = win_sent, .on_cnp = win_cnp,
-                                 .on_timer = win_timer, .rx_data = win_rx};
+static const FabCcOps win_ops = {.name = "window", .init = win_init, .on_sent = fab_cc_ignore_sent,
+                                 .on_cnp = fab_cc_ignore_cnp, .on_timer = fab_cc_no_timer,
+                                 .rx_data = fab_cc_no_cnp};
 
 /* NIC 0 sends `pkts` packets of 1000 B to NIC 1 through the Merge under a
 ** fixed window of `win` bytes, the receiver ACKing every `every`; returns
