@@ -1040,6 +1040,58 @@ Test(gpu, multi_rail_without_pxn_rejects_cross_rail_flows) {
   testscen_done(ok, &res);
 }
 
+/* rail-only (Wang et al., "Rail-only", arXiv 2307.12169): the rail switches
+** and nothing above them. 4 DGX H100: the 8 spines of rail-optimized fewer
+** (8 rail switches of 4 ports); GPU 1 -> GPU 26
+** relays as on multi-rail (NVLink to GPU 2, rail 2, node 3's NIC 2); the
+** same flow without PXN is refused; an all-to-all takes the time it takes
+** on rail-optimized with PXN (whose spines then carry nothing). */
+Test(gpu, rail_only_has_rail_switches_alone_and_relays_across_rails) {
+  const char *sets[] = {"fabric.topology={kind: rail-only}", NULL};
+  FabScenario *sc = testscen_load(multirail, sets);
+  cr_assert_str_eq(sc->topology, "rail-only: 8 rails x 4 nodes, no spines (across rails through NVLink: PXN)");
+  const char *ro_sets[] = {"fabric.topology={kind: rail-optimized}", NULL};
+  FabScenario *ro = testscen_load(multirail, ro_sets);
+  FabFootprint fp = fab_topology_footprint(&sc->fabric), fo = fab_topology_footprint(&ro->fabric);
+  cr_assert_eq(fp.switches + 8, fo.switches, "the 8 spines fewer: %" G_GUINT64_FORMAT " and %" G_GUINT64_FORMAT,
+               fp.switches, fo.switches);
+  fab_scenario_free(ro);
+  FabResults res;
+  testscen_run(sc, &res);
+  cr_assert_gt(testscen_bytes_from(&res, "gpu1:p1"), 4 << 20, "out over NVLink");
+  cr_assert_gt(testscen_bytes_from(&res, "gpu2:p0"), 4 << 20, "relayed by GPU 2 to its NIC");
+  cr_assert_gt(testscen_bytes_from(&res, "rail2"), 4 << 20, "across rail 2");
+  cr_assert_eq(testscen_bytes_from(&res, "gpu1:p0"), 0, "GPU 1's own NIC stays idle");
+  testscen_done(sc, &res);
+  const char *a2a[] = {"fabric.topology={kind: rail-only}", "workload={kind: collective, op: all-to-all, size: 32MiB}",
+                       NULL};
+  const char *a2a_ro[] = {"workload={kind: collective, op: all-to-all, size: 32MiB}",
+                          "fabric.topology={kind: rail-optimized}", NULL};
+  FabScenario *x = testscen_load(multirail, a2a), *y = testscen_load(multirail, a2a_ro);
+  FabResults rx, ry;
+  testscen_run(x, &rx);
+  testscen_run(y, &ry);
+  cr_assert_eq(rx.sim_time, ry.sim_time, "PXN keeps the spines idle: the same time");
+  cr_assert_eq(testscen_bytes_from(&ry, "spine"), 0);
+  testscen_done(x, &rx);
+  testscen_done(y, &ry);
+  char *path = NULL;
+  int fd = g_file_open_tmp("fabsim-ro-XXXXXX.yaml", &path, NULL);
+  close(fd);
+  g_file_set_contents(path, multirail, -1, NULL);
+  const char *nopxn[] = {"fabric.topology={kind: rail-only}", "cluster.pxn=false", NULL};
+  GError *err = NULL;
+  cr_assert_null(fab_scenario_load(path, nopxn, &err));
+  cr_assert(strstr(err->message, "different rails of a rail-only fabric"), "%s", err->message);
+  g_clear_error(&err);
+  const char *spines[] = {"fabric.topology={kind: rail-only, spines: 2}", NULL};
+  cr_assert_null(fab_scenario_load(path, spines, &err));
+  cr_assert(strstr(err->message, "spines: not used by this topology kind"), "%s", err->message);
+  g_error_free(err);
+  g_unlink(path);
+  g_free(path);
+}
+
 Test(gpu, rail_optimized_with_pxn_relays_instead_of_the_spines) {
   const char *sets[] = {"workload.flows[0].dst=10", "cluster.pxn=true", NULL};
   FabScenario *sc = testscen_load(rails, sets);

@@ -127,8 +127,12 @@ static void build_multi_rail(FabTopology *t, const FabFabricCfg *cfg) {
   for (uint32_t p = 0; p < P; p++) {
     uint32_t base = t->nswitches;
     for (uint32_t l = 0; l < L; l++) {
-      g_snprintf(name, sizeof name, "p%u.leaf", p);
-      add_switch(t, cfg, name, l, H + S);
+      if (t->spec.kind == FAB_TOPO_RAIL_ONLY) /* one switch per rail: rail<p> */
+        add_switch(t, cfg, "rail", p, H);
+      else {
+        g_snprintf(name, sizeof name, "p%u.leaf", p);
+        add_switch(t, cfg, name, l, H + S);
+      }
     }
     for (uint32_t j = 0; j < S; j++) {
       g_snprintf(name, sizeof name, "p%u.spine", p);
@@ -138,8 +142,10 @@ static void build_multi_rail(FabTopology *t, const FabFabricCfg *cfg) {
     for (uint32_t j = 0; j < S; j++) up[j] = H + j;
     for (uint32_t l = 0; l < L; l++) {
       FabSwitch *leaf = t->switches[base + l];
-      uint32_t g = fab_switch_add_group(leaf, up, S);
-      for (uint32_t n = 0; n < L * H; n++) fab_switch_set_route(leaf, n * P + p, g);
+      if (S) { /* rail-only: none, and each plane one leaf */
+        uint32_t g = fab_switch_add_group(leaf, up, S);
+        for (uint32_t n = 0; n < L * H; n++) fab_switch_set_route(leaf, n * P + p, g);
+      }
       for (uint32_t i = 0; i < H; i++) {
         uint32_t a = (l * H + i) * P + p;
         link_host(t, a, leaf, i);
@@ -224,7 +230,8 @@ FabTopology *fab_topology_build(const FabFabricCfg *cfg) {
   case FAB_TOPO_FAT_TREE: nsw = cfg->topo.k * cfg->topo.k + (cfg->topo.k / 2) * (cfg->topo.k / 2); break;
   case FAB_TOPO_RING: nsw = cfg->topo.leaves; break;
   case FAB_TOPO_RAIL: nsw = cfg->topo.leaves + cfg->topo.spines; break;
-  case FAB_TOPO_MULTI_RAIL: nsw = cfg->topo.k * (cfg->topo.leaves + cfg->topo.spines); break;
+  case FAB_TOPO_MULTI_RAIL:
+  case FAB_TOPO_RAIL_ONLY: nsw = cfg->topo.k * (cfg->topo.leaves + cfg->topo.spines); break;
   }
   t->nnet = nsw;
   uint32_t extra = 0;
@@ -244,7 +251,8 @@ FabTopology *fab_topology_build(const FabFabricCfg *cfg) {
   case FAB_TOPO_FAT_TREE: build_fat_tree(t, cfg); break;
   case FAB_TOPO_RING: build_ring(t, cfg); break;
   case FAB_TOPO_RAIL: build_rail(t, cfg); break;
-  case FAB_TOPO_MULTI_RAIL: build_multi_rail(t, cfg); break;
+  case FAB_TOPO_MULTI_RAIL:
+  case FAB_TOPO_RAIL_ONLY: build_multi_rail(t, cfg); break;
   }
   g_assert(t->nswitches == nsw);
   if (g->gpus_per_node) {
@@ -327,6 +335,9 @@ char *fab_topology_describe(const FabTopoSpec *s) {
     return g_strdup_printf("leaf-spine: %u leaves x %u hosts, %u spines (%u:%u at the leaf)", s->leaves,
                            s->hosts_per_leaf, s->spines, s->hosts_per_leaf / a, s->spines / a);
   }
+  case FAB_TOPO_RAIL_ONLY:
+    return g_strdup_printf("rail-only: %u rails x %u nodes, no spines (across rails through NVLink: PXN)", s->k,
+                           s->hosts_per_leaf);
   case FAB_TOPO_MULTI_RAIL:
     return g_strdup_printf("multi-rail: %u planes, each %u leaves x %u nodes, %u spines", s->k, s->leaves,
                            s->hosts_per_leaf, s->spines);
@@ -350,7 +361,8 @@ static uint64_t network_elements(const FabTopoSpec *s, uint32_t nattach) {
   case FAB_TOPO_SINGLE_SWITCH: return 1 + (uint64_t)nattach;
   case FAB_TOPO_LEAF_SPINE:
   case FAB_TOPO_RAIL: return L + S + L * (H + S) + S * L;
-  case FAB_TOPO_MULTI_RAIL: return k * (L + S + L * (H + S) + S * L);
+  case FAB_TOPO_MULTI_RAIL:
+  case FAB_TOPO_RAIL_ONLY: return k * (L + S + L * (H + S) + S * L);
   case FAB_TOPO_RING: return L + L * (H + 2);
   case FAB_TOPO_FAT_TREE: return 2 * k * h + h * h + k * h * (H + h) + k * h * k + h * h * k;
   }
@@ -378,7 +390,8 @@ FabFootprint fab_topology_footprint(const FabFabricCfg *cfg) {
   case FAB_TOPO_SINGLE_SWITCH: f.switches = 1; break;
   case FAB_TOPO_LEAF_SPINE:
   case FAB_TOPO_RAIL: f.switches = L + S; break;
-  case FAB_TOPO_MULTI_RAIL: f.switches = k * (L + S); break;
+  case FAB_TOPO_MULTI_RAIL:
+  case FAB_TOPO_RAIL_ONLY: f.switches = k * (L + S); break;
   case FAB_TOPO_RING: f.switches = L; break;
   case FAB_TOPO_FAT_TREE: f.switches = 2 * k * h + h * h; break;
   }

@@ -20,7 +20,7 @@
 
 
 const char *const fab_topo_kind_names[] = {"single-switch", "leaf-spine", "fat-tree", "ring", "rail-optimized",
-                                         "multi-rail", NULL};
+                                         "multi-rail", "rail-only", NULL};
 static const char *const ecn_marks_at[] = {"enqueue", "dequeue", NULL};
 const char *const fab_ff_mode_names[] = {"off", "on", "auto", NULL}; /* FabFfMode order */
 
@@ -510,9 +510,26 @@ static gboolean fat_tree(const FabCfgNode *node, FabTopoSpec *t, uint64_t nodes,
   return TRUE;
 }
 
-/* rail-optimized and multi-rail: `rails` NIC ports per node, `nodes` ports in all. */
+/* rail-optimized, multi-rail and rail-only: `rails` NIC ports per node, `nodes` ports in all. */
 static gboolean rails(const FabCfgNode *node, FabTopoSpec *t, uint64_t nodes, uint32_t rails, GError **err) {
   bool multi = t->kind == FAB_TOPO_MULTI_RAIL;
+  if (t->kind == FAB_TOPO_RAIL_ONLY) { /* a rail switch per NIC index, nothing above: multi-rail's planes of one leaf */
+    if (!set_only_for(node, "hosts_per_leaf", "leaf-spine, fat-tree, multi-rail", err) ||
+        !set_only_for(node, "spines", "leaf-spine, rail-optimized, multi-rail: rail-only has none", err) ||
+        !set_only_for(node, "leaves", "leaf-spine", err) || !set_only_for(node, "k", "fat-tree", err) ||
+        !set_only_for(node, "oversubscription", "leaf-spine, fat-tree", err))
+      return FALSE;
+    if (!rails)
+      return fab_cfg_fail(fab_cfg_get(node, "kind"), err, "rail-only needs GPU nodes (cluster.node other than host): "
+                          "rail i joins NIC i of every node");
+    t->k = rails;
+    t->leaves = 1;
+    t->hosts_per_leaf = (uint32_t)(nodes / rails);
+    t->spines = 0;
+    if (t->hosts_per_leaf > 65000) return fab_cfg_fail(node, err, "a switch has at most 65000 ports");
+    t->hosts = (uint32_t)nodes;
+    return TRUE;
+  }
   if ((!multi && !set_only_for(node, "hosts_per_leaf", "leaf-spine, fat-tree", err)) ||
       !set_only_for(node, "leaves", "leaf-spine", err) || !set_only_for(node, "k", "fat-tree", err) ||
       !set_only_for(node, "oversubscription", "leaf-spine, fat-tree", err))
@@ -572,6 +589,7 @@ static gboolean read_topology(Read *r, uint64_t nodes, const FabCfgNode *nodes_a
     return leaf_spine(node, t, nodes, nodes_at, what, err);
   case FAB_TOPO_MULTI_RAIL:
   case FAB_TOPO_RAIL:
+  case FAB_TOPO_RAIL_ONLY:
     return rails(node, t, nodes, nrails, err);
   case FAB_TOPO_RING:
     if (!set_only_for(node, "hosts_per_leaf", "leaf-spine, fat-tree", err) ||
@@ -625,7 +643,7 @@ double fab_fabric_round_trip(const Read *r, uint32_t mtu_wire, double *links_out
   const FabTopoSpec *t = &r->f.topo;
   static const uint32_t diameter[] = {[FAB_TOPO_SINGLE_SWITCH] = 2, [FAB_TOPO_LEAF_SPINE] = 4,
                                       [FAB_TOPO_FAT_TREE] = 6, [FAB_TOPO_RING] = 2, [FAB_TOPO_RAIL] = 4,
-                                      [FAB_TOPO_MULTI_RAIL] = 4};
+                                      [FAB_TOPO_MULTI_RAIL] = 4, [FAB_TOPO_RAIL_ONLY] = 2};
   double links = diameter[t->kind] + (t->kind == FAB_TOPO_RING && t->leaves > 1 ? t->leaves - 1 : 0);
   double slow = (double)MIN(t->link_bps, t->host_bps);
   double ser = (double)mtu_wire * 8 / slow * 1e12, ack = (double)r->f.nic.transport.ack_bytes * 8 / slow * 1e12;
@@ -672,6 +690,10 @@ static gboolean buffer_split(Read *r, GError **err) {
     if (!is_auto && c < out->sw.mtu_wire)
       return fab_cfg_fail(r->credits, err, "%" G_GUINT64_FORMAT " B of credit per port and VL is less than one packet "
                           "(%u B): a smaller mtu, or more credit", c, out->sw.mtu_wire);
+    if (is_auto && buffer / ports < out->sw.mtu_wire) /* even with one VL in use: refused now, before a build */
+      return fab_cfg_fail(at_key(r->sw, "buffer", r->sw), err, "buffer %" G_GUINT64_FORMAT " B over %u ports is %"
+                          G_GUINT64_FORMAT " B of credit each, less than one packet (%u B): a larger buffer, or a "
+                          "smaller mtu", buffer, ports, buffer / ports, out->sw.mtu_wire);
     out->credits_auto = is_auto;
     out->credits_given = is_auto ? 0 : c;
     out->sw.credits = is_auto ? buffer / ports : c; /* until the VLs are known: one */

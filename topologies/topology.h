@@ -44,8 +44,12 @@
 #include "models/switch.h"
 #include "sim/config.h"
 
+/* RAIL_ONLY is built as MULTI_RAIL with one leaf per plane and no spines. */
 typedef enum { FAB_TOPO_SINGLE_SWITCH = 0, FAB_TOPO_LEAF_SPINE, FAB_TOPO_FAT_TREE, FAB_TOPO_RING, FAB_TOPO_RAIL,
-               FAB_TOPO_MULTI_RAIL } FabTopoKind;
+               FAB_TOPO_MULTI_RAIL, FAB_TOPO_RAIL_ONLY } FabTopoKind;
+
+/* The fabrics whose rails (NIC index planes) are not joined: a flow across rails needs PXN. */
+static inline bool fab_topo_rails_apart(FabTopoKind k) { return k == FAB_TOPO_MULTI_RAIL || k == FAB_TOPO_RAIL_ONLY; }
 
 typedef struct FabTopoSpec {
   FabTopoKind kind;

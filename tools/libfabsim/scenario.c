@@ -75,7 +75,8 @@ static void segment_unused(FabScenario *sc, const FabCfgNode *root) {
 static void coll_env(const FabFabricCfg *f, FabCollEnv *e) {
   const FabGpuSpec *g = &f->gpu;
   static const uint32_t links[] = {[FAB_TOPO_SINGLE_SWITCH] = 2, [FAB_TOPO_LEAF_SPINE] = 4, [FAB_TOPO_FAT_TREE] = 6,
-                                   [FAB_TOPO_RING] = 4, [FAB_TOPO_RAIL] = 4, [FAB_TOPO_MULTI_RAIL] = 4};
+                                   [FAB_TOPO_RING] = 4, [FAB_TOPO_RAIL] = 4, [FAB_TOPO_MULTI_RAIL] = 4,
+                                   [FAB_TOPO_RAIL_ONLY] = 2};
   uint32_t l = links[f->topo.kind];
   memset(e, 0, sizeof *e);
   e->endpoints = g->gpus_per_node ? g->nodes * g->gpus_per_node : f->topo.hosts;
@@ -111,18 +112,19 @@ static int32_t sharp_claim(void *ctx, uint32_t job, const uint32_t *ranks, uint3
   return fab_sharp_plan_claim(ctx, job, ranks, n, why);
 }
 
-/* A multi-rail fabric's planes are not joined: a flow across rails needs PXN. */
+/* A multi-rail or rail-only fabric's rails are not joined: a flow across rails needs PXN. */
 static gboolean check_rails(const FabScenario *sc, const FabCfgNode *root, GError **err) {
   const FabGpuSpec *g = &sc->fabric.gpu;
-  if (sc->fabric.topo.kind != FAB_TOPO_MULTI_RAIL || g->pxn) return TRUE;
+  if (!fab_topo_rails_apart(sc->fabric.topo.kind) || g->pxn) return TRUE;
   for (guint i = 0; i < fab_dag_len(sc->dag); i++) {
     const FabOp *f = fab_dag_op(sc->dag, i);
     uint32_t G = g->gpus_per_node, dom = g->nvlink_domain ? g->nvlink_domain : G;
     if (f->kind == FAB_OP_FLOW && f->src / dom != f->dst / dom && f->src % G != f->dst % G) {
       const FabCfgNode *wl = fab_cfg_get(root, "workload"), *fl = fab_cfg_get(wl, "flows");
       const FabCfgNode *at = fl && i < fab_cfg_len(fl) ? fab_cfg_get(fab_cfg_at(fl, i), "dst") : fab_cfg_get(wl, "kind");
-      return fab_cfg_fail(at ? at : wl, err, "GPU %u and GPU %u are on different rails of a multi-rail fabric, whose "
-                          "planes are not joined: set cluster.pxn: true to relay through NVLink", f->src, f->dst);
+      return fab_cfg_fail(at ? at : wl, err, "GPU %u and GPU %u are on different rails of a %s fabric, whose "
+                          "rails are not joined: set cluster.pxn: true to relay through NVLink", f->src, f->dst,
+                          sc->fabric.topo.kind == FAB_TOPO_RAIL_ONLY ? "rail-only" : "multi-rail");
     }
   }
   return TRUE;
