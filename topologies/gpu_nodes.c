@@ -48,6 +48,7 @@ void fab_topo__build_gpu_edges(FabTopology *t, const FabFabricCfg *cfg, const Fa
   sc.alpha = 1e6;
   sc.pfc = (FabPfcCfg){0};
   sc.ecn = (FabEcnCfg){0};
+  sc.int_rtt = 0; /* HPCC's telemetry (models/hpcc.h) is the network switches' */
   sc.lanes = true; /* a flow with a lane leaves by its NIC (NCCL's channel -> NIC); NVSwitches route one way anyway */
   sc.routing = FAB_ROUTE_ECMP; /* fabric.switch.routing is the network's: a flow keeps the NIC its hash gave it */
   uint32_t pcie_unit = cfg->sw.mtu_wire, nvl_unit = g->segment + cfg->nic.nvl_overhead;
