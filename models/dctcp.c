@@ -14,8 +14,7 @@ const char *fab_dctcp_cfg_invalid(const FabDctcpCfg *c) {
 }
 
 static void dctcp_init(FabCcFlow *s, const FabCcCfg *cfg, fab_time_t now) {
-  s->u.dctcp = (FabDctcpFlow){.alpha = cfg->dctcp.alpha_init, .win_start = now};
-  s->win_bytes = 0;
+  s->u.dctcp = (FabDctcpFlow){.alpha = cfg->dctcp.alpha_init, .win_start = now}; /* win_bytes 0: open */
 }
 
 static void dctcp_on_ack(FabCcFlow *s, const FabCcCfg *cfg, const FabPkt *ack, fab_time_t now) {

@@ -22,15 +22,15 @@ const char *fab_hpcc_cfg_invalid(const FabHpccCfg *c) {
   return NULL;
 }
 
-uint16_t fab_hpcc_stamp(double *u, fab_time_t *last, uint32_t *last_bytes, uint64_t bps, uint64_t qlen,
-                        uint32_t bytes, fab_time_t base_rtt, fab_time_t now, uint16_t v) {
+uint16_t fab_hpcc_stamp(FabHpccPort *pt, uint64_t bps, uint64_t qlen, uint32_t bytes, fab_time_t base_rtt,
+                        fab_time_t now, uint16_t v) {
   double T = (double)base_rtt / FAB_S, B = (double)bps / 8; /* s, bytes/s */
-  fab_time_t gap = *last_bytes ? now - *last : base_rtt;
+  fab_time_t gap = pt->last_bytes ? now - pt->last : base_rtt;
   double dt = (double)MIN(gap, base_rtt) / FAB_S;
-  *u = (T - dt) / T * *u + (double)qlen * dt / (B * T * T) + (double)*last_bytes / (B * T);
-  *last = now;
-  *last_bytes = bytes;
-  double enc = *u * FAB_HPCC_U_ONE + 0.5;
+  pt->u = (T - dt) / T * pt->u + (double)qlen * dt / (B * T * T) + (double)pt->last_bytes / (B * T);
+  pt->last = now;
+  pt->last_bytes = bytes;
+  double enc = pt->u * FAB_HPCC_U_ONE + 0.5;
   uint16_t mine = enc >= 65535 ? 65535 : (uint16_t)enc;
   return mine > v ? mine : v;
 }

@@ -66,12 +66,17 @@ FabHpccCfg fab_hpcc_defaults(void);
 /* NULL if `c` is usable; else a static message naming the bad field. */
 const char *fab_hpcc_cfg_invalid(const FabHpccCfg *c);
 
-/* The switch's side: port utilisation *u after a packet leaves a port of
-** `bps` at `now`, the port's previous packet having left at *last with
-** *last_bytes bytes (0: none yet), `qlen` bytes queued, T = base_rtt;
-** updates *u, *last, *last_bytes; returns the packet's new value given its
-** value `v` (the higher of the two). */
-uint16_t fab_hpcc_stamp(double *u, fab_time_t *last, uint32_t *last_bytes, uint64_t bps, uint64_t qlen,
-                        uint32_t bytes, fab_time_t base_rtt, fab_time_t now, uint16_t v);
+/* A switch port's utilisation estimate (zeroed: no packet yet). */
+typedef struct FabHpccPort {
+  double u;                /* the estimate */
+  fab_time_t last;         /* ps: its previous data packet left */
+  uint32_t last_bytes;     /* that packet's wire bytes (0: none yet) */
+} FabHpccPort;
+
+/* The switch's side: a data packet of `bytes` leaves port `pt` of `bps` at
+** `now` with `qlen` bytes queued, T = base_rtt; updates pt and returns the
+** packet's new value given its value `v` (the higher of the two). */
+uint16_t fab_hpcc_stamp(FabHpccPort *pt, uint64_t bps, uint64_t qlen, uint32_t bytes, fab_time_t base_rtt,
+                        fab_time_t now, uint16_t v);
 
 #endif

@@ -15,13 +15,6 @@ typedef struct Flowlet {
   uint32_t member;
 } Flowlet;
 
-/* A port's utilisation as HPCC's telemetry estimates it (models/hpcc.h). */
-typedef struct IntPort {
-  double u;             /* the estimate */
-  fab_time_t last;      /* ps: its previous data packet left */
-  uint32_t last_bytes;  /* that packet's wire bytes (0: none yet) */
-} IntPort;
-
 struct FabSwitch {
   FabNode node;
   FabSwitchCfg cfg;
@@ -49,7 +42,7 @@ struct FabSwitch {
   FabNvls *nvls;        /* in-switch reductions (NVSwitch NVLS), NULL: none */
   FabSharp *sharp;      /* the SHARP trees this switch aggregates for, NULL: none */
   uint32_t up_group;    /* a PCIe element: the group toward its NICs (UINT32_MAX: none) */
-  IntPort *intp;        /* cfg.int_rtt: per port, HPCC's utilisation estimate (NULL: none) */
+  FabHpccPort *intp;    /* cfg.int_rtt: per port, HPCC's utilisation estimate (NULL: none) */
 };
 
 /* A packet counted in headroom carries this flag while it is in the switch. */
@@ -311,10 +304,9 @@ static void switch_dequeued(FabEngine *eng, FabNode *self, FabPort *port, FabPkt
   if (sw->cfg.credits) fab_port_return_credit(eng, sw->ports[p->in_port].peer, p->prio, p->wire);
   if (sw->cfg.ecn.enabled && sw->cfg.ecn.on_dequeue) ecn_mark(sw, port, p, port->q[p->prio].bytes);
   if (G_UNLIKELY(sw->intp) && p->type == FAB_PKT_DATA) { /* HPCC: the path's highest utilisation */
-    IntPort *ip = &sw->intp[port->index];
     uint64_t qlen = (uint64_t)(((unsigned __int128)(eng->now - MIN(p->ready, eng->now)) * port->bps) / (8 * FAB_S));
-    p->mark_ev = fab_hpcc_stamp(&ip->u, &ip->last, &ip->last_bytes, port->bps, qlen, p->wire, sw->cfg.int_rtt,
-                                eng->now, p->mark_ev);
+    p->mark_ev = fab_hpcc_stamp(&sw->intp[port->index], port->bps, qlen, p->wire, sw->cfg.int_rtt, eng->now,
+                                p->mark_ev);
   }
   if (G_UNLIKELY(sw->pause_gen[k] & 1)) check_xon(eng, sw, p->in_port, p->prio);
 }
@@ -340,7 +332,7 @@ FabSwitch *fab_switch_new(const char *name, const FabSwitchCfg *cfg, uint32_t np
   sw->hdrm = g_new0(uint64_t, (size_t)nports * cfg->nprio);
   sw->hdrm_max = g_new0(uint64_t, nports);
   sw->pause_gen = g_new0(uint32_t, (size_t)nports * cfg->nprio);
-  if (cfg->int_rtt) sw->intp = g_new0(IntPort, nports);
+  if (cfg->int_rtt) sw->intp = g_new0(FabHpccPort, nports);
   if (cfg->routing == FAB_ROUTE_FLOWLET) {
     g_assert(cfg->flowlet_table && !(cfg->flowlet_table & (cfg->flowlet_table - 1)));
     sw->flowlets = g_new(Flowlet, cfg->flowlet_table);

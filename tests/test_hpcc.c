@@ -12,26 +12,24 @@
 ** u = qlen / (B T). The next, T/2 later with nothing queued: u = (1/2) u +
 ** L / (B T) (L the first packet's bytes, which left during dt). */
 Test(hpcc, the_port_estimate_is_qlen_over_bt_plus_tx_rate_over_b_smoothed_over_t) {
-  double u = 0;
-  fab_time_t last = 0;
-  uint32_t bytes = 0;
-  uint16_t v = fab_hpcc_stamp(&u, &last, &bytes, G100, 62500, 1250, T10, 100 * FAB_US, 0);
-  cr_assert(fabs(u - 0.5) < 1e-12, "%.12f", u);
+  FabHpccPort pt = {0};
+  uint16_t v = fab_hpcc_stamp(&pt, G100, 62500, 1250, T10, 100 * FAB_US, 0);
+  cr_assert(fabs(pt.u - 0.5) < 1e-12, "%.12f", pt.u);
   cr_assert_eq(v, 4096, "0.5 x 8192");
-  cr_assert_eq(last, 100 * FAB_US);
-  cr_assert_eq(bytes, 1250);
-  v = fab_hpcc_stamp(&u, &last, &bytes, G100, 0, 1250, T10, 105 * FAB_US, 0);
-  cr_assert(fabs(u - (0.25 + 1250 / BT)) < 1e-12, "%.12f", u);
+  cr_assert_eq(pt.last, 100 * FAB_US);
+  cr_assert_eq(pt.last_bytes, 1250);
+  v = fab_hpcc_stamp(&pt, G100, 0, 1250, T10, 105 * FAB_US, 0);
+  cr_assert(fabs(pt.u - (0.25 + 1250 / BT)) < 1e-12, "%.12f", pt.u);
   cr_assert_eq(v, (uint16_t)((0.25 + 0.01) * 8192 + 0.5));
-  cr_assert_eq(fab_hpcc_stamp(&u, &last, &bytes, G100, 0, 1250, T10, 106 * FAB_US, 60000), 60000,
+  cr_assert_eq(fab_hpcc_stamp(&pt, G100, 0, 1250, T10, 106 * FAB_US, 60000), 60000,
                "a higher value from an earlier hop stays");
   /* back to back at line rate, 1250 B every 100 ns, nothing queued: u -> 1 */
-  for (int k = 1; k <= 2000; k++) fab_hpcc_stamp(&u, &last, &bytes, G100, 0, 1250, T10, 106 * FAB_US + k * 100000ull, 0);
-  cr_assert(fabs(u - 1) < 1e-6, "%.9f", u);
+  for (int k = 1; k <= 2000; k++) fab_hpcc_stamp(&pt, G100, 0, 1250, T10, 106 * FAB_US + k * 100000ull, 0);
+  cr_assert(fabs(pt.u - 1) < 1e-6, "%.9f", pt.u);
   /* a queue of B T on top: u -> 2 */
   for (int k = 1; k <= 2000; k++)
-    fab_hpcc_stamp(&u, &last, &bytes, G100, 125000, 1250, T10, 400 * FAB_US + k * 100000ull, 0);
-  cr_assert(fabs(u - 2) < 1e-6, "%.9f", u);
+    fab_hpcc_stamp(&pt, G100, 125000, 1250, T10, 400 * FAB_US + k * 100000ull, 0);
+  cr_assert(fabs(pt.u - 2) < 1e-6, "%.9f", pt.u);
 }
 
 static FabCcCfg cfg(uint32_t max_stage) {

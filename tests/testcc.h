@@ -28,9 +28,7 @@ typedef struct Merge {
   uint32_t seq_a, seq_b;      /* for mark_seqs */
   uint64_t marks;
   fab_time_t int_rtt;         /* HPCC's T (0: no telemetry) */
-  double int_u[4];            /* per port: the utilisation estimate, its last packet's time and bytes */
-  fab_time_t int_last[4];
-  uint32_t int_bytes[4];
+  FabHpccPort intp[4];        /* per port: the utilisation estimate */
 } Merge;
 
 static inline void merge_wake(FabEngine *eng, void *self, uint64_t arg) {}
@@ -52,8 +50,7 @@ static inline void merge_dequeued(FabEngine *eng, FabNode *self, FabPort *pt, Fa
   Merge *m = (Merge *)self;
   uint32_t i = pt->index;
   if (m->int_rtt && p->type == FAB_PKT_DATA)
-    p->mark_ev = fab_hpcc_stamp(&m->int_u[i], &m->int_last[i], &m->int_bytes[i], pt->bps, pt->qbytes, p->wire,
-                                m->int_rtt, eng->now, p->mark_ev);
+    p->mark_ev = fab_hpcc_stamp(&m->intp[i], pt->bps, pt->qbytes, p->wire, m->int_rtt, eng->now, p->mark_ev);
 }
 
 static inline void merge_init(Merge *m, uint32_t nports) {

@@ -118,15 +118,14 @@ gboolean fab_fabric_read_cc(Read *r, GError **err) {
   cc->delay = fab_delay_defaults();
   cc->timely = fab_timely_defaults();
   cc->hpcc = fab_hpcc_defaults();
-  FabDelayCfg delay = cc->delay;
   if (!fab_cfg_apply(n, NULL, cc_schema, r, err)) return FALSE; /* the parameters given, over the preset */
   if (r->f.nic.srd && !fab_cfg_get(n, "algorithm")) cc->kind = FAB_CC_DELAY; /* SRD's: RTT-driven rates */
   cc->dctcp = fab_dctcp_defaults();
   TAKE("g", cc->dctcp.g, cc->dcqcn.g);
   TAKE("alpha_init", cc->dctcp.alpha_init, cc->dcqcn.alpha_init);
-  cc->timely.beta = fab_cfg_get(n, "beta") ? cc->delay.beta : fab_timely_defaults().beta;
-  cc->delay.min_rate_bps = fab_cfg_get(n, "min_rate") ? cc->dcqcn.min_rate_bps : delay.min_rate_bps;
-  cc->timely.min_rate_bps = fab_cfg_get(n, "min_rate") ? cc->dcqcn.min_rate_bps : fab_timely_defaults().min_rate_bps;
+  TAKE("beta", cc->timely.beta, cc->delay.beta);
+  TAKE("min_rate", cc->delay.min_rate_bps, cc->dcqcn.min_rate_bps);
+  TAKE("min_rate", cc->timely.min_rate_bps, cc->dcqcn.min_rate_bps);
   TAKE("min_rate", cc->hpcc.min_rate_bps, cc->dcqcn.min_rate_bps);
   TAKE("rai", cc->hpcc.rai_bps, cc->dcqcn.rai_bps);
   FabCcKind kind = cc->kind;
