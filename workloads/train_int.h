@@ -9,6 +9,7 @@
 
 #define MAX_OPS FAB_DAG_MAX_OPS /* guard: ops one training job may add (the whole workload's: a 70B step on 256
                                  ** GPUs, tp 8 pp 4 dp 8, needs 5.1 M at default fidelity) */
+#define FAB_TRAIN_NTAGS 5 /* collective tags: fab_train__tags */
 /* A key's node, or the map's when the key is absent (for errors). */
 #define AT_KEY(map, key) (fab_cfg_get((map), (key)) ? fab_cfg_get((map), (key)) : (map))
 
@@ -30,18 +31,24 @@ typedef struct Shape {
 
 /* ---- the plan ------------------------------------------------------------- */
 
-enum { GK_TP, GK_EP, GK_DP, GK_EDP };         /* rank groups, see the top */
-enum { SEG_COMPUTE, SEG_TP, SEG_EP };         /* parts of a block */
+enum { GK_TP, GK_EP, GK_DP, GK_EDP, GK_CP };  /* rank groups, see training.c's top */
+/* Parts of a block: compute; over tp an allreduce (TP), with sequence parallelism an allgather (AG), a
+** reduce-scatter (RS) and an allgather that runs beside the compute after it (AGS: the input gathered again for
+** the weights' gradient); over ep an all-to-all (EP); over cp the ring attention's core, its compute cut in cp
+** pieces between the K/V hops of `bytes` each (CP forward, CPB backward: K/V and their gradients; training.c,
+** ring()). */
+enum { SEG_COMPUTE, SEG_TP, SEG_EP, SEG_AG, SEG_RS, SEG_AGS, SEG_CP, SEG_CPB };
 enum { DENSE = 0, EXPERT = 1, NSTREAMS = 2 }; /* gradient streams: over dp, over edp */
 
 typedef struct Seg {
   int kind;
-  double flops;   /* SEG_COMPUTE */
+  double flops;   /* SEG_COMPUTE, SEG_CP, SEG_CPB */
   uint64_t bytes; /* collectives */
 } Seg;
 
-#define MAX_SEGS 16 /* forward: a layer's 6, the embedding's TP allreduce, the logits and the loss's 3 TP allreduces;
-                    ** backward: the logits' 2, a layer's forward again (recompute: full) and its backward */
+#define MAX_SEGS 32 /* forward: a layer's 11 (sequence and context parallel), the embedding's, the logits' 2 and the
+                    ** loss's 3; backward: the logits' 3, a layer's forward again (recompute: full), its backward's 12
+                    ** and the embedding's */
 
 typedef struct Block {
   Seg fwd[MAX_SEGS], bwd[MAX_SEGS];
@@ -70,6 +77,10 @@ typedef struct Train {
   const FabCfgNode *wl, *coll_at; /* where errors are reported */
   /* the model */
   uint32_t dp, tp, pp, ep, edp, zero, m, nb, steps;
+                       /* dp: the ranks of a stage with the same tp_i (data x context parallel, cp_i fastest), over
+                       ** which the gradients are reduced, as Megatron's data-parallel group with context parallelism */
+  uint32_t cp, dpn;    /* context parallel ranks, data parallel replicas (dp = cp x dpn) */
+  bool sp;             /* sequence parallelism: TP allgathers and reduce-scatters, not allreduces */
   uint32_t G;          /* layers per block (layer_group) */
   uint32_t dtype;
   uint64_t act_bytes;  /* PP flow per rank per microbatch */
@@ -91,6 +102,8 @@ typedef struct Train {
   uint32_t *tail;      /* the rank's last op in schedule order */
   uint32_t *lastc;     /* its last compute op */
   uint32_t *x[3];      /* deps the next compute (or collective) must add: pp flow, zero-3 gathers */
+  uint32_t *side;      /* a dep only the next collective adds (SEG_AGS's end), FAB_OP_NONE: none */
+  uint32_t *ring[2];   /* scratch per rank: the ring attention's K/V and gradient hops (training.c: ring) */
   uint32_t *gnext[NSTREAMS]; /* zero-3: prefetched gathers for the next block */
   uint32_t *act, *grad; /* [(pp-1) * m * tp*dp] pp flows: into stage s+1 / back into stage s */
   GArray **pending;    /* per rank: ops the optimizer waits for */
@@ -98,7 +111,7 @@ typedef struct Train {
   int32_t coll_fwd_base, coll_bwd_base; /* FabCollDef of the pp transfers of this step, per boundary */
   uint32_t *mem, *eps, *st, *en; /* scratch, nranks each (en: what a queued collective's ranks enter after) */
   uint32_t ops0;       /* ops in d before this job */
-  uint64_t ops_by[4];  /* ops added by the collectives tagged tp, ep, dp, zero (for the guard's message) */
+  uint64_t ops_by[FAB_TRAIN_NTAGS]; /* ops added by the collectives of each tag (for the guard's message) */
   /* the rounds (training.c: "Rounds") */
   bool unfold;         /* made as the run goes: no cap but what op indices number, no errors after the start */
   int phase;           /* PH_* */
@@ -116,6 +129,24 @@ typedef struct Train {
   double est;          /* about how many ops the job makes */
   FabCollEnv envc;     /* env is this copy: a job made as the run goes outlives what it was read with */
 } Train;
+
+/* ---- groups and collectives (train_groups.c) ---------------------------------- */
+
+extern const char *const fab_train__tags[FAB_TRAIN_NTAGS]; /* "tp", "ep", "dp", "zero", "cp": compared by address */
+enum { TAG_TP, TAG_EP, TAG_DP, TAG_ZERO, TAG_CP };
+
+static inline uint32_t fab_train__rank(const Train *t, uint32_t tp_i, uint32_t dp_i, uint32_t s) {
+  return tp_i + t->tp * (dp_i + t->dp * s);
+}
+/* A stream's collectives over the rank's stream group (dp or edp). */
+static inline int stream_group(int st) { return st == DENSE ? GK_DP : GK_EDP; }
+/* Groups of kind gk on a stage; the members (job ranks) of group g on stage s into out, how many. */
+uint32_t fab_train__ngroups(const Train *t, int gk);
+uint32_t fab_train__members(const Train *t, int gk, uint32_t s, uint32_t g, uint32_t *out);
+/* A block's collective part (SEG_* but compute): its group kind, operation and tag. */
+void fab_train__seg_coll(int kind, int *gk, FabCollOp *op, const char **tag);
+/* About how many ops the job's collectives take (training.c: before any is kept); FALSE + err if one fails. */
+gboolean fab_train__coll_ops(Train *t, double *ops, GError **err);
 
 /* Everything about the job that YAML says, checked; t's model fields filled. */
 gboolean fab_train__configure(Train *t, const FabTrainIn *inp, const FabCfgNode *wl, ModelIn *mi, Shape *sh, uint32_t *G,

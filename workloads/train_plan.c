@@ -107,7 +107,8 @@ static const FabCfgKey model_schema[] = {
 };
 
 typedef struct ParIn {
-  uint64_t dp, tp, pp, ep;
+  uint64_t dp, tp, pp, ep, cp;
+  bool sp;
   int zero;
   const FabCfgNode *microbatches;
 } ParIn;
@@ -117,6 +118,8 @@ static const FabCfgKey par_schema[] = {
   FAB_CFG_KEY("tp", FAB_CFG_UINT, ParIn, tp, .def = "1", .min = 1, .max = 1e6),
   FAB_CFG_KEY("pp", FAB_CFG_UINT, ParIn, pp, .def = "1", .min = 1, .max = 1e6),
   FAB_CFG_KEY("ep", FAB_CFG_UINT, ParIn, ep, .def = "1", .min = 1, .max = 1e6),
+  FAB_CFG_KEY("cp", FAB_CFG_UINT, ParIn, cp, .def = "1", .min = 1, .max = 1e6),
+  FAB_CFG_KEY("sp", FAB_CFG_BOOL, ParIn, sp, .def = "false"),
   FAB_CFG_KEY("zero", FAB_CFG_ENUM, ParIn, zero, .def = "0", .choices = zero_names),
   FAB_CFG_KEY("microbatches", FAB_CFG_NODE, ParIn, microbatches),
   FAB_CFG_END_ROW,
@@ -239,7 +242,8 @@ static uint64_t ceil_div(uint64_t a, uint64_t b) { return a / b + (a % b != 0); 
 
 /* Layer `layer`'s backward FLOPs (before tp), with what it recomputes. */
 static double layer_bwd_flops(const Train *t, const ModelIn *mi, const Shape *sh, uint64_t layer) {
-  const double h = (double)sh->hidden, f = (double)sh->ffn, tokens = (double)mi->micro_batch * (double)mi->seq;
+  const double h = (double)sh->hidden, f = (double)sh->ffn;
+  const double tokens = (double)mi->micro_batch * ((double)mi->seq / t->cp); /* a rank's, as fab_train__plan */
   const bool moe = mi->experts && layer % mi->moe_every == 0;
   const double core = 4 * tokens * (double)mi->seq * h;
   const double mlp = 2 * tokens * sh->mlpm * h * f * (moe ? (double)mi->top_k : 1);
@@ -285,8 +289,8 @@ static void bucket_block(Train *t, const ModelIn *mi, const Shape *sh, uint32_t 
 /* Per stage and block: segments, parameters, gradient bytes; buckets. */
 void fab_train__plan(Train *t, const ModelIn *mi, const Shape *sh, uint32_t G) {
   const double h = (double)sh->hidden, f = (double)sh->ffn, s = (double)mi->seq, b = (double)mi->micro_batch;
-  const double tp = t->tp, tokens = b * s;
-  const uint64_t act = mi->micro_batch * mi->seq * sh->hidden * t->dtype; /* b s h B */
+  const double tp = t->tp, tokens = b * (s / t->cp); /* a rank's tokens: seq / cp of each sequence */
+  const uint64_t actr = mi->micro_batch * (mi->seq / t->cp) * sh->hidden * t->dtype; /* b s h B / cp */
   t->G = G;
   t->blk = g_new0(Block, (size_t)t->pp * t->nb);
   t->buckets = g_new(GArray *, (size_t)t->pp * NSTREAMS);
@@ -299,7 +303,7 @@ void fab_train__plan(Train *t, const ModelIn *mi, const Shape *sh, uint32_t G) {
         nmoe += mi->experts && layer % mi->moe_every == 0;
       }
       double ndense = G - nmoe;
-      double attn = G * (2 * tokens * sh->qkvo * h * h + 4 * b * s * s * h) / tp;
+      double attn = G * (2 * tokens * sh->qkvo * h * h + 4 * tokens * s * h) / tp;
       double mlp = 2 * tokens * sh->mlpm * h * f * (ndense + (double)nmoe * (double)mi->top_k) / tp;
       double p_dense = (G * sh->qkvo * h * h + ndense * sh->mlpm * h * f) / tp;
       double p_exp = nmoe * (double)mi->experts * sh->mlpm * h * f / tp;
@@ -308,34 +312,55 @@ void fab_train__plan(Train *t, const ModelIn *mi, const Shape *sh, uint32_t G) {
       } else {
         bk->params[DENSE] = p_dense + p_exp;
       }
-      uint64_t tpb = t->tp > 1 ? G * act : 0, epb = t->ep > 1 ? nmoe * act * mi->top_k : 0;
+      /* per rank of a cp group: seq / cp tokens (cp = 1: the whole sequence) */
+      uint64_t tpb = t->tp > 1 ? G * actr : 0, epb = t->ep > 1 ? nmoe * actr * mi->top_k : 0;
+      const uint64_t ag = t->sp ? tpb : 0;       /* sp: allgathers where the TP allreduces become reduce-scatters */
+      const int red = t->sp ? SEG_RS : SEG_TP;   /* what reduces over tp */
       /* the vocabulary (vocab > 0, Megatron's vocab-parallel layers): the first block holds the embedding table
-      ** (V h / tp) and allreduces its lookup over tp; the last block of the last stage holds the output layer
-      ** (unless tied on one stage: the same table), computes the logits (2 b s h V / tp), and the loss takes 3
-      ** TP allreduces of b s fp32 (the max, the target's logit, the sum of exponentials); its backward, first,
-      ** computes twice the logits' FLOPs and allreduces the input's gradient (b s h B) over tp */
+      ** (V h / tp) and reduces its lookup over tp (sp: reduce-scatters it); the last block of the last stage holds
+      ** the output layer (unless tied on one stage: the same table), computes the logits (2 b s h V / tp; sp: its
+      ** input allgathered first), and the loss takes 3 TP allreduces of b s fp32 (the max, the target's logit,
+      ** the sum of exponentials); its backward, first, computes twice the logits' FLOPs and reduces the input's
+      ** gradient (b s h B) over tp */
       const bool first = st == 0 && k == 0, last = st + 1 == t->pp && k + 1 == t->nb, voc = mi->vocab > 0;
       const double vh = (double)mi->vocab * h / tp, logits = 2 * tokens * h * (double)mi->vocab;
-      const uint64_t lossb = voc && t->tp > 1 ? mi->micro_batch * mi->seq * 4 : 0, embb = voc && t->tp > 1 ? act : 0;
+      const uint64_t lossb = voc && t->tp > 1 ? mi->micro_batch * (mi->seq / t->cp) * 4 : 0;
+      const uint64_t embb = voc && t->tp > 1 ? actr : 0;
       if (voc && first) bk->params[DENSE] += vh;
       if (voc && last && !(mi->tie && t->pp == 1)) bk->params[DENSE] += vh, bk->hparams = vh;
       if (voc && last) bk->hflops = logits;
       for (int i = 0; i < NSTREAMS; i++) bk->gbytes[i] = (uint64_t)ceil(bk->params[i] * t->dtype);
+      /* context parallelism (cp > 1): the attention's projections and its core apart, the core a ring (below) */
+      const bool cpr = t->cp > 1;
+      const double qkv = cpr ? G * 2 * tokens * (sh->qkvo - 1) * h * h / tp : attn, out = cpr ? G * 2 * tokens * h * h / tp : 0;
+      const double core1 = cpr ? G * 4 * tokens * s * h / tp : 0; /* seq/cp queries against every key */
+      const uint64_t kvb = cpr ? (uint64_t)llround(G * tokens * h * (sh->qkvo - 2) / tp * t->dtype) : 0; /* K and V */
       const Seg none = {SEG_TP, 0, 0};
-      const Seg fwd[] = {first ? (Seg){SEG_TP, 0, embb} : none, {SEG_COMPUTE, attn, 0}, {SEG_TP, 0, tpb},
-                         {SEG_EP, 0, epb}, {SEG_COMPUTE, mlp, 0}, {SEG_EP, 0, epb}, {SEG_TP, 0, tpb},
-                         {SEG_COMPUTE, last ? logits / tp : 0, 0}, {SEG_TP, 0, last ? lossb : 0},
-                         {SEG_TP, 0, last ? lossb : 0}, {SEG_TP, 0, last ? lossb : 0}};
+      const Seg fwd[] = {first ? (Seg){red, 0, embb} : none, {SEG_AG, 0, ag}, {SEG_COMPUTE, qkv, 0},
+                         {SEG_CP, core1, kvb}, {SEG_COMPUTE, out, 0}, {red, 0, tpb},
+                         {SEG_EP, 0, epb}, {SEG_AG, 0, ag}, {SEG_COMPUTE, mlp, 0}, {SEG_EP, 0, epb}, {red, 0, tpb},
+                         {SEG_AG, 0, last && t->sp ? embb : 0}, {SEG_COMPUTE, last ? logits / tp : 0, 0},
+                         {SEG_TP, 0, last ? lossb : 0}, {SEG_TP, 0, last ? lossb : 0}, {SEG_TP, 0, last ? lossb : 0}};
       /* recompute (Megatron's --recompute-granularity): full runs the block's forward again, its collectives
       ** too, before its backward (not the logits: the output layer is not checkpointed); selective runs the
-      ** core attention again (QK^T, softmax, AV: 4 b s^2 h per layer), inside the attention's backward */
+      ** core attention again (QK^T, softmax, AV: 4 b s^2 h per layer), inside the attention's backward.
+      ** Sequence parallel backward (Megatron's LinearWithGradAccumulationAndAsyncCommunication): a reduce-scatter
+      ** of the forward is an allgather of the gradient, an allgather a reduce-scatter, and a column-parallel
+      ** layer gathers its input again beside its input-gradient compute (SEG_AGS), for its weights' gradient */
       const bool full = t->recompute == 2;
-      const double core = t->recompute == 1 ? G * 4 * b * s * s * h / tp : 0;
-      const Seg bwd[] = {{SEG_COMPUTE, last ? 2 * logits / tp : 0, 0}, {SEG_TP, 0, last && voc ? tpb / G : 0},
-                         {SEG_COMPUTE, full ? attn : 0, 0}, {SEG_TP, 0, full ? tpb : 0}, {SEG_EP, 0, full ? epb : 0},
-                         {SEG_COMPUTE, full ? mlp : 0, 0}, {SEG_EP, 0, full ? epb : 0}, {SEG_TP, 0, full ? tpb : 0},
-                         {SEG_EP, 0, epb}, {SEG_COMPUTE, 2 * mlp, 0}, {SEG_EP, 0, epb}, {SEG_TP, 0, tpb},
-                         {SEG_COMPUTE, 2 * attn + core, 0}, {SEG_TP, 0, tpb}};
+      const double core = t->recompute == 1 ? G * 4 * tokens * s * h / tp : 0;
+      const Seg bwd[] = {{SEG_AGS, 0, last && t->sp ? embb : 0}, {SEG_COMPUTE, last ? 2 * logits / tp : 0, 0},
+                         {red, 0, last ? embb : 0},
+                         {SEG_AG, 0, full ? ag : 0}, {SEG_COMPUTE, full ? qkv : 0, 0},
+                         {SEG_CP, full ? core1 : 0, full ? kvb : 0}, {SEG_COMPUTE, full ? out : 0, 0},
+                         {red, 0, full ? tpb : 0}, {SEG_EP, 0, full ? epb : 0}, {SEG_AG, 0, full ? ag : 0},
+                         {SEG_COMPUTE, full ? mlp : 0, 0}, {SEG_EP, 0, full ? epb : 0}, {red, 0, full ? tpb : 0},
+                         {SEG_AG, 0, ag}, {SEG_EP, 0, epb}, {SEG_AGS, 0, ag}, {SEG_COMPUTE, 2 * mlp, 0},
+                         {SEG_EP, 0, epb}, {red, 0, tpb},
+                         {SEG_AG, 0, ag}, {SEG_AGS, 0, cpr ? 0 : ag}, {SEG_COMPUTE, cpr ? 2 * out : 2 * attn + core, 0},
+                         {SEG_CPB, cpr ? 2 * core1 + core : 0, kvb}, {SEG_AGS, 0, cpr ? ag : 0},
+                         {SEG_COMPUTE, cpr ? 2 * qkv : 0, 0}, {red, 0, tpb},
+                         {SEG_AG, 0, first && t->sp ? embb : 0}};
       for (int pass = 0; pass < 2; pass++) { /* drop empty collectives and computes, merge adjacent computes */
         const Seg *in = pass ? bwd : fwd;
         const int nin = pass ? (int)G_N_ELEMENTS(bwd) : (int)G_N_ELEMENTS(fwd);
@@ -365,6 +390,13 @@ void fab_train__plan(Train *t, const ModelIn *mi, const Shape *sh, uint32_t G) {
   }
 }
 
+/* The bytes of a K/V hop of the first block's ring (0: none). */
+static uint64_t ring_bytes(const Train *t) {
+  for (uint32_t i = 0; i < t->blk[0].nfwd; i++)
+    if (t->blk[0].fwd[i].kind == SEG_CP) return t->blk[0].fwd[i].bytes;
+  return 0;
+}
+
 /* What explain says of the job: its shape and how its gradients go. */
 char *fab_train__note(const Train *t, const ModelIn *mi, const Shape *sh) {
   double params = 0;
@@ -384,9 +416,15 @@ char *fab_train__note(const Train *t, const ModelIn *mi, const Shape *sh) {
                                           G_GUINT64_FORMAT " layers)", mi->experts, mi->top_k, mi->moe_every);
   if (mi->vocab) g_string_append_printf(s, ", vocabulary %" G_GUINT64_FORMAT " (embeddings %s)", mi->vocab,
                                          mi->tie ? "tied to the output layer" : "and output layer apart");
-  g_string_append_printf(s, ", seq %" G_GUINT64_FORMAT ", %.4g B parameters; tp %u, dp %u, ep %u; blocks of %u "
-                         "layer%s (%u per stage); compute at %.4g TFLOP/s", mi->seq, params / 1e9, t->tp, t->dp,
-                         t->ep, t->G, t->G == 1 ? "" : "s", t->nb, t->rate / 1e12);
+  g_string_append_printf(s, ", seq %" G_GUINT64_FORMAT ", %.4g B parameters; tp %u%s, dp %u, ep %u", mi->seq,
+                         params / 1e9, t->tp, t->sp && t->tp > 1 ? " (sequence parallel)" : "", t->dpn, t->ep);
+  if (t->cp > 1)
+    g_string_append_printf(s, ", cp %u (%" G_GUINT64_FORMAT " tokens of a sequence per rank; each block's attention "
+                           "a ring of %u K/V hops of %" G_GUINT64_FORMAT " B forward, %u backward with their "
+                           "gradients' %u; gradients reduced over dp x cp = %u)", t->cp, mi->seq / t->cp, t->cp - 1,
+                           ring_bytes(t), t->cp - 1, t->cp, t->dp);
+  g_string_append_printf(s, "; blocks of %u layer%s (%u per stage); compute at %.4g TFLOP/s", t->G,
+                         t->G == 1 ? "" : "s", t->nb, t->rate / 1e12);
   if (t->dp > 1 && t->zero != 3)
     g_string_append_printf(s, "\n           gradients: %u bucket%s of up to %" G_GUINT64_FORMAT " B per rank on stage "
                            "0, %s, one after another on their communicator%s", nbk, nbk == 1 ? "" : "s", t->bucket,
@@ -413,6 +451,8 @@ void fab_train__free(Train *t) {
   g_free(t->tail);
   g_free(t->lastc);
   for (int i = 0; i < 3; i++) g_free(t->x[i]);
+  g_free(t->side);
+  for (int i = 0; i < 2; i++) g_free(t->ring[i]);
   for (int i = 0; i < NSTREAMS; i++) g_free(t->gnext[i]);
   g_free(t->act);
   g_free(t->grad);
@@ -447,6 +487,58 @@ static void warn_tie(const Train *t, const FabCfgNode *model, const ModelIn *mi,
         "is not modelled"));
 }
 
+/* The parallelism map's degrees against the job's ranks and the model: t's tp, pp, ep, cp, sp, dp, dpn. */
+static gboolean read_parallelism(Train *t, ParIn *pi_, const FabCfgNode *par, const FabCfgNode *model,
+                                 const ModelIn *mi, GError **err) {
+  ParIn pi = *pi_;
+  /* dp x cp x tp x pp ranks; the layout's dp index is cp_i + cp dp_i (train_int.h, Train.dp) */
+  t->tp = (uint32_t)pi.tp, t->pp = (uint32_t)pi.pp, t->ep = (uint32_t)pi.ep, t->cp = (uint32_t)pi.cp;
+  t->sp = pi.sp;
+  uint64_t tpp = pi.tp * pi.pp * pi.cp;
+  const char *cpx = pi.cp > 1 ? " x cp" : "";
+  if (!pi.dp) {
+    if (t->nranks % tpp)
+      return fab_cfg_fail(par, err, "tp x pp%s = %" G_GUINT64_FORMAT " does not divide the job's %u ranks", cpx, tpp,
+                          t->nranks);
+    pi.dp = t->nranks / tpp;
+  }
+  char cpn[32] = "";
+  if (pi.cp > 1) g_snprintf(cpn, sizeof cpn, " x %" G_GUINT64_FORMAT, pi.cp);
+  if (pi.dp * tpp != t->nranks)
+    return fab_cfg_fail(par, err, "dp x tp x pp%s = %" G_GUINT64_FORMAT " x %" G_GUINT64_FORMAT " x %" G_GUINT64_FORMAT
+                        "%s = %" G_GUINT64_FORMAT ", but the job has %u ranks", cpx, pi.dp, pi.tp, pi.pp,
+                        cpn, pi.dp * tpp, t->nranks);
+  t->dpn = (uint32_t)pi.dp;
+  t->dp = (uint32_t)(pi.dp * pi.cp);
+  if (t->dp % t->ep)
+    return fab_cfg_fail(AT_KEY(par, "ep"), err, "ep = %u does not divide dp%s = %u (expert groups are made of "
+                        "data%s parallel ranks)", t->ep, cpx, t->dp, pi.cp > 1 ? " and context" : "");
+  if (t->ep > 1 && !mi->experts)
+    return fab_cfg_fail(AT_KEY(par, "ep"), err, "ep = %u needs an MoE model (model.experts)", t->ep);
+  if (t->ep > 1 && mi->experts % t->ep)
+    return fab_cfg_fail(AT_KEY(model, "experts"), err, "%" G_GUINT64_FORMAT " experts cannot be split evenly over "
+                        "ep = %u ranks", mi->experts, t->ep);
+  if (mi->experts && mi->top_k > mi->experts)
+    return fab_cfg_fail(AT_KEY(model, "top_k"), err, "top_k = %" G_GUINT64_FORMAT " is more than the %"
+                        G_GUINT64_FORMAT " experts", mi->top_k, mi->experts);
+  *pi_ = pi;
+  return TRUE;
+}
+
+/* cp against the sequence; sp where it does nothing (a warning). */
+static gboolean check_cp_sp(const Train *t, const FabCfgNode *par, const ModelIn *mi, GError **err) {
+  if (t->cp > 1 && mi->seq % (2 * t->cp)) /* Transformer Engine cuts a sequence into 2 cp chunks, two per rank */
+    return fab_cfg_fail(AT_KEY(par, "cp"), err, "cp = %u needs seq (%" G_GUINT64_FORMAT ") divisible by 2 x cp = %u "
+                        "(each rank holds two of 2 cp equal chunks of a sequence, for causal balance)", t->cp,
+                        mi->seq, 2 * t->cp);
+  const FabCfgNode *n = fab_cfg_get(par, "sp");
+  if (n && t->sp && t->tp == 1 && t->env->warnings)
+    g_ptr_array_add(t->env->warnings, g_strdup_printf("%s: %s: has no effect with tp = 1 (sequence parallelism splits "
+                                                      "what tensor-parallel ranks hold)", fab_cfg_where(n),
+                                                      fab_cfg_path(n)));
+  return TRUE;
+}
+
 /* Everything about the job that YAML says, checked; t's model fields filled. */
 gboolean fab_train__configure(Train *t, const FabTrainIn *inp, const FabCfgNode *wl, ModelIn *mi, Shape *sh,
                               uint32_t *G, const FabTrainGpu *gpu, GError **err) {
@@ -457,31 +549,7 @@ gboolean fab_train__configure(Train *t, const FabTrainIn *inp, const FabCfgNode 
       !fab_cfg_apply(in.gpu, wl, gpu_schema, &gi, err))
     return FALSE;
   const FabCfgNode *par = in.parallelism ? in.parallelism : wl;
-  /* parallelism */
-  t->tp = (uint32_t)pi.tp, t->pp = (uint32_t)pi.pp, t->ep = (uint32_t)pi.ep;
-  uint64_t tpp = pi.tp * pi.pp;
-  if (!pi.dp) {
-    if (t->nranks % tpp)
-      return fab_cfg_fail(par, err, "tp x pp = %" G_GUINT64_FORMAT " does not divide the job's %u ranks", tpp,
-                          t->nranks);
-    pi.dp = t->nranks / tpp;
-  }
-  if (pi.dp * tpp != t->nranks)
-    return fab_cfg_fail(par, err, "dp x tp x pp = %" G_GUINT64_FORMAT " x %" G_GUINT64_FORMAT " x %" G_GUINT64_FORMAT
-                        " = %" G_GUINT64_FORMAT ", but the job has %u ranks", pi.dp, pi.tp, pi.pp, pi.dp * tpp,
-                        t->nranks);
-  t->dp = (uint32_t)pi.dp;
-  if (t->dp % t->ep)
-    return fab_cfg_fail(AT_KEY(par, "ep"), err, "ep = %u does not divide dp = %u (expert groups are made of dp ranks)",
-                        t->ep, t->dp);
-  if (t->ep > 1 && !mi->experts)
-    return fab_cfg_fail(AT_KEY(par, "ep"), err, "ep = %u needs an MoE model (model.experts)", t->ep);
-  if (t->ep > 1 && mi->experts % t->ep)
-    return fab_cfg_fail(AT_KEY(in.model, "experts"), err, "%" G_GUINT64_FORMAT " experts cannot be split evenly over "
-                        "ep = %u ranks", mi->experts, t->ep);
-  if (mi->experts && mi->top_k > mi->experts)
-    return fab_cfg_fail(AT_KEY(in.model, "top_k"), err, "top_k = %" G_GUINT64_FORMAT " is more than the %"
-                        G_GUINT64_FORMAT " experts", mi->top_k, mi->experts);
+  if (!read_parallelism(t, &pi, par, in.model, mi, err)) return FALSE;
   t->edp = t->dp / t->ep;
   t->zero = pi.zero == 4 ? 3 : (uint32_t)pi.zero;
   /* model */
@@ -489,6 +557,7 @@ gboolean fab_train__configure(Train *t, const FabTrainIn *inp, const FabCfgNode 
   if (!apply_preset(in.model, mi, err) || !check_kv_heads(in.model, mi, t->tp, err)) return FALSE;
   if (!mi->seq) return fab_cfg_fail(in.model, err, "missing required key 'seq' (or a preset that gives it)");
   warn_tie(t, in.model, mi, (uint32_t)pi.pp);
+  if (!check_cp_sp(t, par, mi, err)) return FALSE;
   if (!read_shape(in.model, mi, pi.pp * in.layer_group, sh, err)) return FALSE;
   if (sh->layers % pi.pp)
     return fab_cfg_fail(AT_KEY(in.model, "layers"), err, "%" G_GUINT64_FORMAT " layers cannot be split evenly "
@@ -502,7 +571,7 @@ gboolean fab_train__configure(Train *t, const FabTrainIn *inp, const FabCfgNode 
   t->nb = (uint32_t)(sh->layers / pi.pp / in.layer_group);
   t->dtype = dtype_bytes[mi->dtype];
   /* microbatches */
-  uint64_t per = mi->micro_batch * pi.dp, m = 0;
+  uint64_t per = mi->micro_batch * pi.dp, m = 0; /* replicas: context parallel ranks share a sequence */
   const FabCfgNode *mbn = pi.microbatches;
   if (mbn && !(fab_cfg_kind(mbn) == FAB_CFG_NODE_SCALAR && g_str_equal(fab_cfg_scalar(mbn), "auto"))) {
     int64_t v;
@@ -512,7 +581,7 @@ gboolean fab_train__configure(Train *t, const FabTrainIn *inp, const FabCfgNode 
     m = (uint64_t)v;
     if (mi->global_batch && mi->global_batch != m * per)
       return fab_cfg_fail(mbn, err, "%" G_GUINT64_FORMAT " microbatches x micro_batch %" G_GUINT64_FORMAT " x dp %u = %"
-                          G_GUINT64_FORMAT ", but model.global_batch is %" G_GUINT64_FORMAT, m, mi->micro_batch, t->dp,
+                          G_GUINT64_FORMAT ", but model.global_batch is %" G_GUINT64_FORMAT, m, mi->micro_batch, t->dpn,
                           m * per, mi->global_batch);
   } else {
     if (!mi->global_batch)
@@ -563,7 +632,7 @@ gboolean fab_train__configure(Train *t, const FabTrainIn *inp, const FabCfgNode 
                         "(micro_batch x seq x hidden x dtype bytes; %.4g over the layers%s): more than the %.4g "
                         "bytes one transfer can describe", act, most, mi->top_k > 1 ? " and top_k" : "",
                         (double)FAB_BYTES_MAX);
-  t->act_bytes = ceil_div(mi->micro_batch * mi->seq * sh->hidden * t->dtype, t->tp);
+  t->act_bytes = ceil_div(mi->micro_batch * mi->seq * sh->hidden * t->dtype, (uint64_t)t->tp * t->cp);
   return TRUE;
 }
 

@@ -31,14 +31,22 @@
 **   a backward block [EP a2a] mlp [EP a2a] [TP allreduce] attn [TP allreduce];
 **   adjacent compute parts with no collective between them are one op.
 **   TP allreduce: G x b s h B bytes over the tp group; EP all-to-all:
-**   (MoE layers in the block) x b s h B k bytes over the ep group. With
+**   (MoE layers in the block) x b s h B k bytes over the ep group.
+**   Sequence parallel (sp): each TP allreduce is a reduce-scatter, an
+**   allgather of the same bytes comes before each part, and the backward
+**   gathers a part's input again beside its compute (train_plan.c).
+**   Context parallel (cp > 1): a rank holds s/cp tokens of each sequence
+**   (every s above is s/cp, but the keys of QK^T and AV: 4 b (s/cp) s h),
+**   and the core attention is a ring over the cp group (ring()). With
 **   G > 1 a block's G layers act as one (the collectives carry G layers'
 **   bytes at once): fewer, larger ops.
 ** Optimizer: OPT_BYTES (28) bytes of memory traffic per parameter the rank
 ** updates (params of its stage / tp, / dp with ZeRO >= 1) at
 ** gpu.memory_bandwidth (the cluster preset's HBM bandwidth by default).
 **
-** Ranks: r = tp_i + tp (dp_i + dp pp_i). Groups (all on one stage):
+** Ranks: r = tp_i + tp (dp_i + dp pp_i), where with cp > 1 dp is data x
+** context parallel and dp_i = cp_i + cp x replica (Megatron's order
+** tp-cp-ep-dp-pp; train_groups.c). Groups (all on one stage):
 **   tp   same dp_i;                  ep   dp_i = g ep + e, e = 0..ep-1
 **   dp   same tp_i, all dp_i;        edp  same tp_i, same dp_i % ep
 ** Expert parameters (ep > 1) are sharded E/ep per rank and their gradients
@@ -78,7 +86,7 @@
 **
 ** Vocabulary (vocab > 0): see train_plan.c, fab_train__plan.
 **
-** Approximate: no sequence parallelism; no
+** Approximate: no
 ** interleaved (virtual) pipeline stages; p2p sends do not block the sender;
 ** no cross-stage synchronization before the optimizer (grad-norm, etc.);
 ** MoE load is perfectly balanced; blocks of G > 1 layers merge collectives.
@@ -98,48 +106,15 @@
 ** is what the state holds, not what a step moves. */
 #define OPT_BYTES 28.0
 
-static const char *const tags[] = {"tp", "ep", "dp", "zero"};
-
-static inline uint32_t rank_of(const Train *t, uint32_t tp_i, uint32_t dp_i, uint32_t s) {
-  return tp_i + t->tp * (dp_i + t->dp * s);
-}
-
-static uint32_t ngroups(const Train *t, int gk) {
-  switch (gk) {
-  case GK_TP: return t->dp;
-  case GK_EP: return t->tp * (t->dp / t->ep);
-  case GK_DP: return t->tp;
-  default: return t->tp * t->ep;
-  }
-}
-
-/* Members (job ranks) of group g of kind gk on stage s into out; returns how many. */
-static uint32_t members(const Train *t, int gk, uint32_t s, uint32_t g, uint32_t *out) {
-  uint32_t n = 0;
-  switch (gk) {
-  case GK_TP:
-    for (uint32_t i = 0; i < t->tp; i++) out[n++] = rank_of(t, i, g, s);
-    break;
-  case GK_EP:
-    for (uint32_t e = 0; e < t->ep; e++) out[n++] = rank_of(t, g % t->tp, (g / t->tp) * t->ep + e, s);
-    break;
-  case GK_DP:
-    for (uint32_t i = 0; i < t->dp; i++) out[n++] = rank_of(t, g, i, s);
-    break;
-  default:
-    for (uint32_t k = 0; k < t->edp; k++) out[n++] = rank_of(t, g % t->tp, k * t->ep + g / t->tp, s);
-    break;
-  }
-  return n;
-}
 
 static gboolean too_many(Train *t, GError **err) {
   uint32_t all = fab_dag_len(t->d) - t->ops0;
   if (all <= MAX_OPS) return FALSE;
   GString *by = g_string_new(NULL);
   uint64_t rest = all;
-  for (int i = 0; i < 4; i++) {
-    if (t->ops_by[i]) g_string_append_printf(by, "%s collectives %" G_GUINT64_FORMAT ", ", tags[i], t->ops_by[i]);
+  for (int i = 0; i < FAB_TRAIN_NTAGS; i++) {
+    if (t->ops_by[i])
+      g_string_append_printf(by, "%s collectives %" G_GUINT64_FORMAT ", ", fab_train__tags[i], t->ops_by[i]);
     rest -= t->ops_by[i];
   }
   fab_cfg_fail(t->wl, err, "this training job needs more than %u operations (%u steps x %u microbatches x %u blocks "
@@ -158,10 +133,10 @@ static uint32_t mark(Train *t, uint32_t r, FabMarkKind kind, const uint32_t *dep
 
 /* Fold the rank's pending extra deps into its tail (before a collective). */
 static void absorb(Train *t, uint32_t r) {
-  uint32_t deps[4] = {t->tail[r], t->x[0][r], t->x[1][r], t->x[2][r]};
-  if (deps[1] == FAB_OP_NONE && deps[2] == FAB_OP_NONE && deps[3] == FAB_OP_NONE) return;
-  t->tail[r] = mark(t, r, FAB_MARK_JOIN, deps, 4);
-  t->x[0][r] = t->x[1][r] = t->x[2][r] = FAB_OP_NONE;
+  uint32_t deps[5] = {t->tail[r], t->x[0][r], t->x[1][r], t->x[2][r], t->side[r]};
+  if (deps[1] == FAB_OP_NONE && deps[2] == FAB_OP_NONE && deps[3] == FAB_OP_NONE && deps[4] == FAB_OP_NONE) return;
+  t->tail[r] = mark(t, r, FAB_MARK_JOIN, deps, 5);
+  t->x[0][r] = t->x[1][r] = t->x[2][r] = t->side[r] = FAB_OP_NONE;
 }
 
 /* An expansion made a layer a round (see "Rounds"): whose ends go onto
@@ -192,8 +167,8 @@ static void ends(Train *t, const uint32_t *mem, uint32_t n, const uint32_t *en, 
 static gboolean coll_q(Train *t, int gk, uint32_t s, FabCollOp op, uint64_t bytes, const char *tag,
                        const uint32_t *from, uint32_t *to, GArray **collect, uint32_t q, GError **err) {
   if (!bytes) return TRUE;
-  for (uint32_t g = 0; g < ngroups(t, gk); g++) {
-    uint32_t n = members(t, gk, s, g, t->mem);
+  for (uint32_t g = 0; g < fab_train__ngroups(t, gk); g++) {
+    uint32_t n = fab_train__members(t, gk, s, g, t->mem);
     if (n < 2) return TRUE;
     for (uint32_t i = 0; i < n; i++) {
       if (to == t->tail) absorb(t, t->mem[i]); /* in the rank's chain: it waits for what the chain waits for */
@@ -216,7 +191,7 @@ static gboolean coll_q(Train *t, int gk, uint32_t s, FabCollOp op, uint64_t byte
       return FALSE;
     }
     uint64_t made = fab_coll_gen_done(cg) ? fab_dag_len(t->d) - before : (uint64_t)fab_coll_gen_estimate(cg);
-    for (int i = 0; i < 4; i++) t->ops_by[i] += (tag == tags[i]) * made;
+    for (int i = 0; i < FAB_TRAIN_NTAGS; i++) t->ops_by[i] += (tag == fab_train__tags[i]) * made;
     if (fab_coll_gen_done(cg)) {
       ends(t, t->mem, n, fab_coll_gen_end(cg), to, collect);
       if (q != UINT32_MAX) ends(t, t->mem, n, fab_coll_gen_end(cg), t->dpend[q % NSTREAMS], NULL);
@@ -239,8 +214,6 @@ static gboolean coll(Train *t, int gk, uint32_t s, FabCollOp op, uint64_t bytes,
   return coll_q(t, gk, s, op, bytes, tag, from, to, collect, UINT32_MAX, err);
 }
 
-/* A stream's collectives over the rank's stream group (dp or edp). */
-static inline int stream_group(int st) { return st == DENSE ? GK_DP : GK_EDP; }
 
 /* Streams. A stage's bucket collectives (the DP allreduces, ZeRO-1/2's
 ** reduce-scatters and the allgathers after the optimizer) run one after
@@ -303,103 +276,6 @@ static gboolean stream_next(Train *t, GError **err) {
   return TRUE;
 }
 
-/* The operations one group's collective of kind gk on stage s takes: it is
-** begun and taken back, once per (group kind, op, size) (`seen`); `lay`:
-** as coll() begins one that is made a layer a round (its estimate, not
-** made). */
-static gboolean group_ops(Train *t, GHashTable *seen, int gk, uint32_t s, FabCollOp op, uint64_t bytes, bool lay,
-                          const char *tag, double *out, GError **err) {
-  char *key = g_strdup_printf("%d %d %" G_GUINT64_FORMAT, gk, (int)op, bytes);
-  gpointer hit = g_hash_table_lookup(seen, key);
-  gboolean ok = TRUE;
-  if (!hit) {
-    FabDag *d = t->d;
-    const uint32_t ops0 = fab_dag_len(d), deps0 = fab_dag_deps_len(d), colls0 = d->colls->len, groups0 = d->groups;
-    uint32_t n = members(t, gk, s, 0, t->mem);
-    for (uint32_t q = 0; q < n; q++) t->eps[q] = t->ranks[t->mem[q]], t->st[q] = FAB_OP_NONE;
-    FabCollSpec c = {.op = op, .algorithm = t->algo, .protocol = t->proto, .bytes = bytes, .dtype_bytes = t->dtype,
-                     .nranks = n, .ranks = t->eps, .channels = t->channels, .chunk = t->chunk, .job = t->job,
-                     .tag = tag, .start = t->start, .cta_zero = t->cta_zero};
-    GError *e = NULL;
-    FabCollGen *cg = n >= 2 ? fab_coll_begin(d, t->env, &c, t->st, lay, &e) : NULL;
-    double made = 0;
-    if (n >= 2 && !cg) {
-      fab_cfg_fail(t->coll_at, err, "%s %s of %" G_GUINT64_FORMAT " bytes over %u ranks: %s", tag,
-                   fab_coll_op_names[op], bytes, n, e ? e->message : "failed");
-      g_clear_error(&e);
-      ok = FALSE;
-    } else if (cg) {
-      made = fab_coll_gen_done(cg) ? fab_dag_len(d) - ops0 : fab_coll_gen_estimate(cg);
-      fab_coll_gen_free(cg);
-    }
-    fab_dag_truncate(d, ops0, deps0);
-    g_array_set_size(d->colls, colls0);
-    d->groups = groups0;
-    double *v = g_new(double, 1);
-    *v = made;
-    g_hash_table_insert(seen, key, v);
-    hit = v;
-  } else {
-    g_free(key);
-  }
-  *out = *(const double *)hit;
-  return ok;
-}
-
-/* What the collectives of the blocks (TP allreduces, MoE all-to-alls), the
-** DP buckets and ZeRO's gathers and reduce-scatters will take, before any
-** is kept: one group's collective of each kind and size (the layout is
-** regular: every group of a kind expands alike) times the groups of the
-** stage, the microbatches and the steps. Added to the lower bound of
-** train(), a job too large for the cap is refused before it is built, not
-** after millions of operations (fuzzing found such jobs refused at 0.45 s
-** and 400 MB); and every kind has been made once, so a job made as the run
-** goes meets no error later. FALSE + err if an expansion fails. */
-static gboolean coll_ops(Train *t, double *ops, GError **err) {
-  GHashTable *seen = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, g_free); /* kind -> ops */
-  gboolean ok = TRUE;
-  double one;
-  const double steps = t->steps;
-  *ops = 0;
-  for (uint32_t s = 0; ok && s < t->pp; s++) {
-    for (uint32_t k = 0; ok && k < t->nb; k++) {
-      const Block *b = &t->blk[s * t->nb + k];
-      for (int pass = 0; ok && pass < 2; pass++) {
-        const Seg *seg = pass ? b->bwd : b->fwd;
-        for (uint32_t i = 0; ok && i < (pass ? b->nbwd : b->nfwd); i++) {
-          if (seg[i].kind == SEG_COMPUTE || !seg[i].bytes) continue;
-          int gk = seg[i].kind == SEG_TP ? GK_TP : GK_EP;
-          ok = group_ops(t, seen, gk, s, gk == GK_TP ? FAB_COLL_ALLREDUCE : FAB_COLL_ALL_TO_ALL, seg[i].bytes, false,
-                         tags[gk == GK_TP ? 0 : 1], &one, err);
-          *ops += one * ngroups(t, gk) * t->m * steps;
-        }
-      }
-      for (int st = 0; ok && t->zero == 3 && t->dp > 1 && st < NSTREAMS; st++) { /* per block and microbatch */
-        int gk = stream_group(st);
-        ok = group_ops(t, seen, gk, s, FAB_COLL_ALLGATHER, b->gbytes[st], false, tags[3], &one, err);
-        *ops += 2 * one * ngroups(t, gk) * t->m * steps; /* before its forward and its backward */
-        if (ok) ok = group_ops(t, seen, gk, s, FAB_COLL_REDUCE_SCATTER, b->gbytes[st], true, tags[3], &one, err);
-        *ops += one * ngroups(t, gk) * t->m * steps;
-      }
-    }
-    for (int st = 0; ok && t->dp > 1 && t->zero != 3 && st < NSTREAMS; st++) { /* the buckets, once a step */
-      GArray *bl = t->buckets[s * NSTREAMS + st];
-      int gk = stream_group(st);
-      for (guint i = 0; ok && i < bl->len; i++) {
-        uint64_t bytes = g_array_index(bl, Bucket, i).bytes;
-        ok = group_ops(t, seen, gk, s, t->zero ? FAB_COLL_REDUCE_SCATTER : FAB_COLL_ALLREDUCE, bytes, true, tags[2],
-                       &one, err);
-        *ops += one * ngroups(t, gk) * steps;
-        if (ok && t->zero) { /* ZeRO-1/2: the updated parameters gathered back */
-          ok = group_ops(t, seen, gk, s, FAB_COLL_ALLGATHER, bytes, true, tags[3], &one, err);
-          *ops += one * ngroups(t, gk) * steps;
-        }
-      }
-    }
-  }
-  g_hash_table_destroy(seen);
-  return ok;
-}
 
 static fab_time_t compute_ps(const Train *t, double flops) { return (fab_time_t)llround(flops / t->rate * 1e12); }
 
@@ -409,7 +285,7 @@ static gboolean gather(Train *t, uint32_t s, uint32_t k, GError **err) {
   const Block *b = &t->blk[s * t->nb + k];
   for (int st = 0; st < NSTREAMS; st++) {
     for (uint32_t q = 0; q < t->tp * t->dp; q++) t->gnext[st][s * t->tp * t->dp + q] = FAB_OP_NONE;
-    if (!coll(t, stream_group(st), s, FAB_COLL_ALLGATHER, b->gbytes[st], tags[3], t->tail, t->gnext[st], NULL, err))
+    if (!coll(t, stream_group(st), s, FAB_COLL_ALLGATHER, b->gbytes[st], fab_train__tags[TAG_ZERO], t->tail, t->gnext[st], NULL, err))
       return FALSE;
   }
   return TRUE;
@@ -425,7 +301,7 @@ static gboolean buckets(Train *t, uint32_t s, uint32_t k, uint32_t u, GError **e
     for (guint i = 0; i < bl->len; i++) {
       const Bucket *bk = &g_array_index(bl, Bucket, i);
       if (k != UINT32_MAX && (bk->block != k || bk->layer != u)) continue;
-      if (!stream_coll(t, st, s, op, bk->bytes, tags[2], t->lastc, t->pending, err)) return FALSE;
+      if (!stream_coll(t, st, s, op, bk->bytes, fab_train__tags[TAG_DP], t->lastc, t->pending, err)) return FALSE;
     }
   }
   return TRUE;
@@ -486,6 +362,47 @@ static gboolean backward_split(Train *t, uint32_t s, uint32_t k, double a, doubl
   return TRUE;
 }
 
+static inline bool is_ring(const Seg *sg) { return sg->kind == SEG_CP || sg->kind == SEG_CPB; }
+
+/* Ring attention over each cp group (context parallelism: Liu et al.,
+** "Ring Attention with Blockwise Transformers", arXiv:2310.01889, as
+** Megatron runs it through Transformer Engine's AttnFuncWithCPAndKVP2P):
+** the core attention's FLOPs in cp equal pieces, piece i against the K/V
+** block from i ranks back. Hop i (1..cp-1) passes a K/V block (sg->bytes)
+** to the next rank of the ring as soon as hop i-1 brought it, under the
+** compute, and piece i waits for it. Backward (SEG_CPB) the gradient of
+** each block follows it: its hop i (1..cp) leaves after piece i-1 added to
+** it and after its hop i-1 arrived, and the cp-th brings every block's
+** gradient home before what follows. A piece on an idle link waits only
+** for its hop; a hop slower than a piece shows as a wait. */
+static gboolean ring(Train *t, uint32_t s, const Seg *sg, gboolean fwd, GError **err) {
+  const uint32_t nq = t->tp * t->dp, base = s * nq;
+  const char *tag = fab_train__tags[TAG_CP];
+  const fab_time_t piece = compute_ps(t, sg->flops / t->cp);
+  uint32_t *kv = t->ring[0], *dkv = t->ring[1];
+  for (uint32_t q = 0; q < nq; q++) {
+    absorb(t, base + q);
+    kv[base + q] = t->tail[base + q]; /* the block's Q, K and V are projected */
+    dkv[base + q] = FAB_OP_NONE;
+  }
+  for (uint32_t i = 0; i < t->cp; i++) {
+    if (i > 0) {
+      if (!coll(t, GK_CP, s, FAB_COLL_SEND_RECV, sg->bytes, tag, kv, kv, NULL, err)) return FALSE;
+      for (uint32_t q = 0; q < nq; q++) t->x[2][base + q] = kv[base + q];
+    }
+    compute_op(t, base, nq, fwd, piece);
+    if (sg->kind != SEG_CPB) continue;
+    for (uint32_t q = 0; q < nq; q++) { /* the gradient hop leaves after this piece and the one before it */
+      uint32_t r = base + q, deps[2] = {t->tail[r], dkv[r]};
+      dkv[r] = dkv[r] == FAB_OP_NONE ? t->tail[r] : mark(t, r, FAB_MARK_JOIN, deps, 2);
+    }
+    if (!coll(t, GK_CP, s, FAB_COLL_SEND_RECV, sg->bytes, tag, dkv, dkv, NULL, err)) return FALSE;
+  }
+  if (sg->kind == SEG_CPB)
+    for (uint32_t q = 0; q < nq; q++) t->x[2][base + q] = dkv[base + q]; /* home before what follows */
+  return TRUE;
+}
+
 /* One pp transfer from job rank a to job rank b after a's tail; returns the op. */
 static uint32_t pp_flow(Train *t, uint32_t a, uint32_t b, int32_t coll_idx) {
   if (t->ranks[a] == t->ranks[b]) return mark(t, a, FAB_MARK_JOIN, &t->tail[a], 1);
@@ -518,24 +435,32 @@ static gboolean item(Train *t, uint32_t s, gboolean fwd, uint32_t j, GError **er
     const gboolean ready = !fwd && !zero3 && t->overlap && j + 1 == t->m && t->dp > 1; /* its buckets ready */
     guint ncut = ready ? backward_cuts(t, s, k) : 0, next = 0;
     double a = 0, total = 0;
-    for (uint32_t i = 0; i < b->nbwd && ncut; i++) total += seg[i].kind == SEG_COMPUTE ? seg[i].flops : 0;
+    for (uint32_t i = 0; i < b->nbwd && ncut; i++) total += seg[i].kind == SEG_COMPUTE || is_ring(&seg[i]) ? seg[i].flops : 0;
     for (uint32_t i = 0; i < (fwd ? b->nfwd : b->nbwd); i++) {
+      int gk;
+      FabCollOp op;
+      const char *tag;
       if (seg[i].kind == SEG_COMPUTE && ncut) {
         if (!backward_split(t, s, k, a, seg[i].flops, total, &next, err)) return FALSE;
         a += seg[i].flops;
       } else if (seg[i].kind == SEG_COMPUTE) {
         compute_op(t, base, nq, fwd, compute_ps(t, seg[i].flops));
-      } else if (!coll(t, seg[i].kind == SEG_TP ? GK_TP : GK_EP, s,
-                       seg[i].kind == SEG_TP ? FAB_COLL_ALLREDUCE : FAB_COLL_ALL_TO_ALL, seg[i].bytes,
-                       seg[i].kind == SEG_TP ? tags[0] : tags[1], t->tail, t->tail, NULL, err)) {
-        return FALSE;
+      } else if (is_ring(&seg[i])) { /* a cut inside it is taken at the next compute's start */
+        if (!ring(t, s, &seg[i], fwd, err)) return FALSE;
+        a += seg[i].flops;
+      } else {
+        fab_train__seg_coll(seg[i].kind, &gk, &op, &tag);
+        if (!coll(t, gk, s, op, seg[i].bytes, tag, t->tail, seg[i].kind == SEG_AGS ? t->side : t->tail, NULL, err))
+          return FALSE;
       }
     }
+    for (uint32_t q = 0; q < nq; q++) /* a gather beside the compute that nothing after it waited for */
+      if (t->side[base + q] != FAB_OP_NONE) absorb(t, base + q);
     for (; next < ncut; next++) /* a cut past the block's compute, by rounding */
       if (!buckets(t, s, k, g_array_index(t->cuts, Bucket, next).layer, err)) return FALSE;
     if (zero3 && !fwd) { /* FSDP: this microbatch's gradients of the block, reduce-scattered */
       for (int st = 0; st < NSTREAMS; st++)
-        if (!coll(t, stream_group(st), s, FAB_COLL_REDUCE_SCATTER, b->gbytes[st], tags[3], t->lastc, NULL,
+        if (!coll(t, stream_group(st), s, FAB_COLL_REDUCE_SCATTER, b->gbytes[st], fab_train__tags[TAG_ZERO], t->lastc, NULL,
                   t->pending, err))
           return FALSE;
     } else if (ready && !buckets(t, s, k, t->G, err)) {
@@ -693,7 +618,7 @@ static gboolean drain(Train *t, GError **err) {
     for (int st = 0; st < NSTREAMS; st++) {
       GArray *bl = t->buckets[s * NSTREAMS + st];
       for (guint i = 0; i < bl->len; i++)
-        if (!stream_coll(t, st, s, FAB_COLL_ALLGATHER, g_array_index(bl, Bucket, i).bytes, tags[3], t->opt, t->post,
+        if (!stream_coll(t, st, s, FAB_COLL_ALLGATHER, g_array_index(bl, Bucket, i).bytes, fab_train__tags[TAG_ZERO], t->opt, t->post,
                          err))
           return FALSE;
     }
@@ -846,10 +771,12 @@ FabTrainGen *fab_training_begin(const FabTrainIn *in, const FabCfgNode *wl, FabD
   t->tail = arr(nranks, sizeof(uint32_t));
   t->lastc = arr(nranks, sizeof(uint32_t));
   for (int i = 0; i < 3; i++) t->x[i] = arr(nranks, sizeof(uint32_t));
+  t->side = arr(nranks, sizeof(uint32_t));
+  for (int i = 0; i < 2; i++) t->ring[i] = arr(nranks, sizeof(uint32_t));
   for (int i = 0; i < NSTREAMS; i++) t->gnext[i] = arr(nranks, sizeof(uint32_t));
   for (uint32_t r = 0; r < nranks; r++) {
     t->tail[r] = t->lastc[r] = FAB_OP_NONE;
-    t->x[0][r] = t->x[1][r] = t->x[2][r] = t->gnext[0][r] = t->gnext[1][r] = FAB_OP_NONE;
+    t->x[0][r] = t->x[1][r] = t->x[2][r] = t->gnext[0][r] = t->gnext[1][r] = t->side[r] = FAB_OP_NONE;
   }
   size_t nflows = (size_t)(t->pp - 1) * t->m * t->tp * t->dp;
   t->act = arr((uint32_t)nflows, sizeof(uint32_t));
@@ -876,7 +803,7 @@ FabTrainGen *fab_training_begin(const FabTrainIn *in, const FabCfgNode *wl, FabD
   t->opt = arr(nranks, sizeof(uint32_t));
   t->active = g_ptr_array_new();
   double colls = 0;
-  if (!coll_ops(t, &colls, err)) {
+  if (!fab_train__coll_ops(t, &colls, err)) {
     undo(g);
     return NULL;
   }

@@ -7,7 +7,8 @@
 **   model: {params: 7B | layers: 32, hidden: 4096, [ffn: 4*hidden], [heads],
 **           seq: 4096, micro_batch: 1, global_batch: 512, dtype: bf16,
 **           [experts: 8, top_k: 2, moe_every: 1]}
-**   parallelism: {dp (default: ranks / (tp x pp)), tp: 1, pp: 1, ep: 1,
+**   parallelism: {dp (default: ranks / (tp x pp x cp)), tp: 1, pp: 1, ep: 1,
+**                 cp: 1 (context parallel), sp: false (sequence parallel),
 **                 zero: 0..3 | fsdp, microbatches: global_batch / (micro_batch x dp)}
 **   gpu: {flops: 989TFLOPS, efficiency: 0.4, memory_bandwidth: 3.35TB/s}
 **                                (each defaults to the cluster preset's)
@@ -19,15 +20,19 @@
 **
 ** With `params` alone, a GPT-like shape is derived (training.c says how).
 **
-** Ranks are laid out as Megatron does: tp fastest, then dp, then pp
-** (rank = tp_i + tp x (dp_i + dp x pp_i)); ep groups split dp.
+** Ranks are laid out as Megatron does: tp fastest, then cp, then dp, then
+** pp (rank = tp_i + tp x (cp_i + cp x (dp_i + dp x pp_i))); ep groups
+** split dp x cp.
 **
 ** Per step and rank:
 **  - forward then backward per layer of its stage, per microbatch, in the
 **    1F1B order (warm-up forwards, steady one-forward-one-backward,
 **    cool-down backwards); compute time = FLOPs / (peak x efficiency) / tp;
 **  - TP: per layer two allreduces of micro_batch x seq x hidden x dtype in
-**    forward and two in backward, over the rank's tp group;
+**    forward and two in backward, over the rank's tp group (sp: allgathers
+**    and reduce-scatters instead);
+**  - CP (cp > 1): seq / cp tokens per rank; each layer's core attention a
+**    ring of K/V send-recvs over the rank's cp group, under its compute;
 **  - PP: the activation (micro_batch x seq x hidden x dtype) is sent to the
 **    next stage after each forward, and its gradient back after each
 **    backward, as flows between the stages (simulated, not a formula);
