@@ -23,6 +23,17 @@ typedef struct ModelIn {
   int preset;          /* 0 none, else a row of train_plan.c's model presets */
 } ModelIn;
 
+/* Measured compute (workload.compute_table, train_table.c): picoseconds per layer, microbatch and rank, per part
+** and pass (forward, backward; the optimizer's step in [TT_OPT][0]); 0: not given (FLOPs / rate). */
+enum { TT_ATTN, TT_MLP, TT_MOE, TT_LOGITS, TT_OPT, TT_NPART };
+typedef struct TrainTable {
+  fab_time_t ps[TT_NPART][2];
+  uint32_t line[TT_NPART][2]; /* the row's line in its file */
+} TrainTable;
+extern const char *const fab_train__part_names[TT_NPART + 1];
+/* Read the CSV at path into tb; FALSE + err ("path:line:col: ...") when it cannot be read or is not a table. */
+gboolean fab_train__read_table(const char *path, TrainTable *tb, GError **err);
+
 typedef struct Shape {
   uint64_t layers, hidden, ffn;
   double qkvo; /* the attention's weights (Q, K, V, O) in units of h^2: 4, or 2 + 2 kv_heads/heads (GQA) */
@@ -86,6 +97,7 @@ typedef struct Train {
   uint64_t act_bytes;  /* PP flow per rank per microbatch */
   double rate;         /* FLOP/s achieved */
   double mem_Bps;      /* optimizer memory bandwidth, bytes/s */
+  TrainTable table;    /* measured compute (all 0: none) */
   uint64_t bucket;
   gboolean too_many_buckets; /* more than MAX_OPS buckets in a stage */
   gboolean overlap;

@@ -33,6 +33,7 @@ const FabCfgKey fab_training_schema[] = {
   TK("channels", FAB_CFG_UINT, channels, .def = "0", .min = 0, .max = 64),
   TK("chunk", FAB_CFG_SIZE, chunk, .def = "0", .max = 0x1p50),
   TK("cta_policy", FAB_CFG_ENUM, cta_policy, .def = "default", .choices = fab_cta_policy_names),
+  TK("compute_table", FAB_CFG_STRING, compute_table),
   FAB_CFG_END_ROW,
 };
 
@@ -292,6 +293,15 @@ void fab_train__plan(Train *t, const ModelIn *mi, const Shape *sh, uint32_t G) {
   const double tp = t->tp, tokens = b * (s / t->cp); /* a rank's tokens: seq / cp of each sequence */
   const uint64_t actr = mi->micro_batch * (mi->seq / t->cp) * sh->hidden * t->dtype; /* b s h B / cp */
   t->G = G;
+  /* measured compute (workload.compute_table): a part's FLOPs x fac take the table's time per layer */
+  double fac[TT_NPART][2];
+  const double part_flops[TT_OPT] = {(2 * tokens * sh->qkvo * h * h + 4 * tokens * s * h) / tp,
+                                     2 * tokens * sh->mlpm * h * f / tp, 2 * tokens * sh->mlpm * h * f *
+                                     (double)mi->top_k / tp, 2 * tokens * h * (double)mi->vocab / tp};
+  for (int p = 0; p < TT_NPART; p++)
+    for (int k = 0; k < 2; k++)
+      fac[p][k] = p < TT_OPT && t->table.ps[p][k] ? (double)t->table.ps[p][k] * 1e-12 * t->rate /
+                                                     (part_flops[p] * (k ? 2 : 1)) : 1;
   t->blk = g_new0(Block, (size_t)t->pp * t->nb);
   t->buckets = g_new(GArray *, (size_t)t->pp * NSTREAMS);
   for (uint32_t st = 0; st < t->pp; st++) {
@@ -304,7 +314,12 @@ void fab_train__plan(Train *t, const ModelIn *mi, const Shape *sh, uint32_t G) {
       }
       double ndense = G - nmoe;
       double attn = G * (2 * tokens * sh->qkvo * h * h + 4 * tokens * s * h) / tp;
-      double mlp = 2 * tokens * sh->mlpm * h * f * (ndense + (double)nmoe * (double)mi->top_k) / tp;
+      /* forward and backward MLP FLOPs, each part scaled to its measured time (factor 1: none measured) */
+      double mlp = 2 * tokens * sh->mlpm * h * f * (ndense * fac[TT_MLP][0] + (double)nmoe * (double)mi->top_k *
+                                                    fac[TT_MOE][0]) / tp;
+      double mlpb = 2 * tokens * sh->mlpm * h * f * (ndense * fac[TT_MLP][1] + (double)nmoe * (double)mi->top_k *
+                                                     fac[TT_MOE][1]) / tp;
+      const double af = fac[TT_ATTN][0], ab = fac[TT_ATTN][1], lf = fac[TT_LOGITS][0], lb = fac[TT_LOGITS][1];
       double p_dense = (G * sh->qkvo * h * h + ndense * sh->mlpm * h * f) / tp;
       double p_exp = nmoe * (double)mi->experts * sh->mlpm * h * f / tp;
       if (t->ep > 1) {
@@ -336,10 +351,10 @@ void fab_train__plan(Train *t, const ModelIn *mi, const Shape *sh, uint32_t G) {
       const double core1 = cpr ? G * 4 * tokens * s * h / tp : 0; /* seq/cp queries against every key */
       const uint64_t kvb = cpr ? (uint64_t)llround(G * tokens * h * (sh->qkvo - 2) / tp * t->dtype) : 0; /* K and V */
       const Seg none = {SEG_TP, 0, 0};
-      const Seg fwd[] = {first ? (Seg){red, 0, embb} : none, {SEG_AG, 0, ag}, {SEG_COMPUTE, qkv, 0},
-                         {SEG_CP, core1, kvb}, {SEG_COMPUTE, out, 0}, {red, 0, tpb},
+      const Seg fwd[] = {first ? (Seg){red, 0, embb} : none, {SEG_AG, 0, ag}, {SEG_COMPUTE, qkv * af, 0},
+                         {SEG_CP, core1 * af, kvb}, {SEG_COMPUTE, out * af, 0}, {red, 0, tpb},
                          {SEG_EP, 0, epb}, {SEG_AG, 0, ag}, {SEG_COMPUTE, mlp, 0}, {SEG_EP, 0, epb}, {red, 0, tpb},
-                         {SEG_AG, 0, last && t->sp ? embb : 0}, {SEG_COMPUTE, last ? logits / tp : 0, 0},
+                         {SEG_AG, 0, last && t->sp ? embb : 0}, {SEG_COMPUTE, last ? logits * lf / tp : 0, 0},
                          {SEG_TP, 0, last ? lossb : 0}, {SEG_TP, 0, last ? lossb : 0}, {SEG_TP, 0, last ? lossb : 0}};
       /* recompute (Megatron's --recompute-granularity): full runs the block's forward again, its collectives
       ** too, before its backward (not the logits: the output layer is not checkpointed); selective runs the
@@ -348,18 +363,18 @@ void fab_train__plan(Train *t, const ModelIn *mi, const Shape *sh, uint32_t G) {
       ** of the forward is an allgather of the gradient, an allgather a reduce-scatter, and a column-parallel
       ** layer gathers its input again beside its input-gradient compute (SEG_AGS), for its weights' gradient */
       const bool full = t->recompute == 2;
-      const double core = t->recompute == 1 ? G * 4 * tokens * s * h / tp : 0;
-      const Seg bwd[] = {{SEG_AGS, 0, last && t->sp ? embb : 0}, {SEG_COMPUTE, last ? 2 * logits / tp : 0, 0},
+      const double core = t->recompute == 1 ? G * 4 * tokens * s * h / tp * af : 0;
+      const Seg bwd[] = {{SEG_AGS, 0, last && t->sp ? embb : 0}, {SEG_COMPUTE, last ? 2 * logits * lb / tp : 0, 0},
                          {red, 0, last ? embb : 0},
-                         {SEG_AG, 0, full ? ag : 0}, {SEG_COMPUTE, full ? qkv : 0, 0},
-                         {SEG_CP, full ? core1 : 0, full ? kvb : 0}, {SEG_COMPUTE, full ? out : 0, 0},
+                         {SEG_AG, 0, full ? ag : 0}, {SEG_COMPUTE, full ? qkv * af : 0, 0},
+                         {SEG_CP, full ? core1 * af : 0, full ? kvb : 0}, {SEG_COMPUTE, full ? out * af : 0, 0},
                          {red, 0, full ? tpb : 0}, {SEG_EP, 0, full ? epb : 0}, {SEG_AG, 0, full ? ag : 0},
                          {SEG_COMPUTE, full ? mlp : 0, 0}, {SEG_EP, 0, full ? epb : 0}, {red, 0, full ? tpb : 0},
-                         {SEG_AG, 0, ag}, {SEG_EP, 0, epb}, {SEG_AGS, 0, ag}, {SEG_COMPUTE, 2 * mlp, 0},
+                         {SEG_AG, 0, ag}, {SEG_EP, 0, epb}, {SEG_AGS, 0, ag}, {SEG_COMPUTE, 2 * mlpb, 0},
                          {SEG_EP, 0, epb}, {red, 0, tpb},
-                         {SEG_AG, 0, ag}, {SEG_AGS, 0, cpr ? 0 : ag}, {SEG_COMPUTE, cpr ? 2 * out : 2 * attn + core, 0},
-                         {SEG_CPB, cpr ? 2 * core1 + core : 0, kvb}, {SEG_AGS, 0, cpr ? ag : 0},
-                         {SEG_COMPUTE, cpr ? 2 * qkv : 0, 0}, {red, 0, tpb},
+                         {SEG_AG, 0, ag}, {SEG_AGS, 0, cpr ? 0 : ag}, {SEG_COMPUTE, cpr ? 2 * out * ab : 2 * attn * ab + core, 0},
+                         {SEG_CPB, cpr ? 2 * core1 * ab + core : 0, kvb}, {SEG_AGS, 0, cpr ? ag : 0},
+                         {SEG_COMPUTE, cpr ? 2 * qkv * ab : 0, 0}, {red, 0, tpb},
                          {SEG_AG, 0, first && t->sp ? embb : 0}};
       for (int pass = 0; pass < 2; pass++) { /* drop empty collectives and computes, merge adjacent computes */
         const Seg *in = pass ? bwd : fwd;
@@ -425,6 +440,12 @@ char *fab_train__note(const Train *t, const ModelIn *mi, const Shape *sh) {
                            ring_bytes(t), t->cp - 1, t->cp, t->dp);
   g_string_append_printf(s, "; blocks of %u layer%s (%u per stage); compute at %.4g TFLOP/s", t->G,
                          t->G == 1 ? "" : "s", t->nb, t->rate / 1e12);
+  for (int p = 0, n = 0; p < TT_NPART; p++) /* measured parts: their time per layer replaces FLOPs / rate */
+    if (t->table.ps[p][0])
+      g_string_append_printf(s, p == TT_OPT ? "%s%s %.4g us a step" : "%s%s %.4g us forward, %.4g backward",
+                             n++ ? ", " : ", measured per layer and microbatch (compute_table): ",
+                             fab_train__part_names[p], (double)t->table.ps[p][0] / 1e6,
+                             (double)t->table.ps[p][1] / 1e6);
   if (t->dp > 1 && t->zero != 3)
     g_string_append_printf(s, "\n           gradients: %u bucket%s of up to %" G_GUINT64_FORMAT " B per rank on stage "
                            "0, %s, one after another on their communicator%s", nbk, nbk == 1 ? "" : "s", t->bucket,
@@ -523,6 +544,29 @@ static gboolean read_parallelism(Train *t, ParIn *pi_, const FabCfgNode *par, co
                         G_GUINT64_FORMAT " experts", mi->top_k, mi->experts);
   *pi_ = pi;
   return TRUE;
+}
+
+/* workload.compute_table, read into t->table and checked against the model. */
+static gboolean read_compute(Train *t, const FabCfgNode *wl, const char *name, const ModelIn *mi, GError **err) {
+  const FabCfgNode *k = fab_cfg_get(wl, "compute_table");
+  char *path = fab_cfg_file_near(k, name);
+  GError *e = NULL;
+  gboolean ok = fab_train__read_table(path, &t->table, &e);
+  if (!ok) {
+    fab_cfg_fail(k, err, "%s", e->message);
+    g_error_free(e);
+  } else if (t->table.ps[TT_MOE][0] && !mi->experts) {
+    ok = fab_cfg_fail(k, err, "%s:%u: moe rows, but the model has no MoE layers (model.experts)", path,
+                      t->table.line[TT_MOE][0]);
+  } else if (t->table.ps[TT_MLP][0] && mi->experts && mi->moe_every == 1) {
+    ok = fab_cfg_fail(k, err, "%s:%u: mlp rows, but every layer is an MoE layer (moe_every 1): the moe rows time "
+                      "them", path, t->table.line[TT_MLP][0]);
+  } else if (t->table.ps[TT_LOGITS][0] && !mi->vocab) {
+    ok = fab_cfg_fail(k, err, "%s:%u: logits rows, but the model has no output layer (model.vocab)", path,
+                      t->table.line[TT_LOGITS][0]);
+  }
+  g_free(path);
+  return ok;
 }
 
 /* cp against the sequence; sp where it does nothing (a warning). */
@@ -633,6 +677,6 @@ gboolean fab_train__configure(Train *t, const FabTrainIn *inp, const FabCfgNode 
                         "bytes one transfer can describe", act, most, mi->top_k > 1 ? " and top_k" : "",
                         (double)FAB_BYTES_MAX);
   t->act_bytes = ceil_div(mi->micro_batch * mi->seq * sh->hidden * t->dtype, (uint64_t)t->tp * t->cp);
-  return TRUE;
+  return !in.compute_table || read_compute(t, wl, in.compute_table, mi, err);
 }
 

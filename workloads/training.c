@@ -598,7 +598,7 @@ static void optimizer(Train *t, uint32_t r) {
   g_array_prepend_val(t->pending[r], t->tail[r]);
   FabOp o = {.kind = FAB_OP_COMPUTE, .mark = FAB_PHASE_OPT, .job = t->job, .step = t->step, .src = t->ranks[r],
              .dst = t->ranks[r], .coll = -1, .start = t->start,
-             .dur = (fab_time_t)llround(OPT_BYTES * p / t->mem_Bps * 1e12)};
+             .dur = t->table.ps[TT_OPT][0] ? t->table.ps[TT_OPT][0] : (fab_time_t)llround(OPT_BYTES * p / t->mem_Bps * 1e12)};
   t->opt[r] = fab_dag_add(t->d, &o, (const uint32_t *)t->pending[r]->data, t->pending[r]->len);
   t->state[r] = RS_GATHER;
 }

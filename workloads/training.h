@@ -15,6 +15,7 @@
 **   bucket: 25MiB                (DDP gradient bucket)
 **   overlap: true                (gradient reduction overlaps backward)
 **   steps: 1
+**   compute_table: FILE.csv      (measured compute times per part; train_table.c)
 **   layer_group: 1               (fidelity: this many layers form one block)
 **   algorithm, protocol, channels, chunk   (for every collective of the job; auto)
 **
@@ -64,6 +65,7 @@ typedef struct FabTrainIn {
   int recompute;                              /* 0 none, 1 selective (core attention), 2 full (every layer) */
   int algorithm, protocol;                    /* FabCollAlgo, FabProto of every collective */
   int cta_policy;                             /* 1: zero (FabCollSpec.cta_zero) */
+  const char *compute_table;                  /* measured compute times (CSV, near the scenario), or NULL */
 } FabTrainIn;
 
 /* The training job's schema (fab_job_prefix spliced in first). */
