@@ -19,7 +19,8 @@ static const FabNodePreset *get(const char *name) {
 }
 
 Test(presets, names_in_order_and_all_found) {
-  const char *want[] = {"host", "dgx-h100", "dgx-b200", "gb200-nvl72", "aws-p5", "aws-p4d", "dgx-a100", "dgx-h200"};
+  const char *want[] = {"host",     "dgx-h100", "dgx-b200", "gb200-nvl72", "aws-p5",
+                        "aws-p4d",  "dgx-a100", "dgx-h200", "hgx-h800",    "hgx-h20"};
   size_t n = 0;
   while (fab_preset_names[n]) n++;
   cr_assert_eq(n, sizeof want / sizeof want[0], "%zu preset names", n);
@@ -186,4 +187,25 @@ Test(presets, dgx_h200_is_an_h100_with_faster_memory) {
   cr_assert_eq(p->nic_bps, h->nic_bps);
   cr_assert_float_eq(p->gpu_flops, h->gpu_flops, 1);
   cr_assert_eq(p->memory_bps, 4800 * GBYTE);
+}
+
+Test(presets, hgx_h800_is_an_h100_with_8_nvlinks) {
+  /* 400 GB/s bidirectional = 8 links of 25 GB/s each way; NCCL's 8 x 20.6 = 164.8 GB/s of data, about the
+  ** 160 GB/s DeepSeek-V3's report gives for its H800 nodes */
+  const FabNodePreset *h = get("dgx-h100"), *p = get("hgx-h800");
+  cr_assert_eq(p->arch, FAB_ARCH_HOPPER);
+  cr_assert_eq(p->nvlink_links, 8);
+  cr_assert_eq(p->nvlink_raw_bps, 200 * GBYTE);
+  cr_assert_eq(p->nvlink_bps, 1648 * GBYTE / 10);
+  cr_assert_float_eq(p->gpu_flops, h->gpu_flops, 1);
+  cr_assert_eq(p->memory_bps, h->memory_bps);
+  cr_assert_eq(p->nic_bps, 400 * GBIT);
+  cr_assert_eq(p->gpus_per_node, 8);
+}
+
+Test(presets, hgx_h20_has_full_nvlink_and_capped_compute) {
+  const FabNodePreset *h = get("dgx-h100"), *p = get("hgx-h20");
+  cr_assert_eq(p->nvlink_bps, h->nvlink_bps);
+  cr_assert_float_eq(p->gpu_flops, 148e12, 1);
+  cr_assert_eq(p->memory_bps, 4000 * GBYTE);
 }

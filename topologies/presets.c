@@ -325,10 +325,80 @@ static const FabNodePreset presets[] = {
         .transport = "infiniband",       /* informative: ConnectX-7 InfiniBand is the DGX default */
         .sources = "NVIDIA DGX H200 datasheet; NVIDIA H200 page; PCIe 5.0 x16",
     },
+    {
+        /* HGX H800 (8 GPUs), the H100 sold where export rules cap NVLink:
+        ** the same Hopper GPU, compute and HBM3, with 8 NVLink4 links (400
+        ** GB/s bidirectional) instead of 18 (NVIDIA H800 datasheet: NVLink
+        ** 400 GB/s, PCIe Gen5 128 GB/s, BF16 1,979 TFLOPS with sparsity,
+        ** 80 GB HBM3 at 3.35 TB/s; the figures are reproduced in public
+        ** comparisons such as philisun.com "NVIDIA H800 vs H100"). DeepSeek
+        ** trained V3 on such nodes: "8 GPUs connected by NVLink and NVSwitch
+        ** within nodes", 8 x 400 Gb/s InfiniBand NICs (50 GB/s per GPU) and
+        ** about 160 GB/s of NVLink per GPU (DeepSeek-V3 Technical Report,
+        ** arXiv:2412.19437, sections 3.1 and 3.2.2), which NCCL's 8 x 20.6
+        ** GB/s (164.8) matches. The host CPU: ASSUMPTION (Intel, as DGX
+        ** H100; HGX boards ship in many vendors' servers). */
+        .name = "hgx-h800",
+        .gpu = "H800 SXM5",
+        .arch = FAB_ARCH_HOPPER,
+        .cpu = FAB_CPU_INTEL,            /* ASSUMPTION, see above */
+        .gpus_per_node = 8,              /* HGX H800 8-GPU board (DeepSeek-V3 report: 8 GPUs per node) */
+        .nics_per_node = 8,              /* DeepSeek-V3 report: one 400 Gb/s InfiniBand NIC per GPU */
+        .nvlink_domain = 8,              /* one node: 8 GPUs on NVSwitch */
+        .nic_bps = 400 * GBIT,           /* 400 Gb/s InfiniBand (DeepSeek-V3 report: 50 GB/s) */
+        .nvlink_links = 8,               /* 400 GB/s bidirectional / (25 GB/s x 2) per NVLink4 link */
+        .nvlink_raw_bps = 8 * NVL_RAW_LINK,  /* 200 GB/s per direction */
+        .nvlink_bps = 8 * NVL_SM90_LINK,     /* 164.8 GB/s of data (NCCL topo.h, see top) */
+        .nvlink_latency = NVLINK_LATENCY,
+        .pcie_bps = PCIE_GEN5_X16,       /* H800 datasheet: PCIe Gen5 128 GB/s (both directions) */
+        .pcie_latency = PCIE_LATENCY,
+        .host_bps = 25 * GBYTE,          /* ASSUMPTION, see top */
+        .host_latency = HOST_LATENCY,
+        .gpu_flops = 989.4e12,           /* dense BF16 989.4 TFLOPS (1,979 with sparsity, halved; as H100) */
+        .memory_bps = 335 * TBYTE / 100, /* HBM3 3.35 TB/s (as H100 SXM5) */
+        .gpu_efficiency = GPU_EFFICIENCY,
+        .transport = "infiniband",       /* informative: DeepSeek's H800 cluster runs InfiniBand */
+        .sources = "NVIDIA H800 datasheet; DeepSeek-V3 Technical Report (arXiv:2412.19437) 3.1-3.2; PCIe 5.0 x16",
+    },
+    {
+        /* HGX H20 (8 GPUs): a Hopper GPU with full NVLink4 (900 GB/s
+        ** bidirectional, 18 links) and more memory bandwidth than H100
+        ** (96 GB HBM3, 4.0 TB/s) but capped compute: FP16/BF16 148 TFLOPS
+        ** dense (296 with sparsity). NVIDIA publishes no H20 datasheet on
+        ** its site; these figures are from the spec sheet that SemiAnalysis
+        ** published ("Nvidia's New China AI Chips Circumvent US
+        ** Restrictions", 2023-11-09) and that public listings repeat (e.g.
+        ** willitrunai.com/gpus/h20-96gb: 96 GB HBM3, 4,000 GB/s, 148
+        ** TFLOPS FP16, NVLink 900 GB/s). NICs: ASSUMPTION, one 400 Gb/s
+        ** ConnectX-7 per GPU as on the other HGX Hopper boards; host CPU:
+        ** ASSUMPTION (Intel). */
+        .name = "hgx-h20",
+        .gpu = "H20",
+        .arch = FAB_ARCH_HOPPER,
+        .cpu = FAB_CPU_INTEL,            /* ASSUMPTION, see above */
+        .gpus_per_node = 8,              /* HGX H20 8-GPU board */
+        .nics_per_node = 8,              /* ASSUMPTION, see above */
+        .nvlink_domain = 8,              /* one node: 8 GPUs on NVSwitch */
+        .nic_bps = 400 * GBIT,           /* ASSUMPTION: ConnectX-7 400 Gb/s */
+        .nvlink_links = 18,              /* NVLink4 900 GB/s bidirectional (SemiAnalysis spec sheet) */
+        .nvlink_raw_bps = 18 * NVL_RAW_LINK, /* 450 GB/s per direction */
+        .nvlink_bps = 18 * NVL_SM90_LINK,    /* 370.8 GB/s of data (NCCL topo.h, see top) */
+        .nvlink_latency = NVLINK_LATENCY,
+        .pcie_bps = PCIE_GEN5_X16,       /* PCIe Gen5 x16 (SemiAnalysis spec sheet) */
+        .pcie_latency = PCIE_LATENCY,
+        .host_bps = 25 * GBYTE,          /* ASSUMPTION, see top */
+        .host_latency = HOST_LATENCY,
+        .gpu_flops = 148e12,             /* dense FP16/BF16 148 TFLOPS (SemiAnalysis spec sheet) */
+        .memory_bps = 4 * TBYTE,         /* HBM3 4.0 TB/s (SemiAnalysis spec sheet) */
+        .gpu_efficiency = GPU_EFFICIENCY,
+        .transport = "infiniband",       /* informative */
+        .sources = "SemiAnalysis H20 spec sheet (2023-11-09), as public listings repeat it; PCIe 5.0 x16",
+    },
 };
 
 const char *const fab_preset_names[] = {
-    "host", "dgx-h100", "dgx-b200", "gb200-nvl72", "aws-p5", "aws-p4d", "dgx-a100", "dgx-h200", NULL,
+    "host", "dgx-h100", "dgx-b200", "gb200-nvl72", "aws-p5", "aws-p4d", "dgx-a100", "dgx-h200", "hgx-h800",
+    "hgx-h20", NULL,
 };
 
 /* sm: NVIDIA's compute capability of each generation (A100 8.0, H100/H200
