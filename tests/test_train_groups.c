@@ -178,3 +178,38 @@ Test(train_groups, errors) {
                "ep = 4 does not divide dp x cp = 2 (expert groups are made of data and context parallel ranks)");
   expect_error(SMALL("{sp: maybe}"), 1, 1e12, "t.yaml:4:", "sp");
 }
+
+Test(train_groups, tied_embeddings_across_stages) {
+  /* pp 2, dp 2, vocab 1000 tied: the first stage's table and the last stage's copy (1000 x 64 x 2 B = 128000 B
+  ** each) are allreduced between rank (dp_i, stage 0) and (dp_i, stage 1) once their dp buckets are done, and
+  ** both optimizers wait for it (Megatron's embedding group); two groups: {0, 2} and {1, 3}. Untied: none. */
+  Gen g = gen_ok("workload:\n  kind: training\n  parallelism: {pp: 2, dp: 2}\n  steps: 2\n"
+                 "  model: {layers: 2, hidden: 64, ffn: 256, seq: 128, global_batch: 2, vocab: 1000, "
+                 "tie_embeddings: true}\n", 4);
+  int32_t c[8], b[32];
+  cr_assert_eq(colls_tagged(g.d, "emb", c, 8), 4, "2 groups x 2 steps");
+  uint32_t nb = colls_tagged(g.d, "dp", b, 32);
+  for (uint32_t k = 0; k < 4; k++) {
+    cr_assert(def_of(g.d, c[k])->bytes == 128000 && def_of(g.d, c[k])->nranks == 2);
+    cr_assert_str_eq(def_of(g.d, c[k])->op, "allreduce");
+    cr_assert_eq(def_of(g.d, c[k])->step, k / 2);
+    uint32_t r0 = k % 2, r1 = r0 + 2; /* rank = dp_i + 2 stage */
+    cr_assert(in_coll(g.d, c[k], EP(r0)) && in_coll(g.d, c[k], EP(r1)));
+    cr_assert_not(in_coll(g.d, c[k], EP(r0 ^ 1)));
+    for (uint32_t r = r0; r <= r1; r += 2) {
+      uint32_t begin = coll_mark(g.d, c[k], FAB_MARK_COLL_BEGIN, EP(r)), end = coll_mark(g.d, c[k], FAB_MARK_COLL_END, EP(r));
+      for (uint32_t i = 0; i < nb; i++) /* after every dp bucket of the rank in its step */
+        if (def_of(g.d, b[i])->step == k / 2 && in_coll(g.d, b[i], EP(r)))
+          cr_assert(enters_after(g.d, begin, coll_mark(g.d, b[i], FAB_MARK_COLL_END, EP(r))));
+      uint32_t comp[64], n = computes_of(g.d, EP(r), comp, 64), opt = 0;
+      for (uint32_t i = 0; i < n; i++) /* the step's optimizer */
+        if (fab_dag_op(g.d, comp[i])->mark == FAB_PHASE_OPT && fab_dag_op(g.d, comp[i])->step == k / 2) opt = comp[i];
+      cr_assert(opt && depends_on(g.d, opt, end), "rank %u's optimizer waits for the embedding allreduce", r);
+    }
+  }
+  done(&g);
+  g = gen_ok("workload:\n  kind: training\n  parallelism: {pp: 2, dp: 2}\n"
+             "  model: {layers: 2, hidden: 64, ffn: 256, seq: 128, global_batch: 2, vocab: 1000}\n", 4);
+  cr_assert_eq(count_colls(g.d, "emb", NULL), 0);
+  done(&g);
+}

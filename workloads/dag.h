@@ -110,7 +110,7 @@ typedef struct FabCollDef {
                          ** "send-recv" (static) */
   const char *algorithm; /* the one used, after `auto` (static) */
   const char *protocol;  /* "simple", "ll128", "ll" (static) */
-  const char *tag;       /* what it is for (interned): "dp", "tp", "pp", "ep", "cp", "zero", "nccl-tests", NULL */
+  const char *tag;       /* what it is for (interned): "dp", "tp", "pp", "ep", "cp", "emb", "zero", "nccl-tests", NULL */
   uint64_t bytes;        /* nccl-tests "size": allreduce/broadcast/reduce the buffer; allgather the output
                          ** (all ranks' parts); reduce-scatter the input; all-to-all one rank's buffer;
                          ** send-recv what each rank sends */

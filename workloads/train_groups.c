@@ -4,19 +4,21 @@
 #include "train_int.h"
 #include <string.h>
 
-const char *const fab_train__tags[FAB_TRAIN_NTAGS] = {"tp", "ep", "dp", "zero", "cp"};
+const char *const fab_train__tags[FAB_TRAIN_NTAGS] = {"tp", "ep", "dp", "zero", "cp", "emb"};
 
 /* Groups per stage: tp over the tp_i of one dp index; cp over the cp_i of
 ** one replica (cp_i is the fastest part of the dp index: Megatron's order
 ** tp-cp-ep-dp-pp); ep over ep consecutive dp indices (Megatron Core folds
 ** cp into the expert layout's data-parallel part); dp over every dp index;
-** edp over the dp indices of one expert slot. */
+** edp over the dp indices of one expert slot; emb (tied embeddings) a
+** rank of the first stage and the one at its place on the last. */
 uint32_t fab_train__ngroups(const Train *t, int gk) {
   switch (gk) {
   case GK_TP: return t->dp;
   case GK_EP: return t->tp * (t->dp / t->ep);
   case GK_DP: return t->tp;
   case GK_CP: return t->tp * (t->dp / t->cp);
+  case GK_EMB: return t->tp * t->dp;
   default: return t->tp * t->ep;
   }
 }
@@ -35,6 +37,10 @@ uint32_t fab_train__members(const Train *t, int gk, uint32_t s, uint32_t g, uint
     break;
   case GK_CP:
     for (uint32_t c = 0; c < t->cp; c++) out[n++] = fab_train__rank(t, g % t->tp, (g / t->tp) * t->cp + c, s);
+    break;
+  case GK_EMB: /* (s is not used) */
+    out[n++] = fab_train__rank(t, g % t->tp, g / t->tp, 0);
+    out[n++] = fab_train__rank(t, g % t->tp, g / t->tp, t->pp - 1);
     break;
   default:
     for (uint32_t k = 0; k < t->edp; k++) out[n++] = fab_train__rank(t, g % t->tp, k * t->ep + g / t->tp, s);
@@ -154,6 +160,10 @@ gboolean fab_train__coll_ops(Train *t, double *ops, GError **err) {
         }
       }
     }
+  }
+  if (ok && t->emb_bytes) { /* tied embeddings: once a step */
+    ok = group_ops(t, seen, GK_EMB, 0, FAB_COLL_ALLREDUCE, t->emb_bytes, true, fab_train__tags[TAG_EMB], &one, err);
+    *ops += one * fab_train__ngroups(t, GK_EMB) * steps;
   }
   g_hash_table_destroy(seen);
   return ok;

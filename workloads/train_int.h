@@ -9,7 +9,7 @@
 
 #define MAX_OPS FAB_DAG_MAX_OPS /* guard: ops one training job may add (the whole workload's: a 70B step on 256
                                  ** GPUs, tp 8 pp 4 dp 8, needs 5.1 M at default fidelity) */
-#define FAB_TRAIN_NTAGS 5 /* collective tags: fab_train__tags */
+#define FAB_TRAIN_NTAGS 6 /* collective tags: fab_train__tags */
 /* A key's node, or the map's when the key is absent (for errors). */
 #define AT_KEY(map, key) (fab_cfg_get((map), (key)) ? fab_cfg_get((map), (key)) : (map))
 
@@ -42,7 +42,7 @@ typedef struct Shape {
 
 /* ---- the plan ------------------------------------------------------------- */
 
-enum { GK_TP, GK_EP, GK_DP, GK_EDP, GK_CP };  /* rank groups, see training.c's top */
+enum { GK_TP, GK_EP, GK_DP, GK_EDP, GK_CP, GK_EMB }; /* rank groups, see training.c's top */
 /* Parts of a block: compute; over tp an allreduce (TP), with sequence parallelism an allgather (AG), a
 ** reduce-scatter (RS) and an allgather that runs beside the compute after it (AGS: the input gathered again for
 ** the weights' gradient); over ep an all-to-all (EP); over cp the ring attention's core, its compute cut in cp
@@ -92,6 +92,9 @@ typedef struct Train {
                        ** which the gradients are reduced, as Megatron's data-parallel group with context parallelism */
   uint32_t cp, dpn;    /* context parallel ranks, data parallel replicas (dp = cp x dpn) */
   bool sp;             /* sequence parallelism: TP allgathers and reduce-scatters, not allreduces */
+  uint64_t emb_bytes;  /* tied embeddings on pp > 1 stages: the table's gradient per rank, allreduced between the
+                       ** first and last stage before the optimizer (training.c: tied()); 0: none */
+  bool emb_done;       /* this step's */
   uint32_t G;          /* layers per block (layer_group) */
   uint32_t dtype;
   uint64_t act_bytes;  /* PP flow per rank per microbatch */
@@ -144,8 +147,8 @@ typedef struct Train {
 
 /* ---- groups and collectives (train_groups.c) ---------------------------------- */
 
-extern const char *const fab_train__tags[FAB_TRAIN_NTAGS]; /* "tp", "ep", "dp", "zero", "cp": compared by address */
-enum { TAG_TP, TAG_EP, TAG_DP, TAG_ZERO, TAG_CP };
+extern const char *const fab_train__tags[FAB_TRAIN_NTAGS]; /* "tp", "ep", "dp", "zero", "cp", "emb": by address */
+enum { TAG_TP, TAG_EP, TAG_DP, TAG_ZERO, TAG_CP, TAG_EMB };
 
 static inline uint32_t fab_train__rank(const Train *t, uint32_t tp_i, uint32_t dp_i, uint32_t s) {
   return tp_i + t->tp * (dp_i + t->dp * s);

@@ -344,6 +344,7 @@ void fab_train__plan(Train *t, const ModelIn *mi, const Shape *sh, uint32_t G) {
       if (voc && first) bk->params[DENSE] += vh;
       if (voc && last && !(mi->tie && t->pp == 1)) bk->params[DENSE] += vh, bk->hparams = vh;
       if (voc && last) bk->hflops = logits;
+      if (voc && first && mi->tie && t->pp > 1) t->emb_bytes = (uint64_t)ceil(vh * t->dtype);
       for (int i = 0; i < NSTREAMS; i++) bk->gbytes[i] = (uint64_t)ceil(bk->params[i] * t->dtype);
       /* context parallelism (cp > 1): the attention's projections and its core apart, the core a ring (below) */
       const bool cpr = t->cp > 1;
@@ -496,16 +497,13 @@ static gboolean check_kv_heads(const FabCfgNode *model, const ModelIn *mi, uint3
   return TRUE;
 }
 
-/* tie_embeddings where it does nothing, or where what it implies is not modelled: a warning. */
-static void warn_tie(const Train *t, const FabCfgNode *model, const ModelIn *mi, uint32_t pp) {
+/* tie_embeddings where it does nothing: a warning. */
+static void warn_tie(const Train *t, const FabCfgNode *model, const ModelIn *mi) {
   const FabCfgNode *n = fab_cfg_get(model, "tie_embeddings");
-  if (!n || !mi->tie || !t->env->warnings || (mi->vocab && pp == 1)) return;
-  g_ptr_array_add(t->env->warnings, g_strdup_printf(
-      "%s: %s: %s", fab_cfg_where(n), fab_cfg_path(n), !mi->vocab
-      ? "has no effect: the model has no vocabulary (model.vocab), so no embeddings to tie"
-      : "on more than one pipeline stage the first and last stages each hold the table and reduce its gradient "
-        "over dp; Megatron's allreduce of the two copies' gradients between those stages (its embedding group) "
-        "is not modelled"));
+  if (!n || !mi->tie || !t->env->warnings || mi->vocab) return;
+  g_ptr_array_add(t->env->warnings, g_strdup_printf("%s: %s: has no effect: the model has no vocabulary "
+                                                    "(model.vocab), so no embeddings to tie", fab_cfg_where(n),
+                                                    fab_cfg_path(n)));
 }
 
 /* The parallelism map's degrees against the job's ranks and the model: t's tp, pp, ep, cp, sp, dp, dpn. */
@@ -600,7 +598,7 @@ gboolean fab_train__configure(Train *t, const FabTrainIn *inp, const FabCfgNode 
   *G = (uint32_t)in.layer_group;
   if (!apply_preset(in.model, mi, err) || !check_kv_heads(in.model, mi, t->tp, err)) return FALSE;
   if (!mi->seq) return fab_cfg_fail(in.model, err, "missing required key 'seq' (or a preset that gives it)");
-  warn_tie(t, in.model, mi, (uint32_t)pi.pp);
+  warn_tie(t, in.model, mi);
   if (!check_cp_sp(t, par, mi, err)) return FALSE;
   if (!read_shape(in.model, mi, pi.pp * in.layer_group, sh, err)) return FALSE;
   if (sh->layers % pi.pp)

@@ -547,6 +547,7 @@ static void step_begin(Train *t) {
   memset(t->fdone, 0, (size_t)t->pp * t->m);
   memset(t->bdone, 0, (size_t)t->pp * t->m);
   memset(t->gathered, 0, t->pp);
+  t->emb_done = false;
 }
 
 /* 1F1B position i of every stage (see above). */
@@ -603,13 +604,36 @@ static void optimizer(Train *t, uint32_t r) {
   t->state[r] = RS_GATHER;
 }
 
+/* Tied embeddings on pp > 1 stages (Megatron's finalize_model_grads,
+** _allreduce_word_embedding_grads): once the first and last stages'
+** gradients are reduced over dp (their bucket collectives made and
+** nothing else under way), each rank of the first stage allreduces the
+** table's gradient with the rank at its place on the last, and both
+** optimizers wait for it. */
+static gboolean tied(Train *t, GError **err) {
+  const uint32_t nq = t->tp * t->dp, last = (t->pp - 1) * nq;
+  if (!t->emb_bytes || t->emb_done) return TRUE;
+  for (uint32_t q = 0; q < nq; q++)
+    if (t->state[q] != RS_OPT || t->busy[q] || t->state[last + q] != RS_OPT || t->busy[last + q]) return TRUE;
+  uint32_t *from = g_new(uint32_t, t->nranks);
+  for (uint32_t q = 0; q < nq; q++)
+    for (uint32_t r = q; r <= last + q; r += last) /* q and last + q: what the optimizer waits for so far */
+      from[r] = mark(t, r, FAB_MARK_JOIN, (const uint32_t *)t->pending[r]->data, t->pending[r]->len);
+  gboolean ok = coll(t, GK_EMB, 0, FAB_COLL_ALLREDUCE, t->emb_bytes, fab_train__tags[TAG_EMB], from, NULL,
+                     t->pending, err);
+  g_free(from);
+  t->emb_done = true;
+  return ok;
+}
+
 /* After the step's items: optimizers, ZeRO-1/2 allgathers and step ends as
 ** their collectives end (see above). */
 static gboolean drain(Train *t, GError **err) {
   const uint32_t n = t->nranks, nq = t->tp * t->dp;
   const bool zero12 = (t->zero == 1 || t->zero == 2) && t->dp > 1;
+  if (!tied(t, err)) return FALSE;
   for (uint32_t r = 0; r < n; r++)
-    if (t->state[r] == RS_OPT && !t->busy[r]) optimizer(t, r);
+    if (t->state[r] == RS_OPT && !t->busy[r] && (!t->emb_bytes || t->emb_done)) optimizer(t, r);
   for (uint32_t s = 0; zero12 && s < t->pp; s++) {
     gboolean all = !t->gathered[s];
     for (uint32_t q = 0; all && q < nq; q++) all = t->state[s * nq + q] == RS_GATHER;
