@@ -4,7 +4,7 @@
 ** the parts it names, exactly; the rest keep the FLOPs model; every bad
 ** table is refused naming the scenario key and the table's file:line:col.
 */
-#include <glib/gstdio.h>
+#include "testscen.h"
 #include "testtrain.h"
 
 static char *dir;
@@ -12,15 +12,7 @@ static char *dir;
 static void setup(void) { dir = g_dir_make_tmp("fabsim-table-XXXXXX", NULL); }
 
 static void teardown(void) {
-  GDir *d = g_dir_open(dir, 0, NULL);
-  const char *n;
-  while (d && (n = g_dir_read_name(d))) {
-    char *f = g_build_filename(dir, n, NULL);
-    g_unlink(f);
-    g_free(f);
-  }
-  if (d) g_dir_close(d);
-  g_rmdir(dir);
+  testscen_rm_dir(dir);
   g_free(dir);
 }
 

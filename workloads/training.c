@@ -49,6 +49,9 @@
 ** tp-cp-ep-dp-pp; train_groups.c). Groups (all on one stage):
 **   tp   same dp_i;                  ep   dp_i = g ep + e, e = 0..ep-1
 **   dp   same tp_i, all dp_i;        edp  same tp_i, same dp_i % ep
+**   cp   same tp_i, dp_i = g cp + c, c = 0..cp-1
+**   emb  (tied embeddings, pp > 1) the same (tp_i, dp_i) on the first and
+**        last stage, once a step before the optimizer (tied())
 ** Expert parameters (ep > 1) are sharded E/ep per rank and their gradients
 ** reduced over edp (dp/ep ranks); all other gradients over dp.
 **
