@@ -41,6 +41,7 @@ Test(train_table, measured_parts_replace_flops_exactly) {
     cr_assert_eq(fab_dag_op(g.d, c[i])->dur, want[i], "op %u: %llu ps", i, (unsigned long long)fab_dag_op(g.d, c[i])->dur);
   done(&g);
   g_free(y);
+  g_free(path);
   /* only attention measured: the MLP keeps FLOPs / rate (2 x 128 x 2hf = 8388608 FLOPs at 0.5e12: 16777216 ps),
   ** and the optimizer its memory traffic (2 x 49152 x 28 B at 1 TB/s) */
   y = with_table("attention,forward,10us\nattention,backward,25us\n", TINY_MODEL, "{}", &path);
@@ -51,6 +52,7 @@ Test(train_table, measured_parts_replace_flops_exactly) {
   cr_assert_eq(fab_dag_op(g.d, c[4])->dur, 2752512);
   done(&g);
   g_free(y);
+  g_free(path);
   /* tp 2: the times are a rank's at the job's parallelism, not divided again; the parts now apart */
   y = with_table("attention,forward,10us\nattention,backward,25us\nmlp,forward,7us\nmlp,backward,12us\n", TINY_MODEL,
                  "{tp: 2}", &path);
@@ -60,6 +62,7 @@ Test(train_table, measured_parts_replace_flops_exactly) {
   for (uint32_t i = 0; i < 8; i++) cr_assert_eq(fab_dag_op(g.d, c[i])->dur, tp2[i], "op %u", i);
   done(&g);
   g_free(y);
+  g_free(path);
   /* cp 2: the measured attention is cut as its FLOPs are (projections, 2 ring pieces, output projection), and
   ** its pieces still add up to the table's time */
   y = with_table("attention,forward,10us\nattention,backward,25us\n", TINY_MODEL, "{cp: 2}", &path);
