@@ -99,7 +99,7 @@ gboolean fab_train__read_table(const char *path, TrainTable *tb, GError **err) {
   gboolean ok = TRUE;
   if (memchr(text, '\0', len)) ok = tfail(err, path, 1, 1, "a NUL byte: not a CSV file");
   char **lines = g_strsplit(text, "\n", -1);
-  uint32_t rows = 0;
+  bool first = true; /* the first row may be the header */
   for (uint32_t i = 0; ok && lines[i]; i++) {
     char *hash = strchr(lines[i], '#');
     if (hash) *hash = '\0';
@@ -107,12 +107,9 @@ gboolean fab_train__read_table(const char *path, TrainTable *tb, GError **err) {
     char *f[3];
     size_t col[3];
     ok = split_row(lines[i], path, i + 1, f, col, err);
-    if (ok && !rows && g_str_equal(f[0], "part") && g_str_equal(f[1], "pass") && g_str_equal(f[2], "time")) {
-      rows++;
-      continue;
-    }
-    if (ok) ok = read_row(f, col, path, i + 1, tb, err);
-    rows++;
+    bool header = ok && first && g_str_equal(f[0], "part") && g_str_equal(f[1], "pass") && g_str_equal(f[2], "time");
+    first = false;
+    if (ok && !header) ok = read_row(f, col, path, i + 1, tb, err);
   }
   bool any = false;
   for (int p = 0; p < TT_NPART; p++) any |= tb->ps[p][0] || tb->ps[p][1];

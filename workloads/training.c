@@ -619,9 +619,12 @@ static gboolean tied(Train *t, GError **err) {
   for (uint32_t q = 0; q < nq; q++)
     if (t->state[q] != RS_OPT || t->busy[q] || t->state[last + q] != RS_OPT || t->busy[last + q]) return TRUE;
   uint32_t *from = g_new(uint32_t, t->nranks);
-  for (uint32_t q = 0; q < nq; q++)
-    for (uint32_t r = q; r <= last + q; r += last) /* q and last + q: what the optimizer waits for so far */
-      from[r] = mark(t, r, FAB_MARK_JOIN, (const uint32_t *)t->pending[r]->data, t->pending[r]->len);
+  for (uint32_t q = 0; q < nq; q++) { /* each pair enters after what its optimizers wait for so far */
+    const uint32_t pair[2] = {q, last + q};
+    for (int i = 0; i < 2; i++)
+      from[pair[i]] = mark(t, pair[i], FAB_MARK_JOIN, (const uint32_t *)t->pending[pair[i]]->data,
+                           t->pending[pair[i]]->len);
+  }
   gboolean ok = coll(t, GK_EMB, 0, FAB_COLL_ALLREDUCE, t->emb_bytes, fab_train__tags[TAG_EMB], from, NULL,
                      t->pending, err);
   g_free(from);
