@@ -669,6 +669,27 @@ Test(gpu, intra_node_transfer_is_nvlink_latency_plus_bytes_over_rate) {
   testscen_done(sc, &res);
 }
 
+/* A GPU's NVLink port stops once its credits fall below one unit, so the unit must be its largest packet: a full
+** NVLS segment, ceil(65536 / 0.85) + 16 = 77118 wire bytes on Hopper, not a plain one's 65552. With the plain one,
+** an MoE all-to-all beside an NVLS allreduce once sent a segment on 65552..77117 bytes of credit and aborted. */
+Test(gpu, the_nvlink_credit_unit_is_the_largest_packet) {
+  FabScenario *sc = testscen_load(dgx2, NULL);
+  FabTopology *t = fab_topology_build(&sc->fabric);
+  cr_assert_not_null(t);
+  for (uint32_t i = 0; i < 16; i++) {
+    cr_assert(t->nics[i].nvl.credit_fc);
+    cr_assert_eq(t->nics[i].nvl.credit_unit, 77118, "gpu %u: unit %u", i, t->nics[i].nvl.credit_unit);
+  }
+  fab_topology_free(t);
+  testscen_done(sc, NULL);
+  const char *off[] = {"cluster.nvlink.nvls=false", NULL}; /* no NVLS: the plain packet is the largest */
+  sc = testscen_load(dgx2, off);
+  t = fab_topology_build(&sc->fabric);
+  cr_assert_eq(t->nics[0].nvl.credit_unit, 65552);
+  fab_topology_free(t);
+  testscen_done(sc, NULL);
+}
+
 Test(gpu, smaller_segments_cost_events_not_accuracy) {
   const char *sets[] = {"cluster.nvlink.segment=4KiB", NULL};
   FabScenario *a = testscen_load(dgx2, NULL), *b = testscen_load(dgx2, sets);
