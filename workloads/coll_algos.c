@@ -525,7 +525,7 @@ void fab_coll__pairwise(Ex *x, uint64_t bytes) {
     for (uint32_t c = 0; c < C; c++)
       for (uint32_t i = 0; i < n; i++) {
         uint32_t to = (i + k) % n;
-        uint64_t b = fab_coll__part(x, fab_coll__part(x, bytes, n, to), C, c);
+        uint64_t b = fab_coll__part(x, fab_coll__a2a_block(x, bytes, i, to), C, c);
         if (b == 0) continue;
         unsigned first = F_READY | (k == 1 ? F_LAUNCH : 0);
         x->chan = c;
@@ -581,7 +581,7 @@ void fab_coll__ce(Ex *x, uint64_t bytes, bool a2a) {
     copies[i] = buf + (size_t)i * (n - 1);
     for (uint32_t k = 1; k < n && !x->over; k++) {
       uint32_t j = (i + k) % n;
-      uint64_t b = fab_coll__part(x, bytes, n, a2a ? j : i);
+      uint64_t b = a2a ? fab_coll__a2a_block(x, bytes, i, j) : fab_coll__part(x, bytes, n, i);
       if (b) copies[i][nc[i]++] = fab_coll__flow(x, i, j, b, 0, &x->ready[i], 1);
     }
   }

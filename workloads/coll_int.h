@@ -213,6 +213,8 @@ uint64_t fab_coll__default_chunk(Ex *x, const Topo *t);
 /* The ops of an expansion (collective.c). */
 uint64_t fab_coll__part(const Ex *x, uint64_t total, uint64_t parts, uint64_t i);
 uint32_t fab_coll__chans(const Ex *x, uint64_t bytes, uint64_t parts);
+/* All-to-all: what rank i sends rank j of `bytes` (FabCollSpec.counts, or its n-th part). */
+uint64_t fab_coll__a2a_block(const Ex *x, uint64_t bytes, uint32_t i, uint32_t j);
 bool fab_coll__same_domain(const FabCollEnv *env, uint32_t a, uint32_t b);
 fab_time_t fab_coll__us_ps(double us);
 fab_time_t fab_coll__step_lat(const Ex *x, uint32_t s, uint32_t r, int row, unsigned flags);

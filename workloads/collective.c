@@ -193,6 +193,10 @@ uint64_t fab_coll__part(const Ex *x, uint64_t total, uint64_t parts, uint64_t i)
   return (q + (i < r)) * x->unit;
 }
 
+uint64_t fab_coll__a2a_block(const Ex *x, uint64_t bytes, uint32_t i, uint32_t j) {
+  return x->c->counts ? x->c->counts[(size_t)i * x->n + j] : fab_coll__part(x, bytes, x->n, j);
+}
+
 /* Channels for `bytes` split `parts` ways per channel: never a channel whose
 ** parts are all empty. */
 uint32_t fab_coll__chans(const Ex *x, uint64_t bytes, uint64_t parts) {
@@ -475,7 +479,12 @@ static double estimate(const Ex *x, uint32_t G, uint32_t L) {
     for (uint32_t d = 1; d < x->n; d <<= 1) f += n * pcs(x, MIN(d, x->n - d) * (S / n + u), C);
     break;
   case FAB_ALGO_PAIRWISE:
-    f = n * (n - 1) * pcs(x, S / n + u, C);
+    if (!x->c->counts) f = n * (n - 1) * pcs(x, S / n + u, C);
+    for (uint32_t i = 0; x->c->counts && i < x->n; i++)
+      for (uint32_t j = 0; j < x->n; j++) {
+        double b = (double)x->c->counts[(size_t)i * x->n + j];
+        f += i != j && b > 0 ? pcs(x, b + u, C) : 0;
+      }
     break;
   case FAB_ALGO_CE:
     f = 3 * n * (n - 1); /* flags, copies, flags */
@@ -507,6 +516,12 @@ static gboolean check(const Ex *x, const Topo *t, const Groups *nodes, const Gro
   const char *an = fab_coll_algo_names[a], *pn = fab_proto_names[x->proto];
   if (op == FAB_COLL_ALL_TO_ALL && a != FAB_ALGO_PAIRWISE && a != FAB_ALGO_CE)
     return fail(err, "all-to-all runs the pairwise algorithm (or ce, NCCL's copy engines) only (not %s)", an);
+  if (x->c->counts && op != FAB_COLL_ALL_TO_ALL)
+    return fail(err, "per-rank counts are for all-to-all only (not %s)", fab_coll_op_names[op]);
+  for (size_t i = 0; x->c->counts && i < (size_t)x->n * x->n; i++)
+    if (x->c->counts[i] % x->unit)
+      return fail(err, "all-to-all count %" G_GUINT64_FORMAT " (rank %zu to %zu) is not a whole number of %u-byte "
+                  "elements", x->c->counts[i], i / x->n, i % x->n, x->unit);
   if (op == FAB_COLL_SEND_RECV && a != FAB_ALGO_RING)
     return fail(err, "send-recv runs with algorithm auto or ring (not %s)", an);
   switch (a) {
@@ -689,6 +704,7 @@ struct FabCollGen {
   Ex x;
   Groups nodes, dom;
   uint32_t *all, *end, *ranks;
+  uint64_t *counts; /* c.counts' copy */
   Ring ring;
   bool ringing;   /* a ring made layer by layer */
   bool done;      /* every op made, the END marks too */
@@ -705,6 +721,7 @@ void fab_coll_gen_free(FabCollGen *g) {
   g_free(g->all);
   g_free(g->end);
   g_free(g->ranks);
+  g_free(g->counts);
   g_free(g->x.ready);
   if (g->x.meta) g_array_free(g->x.meta, TRUE);
   if (g->x.residue) g_array_free(g->x.residue, TRUE);
@@ -826,6 +843,7 @@ FabCollGen *fab_coll_begin(FabDag *d, const FabCollEnv *env, const FabCollSpec *
   g->c = *c;
   g->ranks = g_memdup2(c->ranks, sizeof(uint32_t) * n); /* the caller's array may be its scratch (training.c) */
   g->c.ranks = g->ranks;
+  if (c->counts) g->counts = g_memdup2(c->counts, sizeof(uint64_t) * n * n), g->c.counts = g->counts;
   env = &g->env;
   c = &g->c;
   FabCollSpec s = *c;

@@ -181,6 +181,9 @@ typedef struct FabCollSpec {
   bool cta_zero;            /* NCCL_CTA_POLICY=ZERO with symmetric-registered buffers (nccl-tests -x 2 -R 2):
                             ** allgather and all-to-all inside one NVLink domain run on the copy engines (ce),
                             ** whatever the algorithm, as NCCL takes that path before any algorithm choice */
+  const uint64_t *counts;   /* all-to-all only, or NULL: the bytes rank i sends rank j at [i nranks + j] (NCCL's
+                            ** alltoallv as grouped sends: MoE dispatch with imbalanced experts); the diagonal is
+                            ** not sent; bytes stays the size the tuner sizes by. NULL: bytes / nranks each */
   uint32_t def1;            /* 0: the expansion defines its FabCollDef; else the index + 1 of one defined before
                             ** with the same choices (an nccl-tests sweep made as it runs lists every collective
                             ** from the start) */

@@ -16,6 +16,8 @@
 typedef struct ModelIn {
   const FabCfgNode *params;
   uint64_t layers, hidden, ffn, heads, kv_heads, seq, micro_batch, global_batch, experts, top_k, moe_every;
+  double moe_skew;     /* expert popularity: the i-th most popular expert's share ~ 1 / i^moe_skew (0: balanced) */
+  double moe_cap;      /* moe_capacity_factor: tokens an expert takes from a rank, x its even share (0: no limit) */
   uint64_t vocab;      /* 0: no embeddings, output layer or loss */
   bool tie;            /* tie_embeddings: the output layer is the embedding table */
   int dtype;
@@ -55,6 +57,7 @@ typedef struct Seg {
   int kind;
   double flops;   /* SEG_COMPUTE, SEG_CP, SEG_CPB */
   uint64_t bytes; /* collectives */
+  double moe;     /* SEG_COMPUTE: the experts' part of flops with even routing (a rank's is x its load) */
 } Seg;
 
 #define MAX_SEGS 32 /* forward: a layer's 11 (sequence and context parallel), the embedding's, the logits' 2 and the
@@ -142,6 +145,18 @@ typedef struct Train {
   uint32_t *opt;       /* per rank: this step's optimizer op */
   uint8_t *gathered;   /* per stage: its ZeRO-1/2 allgathers begun */
   double est;          /* about how many ops the job makes */
+  /* MoE routing (train_moe.c): uneven with moe_skew or a capacity factor, else even (moe_n NULL) */
+  uint64_t seed, stream;
+  uint32_t E, k_top, moe_every; /* experts, top_k, MoE layers' spacing */
+  uint64_t tok;        /* token slots a rank routes per MoE layer and microbatch (its tokens x top_k) */
+  uint64_t tok_bytes;  /* one token's activation: h B */
+  uint64_t *moe_n;     /* [E] token slots from each rank to the i-th most popular expert (capacity applied) */
+  uint32_t *perm;      /* [E] scratch: the i-th most popular expert */
+  uint64_t *moe_tok;   /* [dp / ep replicas x ep]: token slots each rank of a replica's ep group sends to rank e
+                       ** in the block's MoE layers (all its ranks route alike) */
+  double *load;        /* per job rank: its expert compute in the block, x the even share (1: even) */
+  uint64_t *a2a;       /* scratch: ep x ep counts */
+  int a2a_dir;         /* the all-to-all being made: 0 dispatch (to the experts), 1 combine (back) */
   FabCollEnv envc;     /* env is this copy: a job made as the run goes outlives what it was read with */
 } Train;
 
@@ -170,6 +185,14 @@ gboolean fab_train__configure(Train *t, const FabTrainIn *inp, const FabCfgNode 
 void fab_train__plan(Train *t, const ModelIn *mi, const Shape *sh, uint32_t G);
 /* What explain says of the job (owned by the caller). */
 char *fab_train__note(const Train *t, const ModelIn *mi, const Shape *sh);
+/* MoE routing (train_moe.c). Set up t's routing from mi (nothing when even); FALSE + err when it cannot be. */
+gboolean fab_train__moe_setup(Train *t, const ModelIn *mi, const Shape *sh, const FabCfgNode *model, GError **err);
+/* Draw the routing of block k of stage s, microbatch j, this step: t->moe_tok and t->load. */
+void fab_train__moe_draw(Train *t, uint32_t s, uint32_t k, uint32_t j);
+/* The counts of ep group g's all-to-all in direction t->a2a_dir (FabCollSpec.counts), NULL: even. */
+const uint64_t *fab_train__moe_counts(Train *t, uint32_t g);
+/* What explain says of the routing (nothing when even). */
+void fab_train__moe_note(const Train *t, double skew, double cap, GString *s);
 /* Free what t holds (not t). */
 void fab_train__free(Train *t);
 

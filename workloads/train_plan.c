@@ -100,6 +100,8 @@ static const FabCfgKey model_schema[] = {
   FAB_CFG_KEY("experts", FAB_CFG_UINT, ModelIn, experts, .def = "0", .min = 0, .max = 1e6),
   FAB_CFG_KEY("top_k", FAB_CFG_UINT, ModelIn, top_k, .def = "2", .min = 1, .max = 1e3),
   FAB_CFG_KEY("moe_every", FAB_CFG_UINT, ModelIn, moe_every, .def = "1", .min = 1, .max = 1e6),
+  FAB_CFG_KEY("moe_skew", FAB_CFG_DOUBLE, ModelIn, moe_skew, .def = "0", .min = 0, .max = 10),
+  FAB_CFG_KEY("moe_capacity_factor", FAB_CFG_DOUBLE, ModelIn, moe_cap, .def = "0", .min = 0, .max = 1e6),
   FAB_CFG_KEY("vocab", FAB_CFG_UINT, ModelIn, vocab, .def = "0", .min = 0, .max = 1e8),
   FAB_CFG_KEY("mlp", FAB_CFG_ENUM, ModelIn, mlp, .def = "gelu", .choices = mlp_names),
   FAB_CFG_KEY("preset", FAB_CFG_ENUM, ModelIn, preset, .def = "none", .choices = preset_names),
@@ -287,6 +289,22 @@ static void bucket_block(Train *t, const ModelIn *mi, const Shape *sh, uint32_t 
   }
 }
 
+/* Stage st's buckets of each stream, in backward order. */
+static void plan_buckets(Train *t, const ModelIn *mi, const Shape *sh, uint32_t G, uint32_t st) {
+  for (int i = 0; i < NSTREAMS; i++) {
+    GArray *bl = g_array_new(FALSE, FALSE, sizeof(Bucket));
+    t->buckets[st * NSTREAMS + i] = bl;
+    uint64_t acc = 0, total = 0;
+    for (uint32_t k = 0; k < t->nb; k++) total += t->blk[st * t->nb + k].gbytes[i];
+    if (total / t->bucket > MAX_OPS) { /* reported by the caller; do not build billions */
+      t->too_many_buckets = TRUE;
+      continue;
+    }
+    for (uint32_t k = t->nb; k-- > 0;) bucket_block(t, mi, sh, G, st, k, i, bl, &acc);
+    if (acc) g_array_append_val(bl, ((Bucket){0, G, 1, acc}));
+  }
+}
+
 /* Per stage and block: segments, parameters, gradient bytes; buckets. */
 void fab_train__plan(Train *t, const ModelIn *mi, const Shape *sh, uint32_t G) {
   const double h = (double)sh->hidden, f = (double)sh->ffn, s = (double)mi->seq, b = (double)mi->micro_batch;
@@ -319,6 +337,9 @@ void fab_train__plan(Train *t, const ModelIn *mi, const Shape *sh, uint32_t G) {
                                                     fac[TT_MOE][0]) / tp;
       double mlpb = 2 * tokens * sh->mlpm * h * f * (ndense * fac[TT_MLP][1] + (double)nmoe * (double)mi->top_k *
                                                      fac[TT_MOE][1]) / tp;
+      /* the experts' part of them (a rank's share of it follows its routing: train_moe.c) */
+      const double xf = 2 * tokens * sh->mlpm * h * f * (double)nmoe * (double)mi->top_k * fac[TT_MOE][0] / tp;
+      const double xb = 2 * tokens * sh->mlpm * h * f * (double)nmoe * (double)mi->top_k * fac[TT_MOE][1] / tp;
       const double af = fac[TT_ATTN][0], ab = fac[TT_ATTN][1], lf = fac[TT_LOGITS][0], lb = fac[TT_LOGITS][1];
       double p_dense = (G * sh->qkvo * h * h + ndense * sh->mlpm * h * f) / tp;
       double p_exp = nmoe * (double)mi->experts * sh->mlpm * h * f / tp;
@@ -354,7 +375,7 @@ void fab_train__plan(Train *t, const ModelIn *mi, const Shape *sh, uint32_t G) {
       const Seg none = {SEG_TP, 0, 0};
       const Seg fwd[] = {first ? (Seg){red, 0, embb} : none, {SEG_AG, 0, ag}, {SEG_COMPUTE, qkv * af, 0},
                          {SEG_CP, core1 * af, kvb}, {SEG_COMPUTE, out * af, 0}, {red, 0, tpb},
-                         {SEG_EP, 0, epb}, {SEG_AG, 0, ag}, {SEG_COMPUTE, mlp, 0}, {SEG_EP, 0, epb}, {red, 0, tpb},
+                         {SEG_EP, 0, epb}, {SEG_AG, 0, ag}, {SEG_COMPUTE, mlp, 0, xf}, {SEG_EP, 0, epb}, {red, 0, tpb},
                          {SEG_AG, 0, last && t->sp ? embb : 0}, {SEG_COMPUTE, last ? logits * lf / tp : 0, 0},
                          {SEG_TP, 0, last ? lossb : 0}, {SEG_TP, 0, last ? lossb : 0}, {SEG_TP, 0, last ? lossb : 0}};
       /* recompute (Megatron's --recompute-granularity): full runs the block's forward again, its collectives
@@ -370,8 +391,9 @@ void fab_train__plan(Train *t, const ModelIn *mi, const Shape *sh, uint32_t G) {
                          {SEG_AG, 0, full ? ag : 0}, {SEG_COMPUTE, full ? qkv * af : 0, 0},
                          {SEG_CP, full ? core1 * af : 0, full ? kvb : 0}, {SEG_COMPUTE, full ? out * af : 0, 0},
                          {red, 0, full ? tpb : 0}, {SEG_EP, 0, full ? epb : 0}, {SEG_AG, 0, full ? ag : 0},
-                         {SEG_COMPUTE, full ? mlp : 0, 0}, {SEG_EP, 0, full ? epb : 0}, {red, 0, full ? tpb : 0},
-                         {SEG_AG, 0, ag}, {SEG_EP, 0, epb}, {SEG_AGS, 0, ag}, {SEG_COMPUTE, 2 * mlpb, 0},
+                         {SEG_COMPUTE, full ? mlp : 0, 0, full ? xf : 0}, {SEG_EP, 0, full ? epb : 0},
+                         {red, 0, full ? tpb : 0},
+                         {SEG_AG, 0, ag}, {SEG_EP, 0, epb}, {SEG_AGS, 0, ag}, {SEG_COMPUTE, 2 * mlpb, 0, 2 * xb},
                          {SEG_EP, 0, epb}, {red, 0, tpb},
                          {SEG_AG, 0, ag}, {SEG_AGS, 0, cpr ? 0 : ag}, {SEG_COMPUTE, cpr ? 2 * out * ab : 2 * attn * ab + core, 0},
                          {SEG_CPB, cpr ? 2 * core1 * ab + core : 0, kvb}, {SEG_AGS, 0, cpr ? ag : 0},
@@ -384,25 +406,16 @@ void fab_train__plan(Train *t, const ModelIn *mi, const Shape *sh, uint32_t G) {
         uint32_t n = 0;
         for (int i = 0; i < nin; i++) {
           if (in[i].kind != SEG_COMPUTE ? !in[i].bytes : !(in[i].flops > 0)) continue;
-          if (in[i].kind == SEG_COMPUTE && n && out[n - 1].kind == SEG_COMPUTE) out[n - 1].flops += in[i].flops;
-          else out[n++] = in[i];
+          if (in[i].kind == SEG_COMPUTE && n && out[n - 1].kind == SEG_COMPUTE)
+            out[n - 1].flops += in[i].flops, out[n - 1].moe += in[i].moe;
+          else
+            out[n++] = in[i];
         }
         g_assert(n <= MAX_SEGS);
         *(pass ? &bk->nbwd : &bk->nfwd) = n;
       }
     }
-    for (int i = 0; i < NSTREAMS; i++) { /* buckets in backward order */
-      GArray *bl = g_array_new(FALSE, FALSE, sizeof(Bucket));
-      t->buckets[st * NSTREAMS + i] = bl;
-      uint64_t acc = 0, total = 0;
-      for (uint32_t k = 0; k < t->nb; k++) total += t->blk[st * t->nb + k].gbytes[i];
-      if (total / t->bucket > MAX_OPS) { /* reported by the caller; do not build billions */
-        t->too_many_buckets = TRUE;
-        continue;
-      }
-      for (uint32_t k = t->nb; k-- > 0;) bucket_block(t, mi, sh, G, st, k, i, bl, &acc);
-      if (acc) g_array_append_val(bl, ((Bucket){0, G, 1, acc}));
-    }
+    plan_buckets(t, mi, sh, G, st);
   }
 }
 
@@ -456,6 +469,7 @@ char *fab_train__note(const Train *t, const ModelIn *mi, const Shape *sh) {
                                       : "each ready once the layer holding its last byte is done in the last "
                                         "microbatch's backward",
                            t->zero ? "; ZeRO: reduce-scattered, parameters allgathered after the optimizer" : "");
+  fab_train__moe_note(t, mi->moe_skew, mi->moe_cap, s);
   return g_string_free(s, FALSE);
 }
 
@@ -482,6 +496,11 @@ void fab_train__free(Train *t) {
   g_free(t->eps);
   g_free(t->st);
   g_free(t->en);
+  g_free(t->moe_n);
+  g_free(t->perm);
+  g_free(t->moe_tok);
+  g_free(t->load);
+  g_free(t->a2a);
 }
 
 /* kv_heads (grouped-query attention) against heads and tp. */
@@ -591,12 +610,12 @@ gboolean fab_train__configure(Train *t, const FabTrainIn *inp, const FabCfgNode 
       !fab_cfg_apply(in.gpu, wl, gpu_schema, &gi, err))
     return FALSE;
   const FabCfgNode *par = in.parallelism ? in.parallelism : wl;
-  if (!read_parallelism(t, &pi, par, in.model, mi, err)) return FALSE;
+  if (!apply_preset(in.model, mi, err) || !read_parallelism(t, &pi, par, in.model, mi, err)) return FALSE;
   t->edp = t->dp / t->ep;
   t->zero = pi.zero == 4 ? 3 : (uint32_t)pi.zero;
   /* model */
   *G = (uint32_t)in.layer_group;
-  if (!apply_preset(in.model, mi, err) || !check_kv_heads(in.model, mi, t->tp, err)) return FALSE;
+  if (!check_kv_heads(in.model, mi, t->tp, err)) return FALSE;
   if (!mi->seq) return fab_cfg_fail(in.model, err, "missing required key 'seq' (or a preset that gives it)");
   warn_tie(t, in.model, mi);
   if (!check_cp_sp(t, par, mi, err)) return FALSE;
@@ -675,6 +694,8 @@ gboolean fab_train__configure(Train *t, const FabTrainIn *inp, const FabCfgNode 
                         "bytes one transfer can describe", act, most, mi->top_k > 1 ? " and top_k" : "",
                         (double)FAB_BYTES_MAX);
   t->act_bytes = ceil_div(mi->micro_batch * mi->seq * sh->hidden * t->dtype, (uint64_t)t->tp * t->cp);
+  t->seed = in.seed, t->stream = in.stream;
+  if (!fab_train__moe_setup(t, mi, sh, in.model, err)) return FALSE;
   return !in.compute_table || read_compute(t, wl, in.compute_table, mi, err);
 }
 

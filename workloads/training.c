@@ -92,7 +92,8 @@
 ** Approximate: no
 ** interleaved (virtual) pipeline stages; p2p sends do not block the sender;
 ** no cross-stage synchronization before the optimizer (grad-norm, etc.);
-** MoE load is perfectly balanced; blocks of G > 1 layers merge collectives.
+** MoE routing is even unless skewed or capped (train_moe.c: expected shares, not
+** token draws); blocks of G > 1 layers merge collectives.
 ** README's "What the training model leaves out" lists them all.
 */
 #include "train_int.h"
@@ -180,7 +181,8 @@ static gboolean coll_q(Train *t, int gk, uint32_t s, FabCollOp op, uint64_t byte
     }
     FabCollSpec c = {.op = op, .algorithm = t->algo, .protocol = t->proto, .bytes = bytes,
                      .dtype_bytes = t->dtype, .nranks = n, .ranks = t->eps, .channels = t->channels, .chunk = t->chunk,
-                     .job = t->job, .step = t->step, .tag = tag, .start = t->start, .cta_zero = t->cta_zero};
+                     .job = t->job, .step = t->step, .tag = tag, .start = t->start, .cta_zero = t->cta_zero,
+                     .counts = op == FAB_COLL_ALL_TO_ALL ? fab_train__moe_counts(t, g) : NULL};
     GError *e = NULL;
     uint32_t before = fab_dag_len(t->d);
     FabCollGen *cg = fab_coll_begin(t->d, t->env, &c, t->st, !to && collect, &e);
@@ -330,38 +332,51 @@ static guint backward_cuts(Train *t, uint32_t s, uint32_t k) {
   return t->cuts->len;
 }
 
-/* One compute op of dur on every rank of stage s (base, nq ranks). */
-static void compute_op(Train *t, uint32_t base, uint32_t nq, gboolean fwd, fab_time_t dur) {
+/* A rank's time for flops of which moe are the experts' (its share of them follows its routing: train_moe.c). */
+static fab_time_t rank_ps(const Train *t, uint32_t r, double flops, double moe) {
+  return compute_ps(t, t->load && moe > 0 ? flops + moe * (t->load[r] - 1) : flops);
+}
+
+/* One compute op on every rank of stage s (base, nq ranks): the part from
+** lo to hi of a compute of flops (moe of them the experts'), each rank's
+** cut at the same fraction of its own time. */
+static void compute_op(Train *t, uint32_t base, uint32_t nq, gboolean fwd, double flops, double moe, double lo,
+                       double hi) {
   for (uint32_t q = 0; q < nq; q++) {
     uint32_t r = base + q;
+    fab_time_t d = rank_ps(t, r, flops, moe);
+    fab_time_t from = lo <= 0 ? 0 : (fab_time_t)llround((double)d * lo / flops);
+    fab_time_t to = hi >= flops ? d : (fab_time_t)llround((double)d * hi / flops);
     uint32_t deps[4] = {t->tail[r], t->x[0][r], t->x[1][r], t->x[2][r]};
     FabOp o = {.kind = FAB_OP_COMPUTE, .mark = fwd ? FAB_PHASE_FWD : FAB_PHASE_BWD, .job = t->job, .step = t->step,
-               .src = t->ranks[r], .dst = t->ranks[r], .coll = -1, .start = t->start, .dur = dur};
+               .src = t->ranks[r], .dst = t->ranks[r], .coll = -1, .start = t->start, .dur = to - from};
     t->tail[r] = t->lastc[r] = fab_dag_add(t->d, &o, deps, 4);
     t->x[0][r] = t->x[1][r] = t->x[2][r] = FAB_OP_NONE;
   }
 }
 
-/* Compute segment seg of block k's last backward, from a to a + seg FLOPs
+/* Compute segment sg of block k's last backward, from a to a + sg->flops
 ** of the block's backward compute (of total): cut where t->cuts' layers
 ** end (*next: the first cut not yet passed), each part followed by the
 ** buckets its layers made ready. The parts' durations add up to the
 ** segment's. */
-static gboolean backward_split(Train *t, uint32_t s, uint32_t k, double a, double flops, double total, guint *next,
+static gboolean backward_split(Train *t, uint32_t s, uint32_t k, double a, const Seg *sg, double total, guint *next,
                                GError **err) {
   const uint32_t nq = t->tp * t->dp;
-  const fab_time_t dur = compute_ps(t, flops);
+  const double flops = sg->flops;
+  const fab_time_t dur = compute_ps(t, flops); /* where the cuts fall decides the ops (every rank alike) */
   fab_time_t at = 0;
+  double lo = 0;
   for (; *next < t->cuts->len; ++*next) {
     const Bucket *c = &g_array_index(t->cuts, Bucket, *next);
     double x = c->frac * total - a;
     if (x > flops) break;
     fab_time_t to = x <= 0 ? 0 : (fab_time_t)llround((double)dur * x / flops);
-    compute_op(t, s * nq, nq, FALSE, to - at);
-    at = to;
+    compute_op(t, s * nq, nq, FALSE, flops, sg->moe, lo, x <= 0 ? 0 : x);
+    at = to, lo = x <= 0 ? 0 : x;
     if (!buckets(t, s, k, c->layer, err)) return FALSE;
   }
-  if (at < dur || !at) compute_op(t, s * nq, nq, FALSE, dur - at);
+  if (at < dur || !at) compute_op(t, s * nq, nq, FALSE, flops, sg->moe, lo, flops);
   return TRUE;
 }
 
@@ -381,7 +396,7 @@ static inline bool is_ring(const Seg *sg) { return sg->kind == SEG_CP || sg->kin
 static gboolean ring(Train *t, uint32_t s, const Seg *sg, gboolean fwd, GError **err) {
   const uint32_t nq = t->tp * t->dp, base = s * nq;
   const char *tag = fab_train__tags[TAG_CP];
-  const fab_time_t piece = compute_ps(t, sg->flops / t->cp);
+  const double piece = sg->flops / t->cp;
   uint32_t *kv = t->ring[0], *dkv = t->ring[1];
   for (uint32_t q = 0; q < nq; q++) {
     absorb(t, base + q);
@@ -393,7 +408,7 @@ static gboolean ring(Train *t, uint32_t s, const Seg *sg, gboolean fwd, GError *
       if (!coll(t, GK_CP, s, FAB_COLL_SEND_RECV, sg->bytes, tag, kv, kv, NULL, err)) return FALSE;
       for (uint32_t q = 0; q < nq; q++) t->x[2][base + q] = kv[base + q];
     }
-    compute_op(t, base, nq, fwd, piece);
+    compute_op(t, base, nq, fwd, piece, 0, 0, piece);
     if (sg->kind != SEG_CPB) continue;
     for (uint32_t q = 0; q < nq; q++) { /* the gradient hop leaves after this piece and the one before it */
       uint32_t r = base + q, deps[2] = {t->tail[r], dkv[r]};
@@ -435,6 +450,8 @@ static gboolean item(Train *t, uint32_t s, gboolean fwd, uint32_t j, GError **er
       if (n + 1 < t->nb && !gather(t, s, fwd ? k + 1 : k - 1, err)) return FALSE;
     }
     const Seg *seg = fwd ? b->fwd : b->bwd;
+    fab_train__moe_draw(t, s, k, j); /* this block's routing of microbatch j (uneven routing only) */
+    uint32_t nep = 0; /* the block's all-to-alls: the first to the experts, the next back (each pass) */
     const gboolean ready = !fwd && !zero3 && t->overlap && j + 1 == t->m && t->dp > 1; /* its buckets ready */
     guint ncut = ready ? backward_cuts(t, s, k) : 0, next = 0;
     double a = 0, total = 0;
@@ -444,15 +461,16 @@ static gboolean item(Train *t, uint32_t s, gboolean fwd, uint32_t j, GError **er
       FabCollOp op;
       const char *tag;
       if (seg[i].kind == SEG_COMPUTE && ncut) {
-        if (!backward_split(t, s, k, a, seg[i].flops, total, &next, err)) return FALSE;
+        if (!backward_split(t, s, k, a, &seg[i], total, &next, err)) return FALSE;
         a += seg[i].flops;
       } else if (seg[i].kind == SEG_COMPUTE) {
-        compute_op(t, base, nq, fwd, compute_ps(t, seg[i].flops));
+        compute_op(t, base, nq, fwd, seg[i].flops, seg[i].moe, 0, seg[i].flops);
       } else if (is_ring(&seg[i])) { /* a cut inside it is taken at the next compute's start */
         if (!ring(t, s, &seg[i], fwd, err)) return FALSE;
         a += seg[i].flops;
       } else {
         fab_train__seg_coll(seg[i].kind, &gk, &op, &tag);
+        if (seg[i].kind == SEG_EP) t->a2a_dir = (int)(nep++ % 2);
         if (!coll(t, gk, s, op, seg[i].bytes, tag, t->tail, seg[i].kind == SEG_AGS ? t->side : t->tail, NULL, err))
           return FALSE;
       }

@@ -66,6 +66,7 @@ typedef struct FabTrainIn {
   int algorithm, protocol;                    /* FabCollAlgo, FabProto of every collective */
   int cta_policy;                             /* 1: zero (FabCollSpec.cta_zero) */
   const char *compute_table;                  /* measured compute times (CSV, near the scenario), or NULL */
+  uint64_t seed, stream;                      /* not keys: the scenario seed and the job's stream (MoE routing) */
 } FabTrainIn;
 
 /* The training job's schema (fab_job_prefix spliced in first). */

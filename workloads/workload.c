@@ -621,7 +621,9 @@ static gboolean read_training(const FabTrainIn *in, const FabCfgNode *wl, const 
                               const Job *j, Unfold **pending, GError **err) {
   FabTrainGpu gpu = {env->gpu_flops, env->gpu_eff, env->gpu_mem_bps};
   Unfold tu = {.ops0 = fab_dag_len(d), .at = wl};
-  tu.tg = fab_training_begin(in, wl, d, &env->coll, j->ep, j->n, j->id, &gpu, TRUE, err);
+  FabTrainIn tin = *in;
+  tin.seed = env->seed, tin.stream = fab_rng_stream_of2("moe", g_array_index(d->jobs, FabJobDef, j->id).name); /* MoE routing draws */
+  tu.tg = fab_training_begin(&tin, wl, d, &env->coll, j->ep, j->n, j->id, &gpu, TRUE, err);
   if (!tu.tg) return FALSE;
   if (!fab_training_gen_unfolds(tu.tg)) { /* made whole now, capped */
     int more = fab_training_gen_more(tu.tg, UINT32_MAX, err);
