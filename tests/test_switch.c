@@ -772,6 +772,22 @@ Test(switch, routing_per_tier) {
     cr_assert_eq(fab_switch_cfg(t->switches[s])->routing, FAB_ROUTE_ECMP);
   fab_topology_free(t);
   fab_scenario_free(sc);
+  /* rail-only: its one tier is the rails (a spine tier it lacks is refused) */
+  sc = testscen_load("name: t\ncluster: {node: dgx-h100, nodes: 2}\n"
+                     "fabric: {topology: {kind: rail-only}, link: {bandwidth: 400Gbps},\n"
+                     "  switch: {routing_per_tier: {rail: flowlet}}}\n"
+                     "workload: {kind: collective, op: allreduce, size: 1MiB}\n", NULL);
+  t = fab_topology_build(&sc->fabric);
+  cr_assert_eq(t->nnet, 8, "8 rail switches (%u)", t->nnet);
+  for (uint32_t s = 0; s < t->nswitches; s++)
+    cr_assert_eq(fab_switch_cfg(t->switches[s])->routing, s < t->nnet ? FAB_ROUTE_FLOWLET : FAB_ROUTE_ECMP,
+                 "%s", fab_switch_name(t->switches[s]));
+  fab_topology_free(t);
+  fab_scenario_free(sc);
+  testscen_expect_error("name: t\ncluster: {node: dgx-h100, nodes: 2}\n"
+                        "fabric: {topology: {kind: rail-only}, switch: {routing_per_tier: {spine: adaptive}}}\n"
+                        "workload: {kind: collective, op: allreduce, size: 1MiB}\n", NULL, "test.yaml:3:",
+                        "no tier 'spine' in a rail-only fabric: its switch tiers are rail");
   uint64_t r1, r2;
   fab_time_t t1 = testscen_permutation_twice((const char *const[]){"fabric.switch.routing_per_tier={leaf: adaptive}",
                                                           "cluster.nic.reliability=selective", NULL}, &r1);
