@@ -30,7 +30,19 @@
 #include "train_int.h"
 #include "sim/rng.h"
 #include <math.h>
+#include <stdlib.h>
 #include <string.h>
+
+typedef struct Rem {
+  double f;   /* what rounding down left of an expert's slots */
+  uint32_t i; /* its popularity rank */
+} Rem;
+
+static int by_remainder(const void *a, const void *b) {
+  const Rem *x = a, *y = b;
+  if (x->f != y->f) return x->f > y->f ? -1 : 1;
+  return x->i < y->i ? -1 : x->i > y->i;
+}
 
 /* The slots from one rank to the i-th most popular expert, into t->moe_n. */
 static void shares(Train *t, double skew, double cap) {
@@ -43,16 +55,14 @@ static void shares(Train *t, double skew, double cap) {
     p[i] = top, left -= top, wl -= w[i];
   for (uint32_t j = i; j < E; j++) p[j] = left * w[j] / wl;
   uint64_t given = 0;
-  for (uint32_t j = 0; j < E; j++) t->moe_n[j] = (uint64_t)floor(p[j] * (double)t->tok), given += t->moe_n[j];
-  while (given < t->tok) { /* the largest remainder, the more popular first */
-    uint32_t best = 0;
-    double bf = -1;
-    for (uint32_t j = 0; j < E; j++) {
-      double f = p[j] * (double)t->tok - (double)t->moe_n[j];
-      if (f > bf + 1e-12) bf = f, best = j;
-    }
-    t->moe_n[best]++, given++;
+  Rem *rem = g_new(Rem, E);
+  for (uint32_t j = 0; j < E; j++) {
+    t->moe_n[j] = (uint64_t)floor(p[j] * (double)t->tok), given += t->moe_n[j];
+    rem[j] = (Rem){p[j] * (double)t->tok - (double)t->moe_n[j], j};
   }
+  qsort(rem, E, sizeof *rem, by_remainder); /* the largest remainders, the more popular first */
+  for (uint32_t j = 0; given < t->tok && j < E; j++) t->moe_n[rem[j].i]++, given++;
+  g_free(rem);
   if (cap > 0) {
     uint64_t most = (uint64_t)ceil((double)t->tok / E * cap);
     for (uint32_t j = 0; j < E; j++) t->moe_n[j] = MIN(t->moe_n[j], most);
