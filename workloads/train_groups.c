@@ -121,9 +121,10 @@ gboolean fab_train__coll_ops(Train *t, double *ops, GError **err) {
   double one;
   const double steps = t->steps;
   *ops = 0;
-  for (uint32_t s = 0; ok && s < t->pp; s++) {
+  for (uint32_t v = 0; ok && v < t->nv; v++) { /* virtual stages; their ranks are stage s's */
+    const uint32_t s = v % t->pp;
     for (uint32_t k = 0; ok && k < t->nb; k++) {
-      const Block *b = &t->blk[s * t->nb + k];
+      const Block *b = &t->blk[v * t->nb + k];
       for (int pass = 0; ok && pass < 2; pass++) {
         const Seg *seg = pass ? b->bwd : b->fwd;
         for (uint32_t i = 0; ok && i < (pass ? b->nbwd : b->nfwd); i++) {
@@ -147,7 +148,7 @@ gboolean fab_train__coll_ops(Train *t, double *ops, GError **err) {
       }
     }
     for (int st = 0; ok && t->dp > 1 && t->zero != 3 && st < NSTREAMS; st++) { /* the buckets, once a step */
-      GArray *bl = t->buckets[s * NSTREAMS + st];
+      GArray *bl = t->buckets[v * NSTREAMS + st];
       int gk = stream_group(st);
       for (guint i = 0; ok && i < bl->len; i++) {
         uint64_t bytes = g_array_index(bl, Bucket, i).bytes;

@@ -94,6 +94,9 @@ typedef struct Train {
                        /* dp: the ranks of a stage with the same tp_i (data x context parallel, cp_i fastest), over
                        ** which the gradients are reduced, as Megatron's data-parallel group with context parallelism */
   uint32_t cp, dpn;    /* context parallel ranks, data parallel replicas (dp = cp x dpn) */
+  uint32_t vpp, nv;    /* model chunks per stage (interleaved 1F1B; 1: plain 1F1B) and virtual stages pp x vpp:
+                       ** virtual stage v = c pp + s is chunk c of stage s (Megatron's layout), and blocks, buckets,
+                       ** pp flows and the items' done flags go by virtual stage, ranks and communicators by stage */
   bool sp;             /* sequence parallelism: TP allgathers and reduce-scatters, not allreduces */
   uint64_t emb_bytes;  /* tied embeddings on pp > 1 stages: the table's gradient per rank, allreduced between the
                        ** first and last stage before the optimizer (training.c: tied()); 0: none */
@@ -113,8 +116,8 @@ typedef struct Train {
   bool cta_zero;
   uint32_t channels;
   uint64_t chunk;      /* bytes per pipelined piece of a collective; 0: the protocol's */
-  Block *blk;          /* [pp * nb] */
-  GArray **buckets;    /* [pp * NSTREAMS] of Bucket */
+  Block *blk;          /* [nv * nb]: nb blocks per virtual stage */
+  GArray **buckets;    /* [nv * NSTREAMS] of Bucket: each model chunk's own (Megatron wraps each in its DDP) */
   GArray *cuts;        /* scratch: a block's bucket layers below G, ascending (training.c: backward_split) */
   /* state while generating (per job rank) */
   uint32_t *tail;      /* the rank's last op in schedule order */
@@ -123,7 +126,7 @@ typedef struct Train {
   uint32_t *side;      /* a dep only the next collective adds (SEG_AGS's end), FAB_OP_NONE: none */
   uint32_t *ring[2];   /* scratch per rank: the ring attention's K/V and gradient hops (training.c: ring) */
   uint32_t *gnext[NSTREAMS]; /* zero-3: prefetched gathers for the next block */
-  uint32_t *act, *grad; /* [(pp-1) * m * tp*dp] pp flows: into stage s+1 / back into stage s */
+  uint32_t *act, *grad; /* [(nv-1) * m * tp*dp] pp flows: into virtual stage v+1 / back into v */
   GArray **pending;    /* per rank: ops the optimizer waits for */
   GArray **post;       /* per rank: ops the step end waits for */
   int32_t coll_fwd_base, coll_bwd_base; /* FabCollDef of the pp transfers of this step, per boundary */
@@ -134,7 +137,7 @@ typedef struct Train {
   bool unfold;         /* made as the run goes: no cap but what op indices number, no errors after the start */
   int phase;           /* PH_* */
   uint32_t slot;       /* the step's next 1F1B position */
-  uint8_t *fdone, *bdone; /* [pp * m] this step's forward / backward items made */
+  uint8_t *fdone, *bdone; /* [nv * m] this step's forward / backward items made */
   GPtrArray *active;   /* Active *: expansions made a layer a round, in the order they began */
   uint32_t *busy;      /* per rank: its active expansions and its collectives queued on a communicator */
   GQueue **dpq;        /* [pp * NSTREAMS]: bucket collectives waiting for the one before them on their stage's

@@ -110,7 +110,7 @@ static const FabCfgKey model_schema[] = {
 };
 
 typedef struct ParIn {
-  uint64_t dp, tp, pp, ep, cp;
+  uint64_t dp, tp, pp, ep, cp, vpp;
   bool sp;
   int zero;
   const FabCfgNode *microbatches;
@@ -122,6 +122,7 @@ static const FabCfgKey par_schema[] = {
   FAB_CFG_KEY("pp", FAB_CFG_UINT, ParIn, pp, .def = "1", .min = 1, .max = 1e6),
   FAB_CFG_KEY("ep", FAB_CFG_UINT, ParIn, ep, .def = "1", .min = 1, .max = 1e6),
   FAB_CFG_KEY("cp", FAB_CFG_UINT, ParIn, cp, .def = "1", .min = 1, .max = 1e6),
+  FAB_CFG_KEY("vpp", FAB_CFG_UINT, ParIn, vpp, .def = "1", .min = 1, .max = 1e4),
   FAB_CFG_KEY("sp", FAB_CFG_BOOL, ParIn, sp, .def = "false"),
   FAB_CFG_KEY("zero", FAB_CFG_ENUM, ParIn, zero, .def = "0", .choices = zero_names),
   FAB_CFG_KEY("microbatches", FAB_CFG_NODE, ParIn, microbatches),
@@ -320,9 +321,9 @@ void fab_train__plan(Train *t, const ModelIn *mi, const Shape *sh, uint32_t G) {
     for (int k = 0; k < 2; k++)
       fac[p][k] = p < TT_OPT && t->table.ps[p][k] ? (double)t->table.ps[p][k] * 1e-12 * t->rate /
                                                      (part_flops[p] * (k ? 2 : 1)) : 1;
-  t->blk = g_new0(Block, (size_t)t->pp * t->nb);
-  t->buckets = g_new(GArray *, (size_t)t->pp * NSTREAMS);
-  for (uint32_t st = 0; st < t->pp; st++) {
+  t->blk = g_new0(Block, (size_t)t->nv * t->nb);
+  t->buckets = g_new(GArray *, (size_t)t->nv * NSTREAMS);
+  for (uint32_t st = 0; st < t->nv; st++) { /* virtual stages: the layers in order */
     for (uint32_t k = 0; k < t->nb; k++) {
       Block *bk = &t->blk[st * t->nb + k];
       uint32_t nmoe = 0;
@@ -358,7 +359,7 @@ void fab_train__plan(Train *t, const ModelIn *mi, const Shape *sh, uint32_t G) {
       ** input allgathered first), and the loss takes 3 TP allreduces of b s fp32 (the max, the target's logit,
       ** the sum of exponentials); its backward, first, computes twice the logits' FLOPs and reduces the input's
       ** gradient (b s h B) over tp */
-      const bool first = st == 0 && k == 0, last = st + 1 == t->pp && k + 1 == t->nb, voc = mi->vocab > 0;
+      const bool first = st == 0 && k == 0, last = st + 1 == t->nv && k + 1 == t->nb, voc = mi->vocab > 0;
       const double vh = (double)mi->vocab * h / tp, logits = 2 * tokens * h * (double)mi->vocab;
       const uint64_t lossb = voc && t->tp > 1 ? mi->micro_batch * (mi->seq / t->cp) * 4 : 0;
       const uint64_t embb = voc && t->tp > 1 ? actr : 0;
@@ -430,7 +431,7 @@ static uint64_t ring_bytes(const Train *t) {
 char *fab_train__note(const Train *t, const ModelIn *mi, const Shape *sh) {
   double params = 0;
   uint32_t nbk = 0;
-  for (uint32_t i = 0; i < t->pp * t->nb; i++)
+  for (uint32_t i = 0; i < t->nv * t->nb; i++)
     params += (t->blk[i].params[DENSE] + t->blk[i].params[EXPERT] * t->ep) * t->tp;
   if (mi->vocab && mi->tie && t->pp > 1) params -= (double)mi->vocab * (double)sh->hidden; /* one table, two copies */
   for (int st = 0; st < NSTREAMS && t->buckets; st++) nbk += t->buckets[st]->len;
@@ -452,8 +453,11 @@ char *fab_train__note(const Train *t, const ModelIn *mi, const Shape *sh) {
                            "a ring of %u K/V hops of %" G_GUINT64_FORMAT " B forward, %u backward with their "
                            "gradients' %u; gradients reduced over dp x cp = %u)", t->cp, mi->seq / t->cp, t->cp - 1,
                            ring_bytes(t), t->cp - 1, t->cp, t->dp);
-  g_string_append_printf(s, "; blocks of %u layer%s (%u per stage); compute at %.4g TFLOP/s", t->G,
-                         t->G == 1 ? "" : "s", t->nb, t->rate / 1e12);
+  g_string_append_printf(s, "; blocks of %u layer%s (%u per stage", t->G, t->G == 1 ? "" : "s", t->nb * t->vpp);
+  if (t->vpp > 1)
+    g_string_append_printf(s, ": interleaved 1F1B, %u model chunks of %u each, chunk c of stage s virtual stage c x "
+                           "%u + s", t->vpp, t->nb, t->pp);
+  g_string_append_printf(s, "); compute at %.4g TFLOP/s", t->rate / 1e12);
   for (int p = 0, n = 0; p < TT_NPART; p++) /* measured parts: their time per layer replaces FLOPs / rate */
     if (t->table.ps[p][0])
       g_string_append_printf(s, p == TT_OPT ? "%s%s %.4g us a step" : "%s%s %.4g us forward, %.4g backward",
@@ -474,7 +478,7 @@ char *fab_train__note(const Train *t, const ModelIn *mi, const Shape *sh) {
 }
 
 void fab_train__free(Train *t) {
-  for (uint32_t i = 0; t->buckets && i < t->pp * NSTREAMS; i++) g_array_free(t->buckets[i], TRUE);
+  for (uint32_t i = 0; t->buckets && i < t->nv * NSTREAMS; i++) g_array_free(t->buckets[i], TRUE);
   g_free(t->buckets);
   if (t->cuts) g_array_free(t->cuts, TRUE);
   g_free(t->blk);
@@ -531,6 +535,9 @@ static gboolean read_parallelism(Train *t, ParIn *pi_, const FabCfgNode *par, co
   ParIn pi = *pi_;
   /* dp x cp x tp x pp ranks; the layout's dp index is cp_i + cp dp_i (train_int.h, Train.dp) */
   t->tp = (uint32_t)pi.tp, t->pp = (uint32_t)pi.pp, t->ep = (uint32_t)pi.ep, t->cp = (uint32_t)pi.cp;
+  t->vpp = (uint32_t)pi.vpp, t->nv = t->pp * t->vpp;
+  if (t->vpp > 1 && t->pp < 2) /* Megatron: an interleaved schedule needs a pipeline */
+    return fab_cfg_fail(AT_KEY(par, "vpp"), err, "vpp = %u (interleaved 1F1B) needs pp >= 2 pipeline stages", t->vpp);
   t->sp = pi.sp;
   uint64_t tpp = pi.tp * pi.pp * pi.cp;
   const char *cpx = pi.cp > 1 ? " x cp" : "";
@@ -619,17 +626,18 @@ gboolean fab_train__configure(Train *t, const FabTrainIn *inp, const FabCfgNode 
   if (!mi->seq) return fab_cfg_fail(in.model, err, "missing required key 'seq' (or a preset that gives it)");
   warn_tie(t, in.model, mi);
   if (!check_cp_sp(t, par, mi, err)) return FALSE;
-  if (!read_shape(in.model, mi, pi.pp * in.layer_group, sh, err)) return FALSE;
-  if (sh->layers % pi.pp)
+  if (!read_shape(in.model, mi, t->nv * in.layer_group, sh, err)) return FALSE;
+  if (sh->layers % t->nv)
     return fab_cfg_fail(AT_KEY(in.model, "layers"), err, "%" G_GUINT64_FORMAT " layers cannot be split evenly "
-                        "into pp = %u pipeline stages", sh->layers, t->pp);
-  if ((sh->layers / pi.pp) % in.layer_group)
+                        "into pp = %u pipeline stages%s", sh->layers, t->pp,
+                        t->vpp > 1 ? " x vpp model chunks" : "");
+  if ((sh->layers / t->nv) % in.layer_group)
     return fab_cfg_fail(AT_KEY(wl, "layer_group"), err, "layer_group = %u does not divide the %" G_GUINT64_FORMAT
-                        " layers of a pipeline stage", *G, sh->layers / pi.pp);
+                        " layers of a pipeline %s", *G, sh->layers / t->nv, t->vpp > 1 ? "model chunk" : "stage");
   if (mi->heads && (sh->hidden % mi->heads || mi->heads % pi.tp))
     return fab_cfg_fail(AT_KEY(in.model, "heads"), err, "%" G_GUINT64_FORMAT " heads must divide hidden (%"
                         G_GUINT64_FORMAT ") and be divisible by tp (%u)", mi->heads, sh->hidden, t->tp);
-  t->nb = (uint32_t)(sh->layers / pi.pp / in.layer_group);
+  t->nb = (uint32_t)(sh->layers / t->nv / in.layer_group);
   t->dtype = dtype_bytes[mi->dtype];
   /* microbatches */
   uint64_t per = mi->micro_batch * pi.dp, m = 0; /* replicas: context parallel ranks share a sequence */
@@ -654,6 +662,9 @@ gboolean fab_train__configure(Train *t, const FabTrainIn *inp, const FabCfgNode 
     if (m > 1000000) return fab_cfg_fail(AT_KEY(in.model, "global_batch"), err, "more than 10^6 microbatches per step");
   }
   t->m = (uint32_t)m;
+  if (t->vpp > 1 && t->m % t->pp) /* Megatron Core's forward_backward_pipelining_with_interleaving refuses it */
+    return fab_cfg_fail(mbn ? mbn : AT_KEY(in.model, "global_batch"), err, "%u microbatches is not a multiple of pp = %u, "
+                        "as the interleaved schedule (vpp = %u) needs", t->m, t->pp, t->vpp);
   /* gpu */
   double flops = gpu->flops, eff = gpu->eff;
   if (gi.flops && !read_flops(gi.flops, &flops, err)) return FALSE;

@@ -57,7 +57,10 @@
 **
 ** Pipeline: per stage 1F1B: warm-up min(pp-1-stage, m) forwards, then one
 ** forward one backward, then the remaining backwards; the compute ops of a
-** rank are chained in that order. After the forward of microbatch j on stage
+** rank are chained in that order. Interleaved (vpp > 1 model chunks per
+** stage): Megatron's interleaved 1F1B (schedule_at); chunk c of stage s is
+** virtual stage c pp + s, and "stage s+1" below is the next virtual stage
+** (chunk c's last stage sends to chunk c+1's first). After the forward of microbatch j on stage
 ** s < pp-1 each rank sends ceil(b s h B / tp) bytes to the same (tp_i, dp_i)
 ** on stage s+1, whose forward of j waits for it; backward gradients go back
 ** the same way. These flows carry a FabCollDef "send-recv", tag "pp", one per
@@ -89,8 +92,7 @@
 **
 ** Vocabulary (vocab > 0): see train_plan.c, fab_train__plan.
 **
-** Approximate: no
-** interleaved (virtual) pipeline stages; p2p sends do not block the sender;
+** Approximate: p2p sends do not block the sender;
 ** no cross-stage synchronization before the optimizer (grad-norm, etc.);
 ** MoE routing is even unless skewed or capped (train_moe.c: expected shares, not
 ** token draws); blocks of G > 1 layers merge collectives.
@@ -124,7 +126,7 @@ static gboolean too_many(Train *t, GError **err) {
   fab_cfg_fail(t->wl, err, "this training job needs more than %u operations (%u steps x %u microbatches x %u blocks "
                "per stage x %u ranks; after step %u: %scompute and the rest %" G_GUINT64_FORMAT "); raise "
                "chunk (fewer pieces per collective), layer_group (fewer tp/ep/zero collectives), bucket (fewer dp "
-               "collectives), or lower channels, steps or microbatches", MAX_OPS, t->steps, t->m, t->nb, t->nranks, t->step, by->str, rest);
+               "collectives), or lower channels, steps or microbatches", MAX_OPS, t->steps, t->m, t->nb * t->vpp, t->nranks, t->step, by->str, rest);
   g_string_free(by, TRUE);
   return TRUE;
 }
@@ -285,9 +287,10 @@ static gboolean stream_next(Train *t, GError **err) {
 static fab_time_t compute_ps(const Train *t, double flops) { return (fab_time_t)llround(flops / t->rate * 1e12); }
 
 
-/* ZeRO-3: gather block k's parameters of stage s for every rank: ends into gnext[]. */
-static gboolean gather(Train *t, uint32_t s, uint32_t k, GError **err) {
-  const Block *b = &t->blk[s * t->nb + k];
+/* ZeRO-3: gather block k's parameters of virtual stage v for every rank: ends into gnext[]. */
+static gboolean gather(Train *t, uint32_t v, uint32_t k, GError **err) {
+  const Block *b = &t->blk[v * t->nb + k];
+  const uint32_t s = v % t->pp;
   for (int st = 0; st < NSTREAMS; st++) {
     for (uint32_t q = 0; q < t->tp * t->dp; q++) t->gnext[st][s * t->tp * t->dp + q] = FAB_OP_NONE;
     if (!coll(t, stream_group(st), s, FAB_COLL_ALLGATHER, b->gbytes[st], fab_train__tags[TAG_ZERO], t->tail, t->gnext[st], NULL, err))
@@ -297,12 +300,13 @@ static gboolean gather(Train *t, uint32_t s, uint32_t k, GError **err) {
 }
 
 /* The DP collectives of buckets that are ready at layer u of block k of
-** stage s (all buckets when k == UINT32_MAX), entered after each rank's
-** last compute. */
-static gboolean buckets(Train *t, uint32_t s, uint32_t k, uint32_t u, GError **err) {
+** virtual stage v (all its buckets when k == UINT32_MAX), entered after
+** each rank's last compute, on its stage's communicators. */
+static gboolean buckets(Train *t, uint32_t v, uint32_t k, uint32_t u, GError **err) {
   FabCollOp op = t->zero ? FAB_COLL_REDUCE_SCATTER : FAB_COLL_ALLREDUCE;
+  const uint32_t s = v % t->pp;
   for (int st = 0; st < NSTREAMS; st++) {
-    GArray *bl = t->buckets[s * NSTREAMS + st];
+    GArray *bl = t->buckets[v * NSTREAMS + st];
     for (guint i = 0; i < bl->len; i++) {
       const Bucket *bk = &g_array_index(bl, Bucket, i);
       if (k != UINT32_MAX && (bk->block != k || bk->layer != u)) continue;
@@ -312,15 +316,15 @@ static gboolean buckets(Train *t, uint32_t s, uint32_t k, uint32_t u, GError **e
   return TRUE;
 }
 
-/* The layers u < G of block k of stage s after which a bucket is ready
-** (0: the output layer), ascending, into t->cuts (as Bucket, for layer
-** and frac); how many. */
-static guint backward_cuts(Train *t, uint32_t s, uint32_t k) {
+/* The layers u < G of block k of virtual stage v after which a bucket is
+** ready (0: the output layer), ascending, into t->cuts (as Bucket, for
+** layer and frac); how many. */
+static guint backward_cuts(Train *t, uint32_t v, uint32_t k) {
   if (!t->cuts) t->cuts = g_array_new(FALSE, FALSE, sizeof(Bucket));
   g_array_set_size(t->cuts, 0);
   for (uint32_t u = 0; u < t->G; u++) { /* u = 0: the output layer's, before the layers */
     for (int st = 0; st < NSTREAMS; st++) {
-      GArray *bl = t->buckets[s * NSTREAMS + st];
+      GArray *bl = t->buckets[v * NSTREAMS + st];
       guint i = 0;
       while (i < bl->len && !(g_array_index(bl, Bucket, i).block == k && g_array_index(bl, Bucket, i).layer == u)) i++;
       if (i < bl->len) {
@@ -360,9 +364,9 @@ static void compute_op(Train *t, uint32_t base, uint32_t nq, gboolean fwd, doubl
 ** end (*next: the first cut not yet passed), each part followed by the
 ** buckets its layers made ready. The parts' durations add up to the
 ** segment's. */
-static gboolean backward_split(Train *t, uint32_t s, uint32_t k, double a, const Seg *sg, double total, guint *next,
+static gboolean backward_split(Train *t, uint32_t v, uint32_t k, double a, const Seg *sg, double total, guint *next,
                                GError **err) {
-  const uint32_t nq = t->tp * t->dp;
+  const uint32_t nq = t->tp * t->dp, s = v % t->pp;
   const double flops = sg->flops;
   const fab_time_t dur = compute_ps(t, flops); /* where the cuts fall decides the ops (every rank alike) */
   fab_time_t at = 0;
@@ -374,7 +378,7 @@ static gboolean backward_split(Train *t, uint32_t s, uint32_t k, double a, const
     fab_time_t to = x <= 0 ? 0 : (fab_time_t)llround((double)dur * x / flops);
     compute_op(t, s * nq, nq, FALSE, flops, sg->moe, lo, x <= 0 ? 0 : x);
     at = to, lo = x <= 0 ? 0 : x;
-    if (!buckets(t, s, k, c->layer, err)) return FALSE;
+    if (!buckets(t, v, k, c->layer, err)) return FALSE;
   }
   if (at < dur || !at) compute_op(t, s * nq, nq, FALSE, flops, sg->moe, lo, flops);
   return TRUE;
@@ -430,30 +434,31 @@ static uint32_t pp_flow(Train *t, uint32_t a, uint32_t b, int32_t coll_idx) {
   return f;
 }
 
-/* The forward (fwd) or backward of microbatch j on stage s, for all its ranks. */
-static gboolean item(Train *t, uint32_t s, gboolean fwd, uint32_t j, GError **err) {
-  const uint32_t nq = t->tp * t->dp, base = s * nq;
+/* The forward (fwd) or backward of microbatch j on virtual stage v (its
+** stage s = v % pp), for all the stage's ranks. */
+static gboolean item(Train *t, uint32_t v, gboolean fwd, uint32_t j, GError **err) {
+  const uint32_t nq = t->tp * t->dp, s = v % t->pp, base = s * nq;
   const gboolean zero3 = t->zero == 3 && t->dp > 1;
-  if (fwd && s > 0)
-    for (uint32_t q = 0; q < nq; q++) t->x[0][base + q] = t->act[((size_t)(s - 1) * t->m + j) * nq + q];
-  if (!fwd && s + 1 < t->pp)
-    for (uint32_t q = 0; q < nq; q++) t->x[0][base + q] = t->grad[((size_t)s * t->m + j) * nq + q];
-  if (zero3 && !gather(t, s, fwd ? 0 : t->nb - 1, err)) return FALSE;
+  if (fwd && v > 0)
+    for (uint32_t q = 0; q < nq; q++) t->x[0][base + q] = t->act[((size_t)(v - 1) * t->m + j) * nq + q];
+  if (!fwd && v + 1 < t->nv)
+    for (uint32_t q = 0; q < nq; q++) t->x[0][base + q] = t->grad[((size_t)v * t->m + j) * nq + q];
+  if (zero3 && !gather(t, v, fwd ? 0 : t->nb - 1, err)) return FALSE;
   for (uint32_t n = 0; n < t->nb; n++) {
     uint32_t k = fwd ? n : t->nb - 1 - n;
-    const Block *b = &t->blk[s * t->nb + k];
+    const Block *b = &t->blk[v * t->nb + k];
     if (zero3) {
       for (uint32_t q = 0; q < nq; q++) { /* this block's gathers become deps; prefetch the next block's */
         t->x[1][base + q] = t->gnext[DENSE][base + q];
         t->x[2][base + q] = t->gnext[EXPERT][base + q];
       }
-      if (n + 1 < t->nb && !gather(t, s, fwd ? k + 1 : k - 1, err)) return FALSE;
+      if (n + 1 < t->nb && !gather(t, v, fwd ? k + 1 : k - 1, err)) return FALSE;
     }
     const Seg *seg = fwd ? b->fwd : b->bwd;
-    fab_train__moe_draw(t, s, k, j); /* this block's routing of microbatch j (uneven routing only) */
+    fab_train__moe_draw(t, v, k, j); /* this block's routing of microbatch j (uneven routing only) */
     uint32_t nep = 0; /* the block's all-to-alls: the first to the experts, the next back (each pass) */
     const gboolean ready = !fwd && !zero3 && t->overlap && j + 1 == t->m && t->dp > 1; /* its buckets ready */
-    guint ncut = ready ? backward_cuts(t, s, k) : 0, next = 0;
+    guint ncut = ready ? backward_cuts(t, v, k) : 0, next = 0;
     double a = 0, total = 0;
     for (uint32_t i = 0; i < b->nbwd && ncut; i++) total += seg[i].kind == SEG_COMPUTE || is_ring(&seg[i]) ? seg[i].flops : 0;
     for (uint32_t i = 0; i < (fwd ? b->nfwd : b->nbwd); i++) {
@@ -461,7 +466,7 @@ static gboolean item(Train *t, uint32_t s, gboolean fwd, uint32_t j, GError **er
       FabCollOp op;
       const char *tag;
       if (seg[i].kind == SEG_COMPUTE && ncut) {
-        if (!backward_split(t, s, k, a, &seg[i], total, &next, err)) return FALSE;
+        if (!backward_split(t, v, k, a, &seg[i], total, &next, err)) return FALSE;
         a += seg[i].flops;
       } else if (seg[i].kind == SEG_COMPUTE) {
         compute_op(t, base, nq, fwd, seg[i].flops, seg[i].moe, 0, seg[i].flops);
@@ -478,40 +483,57 @@ static gboolean item(Train *t, uint32_t s, gboolean fwd, uint32_t j, GError **er
     for (uint32_t q = 0; q < nq; q++) /* a gather beside the compute that nothing after it waited for */
       if (t->side[base + q] != FAB_OP_NONE) absorb(t, base + q);
     for (; next < ncut; next++) /* a cut past the block's compute, by rounding */
-      if (!buckets(t, s, k, g_array_index(t->cuts, Bucket, next).layer, err)) return FALSE;
+      if (!buckets(t, v, k, g_array_index(t->cuts, Bucket, next).layer, err)) return FALSE;
     if (zero3 && !fwd) { /* FSDP: this microbatch's gradients of the block, reduce-scattered */
       for (int st = 0; st < NSTREAMS; st++)
         if (!coll(t, stream_group(st), s, FAB_COLL_REDUCE_SCATTER, b->gbytes[st], fab_train__tags[TAG_ZERO], t->lastc, NULL,
                   t->pending, err))
           return FALSE;
-    } else if (ready && !buckets(t, s, k, t->G, err)) {
+    } else if (ready && !buckets(t, v, k, t->G, err)) {
       return FALSE;
     }
   }
-  if (!fwd && !zero3 && !t->overlap && j + 1 == t->m && t->dp > 1 && !buckets(t, s, UINT32_MAX, 0, err))
-    return FALSE;
+  /* overlap: false, all the stage's buckets after its whole backward: the last item, chunk 0's (v = s) */
+  for (uint32_t c = 0; c < t->vpp && v == s && !fwd && !zero3 && !t->overlap && j + 1 == t->m && t->dp > 1; c++)
+    if (!buckets(t, c * t->pp + s, UINT32_MAX, 0, err)) return FALSE;
+  const uint32_t up = (v + 1) % t->pp * nq, down = (v + t->nv - 1) % t->pp * nq; /* next and previous v's stage */
   for (uint32_t q = 0; q < nq; q++) { /* the activation on, or the gradient back */
     uint32_t r = base + q;
-    if (fwd && s + 1 < t->pp)
-      t->act[((size_t)s * t->m + j) * nq + q] = pp_flow(t, r, r + nq, t->coll_fwd_base + (int32_t)(s * t->m + j));
-    if (!fwd && s > 0)
-      t->grad[((size_t)(s - 1) * t->m + j) * nq + q] = pp_flow(t, r, r - nq, t->coll_bwd_base + (int32_t)((s - 1) * t->m + j));
+    if (fwd && v + 1 < t->nv)
+      t->act[((size_t)v * t->m + j) * nq + q] = pp_flow(t, r, up + q, t->coll_fwd_base + (int32_t)(v * t->m + j));
+    if (!fwd && v > 0)
+      t->grad[((size_t)(v - 1) * t->m + j) * nq + q] =
+        pp_flow(t, r, down + q, t->coll_bwd_base + (int32_t)((v - 1) * t->m + j));
   }
   return t->unfold || !too_many(t, err);
 }
 
-/* Item i of stage s's 1F1B sequence: *fwd and microbatch *j. */
-static void schedule_at(const Train *t, uint32_t s, uint32_t i, gboolean *fwd, uint32_t *j) {
-  uint32_t warm = t->pp - 1 - s < t->m ? t->pp - 1 - s : t->m;
+/* Item i of stage s's 1F1B sequence: *fwd, virtual stage *v and
+** microbatch *j. A stage runs T = m x vpp forwards and as many backwards:
+** W warm-up forwards, then one forward one backward, then the remaining
+** backwards. Plain 1F1B (vpp 1): W = min(pp - 1 - s, m), forward and
+** backward k are microbatch k. Interleaved (Megatron Core's
+** forward_backward_pipelining_with_interleaving, core v0.7 schedules.py):
+** W = 2 (pp - 1 - s) + (vpp - 1) pp, at most T, and T when m = pp; the
+** k-th forward is chunk (k mod pp vpp) / pp of microbatch
+** (k / (pp vpp)) pp + k mod pp, the k-th backward the same microbatch of
+** chunk vpp - 1 minus that (get_model_chunk_id,
+** get_microbatch_id_in_model_chunk). */
+static void schedule_at(const Train *t, uint32_t s, uint32_t i, gboolean *fwd, uint32_t *v, uint32_t *j) {
+  const uint32_t T = t->m * t->vpp, P = t->pp, V = t->vpp;
+  uint32_t warm = V == 1 ? MIN(P - 1 - s, t->m) : t->m == P ? T : MIN(2 * (P - 1 - s) + (V - 1) * P, T), k;
   if (i < warm) {
-    *fwd = TRUE, *j = i;
-  } else if (i < warm + 2 * (t->m - warm)) {
-    uint32_t k = i - warm;
-    *fwd = k % 2 == 0;
-    *j = *fwd ? warm + k / 2 : k / 2;
+    *fwd = TRUE, k = i;
+  } else if (i < warm + 2 * (T - warm)) {
+    uint32_t d = i - warm;
+    *fwd = d % 2 == 0;
+    k = *fwd ? warm + d / 2 : d / 2;
   } else {
-    *fwd = FALSE, *j = i - warm - (t->m - warm); /* cool-down: B(m - warm) .. B(m-1) */
+    *fwd = FALSE, k = i - T; /* cool-down: B(T - warm) .. B(T - 1) */
   }
+  uint32_t c = k % (P * V) / P;
+  *j = V == 1 ? k : k / (P * V) * P + k % P;
+  *v = (*fwd ? c : V - 1 - c) * P + s;
 }
 
 /* ---- rounds ------------------------------------------------------------------
@@ -547,8 +569,8 @@ static void step_begin(Train *t) {
   const uint32_t n = t->nranks;
   /* the pp transfers' definitions: per boundary and microbatch, forward then backward (one
   ** transfer's time and bandwidth, not a span over the whole pipeline) */
-  for (uint32_t dir = 0; dir < 2 && t->pp > 1; dir++) {
-    for (uint32_t s = 0; s + 1 < t->pp; s++)
+  for (uint32_t dir = 0; dir < 2 && t->nv > 1; dir++) {
+    for (uint32_t s = 0; s + 1 < t->nv; s++)
       for (uint32_t j = 0; j < t->m; j++) {
         FabCollDef c = {.op = "send-recv", .algorithm = "direct", .protocol = "simple", .tag = "pp",
                         .bytes = t->act_bytes, .count = (uint32_t)(t->act_bytes / t->dtype), .dtype_bytes = t->dtype,
@@ -565,8 +587,8 @@ static void step_begin(Train *t) {
     t->dpend[DENSE][r] = t->dpend[EXPERT][r] = FAB_OP_NONE;
     t->lastc[r] = t->tail[r] = mark(t, r, FAB_MARK_STEP_BEGIN, &t->tail[r], 1);
   }
-  memset(t->fdone, 0, (size_t)t->pp * t->m);
-  memset(t->bdone, 0, (size_t)t->pp * t->m);
+  memset(t->fdone, 0, (size_t)t->nv * t->m);
+  memset(t->bdone, 0, (size_t)t->nv * t->m);
   memset(t->gathered, 0, t->pp);
   t->emb_done = false;
 }
@@ -574,14 +596,13 @@ static void step_begin(Train *t) {
 /* 1F1B position i of every stage (see above). */
 static gboolean slot(Train *t, uint32_t i, GError **err) {
   for (uint32_t k = 0; k < 2 * t->pp; k++) {
-    uint32_t s = k < t->pp ? k : 2 * t->pp - 1 - k;
+    uint32_t s = k < t->pp ? k : 2 * t->pp - 1 - k, v, j;
     gboolean fwd;
-    uint32_t j;
-    schedule_at(t, s, i, &fwd, &j);
+    schedule_at(t, s, i, &fwd, &v, &j);
     if (fwd != (k < t->pp)) continue;
-    g_assert(fwd ? s == 0 || t->fdone[(s - 1) * t->m + j] : s + 1 == t->pp || t->bdone[(s + 1) * t->m + j]);
-    if (!item(t, s, fwd, j, err)) return FALSE;
-    (fwd ? t->fdone : t->bdone)[s * t->m + j] = 1;
+    g_assert(fwd ? v == 0 || t->fdone[(v - 1) * t->m + j] : v + 1 == t->nv || t->bdone[(v + 1) * t->m + j]);
+    if (!item(t, v, fwd, j, err)) return FALSE;
+    (fwd ? t->fdone : t->bdone)[v * t->m + j] = 1;
   }
   return TRUE;
 }
@@ -613,8 +634,8 @@ static gboolean advance(Train *t, GError **err) {
 static void optimizer(Train *t, uint32_t r) {
   uint32_t s = r / (t->tp * t->dp);
   double p = 0;
-  for (uint32_t k = 0; k < t->nb; k++) {
-    const Block *b = &t->blk[s * t->nb + k];
+  for (uint32_t k = 0; k < t->nb * t->vpp; k++) { /* its chunks' blocks: virtual stage k / nb x pp + s */
+    const Block *b = &t->blk[(k / t->nb * t->pp + s) * t->nb + k % t->nb];
     p += b->params[DENSE] / (t->zero ? t->dp : 1) + b->params[EXPERT] / (t->zero ? t->edp : 1);
   }
   g_array_prepend_val(t->pending[r], t->tail[r]);
@@ -663,8 +684,8 @@ static gboolean drain(Train *t, GError **err) {
     for (uint32_t q = 0; all && q < nq; q++) all = t->state[s * nq + q] == RS_GATHER;
     if (!all) continue;
     t->gathered[s] = 1;
-    for (int st = 0; st < NSTREAMS; st++) {
-      GArray *bl = t->buckets[s * NSTREAMS + st];
+    for (uint32_t c = 0; c < t->vpp; c++) for (int st = 0; st < NSTREAMS; st++) {
+      GArray *bl = t->buckets[(c * t->pp + s) * NSTREAMS + st];
       for (guint i = 0; i < bl->len; i++)
         if (!stream_coll(t, st, s, FAB_COLL_ALLGATHER, g_array_index(bl, Bucket, i).bytes, fab_train__tags[TAG_ZERO], t->opt, t->post,
                          err))
@@ -698,7 +719,7 @@ static gboolean round_once(Train *t, GError **err) {
   }
   if (t->phase == PH_SLOTS) {
     if (!slot(t, t->slot, err)) return FALSE;
-    if (++t->slot == 2 * t->m) t->phase = PH_DRAIN;
+    if (++t->slot == 2 * t->m * t->vpp) t->phase = PH_DRAIN;
   }
   if (!advance(t, err)) return FALSE;
   if (t->phase == PH_DRAIN && !drain(t, err)) return FALSE;
@@ -708,6 +729,7 @@ static gboolean round_once(Train *t, GError **err) {
 /* Whether every stage has the same blocks and buckets, so that every
 ** rank's collectives end in the same round (see above). */
 static bool symmetric(const Train *t) {
+  if (t->vpp > 1) return false; /* a chunk's buckets are ready in a round that differs by stage */
   for (uint32_t s = 1; s < t->pp; s++) {
     for (uint32_t k = 0; k < t->nb; k++) {
       const Block *a = &t->blk[k], *b = &t->blk[s * t->nb + k];
@@ -798,9 +820,9 @@ FabTrainGen *fab_training_begin(const FabTrainIn *in, const FabCfgNode *wl, FabD
   /* made as the run goes, a job holds what is under way: no cap but what op indices can number */
   const double cap = t->unfold ? FAB_COLL_UNFOLD_MAX_OPS : MAX_OPS;
   /* a lower bound on the ops before building any: computes, pp flows, two marks per rank per bucket */
-  double est = (double)t->steps * ((double)nranks * ((double)t->m * t->nb * 2 + 3) +
-                                   2.0 * (t->pp - 1) * t->m * t->tp * t->dp);
-  for (uint32_t s = 0; s < t->pp * NSTREAMS && t->dp > 1 && t->zero != 3; s++)
+  double est = (double)t->steps * ((double)nranks * ((double)t->m * t->nb * t->vpp * 2 + 3) +
+                                   2.0 * (t->nv - 1) * t->m * t->tp * t->dp);
+  for (uint32_t s = 0; s < t->nv * NSTREAMS && t->dp > 1 && t->zero != 3; s++)
     est += (double)t->steps * t->tp * t->dp * 2 * t->buckets[s]->len * (t->zero ? 2 : 1) *
            (s % 2 == DENSE || t->edp > 1);
   if (t->too_many_buckets && t->dp > 1 && t->zero != 3) {
@@ -812,7 +834,7 @@ FabTrainGen *fab_training_begin(const FabTrainIn *in, const FabCfgNode *wl, FabD
   if (est > cap) {
     fab_cfg_fail(wl, err, "this training job needs more than %.0f operations (%u steps x %u microbatches x %u "
                  "blocks per stage x %u ranks); raise layer_group, lower steps or microbatches, or use a larger "
-                 "bucket", cap, t->steps, t->m, t->nb, nranks);
+                 "bucket", cap, t->steps, t->m, t->nb * t->vpp, nranks);
     fab_training_gen_free(g);
     return NULL;
   }
@@ -826,7 +848,7 @@ FabTrainGen *fab_training_begin(const FabTrainIn *in, const FabCfgNode *wl, FabD
     t->tail[r] = t->lastc[r] = FAB_OP_NONE;
     t->x[0][r] = t->x[1][r] = t->x[2][r] = t->gnext[0][r] = t->gnext[1][r] = t->side[r] = FAB_OP_NONE;
   }
-  size_t nflows = (size_t)(t->pp - 1) * t->m * t->tp * t->dp;
+  size_t nflows = (size_t)(t->nv - 1) * t->m * t->tp * t->dp;
   t->act = arr((uint32_t)nflows, sizeof(uint32_t));
   t->grad = arr((uint32_t)nflows, sizeof(uint32_t));
   t->pending = g_new(GArray *, nranks);
@@ -839,8 +861,8 @@ FabTrainGen *fab_training_begin(const FabTrainIn *in, const FabCfgNode *wl, FabD
   t->eps = arr(nranks, sizeof(uint32_t));
   t->st = arr(nranks, sizeof(uint32_t));
   t->en = arr(nranks, sizeof(uint32_t));
-  t->fdone = arr(t->pp * t->m, 1);
-  t->bdone = arr(t->pp * t->m, 1);
+  t->fdone = arr(t->nv * t->m, 1);
+  t->bdone = arr(t->nv * t->m, 1);
   t->gathered = arr(t->pp, 1);
   t->busy = arr(nranks, sizeof(uint32_t));
   t->dpq = g_new(GQueue *, t->pp * NSTREAMS);
@@ -861,7 +883,7 @@ FabTrainGen *fab_training_begin(const FabTrainIn *in, const FabCfgNode *wl, FabD
                  "microbatches x %u blocks per stage x %u ranks, of which its TP, MoE, DP and ZeRO collectives "
                  "%.0f); raise chunk (fewer pieces per collective), layer_group (fewer tp/ep collectives) or "
                  "bucket (fewer dp collectives), or lower channels, steps or microbatches", cap, t->est, t->steps,
-                 t->m, t->nb, nranks, colls);
+                 t->m, t->nb * t->vpp, nranks, colls);
     undo(g);
     return NULL;
   }
