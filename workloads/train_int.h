@@ -19,6 +19,10 @@ typedef struct ModelIn {
   double moe_skew;     /* expert popularity: the i-th most popular expert's share ~ 1 / i^moe_skew (0: balanced) */
   double moe_cap;      /* moe_capacity_factor: tokens an expert takes from a rank, x its even share (0: no limit) */
   uint64_t vocab;      /* 0: no embeddings, output layer or loss */
+  uint64_t moe_ffn;    /* an expert's MLP width (0: ffn) */
+  uint64_t shared;     /* shared experts: in every MoE layer, of moe_ffn each, every token through them, on the rank */
+  uint64_t first_dense;/* the first this many layers are dense (DeepSeek's first_k_dense_replace) */
+  uint64_t q_lora, kv_lora, qk_dim, qk_rope, v_dim; /* multi-head latent attention (kv_lora > 0): ranks, head dims */
   bool tie;            /* tie_embeddings: the output layer is the embedding table */
   int dtype;
   int mlp;             /* 0 gelu (two MLP matrices), 1 swiglu (three: gate, up, down) */
@@ -38,9 +42,18 @@ gboolean fab_train__read_table(const char *path, TrainTable *tb, GError **err);
 
 typedef struct Shape {
   uint64_t layers, hidden, ffn;
-  double qkvo; /* the attention's weights (Q, K, V, O) in units of h^2: 4, or 2 + 2 kv_heads/heads (GQA) */
-  double mlpm; /* the MLP's matrices of h x f: 2 (gelu), 3 (swiglu) */
+  uint64_t effn; /* an expert's MLP width */
+  double qkvo;   /* the attention's weights (Q, K, V, O) in units of h^2: 4, or 2 + 2 kv_heads/heads (GQA), or MLA's */
+  double oproj;  /* O's part of them: 1, or H v_head_dim / h (MLA) */
+  double core;   /* the core attention (QK^T and AV) in units of 4 b s^2 h: 1, or H (qk + rope + v head dims) / 2h */
+  double kvw;    /* a token's K and V in units of h: 2 kv_heads/heads, or H (qk + rope + v head dims) / h (MLA) */
+  double mlpm;   /* the MLP's matrices of h x f: 2 (gelu), 3 (swiglu) */
 } Shape;
+
+/* Whether layer l (0-based) is an MoE layer: past the first dense ones, every moe_every-th. */
+static inline bool fab_train__moe_layer(const ModelIn *mi, uint64_t l) {
+  return mi->experts && l >= mi->first_dense && l % mi->moe_every == 0;
+}
 
 /* ---- the plan ------------------------------------------------------------- */
 
@@ -151,6 +164,7 @@ typedef struct Train {
   /* MoE routing (train_moe.c): uneven with moe_skew or a capacity factor, else even (moe_n NULL) */
   uint64_t seed, stream;
   uint32_t E, k_top, moe_every; /* experts, top_k, MoE layers' spacing */
+  uint64_t first_dense;          /* the first dense layers */
   uint64_t tok;        /* token slots a rank routes per MoE layer and microbatch (its tokens x top_k) */
   uint64_t tok_bytes;  /* one token's activation: h B */
   uint64_t *moe_n;     /* [E] token slots from each rank to the i-th most popular expert (capacity applied) */

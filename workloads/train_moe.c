@@ -81,6 +81,7 @@ gboolean fab_train__moe_setup(Train *t, const ModelIn *mi, const Shape *sh, cons
                                                       "expert, so its traffic and compute do not depend on the routing)",
                                                       fab_cfg_where(ks), fab_cfg_path(ks)));
   t->E = (uint32_t)mi->experts, t->k_top = (uint32_t)mi->top_k, t->moe_every = (uint32_t)mi->moe_every;
+  t->first_dense = mi->first_dense;
   t->tok = mi->micro_batch * (mi->seq / t->cp) * mi->top_k;
   t->tok_bytes = sh->hidden * t->dtype;
   t->moe_n = g_new(uint64_t, t->E);
@@ -100,7 +101,7 @@ void fab_train__moe_draw(Train *t, uint32_t s, uint32_t k, uint32_t j) {
   uint32_t nmoe = 0;
   for (uint32_t l = 0; l < t->G; l++) {
     uint64_t layer = ((uint64_t)s * t->nb + k) * t->G + l;
-    if (layer % t->moe_every) continue;
+    if (layer % t->moe_every || layer < t->first_dense) continue;
     nmoe++;
     for (uint32_t rep = 0; rep < R; rep++) {
       FabRng rng;

@@ -46,10 +46,17 @@ static const char *const mlp_names[] = {"gelu", "swiglu", NULL};
 ** SwiGLU MLPs (three h x ffn matrices). seq is the context they were pre-trained at: 8192 for Llama 3 and 3.1
 ** (Meta's Llama 3 paper, arXiv:2407.21783, section 3.4: 8K tokens before the long-context stage), 32768 for
 ** Mixtral (max_position_embeddings; Mistral AI, arXiv:2401.04088). Their parameter counts come out as the
-** model cards give them (tests/test_training.c: 8.03 B, 70.55 B, 405.85 B, 46.70 B). */
+** model cards give them (tests/test_training.c: 8.03 B, 70.55 B, 405.85 B, 46.70 B).
+** DeepSeek-V3 (deepseek-ai/DeepSeek-V3, config.json): multi-head latent attention (q_lora_rank 1536,
+** kv_lora_rank 512, qk_nope_head_dim 128, qk_rope_head_dim 64, v_head_dim 128, 128 heads), 256 routed experts
+** of moe_intermediate_size 2048 (8 per token) and n_shared_experts 1 in every layer past
+** first_k_dense_replace 3, whose dense MLPs are intermediate_size 18432; seq 4096, the pre-training length
+** (DeepSeek-V3 Technical Report, arXiv:2412.19437, section 4.2). 670.92 B parameters here, the report's 671 B
+** (tests/test_train_shape.c; the router, the norms and the multi-token prediction module are not modelled). */
 typedef struct ModelPreset {
   const char *name;
   uint64_t layers, hidden, ffn, heads, kv_heads, vocab, experts, top_k, seq;
+  uint64_t moe_ffn, shared, first_dense, q_lora, kv_lora, qk_dim, qk_rope, v_dim;
 } ModelPreset;
 
 static const ModelPreset model_presets[] = {
@@ -61,9 +68,12 @@ static const ModelPreset model_presets[] = {
   {"llama3.1-405b", 126, 16384, 53248, 128, 8, 128256, 0, 0, 8192},
   /* mistralai/Mixtral-8x7B-v0.1, config.json: 8 experts, 2 per token, every layer MoE */
   {"mixtral-8x7b", 32, 4096, 14336, 32, 8, 32000, 8, 2, 32768},
+  /* deepseek-ai/DeepSeek-V3, config.json */
+  {"deepseek-v3", 61, 7168, 18432, 128, 0, 129280, 256, 8, 4096, 2048, 1, 3, 1536, 512, 128, 64, 128},
 };
 
-static const char *const preset_names[] = {"none", "llama3-8b", "llama3-70b", "llama3.1-405b", "mixtral-8x7b", NULL};
+static const char *const preset_names[] = {"none", "llama3-8b", "llama3-70b", "llama3.1-405b", "mixtral-8x7b",
+                                           "deepseek-v3", NULL};
 
 /* model.preset: its values for the keys the YAML leaves out. */
 static gboolean apply_preset(const FabCfgNode *model, ModelIn *mi, GError **err) {
@@ -80,8 +90,15 @@ static gboolean apply_preset(const FabCfgNode *model, ModelIn *mi, GError **err)
   };
   for (size_t i = 0; i < G_N_ELEMENTS(rows); i++)
     if (!fab_cfg_get(model, rows[i].key)) *rows[i].field = rows[i].value;
-  if (p->experts && !fab_cfg_get(model, "experts")) mi->experts = p->experts;
-  if (p->top_k && !fab_cfg_get(model, "top_k")) mi->top_k = p->top_k;
+  const struct { const char *key; uint64_t *field, value; } more[] = {
+    {"experts", &mi->experts, p->experts}, {"top_k", &mi->top_k, p->top_k}, {"moe_ffn", &mi->moe_ffn, p->moe_ffn},
+    {"shared_experts", &mi->shared, p->shared}, {"first_dense_layers", &mi->first_dense, p->first_dense},
+    {"q_lora_rank", &mi->q_lora, p->q_lora}, {"kv_lora_rank", &mi->kv_lora, p->kv_lora},
+    {"qk_head_dim", &mi->qk_dim, p->qk_dim}, {"qk_rope_head_dim", &mi->qk_rope, p->qk_rope},
+    {"v_head_dim", &mi->v_dim, p->v_dim},
+  };
+  for (size_t i = 0; i < G_N_ELEMENTS(more); i++) /* the keys a model without them leaves at their defaults */
+    if (more[i].value && !fab_cfg_get(model, more[i].key)) *more[i].field = more[i].value;
   if (!fab_cfg_get(model, "mlp")) mi->mlp = 1; /* swiglu */
   return TRUE;
 }
@@ -106,6 +123,14 @@ static const FabCfgKey model_schema[] = {
   FAB_CFG_KEY("mlp", FAB_CFG_ENUM, ModelIn, mlp, .def = "gelu", .choices = mlp_names),
   FAB_CFG_KEY("preset", FAB_CFG_ENUM, ModelIn, preset, .def = "none", .choices = preset_names),
   FAB_CFG_KEY("tie_embeddings", FAB_CFG_BOOL, ModelIn, tie, .def = "false"),
+  FAB_CFG_KEY("moe_ffn", FAB_CFG_UINT, ModelIn, moe_ffn, .def = "0", .min = 0, .max = 1e8),
+  FAB_CFG_KEY("shared_experts", FAB_CFG_UINT, ModelIn, shared, .def = "0", .min = 0, .max = 1e4),
+  FAB_CFG_KEY("first_dense_layers", FAB_CFG_UINT, ModelIn, first_dense, .def = "0", .min = 0, .max = 1e6),
+  FAB_CFG_KEY("q_lora_rank", FAB_CFG_UINT, ModelIn, q_lora, .def = "0", .min = 0, .max = 1e7),
+  FAB_CFG_KEY("kv_lora_rank", FAB_CFG_UINT, ModelIn, kv_lora, .def = "0", .min = 0, .max = 1e7),
+  FAB_CFG_KEY("qk_head_dim", FAB_CFG_UINT, ModelIn, qk_dim, .def = "0", .min = 0, .max = 1e6),
+  FAB_CFG_KEY("qk_rope_head_dim", FAB_CFG_UINT, ModelIn, qk_rope, .def = "0", .min = 0, .max = 1e6),
+  FAB_CFG_KEY("v_head_dim", FAB_CFG_UINT, ModelIn, v_dim, .def = "0", .min = 0, .max = 1e6),
   FAB_CFG_END_ROW,
 };
 
@@ -201,14 +226,52 @@ static uint64_t round_to(double x, uint64_t u) {
 }
 
 
+/* Multi-head latent attention (DeepSeek-V2/V3, arXiv:2405.04434 section 2.1; Megatron Core's
+** MLASelfAttention): per layer, queries through a rank-q_lora down and up projection (or one h x H (qk + rope)
+** matrix without one), keys and values through a shared h x (kv_lora + rope) down projection (the rope part of K
+** shared by the heads) and a kv_lora x H (qk + v) up projection, and O of H v x h; QK^T over qk + rope dims per
+** head and AV over v. In units of h^2 (weights) and of MHA's core attention. */
+static gboolean mla_shape(const FabCfgNode *model, const ModelIn *mi, Shape *sh, GError **err) {
+  const FabCfgNode *at = AT_KEY(model, mi->preset && !fab_cfg_get(model, "kv_lora_rank") ? "preset" : "kv_lora_rank");
+  if (mi->params) return fab_cfg_fail(at, err, "latent attention (kv_lora_rank) cannot be sized by params: give layers, hidden and ffn");
+  if (mi->kv_heads) return fab_cfg_fail(AT_KEY(model, "kv_heads"), err, "kv_heads (grouped-query attention) and "
+                                        "kv_lora_rank (latent attention) are two kinds of attention: give one");
+  if (!mi->heads) return fab_cfg_fail(at, err, "latent attention (kv_lora_rank) needs heads");
+  const double h = (double)mi->hidden, H = (double)mi->heads, hd = h / H;
+  const double qk = mi->qk_dim ? (double)mi->qk_dim : hd, v = mi->v_dim ? (double)mi->v_dim : hd;
+  const double rope = (double)mi->qk_rope, ql = (double)mi->q_lora, kl = (double)mi->kv_lora;
+  const double q = mi->q_lora ? h * ql + ql * H * (qk + rope) : h * H * (qk + rope);
+  const double kv = h * (kl + rope) + kl * H * (qk + v), o = H * v * h;
+  sh->qkvo = (q + kv + o) / (h * h);
+  sh->oproj = o / (h * h);
+  sh->core = H * (qk + rope + v) / (2 * h);
+  sh->kvw = H * (qk + rope + v) / h;
+  return TRUE;
+}
+
+/* The MoE keys that mean nothing without experts, or leave no MoE layer. */
+static gboolean check_moe_keys(const FabCfgNode *model, const ModelIn *mi, uint64_t layers, GError **err) {
+  static const char *const keys[] = {"moe_ffn", "shared_experts", "first_dense_layers"};
+  for (size_t i = 0; i < G_N_ELEMENTS(keys) && !mi->experts; i++)
+    if (fab_cfg_get(model, keys[i]))
+      return fab_cfg_fail(fab_cfg_get(model, keys[i]), err, "needs an MoE model (model.experts)");
+  if (mi->experts && mi->first_dense >= layers)
+    return fab_cfg_fail(AT_KEY(model, "first_dense_layers"), err, "first_dense_layers = %" G_GUINT64_FORMAT
+                        " leaves none of the %" G_GUINT64_FORMAT " layers an MoE layer", mi->first_dense, layers);
+  return TRUE;
+}
+
 static gboolean read_shape(const FabCfgNode *model, const ModelIn *mi, uint64_t unit, Shape *sh, GError **err) {
   sh->layers = mi->layers, sh->hidden = mi->hidden, sh->ffn = mi->ffn;
   sh->qkvo = mi->kv_heads ? 2 + 2.0 * (double)mi->kv_heads / (double)mi->heads : 4; /* (kv_heads checked) */
+  sh->oproj = 1, sh->core = 1, sh->kvw = sh->qkvo - 2;
   sh->mlpm = mi->mlp ? 3 : 2;
+  if (mi->kv_lora && !mla_shape(model, mi, sh, err)) return FALSE;
   if (!mi->params) {
     if (!mi->layers || !mi->hidden) return fab_cfg_fail(model, err, "give params, or layers and hidden");
     if (!mi->ffn) sh->ffn = 4 * mi->hidden;
-    return TRUE;
+    sh->effn = mi->moe_ffn ? mi->moe_ffn : sh->ffn;
+    return check_moe_keys(model, mi, sh->layers, err);
   }
   double p;
   if (!read_params(mi->params, &p, err)) return FALSE;
@@ -238,7 +301,7 @@ static gboolean read_shape(const FabCfgNode *model, const ModelIn *mi, uint64_t 
     return fab_cfg_fail(mi->params, err, "%s parameters are too few for %" G_GUINT64_FORMAT " layers of hidden %"
                         G_GUINT64_FORMAT " (their attention alone holds %.4g)", fab_cfg_scalar(mi->params),
                         sh->layers, sh->hidden, sh->qkvo * h * h * (double)sh->layers);
-  sh->ffn = (uint64_t)llround(f);
+  sh->ffn = sh->effn = (uint64_t)llround(f);
   return TRUE;
 }
 
@@ -246,11 +309,11 @@ static uint64_t ceil_div(uint64_t a, uint64_t b) { return a / b + (a % b != 0); 
 
 /* Layer `layer`'s backward FLOPs (before tp), with what it recomputes. */
 static double layer_bwd_flops(const Train *t, const ModelIn *mi, const Shape *sh, uint64_t layer) {
-  const double h = (double)sh->hidden, f = (double)sh->ffn;
+  const double h = (double)sh->hidden, f = (double)sh->ffn, fe = (double)sh->effn;
   const double tokens = (double)mi->micro_batch * ((double)mi->seq / t->cp); /* a rank's, as fab_train__plan */
-  const bool moe = mi->experts && layer % mi->moe_every == 0;
-  const double core = 4 * tokens * (double)mi->seq * h;
-  const double mlp = 2 * tokens * sh->mlpm * h * f * (moe ? (double)mi->top_k : 1);
+  const bool moe = fab_train__moe_layer(mi, layer);
+  const double core = 4 * tokens * (double)mi->seq * h * sh->core;
+  const double mlp = 2 * tokens * sh->mlpm * h * (moe ? ((double)mi->top_k + (double)mi->shared) * fe : f);
   const double fwd = 2 * tokens * sh->qkvo * h * h + core + mlp;
   return 2 * fwd + (t->recompute == 2 ? fwd : t->recompute == 1 ? core : 0);
 }
@@ -265,7 +328,7 @@ static double layer_bwd_flops(const Train *t, const ModelIn *mi, const Shape *sh
 ** gradient traffic overlapped the backward). */
 static void bucket_block(Train *t, const ModelIn *mi, const Shape *sh, uint32_t G, uint32_t st, uint32_t k, int i,
                          GArray *bl, uint64_t *acc) {
-  const double h = (double)sh->hidden, f = (double)sh->ffn;
+  const double h = (double)sh->hidden, f = (double)sh->ffn, fe = (double)sh->effn;
   const Block *bk = &t->blk[st * t->nb + k];
   /* the output layer's gradient (the last block's head) is made first, by its share of the backward: "layer 0" */
   const uint64_t head = i == DENSE ? MIN(bk->gbytes[i], (uint64_t)llround(bk->hparams * t->dtype)) : 0;
@@ -277,9 +340,10 @@ static void bucket_block(Train *t, const ModelIn *mi, const Shape *sh, uint32_t 
   uint64_t done = head;
   for (uint32_t u = 1; u <= G; u++) {
     uint64_t layer = ((uint64_t)st * t->nb + k) * G + (G - u);
-    bool moe = mi->experts && layer % mi->moe_every == 0;
+    bool moe = fab_train__moe_layer(mi, layer);
     flops[1] += layer_bwd_flops(t, mi, sh, layer);
-    double pd = sh->qkvo * h * h + (moe ? 0 : sh->mlpm * h * f), pe = moe ? (double)mi->experts * sh->mlpm * h * f : 0;
+    double pd = sh->qkvo * h * h + sh->mlpm * h * (moe ? (double)mi->shared * fe : f);
+    double pe = moe ? (double)mi->experts * sh->mlpm * h * fe : 0;
     p += t->ep > 1 ? (i == DENSE ? pd : pe / t->ep) : (i == DENSE ? pd + pe : 0);
     /* the last layer (u = G) takes the rest: on the first block, the embedding table's gradient too */
     uint64_t upto = u == G ? bk->gbytes[i] : MIN(bk->gbytes[i], head + (uint64_t)llround(p / t->tp * t->dtype));
@@ -309,13 +373,14 @@ static void plan_buckets(Train *t, const ModelIn *mi, const Shape *sh, uint32_t 
 /* Per stage and block: segments, parameters, gradient bytes; buckets. */
 void fab_train__plan(Train *t, const ModelIn *mi, const Shape *sh, uint32_t G) {
   const double h = (double)sh->hidden, f = (double)sh->ffn, s = (double)mi->seq, b = (double)mi->micro_batch;
+  const double fe = (double)sh->effn, nsh = (double)mi->shared, core4 = 4 * s * h * sh->core; /* core: x tokens */
   const double tp = t->tp, tokens = b * (s / t->cp); /* a rank's tokens: seq / cp of each sequence */
   const uint64_t actr = mi->micro_batch * (mi->seq / t->cp) * sh->hidden * t->dtype; /* b s h B / cp */
   t->G = G;
   /* measured compute (workload.compute_table): a part's FLOPs x fac take the table's time per layer */
   double fac[TT_NPART][2];
-  const double part_flops[TT_OPT] = {(2 * tokens * sh->qkvo * h * h + 4 * tokens * s * h) / tp,
-                                     2 * tokens * sh->mlpm * h * f / tp, 2 * tokens * sh->mlpm * h * f *
+  const double part_flops[TT_OPT] = {(2 * tokens * sh->qkvo * h * h + tokens * core4) / tp,
+                                     2 * tokens * sh->mlpm * h * f / tp, 2 * tokens * sh->mlpm * h * fe *
                                      (double)mi->top_k / tp, 2 * tokens * h * (double)mi->vocab / tp};
   for (int p = 0; p < TT_NPART; p++)
     for (int k = 0; k < 2; k++)
@@ -329,21 +394,20 @@ void fab_train__plan(Train *t, const ModelIn *mi, const Shape *sh, uint32_t G) {
       uint32_t nmoe = 0;
       for (uint32_t l = 0; l < G; l++) {
         uint64_t layer = ((uint64_t)st * t->nb + k) * G + l;
-        nmoe += mi->experts && layer % mi->moe_every == 0;
+        nmoe += fab_train__moe_layer(mi, layer);
       }
       double ndense = G - nmoe;
-      double attn = G * (2 * tokens * sh->qkvo * h * h + 4 * tokens * s * h) / tp;
-      /* forward and backward MLP FLOPs, each part scaled to its measured time (factor 1: none measured) */
-      double mlp = 2 * tokens * sh->mlpm * h * f * (ndense * fac[TT_MLP][0] + (double)nmoe * (double)mi->top_k *
-                                                    fac[TT_MOE][0]) / tp;
-      double mlpb = 2 * tokens * sh->mlpm * h * f * (ndense * fac[TT_MLP][1] + (double)nmoe * (double)mi->top_k *
-                                                     fac[TT_MOE][1]) / tp;
-      /* the experts' part of them (a rank's share of it follows its routing: train_moe.c) */
-      const double xf = 2 * tokens * sh->mlpm * h * f * (double)nmoe * (double)mi->top_k * fac[TT_MOE][0] / tp;
-      const double xb = 2 * tokens * sh->mlpm * h * f * (double)nmoe * (double)mi->top_k * fac[TT_MOE][1] / tp;
+      double attn = G * (2 * tokens * sh->qkvo * h * h + tokens * core4) / tp;
+      /* the experts' part of the MLP FLOPs, forward and backward (a rank's share of it follows its routing:
+      ** train_moe.c), each part scaled to its measured time (factor 1: none measured) */
+      const double xf = 2 * tokens * sh->mlpm * h * fe * (double)nmoe * (double)mi->top_k * fac[TT_MOE][0] / tp;
+      const double xb = 2 * tokens * sh->mlpm * h * fe * (double)nmoe * (double)mi->top_k * fac[TT_MOE][1] / tp;
+      /* and the whole: dense layers' MLPs, MoE layers' shared experts (dense MLPs of moe_ffn, timed as mlp) */
+      double mlp = xf + 2 * tokens * sh->mlpm * h * (ndense * f + nmoe * nsh * fe) * fac[TT_MLP][0] / tp;
+      double mlpb = xb + 2 * tokens * sh->mlpm * h * (ndense * f + nmoe * nsh * fe) * fac[TT_MLP][1] / tp;
       const double af = fac[TT_ATTN][0], ab = fac[TT_ATTN][1], lf = fac[TT_LOGITS][0], lb = fac[TT_LOGITS][1];
-      double p_dense = (G * sh->qkvo * h * h + ndense * sh->mlpm * h * f) / tp;
-      double p_exp = nmoe * (double)mi->experts * sh->mlpm * h * f / tp;
+      double p_dense = (G * sh->qkvo * h * h + sh->mlpm * h * (ndense * f + nmoe * nsh * fe)) / tp;
+      double p_exp = nmoe * (double)mi->experts * sh->mlpm * h * fe / tp;
       if (t->ep > 1) {
         bk->params[DENSE] = p_dense, bk->params[EXPERT] = p_exp / t->ep;
       } else {
@@ -370,9 +434,10 @@ void fab_train__plan(Train *t, const ModelIn *mi, const Shape *sh, uint32_t G) {
       for (int i = 0; i < NSTREAMS; i++) bk->gbytes[i] = (uint64_t)ceil(bk->params[i] * t->dtype);
       /* context parallelism (cp > 1): the attention's projections and its core apart, the core a ring (below) */
       const bool cpr = t->cp > 1;
-      const double qkv = cpr ? G * 2 * tokens * (sh->qkvo - 1) * h * h / tp : attn, out = cpr ? G * 2 * tokens * h * h / tp : 0;
-      const double core1 = cpr ? G * 4 * tokens * s * h / tp : 0; /* seq/cp queries against every key */
-      const uint64_t kvb = cpr ? (uint64_t)llround(G * tokens * h * (sh->qkvo - 2) / tp * t->dtype) : 0; /* K and V */
+      const double qkv = cpr ? G * 2 * tokens * (sh->qkvo - sh->oproj) * h * h / tp : attn;
+      const double out = cpr ? G * 2 * tokens * sh->oproj * h * h / tp : 0;
+      const double core1 = cpr ? G * tokens * core4 / tp : 0; /* seq/cp queries against every key */
+      const uint64_t kvb = cpr ? (uint64_t)llround(G * tokens * h * sh->kvw / tp * t->dtype) : 0; /* K and V */
       const Seg none = {SEG_TP, 0, 0};
       const Seg fwd[] = {first ? (Seg){red, 0, embb} : none, {SEG_AG, 0, ag}, {SEG_COMPUTE, qkv * af, 0},
                          {SEG_CP, core1 * af, kvb}, {SEG_COMPUTE, out * af, 0}, {red, 0, tpb},
@@ -386,7 +451,7 @@ void fab_train__plan(Train *t, const ModelIn *mi, const Shape *sh, uint32_t G) {
       ** of the forward is an allgather of the gradient, an allgather a reduce-scatter, and a column-parallel
       ** layer gathers its input again beside its input-gradient compute (SEG_AGS), for its weights' gradient */
       const bool full = t->recompute == 2;
-      const double core = t->recompute == 1 ? G * 4 * tokens * s * h / tp * af : 0;
+      const double core = t->recompute == 1 ? G * tokens * core4 / tp * af : 0;
       const Seg bwd[] = {{SEG_AGS, 0, last && t->sp ? embb : 0}, {SEG_COMPUTE, last ? 2 * logits * lb / tp : 0, 0},
                          {red, 0, last ? embb : 0},
                          {SEG_AG, 0, full ? ag : 0}, {SEG_COMPUTE, full ? qkv * af : 0, 0},
@@ -442,8 +507,17 @@ char *fab_train__note(const Train *t, const ModelIn *mi, const Shape *sh) {
                          sh->qkvo);
   if (mi->kv_heads) g_string_append_printf(s, " (%" G_GUINT64_FORMAT " K/V heads of %" G_GUINT64_FORMAT ")",
                                            mi->kv_heads, mi->heads);
-  if (mi->experts) g_string_append_printf(s, ", %" G_GUINT64_FORMAT " experts (top %" G_GUINT64_FORMAT ", every %"
-                                          G_GUINT64_FORMAT " layers)", mi->experts, mi->top_k, mi->moe_every);
+  if (mi->kv_lora)
+    g_string_append_printf(s, " (latent: q rank %" G_GUINT64_FORMAT ", kv rank %" G_GUINT64_FORMAT ", %" G_GUINT64_FORMAT
+                           " heads; core attention x %.4g)", mi->q_lora, mi->kv_lora, mi->heads, sh->core);
+  if (mi->experts) {
+    g_string_append_printf(s, ", %" G_GUINT64_FORMAT " experts (top %" G_GUINT64_FORMAT ", every %" G_GUINT64_FORMAT
+                           " layers", mi->experts, mi->top_k, mi->moe_every);
+    if (mi->first_dense) g_string_append_printf(s, " past the first %" G_GUINT64_FORMAT, mi->first_dense);
+    if (sh->effn != sh->ffn) g_string_append_printf(s, "; expert ffn %" G_GUINT64_FORMAT, sh->effn);
+    if (mi->shared) g_string_append_printf(s, "; %" G_GUINT64_FORMAT " shared", mi->shared);
+    g_string_append(s, ")");
+  }
   if (mi->vocab) g_string_append_printf(s, ", vocabulary %" G_GUINT64_FORMAT " (embeddings %s)", mi->vocab,
                                          mi->tie ? "tied to the output layer" : "and output layer apart");
   g_string_append_printf(s, ", seq %" G_GUINT64_FORMAT ", %.4g B parameters; tp %u%s, dp %u, ep %u", mi->seq,
@@ -582,9 +656,9 @@ static gboolean read_compute(Train *t, const FabCfgNode *wl, const char *name, c
   } else if (t->table.ps[TT_MOE][0] && !mi->experts) {
     ok = fab_cfg_fail(k, err, "%s:%u: moe rows, but the model has no MoE layers (model.experts)", path,
                       t->table.line[TT_MOE][0]);
-  } else if (t->table.ps[TT_MLP][0] && mi->experts && mi->moe_every == 1) {
-    ok = fab_cfg_fail(k, err, "%s:%u: mlp rows, but every layer is an MoE layer (moe_every 1): the moe rows time "
-                      "them", path, t->table.line[TT_MLP][0]);
+  } else if (t->table.ps[TT_MLP][0] && mi->experts && mi->moe_every == 1 && !mi->first_dense && !mi->shared) {
+    ok = fab_cfg_fail(k, err, "%s:%u: mlp rows, but every layer is an MoE layer (moe_every 1) without shared "
+                      "experts: the moe rows time them", path, t->table.line[TT_MLP][0]);
   } else if (t->table.ps[TT_LOGITS][0] && !mi->vocab) {
     ok = fab_cfg_fail(k, err, "%s:%u: logits rows, but the model has no output layer (model.vocab)", path,
                       t->table.line[TT_LOGITS][0]);
@@ -629,8 +703,9 @@ gboolean fab_train__configure(Train *t, const FabTrainIn *inp, const FabCfgNode 
   if (!read_shape(in.model, mi, t->nv * in.layer_group, sh, err)) return FALSE;
   if (sh->layers % t->nv)
     return fab_cfg_fail(AT_KEY(in.model, "layers"), err, "%" G_GUINT64_FORMAT " layers cannot be split evenly "
-                        "into pp = %u pipeline stages%s", sh->layers, t->pp,
-                        t->vpp > 1 ? " x vpp model chunks" : "");
+                        "into pp = %u pipeline stages%s (stages of different depths are not modelled: give "
+                        "model.layers a multiple of %u)", sh->layers, t->pp, t->vpp > 1 ? " x vpp model chunks" : "",
+                        t->nv * *G);
   if ((sh->layers / t->nv) % in.layer_group)
     return fab_cfg_fail(AT_KEY(wl, "layer_group"), err, "layer_group = %u does not divide the %" G_GUINT64_FORMAT
                         " layers of a pipeline %s", *G, sh->layers / t->nv, t->vpp > 1 ? "model chunk" : "stage");

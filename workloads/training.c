@@ -8,8 +8,12 @@
 ** parameters; with grouped-query attention (kv_heads < heads) K and V are
 ** kv_heads/heads of Q's size, and every "4h^2" below is
 ** (2 + 2 kv_heads/heads) h^2 (Shape.qkvo); biases, norms and the router are
-** not modelled. Layer l (0-based) is an MoE layer when E > 0 and
-** l % moe_every == 0 (Megatron's moe_layer_freq); it holds 4h^2 + E x 2hf.
+** not modelled. Layer l (0-based) is an MoE layer when E > 0,
+** l >= first_dense_layers and l % moe_every == 0 (Megatron's
+** moe_layer_freq); it holds 4h^2 + (E + shared) x 2h fe (fe: moe_ffn, or
+** f), and computes 2bs x 2h fe x (k + shared) in its MLP. With latent
+** attention (kv_lora_rank) the 4h^2 is Shape.qkvo's MLA weights and the
+** core attention below is x Shape.core (train_plan.c: mla_shape).
 ** `params` (dense models only) fixes the total instead:
 **  - with layers and hidden: f = (params/L - 4h^2) / 2h;
 **  - with layers only: h = sqrt(params / 12L) rounded to a multiple of 128;
