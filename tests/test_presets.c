@@ -10,6 +10,7 @@
 
 #define GBIT 1000000000ULL
 #define GBYTE (8ULL * GBIT)
+#define TBYTE (1000ULL * GBYTE)
 
 static const FabNodePreset *get(const char *name) {
   const FabNodePreset *p = fab_preset_find(name);
@@ -20,7 +21,7 @@ static const FabNodePreset *get(const char *name) {
 
 Test(presets, names_in_order_and_all_found) {
   const char *want[] = {"host",     "dgx-h100", "dgx-b200", "gb200-nvl72", "aws-p5",
-                        "aws-p4d",  "dgx-a100", "dgx-h200", "hgx-h800",    "hgx-h20"};
+                        "aws-p4d",  "dgx-a100", "dgx-h200", "hgx-h800",    "hgx-h20", "gb300-nvl72"};
   size_t n = 0;
   while (fab_preset_names[n]) n++;
   cr_assert_eq(n, sizeof want / sizeof want[0], "%zu preset names", n);
@@ -138,6 +139,22 @@ Test(presets, gb200_nvl72_domain_spans_trays) {
   cr_assert_eq(p->nic_bps, 400 * GBIT);
   /* 180 PFLOPS dense BF16 per rack / 72 GPUs */
   cr_assert_float_eq(p->gpu_flops * p->nvlink_domain, 180e15, 1e12);
+}
+
+Test(presets, gb300_nvl72_as_gb200_with_800g_nics) {
+  const FabNodePreset *p = get("gb300-nvl72"), *q = get("gb200-nvl72");
+  cr_assert_eq(p->gpus_per_node, 4);
+  cr_assert_eq(p->nvlink_domain, 72);
+  cr_assert_eq(p->nvlink_bps, q->nvlink_bps); /* NVLink5 as GB200: 130 TB/s per rack */
+  cr_assert_eq(2 * p->nvlink_raw_bps * 72, 129600 * GBYTE);
+  cr_assert_eq(p->arch, FAB_ARCH_BLACKWELL);
+  cr_assert_eq(p->cpu, FAB_CPU_ARM);
+  cr_assert_eq(p->nics_per_node, 4);
+  cr_assert_eq(p->nic_bps, 800 * GBIT);          /* ConnectX-8 */
+  cr_assert_eq(p->pcie_bps, 968 * GBIT);         /* PCIe 6.0 x16: 64 GT/s x 16 x 242/256 */
+  cr_assert_gt(p->pcie_bps, p->nic_bps, "the NIC, not PCIe, bounds the network path");
+  cr_assert_float_eq(p->gpu_flops * 72, 180e15, 1e12);
+  cr_assert_eq(p->memory_bps * 72, 576 * TBYTE);
 }
 
 Test(presets, aws_p5) {

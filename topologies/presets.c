@@ -60,6 +60,9 @@
 #define PCIE_X16_BPS(gts) ((uint64_t)(gts) * GBIT * 16u * 128u / 130u)
 #define PCIE_GEN5_X16 PCIE_X16_BPS(32)   /* 504123076923 bit/s = 63.0 GB/s */
 #define PCIE_GEN4_X16 PCIE_X16_BPS(16)   /* 252061538461 bit/s = 31.5 GB/s */
+/* PCIe 6.0: 64 GT/s per lane (PAM4) in 256-byte FLITs of which 8 B are CRC and 6 B FEC (PCI-SIG PCIe 6.0 base
+** specification): one direction of x16 = 64 x 16 x 242/256 = 968 Gbit/s (121 GB/s). */
+#define PCIE_GEN6_X16 (64ULL * GBIT * 16u * 242u / 256u)
 
 #define NVL_RAW_LINK (25 * GBYTE)        /* NVLink3/4 signalling per link and direction */
 #define NVL5_RAW_LINK (50 * GBYTE)       /* NVLink5 */
@@ -394,11 +397,47 @@ static const FabNodePreset presets[] = {
         .transport = "infiniband",       /* informative */
         .sources = "SemiAnalysis H20 spec sheet (2023-11-09), as public listings repeat it; PCIe 5.0 x16",
     },
+    {
+        /* NVIDIA GB300 NVL72 (Blackwell Ultra). As gb200-nvl72, a node is
+        ** one compute tray of 2 Grace CPUs and 4 GPUs, 18 trays in one
+        ** 72-GPU NVLink domain through 9 NVSwitch trays (130 TB/s). Sources:
+        ** NVIDIA GB300 NVL72 product page (72 Blackwell Ultra GPUs, 36 Grace
+        ** CPUs; NVLink 130 TB/s; FP16/BF16 Tensor Core 360 PFLOPS with
+        ** sparsity, 180 dense per rack = 2.5 PFLOPS per GPU; HBM3e 576 TB/s
+        ** = 8 TB/s per GPU; ConnectX-8 SuperNIC, 800 Gb/s per GPU); NVIDIA
+        ** Enterprise Reference Architecture "NVL72 AI Factory", System
+        ** Hardware & Components (per GB300 NVL compute tray: 4 Blackwell Ultra
+        ** GPUs, 2 Grace CPUs, 2 mezzanine boards with 2 ConnectX-8 each: 4
+        ** HCAs); NVIDIA ConnectX-8 SuperNIC datasheet (800 Gb/s, PCIe Gen6
+        ** host interface). */
+        .name = "gb300-nvl72",
+        .gpu = "B300 (GB300 superchip)",
+        .arch = FAB_ARCH_BLACKWELL,      /* Blackwell Ultra: NVLink5, NCCL's Blackwell tables */
+        .cpu = FAB_CPU_ARM,              /* NVIDIA Grace (GB300 NVL72 product page) */
+        .gpus_per_node = 4,              /* Enterprise RA: 4 Blackwell Ultra GPUs per compute tray */
+        .nics_per_node = 4,              /* Enterprise RA: 4 ConnectX-8 HCAs per compute tray, one per GPU */
+        .nvlink_domain = 72,             /* 18 trays x 4 GPUs, 9 NVSwitch trays (Enterprise RA) */
+        .nic_bps = 800 * GBIT,           /* ConnectX-8 SuperNIC 800 Gb/s (GB300 NVL72 page, ConnectX-8 datasheet) */
+        .nvlink_links = 18,              /* NVLink5: 130 TB/s / 72 = 1.8 TB/s bidirectional per GPU */
+        .nvlink_raw_bps = 18 * NVL5_RAW_LINK, /* 900 GB/s per direction */
+        .nvlink_bps = 18 * NVL_SM100_LINK,    /* 721.8 GB/s of data (NCCL topo.h, see top) */
+        .nvlink_latency = NVLINK_LATENCY,
+        .pcie_bps = PCIE_GEN6_X16,       /* ConnectX-8: PCIe Gen6 x16 host interface (ConnectX-8 datasheet) */
+        .pcie_latency = PCIE_LATENCY,
+        .host_bps = 25 * GBYTE,          /* ASSUMPTION, see top */
+        .host_latency = HOST_LATENCY,
+        .gpu_flops = 2.5e15,             /* dense BF16 2.5 PFLOPS: 360 PFLOPS sparse per rack / 72 / 2 */
+        .memory_bps = 8 * TBYTE,         /* HBM3e 8 TB/s per GPU (576 TB/s per rack / 72) */
+        .gpu_efficiency = GPU_EFFICIENCY,
+        .transport = "infiniband",       /* informative: Quantum-X800 InfiniBand (or Spectrum-X Ethernet) */
+        .sources = "NVIDIA GB300 NVL72 product page; NVIDIA Enterprise RA NVL72 AI Factory; ConnectX-8 SuperNIC "
+                   "datasheet; PCIe 6.0",
+    },
 };
 
 const char *const fab_preset_names[] = {
     "host", "dgx-h100", "dgx-b200", "gb200-nvl72", "aws-p5", "aws-p4d", "dgx-a100", "dgx-h200", "hgx-h800",
-    "hgx-h20", NULL,
+    "hgx-h20", "gb300-nvl72", NULL,
 };
 
 /* sm: NVIDIA's compute capability of each generation (A100 8.0, H100/H200
