@@ -46,6 +46,7 @@ ALONE = {
     "dgx-h100.yaml": (ONE_PART, 2),
     "dgx-h200.yaml": (ONE_PART, 2),
     "gb200-nvl72.yaml": (ONE_PART, 2),
+    "gb300-nvl72.yaml": (TWO_PARTS, 4),
     "nccl-tests-dgx-h100.yaml": (TWO_PARTS, 4),
     "a100-roce-16nic.yaml": (TWO_PARTS, 4),
     "aws-p4d.yaml": (TWO_PARTS, 4),
