@@ -2,6 +2,7 @@
 ** ring, rail-optimized, multi-rail) and the whole fabric. See topology.h;
 ** the GPU nodes' PCIe and NVLink edges are in gpu_nodes.c. */
 #include "build_int.h"
+#include "graph.h"
 #include <string.h>
 
 /* ---- building ---------------------------------------------------------- */
@@ -194,6 +195,38 @@ static void build_fat_tree(FabTopology *t, const FabFabricCfg *cfg) {
     for (uint32_t pod = 0; pod < k; pod++) route_range_to_port(core[c], pod * per_pod, (pod + 1) * per_pod, pod);
 }
 
+/* The scenario's own graph (graph.h): switches in its order, each one's
+** ports its hosts (attachment order) and then its links (list order, a
+** group's switches in turn); routes come after (fab_topology_build: the
+** shortest paths, as reroute.c finds them). */
+static void build_graph(FabTopology *t, const FabFabricCfg *cfg) {
+  FabGraph g;
+  GError *err = NULL;
+  if (!fab_graph_read(t->spec.graph, &g, &err)) g_error("internal error: the graph read before fails: %s", err->message);
+  uint32_t *next = g_new0(uint32_t, g.nsw);
+  for (uint32_t s = 0; s < g.nsw; s++) {
+    FabSwitchCfg sc = cfg->sw;
+    const char *tier = fab_graph_tier_names[g.sw[s].tier];
+    for (uint32_t k = 0; k < cfg->ntiers; k++)
+      if (!strcmp(tier, cfg->tier_name[k])) sc.routing = cfg->tier_routing[k];
+    sc.tier = (uint8_t)g.sw[s].tier;
+    t->switches[t->nswitches++] = fab_switch_new(g.sw[s].name, &sc, g.sw[s].nports, t->nattach);
+  }
+  for (uint32_t a = 0; a < g.nattach; a++) {
+    uint32_t s = g.attach_sw[a];
+    link_host(t, a, t->switches[s], next[s]++);
+  }
+  for (uint32_t i = 0; i < g.nlinks; i++) {
+    const FabGraphLink *l = &g.links[i];
+    uint64_t bps = l->bps ? l->bps : t->spec.link_bps;
+    fab_time_t lat = l->latency_set ? l->latency : t->spec.link_latency;
+    fab_port_connect(fab_switch_port_init(t->switches[l->a], next[l->a]++, bps, lat),
+                     fab_switch_port_init(t->switches[l->b], next[l->b]++, bps, lat));
+  }
+  g_free(next);
+  fab_graph_clear(&g);
+}
+
 /* A port whose peer is a switch takes trains through at packet granularity. */
 static void cut_through(FabPort *pt, const FabNicCfg *nic) {
   if (!pt->peer || !pt->peer->owner->relay) return;
@@ -232,6 +265,7 @@ FabTopology *fab_topology_build(const FabFabricCfg *cfg) {
   case FAB_TOPO_RAIL: nsw = cfg->topo.leaves + cfg->topo.spines; break;
   case FAB_TOPO_MULTI_RAIL:
   case FAB_TOPO_RAIL_ONLY: nsw = cfg->topo.k * (cfg->topo.leaves + cfg->topo.spines); break;
+  case FAB_TOPO_GRAPH: nsw = cfg->topo.leaves; break;
   }
   t->nnet = nsw;
   uint32_t extra = 0;
@@ -253,6 +287,7 @@ FabTopology *fab_topology_build(const FabFabricCfg *cfg) {
   case FAB_TOPO_RAIL: build_rail(t, cfg); break;
   case FAB_TOPO_MULTI_RAIL:
   case FAB_TOPO_RAIL_ONLY: build_multi_rail(t, cfg); break;
+  case FAB_TOPO_GRAPH: build_graph(t, cfg); break;
   }
   g_assert(t->nswitches == nsw);
   if (g->gpus_per_node) {
@@ -261,6 +296,12 @@ FabTopology *fab_topology_build(const FabFabricCfg *cfg) {
     for (uint32_t s = 0; s < nsw; s++) g_hash_table_add(network, fab_switch_node(t->switches[s]));
     for (uint32_t s = 0; s < nsw; s++) fab_topo__rekey_routes(t, t->switches[s], &l, network);
     g_hash_table_destroy(network);
+  }
+  if (cfg->topo.kind == FAB_TOPO_GRAPH) { /* its routes: the shortest paths over its links (GPU nodes: by rank) */
+    uint32_t nsw_all = t->nswitches;
+    t->nswitches = nsw; /* reroute routes the network's switches only (t->nnet) */
+    fab_topology_reroute(t, NULL, NULL);
+    t->nswitches = nsw_all;
   }
   if (cfg->sw.credits) /* InfiniBand: each network switch ingress grants credits to the port feeding it */
     for (uint32_t s = 0; s < t->nnet; s++)
@@ -349,6 +390,9 @@ char *fab_topology_describe(const FabTopoSpec *s) {
   case FAB_TOPO_FAT_TREE:
     return g_strdup_printf("fat-tree: k=%u, %u hosts per edge, %u hosts, %u switches", s->k, s->hosts_per_leaf,
                            s->hosts, s->k * s->k + (s->k / 2) * (s->k / 2));
+  case FAB_TOPO_GRAPH:
+    return g_strdup_printf("graph: %u switches, %" G_GUINT64_FORMAT " links between them, %u hosts (their switches "
+                           "at most %u hops apart), shortest-path routing", s->leaves, s->glinks, s->hosts, s->gdiam);
   }
   return g_strdup("?");
 }
@@ -365,6 +409,7 @@ static uint64_t network_elements(const FabTopoSpec *s, uint32_t nattach) {
   case FAB_TOPO_RAIL_ONLY: return k * (L + S + L * (H + S) + S * L);
   case FAB_TOPO_RING: return L + L * (H + 2);
   case FAB_TOPO_FAT_TREE: return 2 * k * h + h * h + k * h * (H + h) + k * h * k + h * h * k;
+  case FAB_TOPO_GRAPH: return L + nattach + 2 * s->glinks;
   }
   return 0;
 }
@@ -394,6 +439,7 @@ FabFootprint fab_topology_footprint(const FabFabricCfg *cfg) {
   case FAB_TOPO_RAIL_ONLY: f.switches = k * (L + S); break;
   case FAB_TOPO_RING: f.switches = L; break;
   case FAB_TOPO_FAT_TREE: f.switches = 2 * k * h + h * h; break;
+  case FAB_TOPO_GRAPH: f.switches = L; break;
   }
   f.endpoints = g->gpus_per_node ? (uint64_t)g->nodes * g->gpus_per_node : s->hosts;
   uint64_t elems = fab_topology_elements(cfg), net = network_elements(s, s->hosts);

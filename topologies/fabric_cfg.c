@@ -12,6 +12,7 @@
 #include "fabric_cfg_int.h"
 #include "presets.h"
 #include "nccl_topo.h"
+#include "graph.h"
 #include "models/cc.h"
 #include "models/dcqcn.h"
 #include "models/ecmp.h"
@@ -20,7 +21,7 @@
 
 
 const char *const fab_topo_kind_names[] = {"single-switch", "leaf-spine", "fat-tree", "ring", "rail-optimized",
-                                         "multi-rail", "rail-only", NULL};
+                                         "multi-rail", "rail-only", "graph", NULL};
 static const char *const ecn_marks_at[] = {"enqueue", "dequeue", NULL};
 const char *const fab_ff_mode_names[] = {"off", "on", "auto", NULL}; /* FabFfMode order */
 
@@ -131,7 +132,9 @@ static const FabCfgKey topo_schema[] = {
   K("spines", FAB_CFG_UINT, f.topo.spines, .min = 1, .max = 65000),
   K("oversubscription", FAB_CFG_RATIO, f.topo.oversubscription),
   K("k", FAB_CFG_UINT, f.topo.k, .min = 2, .max = 256),
-  K("switches", FAB_CFG_UINT, f.topo.leaves, .min = 3, .max = 1024),
+  K("switches", FAB_CFG_NODE, switches), /* ring: a number (ring()); graph: a list (graph.c) */
+  K("hosts", FAB_CFG_NODE, ghosts),
+  K("links", FAB_CFG_NODE, glinks),
   K("hosts_per_switch", FAB_CFG_UINT, f.topo.hosts_per_leaf, .min = 1, .max = 1024),
   K("tiers", FAB_CFG_NODE, tiers), /* in the contract, not built: refused as such */
   K("pods", FAB_CFG_NODE, pods),
@@ -558,6 +561,38 @@ static gboolean rails(const FabCfgNode *node, FabTopoSpec *t, uint64_t nodes, ui
   return TRUE;
 }
 
+/* A ring's `switches`: a number from 3 to 1024. */
+static gboolean ring_switches(const FabCfgNode *n, FabTopoSpec *t, GError **err) {
+  int64_t v;
+  if (fab_cfg_kind(n) != FAB_CFG_NODE_SCALAR || !fab_parse_int(fab_cfg_scalar(n), &v, NULL) || v < 3 || v > 1024)
+    return fab_cfg_fail(n, err, "expected a number of switches from 3 to 1024");
+  t->leaves = (uint32_t)v;
+  return TRUE;
+}
+
+/* kind: graph (graph.h): read and checked here, built from the same map. */
+static gboolean graph(const FabCfgNode *node, FabTopoSpec *t, uint64_t nodes, const FabCfgNode *nodes_at,
+                      const char *what, GError **err) {
+  static const char *const keys[] = {"hosts_per_leaf", "leaves", "spines", "oversubscription", "k"};
+  for (size_t i = 0; i < G_N_ELEMENTS(keys); i++)
+    if (!set_only_for(node, keys[i], "the kinds built from a shape: a graph lists its switches", err)) return FALSE;
+  FabGraph g;
+  if (!fab_graph_read(node, &g, err)) return FALSE;
+  if (nodes && nodes != g.nattach)
+    return fab_cfg_fail(fab_cfg_get(node, "hosts"), err, "the graph's hosts list %u attachments, but the cluster has %"
+                        G_GUINT64_FORMAT " %s", g.nattach, nodes, what);
+  t->graph = node;
+  t->hosts = g.nattach;
+  t->leaves = g.nsw;
+  t->glinks = g.nlinks;
+  t->gdiam = g.diameter;
+  t->gmaxp = g.max_ports;
+  t->glat = g.default_latency ? MAX(g.max_latency, t->link_latency) : g.max_latency;
+  t->gbps = g.max_bps;
+  fab_graph_clear(&g);
+  return TRUE;
+}
+
 /* The topology shape. `nodes` is what it must hold (hosts, or NIC ports for
 ** GPU nodes; 0: not given), located at nodes_at; `rails` the NICs per GPU
 ** node (0 for hosts). */
@@ -571,7 +606,10 @@ static gboolean read_topology(Read *r, uint64_t nodes, const FabCfgNode *nodes_a
                         "(give kind: fat-tree, k: the switch radix: a 3-tier k-ary fat-tree)");
   const char *what = nrails ? "NIC ports (nodes x nics_per_node)" : "nodes";
   if (t->kind != FAB_TOPO_RING &&
-      (!set_only_for(node, "switches", "ring", err) || !set_only_for(node, "hosts_per_switch", "ring", err)))
+      ((t->kind != FAB_TOPO_GRAPH && !set_only_for(node, "switches", "ring, graph", err)) ||
+       !set_only_for(node, "hosts_per_switch", "ring", err)))
+    return FALSE;
+  if (t->kind != FAB_TOPO_GRAPH && (!set_only_for(node, "hosts", "graph", err) || !set_only_for(node, "links", "graph", err)))
     return FALSE;
   switch (t->kind) {
   case FAB_TOPO_SINGLE_SWITCH:
@@ -599,12 +637,15 @@ static gboolean read_topology(Read *r, uint64_t nodes, const FabCfgNode *nodes_a
       return FALSE;
     if (!fab_cfg_get(node, "switches") || !fab_cfg_get(node, "hosts_per_switch"))
       return fab_cfg_fail(node, err, "ring needs switches (>= 3) and hosts_per_switch");
+    if (!ring_switches(r->switches, t, err)) return FALSE;
     t->hosts = t->leaves * t->hosts_per_leaf;
     if (nodes && nodes != t->hosts)
       return fab_cfg_fail(nodes_at, err, "%" G_GUINT64_FORMAT " nodes, but the ring has %u", nodes, t->hosts);
     return TRUE;
   case FAB_TOPO_FAT_TREE:
     return fat_tree(node, t, nodes, nodes_at, err);
+  case FAB_TOPO_GRAPH:
+    return graph(node, t, nodes, nodes_at, what, err);
   }
   return FALSE;
 }
@@ -617,6 +658,7 @@ static uint32_t max_ports(const FabTopoSpec *t) {
   case FAB_TOPO_SINGLE_SWITCH: return t->hosts;
   case FAB_TOPO_RING: return t->hosts_per_leaf + 2;
   case FAB_TOPO_FAT_TREE: return MAX(t->hosts_per_leaf + t->k / 2, t->k);
+  case FAB_TOPO_GRAPH: return t->gmaxp;
   default: return MAX(t->hosts_per_leaf + t->spines, t->leaves);
   }
 }
@@ -643,13 +685,15 @@ double fab_fabric_round_trip(const Read *r, uint32_t mtu_wire, double *links_out
   const FabTopoSpec *t = &r->f.topo;
   static const uint32_t diameter[] = {[FAB_TOPO_SINGLE_SWITCH] = 2, [FAB_TOPO_LEAF_SPINE] = 4,
                                       [FAB_TOPO_FAT_TREE] = 6, [FAB_TOPO_RING] = 2, [FAB_TOPO_RAIL] = 4,
-                                      [FAB_TOPO_MULTI_RAIL] = 4, [FAB_TOPO_RAIL_ONLY] = 2};
-  double links = diameter[t->kind] + (t->kind == FAB_TOPO_RING && t->leaves > 1 ? t->leaves - 1 : 0);
+                                      [FAB_TOPO_MULTI_RAIL] = 4, [FAB_TOPO_RAIL_ONLY] = 2, [FAB_TOPO_GRAPH] = 2};
+  double links = diameter[t->kind] + (t->kind == FAB_TOPO_RING && t->leaves > 1 ? t->leaves - 1 : 0) +
+                 (t->kind == FAB_TOPO_GRAPH ? t->gdiam : 0);
+  const double lat = (double)fab_topo_max_latency(t);
   double slow = (double)MIN(t->link_bps, t->host_bps);
   double ser = (double)mtu_wire * 8 / slow * 1e12, ack = (double)r->f.nic.transport.ack_bytes * 8 / slow * 1e12;
   if (links_out) *links_out = links;
   if (ser_out) *ser_out = ser;
-  return links * (2.0 * (double)t->link_latency + ser + ack) + 2 * (links - 1) * (double)r->f.sw.latency;
+  return links * (2.0 * lat + ser + ack) + 2 * (links - 1) * (double)r->f.sw.latency;
 }
 
 /* An unloaded round trip across the fabric must fit in the retransmission
@@ -705,7 +749,7 @@ static gboolean buffer_split(Read *r, GError **err) {
   if (out->sw.pfc.enabled) { /* reserve the headroom out of the buffer, at the worst port */
     const FabPfcCfg *c = &out->sw.pfc;
     uint64_t h = c->headroom ? c->headroom
-                             : fab_pfc_headroom_auto(MAX(t->link_bps, t->host_bps), t->link_latency, c->response,
+                             : fab_pfc_headroom_auto(fab_topo_max_bps(t), fab_topo_max_latency(t), c->response,
                                                      c->mtu_wire);
     uint64_t per = (uint64_t)ports * (uint64_t)__builtin_popcount(c->lossless), reserve;
     if (__builtin_mul_overflow(per, h, &reserve)) reserve = UINT64_MAX;
@@ -737,8 +781,8 @@ gboolean fab_fabric_cfg_credits(FabFabricCfg *f, uint32_t prios, GPtrArray *warn
   f->sw.credits = c;
   f->credit_vls = vls;
   /* the credit loop: a packet out, the credit back, at the fastest link */
-  uint64_t bps = MAX(f->topo.link_bps, f->topo.host_bps);
-  fab_time_t loop = 2 * f->topo.link_latency + f->sw.latency + 2 * fab_time_ser(f->sw.mtu_wire, bps);
+  uint64_t bps = fab_topo_max_bps(&f->topo);
+  fab_time_t loop = 2 * fab_topo_max_latency(&f->topo) + f->sw.latency + 2 * fab_time_ser(f->sw.mtu_wire, bps);
   uint64_t bdp = (uint64_t)((unsigned __int128)bps * loop / (8 * FAB_S)) + f->sw.mtu_wire;
   if (c < bdp && warnings)
     g_ptr_array_add(warnings, g_strdup_printf(

@@ -15,6 +15,8 @@ typedef struct Read {
   const FabCfgNode *priorities, *xoff, *headroom;                  /* fabric.switch.pfc: */
   GPtrArray *warnings; /* settings with no effect under the current choices (NULL: not kept) */
   const FabCfgNode *tiers, *pods; /* fabric.topology.tiers, pods (refused) */
+  const FabCfgNode *switches, *ghosts, *glinks; /* fabric.topology.switches (ring: a number; graph: a list), hosts,
+                                                ** links (graph) */
   uint32_t ar_pick, flowlet_pick; /* fabric.switch.adaptive_pick, flowlet_pick */
   uint32_t reliability;           /* cluster.nic.reliability */
   const FabCfgNode *per_tier;     /* fabric.switch.routing_per_tier */

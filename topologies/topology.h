@@ -22,6 +22,8 @@
 **                  nodes per leaf, `spines` per plane); the planes are not
 **                  joined, so a GPU reaches another rail only through a PXN
 **                  relay (cluster.pxn).
+**   graph          switches, hosts and links as the scenario lists them
+**                  (graph.h), routed by shortest paths (reroute.c).
 **   ring           `switches` switches in a ring with `hosts_per_switch`
 **                  hosts each, every switch joined to the next one;
 **                  traffic goes clockwise only. Not a production fabric: a
@@ -46,7 +48,7 @@
 
 /* RAIL_ONLY is built as MULTI_RAIL with one leaf per plane and no spines. */
 typedef enum { FAB_TOPO_SINGLE_SWITCH = 0, FAB_TOPO_LEAF_SPINE, FAB_TOPO_FAT_TREE, FAB_TOPO_RING, FAB_TOPO_RAIL,
-               FAB_TOPO_MULTI_RAIL, FAB_TOPO_RAIL_ONLY } FabTopoKind;
+               FAB_TOPO_MULTI_RAIL, FAB_TOPO_RAIL_ONLY, FAB_TOPO_GRAPH } FabTopoKind;
 
 /* The fabrics whose rails (NIC index planes) are not joined: a flow across rails needs PXN. */
 static inline bool fab_topo_rails_apart(FabTopoKind k) { return k == FAB_TOPO_MULTI_RAIL || k == FAB_TOPO_RAIL_ONLY; }
@@ -61,7 +63,23 @@ typedef struct FabTopoSpec {
   uint64_t link_bps;        /* switch-to-switch links */
   uint64_t host_bps;        /* host-to-switch links (the NIC rate) */
   fab_time_t link_latency;  /* ps, every link */
+  /* graph (graph.h): its map, read again when built (the scenario's nodes outlive the configuration); leaves
+  ** counts its switches */
+  const FabCfgNode *graph;
+  uint32_t gdiam, gmaxp;    /* graph: the most switch hops between hosts' switches; the largest switch's ports */
+  uint64_t glinks;          /* graph: links between switches */
+  fab_time_t glat;          /* graph: the longest link latency (fabric.link's where a link takes it) */
+  uint64_t gbps;            /* graph: the fastest link given its own bandwidth (0: none) */
 } FabTopoSpec;
+
+/* The longest link latency and the fastest link rate of the fabric (host links included). */
+static inline fab_time_t fab_topo_max_latency(const FabTopoSpec *t) {
+  return t->kind == FAB_TOPO_GRAPH && t->glat > t->link_latency ? t->glat : t->link_latency;
+}
+static inline uint64_t fab_topo_max_bps(const FabTopoSpec *t) {
+  uint64_t b = t->link_bps > t->host_bps ? t->link_bps : t->host_bps;
+  return t->kind == FAB_TOPO_GRAPH && t->gbps > b ? t->gbps : b;
+}
 
 /* GPU nodes (cluster.node other than host): what a node holds and how its
 ** GPUs reach each other (NVLink through NVSwitch) and the network (PCIe to

@@ -260,6 +260,10 @@ static void explain_fabric(const FabScenario *sc, GString *s) {
   const FabFabricCfg *f = &sc->fabric;
   g_string_append_printf(s, "links      %.6g Gbps, latency %.6g us, mtu %u B payload\n",
                          (double)f->topo.link_bps / 1e9, (double)f->topo.link_latency / 1e6, f->nic.mtu);
+  if (f->topo.kind == FAB_TOPO_GRAPH && (f->topo.gbps || f->topo.glat != f->topo.link_latency))
+    g_string_append_printf(s, "           graph: links given their own rate or latency, the fastest %.6g Gbps, the "
+                           "longest %.6g us (the others as above)\n",
+                           (double)fab_topo_max_bps(&f->topo) / 1e9, (double)fab_topo_max_latency(&f->topo) / 1e6);
   if (f->nic.seg)
     g_string_append_printf(s, "segment    fabric.segment %u B: the network carries trains of %u packets (each with "
                            "its headers: the same bytes on the wire), switched store-and-forward and dropped, marked "

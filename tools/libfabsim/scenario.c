@@ -76,8 +76,9 @@ static void coll_env(const FabFabricCfg *f, FabCollEnv *e) {
   const FabGpuSpec *g = &f->gpu;
   static const uint32_t links[] = {[FAB_TOPO_SINGLE_SWITCH] = 2, [FAB_TOPO_LEAF_SPINE] = 4, [FAB_TOPO_FAT_TREE] = 6,
                                    [FAB_TOPO_RING] = 4, [FAB_TOPO_RAIL] = 4, [FAB_TOPO_MULTI_RAIL] = 4,
-                                   [FAB_TOPO_RAIL_ONLY] = 2};
-  uint32_t l = links[f->topo.kind];
+                                   [FAB_TOPO_RAIL_ONLY] = 2, [FAB_TOPO_GRAPH] = 2};
+  _Static_assert(sizeof links / sizeof links[0] == FAB_TOPO_GRAPH + 1, "a path length per topology kind");
+  uint32_t l = links[f->topo.kind] + (f->topo.kind == FAB_TOPO_GRAPH ? f->topo.gdiam : 0);
   memset(e, 0, sizeof *e);
   e->endpoints = g->gpus_per_node ? g->nodes * g->gpus_per_node : f->topo.hosts;
   e->gpus_per_node = g->gpus_per_node ? g->gpus_per_node : 1;
@@ -92,7 +93,7 @@ static void coll_env(const FabFabricCfg *f, FabCollEnv *e) {
   e->net_bps = g->gpus_per_node ? f->topo.host_bps * g->nics_per_node / g->gpus_per_node : f->topo.host_bps;
   e->nvl_bps = g->nvlink_domain ? g->nvlink_bps : 0;
   /* unloaded NIC to NIC across the fabric's diameter (a tier-2 path for leaf-spine) */
-  e->net_lat = l * f->topo.link_latency + (l - 1) * f->sw.latency + (g->gpus_per_node ? 2 * g->pcie_latency : 0);
+  e->net_lat = l * fab_topo_max_latency(&f->topo) + (l - 1) * f->sw.latency + (g->gpus_per_node ? 2 * g->pcie_latency : 0);
   e->nvl_lat = g->nvlink_latency;
   /* EFA: aws-ofi-nccl reports 75 us on p4d and p5, and for platforms it does not know (src/platform-aws.cpp,
   ** platform_data_map[].latency; src/nccl_ofi_net.cpp: props->latency) */

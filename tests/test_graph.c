@@ -1,0 +1,233 @@
+/*
+** fabric.topology kind: graph (topologies/graph.c, built by build.c): the
+** switches, hosts and links a scenario lists, their ports in list order,
+** per-link rates and latencies, shortest-path ECMP routes; a leaf-spine and
+** a rail-optimized fabric written as graphs run exactly as the built-in
+** kinds do; and every mistake in a graph is an error at file:line:col.
+*/
+#include <criterion/criterion.h>
+#include <string.h>
+
+#include "topologies/topology.h"
+
+static FabCfg *load(const char *yaml) {
+  GError *err = NULL;
+  FabCfg *cfg = fab_cfg_load_string(yaml, "t.yaml", &err);
+  cr_assert_not_null(cfg, "YAML did not load: %s", err ? err->message : "?");
+  return cfg;
+}
+
+/* The fabric of `yaml`, built (the caller frees both). */
+static FabTopology *build(const char *yaml, FabCfg **cfg, FabFabricCfg *f) {
+  *cfg = load(yaml);
+  GError *err = NULL;
+  cr_assert(fab_fabric_cfg_read(fab_cfg_root(*cfg), f, NULL, &err), "unexpected error: %s", err ? err->message : "?");
+  return fab_topology_build(f);
+}
+
+static void read_fails(const char *yaml, const char *where, const char *what) {
+  FabCfg *cfg = load(yaml);
+  GError *err = NULL;
+  FabFabricCfg out;
+  cr_assert_not(fab_fabric_cfg_read(fab_cfg_root(cfg), &out, NULL, &err), "expected an error at %s", where);
+  cr_assert(g_str_has_prefix(err->message, where), "'%s' does not start with '%s'", err->message, where);
+  cr_assert(strstr(err->message, what), "'%s' does not say '%s'", err->message, what);
+  g_error_free(err);
+  fab_cfg_free(cfg);
+}
+
+static FabSwitch *by_name(FabTopology *t, const char *name) {
+  for (uint32_t s = 0; s < t->nswitches; s++)
+    if (!strcmp(fab_switch_name(t->switches[s]), name)) return t->switches[s];
+  cr_assert_fail("no switch %s", name);
+  return NULL;
+}
+
+/* The ports of sw's route to dst, as "1,2," (sorted as groups keep them). */
+static char *route(FabSwitch *sw, uint32_t dst) {
+  uint32_t n, g = fab_switch_route_group(sw, dst);
+  GString *s = g_string_new(NULL);
+  if (g == UINT32_MAX) return g_string_free(s, FALSE);
+  const uint32_t *p = fab_switch_group_ports(sw, g, &n);
+  for (uint32_t i = 0; i < n; i++) g_string_append_printf(s, "%u,", p[i]);
+  return g_string_free(s, FALSE);
+}
+
+static void route_is(FabSwitch *sw, uint32_t dst, const char *want) {
+  char *got = route(sw, dst);
+  cr_assert_str_eq(got, want, "%s: route to %u: %s, want %s", fab_switch_name(sw), dst, got, want);
+  g_free(got);
+}
+
+#define HOSTS(n) "cluster: {node: host, nodes: " #n "}\n"
+#define LINK "  link: {bandwidth: 100Gbps, latency: 1us}\n"
+
+/* A diamond with a shortcut: a - b1 - c, a - b2 - c (two parallel links to b2), and c - d. Hosts 0, 1 on a; 2
+** on c; 3 on d. Ports: a: hosts 0, 1, then b1 (2), b2 (3, 4); c: host 2 (0), b1 (1), b2 (2, 3), d (4). */
+#define DIAMOND                                                                                                  \
+  HOSTS(4) "fabric:\n" LINK "  topology:\n    kind: graph\n"                                                 \
+  "    switches: [a, b1, b2, c, {name: d, tier: spine}]\n"                                                     \
+  "    hosts: [{switch: a, count: 2}, {switch: c, count: 1}, {switch: d, count: 1}]\n"                        \
+  "    links:\n"                                                                                              \
+  "      - {a: a, b: b1}\n"                                                                                   \
+  "      - {a: a, b: b2, count: 2, bandwidth: 50Gbps, latency: 3us}\n"                                         \
+  "      - {a: b1, b: c}\n"                                                                                   \
+  "      - {a: b2, b: c, count: 2}\n"                                                                         \
+  "      - {a: c, b: d}\n"
+
+Test(graph, ports_rates_and_shortest_paths) {
+  FabCfg *cfg;
+  FabFabricCfg f;
+  FabTopology *t = build(DIAMOND, &cfg, &f);
+  cr_assert_eq(t->nnet, 5);
+  FabSwitch *a = by_name(t, "a"), *c = by_name(t, "c"), *d = by_name(t, "d"), *b2 = by_name(t, "b2");
+  cr_assert_eq(fab_switch_nports(a), 5);
+  cr_assert_eq(fab_switch_nports(c), 5);
+  cr_assert_eq(fab_switch_port_at(a, 1)->peer, &t->nics[1].port);
+  /* per-link rate and latency; the others fabric.link's */
+  cr_assert_eq(fab_switch_port_at(a, 3)->bps, 50000000000ull);
+  cr_assert_eq(fab_switch_port_at(a, 3)->latency, 3 * FAB_US);
+  cr_assert_eq(fab_switch_port_at(a, 2)->bps, 100000000000ull);
+  cr_assert_eq(fab_switch_port_at(a, 2)->latency, FAB_US);
+  cr_assert_eq(fab_switch_port_at(b2, 0)->peer, fab_switch_port_at(a, 3));
+  /* a to host 2 (on c, 2 hops): every port toward b1 and b2; to host 3 (on d, 3 hops) the same */
+  route_is(a, 2, "2,3,4,");
+  route_is(a, 3, "2,3,4,");
+  route_is(a, 0, "0,");
+  route_is(c, 0, "1,2,3,");  /* back toward a over b1 and b2's two links */
+  route_is(c, 3, "4,");
+  route_is(d, 0, "1,");      /* d's only link (port 0 is its host) */
+  route_is(d, 3, "0,");
+  route_is(b2, 2, "2,3,");   /* b2 to c: its two parallel links */
+  /* the description and the round trip's path: hosts' switches at most 3 hops apart (a to d) */
+  char *desc = fab_topology_describe(&f.topo);
+  cr_assert_str_eq(desc, "graph: 5 switches, 7 links between them, 4 hosts (their switches at most 3 hops apart), "
+                         "shortest-path routing");
+  g_free(desc);
+  cr_assert_eq(f.topo.glat, 3 * FAB_US);
+  cr_assert_eq(f.topo.gbps, 50000000000ull);
+  cr_assert_eq(fab_topology_elements(&f) - 4 * 3, 5 + 4 + 2 * 7, "switches, host ports and link ends");
+  fab_topology_free(t);
+  fab_cfg_free(cfg);
+}
+
+/* The same leaf-spine two ways: 4 leaves of 4 hosts, 2 spines. */
+#define LS_KIND HOSTS(16) "fabric:\n" LINK "  topology: {kind: leaf-spine, hosts_per_leaf: 4, spines: 2}\n"
+#define LS_GRAPH                                                                                                 \
+  HOSTS(16) "fabric:\n" LINK "  topology:\n    kind: graph\n"                                                \
+  "    switches: [{name: leaf, count: 4}, {name: spine, count: 2, tier: spine}]\n"                             \
+  "    hosts: [{switch: leaf, count: 4}]\n    links: [{a: leaf, b: spine}]\n"
+
+/* Every network switch of x and y: the same name, ports to the same peers, the same route to every endpoint. */
+static void same_network(FabTopology *x, FabTopology *y) {
+  cr_assert_eq(x->nnet, y->nnet);
+  for (uint32_t s = 0; s < x->nnet; s++) {
+    FabSwitch *a = x->switches[s], *b = y->switches[s];
+    cr_assert_str_eq(fab_switch_name(a), fab_switch_name(b));
+    cr_assert_eq(fab_switch_nports(a), fab_switch_nports(b));
+    for (uint32_t p = 0; p < fab_switch_nports(a); p++)
+      cr_assert_str_eq(fab_switch_port_at(a, p)->peer->owner->name, fab_switch_port_at(b, p)->peer->owner->name,
+                       "%s port %u", fab_switch_name(a), p);
+    for (uint32_t r = 0; r < x->nhosts; r++) {
+      char *ra = route(a, r), *rb = route(b, r);
+      cr_assert_str_eq(ra, rb, "%s to %u", fab_switch_name(a), r);
+      g_free(ra), g_free(rb);
+    }
+  }
+}
+
+Test(graph, a_leaf_spine_as_a_graph) {
+  FabCfg *c1, *c2;
+  FabFabricCfg f1, f2;
+  FabTopology *x = build(LS_KIND, &c1, &f1), *y = build(LS_GRAPH, &c2, &f2);
+  same_network(x, y);
+  cr_assert_eq(fab_topology_elements(&f1), fab_topology_elements(&f2));
+  cr_assert_eq(fab_topology_footprint(&f1).bytes, fab_topology_footprint(&f2).bytes);
+  fab_topology_free(x), fab_topology_free(y);
+  fab_cfg_free(c1), fab_cfg_free(c2);
+}
+
+Test(graph, a_rail_optimized_fabric_of_gpu_nodes_as_a_graph) {
+  /* rail r joins NIC r of every node: attachment n x 8 + r, so round-robin over the 8 rails */
+  FabCfg *c1, *c2;
+  FabFabricCfg f1, f2;
+  FabTopology *x = build("cluster: {node: dgx-h100, nodes: 4}\nfabric:\n  topology: {kind: rail-optimized, spines: 4}\n",
+                         &c1, &f1);
+  FabTopology *y = build("cluster: {node: dgx-h100, nodes: 4}\nfabric:\n  topology:\n    kind: graph\n"
+                         "    switches: [{name: rail, count: 8}, {name: spine, count: 4, tier: spine}]\n"
+                         "    hosts: [{switch: rail, count: 4, order: round-robin}]\n"
+                         "    links: [{a: rail, b: spine}]\n", &c2, &f2);
+  same_network(x, y);
+  fab_topology_free(x), fab_topology_free(y);
+  fab_cfg_free(c1), fab_cfg_free(c2);
+}
+
+Test(graph, the_run_is_the_same_run) {
+  /* the leaf-spine golden scenario, its topology given as a graph: the same JSON but the topology line */
+  const char *bin = g_getenv("FABSIM"), *src = g_getenv("FABSIM_SRC");
+  cr_assert(bin && src, "FABSIM and FABSIM_SRC");
+  char *yaml = g_build_filename(src, "tests", "scenarios", "leaf-spine-small.yaml", NULL), *out[2];
+  const char *graph = "fabric.topology={kind: graph, switches: [{name: leaf, count: 4}, {name: spine, count: 2, "
+                      "tier: spine}], hosts: [{switch: leaf, count: 4}], links: [{a: leaf, b: spine}]}";
+  for (int i = 0; i < 2; i++) {
+    const char *argv[] = {bin, "run", yaml, "--json", "--set", graph, NULL};
+    if (!i) argv[4] = NULL;
+    int status;
+    cr_assert(g_spawn_sync(NULL, (char **)argv, NULL, 0, NULL, NULL, &out[i], NULL, &status, NULL));
+    cr_assert_eq(status, 0);
+    char *p = strstr(out[i], "\"wall_s\"");
+    cr_assert_not_null(p);
+    char *e = strstr(p, "\"endpoints\""); /* wall_s, events, events_per_s, packet_hops(_per_s): drop the wall clock */
+    char *ev = strstr(p, "\"events\": "), *evs = strstr(p, "\"events_per_s\"");
+    cr_assert(e && ev && evs);
+    memmove(evs, strstr(evs, "\"packet_hops\""), strlen(strstr(evs, "\"packet_hops\"")) + 1);
+    char *ph = strstr(out[i], "\"packet_hops_per_s\"");
+    memmove(ph, strstr(ph, "\"endpoints\""), strlen(strstr(ph, "\"endpoints\"")) + 1);
+    memmove(p, ev, strlen(ev) + 1);
+    char *tp = strstr(out[i], "\"topology\": \"");
+    cr_assert_not_null(tp);
+    memmove(tp, strstr(tp, "\"sim_time_s\""), strlen(strstr(tp, "\"sim_time_s\"")) + 1);
+  }
+  cr_assert_str_eq(out[0], out[1]);
+  g_free(out[0]), g_free(out[1]), g_free(yaml);
+}
+
+#define G(body) HOSTS(2) "fabric:\n" LINK "  topology:\n    kind: graph\n" body
+Test(graph, errors) {
+  read_fails(G("    switches: [a, b]\n    hosts: [{switch: a, count: 1}, {switch: b, count: 1}]\n"), "t.yaml:4:3:",
+             "no path from switch a to switch b");
+  read_fails(G("    switches: [a]\n    hosts: [{switch: x, count: 2}]\n"), "t.yaml:7:22:",
+             "no switch or group 'x'");
+  read_fails(G("    switches: [a, b]\n    hosts: [{switch: a, count: 2}]\n    links: [{a: a, b: c}]\n"),
+             "t.yaml:8:23:", "no switch or group 'c'");
+  read_fails(G("    switches: [{name: s, count: 2}]\n    hosts: [{switch: s, count: 1}]\n    links: [{a: s, b: s0}]\n"),
+             "t.yaml:8:23:", "share a switch");
+  read_fails(G("    switches: [a, a]\n    hosts: [{switch: a, count: 2}]\n"), "t.yaml:6:19:", "named twice");
+  read_fails(G("    switches: [{name: a, count: 2}, a1]\n    hosts: [{switch: a, count: 1}]\n"), "t.yaml:6:37:",
+             "named twice");
+  read_fails(G("    switches: [a-b]\n    hosts: [{switch: a-b, count: 2}]\n"), "t.yaml:6:16:", "without '-'");
+  read_fails(G("    switches: [a]\n    hosts: [{switch: a, count: 3}]\n"), "t.yaml:7:12:",
+             "the graph's hosts list 3 attachments, but the cluster has 2 nodes");
+  read_fails(G("    switches: [a]\n    hosts: [{switch: a, count: 2}]\n    links: [{a: a, b: a, colour: red}]\n"),
+             "t.yaml:8:26:", "colour");
+  read_fails(G("    hosts: [{switch: a, count: 2}]\n"), "t.yaml:4:3:", "kind: graph needs switches");
+  read_fails(G("    switches: [a]\n    hosts: [{switch: a, count: 2}]\n    spines: 2\n"), "t.yaml:8:13:",
+             "a graph lists its switches");
+  read_fails(HOSTS(2) "fabric:\n" LINK "  topology: {kind: leaf-spine, hosts_per_leaf: 2, links: []}\n",
+             "t.yaml:4:58:", "only by graph");
+  read_fails(HOSTS(4) "fabric:\n" LINK "  topology: {kind: ring, switches: [a], hosts_per_switch: 1}\n",
+             "t.yaml:4:36:", "expected a number of switches from 3 to 1024");
+}
+
+Test(graph, tiers_take_their_routing) {
+  FabCfg *cfg;
+  FabFabricCfg f;
+  FabTopology *t = build(HOSTS(16) "fabric:\n" LINK "  switch: {routing_per_tier: {spine: adaptive}}\n"
+                         "  topology:\n    kind: graph\n"
+                         "    switches: [{name: leaf, count: 4}, {name: spine, count: 2, tier: spine}]\n"
+                         "    hosts: [{switch: leaf, count: 4}]\n    links: [{a: leaf, b: spine}]\n", &cfg, &f);
+  cr_assert_eq(fab_switch_cfg(by_name(t, "spine1"))->routing, FAB_ROUTE_ADAPTIVE);
+  cr_assert_eq(fab_switch_cfg(by_name(t, "leaf0"))->routing, FAB_ROUTE_ECMP);
+  fab_topology_free(t);
+  fab_cfg_free(cfg);
+}
