@@ -107,6 +107,7 @@ Test(graph, ports_rates_and_shortest_paths) {
   cr_assert_eq(f.topo.glat, 3 * FAB_US);
   cr_assert_eq(f.topo.gbps, 50000000000ull);
   cr_assert_eq(fab_topology_elements(&f) - 4 * 3, 5 + 4 + 2 * 7, "switches, host ports and link ends");
+  cr_assert_eq(fab_topology_elements(&f), fab_topology_number(t, 0));
   fab_topology_free(t);
   fab_cfg_free(cfg);
 }
@@ -230,4 +231,57 @@ Test(graph, tiers_take_their_routing) {
   cr_assert_eq(fab_switch_cfg(by_name(t, "leaf0"))->routing, FAB_ROUTE_ECMP);
   fab_topology_free(t);
   fab_cfg_free(cfg);
+}
+
+/* ---- rail-optimized in three tiers (made as a graph: fab_graph_rail3) ---- */
+
+/* 4 DGX H100 (8 NICs each) in 2 pods of 2; 2:1 at the rail leaf: 2 nodes down, 1 spine up; 8 cores (one per
+** rail, the default): 2 x (8 + 1) + 8 = 26 switches. Attachment n x 8 + i is node n's NIC i; rank 8n + i its GPU. */
+#define RAIL3(extra)                                                                                            \
+  "cluster: {node: dgx-h100, nodes: 4}\nfabric:\n  topology: {kind: rail-optimized, pod_nodes: 2" extra "}\n"
+
+Test(graph, rail_optimized_in_three_tiers) {
+  FabCfg *cfg;
+  FabFabricCfg f;
+  FabTopology *t = build(RAIL3(", rail_oversubscription: 2:1"), &cfg, &f);
+  cr_assert_eq(t->nnet, 26);
+  FabSwitch *leaf = by_name(t, "p0.rail3"), *spine = by_name(t, "p1.spine0"), *core = by_name(t, "core5");
+  cr_assert_eq(fab_switch_nports(leaf), 3);   /* nodes 0 and 1's NIC 3, the pod's spine */
+  cr_assert_eq(fab_switch_nports(spine), 16); /* its pod's 8 rail leaves, 8 cores */
+  cr_assert_eq(fab_switch_nports(core), 2);   /* a spine of each pod */
+  cr_assert_eq(fab_switch_port_at(leaf, 1)->peer, t->attach[1 * 8 + 3], "node 1's NIC 3");
+  cr_assert_str_eq(fab_switch_port_at(leaf, 2)->peer->owner->name, "p0.spine0");
+  cr_assert_str_eq(fab_switch_port_at(core, 1)->peer->owner->name, "p1.spine0");
+  route_is(leaf, 1 * 8 + 3, "1,");   /* node 1's GPU 3: down */
+  route_is(leaf, 2 * 8 + 3, "2,");   /* node 2 (pod 1) GPU 3: up */
+  route_is(spine, 0 * 8 + 3, "8,9,10,11,12,13,14,15,"); /* to pod 0: every core */
+  route_is(spine, 3 * 8 + 5, "5,");  /* its own pod, rail 5: the rail leaf */
+  route_is(core, 8 * 0 + 7, "0,");
+  char *d = fab_topology_describe(&f.topo);
+  cr_assert_str_eq(d, "rail-optimized, 3 tiers: 2 pods of 2 nodes, each with 8 rail leaves (2 down, 1 up) and 1 "
+                      "spines; 8 cores joining the pods");
+  g_free(d);
+  /* the load-time estimates count what was built */
+  cr_assert_eq(fab_topology_footprint(&f).switches, t->nswitches);
+  cr_assert_eq(fab_topology_elements(&f), fab_topology_number(t, 0));
+  fab_topology_free(t);
+  fab_cfg_free(cfg);
+  /* a 2-tier rail fabric's own key: 4 nodes down at 2:1, 2 spines */
+  t = build("cluster: {node: dgx-h100, nodes: 4}\nfabric:\n  topology: {kind: rail-optimized, "
+            "rail_oversubscription: 2:1}\n", &cfg, &f);
+  cr_assert_eq(f.topo.spines, 2);
+  cr_assert_eq(fab_switch_nports(by_name(t, "rail0")), 6);
+  fab_topology_free(t);
+  fab_cfg_free(cfg);
+}
+
+Test(graph, rail_three_tier_errors) {
+  read_fails(RAIL3(", rail_oversubscription: 3:1"), "t.yaml:3:", "2 downlinks x 0.333333 is not a whole number");
+  read_fails("cluster: {node: dgx-h100, nodes: 4}\nfabric:\n  topology: {kind: rail-optimized, pod_nodes: 3}\n",
+             "t.yaml:3:", "4 nodes is not a multiple of pod_nodes 3");
+  read_fails(RAIL3(", spines: 2, rail_oversubscription: 2:1"), "t.yaml:3:", "give spines or rail_oversubscription");
+  read_fails("cluster: {node: dgx-h100, nodes: 4}\nfabric:\n  topology: {kind: rail-optimized, cores: 2}\n",
+             "t.yaml:3:", "cores join pods");
+  read_fails(HOSTS(4) "fabric:\n" LINK "  topology: {kind: leaf-spine, hosts_per_leaf: 2, pod_nodes: 2}\n", "t.yaml:4:62:",
+             "only by rail-optimized");
 }

@@ -202,11 +202,15 @@ static void build_fat_tree(FabTopology *t, const FabFabricCfg *cfg) {
 static void build_graph(FabTopology *t, const FabFabricCfg *cfg) {
   FabGraph g;
   GError *err = NULL;
-  if (!fab_graph_read(t->spec.graph, &g, &err)) g_error("internal error: the graph read before fails: %s", err->message);
+  static const char *const rail_tiers[] = {"rail", "spine", "core"}; /* routing_per_tier's words for rail-optimized */
+  if (t->spec.kind == FAB_TOPO_RAIL)
+    fab_graph_rail3(&g, t->spec.k, t->spec.pod_nodes, t->spec.leaves, t->spec.spines, t->spec.cores);
+  else if (!fab_graph_read(t->spec.graph, &g, &err))
+    g_error("internal error: the graph read before fails: %s", err->message);
   uint32_t *next = g_new0(uint32_t, g.nsw);
   for (uint32_t s = 0; s < g.nsw; s++) {
     FabSwitchCfg sc = cfg->sw;
-    const char *tier = fab_graph_tier_names[g.sw[s].tier];
+    const char *tier = t->spec.kind == FAB_TOPO_RAIL ? rail_tiers[g.sw[s].tier] : fab_graph_tier_names[g.sw[s].tier];
     for (uint32_t k = 0; k < cfg->ntiers; k++)
       if (!strcmp(tier, cfg->tier_name[k])) sc.routing = cfg->tier_routing[k];
     sc.tier = (uint8_t)g.sw[s].tier;
@@ -262,7 +266,10 @@ FabTopology *fab_topology_build(const FabFabricCfg *cfg) {
   case FAB_TOPO_LEAF_SPINE: nsw = cfg->topo.leaves + cfg->topo.spines; break;
   case FAB_TOPO_FAT_TREE: nsw = cfg->topo.k * cfg->topo.k + (cfg->topo.k / 2) * (cfg->topo.k / 2); break;
   case FAB_TOPO_RING: nsw = cfg->topo.leaves; break;
-  case FAB_TOPO_RAIL: nsw = cfg->topo.leaves + cfg->topo.spines; break;
+  case FAB_TOPO_RAIL:
+    nsw = cfg->topo.pod_nodes ? cfg->topo.k * (cfg->topo.leaves + cfg->topo.spines) + cfg->topo.cores
+                              : cfg->topo.leaves + cfg->topo.spines;
+    break;
   case FAB_TOPO_MULTI_RAIL:
   case FAB_TOPO_RAIL_ONLY: nsw = cfg->topo.k * (cfg->topo.leaves + cfg->topo.spines); break;
   case FAB_TOPO_GRAPH: nsw = cfg->topo.leaves; break;
@@ -284,7 +291,10 @@ FabTopology *fab_topology_build(const FabFabricCfg *cfg) {
   case FAB_TOPO_LEAF_SPINE: build_leaf_spine(t, cfg); break;
   case FAB_TOPO_FAT_TREE: build_fat_tree(t, cfg); break;
   case FAB_TOPO_RING: build_ring(t, cfg); break;
-  case FAB_TOPO_RAIL: build_rail(t, cfg); break;
+  case FAB_TOPO_RAIL:
+    if (cfg->topo.pod_nodes) build_graph(t, cfg);
+    else build_rail(t, cfg);
+    break;
   case FAB_TOPO_MULTI_RAIL:
   case FAB_TOPO_RAIL_ONLY: build_multi_rail(t, cfg); break;
   case FAB_TOPO_GRAPH: build_graph(t, cfg); break;
@@ -297,7 +307,7 @@ FabTopology *fab_topology_build(const FabFabricCfg *cfg) {
     for (uint32_t s = 0; s < nsw; s++) fab_topo__rekey_routes(t, t->switches[s], &l, network);
     g_hash_table_destroy(network);
   }
-  if (cfg->topo.kind == FAB_TOPO_GRAPH) { /* its routes: the shortest paths over its links (GPU nodes: by rank) */
+  if (cfg->topo.kind == FAB_TOPO_GRAPH || cfg->topo.pod_nodes) { /* routes: shortest paths (GPU nodes: by rank) */
     uint32_t nsw_all = t->nswitches;
     t->nswitches = nsw; /* reroute routes the network's switches only (t->nnet) */
     fab_topology_reroute(t, NULL, NULL);
@@ -383,6 +393,10 @@ char *fab_topology_describe(const FabTopoSpec *s) {
     return g_strdup_printf("multi-rail: %u planes, each %u leaves x %u nodes, %u spines", s->k, s->leaves,
                            s->hosts_per_leaf, s->spines);
   case FAB_TOPO_RAIL:
+    if (s->pod_nodes)
+      return g_strdup_printf("rail-optimized, 3 tiers: %u pods of %u nodes, each with %u rail leaves (%u down, %u up) "
+                             "and %u spines; %u cores joining the pods", s->k, s->pod_nodes, s->leaves, s->pod_nodes,
+                             s->spines, s->spines, s->cores);
     return g_strdup_printf("rail-optimized: %u rails x %u nodes, %u spines joining the rails", s->leaves,
                            s->hosts_per_leaf, s->spines);
   case FAB_TOPO_RING:
@@ -403,8 +417,10 @@ static uint64_t network_elements(const FabTopoSpec *s, uint32_t nattach) {
   uint64_t L = s->leaves, S = s->spines, H = s->hosts_per_leaf, k = s->k, h = s->k / 2;
   switch (s->kind) {
   case FAB_TOPO_SINGLE_SWITCH: return 1 + (uint64_t)nattach;
-  case FAB_TOPO_LEAF_SPINE:
-  case FAB_TOPO_RAIL: return L + S + L * (H + S) + S * L;
+  case FAB_TOPO_RAIL:
+    if (s->pod_nodes) return k * (L + S) + s->cores + nattach + 2 * (k * L * S + k * S * s->cores);
+    return L + S + L * (H + S) + S * L;
+  case FAB_TOPO_LEAF_SPINE: return L + S + L * (H + S) + S * L;
   case FAB_TOPO_MULTI_RAIL:
   case FAB_TOPO_RAIL_ONLY: return k * (L + S + L * (H + S) + S * L);
   case FAB_TOPO_RING: return L + L * (H + 2);
@@ -433,8 +449,8 @@ FabFootprint fab_topology_footprint(const FabFabricCfg *cfg) {
   uint64_t L = s->leaves, S = s->spines, k = s->k, h = s->k / 2;
   switch (s->kind) {
   case FAB_TOPO_SINGLE_SWITCH: f.switches = 1; break;
-  case FAB_TOPO_LEAF_SPINE:
-  case FAB_TOPO_RAIL: f.switches = L + S; break;
+  case FAB_TOPO_RAIL: f.switches = s->pod_nodes ? k * (L + S) + s->cores : L + S; break;
+  case FAB_TOPO_LEAF_SPINE: f.switches = L + S; break;
   case FAB_TOPO_MULTI_RAIL:
   case FAB_TOPO_RAIL_ONLY: f.switches = k * (L + S); break;
   case FAB_TOPO_RING: f.switches = L; break;

@@ -13,6 +13,7 @@
 #include "presets.h"
 #include "nccl_topo.h"
 #include "graph.h"
+#include <math.h>
 #include "models/cc.h"
 #include "models/dcqcn.h"
 #include "models/ecmp.h"
@@ -134,6 +135,9 @@ static const FabCfgKey topo_schema[] = {
   K("k", FAB_CFG_UINT, f.topo.k, .min = 2, .max = 256),
   K("switches", FAB_CFG_NODE, switches), /* ring: a number (ring()); graph: a list (graph.c) */
   K("hosts", FAB_CFG_NODE, ghosts),
+  K("pod_nodes", FAB_CFG_UINT, f.topo.pod_nodes, .min = 1, .max = 65000),
+  K("rail_oversubscription", FAB_CFG_RATIO, f.topo.rail_ov),
+  K("cores", FAB_CFG_UINT, f.topo.cores, .min = 1, .max = 65000),
   K("links", FAB_CFG_NODE, glinks),
   K("hosts_per_switch", FAB_CFG_UINT, f.topo.hosts_per_leaf, .min = 1, .max = 1024),
   K("tiers", FAB_CFG_NODE, tiers), /* in the contract, not built: refused as such */
@@ -513,6 +517,36 @@ static gboolean fat_tree(const FabCfgNode *node, FabTopoSpec *t, uint64_t nodes,
   return TRUE;
 }
 
+/* rail-optimized: its rail switches (in three tiers with pod_nodes), their uplinks from rail_oversubscription. */
+static gboolean rail_tiers(const FabCfgNode *node, FabTopoSpec *t, uint64_t n, uint32_t rails, GError **err) {
+  const FabCfgNode *ov = fab_cfg_get(node, "rail_oversubscription"), *pn = fab_cfg_get(node, "pod_nodes");
+  if (ov && fab_cfg_get(node, "spines"))
+    return fab_cfg_fail(ov, err, "give spines or rail_oversubscription, not both (N:M sets the spines: a rail "
+                        "switch's N downlinks over its M uplinks, one to each spine)");
+  if (fab_cfg_get(node, "cores") && !pn)
+    return fab_cfg_fail(fab_cfg_get(node, "cores"), err, "cores join pods: give pod_nodes (nodes per pod) too");
+  uint64_t down = pn ? t->pod_nodes : n; /* a rail switch's downlinks: its pod's nodes, or every node */
+  if (pn && n % t->pod_nodes)
+    return fab_cfg_fail(pn, err, "%" G_GUINT64_FORMAT " nodes is not a multiple of pod_nodes %u", n, t->pod_nodes);
+  if (ov) {
+    double up = (double)down / t->rail_ov;
+    if (up < 1 || fabs(up - round(up)) > 1e-9)
+      return fab_cfg_fail(ov, err, "%" G_GUINT64_FORMAT " downlinks x %g is not a whole number of uplinks (spines)",
+                          down, 1 / t->rail_ov);
+    t->spines = (uint32_t)round(up);
+  }
+  t->leaves = rails; /* rail switches (per pod) */
+  t->hosts_per_leaf = (uint32_t)down;
+  if (!t->spines) t->spines = pn ? (uint32_t)down : rails;
+  if (pn) {
+    t->k = (uint32_t)(n / t->pod_nodes); /* pods */
+    if (!fab_cfg_get(node, "cores")) t->cores = t->k > 1 ? rails : 0;
+    if ((uint64_t)t->k * t->spines > 65000 || (uint64_t)rails + t->cores > 65000)
+      return fab_cfg_fail(node, err, "a switch has at most 65000 ports");
+  }
+  return TRUE;
+}
+
 /* rail-optimized, multi-rail and rail-only: `rails` NIC ports per node, `nodes` ports in all. */
 static gboolean rails(const FabCfgNode *node, FabTopoSpec *t, uint64_t nodes, uint32_t rails, GError **err) {
   bool multi = t->kind == FAB_TOPO_MULTI_RAIL;
@@ -550,10 +584,8 @@ static gboolean rails(const FabCfgNode *node, FabTopoSpec *t, uint64_t nodes, ui
     t->k = rails;                                   /* planes */
     t->leaves = (uint32_t)(n / t->hosts_per_leaf);  /* per plane */
     if (!t->spines) t->spines = t->hosts_per_leaf;
-  } else {
-    t->leaves = rails;                              /* rail switches */
-    t->hosts_per_leaf = (uint32_t)(nodes / rails);  /* nodes: one port each per rail */
-    if (!t->spines) t->spines = rails;
+  } else if (!rail_tiers(node, t, nodes / rails, rails, err)) {
+    return FALSE;
   }
   if (t->hosts_per_leaf + t->spines > 65000 || t->leaves > 65000)
     return fab_cfg_fail(node, err, "a switch has at most 65000 ports");
@@ -611,6 +643,9 @@ static gboolean read_topology(Read *r, uint64_t nodes, const FabCfgNode *nodes_a
     return FALSE;
   if (t->kind != FAB_TOPO_GRAPH && (!set_only_for(node, "hosts", "graph", err) || !set_only_for(node, "links", "graph", err)))
     return FALSE;
+  static const char *const rail_keys[] = {"pod_nodes", "rail_oversubscription", "cores"};
+  for (size_t i = 0; i < G_N_ELEMENTS(rail_keys) && t->kind != FAB_TOPO_RAIL; i++)
+    if (!set_only_for(node, rail_keys[i], "rail-optimized", err)) return FALSE;
   switch (t->kind) {
   case FAB_TOPO_SINGLE_SWITCH:
     if (!set_only_for(node, "hosts_per_leaf", "leaf-spine, fat-tree", err) ||
@@ -659,6 +694,9 @@ static uint32_t max_ports(const FabTopoSpec *t) {
   case FAB_TOPO_RING: return t->hosts_per_leaf + 2;
   case FAB_TOPO_FAT_TREE: return MAX(t->hosts_per_leaf + t->k / 2, t->k);
   case FAB_TOPO_GRAPH: return t->gmaxp;
+  case FAB_TOPO_RAIL:
+    if (t->pod_nodes) return MAX(MAX(t->pod_nodes + t->spines, t->leaves + t->cores), t->k * t->spines);
+    return MAX(t->hosts_per_leaf + t->spines, t->leaves);
   default: return MAX(t->hosts_per_leaf + t->spines, t->leaves);
   }
 }
@@ -687,7 +725,7 @@ double fab_fabric_round_trip(const Read *r, uint32_t mtu_wire, double *links_out
                                       [FAB_TOPO_FAT_TREE] = 6, [FAB_TOPO_RING] = 2, [FAB_TOPO_RAIL] = 4,
                                       [FAB_TOPO_MULTI_RAIL] = 4, [FAB_TOPO_RAIL_ONLY] = 2, [FAB_TOPO_GRAPH] = 2};
   double links = diameter[t->kind] + (t->kind == FAB_TOPO_RING && t->leaves > 1 ? t->leaves - 1 : 0) +
-                 (t->kind == FAB_TOPO_GRAPH ? t->gdiam : 0);
+                 (t->kind == FAB_TOPO_GRAPH ? t->gdiam : 0) + (t->pod_nodes && t->k > 1 ? 2 : 0);
   const double lat = (double)fab_topo_max_latency(t);
   double slow = (double)MIN(t->link_bps, t->host_bps);
   double ser = (double)mtu_wire * 8 / slow * 1e12, ack = (double)r->f.nic.transport.ack_bytes * 8 / slow * 1e12;

@@ -233,3 +233,40 @@ void fab_graph_clear(FabGraph *g) {
   g_free(g->links);
   *g = (FabGraph){0};
 }
+
+void fab_graph_rail3(FabGraph *g, uint32_t pods, uint32_t pod_nodes, uint32_t rails, uint32_t spines, uint32_t cores) {
+  const uint32_t per = rails + spines; /* a pod's switches */
+  *g = (FabGraph){.nsw = pods * per + cores, .nattach = pods * pod_nodes * rails};
+  g->nlinks = pods * rails * spines + pods * spines * cores;
+  g->sw = g_new0(FabGraphSwitch, g->nsw);
+  g->attach_sw = g_new(uint32_t, g->nattach);
+  g->links = g_new0(FabGraphLink, g->nlinks);
+  for (uint32_t p = 0; p < pods; p++) {
+    for (uint32_t r = 0; r < rails; r++) {
+      FabGraphSwitch *s = &g->sw[p * per + r];
+      g_snprintf(s->name, sizeof s->name, "p%u.rail%u", p, r);
+      s->nports = pod_nodes + spines;
+    }
+    for (uint32_t j = 0; j < spines; j++) {
+      FabGraphSwitch *s = &g->sw[p * per + rails + j];
+      g_snprintf(s->name, sizeof s->name, "p%u.spine%u", p, j);
+      s->tier = 1, s->nports = rails + cores;
+    }
+  }
+  for (uint32_t c = 0; c < cores; c++) {
+    FabGraphSwitch *s = &g->sw[pods * per + c];
+    g_snprintf(s->name, sizeof s->name, "core%u", c);
+    s->tier = 2, s->nports = pods * spines;
+  }
+  for (uint32_t a = 0; a < g->nattach; a++) g->attach_sw[a] = a / rails / pod_nodes * per + a % rails;
+  uint32_t k = 0;
+  for (uint32_t p = 0; p < pods; p++)
+    for (uint32_t r = 0; r < rails; r++)
+      for (uint32_t j = 0; j < spines; j++) g->links[k++] = (FabGraphLink){p * per + r, p * per + rails + j};
+  for (uint32_t p = 0; p < pods; p++)
+    for (uint32_t j = 0; j < spines; j++)
+      for (uint32_t c = 0; c < cores; c++) g->links[k++] = (FabGraphLink){p * per + rails + j, pods * per + c};
+  g_assert(k == g->nlinks);
+  g->diameter = pods > 1 ? 4 : 2;
+  for (uint32_t s = 0; s < g->nsw; s++) g->max_ports = MAX(g->max_ports, g->sw[s].nports);
+}

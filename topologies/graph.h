@@ -54,6 +54,13 @@ typedef struct FabGraph {
 /* Read the topology map `topo` (kind: graph) into g. FALSE + err
 ** (file:line:col) when it is not a connected fabric. */
 gboolean fab_graph_read(const FabCfgNode *topo, FabGraph *g, GError **err);
+
+/* A rail-optimized fabric in three tiers as a graph: `pods` pods of
+** pod_nodes GPU nodes of `rails` NICs (attachment node x rails + i); pod p's
+** rail leaves p<p>.rail<i> (tier leaf, its nodes' NIC i) and spines
+** p<p>.spine<j> (each leaf linked to each of the pod's spines), then
+** core<c> (tier core), each linked to every pod's spines. */
+void fab_graph_rail3(FabGraph *g, uint32_t pods, uint32_t pod_nodes, uint32_t rails, uint32_t spines, uint32_t cores);
 void fab_graph_clear(FabGraph *g);
 
 #endif

@@ -86,7 +86,7 @@ gboolean fab_fabric_read_transport(Read *r, GError **err) {
 static const char *const tiers_of[][FAB_TOPO_MAX_TIERS + 1] = {
   [FAB_TOPO_SINGLE_SWITCH] = {"switch", NULL}, [FAB_TOPO_LEAF_SPINE] = {"leaf", "spine", NULL},
   [FAB_TOPO_FAT_TREE] = {"edge", "agg", "core", NULL}, [FAB_TOPO_RING] = {"ring", NULL},
-  [FAB_TOPO_RAIL] = {"rail", "spine", NULL}, [FAB_TOPO_MULTI_RAIL] = {"leaf", "spine", NULL},
+  [FAB_TOPO_RAIL] = {"rail", "spine", "core", NULL}, [FAB_TOPO_MULTI_RAIL] = {"leaf", "spine", NULL},
   [FAB_TOPO_RAIL_ONLY] = {"rail", NULL}, [FAB_TOPO_GRAPH] = {"leaf", "spine", "core", NULL}, /* graph.h's tiers */
 };
 _Static_assert(sizeof tiers_of / sizeof tiers_of[0] == FAB_TOPO_GRAPH + 1, "a tier list per topology kind");

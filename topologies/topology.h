@@ -17,6 +17,11 @@
 **   rail-optimized GPU nodes only: rail switch i joins NIC i of every node;
 **                  `spines` spines (default: one per rail) join the rails,
 **                  each rail switch having one uplink to every spine.
+**                  With `pod_nodes`, three tiers: each pod of pod_nodes
+**                  nodes has its own rail leaves and spines, and `cores`
+**                  core switches join every pod's spines (graph.c makes
+**                  it as a graph). `rail_oversubscription: N:M` sets the
+**                  rail switch's uplinks (spines) from its N downlinks.
 **   multi-rail     GPU nodes only: one independent leaf-spine plane per NIC
 **                  index (plane i joins NIC i of every node, `hosts_per_leaf`
 **                  nodes per leaf, `spines` per plane); the planes are not
@@ -70,6 +75,10 @@ typedef struct FabTopoSpec {
   uint64_t glinks;          /* graph: links between switches */
   fab_time_t glat;          /* graph: the longest link latency (fabric.link's where a link takes it) */
   uint64_t gbps;            /* graph: the fastest link given its own bandwidth (0: none) */
+  /* rail-optimized in three tiers (pod_nodes > 0): k pods of pod_nodes nodes, each with `leaves` rail leaves of
+  ** hosts_per_leaf (= pod_nodes) NIC ports and `spines` spines; `cores` core switches join the pods' spines */
+  uint32_t pod_nodes, cores;
+  double rail_ov;           /* rail_oversubscription N:M at the rail switch as N/M; 0: not given (1:1) */
 } FabTopoSpec;
 
 /* The longest link latency and the fastest link rate of the fabric (host links included). */

@@ -78,7 +78,8 @@ static void coll_env(const FabFabricCfg *f, FabCollEnv *e) {
                                    [FAB_TOPO_RING] = 4, [FAB_TOPO_RAIL] = 4, [FAB_TOPO_MULTI_RAIL] = 4,
                                    [FAB_TOPO_RAIL_ONLY] = 2, [FAB_TOPO_GRAPH] = 2};
   _Static_assert(sizeof links / sizeof links[0] == FAB_TOPO_GRAPH + 1, "a path length per topology kind");
-  uint32_t l = links[f->topo.kind] + (f->topo.kind == FAB_TOPO_GRAPH ? f->topo.gdiam : 0);
+  uint32_t l = links[f->topo.kind] + (f->topo.kind == FAB_TOPO_GRAPH ? f->topo.gdiam : 0) +
+               (f->topo.pod_nodes && f->topo.k > 1 ? 2 : 0); /* rail-optimized in 3 tiers: through a core */
   memset(e, 0, sizeof *e);
   e->endpoints = g->gpus_per_node ? g->nodes * g->gpus_per_node : f->topo.hosts;
   e->gpus_per_node = g->gpus_per_node ? g->gpus_per_node : 1;
