@@ -285,3 +285,38 @@ Test(graph, rail_three_tier_errors) {
   read_fails(HOSTS(4) "fabric:\n" LINK "  topology: {kind: leaf-spine, hosts_per_leaf: 2, pod_nodes: 2}\n", "t.yaml:4:62:",
              "only by rail-optimized");
 }
+
+/* ---- dual-ToR leaf-spine (made as a graph: fab_graph_dual_tor) ---- */
+
+/* 2 DGX H100 given 16 NIC ports at 200 Gb/s (a dual-port NIC per GPU: attachments 2g and 2g + 1 of each node),
+** 8 per leaf: 4 leaves in 2 pairs. GPU g of node n: port 0 on leaf 2n, port 1 on leaf 2n + 1, both at port g. */
+#define DUAL(nics, extra)                                                                                       \
+  "cluster: {node: dgx-h100, nodes: 2, nics_per_node: " #nics ", nic: {bandwidth: 200Gbps}}\nfabric:\n"       \
+  "  topology: {kind: leaf-spine, hosts_per_leaf: 8, dual_tor: true" extra "}\n"
+
+Test(graph, dual_tor_pairs_a_gpus_ports_over_two_leaves) {
+  FabCfg *cfg;
+  FabFabricCfg f;
+  FabTopology *t = build(DUAL(16, ""), &cfg, &f);
+  cr_assert_eq(t->nnet, 4 + 8);
+  FabSwitch *l0 = by_name(t, "leaf0"), *l1 = by_name(t, "leaf1"), *l3 = by_name(t, "leaf3");
+  for (uint32_t g = 0; g < 8; g++) {
+    cr_assert_eq(fab_switch_port_at(l0, g)->peer, t->attach[2 * g], "node 0 GPU %u port 0", g);
+    cr_assert_eq(fab_switch_port_at(l1, g)->peer, t->attach[2 * g + 1], "node 0 GPU %u port 1", g);
+    cr_assert_eq(fab_switch_port_at(l3, g)->peer, t->attach[16 + 2 * g + 1], "node 1 GPU %u port 1", g);
+  }
+  route_is(l0, 5, "5,");                       /* rank 5 (node 0): its port on this leaf */
+  route_is(l1, 5, "5,");
+  route_is(l0, 8 + 2, "8,9,10,11,12,13,14,15,"); /* node 1: up, over every spine */
+  cr_assert_eq(fab_topology_elements(&f), fab_topology_number(t, 0));
+  cr_assert_eq(fab_topology_footprint(&f).switches, t->nswitches);
+  fab_topology_free(t);
+  fab_cfg_free(cfg);
+  read_fails(DUAL(8, ""), "t.yaml:3:61:", "8 NIC ports for 8 GPUs is not an even number per GPU");
+  read_fails(HOSTS(8) "fabric:\n" LINK "  topology: {kind: leaf-spine, hosts_per_leaf: 4, dual_tor: true}\n",
+             "t.yaml:4:", "node: host has one NIC of one port");
+  read_fails(DUAL(16, ", leaves: 3"), "t.yaml:3:3:", "the topology has 24");
+  read_fails("cluster: {node: dgx-h100, nodes: 3, nics_per_node: 16, nic: {bandwidth: 200Gbps}}\nfabric:\n"
+             "  topology: {kind: leaf-spine, hosts_per_leaf: 16, dual_tor: true}\n", "t.yaml:3:", "3 leaves is odd");
+  read_fails(RAIL3(", dual_tor: true"), "t.yaml:3:", "only by leaf-spine");
+}

@@ -205,6 +205,8 @@ static void build_graph(FabTopology *t, const FabFabricCfg *cfg) {
   static const char *const rail_tiers[] = {"rail", "spine", "core"}; /* routing_per_tier's words for rail-optimized */
   if (t->spec.kind == FAB_TOPO_RAIL)
     fab_graph_rail3(&g, t->spec.k, t->spec.pod_nodes, t->spec.leaves, t->spec.spines, t->spec.cores);
+  else if (t->spec.kind == FAB_TOPO_LEAF_SPINE)
+    fab_graph_dual_tor(&g, t->spec.leaves, t->spec.hosts_per_leaf, t->spec.spines);
   else if (!fab_graph_read(t->spec.graph, &g, &err))
     g_error("internal error: the graph read before fails: %s", err->message);
   uint32_t *next = g_new0(uint32_t, g.nsw);
@@ -288,7 +290,10 @@ FabTopology *fab_topology_build(const FabFabricCfg *cfg) {
   }
   switch (cfg->topo.kind) {
   case FAB_TOPO_SINGLE_SWITCH: build_single(t, cfg); break;
-  case FAB_TOPO_LEAF_SPINE: build_leaf_spine(t, cfg); break;
+  case FAB_TOPO_LEAF_SPINE:
+    if (cfg->topo.dual_tor) build_graph(t, cfg);
+    else build_leaf_spine(t, cfg);
+    break;
   case FAB_TOPO_FAT_TREE: build_fat_tree(t, cfg); break;
   case FAB_TOPO_RING: build_ring(t, cfg); break;
   case FAB_TOPO_RAIL:
@@ -307,7 +312,7 @@ FabTopology *fab_topology_build(const FabFabricCfg *cfg) {
     for (uint32_t s = 0; s < nsw; s++) fab_topo__rekey_routes(t, t->switches[s], &l, network);
     g_hash_table_destroy(network);
   }
-  if (cfg->topo.kind == FAB_TOPO_GRAPH || cfg->topo.pod_nodes) { /* routes: shortest paths (GPU nodes: by rank) */
+  if (cfg->topo.kind == FAB_TOPO_GRAPH || cfg->topo.pod_nodes || cfg->topo.dual_tor) { /* shortest paths, by rank */
     uint32_t nsw_all = t->nswitches;
     t->nswitches = nsw; /* reroute routes the network's switches only (t->nnet) */
     fab_topology_reroute(t, NULL, NULL);
@@ -383,8 +388,9 @@ char *fab_topology_describe(const FabTopoSpec *s) {
       a = b;
       b = t;
     }
-    return g_strdup_printf("leaf-spine: %u leaves x %u hosts, %u spines (%u:%u at the leaf)", s->leaves,
-                           s->hosts_per_leaf, s->spines, s->hosts_per_leaf / a, s->spines / a);
+    return g_strdup_printf("leaf-spine: %u leaves x %u hosts, %u spines (%u:%u at the leaf)%s", s->leaves,
+                           s->hosts_per_leaf, s->spines, s->hosts_per_leaf / a, s->spines / a,
+                           s->dual_tor ? "; dual-ToR: each endpoint's two ports on the two leaves of a pair" : "");
   }
   case FAB_TOPO_RAIL_ONLY:
     return g_strdup_printf("rail-only: %u rails x %u nodes, no spines (across rails through NVLink: PXN)", s->k,

@@ -138,6 +138,7 @@ static const FabCfgKey topo_schema[] = {
   K("pod_nodes", FAB_CFG_UINT, f.topo.pod_nodes, .min = 1, .max = 65000),
   K("rail_oversubscription", FAB_CFG_RATIO, f.topo.rail_ov),
   K("cores", FAB_CFG_UINT, f.topo.cores, .min = 1, .max = 65000),
+  K("dual_tor", FAB_CFG_BOOL, f.topo.dual_tor, .def = "false"),
   K("links", FAB_CFG_NODE, glinks),
   K("hosts_per_switch", FAB_CFG_UINT, f.topo.hosts_per_leaf, .min = 1, .max = 1024),
   K("tiers", FAB_CFG_NODE, tiers), /* in the contract, not built: refused as such */
@@ -491,6 +492,9 @@ static gboolean leaf_spine(const FabCfgNode *node, FabTopoSpec *t, uint64_t node
   if (t->hosts_per_leaf + t->spines > 65000 || t->leaves > 65000)
     return fab_cfg_fail(node, err, "a switch has at most 65000 ports");
   t->hosts = t->leaves * t->hosts_per_leaf;
+  if (t->dual_tor && t->leaves % 2)
+    return fab_cfg_fail(fab_cfg_get(node, "dual_tor"), err, "dual-ToR leaves come in pairs: %u leaves is odd",
+                        t->leaves);
   return TRUE;
 }
 
@@ -646,6 +650,7 @@ static gboolean read_topology(Read *r, uint64_t nodes, const FabCfgNode *nodes_a
   static const char *const rail_keys[] = {"pod_nodes", "rail_oversubscription", "cores"};
   for (size_t i = 0; i < G_N_ELEMENTS(rail_keys) && t->kind != FAB_TOPO_RAIL; i++)
     if (!set_only_for(node, rail_keys[i], "rail-optimized", err)) return FALSE;
+  if (t->kind != FAB_TOPO_LEAF_SPINE && !set_only_for(node, "dual_tor", "leaf-spine", err)) return FALSE;
   switch (t->kind) {
   case FAB_TOPO_SINGLE_SWITCH:
     if (!set_only_for(node, "hosts_per_leaf", "leaf-spine, fat-tree", err) ||
@@ -842,6 +847,11 @@ static gboolean read_endpoints(Read *r, const FabCfgNode *cl, uint64_t *preset_n
     if (r->f.topo.hosts != ports)
       return fab_cfg_fail(r->topology, err, "the topology has %u NIC ports, but %u nodes x %u NICs need %"
                           G_GUINT64_FORMAT, r->f.topo.hosts, g->nodes, g->nics_per_node, ports);
+    if (r->f.topo.dual_tor && (g->nics_per_node < g->gpus_per_node || (g->nics_per_node / g->gpus_per_node) % 2))
+      return fab_cfg_fail(fab_cfg_get(r->topology, "dual_tor"), err, "dual-ToR puts each GPU's NIC ports on two "
+                          "leaves: %u NIC ports for %u GPUs is not an even number per GPU (give nics_per_node: %u and "
+                          "the port rate in cluster.nic.bandwidth: a dual-port NIC, whose ports NCCL uses as two "
+                          "devices)", g->nics_per_node, g->gpus_per_node, 2 * g->gpus_per_node);
     return TRUE;
   }
   static const char *const gpu_only[] = {"gpus_per_node", "nics_per_node", "nvlink_domain", "nvlink", "pcie",
@@ -851,7 +861,11 @@ static gboolean read_endpoints(Read *r, const FabCfgNode *cl, uint64_t *preset_n
       return fab_cfg_fail(fab_cfg_get(cl, gpu_only[i]), err,
                           "'%s' is for GPU nodes; node: host has one NIC and no GPU", gpu_only[i]);
   g->preset = "host";
-  return read_topology(r, g->nodes, fab_cfg_get(cl, "nodes"), 0, cl, err);
+  if (!read_topology(r, g->nodes, fab_cfg_get(cl, "nodes"), 0, cl, err)) return FALSE;
+  if (r->f.topo.dual_tor)
+    return fab_cfg_fail(fab_cfg_get(r->topology, "dual_tor"), err, "dual-ToR needs endpoints with two network ports: "
+                        "node: host has one NIC of one port (give GPU nodes with two NIC ports per GPU)");
+  return TRUE;
 }
 
 gboolean fab_fabric_cfg_read(const FabCfgNode *root, FabFabricCfg *out, GPtrArray *warnings, GError **err) {

@@ -270,3 +270,23 @@ void fab_graph_rail3(FabGraph *g, uint32_t pods, uint32_t pod_nodes, uint32_t ra
   g->diameter = pods > 1 ? 4 : 2;
   for (uint32_t s = 0; s < g->nsw; s++) g->max_ports = MAX(g->max_ports, g->sw[s].nports);
 }
+
+void fab_graph_dual_tor(FabGraph *g, uint32_t leaves, uint32_t hpl, uint32_t spines) {
+  *g = (FabGraph){.nsw = leaves + spines, .nattach = leaves * hpl, .nlinks = leaves * spines};
+  g->sw = g_new0(FabGraphSwitch, g->nsw);
+  g->attach_sw = g_new(uint32_t, g->nattach);
+  g->links = g_new0(FabGraphLink, g->nlinks);
+  for (uint32_t l = 0; l < leaves; l++) {
+    g_snprintf(g->sw[l].name, sizeof g->sw[l].name, "leaf%u", l);
+    g->sw[l].nports = hpl + spines;
+  }
+  for (uint32_t j = 0; j < spines; j++) {
+    g_snprintf(g->sw[leaves + j].name, sizeof g->sw[leaves + j].name, "spine%u", j);
+    g->sw[leaves + j].tier = 1, g->sw[leaves + j].nports = leaves;
+  }
+  for (uint32_t a = 0; a < g->nattach; a++) g->attach_sw[a] = a / (2 * hpl) * 2 + a % 2;
+  for (uint32_t l = 0, k = 0; l < leaves; l++)
+    for (uint32_t j = 0; j < spines; j++) g->links[k++] = (FabGraphLink){l, leaves + j};
+  g->diameter = leaves > 1 ? 2 : 0;
+  g->max_ports = MAX(hpl + spines, leaves);
+}

@@ -61,6 +61,12 @@ gboolean fab_graph_read(const FabCfgNode *topo, FabGraph *g, GError **err);
 ** p<p>.spine<j> (each leaf linked to each of the pod's spines), then
 ** core<c> (tier core), each linked to every pod's spines. */
 void fab_graph_rail3(FabGraph *g, uint32_t pods, uint32_t pod_nodes, uint32_t rails, uint32_t spines, uint32_t cores);
+
+/* A dual-ToR leaf-spine as a graph: `leaves` (even) leaves of hpl host
+** ports and `spines` spines, each leaf linked to each spine; attachment a
+** (of pair a / 2) on leaf 2 (a / 2hpl) + a % 2, port a % 2hpl / 2: an
+** endpoint's two ports on the two leaves of a pair. */
+void fab_graph_dual_tor(FabGraph *g, uint32_t leaves, uint32_t hpl, uint32_t spines);
 void fab_graph_clear(FabGraph *g);
 
 #endif
