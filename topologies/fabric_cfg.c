@@ -614,9 +614,12 @@ static gboolean graph(const FabCfgNode *node, FabTopoSpec *t, uint64_t nodes, co
     if (!set_only_for(node, keys[i], "the kinds built from a shape: a graph lists its switches", err)) return FALSE;
   FabGraph g;
   if (!fab_graph_read(node, &g, err)) return FALSE;
-  if (nodes && nodes != g.nattach)
-    return fab_cfg_fail(fab_cfg_get(node, "hosts"), err, "the graph's hosts list %u attachments, but the cluster has %"
-                        G_GUINT64_FORMAT " %s", g.nattach, nodes, what);
+  if (nodes && nodes != g.nattach) {
+    fab_cfg_fail(fab_cfg_get(node, "hosts"), err, "the graph's hosts list %u attachments, but the cluster has %"
+                 G_GUINT64_FORMAT " %s", g.nattach, nodes, what);
+    fab_graph_clear(&g);
+    return FALSE;
+  }
   t->graph = node;
   t->hosts = g.nattach;
   t->leaves = g.nsw;
