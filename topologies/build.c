@@ -312,12 +312,8 @@ FabTopology *fab_topology_build(const FabFabricCfg *cfg) {
     for (uint32_t s = 0; s < nsw; s++) fab_topo__rekey_routes(t, t->switches[s], &l, network);
     g_hash_table_destroy(network);
   }
-  if (cfg->topo.kind == FAB_TOPO_GRAPH || cfg->topo.pod_nodes || cfg->topo.dual_tor) { /* shortest paths, by rank */
-    uint32_t nsw_all = t->nswitches;
-    t->nswitches = nsw; /* reroute routes the network's switches only (t->nnet) */
-    fab_topology_reroute(t, NULL, NULL);
-    t->nswitches = nsw_all;
-  }
+  if (cfg->topo.kind == FAB_TOPO_GRAPH || cfg->topo.pod_nodes || cfg->topo.dual_tor) /* made as graphs: routes */
+    fab_topology_reroute(t, NULL, NULL); /* the shortest paths, at the network's switches (t->nnet), by rank */
   if (cfg->sw.credits) /* InfiniBand: each network switch ingress grants credits to the port feeding it */
     for (uint32_t s = 0; s < t->nnet; s++)
       for (uint32_t i = 0; i < fab_switch_nports(t->switches[s]); i++)
