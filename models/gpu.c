@@ -2,7 +2,7 @@
 #include "gpu.h"
 #include <glib.h>
 
-const char *const fab_gpu_arch_names[FAB_ARCH_N + 1] = {"none", "ampere", "hopper", "blackwell", NULL};
+const char *const fab_gpu_arch_names[FAB_ARCH_N + 1] = {"none", "ampere", "hopper", "blackwell", "cdna3", NULL};
 const char *const fab_cpu_names[FAB_CPU_N + 1] = {"intel", "amd", "arm", NULL};
 
 static void gpu_wake(FabEngine *eng, void *self, uint64_t arg);

@@ -33,10 +33,13 @@ enum { FAB_GPU_COMPUTE = 0, FAB_GPU_REDUCE = 1 };
 
 /* A GPU generation: what decides NCCL's per-architecture tables, the
 ** NVLink generation and whether the NVSwitch can reduce (NVLS, sm90 and
-** later). FAB_ARCH_NONE: a plain host. */
-typedef enum { FAB_ARCH_NONE = 0, FAB_ARCH_AMPERE, FAB_ARCH_HOPPER, FAB_ARCH_BLACKWELL, FAB_ARCH_N } FabGpuArch;
+** later). FAB_ARCH_NONE: a plain host. CDNA3 (AMD MI300X, gfx942) runs
+** RCCL, whose tuner is its own (workloads/tuner_rccl.c). */
+typedef enum {
+  FAB_ARCH_NONE = 0, FAB_ARCH_AMPERE, FAB_ARCH_HOPPER, FAB_ARCH_BLACKWELL, FAB_ARCH_CDNA3, FAB_ARCH_N
+} FabGpuArch;
 
-/* "none", "ampere", "hopper", "blackwell", NULL (YAML enum; index = FabGpuArch). */
+/* "none", "ampere", "hopper", "blackwell", "cdna3", NULL (YAML enum; index = FabGpuArch). */
 extern const char *const fab_gpu_arch_names[FAB_ARCH_N + 1];
 
 /* The host CPU of a GPU node (cluster.cpu), as NCCL's tuner tells them

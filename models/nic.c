@@ -405,7 +405,9 @@ static FabPkt *nic_pull(FabEngine *eng, FabNode *self, FabPort *port) {
       f = next;
       continue;
     }
-    if (!((port->paused | port->nocredit) & (1u << f->prio))) { /* PFC pause, IB credits */
+    bool held = G_UNLIKELY(nic->mesh_out) && path == FAB_PATH_NVL &&
+                nic->mesh_out[f->dst % nic->cfg.nvl_domain]->qbytes >= nic->mesh_limit; /* its link is full */
+    if (!held && !((port->paused | port->nocredit) & (1u << f->prio))) { /* PFC pause, IB credits */
       fab_time_t at = f->next_tx;
       if (G_UNLIKELY(f->rank_bps) && nic->cap_next > at) at = nic->cap_next;
       if (G_UNLIKELY(f->hold_until > at) && f->snd_nxt >= f->hold_seq) at = f->hold_until; /* its read part */
@@ -955,18 +957,15 @@ void fab_nic_init(FabNic *nic, uint32_t id, const FabNicCfg *cfg, FabFlowTable *
 }
 
 void fab_nic_clear(FabNic *nic) {
-  if (nic->reordering) g_hash_table_destroy(nic->reordering);
-  nic->reordering = NULL;
-  if (nic->srd_conns) g_hash_table_destroy(nic->srd_conns);
-  nic->srd_conns = NULL;
+  g_clear_pointer(&nic->mesh_out, g_free);
+  g_clear_pointer(&nic->reordering, g_hash_table_destroy);
+  g_clear_pointer(&nic->srd_conns, g_hash_table_destroy);
   if (nic->srd_all) g_ptr_array_free(nic->srd_all, TRUE);
   nic->srd_all = NULL;
   nic->srd_free = NULL;
-  if (nic->runt_out) g_hash_table_destroy(nic->runt_out);
-  nic->runt_out = NULL;
-  if (nic->msg_tx) g_hash_table_destroy(nic->msg_tx);
-  if (nic->msg_rx) g_hash_table_destroy(nic->msg_rx);
-  nic->msg_tx = nic->msg_rx = NULL;
+  g_clear_pointer(&nic->runt_out, g_hash_table_destroy);
+  g_clear_pointer(&nic->msg_tx, g_hash_table_destroy);
+  g_clear_pointer(&nic->msg_rx, g_hash_table_destroy);
   if (nic->ev_all) g_ptr_array_free(nic->ev_all, TRUE);
   if (nic->ev_free) g_ptr_array_free(nic->ev_free, TRUE);
   nic->ev_all = nic->ev_free = NULL;

@@ -378,6 +378,10 @@ struct FabNic {
   FabNicCfg cfg;
   FabPort port;            /* to the fabric (through PCIe and the NIC, for a GPU) */
   FabPort nvl;             /* to the NVSwitch (cfg.nvl_domain > 0 only) */
+  FabPort **mesh_out;      /* a GPU of a mesh domain: the egress toward each peer (by endpoint mod domain) in its own
+                           ** links' element; a segment to peer j waits while mesh_out[j] holds mesh_limit bytes, as
+                           ** the GPU's writes to j wait for j's link alone (NULL: no mesh; the NIC frees it) */
+  uint64_t mesh_limit;
   FabRng rng;              /* its own stream of cfg.seed */
   uint32_t ev_crc[8];      /* cfg.hash crc32: what bit i of an entropy value does to the hash */
   const FabCcOps *cc;      /* cfg.cc's handlers; NULL under none */

@@ -22,6 +22,7 @@ struct FabSwitch {
   FabRng rng;           /* its own stream of cfg.seed (random marking) */
   uint32_t nports;
   FabPort *ports;       /* nports */
+  FabPort *kick;        /* a mesh GPU's NVLink port, kicked when a packet leaves (fab_switch_set_kick) */
   /* routing: route[dst] -> group; group g = gports[goff[g] .. goff[g]+glen[g]) */
   uint32_t nendpoints;
   uint32_t *route;      /* UINT32_MAX: no route */
@@ -309,6 +310,7 @@ static void switch_dequeued(FabEngine *eng, FabNode *self, FabPort *port, FabPkt
                                 p->mark_ev);
   }
   if (G_UNLIKELY(sw->pause_gen[k] & 1)) check_xon(eng, sw, p->in_port, p->prio);
+  if (G_UNLIKELY(sw->kick)) fab_port_kick(eng, sw->kick); /* a mesh GPU may now send what waited for this link */
 }
 
 FabSwitch *fab_switch_new(const char *name, const FabSwitchCfg *cfg, uint32_t nports, uint32_t nendpoints) {
@@ -416,6 +418,8 @@ uint64_t fab_switch_headroom_bytes(const FabSwitch *sw, uint32_t in, uint32_t pr
 }
 
 void fab_switch_set_sharp(FabSwitch *sw, FabSharp *s) { sw->sharp = s; }
+
+void fab_switch_set_kick(FabSwitch *sw, FabPort *pt) { sw->kick = pt; }
 
 void fab_switch_set_up_group(FabSwitch *sw, uint32_t g) {
   g_assert(g < sw->ngroups);

@@ -231,6 +231,11 @@ void fab_switch_set_sharp(FabSwitch *sw, FabSharp *s);
 ** SHARP contribution from one of its GPUs leaves by its lane's member. */
 void fab_switch_set_up_group(FabSwitch *sw, uint32_t g);
 
+/* Kick port pt (a GPU's, into this element) whenever a packet leaves this
+** switch: a mesh GPU holds a segment while its link's queue here is full
+** (FabNic.mesh_out) and must hear when it drains. */
+void fab_switch_set_kick(FabSwitch *sw, FabPort *pt);
+
 /* Fast-forward (tools/libfabsim/fastfwd.c): every time the switch holds
 ** moves dt later (its flowlets' last packets; its ports: fab_port_shift;
 ** PAUSE timers are events, moved with the others by the caller). */

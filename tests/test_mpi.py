@@ -47,6 +47,8 @@ ALONE = {
     "dgx-h200.yaml": (ONE_PART, 2),
     "gb200-nvl72.yaml": (ONE_PART, 2),
     "gb300-nvl72.yaml": (TWO_PARTS, 4),
+    "amd-mi300x.yaml": (TWO_PARTS, 4),
+    "mi300x.yaml": (ONE_PART, 2),
     "nccl-tests-dgx-h100.yaml": (TWO_PARTS, 4),
     "a100-roce-16nic.yaml": (TWO_PARTS, 4),
     "aws-p4d.yaml": (TWO_PARTS, 4),

@@ -280,7 +280,7 @@ FabTopology *fab_topology_build(const FabFabricCfg *cfg) {
   uint32_t extra = 0;
   if (g->gpus_per_node) {
     l = fab_topo__gpu_layout(g);
-    extra = g->nodes * l.groups + (g->nvlink_domain ? fab_topo__nvl_domains(t->nhosts, g->nvlink_domain) : 0);
+    extra = g->nodes * l.groups + fab_topo__nvl_switches(g, t->nhosts);
   }
   t->switches = g_new0(FabSwitch *, nsw + extra);
   if (g->gpus_per_node) { /* the edge elements first, so the network can attach to their NIC ports */
@@ -439,7 +439,7 @@ uint64_t fab_topology_elements(const FabFabricCfg *cfg) {
   if (g->gpus_per_node) {
     FabGpuLayout l = fab_topo__gpu_layout(g);
     n += (uint64_t)g->nodes * l.groups * (1 + l.gpg + l.npg);
-    if (g->nvlink_domain) n += fab_topo__nvl_domains((uint32_t)hosts, g->nvlink_domain) + hosts;
+    n += fab_topo__nvl_switches(g, (uint32_t)hosts) + fab_topo__nvl_ports(g, hosts);
   }
   return n;
 }
@@ -467,7 +467,7 @@ FabFootprint fab_topology_footprint(const FabFabricCfg *cfg) {
     FabGpuLayout l = fab_topo__gpu_layout(g);
     if (l.npg > 1) lanes = f.switches * f.endpoints * l.npg;
     uint64_t gsw = (uint64_t)g->nodes * l.groups;
-    if (g->nvlink_domain) gsw += fab_topo__nvl_domains((uint32_t)f.endpoints, g->nvlink_domain);
+    gsw += fab_topo__nvl_switches(g, (uint32_t)f.endpoints);
     f.switches += gsw;
     f.ports += elems > net + gsw ? elems - net - gsw : 0;
   }

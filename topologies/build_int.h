@@ -20,6 +20,11 @@ FabGpuLayout fab_topo__gpu_layout(const FabGpuSpec *g);
 /* NVLink domains over `ranks` GPUs (the last one may be partial). */
 uint32_t fab_topo__nvl_domains(uint32_t ranks, uint32_t domain);
 
+/* The NVLink elements over `ranks` GPUs: an NVSwitch per domain, or in a
+** mesh domain one element per GPU (gpu_nodes.c); and their ports. */
+uint32_t fab_topo__nvl_switches(const FabGpuSpec *g, uint32_t ranks);
+uint64_t fab_topo__nvl_ports(const FabGpuSpec *g, uint64_t ranks);
+
 /* PCIe elements and NVSwitches, made before the network (their NIC ports
 ** are what the network attaches to). Adds them at t->switches[t->nswitches..]. */
 void fab_topo__build_gpu_edges(FabTopology *t, const FabFabricCfg *cfg, const FabGpuLayout *l);

@@ -81,6 +81,7 @@ static const FabCfgKey nvlink_schema[] = {
   K("bandwidth", FAB_CFG_RATE, f.gpu.nvlink_bps),
   K("latency", FAB_CFG_TIME, f.gpu.nvlink_latency, .max = 1e15),
   K("segment", FAB_CFG_SIZE, f.gpu.segment, .min = 64, .max = 1048576),
+  K("mesh", FAB_CFG_BOOL, f.gpu.nvlink_mesh),
   K("nvls", FAB_CFG_ENUM, nvls, .def = "auto", .choices = auto_bool),
   K("nvls_efficiency", FAB_CFG_DOUBLE, f.gpu.nvls_eff, .min = 0.01, .max = 1),
   K("nvls_reduce_bandwidth", FAB_CFG_RATE, f.gpu.nvls_reduce_bps),
@@ -346,12 +347,32 @@ static gboolean read_nvls(Read *r, const FabCfgNode *cl, GError **err) {
                         "NVLS graph below it)", fab_gpu_arch_names[g->arch]);
   if (r->nvls == 1 && !g->nvlink_domain)
     return fab_cfg_fail(at, err, "NVLS needs an NVLink domain (cluster.nvlink_domain)");
-  g->nvls = r->nvls != 0 && a.nvls && g->nvlink_domain;
+  g->nvls = r->nvls != 0 && a.nvls && g->nvlink_domain && !g->nvlink_mesh;
   if (!g->nvls && (eff || fab_cfg_get(r->nvlink, "nvls_reduce_bandwidth")))
     return fab_cfg_fail(eff ? eff : fab_cfg_get(r->nvlink, "nvls_reduce_bandwidth"), err, "NVLS is off here (%s)",
-                        !a.nvls ? "the architecture has none" : !g->nvlink_domain ? "no NVLink domain" : "nvls: false");
+                        !a.nvls ? "the architecture has none" : !g->nvlink_domain ? "no NVLink domain"
+                        : g->nvlink_mesh ? "a mesh has no switch" : "nvls: false");
   if (!eff) g->nvls_eff = a.nvls_eff;
   (void)cl;
+  return TRUE;
+}
+
+/* A mesh domain (cluster.nvlink.mesh): the GPUs of one node, each pair
+** joined by its own link; no switch, so no NVLS. */
+static gboolean read_mesh(Read *r, const FabCfgNode *cl, GError **err) {
+  FabGpuSpec *g = &r->f.gpu;
+  const FabCfgNode *at = fab_cfg_get(r->nvlink, "mesh");
+  if (!at) at = cl;
+  if (g->nvlink_domain != g->gpus_per_node || g->gpus_per_node < 2)
+    return fab_cfg_fail(at, err, "a mesh joins the GPUs of one node (cluster.nvlink_domain %u, gpus_per_node %u): "
+                        "set nvlink_domain to gpus_per_node, at least 2", g->nvlink_domain, g->gpus_per_node);
+  if (g->gpus_per_node > FAB_MESH_MAX)
+    return fab_cfg_fail(at, err, "a mesh of %u GPUs has %u links per GPU: at most %u GPUs", g->gpus_per_node,
+                        g->gpus_per_node - 1, FAB_MESH_MAX);
+  if (r->nvls == 1)
+    return fab_cfg_fail(fab_cfg_get(r->nvlink, "nvls"), err, "a mesh has no switch to reduce in: no NVLS");
+  if (g->nvlink_bps / (g->gpus_per_node - 1) == 0)
+    return fab_cfg_fail(fab_cfg_get(r->nvlink, "bandwidth"), err, "the mesh's links would run at 0 bit/s");
   return TRUE;
 }
 
@@ -401,6 +422,7 @@ static gboolean read_gpu_nodes(Read *r, const FabCfgNode *cl, uint64_t *preset_n
   g->nvls_eff = 0; /* from the architecture, below, unless given */
   g->nvls_reduce_bps = 0;
   g->nvlink_latency = p->nvlink_latency;
+  g->nvlink_mesh = p->nvlink_mesh;
   g->segment = NVL_SEGMENT;
   g->pcie_bps = p->pcie_bps;
   g->pcie_latency = p->pcie_latency;
@@ -418,8 +440,8 @@ static gboolean read_gpu_nodes(Read *r, const FabCfgNode *cl, uint64_t *preset_n
   /* ASSUMPTION: a reduction reads two operands and writes one, all in HBM */
   if (!fab_cfg_get(r->gpu, "reduce_bandwidth")) g->reduce_bps = g->memory_bps / 3;
   if (g->arch == FAB_ARCH_NONE)
-    return fab_cfg_fail(fab_cfg_get(r->gpu, "arch"), err, "a GPU node needs an architecture (ampere, hopper or "
-                        "blackwell), not none");
+    return fab_cfg_fail(fab_cfg_get(r->gpu, "arch"), err, "a GPU node needs an architecture (ampere, hopper, "
+                        "blackwell or cdna3), not none");
   g->preset = p->name;
   if (xt.gpus) { /* what explain names the nodes by */
     char *named = g_strdup_printf("%s laid out as %s", p->name, r->node_topology);
@@ -444,6 +466,7 @@ static gboolean read_gpu_nodes(Read *r, const FabCfgNode *cl, uint64_t *preset_n
                         "node (here %u GPUs, %u NICs, a domain of %u)", G, N, g->nvlink_domain);
   if (g->nvlink_domain && !g->nvlink_bps)
     return fab_cfg_fail(cl, err, "an NVLink domain needs cluster.nvlink.bandwidth");
+  if (g->nvlink_mesh && !read_mesh(r, cl, err)) return FALSE;
   if (!g->pcie_bps) return fab_cfg_fail(cl, err, "GPU nodes need cluster.pcie.bandwidth");
   if (!g->gpudirect && !g->host_bps)
     return fab_cfg_fail(fab_cfg_get(r->pcie, "gpudirect"), err, "host staging needs pcie.host_bandwidth");

@@ -35,6 +35,82 @@ static uint32_t rank_attach(const FabGpuLayout *l, uint32_t r, uint32_t *first) 
   return l->npg;
 }
 
+static void add_nvs(FabTopology *t, FabSwitch *sw) {
+  t->nvs = g_renew(FabSwitch *, t->nvs, t->nnvs + 1);
+  t->nvs[t->nnvs++] = sw;
+}
+
+uint32_t fab_topo__nvl_switches(const FabGpuSpec *g, uint32_t ranks) {
+  if (!g->nvlink_domain) return 0;
+  return g->nvlink_mesh ? ranks : fab_topo__nvl_domains(ranks, g->nvlink_domain);
+}
+
+uint64_t fab_topo__nvl_ports(const FabGpuSpec *g, uint64_t ranks) {
+  if (!g->nvlink_domain) return 0;
+  return g->nvlink_mesh ? ranks * g->nvlink_domain : ranks;
+}
+
+/*
+** A mesh domain (cluster.nvlink.mesh: AMD Infinity Fabric): every pair of
+** its GPUs has its own link, nvlink_bps / (size - 1) each way, and no switch
+** between them. Each GPU's NVLink port leads into its own element, "xgmi<n>.<i>"
+** (the GPU's side of its links, at the GPU's whole rate, no latency), whose
+** port k (1 .. size-1) is the link to GPU (i + k) mod size, with the whole
+** GPU-to-GPU latency. A segment to GPU j takes link i -> j only, so a ring
+** that walks one order uses one link of each GPU: the collectives spread
+** their channels over different orders (workloads/coll_mesh.c). Credit-based
+** like the NVSwitch: the GPU and each link send only what the next element
+** holds. PXN relays through the local GPU on the destination's rail.
+*/
+static void build_mesh(FabTopology *t, const FabGpuSpec *g, FabSwitchCfg *sc, uint32_t unit) {
+  uint32_t D = g->nvlink_domain;
+  uint64_t link_bps = g->nvlink_bps / (D - 1);
+  char name[FAB_NAME_LEN];
+  for (uint32_t d = 0; d < fab_topo__nvl_domains(t->nhosts, D); d++) {
+    FabSwitch **hub = g_new(FabSwitch *, D);
+    /* a link's credit covers its round trip and 4 segments; the GPU's, all its links at once (one port here stands
+    ** for the GPU's D - 1 link ports, so it may hold what they would hold together) */
+    uint64_t link_credits = bdp(link_bps, 2 * g->nvlink_latency) + 4ULL * unit, gpu_credits = link_credits * (D - 1);
+    for (uint32_t i = 0; i < D; i++) {
+      g_snprintf(name, sizeof name, "xgmi%u.%u", d, i);
+      sc->credits = link_credits;
+      sc->buffer = link_credits * D * sc->nprio;
+      hub[i] = fab_switch_new(name, sc, D, t->nhosts);
+      t->switches[t->nswitches++] = hub[i];
+      add_nvs(t, hub[i]);
+      FabNic *gpu = &t->nics[d * D + i];
+      gpu->nvl.latency = 0;
+      fab_port_connect(&gpu->nvl, fab_switch_port_init(hub[i], 0, g->nvlink_bps, 0));
+      fab_port_set_credits(&gpu->nvl, gpu_credits, unit);
+      gpu->mesh_out = g_new(FabPort *, D);
+      gpu->mesh_limit = link_credits;
+      fab_switch_set_kick(hub[i], &gpu->nvl);
+    }
+    for (uint32_t i = 0; i < D; i++) {
+      for (uint32_t k = 1; k < D; k++) /* both ends of link i - j are made from i's side only once: i < j */
+        if (i < (i + k) % D) {
+          uint32_t j = (i + k) % D;
+          FabPort *a = fab_switch_port_init(hub[i], k, link_bps, g->nvlink_latency);
+          FabPort *b = fab_switch_port_init(hub[j], D - k, link_bps, g->nvlink_latency);
+          t->nics[d * D + i].mesh_out[j] = a;
+          t->nics[d * D + j].mesh_out[i] = b;
+          fab_port_connect(a, b);
+          fab_port_set_credits(a, link_credits, unit);
+          fab_port_set_credits(b, link_credits, unit);
+        }
+      uint32_t zero = 0, *via = g_new(uint32_t, D); /* via[j]: the group of the port toward local GPU j */
+      via[i] = fab_switch_add_group(hub[i], &zero, 1);
+      t->nics[d * D + i].mesh_out[i] = fab_switch_port_at(hub[i], 0); /* never used: no flow to itself */
+      for (uint32_t k = 1; k < D; k++) via[(i + k) % D] = fab_switch_add_group(hub[i], &k, 1);
+      for (uint32_t r = 0; r < t->nhosts; r++)
+        if (r / D == d) fab_switch_set_route(hub[i], r, via[r % D]);
+        else if (g->pxn) fab_switch_set_route(hub[i], r, via[r % g->gpus_per_node]);
+      g_free(via);
+    }
+    g_free(hub);
+  }
+}
+
 void fab_topo__build_gpu_edges(FabTopology *t, const FabFabricCfg *cfg, const FabGpuLayout *l) {
   const FabGpuSpec *g = &cfg->gpu;
   t->rank_attach = g_new(uint32_t, t->nhosts);
@@ -88,6 +164,10 @@ void fab_topo__build_gpu_edges(FabTopology *t, const FabFabricCfg *cfg, const Fa
         fab_switch_set_route(ps, r0 + i, fab_switch_add_group(ps, &i, 1));
       }
     }
+  if (g->nvlink_domain && g->nvlink_mesh) {
+    build_mesh(t, g, &sc, nvl_unit);
+    return;
+  }
   if (g->nvlink_domain) /* one NVSwitch element per domain; the latency is split over its two links */
     for (uint32_t d = 0; d < fab_topo__nvl_domains(t->nhosts, g->nvlink_domain); d++) {
       /* the last domain may be partial (a few trays of an NVL72 rack) */
@@ -97,8 +177,7 @@ void fab_topo__build_gpu_edges(FabTopology *t, const FabFabricCfg *cfg, const Fa
       sc.buffer = sc.credits * size * sc.nprio;
       FabSwitch *nv = fab_switch_new(name, &sc, size, t->nhosts);
       t->switches[t->nswitches++] = nv;
-      t->nvs = g_renew(FabSwitch *, t->nvs, t->nnvs + 1);
-      t->nvs[t->nnvs++] = nv;
+      add_nvs(t, nv);
       for (uint32_t i = 0; i < size; i++) {
         FabNic *gpu = &t->nics[d * g->nvlink_domain + i];
         gpu->nvl.latency = g->nvlink_latency / 2;

@@ -70,6 +70,13 @@
 #define NVL_SM90_LINK (206 * GBYTE / 10) /* NCCL SM90_NVLINK_BW 20.6 GB/s */
 #define NVL_SM100_LINK (401 * GBYTE / 10)/* NCCL SM100_NVLINK_BW 40.1 GB/s */
 #define TBYTE (1000 * GBYTE)
+/* AMD Infinity Fabric (xGMI) on MI300X, per link and direction: 64 GB/s signalling (x16 at 32 Gb/s a lane; AMD
+** ROCm blog "Understanding RCCL Bandwidth and xGMI Performance on MI300X", 2025-03-02: "GPU-GPU Unidirectional BW
+** via xGMI Link 64 GB/s"), 48 GB/s of data as RCCL counts it (ROCm/rccl src/graph/topo.h GFX94X_XGMI_WIDTH 48.0;
+** AMD in ROCm/rccl issue #1210: "After protocol and error correction overheads, the max theoretical
+** per-direction bandwidth for gfx94 devices is 48GB/s"; the blog measures 45-48 GB/s a link). */
+#define XGMI_RAW_LINK (64 * GBYTE)
+#define XGMI_GFX94_LINK (48 * GBYTE)
 
 #define NVLINK_LATENCY (500 * FAB_NS)    /* ASSUMPTION, see above */
 #define PCIE_LATENCY (500 * FAB_NS)      /* ASSUMPTION, see above */
@@ -433,11 +440,49 @@ static const FabNodePreset presets[] = {
         .sources = "NVIDIA GB300 NVL72 product page; NVIDIA Enterprise RA NVL72 AI Factory; ConnectX-8 SuperNIC "
                    "datasheet; PCIe 6.0",
     },
+    {
+        /* AMD Instinct MI300X platform: 8 MI300X OAMs on one board, each pair
+        ** joined by its own Infinity Fabric link (7 per GPU), no switch.
+        ** Sources: ROCm documentation, "AMD Instinct MI300 series
+        ** microarchitecture" (ROCm/ROCm docs/conceptual/gpu-arch/mi300.md:
+        ** "seven high-bandwidth, low-latency AMD Infinity Fabric links ... to
+        ** form a fully connected 8-GPU system"; "attach to the host system via
+        ** PCIe Gen 5 x16 links"; MI300X peak Matrix BF16 1307.4 TFLOPS dense;
+        ** HBM3 "peak memory bandwidth of the GPU is 5.3 TB per second"); the
+        ** xGMI rates above; ROCm/gpu-cluster-networking docs (hardware
+        ** support: MI300X validated with 400 Gb/s NICs, Broadcom Thor2 and
+        ** NVIDIA ConnectX-7; multi-node configuration: "servers typically
+        ** have one NIC per GPU"). The host CPU differs by vendor (AMD EPYC on
+        ** most, Intel Sapphire Rapids on OCI's): AMD is an ASSUMPTION. */
+        .name = "amd-mi300x",
+        .gpu = "AMD Instinct MI300X (OAM)",
+        .arch = FAB_ARCH_CDNA3,          /* gfx942: RCCL, its tuning model 5 (workloads/tuner_rccl.c) */
+        .cpu = FAB_CPU_AMD,              /* ASSUMPTION, see above */
+        .gpus_per_node = 8,              /* "fully connected 8-GPU system" (mi300.md) */
+        .nics_per_node = 8,              /* one NIC per GPU (ROCm gpu-cluster-networking) */
+        .nvlink_domain = 8,              /* the node's Infinity Fabric mesh */
+        .nvlink_mesh = true,             /* a link per GPU pair, no switch (mi300.md) */
+        .nic_bps = 400 * GBIT,           /* 400 Gb/s Thor2 or ConnectX-7 (ROCm gpu-cluster-networking) */
+        .nvlink_links = 7,               /* Infinity Fabric links per GPU (mi300.md) */
+        .nvlink_raw_bps = 7 * XGMI_RAW_LINK,   /* 448 GB/s per direction (the ROCm blog's 7 x 64) */
+        .nvlink_bps = 7 * XGMI_GFX94_LINK,     /* 336 GB/s of data: RCCL's 48 GB/s a link (see top) */
+        .nvlink_latency = NVLINK_LATENCY, /* ASSUMPTION: no public per-hop xGMI latency; the NVLink figure */
+        .pcie_bps = PCIE_GEN5_X16,       /* PCIe Gen 5 x16 (mi300.md) */
+        .pcie_latency = PCIE_LATENCY,
+        .host_bps = 25 * GBYTE,          /* ASSUMPTION, see top */
+        .host_latency = HOST_LATENCY,
+        .gpu_flops = 1307.4e12,          /* Matrix BF16 1307.4 TFLOPS, dense (mi300.md) */
+        .memory_bps = 53 * TBYTE / 10,   /* HBM3 5.3 TB/s (mi300.md) */
+        .gpu_efficiency = GPU_EFFICIENCY,
+        .transport = "rocev2",           /* informative: Ethernet RoCE NICs (Thor2) are the common build */
+        .sources = "ROCm docs: MI300 microarchitecture (mi300.md), gpu-cluster-networking; AMD ROCm blog MI300X "
+                   "RCCL/xGMI (2025-03-02); ROCm/rccl topo.h, issue #1210",
+    },
 };
 
 const char *const fab_preset_names[] = {
     "host", "dgx-h100", "dgx-b200", "gb200-nvl72", "aws-p5", "aws-p4d", "dgx-a100", "dgx-h200", "hgx-h800",
-    "hgx-h20", "gb300-nvl72", NULL,
+    "hgx-h20", "gb300-nvl72", "amd-mi300x", NULL,
 };
 
 /* sm: NVIDIA's compute capability of each generation (A100 8.0, H100/H200
@@ -454,6 +499,9 @@ FabArchFacts fab_arch_facts(FabGpuArch arch) {
   case FAB_ARCH_AMPERE: return (FabArchFacts){80, false, 0.0, NVL_RAW_LINK, NVL_SM80_LINK};
   case FAB_ARCH_HOPPER: return (FabArchFacts){90, true, 0.85, NVL_RAW_LINK, NVL_SM90_LINK};
   case FAB_ARCH_BLACKWELL: return (FabArchFacts){100, true, 0.74, NVL5_RAW_LINK, NVL_SM100_LINK};
+  /* gfx942: HIP reports compute capability 9.4; RCCL keys its per-architecture rows on it (compCapIndex: >= 90,
+  ** Hopper's) and its tuning model on the topology (rome_models.cc: the 8-GPU MI300X node, tuning=5) */
+  case FAB_ARCH_CDNA3: return (FabArchFacts){94, false, 0.0, XGMI_RAW_LINK, XGMI_GFX94_LINK};
   default: return (FabArchFacts){0, false, 0.0, 0, 0};
   }
 }

@@ -28,7 +28,8 @@ typedef struct FabNodePreset {
   uint64_t nvlink_raw_bps;   /* per GPU per direction, the links' signalling rate (the datasheet's figure / 2), bits/s */
   uint64_t nvlink_bps;       /* per GPU per direction, the data rate NCCL achieves over the links (links x NCCL's
                              ** per-link figure: protocol overhead taken off), bits/s: what the model runs at */
-  fab_time_t nvlink_latency; /* GPU to GPU through NVSwitch, one way, ps */
+  fab_time_t nvlink_latency; /* GPU to GPU through NVSwitch (or one mesh link), one way, ps */
+  bool nvlink_mesh;          /* GPUs joined pairwise by direct links, no switch (AMD Infinity Fabric) */
   uint64_t pcie_bps;         /* GPU <-> NIC per direction (PCIe generation x lanes), bits/s */
   fab_time_t pcie_latency;   /* one PCIe traversal, ps */
   uint64_t host_bps;         /* host-staged path: bounce through host memory, bits/s per GPU */
@@ -45,7 +46,7 @@ typedef struct FabNodePreset {
 /* What a GPU generation implies (NCCL's per-architecture facts, sources in
 ** presets.c). */
 typedef struct FabArchFacts {
-  uint32_t sm;               /* compute capability x 10: 80, 90, 100 (0: none) */
+  uint32_t sm;               /* compute capability x 10: 80, 90, 100; 94 for AMD gfx942 (HIP's 9.4) (0: none) */
   bool nvls;                 /* the NVSwitch can reduce and multicast (NVLS) */
   double nvls_eff;           /* NVLS efficiency (0: no NVLS) */
   uint64_t nvlink_raw_link;  /* one NVLink's signalling rate per direction, bits/s (the presets' figures) */

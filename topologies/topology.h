@@ -94,6 +94,8 @@ static inline uint64_t fab_topo_max_bps(const FabTopoSpec *t) {
 /* GPU nodes (cluster.node other than host): what a node holds and how its
 ** GPUs reach each other (NVLink through NVSwitch) and the network (PCIe to
 ** the NICs). Endpoints are GPU ranks: rank = node x gpus_per_node + local. */
+#define FAB_MESH_MAX 16 /* GPUs in a mesh domain (cluster.nvlink.mesh) */
+
 typedef struct FabGpuSpec {
   const char *preset;       /* cluster.node */
   uint32_t preset_id;       /* its index in fab_preset_names (0: host) */
@@ -106,7 +108,9 @@ typedef struct FabGpuSpec {
   uint32_t nvlink_links;    /* the preset's NVLinks per GPU (informative) */
   uint64_t nvlink_raw_bps;  /* the preset's signalling rate per GPU per direction (informative) */
   uint64_t nvlink_bps;      /* per GPU per direction: the data rate the model runs at */
-  fab_time_t nvlink_latency;/* GPU to GPU through the NVSwitch, ps */
+  fab_time_t nvlink_latency;/* GPU to GPU through the NVSwitch (or over a mesh link), ps */
+  bool nvlink_mesh;         /* the domain (one node) is a full mesh of GPU-to-GPU links, no switch (AMD Infinity
+                            ** Fabric): each link nvlink_bps / (domain - 1) per direction */
   bool nvls;                /* the NVSwitch reduces and multicasts (NVLS; sm90 and later) */
   double nvls_eff;          /* NVLS traffic's data per NVLink byte (multimem requests' efficiency) */
   uint64_t nvls_reduce_bps; /* the NVSwitch's reduction rate per GPU port, bits/s of reduced output (0: the

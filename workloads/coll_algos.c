@@ -11,19 +11,38 @@
 /* Ring order of members mem[0..k) for each channel: ord[c*k + p]. One node:
 ** the members in order. Several nodes: each channel enters node m at local
 ** index c mod size; even nodes are walked forward, odd ones backward, so the
-** hop between nodes joins the same local index (rail). */
+** hop between nodes joins the same local index (rail). On a mesh
+** (env->nvl_mesh) one node's channel c walks mesh ring c mod R
+** (fab_coll_mesh_rings); across nodes, channel c walks path c mod k of k
+** paths that use every directed link once and start and end on every GPU
+** once (fab_coll_mesh_path; an odd k takes ring c mod R from entry c mod k,
+** cut before it closes), so the links and the NICs carry even loads. */
 static void ring_orders(const Ex *x, const uint32_t *mem, uint32_t k, uint32_t C, uint32_t *ord) {
   Groups g;
   fab_coll__groups_make(&g, x->ep, mem, k, x->env->gpus_per_node);
+  uint32_t seq[FAB_MESH_RING_MAX];
   for (uint32_t c = 0; c < C; c++) {
     uint32_t *o = ord + (size_t)c * k, w = 0;
-    if (g.ng == 1) {
+    if (g.ng == 1 && !x->env->nvl_mesh) {
       memcpy(o, mem, k * sizeof *o);
       continue;
     }
     for (uint32_t m = 0; m < g.ng; m++) {
-      uint32_t km = fab_coll__group_size(&g, m), r = c % km;
+      uint32_t km = fab_coll__group_size(&g, m), r = g.ng == 1 ? 0 : c % km;
       const uint32_t *gm = g.mem + g.off[m];
+      if (x->env->nvl_mesh && km <= FAB_MESH_RING_MAX) { /* km > 1 GPUs of one node */
+        if (g.ng > 1 && km % 2 == 0) {
+          fab_coll_mesh_path(km, c % km, seq);
+        } else {
+          const uint8_t *rings;
+          uint32_t R = fab_coll_mesh_rings(km, &rings), p0 = 0;
+          const uint8_t *ring = rings + (size_t)(c % R) * km;
+          while (ring[p0] != r) p0++;
+          for (uint32_t q = 0; q < km; q++) seq[q] = ring[(p0 + q) % km];
+        }
+        for (uint32_t q = 0; q < km; q++) o[w++] = gm[m % 2 == 0 ? seq[q] : seq[km - 1 - q]];
+        continue;
+      }
       for (uint32_t q = 0; q < km; q++)
         o[w++] = (m % 2 == 0) ? gm[(r + q) % km] : gm[(r + 2 * km - 1 - q) % km];
     }
@@ -515,8 +534,12 @@ static uint32_t stream(Ex *x, uint32_t s, uint32_t r, uint64_t bytes, uint32_t a
   return last;
 }
 
+/* Each channel of a rank sends to its peers i+1, i+2, ... one after the
+** other. On a mesh (env->nvl_mesh) a peer in the rank's node has a link of
+** its own and its own channels (RCCL: src/graph/paths.cc gives each xGMI
+** peer 4 p2p channels on gfx94), so those sends all start at once. */
 void fab_coll__pairwise(Ex *x, uint64_t bytes) {
-  uint32_t n = x->n;
+  uint32_t n = x->n, dom = x->env->nvl_mesh ? x->env->nvl_domain : 0;
   if (n < 2 || bytes == 0) return;
   uint32_t C = fab_coll__chans(x, fab_coll__part(x, bytes, n, n - 1), 1); /* the smallest block decides */
   uint32_t *last = g_new(uint32_t, (size_t)C * n);
@@ -527,9 +550,11 @@ void fab_coll__pairwise(Ex *x, uint64_t bytes) {
         uint32_t to = (i + k) % n;
         uint64_t b = fab_coll__part(x, fab_coll__a2a_block(x, bytes, i, to), C, c);
         if (b == 0) continue;
-        unsigned first = F_READY | (k == 1 ? F_LAUNCH : 0);
+        bool own = dom && x->ep[i] / dom == x->ep[to] / dom;
+        unsigned first = F_READY | (k == 1 || own ? F_LAUNCH : 0);
         x->chan = c;
-        last[(size_t)c * n + i] = stream(x, i, to, b, last[(size_t)c * n + i], first);
+        uint32_t op = stream(x, i, to, b, own ? FAB_OP_NONE : last[(size_t)c * n + i], first);
+        if (!own) last[(size_t)c * n + i] = op;
       }
   g_free(last);
 }

@@ -50,6 +50,7 @@ typedef struct FabNcclArch {
   uint32_t nintra;
   const float *inter;       /* and several */
   uint32_t ninter;
+  bool rccl;                /* AMD: RCCL's tuner (tuner_rccl.c) weighs the ring and the tree */
 } FabNcclArch;
 
 /* The rows of compute capability sm (0: plain hosts, Hopper's rows). */
@@ -131,6 +132,10 @@ typedef struct Topo {
 } Topo;
 
 void fab_coll__topo_make(Topo *t, const FabCollEnv *env, const FabCollSpec *c);
+
+/* RCCL's time (s) for `op` of `bytes` with the ring or the tree and
+** protocol p (tuner_rccl.c); HUGE_VAL where RCCL would not take it. */
+double fab_coll__rccl_time(const Topo *t, FabCollOp op, FabCollAlgo a, FabProto p, uint64_t bytes);
 
 /* LL's ceiling, bits/s of data a rank moves over all its channels:
 ** cluster.nccl.ll_bandwidth, else NCCL's llMaxBws for t's nodes. */

@@ -131,6 +131,8 @@ typedef struct FabCollEnv {
   uint64_t pcie_bps;        /* GPU <-> NIC, bits/s (0: plain hosts, no PCIe limit) */
   uint64_t net_bps;         /* a rank's network bandwidth, bits/s (its share of the node's NICs) */
   uint64_t nvl_bps;         /* NVLink per GPU per direction, bits/s (0: none) */
+  bool nvl_mesh;            /* the NVLink domain (a node) is a full mesh of GPU-to-GPU links (cluster.nvlink.mesh):
+                            ** rings spread their channels over orders that share no link (fab_coll_mesh_rings) */
   fab_time_t net_lat;       /* one network hop end to end, unloaded (NIC to NIC), ps */
   fab_time_t nvl_lat;       /* one NVLink hop GPU to GPU, ps */
   double plugin_lat_us;     /* the latency NCCL's network plugin reports (ncclNetProperties_t.latency), us, which
@@ -155,6 +157,18 @@ typedef struct FabCollEnv {
   FabNcclCosts costs;       /* what NCCL's kernels cost on these GPUs (fab_coll_costs_resolve fills it) */
   GPtrArray *warnings;      /* char *: where the expansion chose coarser than asked (NULL: not kept) */
 } FabCollEnv;
+
+/* Rings over a full mesh of k GPUs (1 <= k <= FAB_MESH_RING_MAX), no two
+** sharing a directed link: returns how many (k - 1 but for k = 4 and 6: 2
+** and 4), *rings = R rings of k positions each (0 .. k-1, each a ring's
+** order; the table lives as long as the process). Deterministic. */
+#define FAB_MESH_RING_MAX 16 /* cluster.nvlink.mesh's limit (FAB_MESH_MAX, topologies/topology.h) */
+uint32_t fab_coll_mesh_rings(uint32_t k, const uint8_t **rings);
+
+/* Path p (0 <= p < k) of the k paths through a mesh of an even number k of
+** GPUs that, together, take every directed link once and start and end on
+** every GPU once: seq[0 .. k), from its entry to its exit. */
+void fab_coll_mesh_path(uint32_t k, uint32_t p, uint32_t *seq);
 
 /* Costs with nothing set: times FAB_TIME_MAX, rates 0. */
 FabNcclCosts fab_coll_costs_unset(void);

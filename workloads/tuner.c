@@ -69,6 +69,9 @@ static const float sm90_inter[] = {48.0, 45.0, 42.0, 40.0, 30.0, 24.0, 22.0, 20.
 static const float sm100_intra[] = {90.0, 80.0, 70.0, 60.0, 50.0, 45.0, 40.0, 30.0, 24.0, 20.0, 19.0, 18.0};
 static const float sm100_inter[] = {96.0, 86.0, 80.0, 48.0, 45.1, 42.0, 40.0, 30.0, 24.0, 22.0,
                                     20.0, 17.5, 15.0, 12.0, 6.0,  3.0,  2.4,  1.2,  0.24, 0.12};
+/* RCCL's (AMD build of search.cc, one array both ways) */
+static const float rccl_speeds[] = {48.0, 24.0, 20.0, 18.0, 15.0, 12.0, 10.0, 9.0, 7.0,
+                                    6.0,  5.0,  4.0,  3.0,  2.4,  1.2,  0.24, 0.12};
 #define SPEEDS(a) (a), (uint32_t)(sizeof(a) / sizeof((a)[0]))
 
 /* Per architecture: tuning.cc llMaxBws (one node), perChMaxRingLL128Bws,
@@ -82,10 +85,14 @@ static const FabNcclArch arches[] = {
    SPEEDS(sm90_intra), SPEEDS(sm90_inter)},
   {"blackwell", 100, 282.0, 40.0, {55.6, 31.67, 20.0}, {70.0, 42.8, 24.0}, {0.0, 96.0, 80.0}, 0.74, 24, 32,
    SPEEDS(sm100_intra), SPEEDS(sm100_inter)},
+  /* gfx942 (9.4): RCCL's compCapIndex takes Hopper's rows, which its AMD build does not read (tuner_rccl.c) */
+  {"cdna3", 94, 141.0, 36.7, {36.7, 36.7, 29.0}, {38.7, 41.4, 36.0}, {0.0, 0.0, 0.0}, 0.0, 0, 0,
+   SPEEDS(rccl_speeds), SPEEDS(rccl_speeds), true},
 };
 
 /* What NCCL's kernels cost in the simulation, per architecture (Ampere,
-** Hopper, Blackwell), in us and GB/s. The tuner never reads these.
+** Hopper, Blackwell; CDNA3 takes Hopper's, an ASSUMPTION: no public per-step
+** measurement of RCCL's kernels), in us and GB/s. The tuner never reads these.
 **  - launch 6.05 us and Ampere's LL step: fitted to nccl-tests all_reduce_perf
 **    at 8 B on one DGX A100, NCCL_ALGO=Ring, 1 channel (NVIDIA/nccl-tests
 **    issue #123: 10 us on 2 GPUs, 33.7 us on 8; the maintainer confirms the
@@ -125,6 +132,7 @@ static const Costs costs[] = {
   {6.05, {1.475, 1.975, 2.475}, 2.0, 1.0, 87.7, 20.0, 24.0, 1.0},   /* Ampere */
   {6.05, {0.0, 0.5, 1.0}, 2.0, 1.0, 141.0, 36.7, 38.7, 1.0},        /* Hopper */
   {6.05, {0.0, 0.5, 1.0}, 2.0, 1.0, 282.0, 40.0, 70.0, 1.0},        /* Blackwell */
+  {6.05, {0.0, 0.5, 1.0}, 2.0, 1.0, 141.0, 36.7, 38.7, 1.0},        /* CDNA3: Hopper's (ASSUMPTION) */
 };
 
 FabNcclCosts fab_coll_costs_unset(void) {
@@ -180,7 +188,7 @@ void fab_coll_costs_resolve(FabCollEnv *env) {
 }
 
 const FabNcclArch *fab_coll__arch(uint32_t sm) {
-  return sm >= 100 ? &arches[2] : sm >= 90 || sm == 0 ? &arches[1] : &arches[0];
+  return sm == 94 ? &arches[3] : sm >= 100 ? &arches[2] : sm >= 90 || sm == 0 ? &arches[1] : &arches[0];
 }
 
 /* ------------------------------------------------------------------------ */
@@ -288,11 +296,19 @@ void fab_coll__topo_make(Topo *t, const FabCollEnv *env, const FabCollSpec *c) {
   uint32_t g = MAX(env->gpus_per_node, 1u), nics = MAX(env->nics_per_node, 1u);
   t->nics_isl = nics >= g ? t->ppn * (nics / g) : MAX(1u, t->ppn * nics / g);
   t->ring = search_ring(t);
+  if (env->nvl_mesh && t->islands == 1 && t->per_domain >= 2 && t->per_domain <= FAB_MESH_RING_MAX) {
+    /* a mesh node: RCCL takes its rings from a fixed model, not the search (rome_models.cc rome_model_79, the
+    ** 8-GPU MI300X: 28 rings, its 7 link-disjoint orders and their reverses, twice; speed totalBw / rings) */
+    const uint8_t *r;
+    uint32_t nr = MIN(4 * fab_coll_mesh_rings(t->per_domain, &r), 32u);
+    t->ring = (Graph){nr, t->nvl / nr, t->nvl / nr};
+  }
   t->nvls = env->nvls && env->nvl_domain && t->per_domain >= 2 ? search_nvls(t) : (Graph){0, 0, 0};
   /* the channels launched: twice the search's (connect.cc ncclTopoPostset),
-  ** twice again for fast inter-node rings of sm90+ under 16 (<8 PPN) */
+  ** twice again for fast inter-node rings of sm90+ under 16 (<8 PPN; NCCL's, not RCCL's) */
   t->nch = MIN(2 * t->ring.nch, 64u);
-  if (t->arch->sm >= 90 && t->islands > 1 && t->ring.intra > 45.0 && t->nch < 16) t->nch = MIN(2 * t->nch, 64u);
+  if (t->arch->sm >= 90 && !t->arch->rccl && t->islands > 1 && t->ring.intra > 45.0 && t->nch < 16)
+    t->nch = MIN(2 * t->nch, 64u);
   t->nvls_ch = t->islands > 1 ? t->arch->nvls_ch_n : t->arch->nvls_ch1;
   if (t->arch->sm >= 100 && t->islands > 1) { /* nvls.cc ncclNvlsTuneSm100MultiNode, by the NIC's bandwidth */
     double nic = t->pci > 0 ? MIN(t->pci, t->nic) : t->nic;
@@ -525,6 +541,9 @@ static double p2p_model(const Topo *t, FabCollOp op, FabProto p, uint64_t bytes)
 /* Whether NCCL offers algorithm a for op here. */
 static bool offered(const FabCollEnv *env, const Topo *t, FabCollOp op, FabCollAlgo a) {
   bool ar = op == FAB_COLL_ALLREDUCE, agrs = op == FAB_COLL_ALLGATHER || op == FAB_COLL_REDUCE_SCATTER;
+  if (t->arch->rccl && a != FAB_ALGO_RING && a != FAB_ALGO_TREE && a != FAB_ALGO_PAIRWISE &&
+      a != FAB_ALGO_HIERARCHICAL)
+    return false; /* RCCL: no NVLS, no copy-engine collectives; PAT and CollNet are not weighed here */
   switch (a) {
   case FAB_ALGO_RING: return op != FAB_COLL_ALL_TO_ALL;
   case FAB_ALGO_TREE: return ar;
@@ -568,6 +587,7 @@ static double model(const FabCollEnv *env, const Topo *t, FabCollOp op, FabCollA
   case FAB_ALGO_NVLS:
   case FAB_ALGO_NVLS_TREE:
   case FAB_ALGO_PAT: {
+    if (t->arch->rccl) return fab_coll__rccl_time(t, op, a, p, bytes);
     LatBw m = {latency(t, op, a, p), bus_bw(t, op, a, p)};
     if (!(a != FAB_ALGO_RING && agrs))
       m.bw *= a == FAB_ALGO_RING || a == FAB_ALGO_NVLS || a == FAB_ALGO_NVLS_TREE ? (double)n / nsteps : .5;

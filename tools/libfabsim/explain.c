@@ -10,8 +10,9 @@
 /* NVLS: whether the NVSwitch reduces, and at what efficiency and rate. */
 static void explain_nvls(const FabGpuSpec *g, GString *s) {
   if (!g->nvls) {
-    g_string_append_printf(s, "nvls       off (%s)\n", fab_arch_facts(g->arch).nvls ? "cluster.nvlink.nvls: false"
-                           : "NCCL builds no NVLS graph below sm90");
+    g_string_append_printf(s, "nvls       off (%s)\n", g->nvlink_mesh ? "a mesh has no switch to reduce in"
+                           : fab_arch_facts(g->arch).nvls ? "cluster.nvlink.nvls: false"
+                           : g->arch == FAB_ARCH_CDNA3 ? "AMD GPUs have none" : "NCCL builds no NVLS graph below sm90");
     return;
   }
   g_string_append_printf(s, "nvls       on: a reduce-scatter through the switch, then each owner's multicast; "
@@ -104,11 +105,17 @@ static void explain_cluster(const FabScenario *sc, GString *s) {
     if (g->nvlink_domain) {
       g_string_append_printf(s, "nvlink     %.6g GB/s per GPU per direction of data", (double)g->nvlink_bps / 8e9);
       if (g->nvlink_raw_bps)
-        g_string_append_printf(s, " (%u links; signalling %.6g GB/s, NCCL's effective rate is what runs)",
-                               g->nvlink_links, (double)g->nvlink_raw_bps / 8e9);
+        g_string_append_printf(s, " (%u links; signalling %.6g GB/s, %s effective rate is what runs)",
+                               g->nvlink_links, (double)g->nvlink_raw_bps / 8e9,
+                               g->arch == FAB_ARCH_CDNA3 ? "RCCL's" : "NCCL's");
       uint32_t domains = (ranks + g->nvlink_domain - 1) / g->nvlink_domain;
       g_string_append_printf(s, ", %.6g ns GPU to GPU, ", (double)g->nvlink_latency / 1e3);
-      if (ranks < g->nvlink_domain) /* 16 GPUs of an NVL72 */
+      if (g->nvlink_mesh) /* xgmi<node>.<gpu>: each GPU's side of its links */
+        g_string_append_printf(s, "a full mesh in each node of %u GPUs: a link of %.6g GB/s per direction per GPU "
+                               "pair, no switch; rings spread their channels over %u orders that share no link",
+                               g->nvlink_domain, (double)(g->nvlink_bps / (g->nvlink_domain - 1)) / 8e9,
+                               fab_coll_mesh_rings(g->nvlink_domain, &(const uint8_t *){NULL}));
+      else if (ranks < g->nvlink_domain) /* 16 GPUs of an NVL72 */
         g_string_append_printf(s, "one NVSwitch domain (%u of its %u GPUs in use)", ranks, g->nvlink_domain);
       else
         g_string_append_printf(s, "one NVSwitch per domain of %u GPUs (%u domain%s)", g->nvlink_domain, domains,
@@ -126,9 +133,10 @@ static void explain_cluster(const FabScenario *sc, GString *s) {
     g_string_append_printf(s, "; %s\n", N >= G ? (N == G ? "one NIC per GPU" : "several NICs per GPU")
                                                  : "GPUs share a NIC");
     g_string_append_printf(s, "gpu        %s, %.6g TFLOPS dense BF16 x %.2g efficiency, memory %.6g TB/s, "
-                           "reductions %.6g GB/s; host CPU %s (NCCL's tuner rows)\n", fab_gpu_arch_names[g->arch],
+                           "reductions %.6g GB/s; host CPU %s (%s)\n", fab_gpu_arch_names[g->arch],
                            g->gpu_flops / 1e12, g->gpu_efficiency, (double)g->memory_bps / 8e12,
-                           (double)g->reduce_bps / 8e9, fab_cpu_names[g->cpu]);
+                           (double)g->reduce_bps / 8e9, fab_cpu_names[g->cpu], g->arch == FAB_ARCH_CDNA3
+                           ? "RCCL's tuner, its tuning model 5: ring and tree, LL and Simple" : "NCCL's tuner rows");
     explain_nccl(&sc->nccl, s);
     explain_ofi(sc, s);
   } else {

@@ -93,6 +93,8 @@ static void coll_env(const FabFabricCfg *f, FabCollEnv *e) {
   e->pcie_bps = g->gpus_per_node ? (g->gpudirect ? g->pcie_bps : MIN(g->pcie_bps, g->host_bps)) : 0;
   e->net_bps = g->gpus_per_node ? f->topo.host_bps * g->nics_per_node / g->gpus_per_node : f->topo.host_bps;
   e->nvl_bps = g->nvlink_domain ? g->nvlink_bps : 0;
+  _Static_assert(FAB_MESH_MAX == FAB_MESH_RING_MAX, "one limit for a mesh's GPUs");
+  e->nvl_mesh = g->nvlink_domain && g->nvlink_mesh;
   /* unloaded NIC to NIC across the fabric's diameter (a tier-2 path for leaf-spine) */
   e->net_lat = l * fab_topo_max_latency(&f->topo) + (l - 1) * f->sw.latency + (g->gpus_per_node ? 2 * g->pcie_latency : 0);
   e->nvl_lat = g->nvlink_latency;
