@@ -320,3 +320,34 @@ Test(graph, dual_tor_pairs_a_gpus_ports_over_two_leaves) {
              "  topology: {kind: leaf-spine, hosts_per_leaf: 16, dual_tor: true}\n", "t.yaml:3:", "3 leaves is odd");
   read_fails(RAIL3(", dual_tor: true"), "t.yaml:3:", "only by leaf-spine");
 }
+
+/* Dual plane (Alibaba HPN's, Qian et al., SIGCOMM 2024): the same pairs, the spines doubled (each plane keeps the
+** leaves' 1:1) and split: leaf0 and leaf2 (the ports 0) link to spines 0-7 only, leaf1 and leaf3 to spines 8-15, so
+** a flow stays on its side; rank 10 (node 1, GPU 2) is on leaf2 from spine0 and on leaf3 from spine8. */
+Test(graph, dual_plane_splits_the_spines_by_side) {
+  FabCfg *cfg;
+  FabFabricCfg f;
+  FabTopology *t = build(DUAL(16, ", dual_plane: true"), &cfg, &f);
+  cr_assert_eq(t->nnet, 4 + 16);
+  FabSwitch *l0 = by_name(t, "leaf0"), *l1 = by_name(t, "leaf1");
+  for (uint32_t j = 0; j < 8; j++) {
+    char a[16], b[16];
+    g_snprintf(a, sizeof a, "spine%u", j);
+    g_snprintf(b, sizeof b, "spine%u", 8 + j);
+    cr_assert_eq(fab_switch_port_at(l0, 8 + j)->peer->owner, fab_switch_node(by_name(t, a)));
+    cr_assert_eq(fab_switch_port_at(l1, 8 + j)->peer->owner, fab_switch_node(by_name(t, b)));
+  }
+  cr_assert_eq(fab_switch_nports(by_name(t, "spine0")), 2, "a spine links its plane's 2 leaves");
+  route_is(l0, 10, "8,9,10,11,12,13,14,15,"); /* up over its plane's 8 spines */
+  route_is(by_name(t, "spine0"), 10, "1,");     /* down to leaf2 */
+  route_is(by_name(t, "spine8"), 10, "1,");     /* down to leaf3 */
+  cr_assert_eq(fab_topology_elements(&f), fab_topology_number(t, 0));
+  cr_assert_eq(fab_topology_footprint(&f).switches, t->nswitches);
+  fab_topology_free(t);
+  fab_cfg_free(cfg);
+  read_fails("cluster: {node: dgx-h100, nodes: 2, nics_per_node: 16, nic: {bandwidth: 200Gbps}}\nfabric:\n"
+             "  topology: {kind: leaf-spine, hosts_per_leaf: 8, dual_plane: true}\n", "t.yaml:3:",
+             "dual_plane splits a dual-ToR fabric's two sides: set dual_tor: true");
+  read_fails(DUAL(16, ", dual_plane: true, spines: 7"), "t.yaml:3:", "two planes share 7 spines unevenly");
+  read_fails(RAIL3(", dual_plane: true"), "t.yaml:3:", "only by leaf-spine");
+}

@@ -206,7 +206,7 @@ static void build_graph(FabTopology *t, const FabFabricCfg *cfg) {
   if (t->spec.kind == FAB_TOPO_RAIL)
     fab_graph_rail3(&g, t->spec.k, t->spec.pod_nodes, t->spec.leaves, t->spec.spines, t->spec.cores);
   else if (t->spec.kind == FAB_TOPO_LEAF_SPINE)
-    fab_graph_dual_tor(&g, t->spec.leaves, t->spec.hosts_per_leaf, t->spec.spines);
+    fab_graph_dual_tor(&g, t->spec.leaves, t->spec.hosts_per_leaf, t->spec.spines, t->spec.dual_plane ? 2 : 1);
   else if (!fab_graph_read(t->spec.graph, &g, &err))
     g_error("internal error: the graph read before fails: %s", err->message);
   uint32_t *next = g_new0(uint32_t, g.nsw);
@@ -378,15 +378,17 @@ char *fab_topology_describe(const FabTopoSpec *s) {
     return g_strdup_printf("single-switch: %u hosts", s->hosts);
   case FAB_TOPO_LEAF_SPINE:
   {
-    uint32_t a = s->hosts_per_leaf, b = s->spines; /* the ratio in lowest terms */
+    uint32_t a = s->hosts_per_leaf, b = s->spines / (s->dual_plane ? 2 : 1); /* a leaf's ratio in lowest terms */
     while (b) {
       uint32_t t = a % b;
       a = b;
       b = t;
     }
     return g_strdup_printf("leaf-spine: %u leaves x %u hosts, %u spines (%u:%u at the leaf)%s", s->leaves,
-                           s->hosts_per_leaf, s->spines, s->hosts_per_leaf / a, s->spines / a,
-                           s->dual_tor ? "; dual-ToR: each endpoint's two ports on the two leaves of a pair" : "");
+                           s->hosts_per_leaf, s->spines, s->hosts_per_leaf / a, s->spines / (s->dual_plane ? 2 : 1) / a,
+                           s->dual_plane ? "; dual-ToR in two planes: each endpoint's two ports on the two leaves of a "
+                           "pair, even leaves on the first half of the spines, odd ones on the second"
+                           : s->dual_tor ? "; dual-ToR: each endpoint's two ports on the two leaves of a pair" : "");
   }
   case FAB_TOPO_RAIL_ONLY:
     return g_strdup_printf("rail-only: %u rails x %u nodes, no spines (across rails through NVLink: PXN)", s->k,
@@ -422,7 +424,7 @@ static uint64_t network_elements(const FabTopoSpec *s, uint32_t nattach) {
   case FAB_TOPO_RAIL:
     if (s->pod_nodes) return k * (L + S) + s->cores + nattach + 2 * (k * L * S + k * S * s->cores);
     return L + S + L * (H + S) + S * L;
-  case FAB_TOPO_LEAF_SPINE: return L + S + L * (H + S) + S * L;
+  case FAB_TOPO_LEAF_SPINE: return s->dual_plane ? L + S + L * (H + S / 2) + S / 2 * L : L + S + L * (H + S) + S * L;
   case FAB_TOPO_MULTI_RAIL:
   case FAB_TOPO_RAIL_ONLY: return k * (L + S + L * (H + S) + S * L);
   case FAB_TOPO_RING: return L + L * (H + 2);

@@ -140,6 +140,7 @@ static const FabCfgKey topo_schema[] = {
   K("rail_oversubscription", FAB_CFG_RATIO, f.topo.rail_ov),
   K("cores", FAB_CFG_UINT, f.topo.cores, .min = 1, .max = 65000),
   K("dual_tor", FAB_CFG_BOOL, f.topo.dual_tor, .def = "false"),
+  K("dual_plane", FAB_CFG_BOOL, f.topo.dual_plane, .def = "false"),
   K("links", FAB_CFG_NODE, glinks),
   K("hosts_per_switch", FAB_CFG_UINT, f.topo.hosts_per_leaf, .min = 1, .max = 1024),
   K("tiers", FAB_CFG_NODE, tiers), /* in the contract, not built: refused as such */
@@ -508,7 +509,7 @@ static gboolean leaf_spine(const FabCfgNode *node, FabTopoSpec *t, uint64_t node
                           "hosts_per_leaf %" G_GUINT64_FORMAT " / oversubscription %g = %.3g spines, not a "
                           "whole number (use a ratio that divides %" G_GUINT64_FORMAT ", or give spines)",
                           hpl, r, s, hpl);
-    t->spines = (uint32_t)s;
+    t->spines = (uint32_t)s * (t->dual_plane ? 2 : 1); /* each plane gives its leaves that ratio */
   }
   if ((uint64_t)t->leaves * t->hosts_per_leaf > (1u << 24))
     return fab_cfg_fail(node, err, "too many hosts (at most 16777216)");
@@ -518,6 +519,12 @@ static gboolean leaf_spine(const FabCfgNode *node, FabTopoSpec *t, uint64_t node
   if (t->dual_tor && t->leaves % 2)
     return fab_cfg_fail(fab_cfg_get(node, "dual_tor"), err, "dual-ToR leaves come in pairs: %u leaves is odd",
                         t->leaves);
+  if (t->dual_plane && !t->dual_tor)
+    return fab_cfg_fail(fab_cfg_get(node, "dual_plane"), err, "dual_plane splits a dual-ToR fabric's two sides: "
+                        "set dual_tor: true");
+  if (t->dual_plane && t->spines % 2)
+    return fab_cfg_fail(fab_cfg_get(node, "spines"), err, "two planes share %u spines unevenly: give an even number",
+                        t->spines);
   return TRUE;
 }
 
@@ -676,7 +683,9 @@ static gboolean read_topology(Read *r, uint64_t nodes, const FabCfgNode *nodes_a
   static const char *const rail_keys[] = {"pod_nodes", "rail_oversubscription", "cores"};
   for (size_t i = 0; i < G_N_ELEMENTS(rail_keys) && t->kind != FAB_TOPO_RAIL; i++)
     if (!set_only_for(node, rail_keys[i], "rail-optimized", err)) return FALSE;
-  if (t->kind != FAB_TOPO_LEAF_SPINE && !set_only_for(node, "dual_tor", "leaf-spine", err)) return FALSE;
+  if (t->kind != FAB_TOPO_LEAF_SPINE &&
+      (!set_only_for(node, "dual_tor", "leaf-spine", err) || !set_only_for(node, "dual_plane", "leaf-spine", err)))
+    return FALSE;
   switch (t->kind) {
   case FAB_TOPO_SINGLE_SWITCH:
     if (!set_only_for(node, "hosts_per_leaf", "leaf-spine, fat-tree", err) ||

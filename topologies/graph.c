@@ -271,22 +271,23 @@ void fab_graph_rail3(FabGraph *g, uint32_t pods, uint32_t pod_nodes, uint32_t ra
   for (uint32_t s = 0; s < g->nsw; s++) g->max_ports = MAX(g->max_ports, g->sw[s].nports);
 }
 
-void fab_graph_dual_tor(FabGraph *g, uint32_t leaves, uint32_t hpl, uint32_t spines) {
-  *g = (FabGraph){.nsw = leaves + spines, .nattach = leaves * hpl, .nlinks = leaves * spines};
+void fab_graph_dual_tor(FabGraph *g, uint32_t leaves, uint32_t hpl, uint32_t spines, uint32_t planes) {
+  uint32_t sp = spines / planes; /* a leaf's spines: its plane's */
+  *g = (FabGraph){.nsw = leaves + spines, .nattach = leaves * hpl, .nlinks = leaves * sp};
   g->sw = g_new0(FabGraphSwitch, g->nsw);
   g->attach_sw = g_new(uint32_t, g->nattach);
   g->links = g_new0(FabGraphLink, g->nlinks);
   for (uint32_t l = 0; l < leaves; l++) {
     g_snprintf(g->sw[l].name, sizeof g->sw[l].name, "leaf%u", l);
-    g->sw[l].nports = hpl + spines;
+    g->sw[l].nports = hpl + sp;
   }
   for (uint32_t j = 0; j < spines; j++) {
     g_snprintf(g->sw[leaves + j].name, sizeof g->sw[leaves + j].name, "spine%u", j);
-    g->sw[leaves + j].tier = 1, g->sw[leaves + j].nports = leaves;
+    g->sw[leaves + j].tier = 1, g->sw[leaves + j].nports = leaves / planes;
   }
   for (uint32_t a = 0; a < g->nattach; a++) g->attach_sw[a] = a / (2 * hpl) * 2 + a % 2;
   for (uint32_t l = 0, k = 0; l < leaves; l++)
-    for (uint32_t j = 0; j < spines; j++) g->links[k++] = (FabGraphLink){l, leaves + j};
+    for (uint32_t j = 0; j < sp; j++) g->links[k++] = (FabGraphLink){l, leaves + (planes > 1 ? l % 2 : 0) * sp + j};
   g->diameter = leaves > 1 ? 2 : 0;
-  g->max_ports = MAX(hpl + spines, leaves);
+  g->max_ports = MAX(hpl + sp, leaves / planes);
 }

@@ -63,10 +63,12 @@ gboolean fab_graph_read(const FabCfgNode *topo, FabGraph *g, GError **err);
 void fab_graph_rail3(FabGraph *g, uint32_t pods, uint32_t pod_nodes, uint32_t rails, uint32_t spines, uint32_t cores);
 
 /* A dual-ToR leaf-spine as a graph: `leaves` (even) leaves of hpl host
-** ports and `spines` spines, each leaf linked to each spine; attachment a
-** (of pair a / 2) on leaf 2 (a / 2hpl) + a % 2, port a % 2hpl / 2: an
-** endpoint's two ports on the two leaves of a pair. */
-void fab_graph_dual_tor(FabGraph *g, uint32_t leaves, uint32_t hpl, uint32_t spines);
+** ports and `spines` spines, each leaf linked to each spine of its plane
+** (planes 1: all; 2: even leaves to spines [0, spines/2), odd ones to the
+** rest, so the two sides of a pair never meet, HPN's dual plane);
+** attachment a (of pair a / 2) on leaf 2 (a / 2hpl) + a % 2, port
+** a % 2hpl / 2: an endpoint's two ports on the two leaves of a pair. */
+void fab_graph_dual_tor(FabGraph *g, uint32_t leaves, uint32_t hpl, uint32_t spines, uint32_t planes);
 void fab_graph_clear(FabGraph *g);
 
 #endif

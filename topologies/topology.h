@@ -80,6 +80,7 @@ typedef struct FabTopoSpec {
   uint32_t pod_nodes, cores;
   double rail_ov;           /* rail_oversubscription N:M at the rail switch as N/M; 0: not given (1:1) */
   bool dual_tor;            /* leaf-spine: attachments 2i and 2i+1 (an endpoint's two ports) on leaves 2p and 2p+1 */
+  bool dual_plane;          /* dual_tor: even leaves link to spines [0, spines/2) only, odd ones to the rest */
 } FabTopoSpec;
 
 /* The longest link latency and the fastest link rate of the fabric (host links included). */
