@@ -60,7 +60,10 @@ uint64_t fab_topo__nvl_ports(const FabGpuSpec *g, uint64_t ranks) {
 ** that walks one order uses one link of each GPU: the collectives spread
 ** their channels over different orders (workloads/coll_mesh.c). Credit-based
 ** like the NVSwitch: the GPU and each link send only what the next element
-** holds. PXN relays through the local GPU on the destination's rail.
+** holds; and the GPU holds a segment for peer j while link j's queue is full
+** (FabNic.mesh_out), as its writes to j wait for j's link alone, never
+** blocking those to other peers. PXN relays through the local GPU on the
+** destination's rail.
 */
 static void build_mesh(FabTopology *t, const FabGpuSpec *g, FabSwitchCfg *sc, uint32_t unit) {
   uint32_t D = g->nvlink_domain;
