@@ -183,6 +183,23 @@ Test(mesh, two_nodes_load_every_nic_evenly) {
   testscen_done(sc, &res);
 }
 
+/* The tree across two nodes: each channel's chain inside a node follows a zigzag path from its head, so the chains
+** load every link of the mesh (a chain through GPUs 0, 1, 2, ... in order would use only links to the next and the
+** previous GPU: ports 1 and 7). */
+Test(mesh, tree_chains_spread_over_the_links) {
+  const char *tree[] = {"cluster.nodes=2", "fabric.topology={kind: rail-optimized}",
+                        "workload={kind: collective, op: allreduce, size: 64MiB, algorithm: tree}", NULL};
+  FabResults res;
+  FabScenario *sc = run_coll(tree, &res, 100, 400);
+  for (int i = 0; i < 8; i++)
+    for (int k = 1; k < 8; k++) {
+      char port[32];
+      g_snprintf(port, sizeof port, "xgmi0.%d:p%d", i, k);
+      cr_assert_gt(testscen_bytes_from(&res, port), 1ULL << 20, "link %s carries chain traffic", port);
+    }
+  testscen_done(sc, &res);
+}
+
 static const char mesh_bad[] =
   "cluster: {node: amd-mi300x, nodes: 2, nvlink_domain: 16}\n"
   "fabric:\n"

@@ -300,23 +300,32 @@ typedef struct Tree {
 
 /* Tree t of channel c over members mem[0..k): the double binary tree over
 ** the groups (nodes, or single members), a chain inside each group headed by
-** local index (2c + t) mod size. */
-static void tree_make(Tree *tr, const Groups *g, const uint32_t *midx, uint32_t k, uint32_t c, uint32_t t) {
+** local index (2c + t) mod size, through the next ones in order; on a mesh
+** (`mesh`, an even group) along node path (2c + t) mod size, which starts
+** there (fab_coll_mesh_path), so the chains spread over the links as the
+** rings do. */
+static void tree_make(Tree *tr, const Groups *g, const uint32_t *midx, uint32_t k, uint32_t c, uint32_t t,
+                      bool mesh) {
   tr->parent = g_new(int32_t, k);
   tr->kids = g_new(uint32_t, (size_t)k * 3);
   tr->bfs = g_new(uint32_t, k);
   memset(tr->kids, 0xff, (size_t)k * 3 * sizeof *tr->kids);
   uint32_t N = g->ng;
   uint32_t *head = g_new(uint32_t, N);
+  uint32_t seq[FAB_MESH_RING_MAX];
   for (uint32_t m = 0; m < N; m++) {
     uint32_t km = fab_coll__group_size(g, m), rot = (2 * c + t) % km;
     const uint32_t *gm = g->mem + g->off[m];
-    head[m] = midx[gm[rot]];
+    bool path = mesh && km % 2 == 0 && km <= FAB_MESH_RING_MAX;
+    if (path) fab_coll_mesh_path(km, rot, seq);
+#define AT(q) (path ? seq[q] : (rot + (q)) % km) /* the chain's q-th local index */
+    head[m] = midx[gm[AT(0)]];
     for (uint32_t q = 0; q < km; q++) {
-      uint32_t v = midx[gm[(rot + q) % km]];
-      tr->parent[v] = q ? (int32_t)midx[gm[(rot + q - 1) % km]] : -1;
-      if (q + 1 < km) tr->kids[(size_t)v * 3] = midx[gm[(rot + q + 1) % km]];
+      uint32_t v = midx[gm[AT(q)]];
+      tr->parent[v] = q ? (int32_t)midx[gm[AT(q - 1)]] : -1;
+      if (q + 1 < km) tr->kids[(size_t)v * 3] = midx[gm[AT(q + 1)]];
     }
+#undef AT
   }
   for (uint32_t m = 0; m < N; m++) {
     int up, d0, d1;
@@ -364,7 +373,7 @@ void fab_coll__tree(Ex *x, const uint32_t *mem, uint32_t k, uint64_t bytes, bool
   Tree *trs = g_new(Tree, T);
   uint64_t *tb = g_new(uint64_t, T), pmax = 0;
   for (uint32_t q = 0; q < T; q++) {
-    tree_make(&trs[q], &g, midx, k, q / 2, q % 2);
+    tree_make(&trs[q], &g, midx, k, q / 2, q % 2, by_node && x->env->nvl_mesh);
     tb[q] = fab_coll__part(x, fab_coll__part(x, bytes, C, q / 2), 2, q % 2);
     pmax = MAX(pmax, fab_coll__ceil_div(tb[q], x->chunk));
   }
@@ -755,7 +764,7 @@ void fab_coll__run_nvls_tree(Ex *x, const Groups *dom, uint32_t G, uint32_t *end
   uint32_t *didx = g_new(uint32_t, D);
   for (uint32_t m = 0; m < D; m++) didx[m] = m;
   fab_coll__groups_make(&single, didx, didx, D, 0); /* the domains, one member each */
-  for (uint32_t k = 0; k < 2; k++) tree_make(&t.tr[k], &single, didx, D, 0, k);
+  for (uint32_t k = 0; k < 2; k++) tree_make(&t.tr[k], &single, didx, D, 0, k, false);
   size_t nh = (size_t)C * D * G;
   uint32_t **arr[6] = {&t.rs, &t.ag, &t.up, &t.dn, &t.up_m, &t.dn_m};
   for (int a = 0; a < 6; a++) {
