@@ -96,6 +96,9 @@ struct FabEvq {
   uint64_t run_pops; /* events popped from the run (the fast path) */
   Heap act;          /* the active bucket's other events, as a heap (equal times stay O(log n)) */
 #endif
+  uint64_t pops;     /* events popped */
+  FabEvqRecordFn rec; /* fab_evq_record */
+  void *rec_ctx;
 };
 
 /* (time, tie) as one 128-bit number: the comparison compiles without
@@ -417,7 +420,13 @@ static void advance(FabEvq *q) {
 }
 #endif
 
+void fab_evq_record(FabEvq *q, FabEvqRecordFn fn, void *ctx) {
+  q->rec = fn;
+  q->rec_ctx = ctx;
+}
+
 void fab_evq_push(FabEvq *q, fab_time_t t, uint64_t tie, void *target, uint64_t arg) {
+  if (G_UNLIKELY(q->rec)) q->rec(q->rec_ctx, q->pops, t, tie);
   Ev e = {t, tie, target, arg};
   q->n++;
 #ifdef FAB_EVQ_HEAP_ONLY
@@ -437,6 +446,15 @@ fab_time_t fab_evq_peek_time(FabEvq *q) {
 #endif
 }
 
+const FabEvent *fab_evq_ahead(const FabEvq *q, size_t k) {
+#ifdef FAB_EVQ_HEAP_ONLY
+  (void)q, (void)k;
+  return NULL;
+#else
+  return q->rh + k < q->rn ? &q->run[q->rh + k] : NULL;
+#endif
+}
+
 bool fab_evq_pop(FabEvq *q, FabEvent *out) {
   if (q->n == 0) return false;
 #ifdef FAB_EVQ_HEAP_ONLY
@@ -451,5 +469,6 @@ bool fab_evq_pop(FabEvq *q, FabEvent *out) {
   }
 #endif
   q->n--;
+  q->pops++;
   return true;
 }

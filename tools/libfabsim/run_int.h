@@ -9,6 +9,7 @@
 #define FAB_RUN_INT_H
 
 #include "driver.h"
+#include <stdio.h>
 #include "collect.h"
 #include "sampler.h"
 #include "models/watchdog.h"
@@ -41,6 +42,7 @@ typedef struct FabNetTotals {
 struct Run {
   const FabScenario *sc;
   FabEngine *eng;           /* the run's engine, or partition 0's */
+  FILE *evtrace;            /* FABSIM_EVENT_TRACE's file (driver.c), NULL: none */
   FabPar *par;              /* a run over threads (FabRunOpts.threads), NULL: one engine */
   Part *parts;              /* par: per partition, the flows its NICs are done with */
   FabLock lock;             /* par: the executor's, held by the thread of the partition that reports to it */
