@@ -39,6 +39,71 @@ static void maybe_release(FabNic *nic, FabFlow *f) {
   if (fab_flow_releasable(f)) nic->release(nic->ctx, f);
 }
 
+uint32_t fab_flow_payload(const FabFlow *f, uint32_t mtu, uint32_t seq) {
+  uint64_t off = (uint64_t)seq * mtu;
+  if (off >= f->bytes) return 0; /* a zero-byte flow's one packet, or the write-with-immediate after the data */
+  uint64_t left = f->bytes - off;
+  return (uint32_t)(left < mtu ? left : mtu);
+}
+
+void fab_flow_prepare(FabFlow *f, const FabNicCfg *cfg) {
+  bool sharp = f->nvls && f->nvls_mode == FAB_NVLS_SHARP; /* into the fabric's trees: network packets of one mtu */
+  bool nvl = !sharp && (f->nvls || (cfg->nvl_domain && f->src / cfg->nvl_domain == f->dst / cfg->nvl_domain));
+  bool pxn = !nvl && cfg->pxn_rails && f->src % cfg->pxn_rails != f->dst % cfg->pxn_rails;
+  f->path = nvl || pxn ? FAB_PATH_NVL : FAB_PATH_NET; /* PXN: network-sized packets over NVLink first */
+  f->mtu = nvl ? cfg->nvl_mtu : cfg->mtu;
+  f->overhead = nvl ? cfg->nvl_overhead : cfg->transport.data_overhead;
+  f->hdr_unit = 0;
+  f->ack_every = cfg->ack_interval;
+  if (!nvl && !sharp && cfg->seg > cfg->mtu) { /* a train of seg / mtu packets, ACKed as often per byte as packets are */
+    f->mtu = cfg->seg;
+    f->hdr_unit = cfg->mtu;
+    f->ack_every = MAX(1u, (uint32_t)((uint64_t)cfg->ack_interval * cfg->mtu / cfg->seg));
+  }
+  uint64_t line = nvl ? cfg->nvl_bps : cfg->bps;
+  uint64_t n = (f->bytes + f->mtu - 1) / f->mtu;
+  g_assert(n < UINT32_MAX);
+  f->npkts = n ? (uint32_t)n : 1;
+  uint16_t sport = fab_ecmp_sport(f->id, cfg->ecmp_seed);
+  f->sport = sport;
+  f->hash_fwd = fab_ecmp_hash_of(cfg->hash, f->src, f->dst, sport, 4791, 17, cfg->ecmp_seed);
+  f->hash_rev = fab_ecmp_hash_of(cfg->hash, f->dst, f->src, sport, 4791, 17, cfg->ecmp_seed);
+  f->end = 0;
+  f->snd_nxt = f->snd_una = f->snd_max = 0;
+  f->last_tx = 0;
+  f->timer_armed = f->in_rr = f->acked = f->sent_all = false;
+  f->ar = f->bytes >= cfg->ar_threshold;
+  f->imm = f->ar && cfg->ar_imm && f->path == FAB_PATH_NET && !f->nvls && f->bytes;
+  f->stripes = 1;
+  if (cfg->stripe_rails > 1 && f->path == FAB_PATH_NET && !f->nvls && f->bytes > cfg->stripe_min) {
+    uint64_t k = MIN((f->bytes + cfg->stripe_min - 1) / cfg->stripe_min, (uint64_t)cfg->stripe_rails);
+    while (cfg->stripe_rails % k) k--; /* a divisor of the rails */
+    f->stripes = (uint8_t)k;
+  }
+  if (f->imm) f->npkts++; /* the write-with-immediate: it completes the message once the data are in */
+  f->timeouts = f->retransmits = 0;
+  f->rr_next = NULL;
+  f->srd = NULL;
+  f->rcv_nxt = 0;
+  f->rtx_nxt = f->rtx_end = f->sack_hi = f->reorder = 0;
+  f->dup_thresh = (uint16_t)cfg->dup_threshold;
+  memset(f->sacked, 0, sizeof f->sacked);
+  memset(f->rcvd, 0, sizeof f->rcvd);
+  f->nak_sent = f->ece = false;
+  f->ev_next = f->ev_xor = f->ece_ev = f->rx_n = f->rx_ce = 0;
+  f->ev_of = NULL;
+  f->ev_min_rtt = 0;
+  memset(f->ev_skip, 0, sizeof f->ev_skip);
+  f->rcv_bytes = 0;
+  f->next_tx = f->made = 0;
+  f->read_rtt = f->hold_until = 0;
+  f->hold_seq = f->runt = 0;
+  f->reading = false;
+  f->cc_wake_at = FAB_TIME_MAX;
+  f->cnp_next = 0;
+  f->cc = (FabCcFlow){.rate_bps = line, .line_bps = line, .timer_at = FAB_TIME_MAX};
+}
+
 /* The wire bytes of a data packet of `payload` bytes (a train: a header per hdr_unit). */
 static inline uint32_t data_wire(const FabFlow *f, uint32_t payload) {
   if (f->hdr_unit && payload > f->hdr_unit) return payload + f->overhead * ((payload + f->hdr_unit - 1) / f->hdr_unit);
@@ -171,20 +236,8 @@ static inline FabPort *path_port(FabNic *nic, const FabFlow *f) {
   return f->path == FAB_PATH_NVL ? &nic->nvl : &nic->port;
 }
 
-/* A pull that walks the round robin and finds no flow ready until T (all
-** paced) remembers T: until then, a pull on that path with the port's
-** pauses and credits as they were finds the same, and only schedules the
-** same wake-up, so it skips the walk (each flow's first touch a cache miss;
-** a GPU behind its channels' pacing asks after every segment). Whatever
-** could make a listed flow ready sooner, or change what a walk would find or
-** drop, forgets it: a flow listed, a packet sent (the NIC's own pacing
-** moved), a control packet, an NVLS packet, a timer of a flow, a jump. A
-** mesh GPU's flows wait on its links' queues too: it always walks. */
-static inline void idle_forget(FabNic *nic) { nic->idle_until[0] = nic->idle_until[1] = 0; }
-
 static void rr_push(FabNic *nic, FabFlow *f) {
   uint32_t k = f->path;
-  idle_forget(nic);
   f->rr_next = NULL;
   if (nic->rr_tail[k]) nic->rr_tail[k]->rr_next = f;
   else nic->rr_head[k] = f;
@@ -315,7 +368,6 @@ static FabPkt *nvls_packet(FabEngine *eng, FabNic *nic, FabFlow *f, FabPkt *p) {
 /* An NVLS packet for flow f: a reduced segment it owns, or a multicast copy. */
 static void nvls_rx(FabEngine *eng, FabNic *nic, FabFlow *f, const FabPkt *p) {
   g_assert(f->nvls && f->dst == nic->id);
-  idle_forget(nic);
   nic->nvls_rx_bytes += p->wire;
   if (p->type == FAB_PKT_NVLS_RED && f->nvls_mode == FAB_NVLS_AR) { /* multicast it next */
     f->nvls_red++;
@@ -332,24 +384,16 @@ static void nvls_rx(FabEngine *eng, FabNic *nic, FabFlow *f, const FabPkt *p) {
   if (f->rcv_nxt == f->nvls_need) nvls_done(eng, nic, f);
 }
 
-/* One wake-up when the first paced flow may send (none: FAB_TIME_MAX). */
-static void pace_wake(FabEngine *eng, FabNic *nic, fab_time_t at) {
-  if (at < nic->pace_at) {
-    nic->pace_at = at;
-    fab_engine_at(eng, at, nic, (uint64_t)WAKE_PACE);
-  }
-}
-
-/* The first flow of the path's round robin that may send now (*prevp: the
-** one before it), dropping the flows done on the way; NULL: none, and one
-** wake-up for when the first paced one may. */
-static FabFlow *rr_ready(FabEngine *eng, FabNic *nic, const FabPort *port, uint32_t path, FabFlow **prevp) {
-  uint32_t blocked = port->paused | port->nocredit;
-  if (!(nic->rr_prios[path] & ~blocked)) return NULL; /* what the walk would find */
-  if (eng->now < nic->idle_until[path] && blocked == nic->idle_blocked[path]) {
-    pace_wake(eng, nic, nic->idle_until[path]);
-    return NULL;
-  }
+/* Build the next data packet of the first eligible flow in the round robin:
+** not acknowledged, its priority not paused, its pacing time reached. Cost:
+** the number of flows skipped; none when every priority with a flow waiting
+** is paused or out of credit (a GPU behind a full PCIe switch or NVSwitch
+** port asks at every credit return: with thousands of flows waiting, the
+** walk was most of a large training step's time). */
+static FabPkt *nic_pull(FabEngine *eng, FabNode *self, FabPort *port) {
+  FabNic *nic = (FabNic *)self;
+  uint32_t path = port == &nic->nvl ? FAB_PATH_NVL : FAB_PATH_NET;
+  if (!(nic->rr_prios[path] & ~(port->paused | port->nocredit))) return NULL; /* what the walk would find */
   FabFlow *prev = NULL, *f = nic->rr_head[path];
   fab_time_t soonest = FAB_TIME_MAX;
   while (f) {
@@ -363,7 +407,7 @@ static FabFlow *rr_ready(FabEngine *eng, FabNic *nic, const FabPort *port, uint3
     }
     bool held = G_UNLIKELY(nic->mesh_out) && path == FAB_PATH_NVL &&
                 nic->mesh_out[f->dst % nic->cfg.nvl_domain]->qbytes >= nic->mesh_limit; /* its link is full */
-    if (!held && !(blocked & (1u << f->prio))) { /* PFC pause, IB credits */
+    if (!held && !((port->paused | port->nocredit) & (1u << f->prio))) { /* PFC pause, IB credits */
       fab_time_t at = f->next_tx;
       if (G_UNLIKELY(f->rank_bps) && nic->cap_next > at) at = nic->cap_next;
       if (G_UNLIKELY(f->hold_until > at) && f->snd_nxt >= f->hold_seq) at = f->hold_until; /* its read part */
@@ -375,29 +419,12 @@ static FabFlow *rr_ready(FabEngine *eng, FabNic *nic, const FabPort *port, uint3
     f = next;
   }
   if (!f) { /* nothing eligible: one wake-up when the first paced flow may send */
-    if (!nic->mesh_out) {
-      nic->idle_until[path] = soonest;
-      nic->idle_blocked[path] = blocked;
+    if (soonest < nic->pace_at) {
+      nic->pace_at = soonest;
+      fab_engine_at(eng, soonest, nic, (uint64_t)WAKE_PACE);
     }
-    pace_wake(eng, nic, soonest);
     return NULL;
   }
-  *prevp = prev;
-  return f;
-}
-
-/* Build the next data packet of the first eligible flow in the round robin:
-** not acknowledged, its priority not paused, its pacing time reached. Cost:
-** the number of flows skipped; none when every priority with a flow waiting
-** is paused or out of credit (a GPU behind a full PCIe switch or NVSwitch
-** port asks at every credit return: with thousands of flows waiting, the
-** walk was most of a large training step's time). */
-static FabPkt *nic_pull(FabEngine *eng, FabNode *self, FabPort *port) {
-  FabNic *nic = (FabNic *)self;
-  uint32_t path = port == &nic->nvl ? FAB_PATH_NVL : FAB_PATH_NET;
-  FabFlow *prev = NULL, *f = rr_ready(eng, nic, port, path, &prev);
-  if (!f) return NULL;
-  idle_forget(nic);
   rr_unlink(nic, prev, f);
   if (G_UNLIKELY(nic->cfg.msg_gap) && path == FAB_PATH_NET && !f->snd_max) nic->msg_next = eng->now + nic->cfg.msg_gap;
   FabPkt *p = fab_pkt_alloc(eng);
@@ -709,7 +736,6 @@ static void srd_timeout(FabEngine *eng, FabNic *nic, FabFlow *f, uint64_t arg) {
 
 static void on_ctrl(FabEngine *eng, FabNic *nic, FabFlow *f, FabPkt *p) {
   nic->rx_ctrl_pkts++;
-  idle_forget(nic);
   if (p->type == FAB_PKT_CNP) {
     nic->cnps_received++;
     if (nic->cc && !f->acked) {
@@ -823,7 +849,6 @@ static void nic_wake(FabEngine *eng, void *self, uint64_t arg) {
   FabFlow *f = (arg & 3) == WAKE_PACE ? NULL : fab_flow_at(nic->flows, WAKE_SLOT(arg));
   /* a released flow's timer: it found the flow done (atomic: fab_flow_table_take_in) */
   if (f && WAKE_GEN(arg) != (__atomic_load_n(&f->gen, __ATOMIC_RELAXED) & 0x3fffffffu)) return;
-  if (f) idle_forget(nic); /* a start lists it; a timer may resend or change its window */
   switch (arg & 3) {
   case WAKE_START:
     if (f->ordered) { /* its number among our messages to its receiver (nic.h, message order) */

@@ -386,9 +386,6 @@ struct FabNic {
   uint32_t ev_crc[8];      /* cfg.hash crc32: what bit i of an entropy value does to the hash */
   const FabCcOps *cc;      /* cfg.cc's handlers; NULL under none */
   fab_time_t pace_at;      /* ps: the pending pacing wake-up (FAB_TIME_MAX: none) */
-  fab_time_t idle_until[2]; /* ps, per path: a pull before this finds no flow, as the last walk found (0: walk;
-                            ** nic.c, idle_forget says what makes it forget) */
-  uint32_t idle_blocked[2]; /* the port's paused | nocredit that walk saw */
   fab_time_t cap_next;     /* ps: the next packet of a flow with rank_bps may not leave before this */
   fab_time_t msg_next;     /* ps: the next network message may not start before this (cfg.msg_gap) */
   FabFlowTable *flows;     /* the run's flow table (transfer none) */

@@ -6,7 +6,6 @@
 void fab_nic_shift(FabNic *nic, fab_time_t dt) {
   nic->pace_at = fab_time_later(nic->pace_at, dt);
   nic->cap_next = fab_time_later(nic->cap_next, dt);
-  nic->idle_until[0] = nic->idle_until[1] = 0; /* its flows' times moved: walk again */
 }
 
 void fab_nic_shift_flow(const FabNic *nic, FabFlow *f, fab_time_t dt) {
