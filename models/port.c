@@ -9,8 +9,7 @@ static void port_wake(FabEngine *eng, void *self, uint64_t arg);
 static void wire_wake(FabEngine *eng, void *self, uint64_t arg);
 static const void *wire_home(const void *self);
 const FabOps fab_port_ops = {"port", port_wake, NULL};
-static void wire_prefetch(const void *self, uint64_t arg);
-const FabOps fab_wire_ops = {"wire", wire_wake, wire_home, true, wire_prefetch};
+const FabOps fab_wire_ops = {"wire", wire_wake, wire_home, true};
 
 void fab_port_init(FabPort *pt, FabNode *owner, uint32_t index, uint64_t bps, fab_time_t latency,
                    uint32_t nprio) {
@@ -346,12 +345,6 @@ static const void *wire_home(const void *self) { return &wire_port(self)->peer->
 
 /* The head of pt's wire arrives at the far end (arg: the link's epoch when
 ** it was sent); the port at the far end, pt->peer, takes it. */
-/* The packet that arrives: its header is read at once. */
-static void wire_prefetch(const void *self, uint64_t arg) {
-  const FabPort *pt = wire_port(self);
-  __builtin_prefetch(pt->cut ? (const void *)(uintptr_t)arg : pt->fly_head);
-}
-
 static void wire_wake(FabEngine *eng, void *self, uint64_t arg) {
   FabPort *pt = wire_port(self), *in = pt->peer;
   FabPkt *p;

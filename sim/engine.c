@@ -28,20 +28,6 @@ void fab_engine_setup_at(FabEngine *eng, fab_time_t t, void *target, uint64_t ar
   fab_engine_far_at(eng, t, target, arg); /* no element runs: keyed by the target */
 }
 
-/* Memory ahead of the loop: the element of the event after next, and what
-** the next one's handler reads first (its element was prefetched a pop ago).
-** Events of a large fabric touch cold packets, ports and flows: without
-** this, each miss stalls the loop in turn. */
-static inline void prefetch_ahead(const FabEvq *q) {
-  const FabEvent *n1 = fab_evq_ahead(q, 1);
-  if (n1) __builtin_prefetch(n1->target);
-  const FabEvent *n0 = fab_evq_ahead(q, 0);
-  if (n0) {
-    const FabElem *e = n0->target;
-    if (e->ops->prefetch) e->ops->prefetch(e, n0->arg);
-  }
-}
-
 bool fab_engine_run(FabEngine *eng, fab_time_t until) {
   FabEvent ev;
   bool ok = true;
@@ -55,7 +41,6 @@ bool fab_engine_run(FabEngine *eng, fab_time_t until) {
     eng->now = ev.time;
     if (G_UNLIKELY((++eng->events & 0xfffff) == 0) && eng->tick) eng->tick(eng, eng->tick_ctx);
     FabElem *el = ev.target;
-    prefetch_ahead(eng->evq);
     eng->cur = el;
     el->ops->wake(eng, el, ev.arg);
 #ifdef FAB_DEBUG_CHECKS

@@ -76,10 +76,6 @@ typedef struct FabOps {
   /* its events' arg, when scheduled from another partition, is an object of the engine's pool (a packet on a
   ** cut wire) that a run over processes copies across (sim/par.h) */
   bool carries;
-  /* optional: prefetch what waking it for `arg` will read first (the engine
-  ** calls it for the event after the one it runs, its element already
-  ** prefetched; it may read only the element itself) */
-  void (*prefetch)(const void *self, uint64_t arg);
 } FabOps;
 
 #define FAB_TIE_SEQ_BITS 40

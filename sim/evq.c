@@ -446,15 +446,6 @@ fab_time_t fab_evq_peek_time(FabEvq *q) {
 #endif
 }
 
-const FabEvent *fab_evq_ahead(const FabEvq *q, size_t k) {
-#ifdef FAB_EVQ_HEAP_ONLY
-  (void)q, (void)k;
-  return NULL;
-#else
-  return q->rh + k < q->rn ? &q->run[q->rh + k] : NULL;
-#endif
-}
-
 bool fab_evq_pop(FabEvq *q, FabEvent *out) {
   if (q->n == 0) return false;
 #ifdef FAB_EVQ_HEAP_ONLY

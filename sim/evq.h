@@ -54,11 +54,6 @@ bool fab_evq_pop(FabEvq *q, FabEvent *out);
 typedef void (*FabEvqRecordFn)(void *ctx, uint64_t popped, fab_time_t t, uint64_t tie);
 void fab_evq_record(FabEvq *q, FabEvqRecordFn fn, void *ctx);
 
-/* The event k places after the next one, when it is at hand without work
-** (in the active bucket's sorted run), else NULL. A hint for prefetching:
-** the heap beside the run may hold an earlier one. */
-const FabEvent *fab_evq_ahead(const FabEvq *q, size_t k);
-
 /* Number of pending events. */
 size_t fab_evq_size(const FabEvq *q);
 

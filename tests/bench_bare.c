@@ -52,7 +52,7 @@ static void replay_wake(FabEngine *eng, void *self, uint64_t arg) {
   push_from(eng, self, eng->events);
 }
 
-static const FabOps replay_ops = {"bare", replay_wake, NULL, false, NULL};
+static const FabOps replay_ops = {"bare", replay_wake, NULL, false};
 
 int main(int argc, char **argv) {
   if (argc < 2 || argc > 3) {
