@@ -199,14 +199,24 @@ typedef struct FabFlow {
                            ** partitions never write one field) */
   uint32_t gen;            /* how many flows held its slot before it: its timer events carry it, so one
                            ** left pending by a released flow is not taken for its successor's */
-  uint64_t bytes;          /* payload */
-  fab_time_t start;        /* ps: posted at the sender */
-  fab_time_t end;          /* ps: last byte at the receiver; 0 while running */
+  /* what a NIC's round robin reads of each waiting flow (nic_pull's walk), on the first cache line with the
+  ** fields every packet of it needs: a large run misses in cache on each flow it touches */
+  struct FabFlow *rr_next; /* the next in its NIC's round robin */
+  fab_time_t next_tx;      /* ps: paced: the next packet may not leave before this */
+  fab_time_t hold_until;   /* read-based: packets from hold_seq on (the read part) not before this (0: none) */
+  uint64_t rank_bps;       /* the sender's flows with a rank_bps share one pacing gate at this rate (a GPU-side
+                           ** protocol limit, such as LL's), 0: none */
   uint8_t prio;            /* priority class */
   uint8_t path;            /* FAB_PATH_NET (the NIC port) or FAB_PATH_NVL (NVLink) */
   uint8_t lane;            /* its packets' lane (FabSwitchCfg.lanes): which NIC of a multi-NIC GPU; 0: none */
   uint8_t stripes;         /* striping: its packets go over this many NICs from `lane` on (below); 0 or 1: one */
   bool nvls;               /* an NVLS member (models/nvls.h): src == dst; its packets go to group nvls_group */
+  bool acked;              /* every PSN acknowledged: sender done */
+  bool in_rr;              /* in the NIC's round robin */
+  bool timer_armed;        /* a timer event is pending */
+  uint64_t bytes;          /* payload */
+  fab_time_t start;        /* ps: posted at the sender */
+  fab_time_t end;          /* ps: last byte at the receiver; 0 while running */
   bool ordered;            /* srd with srd_ordered: a message delivered in its sender's order (below); set by the
                            ** owner before posting (the driver: flows not of an NCCL expansion) */
   uint32_t msg_seq;        /* ordered: its number among its sender's messages to its receiver, from 0 */
@@ -230,8 +240,6 @@ typedef struct FabFlow {
   uint32_t ack_every;      /* the receiver ACKs every this many in-order packets (or trains) */
   uint32_t npkts;          /* packets it takes, >= 1 */
   uint64_t max_bps;        /* this flow's own limit, bits/s on the wire (the GPU channel feeding it), 0: none */
-  uint64_t rank_bps;       /* the sender's flows with a rank_bps share one pacing gate at this rate (a GPU-side
-                           ** protocol limit, such as LL's), 0: none */
   uint32_t hash_fwd, hash_rev; /* ECMP hashes of data and of ACKs */
   uint16_t sport;          /* its UDP source port (spraying: the first of its entropy values) */
   /* sender */
@@ -239,9 +247,6 @@ typedef struct FabFlow {
   uint32_t snd_una;        /* oldest PSN not acknowledged */
   uint32_t snd_max;        /* one past the highest PSN ever sent */
   fab_time_t deadline;     /* ps: retransmission timeout fires at */
-  bool timer_armed;        /* a timer event is pending */
-  bool in_rr;              /* in the NIC's round robin */
-  bool acked;              /* every PSN acknowledged: sender done */
   bool sent_all;           /* its last packet has left the sender once, or read-based its runt (FabNic.sent was
                            ** called) */
   bool ar;                 /* its data packets carry FAB_PKTF_AR (bytes >= ar_threshold) */
@@ -249,11 +254,8 @@ typedef struct FabFlow {
   uint32_t timeouts;       /* consecutive timeouts without progress (not under srd: its packets count their own,
                            ** srd.h) */
   uint32_t retransmits;    /* packets sent again */
-  struct FabFlow *rr_next;
-  fab_time_t next_tx;      /* ps: paced: the next packet may not leave before this */
   fab_time_t read_rtt;     /* srd, libfabric EFA's read-based protocols (below): the round trip of its request
                            ** and the receiver's read request, unloaded (set by the owner after prepare; 0: eager) */
-  fab_time_t hold_until;   /* read-based: packets from hold_seq on (the read part) not before this (0: none) */
   uint32_t hold_seq;       /* read-based: its first packet past the runt */
   uint32_t runt;           /* read-based: payload bytes sent as its runt on each of its rails (nic.h), held of its
                            ** receiver's budget there until acknowledged */
