@@ -81,6 +81,11 @@ class BareLoop(unittest.TestCase):
         self.assertEqual(p.returncode, 1, p.stdout)
         self.assertIn("left the run's order", p.stderr)
 
+    def test_a_failed_write_is_said(self):
+        d, err = run("incast.yaml", trace="/dev/full")
+        self.assertIn("a write failed; the trace is incomplete", err)
+        self.assertEqual(d["status"], "ok")
+
     def test_none_with_fast_forward(self):
         _, err = run("spray-elephant.yaml", "fabric.fast_forward=on", trace=self.trace)
         self.assertIn("not with fabric.fast_forward", err)
