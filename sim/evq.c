@@ -96,7 +96,6 @@ struct FabEvq {
   uint64_t run_pops; /* events popped from the run (the fast path) */
   Heap act;          /* the active bucket's other events, as a heap (equal times stay O(log n)) */
 #endif
-  uint64_t pops;     /* events popped */
   FabEvqRecordFn rec; /* fab_evq_record */
   void *rec_ctx;
 };
@@ -426,7 +425,7 @@ void fab_evq_record(FabEvq *q, FabEvqRecordFn fn, void *ctx) {
 }
 
 void fab_evq_push(FabEvq *q, fab_time_t t, uint64_t tie, void *target, uint64_t arg) {
-  if (G_UNLIKELY(q->rec)) q->rec(q->rec_ctx, q->pops, t, tie);
+  if (G_UNLIKELY(q->rec)) q->rec(q->rec_ctx, t, tie);
   Ev e = {t, tie, target, arg};
   q->n++;
 #ifdef FAB_EVQ_HEAP_ONLY
@@ -460,6 +459,5 @@ bool fab_evq_pop(FabEvq *q, FabEvent *out) {
   }
 #endif
   q->n--;
-  q->pops++;
   return true;
 }

@@ -49,9 +49,8 @@ void fab_evq_push(FabEvq *q, fab_time_t t, uint64_t tie, void *target, uint64_t 
 bool fab_evq_pop(FabEvq *q, FabEvent *out);
 
 /* Benchmarks only (tools/bench's bare loop, tests/bench_bare.c): `fn` hears
-** of every event pushed from now on, with how many events had been popped
-** by then. NULL stops it. */
-typedef void (*FabEvqRecordFn)(void *ctx, uint64_t popped, fab_time_t t, uint64_t tie);
+** of every event pushed from now on. NULL stops it. */
+typedef void (*FabEvqRecordFn)(void *ctx, fab_time_t t, uint64_t tie);
 void fab_evq_record(FabEvq *q, FabEvqRecordFn fn, void *ctx);
 
 /* Number of pending events. */

@@ -11,10 +11,11 @@
 /* FABSIM_EVENT_TRACE=FILE, for tools/bench's bare event loop
 ** (tests/bench_bare.c replays it): every event pushed in a run of one
 ** engine, as (events popped by then, time, tie key), three 64-bit words in
-** the machine's order. */
-static void trace_rec(void *ctx, uint64_t popped, fab_time_t t, uint64_t tie) {
-  uint64_t rec[3] = {popped, t, tie};
-  fwrite(rec, sizeof rec, 1, ctx);
+** the machine's order. The engine counts an event before its handler runs. */
+static void trace_rec(void *ctx, fab_time_t t, uint64_t tie) {
+  const Run *r = ctx;
+  uint64_t rec[3] = {r->eng->events, t, tie};
+  fwrite(rec, sizeof rec, 1, r->evtrace);
 }
 
 /* ---- hooks: executor -> models, models -> executor ------------------------- */
@@ -416,7 +417,7 @@ static void wire(Run *r, const FabRunOpts *opts) {
   r->eng = r->par ? fab_par_engine(r->par, r->net ? r->net->self : 0) : fab_engine_new(sc->seed, sizeof(FabPkt));
   const char *tr = r->par ? NULL : g_getenv("FABSIM_EVENT_TRACE"); /* a benchmark's bare loop (trace_rec) */
   if (tr && !(r->evtrace = fopen(tr, "wb"))) fprintf(stderr, "fabsim: FABSIM_EVENT_TRACE: %s: cannot write\n", tr);
-  if (r->evtrace) fab_evq_record(r->eng->evq, trace_rec, r->evtrace);
+  if (r->evtrace) fab_evq_record(r->eng->evq, trace_rec, r);
   fab_flow_table_init(&r->table);
   fab_deq_init(&r->recs, sizeof(FabFlowRec));
   fab_deq_init(&r->flow_of, sizeof(uint32_t));
