@@ -27,18 +27,20 @@ static inline double fab_time_to_s(fab_time_t t) { return (double)t / 1e12; }
 ** fast-forward's shift of held times (tools/libfabsim/fastfwd.h). */
 static inline fab_time_t fab_time_later(fab_time_t t, fab_time_t dt) { return t && t != FAB_TIME_MAX ? t + dt : t; }
 
-/* Serialisation time of `bytes` at `bps` bits per second, in picoseconds,
-** rounded up. Exact when 8e12 is a multiple of bps (100G -> 80 ps/B).
-** Valid for bytes < 2^21 (one packet or segment); larger sizes use
-** fab_time_ser_big(). */
-static inline fab_time_t fab_time_ser(uint64_t bytes, uint64_t bps) {
-  return (bytes * 8u * 1000000000000ULL + bps - 1) / bps;
-}
-
-/* The same for any size (128-bit intermediate); not for the hot path. */
+/* The serialisation time below for any size (128-bit intermediate). */
 static inline fab_time_t fab_time_ser_big(uint64_t bytes, uint64_t bps) {
   unsigned __int128 num = (unsigned __int128)bytes * 8u * 1000000000000ULL + bps - 1;
   return (fab_time_t)(num / bps);
+}
+
+/* Serialisation time of `bytes` at `bps` bits per second, in picoseconds,
+** rounded up. Exact when 8e12 is a multiple of bps (100G -> 80 ps/B).
+** 64-bit arithmetic below 2^21 bytes (a packet or segment); a train of
+** fabric.segment (up to 16 MiB) takes the 128-bit way, where bytes x 8e12
+** would wrap. */
+static inline fab_time_t fab_time_ser(uint64_t bytes, uint64_t bps) {
+  if (__builtin_expect(bytes >= (1u << 21), 0)) return fab_time_ser_big(bytes, bps);
+  return (bytes * 8u * 1000000000000ULL + bps - 1) / bps;
 }
 
 #endif

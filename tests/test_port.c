@@ -148,6 +148,13 @@ Test(port, serialisation_helpers) {
   cr_assert_eq(fab_port_ser(&pt, 9), 10, "exactly 10 ps");
   cr_assert_eq(fab_port_ser(&pt, 10), 12, "11.1 ps rounds up");
   cr_assert_eq(fab_time_ser_big(1ULL << 40, 100000000000ULL), (1ULL << 40) * 80);
+  /* a 4 MiB train at 300 Gb/s (8e12 is no multiple of the rate): 4194304 x 8e12 / 3e11 = 111848106.67 ps, up;
+  ** in 64 bits bytes x 8e12 wraps above 2,305,843 bytes */
+  cr_assert_eq(fab_time_ser(4194304, 300000000000ULL), 111848107);
+  fab_port_set_rate(&pt, 300000000000ULL);
+  cr_assert_eq(pt.ps_per_byte, 0);
+  cr_assert_eq(fab_port_ser(&pt, 16777216), 447392427, "a 16 MiB train: 447392426.67 ps, up");
+  cr_assert_eq(fab_time_ser(2097151, 300000000000ULL), fab_time_ser_big(2097151, 300000000000ULL));
 }
 
 /* The ledger check (debug_checks builds run it at every event) passes on a

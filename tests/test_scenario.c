@@ -422,6 +422,24 @@ Test(scenario, fabric_segment_moves_trains_cut_through) {
   done(sc, &b);
 }
 
+/* Trains bigger than 2^21 bytes at a rate whose picoseconds per byte are
+** not whole: tests/data/segment-big-train.yaml works both end times out
+** (64-bit serialisation arithmetic wrapped there and ran the trains at more
+** than twice the line rate). */
+Test(scenario, fabric_segment_big_trains_take_their_serialisation_time) {
+  FabScenario *sc = load("tests/data/segment-big-train.yaml", NULL);
+  FabResults r;
+  run_ok(sc, &r);
+  cr_assert_eq(r.sim_time, 2 * FAB_US + 4097 * (fab_time_t)111414, "packets: %" G_GUINT64_FORMAT, r.sim_time);
+  done(sc, &r);
+  const char *const sets[] = {"fabric.segment=4MiB", NULL};
+  sc = load("tests/data/segment-big-train.yaml", sets);
+  run_ok(sc, &r);
+  cr_assert_eq(r.fabric_segment, 4194304);
+  cr_assert_eq(r.sim_time, 2 * FAB_US + 111414 + 4 * (fab_time_t)114087254, "trains: %" G_GUINT64_FORMAT, r.sim_time);
+  done(sc, &r);
+}
+
 Test(scenario, pfc_deadlock_is_detected_and_reported) {
   FabScenario *sc = load("scenarios/pfc-deadlock-ring.yaml", NULL);
   FabResults res;
