@@ -3,7 +3,16 @@
 #include <glib.h>
 #include "sim/par.h"
 
-enum { WAKE_TX_DONE = 0, WAKE_RETRY = 2, WAKE_UNPAUSE = 3, WAKE_CREDIT = 4 };
+enum { WAKE_TX_DONE = 0, WAKE_RETRY = 2, WAKE_UNPAUSE = 3, WAKE_CREDIT = 4, WAKE_CREDIT_SYNC = 5 };
+
+/* A credit event's argument: the kind (8 bits), the VL (3), the far end's
+** cgen when it was made (13: compared modulo 2^13), the bytes (40: up to
+** a switch buffer's 1e12). */
+#define CREDIT_ARG(kind, vl, gen, bytes) \
+  ((uint64_t)(kind) | (uint64_t)(vl) << 8 | (uint64_t)((gen) & 0x1fffu) << 11 | (uint64_t)(bytes) << 24)
+#define CREDIT_VL(arg) ((uint32_t)((arg) >> 8) & 7u)
+#define CREDIT_GEN(arg) ((uint32_t)((arg) >> 11) & 0x1fffu)
+#define CREDIT_BYTES(arg) ((int64_t)((arg) >> 24))
 
 static void port_wake(FabEngine *eng, void *self, uint64_t arg);
 static void wire_wake(FabEngine *eng, void *self, uint64_t arg);
@@ -138,6 +147,7 @@ static void start(FabEngine *eng, FabPort *pt) {
     if (!pt->ctrl_head) pt->ctrl_tail = NULL;
     p->next = NULL;
     pt->tx = p;
+    pt->tx_epoch = pt->epoch;
     fab_engine_after(eng, fab_port_ser(pt, p->wire), pt, WAKE_TX_DONE);
     return;
   }
@@ -171,6 +181,7 @@ static void start(FabEngine *eng, FabPort *pt) {
     if (pt->credits[p->prio] < (int64_t)pt->credit_unit) pt->nocredit |= 1u << p->prio;
   }
   pt->tx = p;
+  pt->tx_epoch = pt->epoch;
   if (G_UNLIKELY((p->flags & FAB_PKTF_TRAIN) && pt->cut_mtu && pt->peer->owner->relay)) {
     /* a train into a switch arrives as its first packet would: the switch may forward it as it would forward
     ** that packet (switch_receive keeps it from finishing before its last byte is in) */
@@ -185,12 +196,13 @@ static void start(FabEngine *eng, FabPort *pt) {
 }
 
 void fab_port_set_credits(FabPort *pt, uint64_t bytes, uint32_t unit) {
-  g_assert(bytes >= unit && bytes <= INT64_MAX);
+  g_assert(bytes >= unit && bytes < (1ULL << 40));
   pt->credit_fc = true;
   pt->credit_unit = unit;
   pt->nocredit = 0;
   for (uint32_t v = 0; v < FAB_MAX_PRIOS; v++) pt->credits[v] = (int64_t)bytes;
   pt->credit_max = (int64_t)bytes;
+  pt->synced = 0xff;
 }
 
 void fab_port_check(const FabPort *pt) {
@@ -205,7 +217,7 @@ void fab_port_check(const FabPort *pt) {
       g_error("%s:p%u queue %u: busy mask %x with %" G_GUINT64_FORMAT " packets", pt->owner->name, pt->index, q,
               pt->busy_prios, n);
     total += bytes;
-    if (pt->credit_fc && (pt->credits[q] < 0 || pt->credits[q] > pt->credit_max))
+    if (pt->credit_fc && (pt->credits[q] < 0 || pt->credits[q] + pt->presync[q] > pt->credit_max))
       g_error("%s:p%u VL %u has %" G_GINT64_FORMAT " B of credit, outside [0, %" G_GINT64_FORMAT "]", pt->owner->name,
               pt->index, q, pt->credits[q], pt->credit_max);
   }
@@ -220,7 +232,22 @@ void fab_port_return_credit(FabEngine *eng, FabPort *pt, uint32_t vl, uint32_t b
   uint64_t tie = by->tie;
   by->tie += 2;
   fab_engine_part_at_tie(eng, pt->part, eng->now + pt->latency, tie, pt,
-                         WAKE_CREDIT | (uint64_t)vl << 8 | (uint64_t)bytes << 16);
+                         CREDIT_ARG(WAKE_CREDIT, vl, pt->peer->cgen, bytes));
+}
+
+/* The far end of pt's link (pt->peer, whose owner returns pt's credits) came
+** back up: it advertises, per VL, its buffer less what it still holds. */
+static void credit_sync(FabEngine *eng, FabPort *pt) {
+  const FabPort *me = pt->peer;
+  FabElem *by = eng->cur ? eng->cur : &pt->el;
+  for (uint32_t v = 0; v < pt->nprio; v++) {
+    uint64_t held = me->owner->held(me->owner, me, v);
+    uint64_t room = held < (uint64_t)pt->credit_max ? (uint64_t)pt->credit_max - held : 0;
+    uint64_t tie = by->tie;
+    by->tie += 2;
+    fab_engine_part_at_tie(eng, pt->part, eng->now + pt->latency, tie, pt,
+                           CREDIT_ARG(WAKE_CREDIT_SYNC, v, me->cgen, room));
+  }
 }
 
 void fab_port_enqueue(FabEngine *eng, FabPort *pt, FabPkt *p) {
@@ -238,7 +265,8 @@ void fab_port_enqueue(FabEngine *eng, FabPort *pt, FabPkt *p) {
   q->bytes += p->wire;
   pt->qbytes += p->wire;
   if (pt->qbytes > pt->max_qbytes) pt->max_qbytes = pt->qbytes;
-  if (!pt->tx) start(eng, pt);
+  if (G_UNLIKELY(pt->down)) drain(eng, pt); /* lost, even while the packet it cut short is still on the serialiser */
+  else if (!pt->tx) start(eng, pt);
 }
 
 void fab_port_kick(FabEngine *eng, FabPort *pt) {
@@ -285,13 +313,20 @@ void fab_port_set_down(FabEngine *eng, FabPort *pt, bool down) {
     pt->epoch++;
     if (pt->fly_head) lose(eng, pt, pt->fly_head); /* the whole wire */
     pt->fly_head = pt->fly_tail = NULL;
-    if (!pt->tx) drain(eng, pt); /* else at the end of the packet being serialised, which is lost then */
+    drain(eng, pt); /* the packet being serialised is lost at its end (its epoch has passed) */
     return;
   }
+  pt->cgen++;
   if (pt->credit_fc) {
-    for (uint32_t v = 0; v < FAB_MAX_PRIOS; v++) pt->credits[v] = pt->credit_max;
-    pt->nocredit = 0;
+    bool advertised = pt->peer->owner->held != NULL;
+    for (uint32_t v = 0; v < FAB_MAX_PRIOS; v++) {
+      pt->credits[v] = advertised ? 0 : pt->credit_max;
+      pt->presync[v] = 0;
+    }
+    pt->synced = advertised ? 0 : 0xff;
+    pt->nocredit = advertised ? (1u << pt->nprio) - 1 : 0;
   }
+  if (pt->peer->credit_fc && pt->owner->held) credit_sync(eng, pt->peer);
   if (!pt->tx) start(eng, pt);
 }
 
@@ -382,13 +417,26 @@ static void port_wake(FabEngine *eng, void *self, uint64_t arg) {
       pt->tx_pkts++;
       pt->tx_last = eng->now;
       p->hops++;
-      fly(eng, pt, p, eng->now + pt->latency);
+      if (G_UNLIKELY(pt->tx_epoch != pt->epoch)) lose(eng, pt, p); /* the link went down under it */
+      else fly(eng, pt, p, eng->now + pt->latency);
     }
     start(eng, pt);
     break;
-  case WAKE_CREDIT: {
-    uint32_t vl = (uint32_t)(arg >> 8) & 0xff;
-    pt->credits[vl] += (int64_t)(arg >> 16);
+  case WAKE_CREDIT:
+  case WAKE_CREDIT_SYNC: {
+    uint32_t vl = CREDIT_VL(arg);
+    int64_t bytes = CREDIT_BYTES(arg);
+    if (CREDIT_GEN(arg) != (pt->cgen & 0x1fffu)) break; /* made before the far end came back up: in its figure */
+    if ((arg & 0xff) == WAKE_CREDIT_SYNC) {
+      pt->credits[vl] = bytes + pt->presync[vl];
+      pt->presync[vl] = 0;
+      pt->synced |= (uint8_t)(1u << vl);
+    } else if (G_UNLIKELY(!(pt->synced >> vl & 1))) { /* a return that overtook the figure (the same time) */
+      pt->presync[vl] += bytes;
+      break;
+    } else {
+      pt->credits[vl] += bytes;
+    }
     if (pt->credits[vl] >= (int64_t)pt->credit_unit) pt->nocredit &= ~(1u << vl);
     if (!pt->tx) start(eng, pt);
     break;

@@ -48,6 +48,9 @@ struct FabNode {
   FabPkt *(*pull)(FabEngine *eng, FabNode *self, FabPort *port);
   /* optional: `p` left a queue of `port` to be serialised (buffer release) */
   void (*dequeued)(FabEngine *eng, FabNode *self, FabPort *port, FabPkt *p);
+  /* optional, a node that returns credits (fab_port_return_credit): bytes it holds that came in through `in` on
+  ** VL `vl`, their credits still to go back; what it advertises when the link comes back up is the rest */
+  uint64_t (*held)(const FabNode *self, const FabPort *in, uint32_t vl);
   char name[FAB_NAME_LEN]; /* "leaf3", "host12" */
   bool relay;              /* a switch: it takes a train (fabric.segment) as the train's first packet arrives */
 };
@@ -82,7 +85,9 @@ struct FabPort {
   uint32_t credit_unit;    /* a full packet on the wire, bytes: the nocredit threshold */
   int64_t credits[FAB_MAX_PRIOS]; /* bytes the far end can still take, per VL (= priority) */
   int64_t credit_max;      /* what each VL started with */
+  int64_t presync[FAB_MAX_PRIOS]; /* returns made after the far end came up that arrived before its figure */
   fab_time_t retry_at;     /* ps: a wake for a not-yet-ready head is pending then */
+  uint32_t tx_epoch;       /* `epoch` when the packet on the serialiser started: a later one loses it */
   fab_time_t tx_last;      /* ps: when the newest packet tx_pkts counts was counted (the fast-forward's rates:
                            ** tools/libfabsim/fastfwd.h) */
   /* trains (fabric.segment): one sent to a relay arrives when its first packet of cut_mtu payload + cut_ovh
@@ -93,6 +98,11 @@ struct FabPort {
   bool cut;                /* a parallel run's partitions hold its two ends (fab_port_mark_cut): each packet on
                            ** the wire is an arrival event of its own (arg: the packet), as the far end's
                            ** partition may run while this one sends */
+  /* credits after a link comes back up (fab_port_set_down): the far end advertises its buffer less what it
+  ** still holds from before, a link latency later; a credit return made before the far end came up (its
+  ** `cgen` then) is in that figure and counts no more */
+  uint16_t cgen;           /* times the link came back up, at this end (credit events carry it modulo 2^13) */
+  uint8_t synced;          /* bit v: VL v has had the far end's figure since the last up */
   uint8_t part, far;       /* a parallel run: the partitions its owner and its wire's far end run in
                            ** (fab_port_mark_cut; 0: none) */
   uint32_t epoch;          /* times it went down (an arrival scheduled before then finds its packet gone) */
@@ -178,9 +188,14 @@ void fab_port_return_credit(FabEngine *eng, FabPort *pt, uint32_t vl, uint32_t b
 
 /* The link this port sends on goes down (every packet on its wire, on its
 ** serialiser or in its queues is lost, and so is any packet queued here until
-** it comes back; the owner's `dequeued` hears of each queued one, and its
-** `pull` is not called) or comes back up (credits, if counted, start full
-** again, as after link training). Call it for both ports of a link. On a
+** it comes back, even if it comes back before that packet's end; the
+** owner's `dequeued` hears of each queued one, and its `pull` is not
+** called) or comes back up. Credits, if counted, then come from the far
+** end, as InfiniBand's link training gives them: its buffer for the link
+** less what it still holds from before (FabNode.held), a link latency
+** later, nothing sent until then; a far end that holds nothing of its own
+** (no `held`) gives them back full at once. Call it for both ports of a
+** link. On a
 ** cut link (fab_port_mark_cut) the packets on the wire are events of the
 ** far end's partition, which sees the change itself
 ** (fab_port_set_far_down). */

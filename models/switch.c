@@ -313,6 +313,13 @@ static void switch_dequeued(FabEngine *eng, FabNode *self, FabPort *port, FabPkt
   if (G_UNLIKELY(sw->kick)) fab_port_kick(eng, sw->kick); /* a mesh GPU may now send what waited for this link */
 }
 
+/* InfiniBand: what came in through `in` on VL `vl` and is still here (its credits still to go back); the rest
+** of the port's credits is what this switch advertises when the link comes back up (fab_port_set_down). */
+static uint64_t switch_held(const FabNode *self, const FabPort *in, uint32_t vl) {
+  const FabSwitch *sw = (const FabSwitch *)self;
+  return vl < sw->cfg.nprio ? sw->ingress[in->index * sw->cfg.nprio + vl] : 0;
+}
+
 FabSwitch *fab_switch_new(const char *name, const FabSwitchCfg *cfg, uint32_t nports, uint32_t nendpoints) {
   g_assert(nports > 0 && nports <= UINT16_MAX && cfg->nprio >= 1 && cfg->nprio <= FAB_MAX_PRIOS);
   FabSwitch *sw = g_new0(FabSwitch, 1);
@@ -321,6 +328,7 @@ FabSwitch *fab_switch_new(const char *name, const FabSwitchCfg *cfg, uint32_t np
   sw->node.receive = switch_receive;
   sw->node.relay = true;
   sw->node.dequeued = switch_dequeued;
+  if (cfg->credits) sw->node.held = switch_held;
   g_strlcpy(sw->node.name, name, sizeof sw->node.name);
   sw->cfg = *cfg;
   sw->salt = fab_ecmp_salt(sw->node.name, cfg->ecmp_seed);

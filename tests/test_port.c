@@ -255,3 +255,84 @@ Test(port, an_arrival_is_the_wires_event_keyed_by_the_wire) {
   cr_assert_eq(fab_pool_live(l.eng->pool), 0);
   fab_engine_free(l.eng);
 }
+
+/* Link-level credits across a flap (InfiniBand's link training): back up,
+** the sender has what the far end advertises, its buffer less what it still
+** holds from before, a link latency later and nothing until then; a return
+** the far end made before it came back up is in that figure and counts no
+** more; one made after it that arrives first is kept for it. The far end
+** here holds what the test says and returns credits when the test says. */
+static uint64_t far_holds;
+static uint64_t test_held(const FabNode *self, const FabPort *in, uint32_t vl) { return vl == 0 ? far_holds : 0; }
+
+Test(port, credits_after_a_flap_are_what_the_far_end_advertises) {
+  Line l;
+  line_init(&l, 100000000000ULL, 1 * FAB_US); /* 1000 B: 80 ns */
+  l.dst.node.held = test_held;
+  fab_port_set_credits(&l.src.port, 8192, 1000);
+  for (uint32_t i = 0; i < 3; i++) fab_port_enqueue(l.eng, &l.src.port, pkt(&l, i, 1000, 0, 0));
+  cr_assert(fab_engine_run(l.eng, FAB_TIME_MAX));
+  cr_assert_eq(l.dst.n, 3);
+  cr_assert_eq(l.src.port.credits[0], 8192 - 3000);
+  fab_time_t t1 = l.eng->now; /* 1.24 us */
+  fab_port_return_credit(l.eng, &l.src.port, 0, 1000); /* the far end passed one on: back at t1 + 1 us */
+  far_holds = 2000;
+  fab_port_set_down(l.eng, &l.src.port, true);
+  fab_port_set_down(l.eng, &l.dst.port, true);
+  fab_port_set_down(l.eng, &l.dst.port, false); /* advertises 8192 - 2000, at t1 + 1 us */
+  FabElem low; /* a return made now, after the far end came up, keyed ahead of its figure */
+  fab_elem_init(&low, &sink_ops);
+  l.eng->cur = &low;
+  far_holds = 1000;
+  fab_port_return_credit(l.eng, &l.src.port, 0, 1000);
+  l.eng->cur = NULL;
+  fab_port_set_down(l.eng, &l.src.port, false);
+  cr_assert_eq(l.src.port.credits[0], 0, "nothing to send on until the far end's figure");
+  cr_assert_eq(l.src.port.nocredit & 1, 1);
+  fab_port_enqueue(l.eng, &l.src.port, pkt(&l, 3, 1000, 0, 0));
+  cr_assert(fab_engine_run(l.eng, t1 + FAB_US - 1));
+  cr_assert_eq(l.dst.n, 3, "held back for want of credit");
+  cr_assert_eq(l.src.port.presync[0], 0);
+  cr_assert(fab_engine_run(l.eng, t1 + FAB_US));
+  cr_assert_eq(l.src.port.credits[0], 6192,
+               "the figure (8192 - 2000) and the return that came first (1000), less the packet then sent (1000): %ld",
+               (long)l.src.port.credits[0]);
+  fab_port_check(&l.src.port);
+  cr_assert(fab_engine_run(l.eng, FAB_TIME_MAX));
+  cr_assert_eq(l.dst.n, 4);
+  cr_assert_eq(l.dst.at[3], t1 + FAB_US + 80000 + FAB_US, "sent as the figure came");
+  fab_port_return_credit(l.eng, &l.src.port, 0, 2000); /* the far end passes on the rest: 1000 old, the new one */
+  cr_assert(fab_engine_run(l.eng, FAB_TIME_MAX));
+  cr_assert_eq(l.src.port.credits[0], 8192, "whole again, not past it (the stale return counted no more)");
+  fab_port_check(&l.src.port);
+  cr_assert_eq(fab_pool_live(l.eng->pool), 0);
+  fab_engine_free(l.eng);
+}
+
+/* A flap shorter than a packet: the packet on the serialiser and those
+** queued when the link went down are lost, and one queued while it is down
+** too, though the link is back up before the first one's end. */
+Test(port, a_flap_shorter_than_a_packet_loses_what_was_on_the_link) {
+  Line l;
+  line_init(&l, 100000000000ULL, 1 * FAB_US); /* 1 MB: 80 us */
+  fab_port_enqueue(l.eng, &l.src.port, pkt(&l, 0, 1000000, 0, 0));
+  fab_port_enqueue(l.eng, &l.src.port, pkt(&l, 1, 1000, 0, 0));
+  cr_assert(fab_engine_run(l.eng, 10 * FAB_US));
+  fab_port_set_down(l.eng, &l.src.port, true);
+  fab_port_set_down(l.eng, &l.dst.port, true);
+  cr_assert_eq(l.src.port.lost, 1, "the queued one at once");
+  fab_port_enqueue(l.eng, &l.src.port, pkt(&l, 2, 1000, 0, 0));
+  cr_assert_eq(l.src.port.lost, 2, "and one queued while down");
+  cr_assert(fab_engine_run(l.eng, 20 * FAB_US));
+  fab_port_set_down(l.eng, &l.src.port, false);
+  fab_port_set_down(l.eng, &l.dst.port, false);
+  fab_port_enqueue(l.eng, &l.src.port, pkt(&l, 3, 1000, 0, 0)); /* after: sent once the link is free */
+  cr_assert(fab_engine_run(l.eng, FAB_TIME_MAX));
+  cr_assert_eq(l.dst.n, 1);
+  cr_assert_eq(l.dst.seq[0], 3);
+  cr_assert_eq(l.dst.at[0], 80 * FAB_US + 80000 + FAB_US, "behind the lost packet's serialisation");
+  cr_assert_eq(l.src.port.lost, 3);
+  cr_assert_eq(l.src.port.lost_bytes, 1000000 + 2000);
+  cr_assert_eq(fab_pool_live(l.eng->pool), 0);
+  fab_engine_free(l.eng);
+}
