@@ -768,6 +768,9 @@ gboolean fab_train__configure(Train *t, const FabTrainIn *inp, const FabCfgNode 
   t->cta_zero = in.cta_policy == 1;
   t->channels = (uint32_t)in.channels;
   t->chunk = in.chunk;
+  if (t->chunk % t->dtype) /* whole elements, as a collective's chunk (workload.c) */
+    return fab_cfg_fail(fab_cfg_get(wl, "chunk"), err, "chunk %" G_GUINT64_FORMAT " B is not a whole number of "
+                        "%u-byte %s elements", t->chunk, t->dtype, dtype_names[mi->dtype]);
   t->coll_at = fab_cfg_get(wl, "algorithm") ? fab_cfg_get(wl, "algorithm") : wl;
   if (!mi->micro_batch || !mi->seq || !sh->hidden) return fab_cfg_fail(in.model, err, "an empty model");
   /* b s h B bytes per microbatch, and at most layers x top_k of them in one

@@ -288,10 +288,18 @@ static const FabCfgNode *coll_at(const FabCfgNode *wl) {
   return at ? at : wl;
 }
 
-static void spec_from(FabCollSpec *c, const Job *j, const WorkloadIn *in) {
+/* The collective a job asks for; FALSE + err when its chunk holds part of an
+** element (a ring cuts each loop of chunks into parts of whole elements: a
+** chunk of a part element would leave bytes out). */
+static gboolean spec_from(FabCollSpec *c, const Job *j, const WorkloadIn *in, const FabCfgNode *wl, GError **err) {
+  uint32_t dt = dtype_size[in->dtype];
+  if (in->chunk % dt)
+    return fab_cfg_fail(fab_cfg_get(wl, "chunk"), err, "chunk %" G_GUINT64_FORMAT " B is not a whole number of %u-byte "
+                        "%s elements", in->chunk, dt, fab_dtype_names[in->dtype]);
   *c = (FabCollSpec){(FabCollOp)in->op, (FabCollAlgo)in->algorithm, (FabProto)in->protocol, in->size,
-                     dtype_size[in->dtype], j->n, j->ep, (uint32_t)in->root, (uint32_t)in->channels, in->chunk,
+                     dt, j->n, j->ep, (uint32_t)in->root, (uint32_t)in->channels, in->chunk,
                      (uint8_t)in->priority, j->id, 0, NULL, in->job.start, in->cta_policy == 1};
+  return TRUE;
 }
 
 /* nccl-tests' size for `op` on n ranks: what its *_perf binary reports for a
@@ -504,7 +512,7 @@ static gboolean read_ncclt(Job *j, const FabCfgNode *wl, const WorkloadIn *in, c
   if (ok && !runs)
     ok = fab_cfg_fail(wl, err, "every size is below one %u-byte element per rank on %u ranks", dt, j->n);
   FabCollSpec c;
-  spec_from(&c, j, in);
+  ok = ok && spec_from(&c, j, in, wl, err);
   Sweep *s = ok ? sweep_begin(j->d, &env->coll, &c, (const uint64_t *)sizes->data, runs, (uint32_t)in->warmup,
                               (uint32_t)in->iters, last, wl, err)
                 : NULL;
@@ -721,7 +729,7 @@ static gboolean read_job(const FabCfgNode *wl, const FabWorkloadEnv *env, FabDag
     }
     FabCollSpec c;
     GError *e = NULL;
-    spec_from(&c, &j, &in);
+    if (!(ok = spec_from(&c, &j, &in, wl, err))) break;
     Unfold u = {.ops0 = fab_dag_len(d), .at = wl};
     u.g = fab_coll_begin(d, &env->coll, &c, NULL, TRUE, &e);
     if (!u.g) {
