@@ -163,6 +163,7 @@ Test(unfold, a_layered_ring_keeps_its_channels_past_the_cap) {
   g = fab_coll_begin(d, &env, &s, NULL, true, &err);
   cr_assert_not_null(g, "%s", err ? err->message : "?");
   cd = &g_array_index(d->colls, FabCollDef, 0);
+  cr_assert_eq(cd->count, (1ull << 40) / 2, "nccl-tests' count past 2^32 elements: %" G_GUINT64_FORMAT, cd->count);
   cr_assert_eq(w->len, 0, "layered: not coarsened, no warning");
   cr_assert(cd->channels > wch || cd->chunk < wchunk, "layered: %u channels, %" G_GUINT64_FORMAT " B pieces; "
             "made whole %u, %" G_GUINT64_FORMAT, cd->channels, cd->chunk, wch, wchunk);

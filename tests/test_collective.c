@@ -1009,7 +1009,7 @@ Test(frame, definition_as_nccl_tests_counts) {
     cr_assert_geq(coll, 0, "%s", err ? err->message : "");
     check_dag(d, &env, &s, coll, e);
     const FabCollDef *def = &g_array_index(d->colls, FabCollDef, coll);
-    cr_assert_eq(def->count, t[i].count, "%s: count %u", def->op, def->count);
+    cr_assert_eq(def->count, t[i].count, "%s: count %" G_GUINT64_FORMAT, def->op, def->count);
     cr_assert_eq(def->root, t[i].root);
     cr_assert_eq(def->dtype_bytes, 4);
     cr_assert_eq(def->job, 3);

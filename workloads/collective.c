@@ -897,7 +897,7 @@ FabCollGen *fab_coll_begin(FabDag *d, const FabCollEnv *env, const FabCollSpec *
   else if (c->op == FAB_COLL_ALL_TO_ALL) elems /= n;
   FabCollDef def = {.op = fab_coll_op_names[c->op], .algorithm = fab_coll_algo_names[x->algo],
                     .protocol = x->algo == FAB_ALGO_CE ? "memcpy" : fab_proto_names[x->proto], .tag = c->tag,
-                    .bytes = c->bytes, .count = (uint32_t)MIN(elems, (uint64_t)UINT32_MAX), .dtype_bytes = dt,
+                    .bytes = c->bytes, .count = elems, .dtype_bytes = dt,
                     .nranks = n, .root = (c->op == FAB_COLL_BROADCAST || c->op == FAB_COLL_REDUCE) ? (int32_t)c->root : -1,
                     .channels = x->channels, .chunk = x->chunk, .job = c->job, .step = c->step};
   uint32_t ops0 = fab_dag_len(d), deps0 = fab_dag_deps_len(d), colls0 = d->colls->len, groups0 = d->groups;

@@ -114,7 +114,7 @@ typedef struct FabCollDef {
   uint64_t bytes;        /* nccl-tests "size": allreduce/broadcast/reduce the buffer; allgather the output
                          ** (all ranks' parts); reduce-scatter the input; all-to-all one rank's buffer;
                          ** send-recv what each rank sends */
-  uint32_t count;        /* elements (bytes / dtype size; allgather, reduce-scatter: per rank... as nccl-tests) */
+  uint64_t count;        /* elements (bytes / dtype size; allgather, reduce-scatter: per rank... as nccl-tests) */
   uint32_t dtype_bytes;  /* element size */
   uint32_t nranks;
   int32_t root;          /* broadcast, reduce: the root's rank index; -1 otherwise */

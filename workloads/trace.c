@@ -448,7 +448,7 @@ static void emit_p2p(Build *b, const Unit *u, GArray *w) {
   g_array_append_val(w, ready);
   wait_ops(b, s, w);
   FabCollDef cd = {.op = "send-recv", .algorithm = "p2p", .protocol = "simple", .tag = "p2p", .bytes = ns->bytes,
-                   .count = (uint32_t)MIN(ns->bytes, UINT32_MAX), .dtype_bytes = 1, .nranks = 2, .root = -1,
+                   .count = ns->bytes, .dtype_bytes = 1, .nranks = 2, .root = -1,
                    .channels = 1, .chunk = ns->bytes, .job = b->env->job};
   int32_t coll = fab_dag_coll(b->d, &cd);
   uint32_t op = fab_dag_flow(b->d, b->env->ep[ns->rank], b->env->ep[ns->group], ns->bytes, b->env->prio, b->env->job,

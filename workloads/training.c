@@ -577,7 +577,7 @@ static void step_begin(Train *t) {
     for (uint32_t s = 0; s + 1 < t->nv; s++)
       for (uint32_t j = 0; j < t->m; j++) {
         FabCollDef c = {.op = "send-recv", .algorithm = "direct", .protocol = "simple", .tag = "pp",
-                        .bytes = t->act_bytes, .count = (uint32_t)(t->act_bytes / t->dtype), .dtype_bytes = t->dtype,
+                        .bytes = t->act_bytes, .count = t->act_bytes / t->dtype, .dtype_bytes = t->dtype,
                         .nranks = 2 * t->tp * t->dp, .root = -1, .channels = 1, .chunk = t->act_bytes, .job = t->job,
                         .step = t->step};
         int32_t idx = fab_dag_coll(t->d, &c);
