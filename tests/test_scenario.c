@@ -605,4 +605,17 @@ Test(scenario, a_collective_counts_what_leaves_its_nodes) {
   cr_assert_eq(node->nics, 0);
   cr_assert_eq(node->nic_GBps, 0.0);
   testscen_done(sc, &res);
+  /* GPUs with four NICs each (AWS p5: 32 x 100 Gb/s per node, EFA): the flows leave by their lanes' NICs, and a
+  ** piece over 128 KiB is striped over all four (aws-ofi-nccl), so all 64 NICs carry the same 4 x 15/16 x S,
+  ** each below its 12.5 GB/s; counted by the first NIC of each GPU, it was 16 NICs at 4 times the line rate */
+  sc = testscen_load("cluster: {node: aws-p5, nodes: 2}\nfabric: {topology: {kind: rail-optimized}}\n"
+                     "workload: {kind: collective, op: allreduce, size: 256MiB, algorithm: ring, protocol: simple}\n",
+                     NULL);
+  testscen_run(sc, &res);
+  cr_assert_str_eq(res.status, "ok");
+  all = &res.colls[0];
+  cr_assert_eq(all->nic_bytes, 4 * 15 * (256ull << 20) / 16, "%lu", all->nic_bytes);
+  cr_assert_eq(all->nics, 64, "%u NICs", all->nics);
+  cr_assert(all->nic_GBps > 0.5 * 12.5 && all->nic_GBps <= 12.5, "%.3f GB/s per NIC", all->nic_GBps);
+  testscen_done(sc, &res);
 }

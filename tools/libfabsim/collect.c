@@ -161,11 +161,12 @@ static void fold_colls_and_jobs(FabCollect *c, const FabCollectIn *in, uint32_t 
     if (st) cr->start = MIN(cr->start, began(in, i));
     if (done) cr->end = MAX(cr->end, ended(in, i));
     else c->open[o->coll] = true;
-    int64_t a = o->kind <= FAB_OP_NVLS && in->nic ? in->nic(in->ctx, i) : -1;
-    if (a >= 0) { /* out of its node */
-      cr->nic_bytes += o->bytes;
-      for (guint k = c->last->len; k <= (guint)a; k++) g_array_append_vals(c->last, &(int64_t){-1}, 1);
-      int64_t *seen = &g_array_index(c->last, int64_t, a);
+    int64_t nic[FAB_COLLECT_MAX_NICS];
+    uint32_t nn = o->kind <= FAB_OP_NVLS && in->nics ? in->nics(in->ctx, i, nic) : 0;
+    if (nn) cr->nic_bytes += o->bytes; /* out of its node */
+    for (uint32_t m = 0; m < nn; m++) {
+      for (guint k = c->last->len; k <= (guint)nic[m]; k++) g_array_append_vals(c->last, &(int64_t){-1}, 1);
+      int64_t *seen = &g_array_index(c->last, int64_t, nic[m]);
       if (*seen != o->coll) cr->nics++, *seen = o->coll;
     }
   }

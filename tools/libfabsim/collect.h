@@ -19,14 +19,18 @@ typedef struct FabOpTimes {
   const fab_time_t *began, *ended;
 } FabOpTimes;
 
+#define FAB_COLLECT_MAX_NICS 16
+
 typedef struct FabCollectIn {
   const FabDag *dag;
   const FabExec *exec;     /* the op times (NULL: from `times`) */
   const FabFlowRec *(*rec)(const void *ctx, uint32_t op); /* the record of flow op `op` */
-  /* the network attachment (NIC port) by which flow op `op`'s bytes leave their node for the network, -1 when
-  ** they stay in it (NVLink, NVLS in the node); NULL: none counted. A collective's nics are the attachments its
-  ** ops name, counted once each while its ops follow one another in op order (as expansions write them). */
-  int64_t (*nic)(const void *ctx, uint32_t op);
+  /* the network attachments (NIC ports) by which flow op `op`'s bytes leave their node for the network, into
+  ** out[0 .. the count returned), at most FAB_COLLECT_MAX_NICS (a flow striped over a GPU's NICs leaves by
+  ** several); 0 when they stay in it (NVLink, NVLS in the node); NULL: none counted. A collective's nics are
+  ** the attachments its ops name, counted once each while its ops follow one another in op order (as
+  ** expansions write them). */
+  uint32_t (*nics)(const void *ctx, uint32_t op, int64_t *out);
   const void *ctx;
   const FabOpTimes *times; /* when exec is NULL */
 } FabCollectIn;

@@ -44,25 +44,43 @@ static void reduce(void *ctx, uint32_t op, uint32_t rank, fab_time_t dur) {
 
 static const FabFlowRec *rec_for(const void *ctx, uint32_t op) { return rec_of(ctx, *flow_of(ctx, op)); }
 
-/* FabCollectIn.nic: the attachment by which op's bytes leave their node, as
-** the NICs route them (models/nic.c fab_flow_prepare): none inside an NVLink
-** domain or an NVSwitch's own reduction; a SHARP contribution by its rank's
-** NIC; with PXN, by the NIC of the GPU on the destination's rail. */
-static int64_t nic_for(const void *ctx, uint32_t op) {
+/* FabCollectIn.nics: the attachments by which op's bytes leave their node,
+** as the NICs route them (models/nic.c fab_flow_prepare): none inside an
+** NVLink domain or an NVSwitch's own reduction; a SHARP contribution by its
+** rank's NIC; with PXN, by a NIC of the GPU on the destination's rail. A
+** GPU with several NICs sends a flow by its lane's (lane l by NIC l - 1,
+** switch.h), or, striped (aws-ofi-nccl), by as many NICs from there on as
+** it has stripes; a flow with no lane by the first. */
+static uint32_t nic_for(const void *ctx, uint32_t op, int64_t *out) {
   const Run *r = ctx;
   const FabOp *o = fab_dag_op(r->sc->dag, op);
   const FabGpuSpec *g = &r->sc->fabric.gpu;
+  const FabNicCfg *nc = &r->sc->fabric.nic;
   uint32_t via = o->src, dom = g->nvlink_domain, gpn = g->gpus_per_node;
   if (o->kind == FAB_OP_NVLS) {
-    if (o->mark != FAB_NVLS_OP_SHARP) return -1;
+    if (o->mark != FAB_NVLS_OP_SHARP) return 0;
   } else if (o->kind != FAB_OP_FLOW || o->src == o->dst || (dom && o->src / dom == o->dst / dom)) {
-    return -1;
+    return 0;
   } else if (gpn && o->src / gpn == o->dst / gpn) {
-    return -1; /* one node's PCIe */
+    return 0; /* one node's PCIe */
   } else if (dom && g->pxn && o->src % gpn != o->dst % gpn) {
     via = o->src / dom * dom + o->dst % gpn;
   }
-  return r->topo->rank_attach ? r->topo->rank_attach[via] : via;
+  if (!r->topo->rank_attach) {
+    out[0] = via;
+    return 1;
+  }
+  uint32_t first = r->topo->rank_attach[via], npg = MAX(r->topo->rank_nattach, 1u), k = 1;
+  if (o->kind == FAB_OP_FLOW && nc->stripe_rails > 1 && o->bytes > nc->stripe_min) { /* as fab_flow_prepare */
+    uint64_t s = MIN((o->bytes + nc->stripe_min - 1) / nc->stripe_min, (uint64_t)nc->stripe_rails);
+    while (nc->stripe_rails % s) s--;
+    k = (uint32_t)MIN(s, (uint64_t)FAB_COLLECT_MAX_NICS);
+  }
+  for (uint32_t i = 0; i < k; i++) {
+    uint32_t lane = k > 1 ? 1 + (MAX(o->lane, 1u) - 1 + i) % nc->stripe_rails : o->lane;
+    out[i] = first + (lane ? (lane - 1) % npg : 0);
+  }
+  return k;
 }
 
 void fab_run__retire(Run *r) {
