@@ -74,12 +74,7 @@ void fab_flow_prepare(FabFlow *f, const FabNicCfg *cfg) {
   f->timer_armed = f->in_rr = f->acked = f->sent_all = false;
   f->ar = f->bytes >= cfg->ar_threshold;
   f->imm = f->ar && cfg->ar_imm && f->path == FAB_PATH_NET && !f->nvls && f->bytes;
-  f->stripes = 1;
-  if (cfg->stripe_rails > 1 && f->path == FAB_PATH_NET && !f->nvls && f->bytes > cfg->stripe_min) {
-    uint64_t k = MIN((f->bytes + cfg->stripe_min - 1) / cfg->stripe_min, (uint64_t)cfg->stripe_rails);
-    while (cfg->stripe_rails % k) k--; /* a divisor of the rails */
-    f->stripes = (uint8_t)k;
-  }
+  f->stripes = f->path == FAB_PATH_NET && !f->nvls ? (uint8_t)fab_nic_stripes(cfg, f->bytes) : 1;
   if (f->imm) f->npkts++; /* the write-with-immediate: it completes the message once the data are in */
   f->timeouts = f->retransmits = 0;
   f->rr_next = NULL;

@@ -186,7 +186,15 @@ extern const char *const fab_spray_names[]; /* by FabSpray: none, round-robin, a
 ** packet's value for SRD's path rule), so each value keeps one path and
 ** the NICs carry equal shares, interleaved rather than in contiguous
 ** pieces: the same bytes per NIC, at the same time. A flow with no lane
-** starts at the GPU's first NIC. ACKs keep the flow's lane. */
+** starts at the GPU's first NIC. ACKs keep the flow's lane. fab_nic_stripes gives the
+** count for a network flow of `bytes` (1: not striped). */
+static inline uint32_t fab_nic_stripes(const FabNicCfg *cfg, uint64_t bytes) {
+  if (cfg->stripe_rails <= 1 || bytes <= cfg->stripe_min) return 1;
+  uint64_t k = (bytes + cfg->stripe_min - 1) / cfg->stripe_min;
+  if (k > cfg->stripe_rails) k = cfg->stripe_rails;
+  while (cfg->stripe_rails % k) k--; /* a divisor of the rails */
+  return (uint32_t)k;
+}
 
 /* One flow: what was asked (first block) and its transport state. */
 typedef struct FabFlow {

@@ -113,11 +113,7 @@ static inline uint64_t wire_tie(const FabPort *pt) {
 }
 
 static inline void fly(FabEngine *eng, FabPort *pt, FabPkt *p, fab_time_t at) {
-  p->next = NULL;
-  if (G_UNLIKELY(pt->down)) {
-    lose(eng, pt, p);
-    return;
-  }
+  p->next = NULL; /* the link is up: a packet started while down was drained, one cut short by a down is lost */
   if (G_UNLIKELY(pt->cut)) { /* the same key as the chained arrival: the same order as one engine's */
     p->ready = pt->epoch; /* on the wire, nothing else reads it: the far end checks it (wire_wake) */
     fab_engine_part_at_tie(eng, pt->far, at, wire_tie(pt), &pt->wire, (uint64_t)(uintptr_t)p);

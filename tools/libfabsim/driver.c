@@ -70,12 +70,8 @@ static uint32_t nic_for(const void *ctx, uint32_t op, int64_t *out) {
     out[0] = via;
     return 1;
   }
-  uint32_t first = r->topo->rank_attach[via], npg = MAX(r->topo->rank_nattach, 1u), k = 1;
-  if (o->kind == FAB_OP_FLOW && nc->stripe_rails > 1 && o->bytes > nc->stripe_min) { /* as fab_flow_prepare */
-    uint64_t s = MIN((o->bytes + nc->stripe_min - 1) / nc->stripe_min, (uint64_t)nc->stripe_rails);
-    while (nc->stripe_rails % s) s--;
-    k = (uint32_t)MIN(s, (uint64_t)FAB_COLLECT_MAX_NICS);
-  }
+  uint32_t first = r->topo->rank_attach[via], npg = MAX(r->topo->rank_nattach, 1u);
+  uint32_t k = o->kind == FAB_OP_FLOW ? MIN(fab_nic_stripes(nc, o->bytes), FAB_COLLECT_MAX_NICS) : 1;
   for (uint32_t i = 0; i < k; i++) {
     uint32_t lane = k > 1 ? 1 + (MAX(o->lane, 1u) - 1 + i) % nc->stripe_rails : o->lane;
     out[i] = first + (lane ? (lane - 1) % npg : 0);
