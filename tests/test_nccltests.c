@@ -1077,6 +1077,32 @@ Test(nccltests_cli, run_prints_the_nccl_tests_table, .timeout = 240) {
   g_free(scen);
 }
 
+/* nccl-tests rounds a rank's part of an allgather, reduce-scatter or all-to-all down to whole 16-byte lines
+** (NVIDIA/nccl-tests src/all_gather.cu: base = (count / nranks) & ~(16 / eltSize - 1)) and skips a size with
+** none; `size` is then base x nranks x eltSize and `count` is base. 1000 B on 8 ranks: 125 B a rank, 112 of
+** them whole lines, so 896 B whatever the type; 8 B is under a line a rank and is skipped. */
+Test(nccltests_cli, sizes_rounded_to_whole_lines_per_rank, .timeout = 240) {
+  char *scen = data_path("nccl-tests-8hosts.yaml");
+  static const struct { const char *op, *dtype, *row; } want[] = {
+    {"allgather", "double", "         896            14    double"},
+    {"reduce-scatter", "float", "         896            28     float"},
+    {"all-to-all", "int8", "         896           112      int8"},
+  };
+  for (guint k = 0; k < G_N_ELEMENTS(want); k++) {
+    char *op = g_strdup_printf("workload.op=%s", want[k].op), *dt = g_strdup_printf("workload.dtype=%s", want[k].dtype);
+    Proc p = FABSIM("run", scen, "--set", op, "--set", dt, "--set", "workload.min=~", "--set", "workload.max=~", "--set",
+                    "workload.factor=~", "--set", "workload.sizes=[1000,8,4096]");
+    cr_assert_eq(p.status, 0, "%s: exit %d\n%s", want[k].op, p.status, p.err);
+    char *l = line_starting(p.out, want[k].row);
+    cr_assert_not_null(l, "%s %s: no row '%s' in\n%s", want[k].op, want[k].dtype, want[k].row, p.out);
+    cr_assert_null(strstr(p.out, "\n           8  "), "8 B is under a line a rank: skipped\n%s", p.out);
+    cr_assert_not_null(strstr(p.out, "\n        4096  "), "%s", p.out);
+    g_free(l), g_free(op), g_free(dt);
+    proc_clear(&p);
+  }
+  g_free(scen);
+}
+
 Test(nccltests_cli, compare_end_to_end, .timeout = 240) {
   char *scen = data_path("nccl-tests-8hosts.yaml"), *log = data_path("all_reduce_perf_8rank_1MiB.log");
   char *dir = g_dir_make_tmp("fabsim-compare-XXXXXX", NULL), *out = g_build_filename(dir, "cmp", NULL);

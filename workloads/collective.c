@@ -892,9 +892,8 @@ FabCollGen *fab_coll_begin(FabDag *d, const FabCollEnv *env, const FabCollSpec *
   }
 
   /* the collective as the reports see it (nccl-tests' count column) */
-  uint64_t elems = c->bytes / dt;
-  if (c->op == FAB_COLL_ALLGATHER || c->op == FAB_COLL_REDUCE_SCATTER) elems = elems / (4ull * n) * 4; /* ALIGN 4 */
-  else if (c->op == FAB_COLL_ALL_TO_ALL) elems /= n;
+  uint64_t elems = c->bytes / dt; /* a rank's part for these three (nccl-tests' paramcount) */
+  if (c->op == FAB_COLL_ALLGATHER || c->op == FAB_COLL_REDUCE_SCATTER || c->op == FAB_COLL_ALL_TO_ALL) elems /= n;
   FabCollDef def = {.op = fab_coll_op_names[c->op], .algorithm = fab_coll_algo_names[x->algo],
                     .protocol = x->algo == FAB_ALGO_CE ? "memcpy" : fab_proto_names[x->proto], .tag = c->tag,
                     .bytes = c->bytes, .count = elems, .dtype_bytes = dt,

@@ -303,14 +303,18 @@ static gboolean spec_from(FabCollSpec *c, const Job *j, const WorkloadIn *in, co
 }
 
 /* nccl-tests' size for `op` on n ranks: what its *_perf binary reports for a
-** requested size, rounded down to whole elements per rank. */
+** requested size. Allreduce and the rooted ones: whole elements. Allgather,
+** reduce-scatter and all-to-all: each rank's part (a peer's, for all-to-all)
+** in whole elements rounded down to a multiple of 16 bytes, times n
+** (NVIDIA/nccl-tests src/all_gather.cu, reduce_scatter.cu, alltoall.cu:
+** base = (count / nranks) & ~(16 / eltSize - 1)). */
+static bool ncclt_parts(FabCollOp op) {
+  return op == FAB_COLL_ALLGATHER || op == FAB_COLL_REDUCE_SCATTER || op == FAB_COLL_ALL_TO_ALL;
+}
 static uint64_t ncclt_size(FabCollOp op, uint64_t want, uint32_t dt, uint32_t n) {
-  switch (op) {
-  case FAB_COLL_ALLGATHER: case FAB_COLL_REDUCE_SCATTER: case FAB_COLL_ALL_TO_ALL:
-    return want / ((uint64_t)dt * n) * dt * n;
-  default:
-    return want / dt * dt;
-  }
+  if (!ncclt_parts(op)) return want / dt * dt;
+  uint64_t base = want / dt / n, line = dt < 16 ? 16 / dt : 1;
+  return base / line * line * dt * n;
 }
 
 /* A collective job (collective.h: FabCollGen), a training job
@@ -504,13 +508,15 @@ static gboolean read_ncclt(Job *j, const FabCfgNode *wl, const WorkloadIn *in, c
     }
   }
   if (ok && sizes->len > 64) ok = fab_cfg_fail(in->sizes ? in->sizes : wl, err, "%u sizes: at most 64", sizes->len);
-  guint runs = 0; /* the sizes of at least an element per rank (nccl-tests skips the others too), in place */
+  guint runs = 0; /* the sizes of at least one 16-byte part per rank (nccl-tests skips the others too), in place */
   for (guint k = 0; ok && k < sizes->len; k++) {
     uint64_t bytes = ncclt_size((FabCollOp)in->op, g_array_index(sizes, uint64_t, k), dt, j->n);
     if (bytes) g_array_index(sizes, uint64_t, runs++) = bytes;
   }
   if (ok && !runs)
-    ok = fab_cfg_fail(wl, err, "every size is below one %u-byte element per rank on %u ranks", dt, j->n);
+    ok = ncclt_parts((FabCollOp)in->op)
+           ? fab_cfg_fail(wl, err, "every size is below 16 bytes (a %u-byte element's multiple) per rank on %u ranks", dt, j->n)
+           : fab_cfg_fail(wl, err, "every size is below one %u-byte element per rank on %u ranks", dt, j->n);
   FabCollSpec c;
   ok = ok && spec_from(&c, j, in, wl, err);
   Sweep *s = ok ? sweep_begin(j->d, &env->coll, &c, (const uint64_t *)sizes->data, runs, (uint32_t)in->warmup,
