@@ -775,6 +775,7 @@ static void on_ctrl(FabEngine *eng, FabNic *nic, FabFlow *f, FabPkt *p) {
   if (a > f->snd_una) {
     if (nic->cfg.selective) bits_shift(f->sacked, a - f->snd_una);
     f->snd_una = a;
+    if (f->snd_nxt < a) f->snd_nxt = a; /* gone back past packets now acknowledged: resume after them */
     f->timeouts = 0;
     f->deadline = eng->now + nic->cfg.rto;
     if (f->snd_una == f->npkts) {
@@ -802,7 +803,7 @@ static void on_ctrl(FabEngine *eng, FabNic *nic, FabFlow *f, FabPkt *p) {
     }
     return;
   }
-  if (p->type == FAB_PKT_NAK && f->snd_nxt > a) {
+  if (p->type == FAB_PKT_NAK && f->snd_nxt > a && a >= f->snd_una) { /* (a NAK older than the last ACK: stale) */
     f->snd_nxt = a; /* go back N */
     f->deadline = eng->now + nic->cfg.rto;
     if (!f->in_rr) rr_push(nic, f);

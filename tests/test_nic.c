@@ -563,6 +563,34 @@ Test(nic, paused_priority_is_skipped_until_resumed) {
   pair_fini(&p);
 }
 
+/* Go-back-N after a timeout while the packets are still on their way: the
+** ACKs that come back for them move the go-back point along, so nothing
+** already acknowledged is sent again (a window would otherwise see more
+** unacknowledged than sent and stall until the next timeout). 100 Gbps, 1 us,
+** 1082-byte packets of 86.56 ns: a PAUSE sent by NIC 1 at 0 stops NIC 0 at
+** 1006.72 ns, after packets 0-11 (packet 12 would start at 1038.72); the
+** timer, armed as packet 0 left, runs out at 1.5 us before the first ACK
+** (about 2.09 us) and goes back to 0; the ACKs of 0-11 are all in by 3.1 us. */
+Test(nic, go_back_n_moves_with_acks_that_pass_it) {
+  Pair p;
+  pair_init(&p, 100000000000ULL, 1000, FAB_TRANSPORT_ROCEV2);
+  p.nic[0].cfg.rto = 1500 * FAB_NS;
+  p.flows[0] = testnet_flow(0, 0, 1, 100 * 1000, 0, &p.cfg);
+  fab_nic_post(p.eng, &p.nic[0], &p.flows[0]);
+  fab_port_send_pause(p.eng, &p.nic[1].port, 0, 65535);
+  cr_assert(fab_engine_run(p.eng, 3300 * FAB_NS));
+  const FabFlow *f = &p.flows[0];
+  cr_assert_eq(p.nic[0].timeouts, 1);
+  cr_assert_eq(p.nic[0].tx_data_pkts, 12, "packets 0-11, then paused: %" G_GUINT64_FORMAT, p.nic[0].tx_data_pkts);
+  cr_assert_eq(f->snd_una, 12);
+  cr_assert_eq(f->snd_nxt, 12, "the go-back point moved to the first packet not acknowledged, not 0: %u", f->snd_nxt);
+  fab_port_send_pause(p.eng, &p.nic[1].port, 0, 0);
+  cr_assert(fab_engine_run(p.eng, FAB_TIME_MAX));
+  cr_assert_eq(p.run.done, 1);
+  cr_assert_eq(f->rcv_bytes, 100 * 1000);
+  pair_fini(&p);
+}
+
 /* A flow with its own limit (a GPU channel's throughput) is paced at it:
 ** its GPU makes three 4178-byte packets at a quarter of 100 Gbps, 1337 ns
 ** each, and a packet leaves when its last byte can go out as it is made
