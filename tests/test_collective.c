@@ -1256,6 +1256,12 @@ Test(errors, algorithms_where_they_cannot_run) {
   FabCollSpec s = spec(FAB_COLL_ALLREDUCE, FAB_ALGO_NVLS, 1 << 20, 8);
   fails_with(&two, &s, "one NVLink domain");
   fails_with(&h, &s, "NVLink domain");
+  s = spec(FAB_COLL_BROADCAST, FAB_ALGO_NVLS, 1 << 20, 8);
+  fails_with(&two, &s, "nvls runs allreduce, allgather and reduce-scatter, as in NCCL (not broadcast)");
+  FabCollEnv two_sharp = gpus(2, 4);
+  two_sharp.collnet = true;
+  s = spec(FAB_COLL_REDUCE_SCATTER, FAB_ALGO_NVLS, 1 << 20, 8);
+  fails_with(&two_sharp, &s, "nvls reduce-scatter runs inside one NVLink domain");
   s = spec(FAB_COLL_ALLGATHER, FAB_ALGO_TREE, 1 << 20, 8);
   fails_with(&h, &s, "tree runs allreduce only, as in NCCL");
   s = spec(FAB_COLL_ALLREDUCE, FAB_ALGO_COLLNET, 1 << 20, 8);

@@ -993,6 +993,46 @@ Test(gpu, nvls_allreduce_is_a_reduce_scatter_then_a_multicast) {
   testscen_done(sc, &res);
 }
 
+/* NVLS reduce-scatter and allgather inside one node, as NCCL's NVLS kernels
+** run them: a reduce-scatter sends all of S into the switch and gets S/8
+** reduced back (multimem.ld_reduce); an allgather stores its S/8 once and
+** gets every rank's part, its own included (multimem.st): S. Both are
+** bound by 1024 segments (64 MiB in 64 KiB) on one direction of each GPU's
+** NVLink, as the allreduce above by 1152. */
+Test(gpu, nvls_reduce_scatter_and_allgather_move_what_nccl_moves) {
+  static const char *const ops[] = {"reduce-scatter", "allgather"};
+  for (int k = 0; k < 2; k++) {
+    char *yaml = g_strdup_printf("cluster: {node: dgx-h100, nodes: 1}\n"
+                                 "fabric:\n"
+                                 "  topology: {kind: single-switch}\n"
+                                 "  link: {bandwidth: 400Gbps}\n"
+                                 "workload: {kind: collective, op: %s, algorithm: nvls, size: 64MiB}\n", ops[k]);
+    FabScenario *sc = testscen_load(yaml, NULL);
+    FabResults res;
+    testscen_run(sc, &res);
+    cr_assert_eq(res.n_colls, 1);
+    cr_assert_str_eq(res.colls[0].algorithm, "nvls");
+    uint64_t wire = 77102 + 16, up = k == 0 ? 1024 : 128, down = k == 0 ? 128 : 1024;
+    for (int g = 0; g < 8; g++) {
+      char gp[16], sp[16];
+      g_snprintf(gp, sizeof gp, "gpu%d:p1", g);
+      g_snprintf(sp, sizeof sp, "nvs0:p%d", g);
+      cr_assert_eq(testscen_bytes_from(&res, gp), up * wire, "%s, GPU %d: %" G_GUINT64_FORMAT " segments up", ops[k], g,
+                   up);
+      cr_assert_eq(testscen_bytes_from(&res, sp), down * wire, "%s, GPU %d: %" G_GUINT64_FORMAT " segments down", ops[k],
+                   g, down);
+    }
+    fab_time_t seg = 207978, pre = 0;
+    for (uint32_t i = 0; i < fab_dag_len(sc->dag); i++)
+      if (fab_dag_op(sc->dag, i)->kind == FAB_OP_NVLS) pre = fab_dag_op(sc->dag, i)->pre;
+    fab_time_t lo = pre + 500 * FAB_NS + 1024 * seg, t = res.colls[0].end - res.colls[0].start;
+    cr_assert(t >= lo && t <= lo + 1000 * FAB_NS + 4 * seg, "%s: %" G_GUINT64_FORMAT " ps, from %" G_GUINT64_FORMAT,
+              ops[k], t, lo);
+    testscen_done(sc, &res);
+    g_free(yaml);
+  }
+}
+
 Test(gpu, nvls_over_a_subset_of_ranks_across_nvl72_trays) {
   const char *yaml =
     "cluster: {node: gb200-nvl72, nodes: 18}\n"

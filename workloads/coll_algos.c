@@ -627,12 +627,20 @@ void fab_coll__ce(Ex *x, uint64_t bytes, bool a2a) {
 
 /* ---- NVLS ------------------------------------------------------------------- */
 
-/* One NVLink domain: every rank's part of one NVLS allreduce (the switch
-** reduces and the owners multicast, piece by piece: models/nvls.h). */
+/* One NVLink domain: every rank's part of one NVLS collective, piece by
+** piece (models/nvls.h). Allreduce: the switch reduces and the owners
+** multicast; reduce-scatter: each rank contributes all S bytes and gets its
+** reduced S/n back (NCCL's multimem.ld_reduce); allgather: each rank stores
+** its S/n once and the switch copies it to every rank (multimem.st). */
 void fab_coll__run_nvls(Ex *x) {
   uint32_t group = x->d->groups++;
-  for (uint32_t i = 0; i < x->n; i++)
-    fab_coll__nvls_op(x, i, group, x->c->bytes, FAB_NVLS_OP_AR, F_READY | F_LAUNCH, NULL, 0);
+  FabCollOp op = x->c->op;
+  FabNvlsOp mode = op == FAB_COLL_REDUCE_SCATTER ? FAB_NVLS_OP_RS : op == FAB_COLL_ALLGATHER ? FAB_NVLS_OP_AG
+                                                                                             : FAB_NVLS_OP_AR;
+  for (uint32_t i = 0; i < x->n; i++) {
+    uint64_t b = mode == FAB_NVLS_OP_AG ? fab_coll__part(x, x->c->bytes, x->n, i) : x->c->bytes;
+    fab_coll__nvls_op(x, i, group, MAX(b, 1), mode, F_READY | F_LAUNCH, NULL, 0);
+  }
 }
 
 /* NVLS_TREE's state: per (channel, domain, local index) the latest

@@ -529,11 +529,15 @@ static gboolean check(const Ex *x, const Topo *t, const Groups *nodes, const Gro
     if (op != FAB_COLL_ALLREDUCE) return fail(err, "tree runs allreduce only, as in NCCL (not %s)", fab_coll_op_names[op]);
     break;
   case FAB_ALGO_NVLS:
-    if (op != FAB_COLL_ALLREDUCE) return fail(err, "nvls runs allreduce only (not %s)", fab_coll_op_names[op]);
+    if (op != FAB_COLL_ALLREDUCE && op != FAB_COLL_ALLGATHER && op != FAB_COLL_REDUCE_SCATTER)
+      return fail(err, "nvls runs allreduce, allgather and reduce-scatter, as in NCCL (not %s)", fab_coll_op_names[op]);
     if (!env->nvl_domain || t->nvl <= 0) return fail(err, "nvls needs an NVLink domain, and this cluster has none");
     if (!env->nvls)
       return fail(err, "nvls needs an NVSwitch that reduces (sm90 and later; cluster.nvlink.nvls not false), and this "
                   "cluster's has none");
+    if (t->domains != 1 && op != FAB_COLL_ALLREDUCE)
+      return fail(err, "nvls %s runs inside one NVLink domain (in-network reduction across nodes is for allreduce): "
+                  "these ranks span %u domains; use ring or pat", fab_coll_op_names[op], t->domains);
     if (t->domains != 1 && !env->collnet) {
       uint32_t i = other_domain(x);
       return fail(err, "nvls needs all ranks in one NVLink domain, or SHARP in the switches between them "

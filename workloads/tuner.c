@@ -549,8 +549,8 @@ static bool offered(const FabCollEnv *env, const Topo *t, FabCollOp op, FabCollA
   case FAB_ALGO_TREE: return ar;
   case FAB_ALGO_NVLS: /* one NVLink domain; across nodes only with in-network reduction (SHARP: NCCL
                      ** enables NVLS on more than one node only with CollNet, tuning.cc) */
-    return ar && t->nvls.nch >= 2 &&
-           (t->domains == 1 || (env->collnet && t->per_node > 1 && t->domains == t->nodes));
+    return (ar || agrs) && t->nvls.nch >= 2 &&
+           (t->domains == 1 || (ar && env->collnet && t->per_node > 1 && t->domains == t->nodes));
   case FAB_ALGO_NVLS_TREE: return ar && t->nvls.nch >= 2 && t->domains > 1 && t->per_domain >= 2;
   case FAB_ALGO_PAT: return agrs;
   case FAB_ALGO_PAIRWISE: return op == FAB_COLL_ALL_TO_ALL;
