@@ -142,7 +142,8 @@ const char *const fab_cta_policy_names[3] = {"default", "zero", NULL};
 
 /* The wire bytes of `payload` under protocol `p`. */
 static uint64_t wire_bytes(FabProto p, uint64_t payload) {
-  if (p == FAB_PROTO_LL) return payload * 2;                  /* 8 data bytes per 16-byte line */
+  if (p == FAB_PROTO_LL) return fab_coll__ceil_div(payload, 8) * 16; /* whole 16-byte lines of 8 data bytes and
+                                                                     ** a flag (NCCL's ncclLLFifoLine) */
   if (p == FAB_PROTO_LL128) return fab_coll__ceil_div(payload * 128, 120); /* 120 data bytes per 128-byte line */
   return payload;
 }
