@@ -72,6 +72,27 @@ static gboolean seq_of(const FabCfgNode *topo, const char *key, bool required, c
   return TRUE;
 }
 
+/* Whether `s` is `prefix` then digits, then (dotted) '.' and digits. */
+static bool numbered(const char *s, const char *prefix, bool dotted) {
+  size_t n = strlen(prefix);
+  if (strncmp(s, prefix, n)) return false;
+  s += n;
+  if (!g_ascii_isdigit(*s)) return false;
+  while (g_ascii_isdigit(*s)) s++;
+  if (!dotted) return !*s;
+  if (*s++ != '.' || !g_ascii_isdigit(*s)) return false;
+  while (g_ascii_isdigit(*s)) s++;
+  return !*s;
+}
+
+/* Whether a switch named `s` would share its name with one of the fabric's
+** own elements (a host's NIC, a GPU, an NVSwitch, a PCIe or xGMI element),
+** so that a failure or a report naming it would mean two things. */
+static bool reserved(const char *s) {
+  return numbered(s, "host", false) || numbered(s, "gpu", false) || numbered(s, "nvs", false) ||
+         numbered(s, "pcie", true) || numbered(s, "xgmi", true);
+}
+
 static gboolean read_switches(const FabCfgNode *list, FabGraph *g, GHashTable *names, GError **err) {
   GArray *sw = g_array_new(FALSE, TRUE, sizeof(FabGraphSwitch));
   for (size_t i = 0; i < fab_cfg_len(list); i++) {
@@ -97,6 +118,11 @@ static gboolean read_switches(const FabCfgNode *list, FabGraph *g, GHashTable *n
       else g_strlcpy(s.name, in.name, sizeof s.name);
       if (in.count && lookup(names, s.name, &first))
         return g_array_free(sw, TRUE), fab_cfg_fail(at, err, "switch '%s' is named twice", s.name);
+      if (reserved(s.name))
+        return g_array_free(sw, TRUE),
+               fab_cfg_fail(at, err, "switch '%s' would have the name of one of the fabric's own elements (host<N>, "
+                            "gpu<N>, nvs<N>, pcie<N>.<M> and xgmi<N>.<M> name hosts, GPUs, NVSwitches and PCIe and "
+                            "xGMI elements): choose another", s.name);
       if (in.count) name_range(names, s.name, sw->len, 1);
       g_array_append_val(sw, s);
       if (sw->len > 65000) return g_array_free(sw, TRUE), fab_cfg_fail(at, err, "more than 65000 switches");
