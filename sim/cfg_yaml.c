@@ -14,22 +14,21 @@
 
 /* ---- files ------------------------------------------------------------- */
 
-/* Read `path` whole, if it is a regular file of at most FAB_CFG_FILE_MAX
-** bytes: a device (/dev/zero), a FIFO or a directory is refused before
-** anything is read, so nothing reads forever. FALSE + a message in *why
-** (static, or errno's text). */
-static gboolean read_regular(const char *path, char **text, size_t *len, const char **why) {
+gboolean fab_cfg_read_file(const char *path, int64_t max, char **text, size_t *len, const char **why) {
   *text = NULL;
-  *len = 0;
-  int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+  if (len) *len = 0;
+  int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC); /* a FIFO without a writer does not block */
   if (fd < 0) return *why = g_strerror(errno), FALSE;
   struct stat st;
   gboolean ok = FALSE;
   if (fstat(fd, &st) != 0) *why = g_strerror(errno);
   else if (S_ISDIR(st.st_mode)) *why = "it is a directory";
   else if (!S_ISREG(st.st_mode)) *why = "not a regular file (a device, FIFO or socket is never read)";
-  else if (st.st_size > FAB_CFG_FILE_MAX) *why = "larger than " G_STRINGIFY(FAB_CFG_FILE_MAX_MIB) " MiB";
-  else ok = TRUE;
+  else if (st.st_size > max) {
+    char *m = g_strdup_printf("larger than %" G_GINT64_FORMAT " MiB, the most fabsim reads of such a file", max >> 20);
+    *why = g_intern_string(m); /* a few distinct limits: kept for the process */
+    g_free(m);
+  } else ok = TRUE;
   if (!ok) {
     close(fd);
     return FALSE;
@@ -57,7 +56,7 @@ static gboolean read_regular(const char *path, char **text, size_t *len, const c
   }
   buf[n] = 0;
   *text = buf;
-  *len = n;
+  if (len) *len = n;
   return TRUE;
 }
 
@@ -390,7 +389,7 @@ static FabCfgNode *load_include(FabCfg *cfg, const FabCfgNode *ent, const char *
     root = copy_tree(cfg, seen);
     goto out;
   }
-  if (!read_regular(path, &contents, &len, &why)) {
+  if (!fab_cfg_read_file(path, FAB_CFG_FILE_MAX, &contents, &len, &why)) {
     fab_cfg__node_err(ent, err, FAB_CFG_ERROR_IO, "cannot read included file %s: %s", as, why);
     goto out;
   }
@@ -476,7 +475,7 @@ FabCfg *fab_cfg_load_file(const char *path, GError **err) {
   char *text = NULL;
   size_t len = 0;
   const char *why = NULL;
-  if (!read_regular(path, &text, &len, &why)) {
+  if (!fab_cfg_read_file(path, FAB_CFG_FILE_MAX, &text, &len, &why)) {
     g_set_error(err, FAB_CFG_ERROR, FAB_CFG_ERROR_IO, "%s: cannot read scenario: %s", path, why);
     return NULL;
   }

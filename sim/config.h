@@ -69,6 +69,15 @@ GQuark fab_cfg_error_quark(void);
 /* Scenarios and includes: regular files of at most this size. */
 #define FAB_CFG_FILE_MAX_MIB 64
 #define FAB_CFG_FILE_MAX ((int64_t)FAB_CFG_FILE_MAX_MIB << 20)
+/* Traces (workload.file): at most this size a file. Logs, compute tables and
+** NCCL topologies: FAB_CFG_FILE_MAX. */
+#define FAB_TRACE_FILE_MAX_MIB 1024
+#define FAB_TRACE_FILE_MAX ((int64_t)FAB_TRACE_FILE_MAX_MIB << 20)
+/* Every input file: `path` read whole (NUL-terminated) if it is a regular file
+** of at most `max` bytes (its length in *len, if len); a directory, device, FIFO or socket is refused
+** before anything is read, so nothing blocks or reads forever. FALSE + *why
+** (a static or interned message) otherwise. */
+gboolean fab_cfg_read_file(const char *path, int64_t max, char **text, size_t *len, const char **why);
 /* A --set key (the text before '='): at most this many bytes, printable. */
 #define FAB_CFG_SET_KEY_MAX 256
 

@@ -16,6 +16,7 @@
 ** Following lines "# also: TEXT" name more text stderr must contain; {FILE}
 ** and {DIR} in it stand for the file as passed and its directory. */
 #include <criterion/criterion.h>
+#include <fcntl.h>
 #include <glib.h>
 #include <glib/gstdio.h>
 #include <string.h>
@@ -1072,6 +1073,58 @@ Test(cli, special_files_are_never_read) {
   g_rmdir(tmp);
   g_free(fifo);
   g_free(tmp);
+}
+
+/* The other readers (nccl-tests logs, traces, compute tables, NCCL
+** topologies) refuse special files and directories as the scenario reader
+** does, and a file over their limit before reading it. */
+Test(cli, special_files_are_never_read_as_logs_or_traces) {
+  char *scen = src_path("tests/data/nccl-tests-8hosts.yaml"), *tr = src_path("scenarios/trace-two-stage.yaml");
+  char *meas = src_path("scenarios/training-llama3-8b-measured.yaml");
+  char *tmp = g_dir_make_tmp("fabsim-fifo-XXXXXX", NULL), *fifo = g_build_filename(tmp, "p", NULL);
+  char *big = g_build_filename(tmp, "big.log", NULL);
+  cr_assert_eq(mkfifo(fifo, 0600), 0);
+  char *set_fifo = g_strdup_printf("workload.file=%s", fifo), *set_dir = g_strdup_printf("workload.file=%s", tmp);
+  char *set_topo = g_strdup_printf("cluster.node_topology=%s", fifo);
+  const char *nreg = "not a regular file";
+  expect_refused((const char *const[]){"compare", scen, "/dev/zero", NULL}, "/dev/zero: cannot read", nreg);
+  expect_refused((const char *const[]){"compare", scen, fifo, NULL}, fifo, nreg); /* no writer: would block */
+  expect_refused((const char *const[]){"compare", scen, tmp, NULL}, tmp, "it is a directory");
+  expect_refused((const char *const[]){"calibrate", scen, "/dev/urandom", NULL}, "/dev/urandom", nreg);
+  expect_refused((const char *const[]){"calibrate", scen, fifo, NULL}, fifo, nreg);
+  expect_refused((const char *const[]){"run", tr, "--set", "workload.file=/dev/zero", NULL},
+                 "workload.file: /dev/zero: cannot read the trace", nreg);
+  expect_refused((const char *const[]){"run", tr, "--set", set_fifo, NULL}, fifo, nreg);
+  expect_refused((const char *const[]){"validate", tr, "--set", set_dir, NULL}, tmp, "it is a directory");
+  expect_refused((const char *const[]){"run", meas, "--set", "workload.compute_table=/dev/zero", NULL},
+                 "workload.compute_table: /dev/zero", nreg);
+  expect_refused((const char *const[]){"run", meas, "--set", set_topo, NULL}, "cluster.node_topology", nreg);
+  int fd = g_open(big, O_CREAT | O_WRONLY, 0600); /* sparse: costs no disk */
+  cr_assert(fd >= 0 && ftruncate(fd, (off_t)65 << 20) == 0);
+  close(fd);
+  expect_refused((const char *const[]){"compare", scen, big, NULL}, big, "larger than 64 MiB");
+  g_unlink(big);
+  g_unlink(fifo);
+  g_rmdir(tmp);
+  g_free(set_fifo), g_free(set_dir), g_free(set_topo), g_free(big), g_free(fifo), g_free(tmp);
+  g_free(scen), g_free(tr), g_free(meas);
+}
+
+/* An output path that cannot be written is refused before anything runs:
+** exit 2, nothing on stdout (no table, no fit), the path named. */
+Test(cli, bad_output_paths_are_refused_first) {
+  char *scen = src_path("tests/data/nccl-tests-8hosts.yaml");
+  char *log = src_path("tests/data/all_reduce_perf_8rank_1MiB.log"), *file = src_path("README.md");
+  const char *dirs[] = {"/proc/nope", "/dev/null", file}; /* --out DIR */
+  for (size_t i = 0; i < G_N_ELEMENTS(dirs); i++)
+    expect_refused((const char *const[]){"compare", scen, log, "--out", dirs[i], NULL}, dirs[i],
+                   "cannot write the comparison");
+  char *under_file = g_build_filename(file, "fit.yaml", NULL);
+  const char *frags[] = {"/proc/nope/fit.yaml", "/tmp", "/dev/null", under_file}; /* --out FRAGMENT */
+  for (size_t i = 0; i < G_N_ELEMENTS(frags); i++)
+    expect_refused((const char *const[]){"calibrate", scen, log, "--out", frags[i], NULL}, frags[i],
+                   "cannot write the calibrated fragment");
+  g_free(under_file), g_free(file), g_free(log), g_free(scen);
 }
 
 /* KEY=~ removes a key, so that a shipped scenario with spines: can be swept

@@ -32,6 +32,7 @@
 #include <string.h>
 #include "cmds.h"
 #include "tools/libfabsim/driver.h"
+#include "tools/libfabsim/h5out.h"
 #include "tools/libfabsim/fields.h"
 #include "tools/libfabsim/nccltests.h"
 #include "tools/libfabsim/scenario.h"
@@ -432,8 +433,9 @@ static gboolean took(const FabScenario *sc, const void *ctx) {
 
 gboolean fab_calibrate_write(const char *scen, GPtrArray *user, const char *text, const char *out,
                              gboolean (*check)(const FabScenario *sc, const void *ctx), const void *ctx) {
-  char *tmp = g_strdup_printf("%s.tmp", out);
-  gboolean ok = g_file_set_contents(tmp, text, -1, NULL);
+  char *tmp = g_strdup_printf("%s.tmp", out), *dir = g_path_get_dirname(out);
+  gboolean ok = g_mkdir_with_parents(dir, 0777) == 0 && g_file_set_contents(tmp, text, -1, NULL); /* as --hdf5 */
+  g_free(dir);
   if (!ok) fprintf(stderr, "fabsim: calibrate: cannot write %s: %s\n", out, g_strerror(errno));
   char *as = ok ? g_canonicalize_filename(scen, NULL) : NULL, *af = ok ? g_canonicalize_filename(tmp, NULL) : NULL;
   char *inc = ok ? g_strdup_printf("include: [\"%s\", \"%s\"]\n", as, af) : NULL;
@@ -656,6 +658,12 @@ int fab_cmd_calibrate(int argc, char **argv) {
   c.nlogs = a.pos->len - 1;
   c.logs = g_new0(Log, c.nlogs);
   rc = EXIT_USAGE;
+  GError *oerr = NULL; /* --out checked before anything runs or prints */
+  if (a.value[CAL_OUT] && !fab_out_check_target(a.value[CAL_OUT], "the calibrated fragment", &oerr)) {
+    fprintf(stderr, "fabsim: calibrate: --out: %s\n", oerr->message);
+    g_error_free(oerr);
+    goto out;
+  }
   if (c.nlogs == 1 && fab_calibrate_is_probe(fab_args_pos(&a, 1))) { /* fabsim-replay --probe's JSON */
     if (a.value[CAL_FIT] || a.value[CAL_OP])
       fab_args_error(&fab_calibrate_cmd, "%s is a probe file: --fit and --op are for nccl-tests logs",

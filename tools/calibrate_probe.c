@@ -32,6 +32,7 @@
 #include "tools/libfabsim/driver.h"
 #include "tools/libfabsim/fields.h"
 #include "tools/libfabsim/json.h"
+#include "sim/config.h"
 #include "tools/libfabsim/scenario.h"
 
 #define ROUNDS 3 /* round trips simulated: the simulation's are alike (its median of 3 is that of the probe's 20) */
@@ -74,10 +75,9 @@ typedef struct Pf {
 /* Read the probe file: FALSE after printing why. */
 static gboolean read_probe(Pf *f) {
   char *text = NULL;
-  GError *err = NULL;
-  if (!g_file_get_contents(f->probe, &text, NULL, &err)) {
-    fprintf(stderr, "fabsim: calibrate: %s\n", err->message);
-    g_error_free(err);
+  const char *why = NULL;
+  if (!fab_cfg_read_file(f->probe, FAB_CFG_FILE_MAX, &text, NULL, &why)) {
+    fprintf(stderr, "fabsim: calibrate: %s: cannot read: %s\n", f->probe, why);
     return FALSE;
   }
   FabJsonIndex *ix = fab_json_index_new(text);
@@ -517,7 +517,8 @@ static void report_json(const Pf *f, uint32_t rounds, const char *out) {
 
 gboolean fab_calibrate_is_probe(const char *path) {
   char *text = NULL;
-  if (!g_file_get_contents(path, &text, NULL, NULL)) return FALSE;
+  const char *why = NULL;
+  if (!fab_cfg_read_file(path, FAB_CFG_FILE_MAX, &text, NULL, &why)) return FALSE; /* the log reader says why */
   const char *p = text;
   while (g_ascii_isspace(*p)) p++;
   gboolean yes = g_str_has_prefix(p, "{") && strstr(p, "\"probe\"") != NULL;

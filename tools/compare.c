@@ -15,6 +15,7 @@
 #include <unistd.h>
 #include "cmds.h"
 #include "tools/libfabsim/driver.h"
+#include "tools/libfabsim/h5out.h"
 #include "tools/libfabsim/json.h"
 #include "tools/libfabsim/nccltests.h"
 #include "tools/libfabsim/scenario.h"
@@ -489,6 +490,12 @@ int fab_cmd_compare(int argc, char **argv) {
     goto out;
   }
   rc = EXIT_USAGE;
+  GError *oerr = NULL; /* --out checked before anything runs or prints */
+  if (a.value[CMP_OUT] && !fab_out_check_dir(a.value[CMP_OUT], "the comparison", &oerr)) {
+    fprintf(stderr, "fabsim: compare: --out: %s\n", oerr->message);
+    g_error_free(oerr);
+    goto out;
+  }
   guint ntests = 0;
   FabNcclTestsTable *meas = fab_compare_measured("compare", fab_args_pos(&a, 1), op, &ntests);
   if (meas && fab_compare_log_sets("compare", meas, fab_args_pos(&a, 0), fab_args_pos(&a, 1), a.flag[CMP_JSON],

@@ -145,11 +145,11 @@ gboolean fab_nccl_topo_read(const char *path, FabNcclTopo *out, GError **err) {
   *out = (FabNcclTopo){.cpu = -1};
   Parse p = {.t = out, .path = path};
   gchar *text = NULL;
-  gsize len = 0;
+  size_t len = 0;
+  const char *why = NULL;
   GError *e = NULL;
-  if (!g_file_get_contents(path, &text, &len, &e)) {
-    g_set_error(err, FAB_CFG_ERROR, FAB_CFG_ERROR_IO, "%s: cannot read the NCCL topology: %s", path, e->message);
-    g_error_free(e);
+  if (!fab_cfg_read_file(path, FAB_CFG_FILE_MAX, &text, &len, &why)) {
+    g_set_error(err, FAB_CFG_ERROR, FAB_CFG_ERROR_IO, "%s: cannot read the NCCL topology: %s", path, why);
     return FALSE;
   }
   static const GMarkupParser parser = {start_el, end_el, NULL, NULL, NULL};

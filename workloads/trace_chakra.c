@@ -203,11 +203,10 @@ static void drop_absent_callers(FabTrace *t, guint first, const GArray *ndata) {
 static gboolean read_rank(FabTrace *t, uint32_t rank, const char *path, uint64_t missing, bool ctrl_wait,
                           GError **err) {
   gchar *buf = NULL;
-  gsize len = 0;
-  GError *e = NULL;
-  if (!g_file_get_contents(path, &buf, &len, &e)) {
-    g_set_error(err, FAB_CFG_ERROR, FAB_CFG_ERROR_IO, "%s: cannot read rank %u's trace: %s", path, rank, e->message);
-    g_error_free(e);
+  size_t len = 0;
+  const char *why = NULL;
+  if (!fab_cfg_read_file(path, FAB_TRACE_FILE_MAX, &buf, &len, &why)) {
+    g_set_error(err, FAB_CFG_ERROR, FAB_CFG_ERROR_IO, "%s: cannot read rank %u's trace: %s", path, rank, why);
     return FALSE;
   }
   const uint8_t *p = (const uint8_t *)buf, *end = p + len;

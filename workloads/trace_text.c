@@ -231,11 +231,10 @@ static gboolean read_op_line(FabTrace *t, const Line *l, GArray *deps, GError **
 
 gboolean fab_trace_read_text(FabTrace *t, const char *path, GError **err) {
   char *text = NULL;
-  gsize len = 0;
-  GError *e = NULL;
-  if (!g_file_get_contents(path, &text, &len, &e)) {
-    g_set_error(err, FAB_CFG_ERROR, FAB_CFG_ERROR_IO, "%s: cannot read the trace: %s", path, e->message);
-    g_error_free(e);
+  size_t len = 0;
+  const char *why = NULL;
+  if (!fab_cfg_read_file(path, FAB_TRACE_FILE_MAX, &text, &len, &why)) {
+    g_set_error(err, FAB_CFG_ERROR, FAB_CFG_ERROR_IO, "%s: cannot read the trace: %s", path, why);
     return FALSE;
   }
   if (memchr(text, 0, len)) {

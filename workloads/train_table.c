@@ -19,6 +19,7 @@
 */
 #include "train_int.h"
 #include <string.h>
+#include "sim/config.h"
 
 const char *const fab_train__part_names[TT_NPART + 1] = {"attention", "mlp", "moe", "logits", "optimizer", NULL};
 static const char *const pass_names[] = {"forward", "backward", "step", NULL};
@@ -89,11 +90,10 @@ static gboolean read_row(char **f, const size_t *col, const char *path, uint32_t
 gboolean fab_train__read_table(const char *path, TrainTable *tb, GError **err) {
   memset(tb, 0, sizeof *tb);
   char *text = NULL;
-  gsize len = 0;
-  GError *e = NULL;
-  if (!g_file_get_contents(path, &text, &len, &e)) {
-    g_set_error(err, FAB_CFG_ERROR, FAB_CFG_ERROR_IO, "%s: cannot read the compute table: %s", path, e->message);
-    g_error_free(e);
+  size_t len = 0;
+  const char *why = NULL;
+  if (!fab_cfg_read_file(path, FAB_CFG_FILE_MAX, &text, &len, &why)) {
+    g_set_error(err, FAB_CFG_ERROR, FAB_CFG_ERROR_IO, "%s: cannot read the compute table: %s", path, why);
     return FALSE;
   }
   gboolean ok = TRUE;

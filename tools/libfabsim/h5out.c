@@ -332,10 +332,11 @@ gboolean fab_out_check_kind(const char *path, const char *what, GError **err) {
   return TRUE;
 }
 
-gboolean fab_out_check_target(const char *path, const char *what, GError **err) {
-  if (!fab_out_check_kind(path, what, err)) return FALSE;
+/* The nearest existing ancestor of `path`, or `path` itself when `self`, is a
+** directory this process can write (a file is made and removed there). */
+static gboolean check_writable_dir(const char *path, gboolean self, const char *what, GError **err) {
   struct stat st;
-  char *dir = g_path_get_dirname(path); /* the nearest ancestor that exists */
+  char *dir = self ? g_strdup(path) : g_path_get_dirname(path);
   while (stat(dir, &st) != 0 && errno == ENOENT && strcmp(dir, "/") && strcmp(dir, ".")) {
     char *up = g_path_get_dirname(dir);
     g_free(dir);
@@ -361,6 +362,31 @@ gboolean fab_out_check_target(const char *path, const char *what, GError **err) 
   }
   g_free(dir);
   return ok;
+}
+
+gboolean fab_out_check_target(const char *path, const char *what, GError **err) {
+  return fab_out_check_kind(path, what, err) && check_writable_dir(path, FALSE, what, err);
+}
+
+gboolean fab_out_check_dir(const char *path, const char *what, GError **err) {
+  struct stat st;
+  if (!*path) {
+    g_set_error(err, FAB_H5_ERROR, H5OUT_ERROR_IO, "an empty path for the %s", what);
+    return FALSE;
+  }
+  if (stat(path, &st) == 0) {
+    if (!S_ISDIR(st.st_mode)) {
+      g_set_error(err, FAB_H5_ERROR, H5OUT_ERROR_IO, "%s: cannot write %s: it exists and is not a directory", path,
+                  what);
+      return FALSE;
+    }
+    return check_writable_dir(path, TRUE, what, err);
+  }
+  if (errno != ENOENT) {
+    g_set_error(err, FAB_H5_ERROR, H5OUT_ERROR_IO, "%s: cannot write %s: %s", path, what, g_strerror(errno));
+    return FALSE;
+  }
+  return check_writable_dir(path, FALSE, what, err);
 }
 
 gboolean fab_h5_check_target(const char *path, GError **err) { return fab_out_check_target(path, "HDF5 results", err); }

@@ -32,6 +32,9 @@ gboolean fab_h5_check_target(const char *path, GError **err);
 ** results"). And the first half alone: `path` is a regular file or nothing. */
 gboolean fab_out_check_target(const char *path, const char *what, GError **err);
 gboolean fab_out_check_kind(const char *path, const char *what, GError **err);
+/* The same for an output directory: `path` is a directory this process can
+** write, or nothing under a directory it can write (created later). */
+gboolean fab_out_check_dir(const char *path, const char *what, GError **err);
 
 /* Write `r` to `path` (fab_h5_check_target first). FALSE + err (domain FAB_H5_ERROR) on failure, in which
 ** case no file exists at `path` and the temporary is removed. */

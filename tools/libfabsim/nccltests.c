@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include "sim/config.h"
 
 G_DEFINE_QUARK(fab-nccltests-error-quark, fab_nccltests_error)
 
@@ -676,10 +677,9 @@ GPtrArray *fab_nccltests_parse_tests(const char *text, const char *name, GError 
 
 GPtrArray *fab_nccltests_read_tests(const char *path, GError **err) {
   char *text = NULL;
-  GError *e = NULL;
-  if (!g_file_get_contents(path, &text, NULL, &e)) {
-    g_set_error(err, FAB_NCCLTESTS_ERROR, 0, "%s: cannot read: %s", path, e->message);
-    g_error_free(e);
+  const char *why = NULL;
+  if (!fab_cfg_read_file(path, FAB_CFG_FILE_MAX, &text, NULL, &why)) {
+    g_set_error(err, FAB_NCCLTESTS_ERROR, 0, "%s: cannot read: %s", path, why);
     return NULL;
   }
   const char *p = text;
