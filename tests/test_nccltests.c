@@ -350,6 +350,135 @@ Test(nccltests, bad_logs_name_file_and_line) {
                "busbw #wrong i_min i_max), found 13");
 }
 
+/* A row of the current layout with one value given as text (the others good). */
+static char *row_with(int col, const char *v) {
+  const char *tok[13] = {"16", "4", "float", "sum", "-1", "11.58", "0.00", "0.00", "0", "11.29", "0.00", "0.00", "0"};
+  tok[col - 1] = v;
+  GString *s = g_string_new(NULL);
+  for (int i = 0; i < 13; i++) g_string_append_printf(s, "  %s", tok[i]);
+  g_string_append_c(s, '\n');
+  return g_string_free(s, FALSE);
+}
+
+static void expect_bad_value(int col, const char *v, const char *what) {
+  char *r = row_with(col, v), *text = g_strconcat(ROW8, r, NULL);
+  expect_error(text, "x.log:2: ", what);
+  g_free(text);
+  g_free(r);
+}
+
+Test(nccltests, bad_values_name_the_line_and_column) {
+  /* a size or count that is not a whole number up to 2^63 - 1 is an error, not a line skipped as noise */
+  expect_bad_value(1, "99999999999999999999", "column 1 (size): expected a whole number of bytes, found "
+                   "'99999999999999999999' (out of range");
+  expect_bad_value(1, "18446744073709551615", "column 1 (size): expected a whole number of bytes");
+  expect_bad_value(1, "8.5", "column 1 (size): expected a whole number of bytes, found '8.5' (not a whole number)");
+  expect_bad_value(1, "-8", "column 1 (size): expected a whole number of bytes, found '-8' (negative)");
+  expect_bad_value(1, "1e3", "column 1 (size)");
+  expect_bad_value(1, "0x10", "column 1 (size)");
+  expect_bad_value(1, "lots", "column 1 (size)");
+  expect_bad_value(2, "4.5", "column 2 (count): expected a whole number of elements, found '4.5'");
+  expect_bad_value(2, "-4", "column 2 (count)");
+  expect_bad_value(2, "99999999999999999999", "column 2 (count)");
+  /* times and bandwidths: non-negative decimal numbers or N/A */
+  expect_bad_value(6, "0x10", "column 6 (out-of-place time (us))");
+  expect_bad_value(6, "-1.5", "column 6 (out-of-place time (us)): expected a non-negative number or N/A");
+  expect_bad_value(7, "1e999", "column 7 (out-of-place algbw (GB/s))");
+  expect_bad_value(8, "nan", "column 8 (out-of-place busbw (GB/s))");
+  expect_bad_value(11, "inf", "column 11 (in-place algbw (GB/s))");
+  /* #wrong: a count; non-zero means nccl-tests found the results wrong */
+  expect_bad_value(9, "3", "column 9 (out-of-place #wrong): nccl-tests reported 3 wrong results; the row is not a "
+                   "measurement");
+  expect_bad_value(13, "1", "column 13 (in-place #wrong): nccl-tests reported 1 wrong results");
+  expect_bad_value(13, "0.5", "column 13 (in-place #wrong): expected a count of wrong elements or N/A");
+  expect_bad_value(9, "-1", "column 9 (out-of-place #wrong)");
+  /* N/A where nccl-tests prints it, and 2.0-2.12's error column (a deviation, not a count) still read */
+  char *msg, *r = row_with(9, "N/A"), *text = g_strconcat(ROW8, r, NULL);
+  FabNcclTestsTable *t = parse(text, &msg);
+  cr_assert_not_null(t, "%s", msg);
+  cr_assert_eq(t->rows->len, 2);
+  fab_nccltests_table_free(t);
+  g_free(text);
+  t = parse("#  size  count  type  redop  time  algbw  busbw  error  time  algbw  busbw  error\n"
+            "   16  4  float  sum  11.58  0.00  0.00  2e-07  11.29  0.00  0.00  2e-07\n", &msg);
+  cr_assert_not_null(t, "%s", msg);
+  cr_assert_float_eq(row(t, 0)->wrong[0], 2e-07, 1e-12);
+  fab_nccltests_table_free(t);
+  g_free(r);
+  /* noise that only starts like a number is still skipped */
+  t = parse("10.0.0.1 is up\n" ROW8, &msg);
+  cr_assert_not_null(t, "%s", msg);
+  fab_nccltests_table_free(t);
+}
+
+/* A JSON summary with one nccl-tests collective; `key`'s value replaced by `v` (NULL: as is). */
+static char *summary_with(const char *key, const char *v) {
+  static const char *const kv[][2] = {
+    {"status", "\"ok\""}, {"failure", "null"}, {"op", "\"allreduce\""}, {"bytes", "1048576"}, {"count", "262144"},
+    {"dtype_bytes", "4"}, {"ranks", "8"}, {"root", "-1"}, {"algorithm", "\"ring\""}, {"protocol", "\"simple\""},
+    {"tag", "\"nccl-tests\""}, {"job", "0"}, {"start_s", "0.001"}, {"end_s", "0.0011"}};
+  GString *s = g_string_new("{\n");
+  for (size_t i = 0; i < G_N_ELEMENTS(kv); i++) {
+    if (i == 2) g_string_append(s, "  \"collectives\": [\n    {");
+    g_string_append_printf(s, "%s\"%s\": %s", i == 2 ? "" : i > 2 ? ", " : "  ", kv[i][0],
+                           key && !strcmp(key, kv[i][0]) ? v : kv[i][1]);
+    if (i < 2) g_string_append(s, ",\n");
+  }
+  g_string_append(s, "}\n  ]\n}\n");
+  return g_string_free(s, FALSE);
+}
+
+static void expect_summary_error(const char *key, const char *v, const char *what) {
+  char *text = summary_with(key, v);
+  GError *err = NULL;
+  GPtrArray *tests = fab_nccltests_from_summary(text, "s.json", &err);
+  cr_expect_null(tests, "%s: %s accepted", key, v);
+  if (tests) g_ptr_array_free(tests, TRUE);
+  if (err) cr_expect(strstr(err->message, what), "'%s' should contain '%s'", err->message, what);
+  g_clear_error(&err);
+  g_free(text);
+}
+
+Test(nccltests, bad_summaries_name_file_key_and_place) {
+  char *text = summary_with(NULL, NULL);
+  GError *err = NULL;
+  GPtrArray *tests = fab_nccltests_from_summary(text, "s.json", &err);
+  cr_assert_not_null(tests, "%s", err ? err->message : "");
+  const FabNcclTestsTable *t = tests->pdata[0];
+  cr_assert_eq(row(t, 0)->bytes, 1048576);
+  cr_assert_float_eq(row(t, 0)->time_us[0], 100, 1e-6);
+  g_ptr_array_free(tests, TRUE);
+  g_free(text);
+  expect_summary_error("end_s", "-1", "s.json:5:");
+  expect_summary_error("end_s", "-1", ": collectives[0].end_s: expected a time in seconds (a number >= 0, or null: "
+                       "not completed), found -1");
+  expect_summary_error("end_s", "\"x\"", "collectives[0].end_s: expected a time in seconds");
+  expect_summary_error("end_s", "0.0005", "collectives[0].end_s: ends (0.0005 s) before it starts (0.001 s)");
+  expect_summary_error("start_s", "null", "collectives[0].start_s: expected a time in seconds (a number >= 0), found "
+                       "null");
+  expect_summary_error("bytes", "-16", "collectives[0].bytes: expected a whole number of bytes, found -16");
+  expect_summary_error("bytes", "true", "collectives[0].bytes: expected a whole number of bytes, found true");
+  expect_summary_error("bytes", "null", "collectives[0].bytes");
+  expect_summary_error("bytes", "8.5", "collectives[0].bytes");
+  expect_summary_error("bytes", "99999999999999999999", "collectives[0].bytes");
+  expect_summary_error("count", "\"5\"", "collectives[0].count");
+  expect_summary_error("ranks", "-8", "collectives[0].ranks");
+  expect_summary_error("root", "-2", "collectives[0].root: expected a rank or -1");
+  expect_summary_error("op", "7", "collectives[0].op: expected a string, found 7");
+  expect_summary_error("status", "\"failed\"", "s.json:2:13: status: \"failed\": the run did not complete; its "
+                       "collectives are not a measurement");
+  text = summary_with("status", "\"failed\"");
+  char **parts = g_strsplit(text, "\"failure\": null", 2);
+  char *why = g_strjoinv("\"failure\": \"a link is down\"", parts);
+  g_strfreev(parts);
+  tests = fab_nccltests_from_summary(why, "s.json", &err);
+  cr_assert_null(tests);
+  cr_assert(strstr(err->message, "did not complete: \"a link is down\";"), "%s", err->message);
+  g_clear_error(&err);
+  g_free(why);
+  g_free(text);
+}
+
 Test(nccltests, a_bad_log_file_and_a_missing_one) {
   char *path = data_path("all_reduce_perf_truncated.log");
   GError *err = NULL;
@@ -1232,6 +1361,50 @@ Test(nccltests_cli, compare_old_layouts_and_several_tests, .timeout = 240) {
   g_free(old);
   g_free(dir);
   g_free(multi);
+  g_free(log);
+  g_free(scen);
+}
+
+/* A bad row of a real log, or a bad JSON summary: file:line, exit 2, nothing on stdout. */
+Test(nccltests_cli, compare_bad_values_exit_2) {
+  char *scen = data_path("nccl-tests-8hosts.yaml"), *log = data_path("all_reduce_perf_8rank_1MiB.log"), *text = NULL;
+  cr_assert(g_file_get_contents(log, &text, NULL, NULL));
+  char *dir = g_dir_make_tmp("fabsim-compare-XXXXXX", NULL), *m = g_build_filename(dir, "m.log", NULL);
+  static const char *const sizes[] = {"99999999999999999999", "18446744073709551615", "8.5", "-8", "1e3", "0x10"};
+  for (size_t i = 0; i < G_N_ELEMENTS(sizes); i++) {
+    char **parts = g_strsplit(text, "      262144  ", 2), *bad = g_strjoinv(sizes[i], parts);
+    g_strfreev(parts);
+    cr_assert(g_file_set_contents(m, bad, -1, NULL));
+    Proc p = FABSIM("compare", scen, m, "--no-progress");
+    cr_expect_eq(p.status, 2, "size %s: exit %d\n%s", sizes[i], p.status, p.err);
+    cr_expect_str_empty(p.out);
+    char *where = g_strdup_printf("fabsim: compare: %s:23: column 1 (size): ", m);
+    cr_expect(strstr(p.err, where), "size %s:\n%s", sizes[i], p.err);
+    g_free(where);
+    proc_clear(&p);
+    p = FABSIM("calibrate", scen, m);
+    cr_expect_eq(p.status, 2, "calibrate, size %s: exit %d\n%s", sizes[i], p.status, p.err);
+    cr_expect(strstr(p.err, ":23: column 1 (size): "), "calibrate, size %s:\n%s", sizes[i], p.err);
+    proc_clear(&p);
+    g_free(bad);
+  }
+  char *js = g_build_filename(dir, "s.json", NULL), *sum = summary_with("status", "\"failed\"");
+  cr_assert(g_file_set_contents(js, sum, -1, NULL));
+  Proc p = FABSIM("compare", scen, js, "--no-progress");
+  cr_assert_eq(p.status, 2, "%s", p.err);
+  cr_assert_str_empty(p.out);
+  char *where = g_strdup_printf("fabsim: compare: %s:2:13: status: \"failed\": the run did not complete", js);
+  cr_assert(strstr(p.err, where), "%s", p.err);
+  proc_clear(&p);
+  g_unlink(js);
+  g_unlink(m);
+  g_rmdir(dir);
+  g_free(where);
+  g_free(sum);
+  g_free(js);
+  g_free(m);
+  g_free(dir);
+  g_free(text);
   g_free(log);
   g_free(scen);
 }

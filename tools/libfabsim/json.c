@@ -12,14 +12,17 @@ char *fab_json_summary(const FabResults *r) {
 /* ---- reading ------------------------------------------------------------- */
 
 struct FabJsonIndex {
-  GHashTable *at; /* path -> scalar text (owned) */
+  GHashTable *at;    /* path -> scalar text (owned) */
+  GHashTable *where; /* path -> its line and column, guint[2] (owned) */
 };
 
 typedef struct Parser {
   const char *p;
   GString *path;
-  GHashTable *at;
+  GHashTable *at, *where;
   int depth;
+  const char *seen, *bol; /* counted up to; the start of its line */
+  unsigned line;          /* of seen */
 } Parser;
 
 static void ws(Parser *ps) {
@@ -141,7 +144,15 @@ static gboolean value(Parser *ps) {
   } else {
     const char *a = ps->p;
     ok = *ps->p == '"' ? skip_string(ps) : *ps->p == '-' || g_ascii_isdigit(*ps->p) ? skip_number(ps) : skip_literal(ps);
-    if (ok) g_hash_table_replace(ps->at, g_strdup(ps->path->str), g_strndup(a, (gsize)(ps->p - a)));
+    if (ok) {
+      g_hash_table_replace(ps->at, g_strdup(ps->path->str), g_strndup(a, (gsize)(ps->p - a)));
+      for (; ps->seen < a; ps->seen++)
+        if (*ps->seen == '\n') ps->line++, ps->bol = ps->seen + 1;
+      guint *lc = g_new(guint, 2);
+      lc[0] = ps->line;
+      lc[1] = (guint)(g_utf8_pointer_to_offset(ps->bol, a) + 1);
+      g_hash_table_replace(ps->where, g_strdup(ps->path->str), lc);
+    }
   }
   ps->depth--;
   return ok;
@@ -149,25 +160,37 @@ static gboolean value(Parser *ps) {
 
 FabJsonIndex *fab_json_index_new(const char *text) {
   if (!text) return NULL;
-  Parser ps = {text, g_string_new(NULL), g_hash_table_new_full(g_str_hash, g_str_equal, g_free, g_free), 0};
+  Parser ps = {text, g_string_new(NULL), g_hash_table_new_full(g_str_hash, g_str_equal, g_free, g_free),
+               g_hash_table_new_full(g_str_hash, g_str_equal, g_free, g_free), 0, text, text, 1};
   gboolean ok = value(&ps);
   ws(&ps);
   g_string_free(ps.path, TRUE);
   if (!ok || *ps.p) {
     g_hash_table_destroy(ps.at);
+    g_hash_table_destroy(ps.where);
     return NULL;
   }
   FabJsonIndex *ix = g_new(FabJsonIndex, 1);
   ix->at = ps.at;
+  ix->where = ps.where;
   return ix;
 }
 
 void fab_json_index_free(FabJsonIndex *ix) {
   if (!ix) return;
   g_hash_table_destroy(ix->at);
+  g_hash_table_destroy(ix->where);
   g_free(ix);
 }
 
 const char *fab_json_index_get(const FabJsonIndex *ix, const char *path) {
   return ix && path ? g_hash_table_lookup(ix->at, path) : NULL;
+}
+
+gboolean fab_json_index_where(const FabJsonIndex *ix, const char *path, unsigned *line, unsigned *col) {
+  const guint *lc = ix && path ? g_hash_table_lookup(ix->where, path) : NULL;
+  if (!lc) return FALSE;
+  *line = lc[0];
+  *col = lc[1];
+  return TRUE;
 }

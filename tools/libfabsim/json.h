@@ -33,4 +33,8 @@ void fab_json_index_free(FabJsonIndex *ix);
 ** a string with its quotes), or NULL when there is none. Transfer none. */
 const char *fab_json_index_get(const FabJsonIndex *ix, const char *path);
 
+/* Where the scalar at `path` begins in the text: its line and column (in
+** characters), from 1; FALSE when there is none. */
+gboolean fab_json_index_where(const FabJsonIndex *ix, const char *path, unsigned *line, unsigned *col);
+
 #endif

@@ -251,4 +251,7 @@ char *fab_nccltests_cmp_format(const FabNcclTestsCmp *c);
 ** KiB)". Transfer full. */
 char *fab_nccltests_cmp_summary(const FabNcclTestsCmp *c);
 
+/* A number in `width` characters as nccl-tests prints it, N/A for NAN (internal: nccltests.c, nccltests_cmp.c). */
+void fab_nccltests__num_str(char *buf, size_t n, double v, int width);
+
 #endif
