@@ -258,6 +258,13 @@ Test(trace, text_malformed) {
   expect_text_error(2, "1 7 compute 1us - -\n", "t.txt:1:3: rank: '7' is not a rank (0..1)");
   expect_text_error(2, "1 0 send 1KiB 1 - colour=red\n1 1 recv 1KiB 0 -\n", "t.txt:1:19: colour: unknown option");
   expect_text_error(2, "1 0 send 1KiB 0 -\n", "rank 0 sends to rank 0, itself");
+  expect_text_error(2, "1 0 compute 20us - - name=a name=b\n", "t.txt:1:29: name: name is given twice on this line");
+  expect_text_error(2, "1 0 compute 20us - - tag=3\n", "t.txt:1:22: tag: tag pairs a send with its recv, not a compute");
+  expect_text_error(2, "1 0 allreduce 1KiB - - root=1\n1 1 allreduce 1KiB - - root=1\n",
+                    "t.txt:1:24: root: root is for broadcast and reduce, not allreduce");
+  expect_text_error(2, "1 0 broadcast 1KiB - - root=0\n1 1 broadcast 1KiB - - root=1\n",
+                    "is broadcast of 1024 B on group all ranks with root 1, where rank 0's collective 1 there (node 1) "
+                    "has root 0");
   expect_text_error(2, "1 0 allreduce 1KiB nope -\n", "no group named 'nope'");
   expect_text_error(2, "1 0 compute 1us - -\n1 0 compute 1us - -\n", "node id 1 appears twice in rank 0's trace");
   expect_text_error(2, "1 0 compute 1e9flop - -\n1 1 compute 1us - -\n2 0 send 1 1 1\n2 1 recv 1 0 1\n",

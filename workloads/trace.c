@@ -271,7 +271,11 @@ static gboolean match_colls(Build *b, GError **err) {
       for (uint32_t j = 0; ok && j < gn; j++) {
         uint32_t i = g_array_index(q[(size_t)g * t->nranks + (gr ? gr[j] : j)], uint32_t, k);
         const FabTrNode *x = node(b, i);
-        if (x->op != x0->op || x->bytes != x0->bytes || x->root != x0->root)
+        if (x->op == x0->op && x->bytes == x0->bytes && x->root != x0->root)
+          ok = FAIL("%s: node %" G_GUINT64_FORMAT " (rank %u) is %s of %" G_GUINT64_FORMAT " B on group %s with root %u, "
+                    "where rank %u's collective %u there (node %" G_GUINT64_FORMAT ") has root %u", x->where, x->id,
+                    x->rank, op_name(x->op), x->bytes, group_name(t, gid), x->root, x0->rank, k + 1, x0->id, x0->root);
+        else if (x->op != x0->op || x->bytes != x0->bytes)
           ok = FAIL("%s: node %" G_GUINT64_FORMAT " (rank %u) is %s of %" G_GUINT64_FORMAT " B on group %s, where "
                     "rank %u's collective %u there (node %" G_GUINT64_FORMAT ") is %s of %" G_GUINT64_FORMAT " B",
                     x->where, x->id, x->rank, op_name(x->op), x->bytes, group_name(t, gid), x0->rank, k + 1, x0->id,

@@ -152,13 +152,22 @@ static gboolean read_size(FabTrNode *nd, const Line *l, GError **err) {
   return TRUE;
 }
 
+/* name= on any line; tag= on a send or recv (what pairs them); root= on a
+** broadcast or reduce. Each at most once. */
 static gboolean read_options(FabTrace *t, FabTrNode *nd, const Line *l, GError **err) {
+  unsigned seen = 0;
   for (uint32_t k = 6; k < l->nf; k++) {
     const char *eq = strchr(l->f[k], '=');
     char *key = eq ? g_strndup(l->f[k], (size_t)(eq - l->f[k])) : g_strdup(l->f[k]);
     uint64_t v = 0;
+    unsigned bit = g_str_equal(key, "name") ? 1u : g_str_equal(key, "tag") ? 2u : g_str_equal(key, "root") ? 4u : 0u;
+    bool p2p = nd->kind == FAB_TR_SEND || nd->kind == FAB_TR_RECV;
+    bool rooted = nd->kind == FAB_TR_COLL && (nd->op == FAB_COLL_BROADCAST || nd->op == FAB_COLL_REDUCE);
     gboolean ok = eq != NULL;
     if (!ok) ok = lfail(l, k, key, err, "expected KEY=VALUE (name, tag or root)");
+    else if (seen & bit) ok = lfail(l, k, key, err, "%s is given twice on this line", key);
+    else if (bit == 2 && !p2p) ok = lfail(l, k, key, err, "tag pairs a send with its recv, not a %s", l->f[2]);
+    else if (bit == 4 && !rooted) ok = lfail(l, k, key, err, "root is for broadcast and reduce, not %s", l->f[2]);
     else if (g_str_equal(key, "name")) nd->name = g_string_chunk_insert_const(t->strs, eq + 1);
     else if (g_str_equal(key, "tag") || g_str_equal(key, "root")) {
       if (!parse_u64(eq + 1, &v) || (key[0] == 'r' && v > UINT32_MAX))
@@ -168,6 +177,7 @@ static gboolean read_options(FabTrace *t, FabTrNode *nd, const Line *l, GError *
     } else {
       ok = lfail(l, k, key, err, "unknown option '%s' (expected name, tag or root)", key);
     }
+    seen |= bit;
     g_free(key);
     if (!ok) return FALSE;
   }
