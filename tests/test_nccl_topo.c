@@ -90,6 +90,23 @@ Test(nccl_topo, dgx_h100_dump_is_the_preset) {
 }
 
 /* Two A100s, 12 NVLinks each, one 200 Gb/s NIC, PCIe Gen4, AMD: the layout the run uses. */
+/* A speed the dump does not know ("Unknown", as NCCL writes for a link it
+** cannot read) leaves the preset's PCIe rate. */
+Test(nccl_topo, an_unknown_pcie_speed_keeps_the_preset) {
+  char *x = dump(2, 80, 12, "Unknown", 200000, false, "AuthenticAMD");
+  char *p = put("unknown.xml", x);
+  char *y = g_strdup_printf("cluster: {node: dgx-a100, nodes: 2, node_topology: '%s'}\n"
+                            "fabric: {topology: {kind: single-switch}}\n"
+                            "workload: {kind: collective, op: allreduce, size: 1MiB}\n", p);
+  FabScenario *sc = testscen_load(y, NULL);
+  FabScenario *pre = testscen_load("cluster: {node: dgx-a100, nodes: 2}\nfabric: {topology: {kind: single-switch}}\n"
+                                   "workload: {kind: collective, op: allreduce, size: 1MiB}\n", NULL);
+  cr_assert_eq(sc->fabric.gpu.pcie_bps, pre->fabric.gpu.pcie_bps);
+  fab_scenario_free(pre);
+  fab_scenario_free(sc);
+  g_free(y), g_free(p), g_free(x);
+}
+
 Test(nccl_topo, a100_pair_layout) {
   char *x = dump(2, 80, 12, "16.0 GT/s PCIe", 200000, false, "AuthenticAMD");
   char *p = put("a100.xml", x);
@@ -141,6 +158,13 @@ Test(nccl_topo, refused) {
   expect_error("<system><gpu sm=\"90\">\n<nvlink count=\"x\"/></gpu></system>", "dgx-h100",
                "t.xml:2:");
   expect_error("<system><gpu sm=\"90\"></system>", "dgx-h100", "not an NCCL topology (XML)");
+  static const char *const bad_speeds[] = {"abc", "0 GT/s", "-32 GT/s", "1e300 GT/s", "16.0 GT/z"};
+  for (size_t k = 0; k < G_N_ELEMENTS(bad_speeds); k++) {
+    char *x = dump(2, 90, 18, bad_speeds[k], 400000, true, "GenuineIntel");
+    expect_error(x, "dgx-h100", "is not a PCIe rate (such as \"32.0 GT/s PCIe\", up to 1024 GT/s)");
+    expect_error(x, "dgx-h100", "t.xml:4:"); /* at the element, as GMarkup places it */
+    g_free(x);
+  }
   expect_error("<system><gpu sm=\"90\"/></system>", "host", "'node_topology' is for GPU nodes");
   GError *err = NULL;
   FabScenario *sc = fab_scenario_load_string("cluster: {node: dgx-h100, nodes: 2, node_topology: /nonexistent.xml}\n"

@@ -39,15 +39,18 @@ static gboolean fail(GMarkupParseContext *ctx, const Parse *p, GError **err, con
   return FALSE;
 }
 
-/* "32.0 GT/s PCIe" (or "16 GT/s") x width lanes, 128b/130b, per direction. */
-static uint64_t pci_rate(const char *speed, const char *width) {
-  if (!speed) return 0;
+/* "32.0 GT/s PCIe" (or "16 GT/s") x width lanes, 128b/130b, per direction;
+** 0 for a speed the dump does not know (absent, empty, "Unknown..."), -1 for
+** one that is not a rate. */
+static int64_t pci_rate(const char *speed, const char *width) {
+  if (!speed || !*speed || g_str_has_prefix(speed, "Unknown")) return 0;
   char *end;
   double gts = g_ascii_strtod(speed, &end);
-  if (end == speed || gts <= 0 || gts > 1024) return 0;
+  while (*end == ' ') end++;
+  if (end == speed || !(gts > 0) || gts > 1024 || !g_str_has_prefix(end, "GT/s")) return -1;
   uint64_t lanes = width ? g_ascii_strtoull(width, NULL, 10) : 16;
   if (!lanes || lanes > 64) lanes = 16; /* NCCL takes 16 when the width is unknown (topo.cc) */
-  return (uint64_t)(gts * 1e9) * lanes * 128 / 130;
+  return (int64_t)((uint64_t)(gts * 1e9) * lanes * 128 / 130);
 }
 
 static gboolean parse_u32(const char *s, uint32_t *v) {
@@ -89,7 +92,13 @@ static void start_el(GMarkupParseContext *ctx, const char *el, const char **n, c
   }
   p->pci_bps[p->depth] = 0;
   if (g_str_equal(el, "pci")) {
-    p->pci_bps[p->depth] = pci_rate(attr(n, v, "link_speed"), attr(n, v, "link_width"));
+    int64_t r = pci_rate(attr(n, v, "link_speed"), attr(n, v, "link_width"));
+    if (r < 0) {
+      fail(ctx, p, err, "<pci> link_speed '%s' is not a PCIe rate (such as \"32.0 GT/s PCIe\", up to 1024 GT/s)",
+           attr(n, v, "link_speed"));
+      return;
+    }
+    p->pci_bps[p->depth] = (uint64_t)r;
   } else if (g_str_equal(el, "cpu")) {
     const char *vendor = attr(n, v, "vendor"), *arch = attr(n, v, "arch");
     int cpu = arch && (g_str_has_prefix(arch, "arm") || g_str_has_prefix(arch, "aarch")) ? FAB_CPU_ARM
