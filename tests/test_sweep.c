@@ -414,6 +414,41 @@ Test(sweep, a_directory_of_another_sweep_is_not_reused) {
   g_free(dir);
 }
 
+/* sweep.key is fabsim's record of the points' numbers: a point line that is
+** damaged (not "point N VALUES", a number or a point given twice) stops
+** the sweep with the file's line, exit 2, rather than being trusted or
+** skipped; the table is left as it was. */
+Test(sweep, a_damaged_key_is_refused_at_its_line) {
+  char *dir = tmpdir(), *q = quickstart(), *out = g_build_filename(dir, "s", NULL);
+  Proc a = RUN_IN(dir, "sweep", q, "--set", "workload.size=64KiB,128KiB", "--out", out, "--jobs", "2");
+  cr_assert_eq(a.status, 0, "%s", a.err);
+  char *key = g_build_filename(out, "sweep.key", NULL), *good = read_file(key), *csv = g_build_filename(out, "sweep.csv", NULL);
+  char *before = read_file(csv);
+  cr_assert(strstr(good, "\npoint 0 64KiB\npoint 1 128KiB\n"), "%s", good);
+  static const struct { const char *line, *why; } bad[] = {
+    {"point 0 128KiB", "sweep.key:5: a point number given twice: 'point 0 128KiB'"},
+    {"point 2 64KiB", "sweep.key:5: a point given twice: 'point 2 64KiB'"},
+    {"point x 128KiB", "sweep.key:5: not 'point N VALUES' with a value per swept key"},
+  };
+  for (size_t k = 0; k < G_N_ELEMENTS(bad); k++) {
+    char *head = g_strndup(good, (size_t)(strstr(good, "point 1 ") - good));
+    char *text = g_strdup_printf("%s%s\n", head, bad[k].line);
+    cr_assert(g_file_set_contents(key, text, -1, NULL));
+    Proc b = RUN_IN(dir, "sweep", q, "--set", "workload.size=64KiB,128KiB", "--out", out);
+    cr_assert_eq(b.status, 2, "%s: %s", bad[k].line, b.err);
+    cr_assert(strstr(b.err, bad[k].why), "%s\nexpected: %s", b.err, bad[k].why);
+    cr_assert_str_empty(b.out);
+    char *after = read_file(csv);
+    cr_assert_str_eq(after, before, "the table is untouched");
+    g_free(after), g_free(text), g_free(head);
+    proc_clear(&b);
+  }
+  proc_clear(&a);
+  g_free(before), g_free(csv), g_free(good), g_free(key), g_free(out), g_free(q);
+  rm_rf(dir);
+  g_free(dir);
+}
+
 /* A sweep of a training scenario carries the step report in its columns
 ** (empty for runs that are not training): the step time of each point is
 ** the one its own run reports. */

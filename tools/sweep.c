@@ -904,8 +904,7 @@ static int sweep(Sweep *w, const FabArgs *a) {
   if (!ok) return EXIT_USAGE;
   GPtrArray *prev = g_ptr_array_new_with_free_func(fab_sweep__prev_row_free);
   size_t n_done = 0;
-  fab_sweep__registry_rows(w, prev);
-  ok = fab_sweep__read_previous(w, prev);
+  ok = fab_sweep__registry_rows(w, prev) && fab_sweep__read_previous(w, prev);
   if (ok && !merge_points(w, prev, &n_done)) {
     fprintf(stderr, "fabsim sweep: %s: the sweep there and this one make a grid of more than a million points\n",
             w->dir);

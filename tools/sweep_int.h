@@ -89,6 +89,6 @@ size_t fab_sweep__gather(Sweep *w);
 /* The children's environment (g_strfreev it). */
 char **fab_sweep__child_env(void);
 /* The points numbered in the sweep.key this command found, as rows without a result, into prev. */
-void fab_sweep__registry_rows(const Sweep *w, GPtrArray *prev);
+gboolean fab_sweep__registry_rows(const Sweep *w, GPtrArray *prev); /* FALSE: a damaged sweep.key, said */
 
 #endif

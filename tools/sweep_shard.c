@@ -100,21 +100,35 @@ char **fab_sweep__child_env(void) {
 
 /* The points numbered in the sweep.key this command found, as rows without
 ** a result, into prev (before the table's rows: their numbers come first). */
-void fab_sweep__registry_rows(const Sweep *w, GPtrArray *prev) {
-  if (!w->old_key) return;
+gboolean fab_sweep__registry_rows(const Sweep *w, GPtrArray *prev) {
+  if (!w->old_key) return TRUE;
   size_t nk = w->keys->len, nc = w->cols->len;
   char **lines = g_strsplit(w->old_key, "\n", -1);
-  for (char **l = lines; *l; l++) {
+  GHashTable *ids = g_hash_table_new(g_int64_hash, g_int64_equal), *tuples = g_hash_table_new(g_str_hash, g_str_equal);
+  gboolean ok = TRUE;
+  for (char **l = lines; ok && *l; l++) {
     char *end = NULL;
     if (strncmp(*l, "point ", 6)) continue;
     guint64 id = g_ascii_strtoull(*l + 6, &end, 10);
-    if (!end || end == *l + 6 || *end != ' ') continue;
-    char *tk = g_strcompress(end + 1), **vals = g_strsplit(tk, "\x1f", -1);
-    g_free(tk);
-    if (g_strv_length(vals) != nk) {
+    char *tk = end && end != *l + 6 && *end == ' ' && g_ascii_isdigit((*l)[6]) ? g_strcompress(end + 1) : NULL;
+    char **vals = tk ? g_strsplit(tk, "\x1f", -1) : NULL;
+    const char *why = !vals || g_strv_length(vals) != nk ? "not 'point N VALUES' with a value per swept key"
+                      : id > G_MAXINT32 ? "a point number out of range"
+                      : g_hash_table_contains(ids, &id) ? "a point number given twice"
+                      : g_hash_table_contains(tuples, tk) ? "a point given twice" : NULL;
+    if (why) { /* written by fabsim only: edited or damaged */
+      fprintf(stderr, "fabsim sweep: %s/sweep.key:%td: %s: '%s'; the file is fabsim's record of the points' "
+              "numbers (remove the directory, or give another --out, to start again)\n", w->dir, l - lines + 1, why,
+              *l);
       g_strfreev(vals);
-      continue;
+      g_free(tk);
+      ok = FALSE;
+      break;
     }
+    gint64 *idp = g_new(gint64, 1);
+    *idp = (gint64)id;
+    g_hash_table_add(ids, idp);
+    g_hash_table_add(tuples, tk); /* kept until the end */
     PrevRow *r = g_new0(PrevRow, 1);
     r->values = vals;
     r->id = id;
@@ -122,5 +136,14 @@ void fab_sweep__registry_rows(const Sweep *w, GPtrArray *prev) {
     for (size_t f = 0; f < nc; f++) r->num[f] = g_strdup("");
     g_ptr_array_add(prev, r);
   }
+  GHashTableIter it;
+  gpointer k;
+  g_hash_table_iter_init(&it, ids);
+  while (g_hash_table_iter_next(&it, &k, NULL)) g_free(k);
+  g_hash_table_iter_init(&it, tuples);
+  while (g_hash_table_iter_next(&it, &k, NULL)) g_free(k);
+  g_hash_table_destroy(ids);
+  g_hash_table_destroy(tuples);
   g_strfreev(lines);
+  return ok;
 }
