@@ -104,7 +104,8 @@ gboolean fab_sweep__registry_rows(const Sweep *w, GPtrArray *prev) {
   if (!w->old_key) return TRUE;
   size_t nk = w->keys->len, nc = w->cols->len;
   char **lines = g_strsplit(w->old_key, "\n", -1);
-  GHashTable *ids = g_hash_table_new(g_int64_hash, g_int64_equal), *tuples = g_hash_table_new(g_str_hash, g_str_equal);
+  GHashTable *ids = g_hash_table_new_full(g_int64_hash, g_int64_equal, g_free, NULL);
+  GHashTable *tuples = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
   gboolean ok = TRUE;
   for (char **l = lines; ok && *l; l++) {
     char *end = NULL;
@@ -128,7 +129,7 @@ gboolean fab_sweep__registry_rows(const Sweep *w, GPtrArray *prev) {
     gint64 *idp = g_new(gint64, 1);
     *idp = (gint64)id;
     g_hash_table_add(ids, idp);
-    g_hash_table_add(tuples, tk); /* kept until the end */
+    g_hash_table_add(tuples, tk);
     PrevRow *r = g_new0(PrevRow, 1);
     r->values = vals;
     r->id = id;
@@ -136,12 +137,6 @@ gboolean fab_sweep__registry_rows(const Sweep *w, GPtrArray *prev) {
     for (size_t f = 0; f < nc; f++) r->num[f] = g_strdup("");
     g_ptr_array_add(prev, r);
   }
-  GHashTableIter it;
-  gpointer k;
-  g_hash_table_iter_init(&it, ids);
-  while (g_hash_table_iter_next(&it, &k, NULL)) g_free(k);
-  g_hash_table_iter_init(&it, tuples);
-  while (g_hash_table_iter_next(&it, &k, NULL)) g_free(k);
   g_hash_table_destroy(ids);
   g_hash_table_destroy(tuples);
   g_strfreev(lines);
