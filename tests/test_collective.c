@@ -654,33 +654,151 @@ Test(pat, log_steps_and_every_block_once) {
 
 /* ---- pairwise, send-recv ----------------------------------------------------- */
 
-Test(pairwise, rounds_in_order) {
-  for (size_t z = 0; z < NSIZES; z++) {
-    uint32_t n = sizes[z], e[MAXR];
+/* NCCL's p2p rounds for ranks that are each a node of their own (groups of
+** one): round r sends to i + d_r, d_r NCCL's quadratic walk (x^2 + x) / 2
+** mod the next power of two, the values under n kept (init.cc
+** ncclP2pSchedule; for 16 ranks 0, 1, 3, 6, 10, 15, 5, 12, ...). */
+static uint32_t quad_deltas(uint32_t n, uint32_t *d) {
+  uint32_t pw = 1, k = 0;
+  while (pw < n) pw <<= 1;
+  for (uint32_t x = 0; x < pw; x++) {
+    uint32_t v = (x * x + x) / 2 % pw;
+    if (v < n) d[k++] = v;
+  }
+  return k;
+}
+
+static uint32_t rev2(uint32_t v) { return ((v & 1) << 1) | ((v >> 1) & 1); } /* 2 bits reversed */
+
+/* All-to-all as NCCL schedules its sends and receives (coll_p2p.c), on 4
+** p2p channels over plain hosts (one channel per op): round r's op runs on
+** channel bitrev(r mod 4) (ncclP2pChannelBaseForRound); the rounds of one
+** group of 8 start together, each at the channel's Simple rate over the
+** works the channel holds in that batch (round 0, the rank's own copy,
+** counts); a round of the next group waits on its channel for the batch
+** before: the rank's sends out and its receives in. */
+Test(pairwise, nccl_rounds_channels_and_batches) {
+  static const uint32_t ns[] = {2, 3, 5, 8, 13, 20};
+  for (size_t z = 0; z < sizeof ns / sizeof ns[0]; z++) {
+    uint32_t n = ns[z], e[MAXR], dl[MAXR];
     FabCollEnv env = hosts(n);
     uint64_t S = 4096ull * n, rx[MAXR];
     FabCollSpec s = spec(FAB_COLL_ALL_TO_ALL, FAB_ALGO_AUTO, S, n);
+    s.channels = 4;
     int32_t coll;
     FabDag *d = expand(&env, &s, e, &coll);
     cr_assert_str_eq(g_array_index(d->colls, FabCollDef, coll).algorithm, "pairwise");
+    cr_assert_eq(g_array_index(d->colls, FabCollDef, coll).channels, 4);
     check_dag(d, &env, &s, coll, e);
     received(d, &s, rx);
     for (uint32_t r = 0; r < n; r++) cr_assert_eq(rx[r], (n - 1) * S / n);
-    uint32_t len = fab_dag_len(d), out[64];
+    cr_assert_eq(quad_deltas(n, dl), n);
+    uint32_t len = fab_dag_len(d), out[MAXR], in[MAXR];
     uint64_t *ready = g_new(uint64_t, len), *done = g_new(uint64_t, len);
+    uint8_t *seen = g_new(uint8_t, len);
     play(d, ready, done);
-    for (uint32_t r = 0; r < n; r++) {
-      uint32_t no = flows_of(d, r, true, out);
-      cr_assert_eq(no, n - 1);
-      for (uint32_t k = 0; k < no; k++) {
-        cr_assert_eq(op_at(d, out[k])->dst, (r + k + 1) % n, "round %u goes to rank i+%u", k + 1, k + 1);
-        if (k) cr_assert_geq(ready[out[k]], done[out[k - 1]], "round %u before round %u left", k + 1, k);
+    for (uint32_t i = 0; i < n; i++) {
+      cr_assert_eq(flows_of(d, i, true, out), n - 1);
+      cr_assert_eq(flows_of(d, i, false, in), n - 1);
+      uint64_t t0 = UINT64_MAX;
+      for (uint32_t k = 0; k < n - 1; k++) t0 = MIN(t0, ready[out[k]]);
+      for (uint32_t r = 1; r < n; r++) {
+        uint32_t to = (i + dl[r]) % n, k = 0;
+        while (k < n - 1 && op_at(d, out[k])->dst != to) k++;
+        cr_assert_lt(k, n - 1, "n=%u: rank %u sends to %u", n, i, to);
+        const FabOp *o = op_at(d, out[k]);
+        uint32_t c = rev2(r % 4), works = 0;
+        for (uint32_t q = r / 8 * 8; q < MIN(r / 8 * 8 + 8, n); q++) works += rev2(q % 4) == c;
+        cr_assert_eq(o->lane, c + 1, "n=%u: round %u on channel %u", n, r, c);
+        cr_assert_eq(o->max_bps, env.costs.channel_bps[2] / works, "n=%u round %u: the CTA split %u ways", n, r,
+                     works);
+        if (r < 8) {
+          cr_assert_eq(ready[out[k]], t0, "n=%u: rounds 1-7 start together", n);
+          continue;
+        }
+        cr_assert_gt(ready[out[k]], t0, "n=%u: round %u waits for its channel's batch before", n, r);
+        /* the batch before on its channel: this rank's sends and receives there */
+        for (uint32_t q = r / 8 * 8 - 8; q < r / 8 * 8; q++) {
+          if (rev2(q % 4) != c || q == 0) continue;
+          uint32_t peer_out = (i + dl[q]) % n, peer_in = (i + n - dl[q]) % n;
+          for (uint32_t m = 0; m < n - 1; m++) {
+            if (op_at(d, out[m])->dst != peer_out) continue;
+            memset(seen, 0, len);
+            cr_assert(reaches(d, out[k], out[m], seen), "n=%u: round %u waits for its send of round %u", n, r, q);
+          }
+          for (uint32_t m = 0; m < n - 1; m++) {
+            if (op_at(d, in[m])->src != peer_in) continue;
+            memset(seen, 0, len);
+            cr_assert(reaches(d, out[k], in[m], seen), "n=%u: round %u waits for its receive of round %u", n, r, q);
+          }
+        }
       }
     }
     g_free(ready);
     g_free(done);
+    g_free(seen);
     fab_dag_free(d);
   }
+}
+
+/* NCCL's protocol for a p2p op (addP2pToPlan): LL while the op holds at
+** most NCCL_P2P_LL_THRESHOLD = 16 KiB a channel, else Simple; here one
+** channel an op (plain hosts), so blocks of 16 KiB are LL, a byte more is
+** not. A protocol given stays. */
+Test(pairwise, ll_up_to_16_kib_a_channel) {
+  uint32_t n = 8;
+  FabCollEnv env = hosts(n);
+  for (int more = 0; more < 2; more++)
+    for (int given = 0; given < 2; given++) {
+      FabCollSpec s = spec(FAB_COLL_ALL_TO_ALL, FAB_ALGO_AUTO, n * (16384ull + 4 * more), n);
+      s.protocol = given ? FAB_PROTO_SIMPLE : FAB_PROTO_AUTO;
+      s.channels = 0;
+      int32_t coll;
+      FabDag *d = expand(&env, &s, NULL, &coll);
+      const char *want = !given && !more ? "ll" : "simple";
+      cr_assert_str_eq(g_array_index(d->colls, FabCollDef, coll).protocol, want, "%s block, protocol %s",
+                       more ? "16 KiB + 4" : "16 KiB", given ? "simple" : "auto");
+      fab_dag_free(d);
+    }
+}
+
+/* Two nodes of 8 H100 (one NVLink domain each, a 400 Gb/s NIC per GPU):
+** NCCL's 8-rank groups, so rounds 0-7 are the rank's node (channels 0-3,
+** base 0) and rounds 8-15 the other node (base bitrev(1) over 16 channels
+** = 8: channels 8-11); 4 channels a peer (the NIC's 50 GB/s over 14 GB/s a
+** channel), each op cut in 4 parts; every part of every peer starts at
+** once, each at the Simple rate over the channel's 8 works. */
+Test(pairwise, two_nodes_every_peer_at_once) {
+  uint32_t e[MAXR];
+  FabCollEnv env = gpus(2, 8);
+  uint64_t S = 16ull << 20, rx[MAXR];
+  FabCollSpec s = spec(FAB_COLL_ALL_TO_ALL, FAB_ALGO_PAIRWISE, S, 16);
+  s.channels = 16;
+  int32_t coll;
+  FabDag *d = expand(&env, &s, e, &coll);
+  check_dag(d, &env, &s, coll, e);
+  received(d, &s, rx);
+  for (uint32_t r = 0; r < 16; r++) cr_assert_eq(rx[r], 15 * S / 16);
+  uint32_t len = fab_dag_len(d), out[MAXR * 8];
+  uint64_t *ready = g_new(uint64_t, len), *done = g_new(uint64_t, len);
+  play(d, ready, done);
+  for (uint32_t i = 0; i < 16; i++) {
+    uint32_t no = flows_of(d, i, true, out), parts[16] = {0}, firsts = 0;
+    uint64_t t0 = UINT64_MAX;
+    for (uint32_t k = 0; k < no; k++) t0 = MIN(t0, ready[out[k]]);
+    for (uint32_t k = 0; k < no; k++) {
+      const FabOp *o = op_at(d, out[k]);
+      bool remote = o->dst / 8 != i / 8;
+      cr_assert_eq(o->max_bps, env.costs.channel_bps[2] / 8, "8 works a channel");
+      if (remote) cr_assert_eq(o->lane, 2, "channels 8-11: lane 8 / 8 + 1");
+      if (ready[out[k]] == t0) firsts++, parts[o->dst]++;
+    }
+    cr_assert_eq(firsts, 15 * 4, "rank %u: 15 peers x 4 parts start together", i);
+    for (uint32_t p = 0; p < 16; p++) cr_assert_eq(parts[p], p == i ? 0 : 4);
+  }
+  g_free(ready);
+  g_free(done);
+  fab_dag_free(d);
 }
 
 /* ---- copy engines --------------------------------------------------------------- */
@@ -941,7 +1059,8 @@ Test(channels, four_channels_four_times_the_flows) {
     FabDag *d1 = expand(&env, &s, NULL, NULL);
     s.channels = 4;
     FabDag *d4 = expand(&env, &s, NULL, NULL);
-    cr_assert_eq(fab_dag_flows(d4), 4 * fab_dag_flows(d1), "case %d: %u vs %u", a, fab_dag_flows(d4),
+    /* all-to-all: `channels` are NCCL's p2p channels; a 16 KiB op takes one of them (addP2pToPlan) */
+    cr_assert_eq(fab_dag_flows(d4), (a == 2 ? 1 : 4) * fab_dag_flows(d1), "case %d: %u vs %u", a, fab_dag_flows(d4),
                  fab_dag_flows(d1));
     cr_assert_eq(total_bytes(d4), total_bytes(d1));
     cr_assert_eq(g_array_index(d4->colls, FabCollDef, 0).channels, 4);

@@ -50,11 +50,6 @@ static void ring_orders(const Ex *x, const uint32_t *mem, uint32_t k, uint32_t C
   fab_coll__groups_free(&g);
 }
 
-static uint64_t piece_size(uint64_t bytes, uint64_t chunk, uint64_t j) {
-  uint64_t p = fab_coll__ceil_div(bytes, chunk);
-  return j + 1 < p ? chunk : bytes - (p - 1) * chunk;
-}
-
 /* ---- connections ---------------------------------------------------------- */
 /* One channel's link from a sender to a receiver, as NCCL's connection FIFO:
 ** its pieces leave in order (each waits for the previous one to have left),
@@ -226,7 +221,7 @@ void fab_coll__chain(Ex *x, uint32_t root, uint64_t bytes, bool reduce) {
         nd = conn_deps(x, &cn[at], deps, nd);
         unsigned fl = (j == 0 ? F_READY : 0) | (reduce ? F_REDUCE : 0) | (h == 0 && j == 0 ? F_LAUNCH : 0);
         x->chan = c;
-        uint32_t op = fab_coll__flow(x, ch[at], ch[at + 1], piece_size(cb[c], x->chunk, j), fl, deps, nd);
+        uint32_t op = fab_coll__flow(x, ch[at], ch[at + 1], fab_coll__piece_size(cb[c], x->chunk, j), fl, deps, nd);
         if (op == FAB_OP_NONE) break;
         if (h > 0) conn_consumed(x, &cn[at - 1], last_m[at - 1], op | FAB_DEP_SENT);
         last_m[at] = conn_push(x, &cn[at], op);
@@ -388,7 +383,7 @@ void fab_coll__tree(Ex *x, const uint32_t *mem, uint32_t k, uint64_t bytes, bool
     for (uint32_t q = 0; q < T && !x->over; q++) {
       if (j >= fab_coll__ceil_div(tb[q], x->chunk)) continue;
       const Tree *tr = &trs[q];
-      uint64_t b = piece_size(tb[q], x->chunk, j);
+      uint64_t b = fab_coll__piece_size(tb[q], x->chunk, j);
       size_t o = (size_t)q * k;
       x->chan = q / 2;
       for (uint32_t i = k; i-- > 1 && !x->over;) { /* up, children first */
@@ -454,7 +449,7 @@ void fab_coll__tree(Ex *x, const uint32_t *mem, uint32_t k, uint64_t bytes, bool
 }
 
 /* ------------------------------------------------------------------------ */
-/* PAT, pairwise, send-recv, direct sends. */
+/* PAT, send-recv, direct sends (all-to-all: coll_p2p.c). */
 
 /* Bytes of the blocks start .. start+len-1 (mod n) of `total` cut n ways. */
 static uint64_t range_bytes(const Ex *x, uint64_t total, uint32_t n, uint32_t start, uint32_t len) {
@@ -506,7 +501,7 @@ void fab_coll__pat(Ex *x, uint64_t bytes, bool rs) {
           }
           /* its slot: the piece a window before it arrived (fab_coll__flow adds it) */
           x->slot = j >= x->window ? g_array_index(cur, uint32_t, cur->len - x->window) : FAB_OP_NONE;
-          sent[q] = fab_coll__flow(x, i, dst[q], piece_size(b, x->chunk, j), fl, (const uint32_t *)deps->data,
+          sent[q] = fab_coll__flow(x, i, dst[q], fab_coll__piece_size(b, x->chunk, j), fl, (const uint32_t *)deps->data,
                                    deps->len);
           g_array_append_val(cur, sent[q]);
         }
@@ -536,36 +531,11 @@ static uint32_t stream(Ex *x, uint32_t s, uint32_t r, uint64_t bytes, uint32_t a
     uint32_t deps[2], nd = 0;
     if (last != FAB_OP_NONE) deps[nd++] = last | FAB_DEP_SENT;
     x->slot = j >= W ? won[j % W] : FAB_OP_NONE; /* its slot: the piece W before it arrived (fab_coll__flow adds it) */
-    last = fab_coll__flow(x, s, r, piece_size(bytes, x->chunk, j), j == 0 ? first : 0, deps, nd);
+    last = fab_coll__flow(x, s, r, fab_coll__piece_size(bytes, x->chunk, j), j == 0 ? first : 0, deps, nd);
     won[j % W] = last;
   }
   g_free(won);
   return last;
-}
-
-/* Each channel of a rank sends to its peers i+1, i+2, ... one after the
-** other. On a mesh (env->nvl_mesh) a peer in the rank's node has a link of
-** its own and its own channels (RCCL: src/graph/paths.cc gives each xGMI
-** peer 4 p2p channels on gfx94), so those sends all start at once. */
-void fab_coll__pairwise(Ex *x, uint64_t bytes) {
-  uint32_t n = x->n, dom = x->env->nvl_mesh ? x->env->nvl_domain : 0;
-  if (n < 2 || bytes == 0) return;
-  uint32_t C = fab_coll__chans(x, fab_coll__part(x, bytes, n, n - 1), 1); /* the smallest block decides */
-  uint32_t *last = g_new(uint32_t, (size_t)C * n);
-  memset(last, 0xff, (size_t)C * n * sizeof *last);
-  for (uint32_t k = 1; k < n && !x->over; k++)
-    for (uint32_t c = 0; c < C; c++)
-      for (uint32_t i = 0; i < n; i++) {
-        uint32_t to = (i + k) % n;
-        uint64_t b = fab_coll__part(x, fab_coll__a2a_block(x, bytes, i, to), C, c);
-        if (b == 0) continue;
-        bool own = dom && x->ep[i] / dom == x->ep[to] / dom;
-        unsigned first = F_READY | (k == 1 || own ? F_LAUNCH : 0);
-        x->chan = c;
-        uint32_t op = stream(x, i, to, b, own ? FAB_OP_NONE : last[(size_t)c * n + i], first);
-        if (!own) last[(size_t)c * n + i] = op;
-      }
-  g_free(last);
 }
 
 void fab_coll__send_recv(Ex *x, uint64_t bytes) {
@@ -939,7 +909,7 @@ void fab_coll__run_collnet_chain(Ex *x, const Groups *nodes, uint32_t L, uint32_
   for (uint64_t j = 0; j < pmax && !x->over; j++)
     for (uint32_t c = 0; c < C && !x->over; c++) {
       if (j >= fab_coll__ceil_div(cb[c], x->chunk)) continue;
-      uint64_t b = piece_size(cb[c], x->chunk, j);
+      uint64_t b = fab_coll__piece_size(cb[c], x->chunk, j);
       unsigned first = j == 0 ? F_READY : 0;
       x->chan = c;
 #define RANK(m, p) nodes->mem[nodes->off[m] + (c + (p)) % L]

@@ -2,8 +2,8 @@
 ** Inside the collectives module (collective.h): what its files share.
 ** collective.c expands a collective (the frame: ranks, phases, chunks, the
 ** estimate, and the ops' common shape); coll_algos.c holds the algorithms
-** (ring, chain, tree, PAT, pairwise, send-recv, NVLS, NVLS+tree,
-** hierarchical, copy engines); tuner.c holds NCCL's cost model and its figures. Not for use
+** (ring, chain, tree, PAT, send-recv, NVLS, NVLS+tree,
+** hierarchical, copy engines), coll_p2p.c all-to-all; tuner.c holds NCCL's cost model and its figures. Not for use
 ** outside workloads/coll*.c and tuner.c.
 */
 #ifndef FAB_COLL_INT_H
@@ -209,11 +209,26 @@ typedef struct Ex {
   uint64_t flow_bps;/* one flow's limit: its channel's SM throughput for the protocol, wire bits/s; 0: none */
   uint32_t slot;    /* the next piece's wait for its receiver's slot (conn_deps), FAB_OP_NONE: none; taken by
                     ** fab_coll__flow */
+  uint32_t p2p_peer;/* all-to-all as NCCL schedules it (coll_p2p.c): channels per peer; x->channels is then NCCL's
+                    ** p2p channels */
+  uint64_t p2p_step;/* NCCL's p2pChunkSize, which sets how many channels an op takes */
+  bool p2p_multi;   /* the ranks span NVLink domains (NCCL's nNodes > 1) */
 } Ex;
 
 /* NCCL's pipelining unit for x's algorithm and protocol (tuner.c): the
 ** piece in bytes; sets x->spc and x->window. */
 uint64_t fab_coll__default_chunk(Ex *x, const Topo *t);
+
+/* NCCL's p2p channels for an all-to-all over t (tuner.c): x->channels
+** becomes the p2p channel count (from `user` when set, else the launched
+** channels), and x->p2p_peer, p2p_step, p2p_multi are set. */
+void fab_coll__p2p_setup(Ex *x, const Topo *t, uint32_t user);
+
+/* Piece j of `bytes` cut into pieces of `chunk`. */
+static inline uint64_t fab_coll__piece_size(uint64_t bytes, uint64_t chunk, uint64_t j) {
+  uint64_t p = fab_coll__ceil_div(bytes, chunk);
+  return j + 1 < p ? chunk : bytes - (p - 1) * chunk;
+}
 
 /* The ops of an expansion (collective.c). */
 uint64_t fab_coll__part(const Ex *x, uint64_t total, uint64_t parts, uint64_t i);
@@ -258,7 +273,10 @@ void fab_coll__ring(Ex *x, const uint32_t *mem, uint32_t k, uint64_t bytes, uint
 void fab_coll__chain(Ex *x, uint32_t root, uint64_t bytes, bool reduce);
 void fab_coll__tree(Ex *x, const uint32_t *mem, uint32_t k, uint64_t bytes, bool by_node, bool launch);
 void fab_coll__pat(Ex *x, uint64_t bytes, bool rs);
-void fab_coll__pairwise(Ex *x, uint64_t bytes);
+void fab_coll__pairwise_nccl(Ex *x, const Groups *dom, uint64_t bytes);
+/* NCCL's protocol for a p2p op of `bytes` (addP2pToPlan): LL while it
+** holds at most NCCL_P2P_LL_THRESHOLD (16 KiB) a channel, else Simple. */
+FabProto fab_coll__p2p_proto(const Ex *x, uint64_t bytes);
 void fab_coll__send_recv(Ex *x, uint64_t bytes);
 void fab_coll__ce(Ex *x, uint64_t bytes, bool a2a);
 void fab_coll__run_nvls(Ex *x);

@@ -66,11 +66,13 @@
 **                 moving min(2^k, n - 2^k) blocks; reduce-scatter runs the
 **                 steps in reverse order and reduces. A step starts when the
 **                 whole previous step has arrived.
-**   pairwise      all-to-all: n-1 rounds; in round k rank i sends its block
-**                 for rank (i+k) mod n, after round k-1's last piece left.
-**                 Rounds are one send stream (NCCL posts a group's p2p
-**                 operations back to back), so only round 1 pays the step
-**                 latency.
+**   pairwise      all-to-all as NCCL schedules a group's sends and
+**                 receives (coll_p2p.c): NCCL's rounds of peers, each
+**                 round's op on its p2p channels, the rounds of one group
+**                 of 8 together on a channel (sharing its SM), the next
+**                 group after them; so every peer is under way at once.
+**                 RCCL's GPUs take RCCL's channels per peer in the same
+**                 schedule (tuner.c fab_coll__p2p_setup).
 **   send-recv     rank i sends `bytes` to rank (i+1) mod n (nccl-tests
 **                 sendrecv_perf).
 **   nvls across nodes, collnet-direct, collnet-chain
@@ -480,7 +482,8 @@ static double estimate(const Ex *x, uint32_t G, uint32_t L) {
     for (uint32_t d = 1; d < x->n; d <<= 1) f += n * pcs(x, MIN(d, x->n - d) * (S / n + u), C);
     break;
   case FAB_ALGO_PAIRWISE:
-    if (!x->c->counts) f = n * (n - 1) * pcs(x, S / n + u, C);
+    C = MIN(x->p2p_peer, x->channels), f = n * x->channels * ceil(n / 8.0); /* its parts, the batches' joins */
+    if (!x->c->counts) f += n * (n - 1) * pcs(x, S / n + u, C);
     for (uint32_t i = 0; x->c->counts && i < x->n; i++)
       for (uint32_t j = 0; j < x->n; j++) {
         double b = (double)x->c->counts[(size_t)i * x->n + j];
@@ -772,7 +775,7 @@ static void run_whole(FabCollGen *g) {
     fab_coll__phase_end(x, FAB_MARK_COLL_END, endv);
     break;
   case FAB_ALGO_PAIRWISE:
-    fab_coll__pairwise(x, S);
+    fab_coll__pairwise_nccl(x, &g->dom, S);
     fab_coll__phase_end(x, FAB_MARK_COLL_END, endv);
     break;
   case FAB_ALGO_CE:
@@ -831,6 +834,13 @@ static gboolean collnet_trees(FabCollGen *g, FabCollSpec *s, GError **err) {
 
 /* Whether the expansion of x can be made layer by layer (a ring
 ** allreduce, allgather or reduce-scatter). */
+/* The largest block one rank sends another in an all-to-all. */
+static uint64_t largest_block(const FabCollSpec *c) {
+  uint64_t b = c->bytes / MAX(c->nranks, 1u);
+  for (size_t k = 0; c->counts && k < (size_t)c->nranks * c->nranks; k++) b = k ? MAX(b, c->counts[k]) : c->counts[k];
+  return b;
+}
+
 static bool layered(const Ex *x) {
   FabCollOp op = x->c->op;
   return x->algo == FAB_ALGO_RING && x->n > 1 && x->c->bytes &&
@@ -884,6 +894,10 @@ FabCollGen *fab_coll_begin(FabDag *d, const FabCollEnv *env, const FabCollSpec *
   /* what the GPU side can move: a channel's SM per protocol (wire bits/s), and for LL a rank over all its
   ** channels (LL's ceiling, twice that on the wire) */
   const FabNcclCosts *k = &env->costs;
+  if (x->algo == FAB_ALGO_PAIRWISE) {
+    fab_coll__p2p_setup(x, &t, c->channels);
+    if (c->protocol == FAB_PROTO_AUTO) x->proto = fab_coll__p2p_proto(x, largest_block(c));
+  }
   if (x->algo == FAB_ALGO_CE) x->cap_bps = k->ce_bps; /* no SM, no channel: the copy engines together */
   else if (x->proto == FAB_PROTO_LL) x->cap_bps = 2 * fab_coll__ll_ceiling(env, &t);
   else x->flow_bps = x->proto == FAB_PROTO_LL128 ? k->channel_bps[1] / 120 * 128 : k->channel_bps[2];

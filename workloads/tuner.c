@@ -336,6 +336,49 @@ uint32_t fab_coll__auto_channels(const Topo *t, FabCollAlgo a, FabProto p, uint6
   return C;
 }
 
+/* NCCL's p2p channels (src/graph/paths.cc ncclTopoComputeP2pChannels,
+** ncclTopoGetNchannels; src/init.cc computeBuffSizes). The p2p channels:
+** the launched channels (or the user's), rounded up to a power of two. Per
+** peer: over NVLink 2 x the path's NVLink links (its bandwidth over one
+** link's, topo.h SM80/SM90/SM100_NVLINK_BW 20, 20.6, 40.1 GB/s), over PCIe
+** 2, over the network the GPU's NICs or their bandwidth / 14 GB/s
+** (NCCL_P2P_PER_CHANNEL_NET_BW), whichever is more; the fewest over the
+** peers, rounded up to a power of two; across domains halved while it
+** times the groups of 8 peers exceeds the p2p channels. The step
+** (p2pChunkSize): 128 KiB across domains (256 KiB on Arm hosts of sm100),
+** 512 KiB in one NVLink domain, 128 KiB over PCIe. */
+void fab_coll__p2p_setup(Ex *x, const Topo *t, uint32_t user) {
+  uint32_t P = 1, want = MIN(MAX(user ? user : t->nch, 1u), 64u);
+  while (P < want) P <<= 1;
+  x->channels = P;
+  bool multi = t->islands > 1, rccl = t->arch->rccl;
+  uint32_t k = 64, nets = MAX(1u, t->nics_isl / t->ppn);
+  if (t->ppn > 1 && t->nvl > 0 && x->env->nvl_mesh) {
+    k = 4; /* RCCL: 4 p2p channels per xGMI link to the peer on gfx94 (src/graph/paths.cc ncclTopoGetNchannels) */
+  } else if (t->ppn > 1 && t->nvl > 0) {
+    double link = t->arch->sm >= 100 ? 40.1 : t->arch->sm >= 90 ? 20.6 : 20.0;
+    k = MIN(k, 2 * MAX(1u, (uint32_t)floor(t->nvl / link + 1e-9)));
+  } else if (t->ppn > 1) {
+    k = MIN(k, 2u);
+  }
+  if (multi && rccl) { /* RCCL: 2 per NIC, halved while 4 x the p2p channels cannot hold them, at least its NICs */
+    uint32_t kn = 2;
+    while (kn > 1 && (uint64_t)kn * t->n > 4ull * P) kn /= 2;
+    k = MIN(k, MAX(nets, kn));
+  } else if (multi) {
+    k = MIN(k, MAX(nets, (uint32_t)ceil(nets * t->nic / 14.0 - 1e-9)));
+  }
+  uint32_t K = 1;
+  while (K < k) K <<= 1;
+  if (rccl && !multi) K *= 2; /* RCCL doubles it on one gfx94 node */
+  if (multi && !rccl)
+    while (K > 1 && (uint64_t)K * fab_coll__ceil_div(t->n, 8) > P) K /= 2;
+  x->p2p_peer = MIN(K, P);
+  x->p2p_multi = multi;
+  x->p2p_step = multi ? (t->cpu == FAB_COLL_CPU_ARM && t->arch->sm >= 100 ? 262144 : 131072)
+                      : t->nvl > 0 ? 524288 : 131072;
+}
+
 /* NCCL's pipelining unit for algorithm a, protocol p (collective.c's top): the
 ** piece, and for rings the pieces per step and the pieces a connection holds
 ** (NCCL_STEPS = 8 slots of a step each; a Simple ring slice takes 2). */

@@ -1,0 +1,221 @@
+/* All-to-all as NCCL schedules a group of sends and receives (NCCL 2.30,
+** src/init.cc ncclP2pSchedule, src/enqueue.cc scheduleP2pTasksToPlan and
+** addP2pToPlan, src/include/channel.h ncclP2pChannelBaseForRound,
+** src/graph/paths.cc ncclTopoComputeP2pChannels):
+**
+** - Rounds. In round r every rank sends to one peer and receives from its
+**   mirror. Ranks are taken in groups of up to 8 of one NVLink domain
+**   (NCCL_P2P_SCHEDULE_GROUP_SIZE; one domain: the whole domain); group
+**   deltas follow NCCL's quadratic walk (x^2 + x) / 2, and inside a group
+**   delta the local delta 0, 1, ... Round 0 is the rank itself.
+** - Channels. Round r starts at channel base(r) (r itself on one domain,
+**   else the round's group index, plus its eighth inside a group of more
+**   than 8), bit-reversed over the p2p channels, and takes the next
+**   channels of the op: as many as its size asks for, between a minimum
+**   (all ranks' ops fit the p2p channels once) and the per-peer count.
+** - Batches. A channel runs the ops of one group of 8 rounds together
+**   (a batch of at most 8 works): the CTA's warps are split among them, so
+**   each op moves at the channel's rate over the works in the batch. The
+**   channel's next batch starts when every send and receive of this one
+**   is done.
+**
+** So every peer of an all-to-all is under way at once, as on the hardware:
+** on two DGX H100 a rank's NIC carries all 8 remote peers together
+** (nccl-tests#130: bus bandwidth twice the NIC's on two nodes). */
+#include "coll_int.h"
+#include <string.h>
+
+#define P2P_BATCH 8u      /* NCCL_MAX_DEV_WORK_P2P_PER_BATCH (src/include/device.h) */
+#define P2P_LL_MAX 16384u /* NCCL_P2P_LL_THRESHOLD: LL up to this many bytes a channel (src/enqueue.cc) */
+
+static uint32_t gcd32(uint32_t a, uint32_t b) {
+  while (b) {
+    uint32_t t = a % b;
+    a = b;
+    b = t;
+  }
+  return a;
+}
+
+static uint32_t pow2_up(uint32_t v) {
+  uint32_t p = 1;
+  while (p < v) p <<= 1;
+  return p;
+}
+
+/* The low `bits` bits of v, reversed (NCCL's reverseBits). */
+static uint32_t bit_reverse(uint32_t v, uint32_t bits) {
+  uint32_t r = 0;
+  for (uint32_t b = 0; b < bits; b++) r |= ((v >> b) & 1u) << (bits - 1 - b);
+  return r;
+}
+
+/* NCCL's rounds: send[i * n + r], the peer rank i sends to in round r (it
+** receives from the rank whose round r sends to it: the schedule is its
+** own mirror). Returns the group size. */
+static uint32_t schedule(const Groups *dom, uint32_t n, uint32_t *send) {
+  uint32_t nn = dom->ng, gs = nn > 1 ? P2P_BATCH : fab_coll__group_size(dom, 0);
+  for (uint32_t m = 0; m < nn; m++) {
+    uint32_t L = fab_coll__group_size(dom, m);
+    if (L % gs || L < gs) gs = gcd32(gs, L);
+  }
+  uint32_t ngroups = n / gs, gpow = pow2_up(ngroups);
+  uint32_t *g_node = g_new(uint32_t, ngroups), *g_local = g_new(uint32_t, ngroups), *first = g_new(uint32_t, nn);
+  for (uint32_t m = 0, k = 0; m < nn; m++) {
+    first[m] = k;
+    for (uint32_t j = 0; j < fab_coll__group_size(dom, m) / gs; j++, k++) g_node[k] = m, g_local[k] = j * gs;
+  }
+  for (uint32_t m = 0; m < nn; m++)
+    for (uint32_t lr = 0; lr < fab_coll__group_size(dom, m); lr++) {
+      uint32_t i = dom->mem[dom->off[m] + lr], local = lr % gs, group = first[m] + lr / gs;
+      uint32_t round = 0, gr = 0, gd = 0;
+      do {
+        if (gd < ngroups) {
+          uint32_t sg = (group + gd) % ngroups;
+          for (uint32_t d = 0; d < gs; d++)
+            send[(size_t)i * n + round++] = dom->mem[dom->off[g_node[sg]] + g_local[sg] + (local + d) % gs];
+        }
+        gr++;
+        gd = (gd + gr) & (gpow - 1);
+      } while (gr != gpow);
+      g_assert(round == n);
+    }
+  g_free(g_node);
+  g_free(g_local);
+  g_free(first);
+  return gs;
+}
+
+/* Channels an op of `bytes` takes (addP2pToPlan): from kmin, doubled while
+** a part is over the largest, up to the per-peer count; 0 for no data. */
+static uint32_t op_channels(const Ex *x, uint64_t bytes, uint32_t kmin) {
+  if (bytes == 0) return 0;
+  bool multi = x->p2p_multi;
+  uint64_t step = x->p2p_step, lo = multi ? step / 2 : step / 8, hi = multi ? step : step * 32;
+  uint32_t c = (uint32_t)MIN((uint64_t)kmin, fab_coll__ceil_div(bytes, lo));
+  uint64_t part = MAX(lo, fab_coll__ceil_div(bytes, c));
+  while (part > hi && c <= x->p2p_peer / 2) {
+    c *= 2;
+    part = fab_coll__ceil_div(bytes, c);
+  }
+  return c;
+}
+
+/* The fewest channels an op takes: every rank's ops on channels of their
+** own if they fit the p2p channels (scheduleP2pTasksToPlan's nChannelsMin). */
+static uint32_t kmin_of(const Ex *x) {
+  uint32_t k = MIN(x->p2p_peer, x->channels);
+  while (k > 1 && (uint64_t)k * x->n > x->channels) k /= 2;
+  return k;
+}
+
+FabProto fab_coll__p2p_proto(const Ex *x, uint64_t bytes) {
+  return bytes <= (uint64_t)op_channels(x, bytes, kmin_of(x)) * P2P_LL_MAX ? FAB_PROTO_LL : FAB_PROTO_SIMPLE;
+}
+
+typedef struct Sched {
+  uint32_t n, P, bits, gs;
+  uint32_t *send;   /* n x n: the peer of rank i in round r */
+  uint32_t *recv;   /* n x n: who sends to rank i in round r */
+  uint8_t *nsend;   /* n x n: channels of rank i's send in round r */
+} Sched;
+
+static uint32_t round_base(const Sched *s, bool multi, uint32_t r) {
+  uint32_t b = multi ? (r / s->gs) * (uint32_t)fab_coll__ceil_div(s->gs, P2P_BATCH) + (r % s->gs) / P2P_BATCH : r;
+  return bit_reverse(b, s->bits);
+}
+
+/* The part of round r's op that channel c carries (>= the op's channels: none). */
+static uint32_t part_on(const Sched *s, bool multi, uint32_t r, uint32_t c) {
+  return (c - round_base(s, multi, r)) & (s->P - 1);
+}
+
+/* One part's pieces from s to r, at most x->window in flight, the first
+** after `after` (a batch's join); returns the last piece. */
+static uint32_t part_stream(Ex *x, uint32_t s, uint32_t r, uint64_t bytes, uint32_t after, unsigned first) {
+  uint32_t last = FAB_OP_NONE, W = x->window, *won = g_new(uint32_t, W);
+  for (uint64_t j = 0, np = fab_coll__ceil_div(bytes, x->chunk); j < np && !x->over; j++) {
+    uint32_t deps[1], nd = 0;
+    if (j == 0 && after != FAB_OP_NONE) deps[nd++] = after;
+    if (j > 0) deps[nd++] = last | FAB_DEP_SENT;
+    x->slot = j >= W ? won[j % W] : FAB_OP_NONE;
+    last = fab_coll__flow(x, s, r, fab_coll__piece_size(bytes, x->chunk, j), j == 0 ? first : 0, deps, nd);
+    won[j % W] = last;
+  }
+  g_free(won);
+  return last;
+}
+
+void fab_coll__pairwise_nccl(Ex *x, const Groups *dom, uint64_t bytes) {
+  uint32_t n = x->n, P = x->channels;
+  if (n < 2 || bytes == 0) return;
+  g_assert(P && (P & (P - 1)) == 0 && P <= 64);
+  Sched s = {.n = n, .P = P, .bits = (uint32_t)fab_coll__log2i(P)};
+  s.send = g_new(uint32_t, (size_t)n * n);
+  s.recv = g_new(uint32_t, (size_t)n * n);
+  s.nsend = g_new(uint8_t, (size_t)n * n);
+  s.gs = schedule(dom, n, s.send);
+  bool multi = x->p2p_multi;
+  x->p2p_peer = MIN(x->p2p_peer, P); /* fewer channels than asked for (an explicit, reported choice) */
+  uint32_t kmin = kmin_of(x);
+  for (uint32_t i = 0; i < n; i++)
+    for (uint32_t r = 0; r < n; r++) {
+      uint32_t to = s.send[(size_t)i * n + r];
+      s.recv[(size_t)to * n + r] = i;
+      s.nsend[(size_t)i * n + r] = (uint8_t)op_channels(x, fab_coll__a2a_block(x, bytes, i, to), kmin);
+    }
+  /* per rank and channel: the join of its last batch; per rank, round of the batch and part: the last piece */
+  uint32_t *join = g_new(uint32_t, (size_t)n * P), *last = g_new(uint32_t, (size_t)n * P2P_BATCH * P);
+  for (size_t k = 0; k < (size_t)n * P; k++) join[k] = FAB_OP_NONE;
+  uint64_t flow_bps = x->flow_bps;
+  GArray *deps = g_array_new(FALSE, FALSE, sizeof(uint32_t));
+  for (uint32_t r0 = 0; r0 < n && !x->over; r0 += P2P_BATCH) {
+    uint32_t r1 = MIN(r0 + P2P_BATCH, n);
+    for (size_t k = 0; k < (size_t)n * P2P_BATCH * P; k++) last[k] = FAB_OP_NONE;
+    for (uint32_t i = 0; i < n && !x->over; i++)
+      for (uint32_t c = 0; c < P && !x->over; c++) {
+        uint32_t works = 0; /* this batch's works on channel c: sends and receives, the rank's own included */
+        for (uint32_t r = r0; r < r1; r++) {
+          uint32_t p = part_on(&s, multi, r, c);
+          works += p < MAX(s.nsend[(size_t)i * n + r], s.nsend[(size_t)s.recv[(size_t)i * n + r] * n + r]);
+        }
+        if (!works) continue;
+        x->chan = c;
+        x->flow_bps = flow_bps / works; /* the CTA's warps, split among the batch's works */
+        uint32_t after = join[(size_t)i * P + c];
+        for (uint32_t r = r0; r < r1; r++) {
+          uint32_t to = s.send[(size_t)i * n + r], p = part_on(&s, multi, r, c), np = s.nsend[(size_t)i * n + r];
+          if (to == i || p >= np) continue;
+          uint64_t b = fab_coll__part(x, fab_coll__a2a_block(x, bytes, i, to), np, p);
+          if (b == 0) continue;
+          unsigned first = F_READY | (after == FAB_OP_NONE ? F_LAUNCH : 0);
+          last[((size_t)i * P2P_BATCH + (r - r0)) * P + c] = part_stream(x, i, to, b, after, first);
+        }
+      }
+    x->flow_bps = flow_bps;
+    if (r1 >= n) break; /* the phase's end waits for the last batches */
+    for (uint32_t i = 0; i < n && !x->over; i++) /* each channel's join: its sends left, its receives arrived */
+      for (uint32_t c = 0; c < P && !x->over; c++) {
+        g_array_set_size(deps, 0);
+        bool any = false;
+        for (uint32_t r = r0; r < r1; r++) {
+          uint32_t from = s.recv[(size_t)i * n + r], p = part_on(&s, multi, r, c);
+          uint32_t out = last[((size_t)i * P2P_BATCH + (r - r0)) * P + c];
+          uint32_t in = last[((size_t)from * P2P_BATCH + (r - r0)) * P + c];
+          any |= p < MAX(s.nsend[(size_t)i * n + r], s.nsend[(size_t)from * n + r]);
+          if (out != FAB_OP_NONE) g_array_append_val(deps, (uint32_t){out | FAB_DEP_SENT});
+          if (in != FAB_OP_NONE && from != i) g_array_append_val(deps, in);
+        }
+        if (!any) continue;
+        uint32_t prev = join[(size_t)i * P + c];
+        if (prev != FAB_OP_NONE) g_array_append_val(deps, prev);
+        join[(size_t)i * P + c] = fab_coll__mark_op(x, i, FAB_MARK_JOIN, (const uint32_t *)deps->data, deps->len);
+      }
+  }
+  g_array_free(deps, TRUE);
+  g_free(join);
+  g_free(last);
+  g_free(s.send);
+  g_free(s.recv);
+  g_free(s.nsend);
+}
