@@ -388,7 +388,10 @@ static void nvls_rx(FabEngine *eng, FabNic *nic, FabFlow *f, const FabPkt *p) {
 static FabPkt *nic_pull(FabEngine *eng, FabNode *self, FabPort *port) {
   FabNic *nic = (FabNic *)self;
   uint32_t path = port == &nic->nvl ? FAB_PATH_NVL : FAB_PATH_NET;
-  if (!(nic->rr_prios[path] & ~(port->paused | port->nocredit))) return NULL; /* what the walk would find */
+  FabPkt *relayed = G_UNLIKELY(nic->relay_turn) && path == FAB_PATH_NET ? fab_pxn_next(nic, port) : NULL;
+  if (relayed) return relayed; /* PXN: a relayed packet's turn (pxn.c) */
+  if (!(nic->rr_prios[path] & ~(port->paused | port->nocredit))) /* what the walk would find */
+    return path == FAB_PATH_NET ? fab_pxn_next(nic, port) : NULL;
   FabFlow *prev = NULL, *f = nic->rr_head[path];
   fab_time_t soonest = FAB_TIME_MAX;
   while (f) {
@@ -418,9 +421,10 @@ static FabPkt *nic_pull(FabEngine *eng, FabNode *self, FabPort *port) {
       nic->pace_at = soonest;
       fab_engine_at(eng, soonest, nic, (uint64_t)WAKE_PACE);
     }
-    return NULL;
+    return path == FAB_PATH_NET ? fab_pxn_next(nic, port) : NULL;
   }
   rr_unlink(nic, prev, f);
+  if (path == FAB_PATH_NET) nic->relay_turn = nic->relay_head != NULL; /* PXN: then a relayed packet */
   if (G_UNLIKELY(nic->cfg.msg_gap) && path == FAB_PATH_NET && !f->snd_max) nic->msg_next = eng->now + nic->cfg.msg_gap;
   FabPkt *p = fab_pkt_alloc(eng);
   p->flow = f->slot;
@@ -777,7 +781,7 @@ static void on_ctrl(FabEngine *eng, FabNic *nic, FabFlow *f, FabPkt *p) {
     f->snd_una = a;
     if (f->snd_nxt < a) f->snd_nxt = a; /* gone back past packets now acknowledged: resume after them */
     f->timeouts = 0;
-    f->deadline = eng->now + nic->cfg.rto;
+    f->deadline = MAX(f->deadline, eng->now + nic->cfg.rto); /* (no earlier than a PXN relay's queue allows) */
     if (f->snd_una == f->npkts) {
       f->acked = true;
       ev_give_back(nic, f);
@@ -794,7 +798,7 @@ static void on_ctrl(FabEngine *eng, FabNic *nic, FabFlow *f, FabPkt *p) {
       fab_bit_set(f->sacked, s - f->snd_una);
       f->sack_hi = MAX(f->sack_hi, s + 1);
       f->timeouts = 0;
-      f->deadline = eng->now + nic->cfg.rto;
+      f->deadline = MAX(f->deadline, eng->now + nic->cfg.rto);
     }
     if (f->sack_hi > f->dup_thresh) f->rtx_end = MAX(f->rtx_end, f->sack_hi - f->dup_thresh);
     if (!f->in_rr && has_work(nic, f)) { /* a loss to resend, or the window opened */
@@ -805,7 +809,7 @@ static void on_ctrl(FabEngine *eng, FabNic *nic, FabFlow *f, FabPkt *p) {
   }
   if (p->type == FAB_PKT_NAK && f->snd_nxt > a && a >= f->snd_una) { /* (a NAK older than the last ACK: stale) */
     f->snd_nxt = a; /* go back N */
-    f->deadline = eng->now + nic->cfg.rto;
+    f->deadline = MAX(f->deadline, eng->now + nic->cfg.rto);
     if (!f->in_rr) rr_push(nic, f);
     fab_port_kick(eng, path_port(nic, f));
   }
@@ -814,11 +818,7 @@ static void on_ctrl(FabEngine *eng, FabNic *nic, FabFlow *f, FabPkt *p) {
 static void nic_receive(FabEngine *eng, FabNode *self, FabPkt *p, FabPort *in) {
   FabNic *nic = (FabNic *)self;
   if (G_UNLIKELY(p->dst != nic->id)) { /* a PXN relay: pass it on */
-    uint32_t dom = nic->cfg.nvl_domain;
-    FabPort *out = dom && p->dst / dom == nic->id / dom ? &nic->nvl : &nic->port;
-    p->ready = eng->now;
-    nic->pxn_relayed++;
-    fab_port_enqueue(eng, out, p);
+    fab_pxn_relay(eng, nic, p);
     return;
   }
   FabFlow *f = fab_flow_at(nic->flows, p->flow);

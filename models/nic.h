@@ -419,6 +419,9 @@ struct FabNic {
   uint64_t nvls_tx_bytes, nvls_rx_bytes;  /* NVLS and SHARP: into the switch (contributions, stores), and from it
                                           ** (wire bytes) */
   uint64_t pxn_relayed;                   /* packets this GPU forwarded for a peer (PXN) */
+  FabPkt *relay_head, *relay_tail;        /* PXN: data packets to forward to the network, oldest first (pxn.c) */
+  uint64_t relay_bytes;                   /* their wire bytes */
+  bool relay_turn;                        /* PXN: a relayed packet goes next, if one may (pxn.c) */
   uint64_t dsacks;                        /* selective: D-SACKs received (a resend found its original there) */
   GHashTable *reordering;                 /* selective: destination + 1 -> the threshold its D-SACKs taught (a
                                           ** connection's, kept for the flows after it, as NCCL reuses a QP) */
@@ -445,6 +448,19 @@ struct FabNic {
   uint64_t reorder_hist[FAB_REORDER_BINS]; /* network data packets received the first time, by how many PSNs
                                           ** ahead of the next expected they came (fab_reorder_bin) */
 };
+
+/* PXN relays (pxn.c). A NIC forwarding another GPU's packet to the network
+** holds its data packets in a FIFO of its own, served in turn with its own
+** flows, a packet each (the NIC serves its QPs with work in turn; relayed
+** connections are QPs of this GPU's proxy): the relayed traffic neither
+** starves this GPU's flows nor holds up the ACKs in the port's queue. A
+** relayed flow's timer runs from when this NIC may send its packet.
+** fab_pxn_next: the oldest relayed packet, if its priority may send now
+** (not paused, credit); NULL else. fab_pxn_flush: frees what is held (a run
+** cut by stop_time), adding its wire bytes to *bytes; returns the count. */
+void fab_pxn_relay(FabEngine *eng, FabNic *nic, FabPkt *p);
+FabPkt *fab_pxn_next(FabNic *nic, const FabPort *port);
+uint64_t fab_pxn_flush(FabEngine *eng, FabNic *nic, uint64_t *bytes);
 
 /* Set up a NIC for endpoint `id`. `flows` is the table packets' and timers'
 ** flow slots index. cfg->cc chooses the congestion control (it must pass

@@ -742,24 +742,29 @@ Test(pairwise, nccl_rounds_channels_and_batches) {
 }
 
 /* NCCL's protocol for a p2p op (addP2pToPlan): LL while the op holds at
-** most NCCL_P2P_LL_THRESHOLD = 16 KiB a channel, else Simple; here one
-** channel an op (plain hosts), so blocks of 16 KiB are LL, a byte more is
-** not. A protocol given stays. */
-Test(pairwise, ll_up_to_16_kib_a_channel) {
+** most NCCL_P2P_LL_THRESHOLD = 16 KiB a channel and both its connections
+** have LL buffers, else Simple; network connections have none
+** (NCCL_ALLOC_P2P_NET_LL_BUFFERS = 0, src/transport/net.cc). In one NVLink
+** domain of 8 a 16 KiB block is one channel's (its minimum part is the
+** 512 KiB step / 8): LL, a byte more is not; on plain hosts every peer is
+** across the network: Simple. A protocol given stays. */
+Test(pairwise, ll_up_to_16_kib_a_channel_in_an_nvlink_domain) {
   uint32_t n = 8;
-  FabCollEnv env = hosts(n);
-  for (int more = 0; more < 2; more++)
-    for (int given = 0; given < 2; given++) {
-      FabCollSpec s = spec(FAB_COLL_ALL_TO_ALL, FAB_ALGO_AUTO, n * (16384ull + 4 * more), n);
-      s.protocol = given ? FAB_PROTO_SIMPLE : FAB_PROTO_AUTO;
-      s.channels = 0;
-      int32_t coll;
-      FabDag *d = expand(&env, &s, NULL, &coll);
-      const char *want = !given && !more ? "ll" : "simple";
-      cr_assert_str_eq(g_array_index(d->colls, FabCollDef, coll).protocol, want, "%s block, protocol %s",
-                       more ? "16 KiB + 4" : "16 KiB", given ? "simple" : "auto");
-      fab_dag_free(d);
-    }
+  for (int net = 0; net < 2; net++) {
+    FabCollEnv env = net ? hosts(n) : gpus(1, n);
+    for (int more = 0; more < 2; more++)
+      for (int given = 0; given < 2; given++) {
+        FabCollSpec s = spec(FAB_COLL_ALL_TO_ALL, FAB_ALGO_AUTO, n * (16384ull + 4 * more), n);
+        s.protocol = given ? FAB_PROTO_SIMPLE : FAB_PROTO_AUTO;
+        s.channels = 0;
+        int32_t coll;
+        FabDag *d = expand(&env, &s, NULL, &coll);
+        const char *want = !net && !given && !more ? "ll" : "simple";
+        cr_assert_str_eq(g_array_index(d->colls, FabCollDef, coll).protocol, want, "%s, %s block, protocol %s",
+                         net ? "hosts" : "one domain", more ? "16 KiB + 4" : "16 KiB", given ? "simple" : "auto");
+        fab_dag_free(d);
+      }
+  }
 }
 
 /* Two nodes of 8 H100 (one NVLink domain each, a 400 Gb/s NIC per GPU):

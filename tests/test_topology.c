@@ -1153,6 +1153,38 @@ Test(gpu, rail_only_has_rail_switches_alone_and_relays_across_rails) {
   g_free(path);
 }
 
+/* PXN: GPU 1 -> GPU 26 relays through GPU 2's NIC, which also carries GPU
+** 2's own 64 MiB to GPU 26. The NIC serves the two connections in turn, a
+** packet each, so both end together at 128 MiB / 50 GB/s (+ headers), with
+** no timer firing although the relayed packets wait longer than the 1 ms
+** RTO. Relayed packets ahead of the port's own pull starved GPU 2's flow
+** (the relayed one ended at half the time, the other's first packets timed
+** out); on a 4-node rail-only all-to-all, every NIC's own flows did. */
+Test(gpu, pxn_relay_shares_the_nic_with_its_own_flows) {
+  const char *sets[] = {"fabric.topology={kind: rail-only}",
+                        "workload.flows=[{src: 1, dst: 26, size: 64MiB}, {src: 2, dst: 26, size: 64MiB}]", NULL};
+  FabScenario *sc = testscen_load(multirail, sets);
+  FabResults res;
+  testscen_run(sc, &res);
+  double lo = 128.0 * 1048576 / 50e9, a = fab_time_to_s(res.flows[0].end), b = fab_time_to_s(res.flows[1].end);
+  cr_assert_geq(MIN(a, b), lo, "%.9f and %.9f s: neither ends before the NIC could send both", a, b);
+  cr_assert_leq(MAX(a, b), 1.01 * lo, "%.9f and %.9f s against %.9f: the NIC idled", a, b, lo);
+  cr_assert_eq(res.retransmits, 0);
+  cr_assert_gt(testscen_bytes_from(&res, "gpu2:p0"), 128 << 20, "both through GPU 2's NIC");
+  testscen_done(sc, &res);
+  const char *a2a[] = {"fabric.topology={kind: rail-only}", "workload={kind: collective, op: all-to-all, size: 64MiB}",
+                       NULL};
+  FabScenario *x = testscen_load(multirail, a2a);
+  testscen_run(x, &res);
+  /* each NIC sends its GPU's and 7 neighbours' blocks for the 3 GPUs of its rail on the other nodes: 24 / 32 of S */
+  double t = (double)(res.colls[0].end - res.colls[0].start) / FAB_S;
+  lo = 0.75 * 64 * 1048576 / 50e9;
+  cr_assert_geq(t, lo, "%.6f s: faster than the NICs", t);
+  cr_assert_leq(t, 1.08 * lo, "%.6f s against %.6f: the NICs idled", t, lo);
+  cr_assert_eq(res.retransmits, 0);
+  testscen_done(x, &res);
+}
+
 /* An all-to-all over 2 DGX H100 on 400 Gb/s InfiniBand rails, as NCCL
 ** schedules it (every peer at once): each GPU's NIC carries its blocks for
 ** the 8 GPUs of the other node, S / 2 bytes, so the time is at least S / 2

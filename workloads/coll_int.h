@@ -213,6 +213,7 @@ typedef struct Ex {
                     ** p2p channels */
   uint64_t p2p_step;/* NCCL's p2pChunkSize, which sets how many channels an op takes */
   bool p2p_multi;   /* the ranks span NVLink domains (NCCL's nNodes > 1) */
+  bool p2p_net;     /* some peers are across the network (p2p_multi, or hosts of one GPU) */
 } Ex;
 
 /* NCCL's pipelining unit for x's algorithm and protocol (tuner.c): the
@@ -275,7 +276,10 @@ void fab_coll__tree(Ex *x, const uint32_t *mem, uint32_t k, uint64_t bytes, bool
 void fab_coll__pat(Ex *x, uint64_t bytes, bool rs);
 void fab_coll__pairwise_nccl(Ex *x, const Groups *dom, uint64_t bytes);
 /* NCCL's protocol for a p2p op of `bytes` (addP2pToPlan): LL while it
-** holds at most NCCL_P2P_LL_THRESHOLD (16 KiB) a channel, else Simple. */
+** holds at most NCCL_P2P_LL_THRESHOLD (16 KiB) a channel, else Simple;
+** Simple when any peer is across the network (no LL buffers there by
+** default). One protocol for the collective: NCCL picks one per op, so a
+** small all-to-all's NVLink ops, LL in NCCL, run Simple here then. */
 FabProto fab_coll__p2p_proto(const Ex *x, uint64_t bytes);
 void fab_coll__send_recv(Ex *x, uint64_t bytes);
 void fab_coll__ce(Ex *x, uint64_t bytes, bool a2a);

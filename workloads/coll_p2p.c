@@ -110,6 +110,7 @@ static uint32_t kmin_of(const Ex *x) {
 }
 
 FabProto fab_coll__p2p_proto(const Ex *x, uint64_t bytes) {
+  if (x->p2p_net) return FAB_PROTO_SIMPLE; /* its network connections have no LL buffers (one protocol here) */
   return bytes <= (uint64_t)op_channels(x, bytes, kmin_of(x)) * P2P_LL_MAX ? FAB_PROTO_LL : FAB_PROTO_SIMPLE;
 }
 

@@ -482,7 +482,9 @@ static double estimate(const Ex *x, uint32_t G, uint32_t L) {
     for (uint32_t d = 1; d < x->n; d <<= 1) f += n * pcs(x, MIN(d, x->n - d) * (S / n + u), C);
     break;
   case FAB_ALGO_PAIRWISE:
-    C = MIN(x->p2p_peer, x->channels), f = n * x->channels * ceil(n / 8.0); /* its parts, the batches' joins */
+    C = MIN(x->p2p_peer, x->channels); /* its parts; the joins: a rank's channels a batch but the last touches, a
+                                       ** batch's rounds sharing their base across domains (coll_p2p.c) */
+    f = n * (ceil(n / 8.0) - 1) * MIN(x->channels, (x->p2p_multi ? 1 : 8) * C);
     if (!x->c->counts) f += n * (n - 1) * pcs(x, S / n + u, C);
     for (uint32_t i = 0; x->c->counts && i < x->n; i++)
       for (uint32_t j = 0; j < x->n; j++) {

@@ -618,6 +618,7 @@ static void check_packets(Run *r, bool drained, Totals *tot, GString **fail) {
     if (drained && (reads || (n->runt_out && g_hash_table_size(n->runt_out)))) /* all were acknowledged */
       failf(fail, "internal error: NIC %u ends with %u read-based messages under way and runt budget held", h,
             reads);
+    tot->flushed += fab_pxn_flush(tot->eng, &r->topo->nics[h], &tot->flushed_bytes); /* PXN: what a relay held */
     sent += n->tx_data_pkts + n->tx_ctrl_pkts;
     recv += n->rx_data_pkts + n->rx_ctrl_pkts;
     sent_b += n->tx_data_bytes + n->tx_ctrl_pkts * ack_b;
