@@ -1172,6 +1172,13 @@ Test(gpu, pxn_relay_shares_the_nic_with_its_own_flows) {
   cr_assert_eq(res.retransmits, 0);
   cr_assert_gt(testscen_bytes_from(&res, "gpu2:p0"), 128 << 20, "both through GPU 2's NIC");
   testscen_done(sc, &res);
+  /* cut at 1 ms, the relay still holding packets: they count as in flight, not as lost (conservation holds) */
+  const char *cut[] = {sets[0], sets[1], "stop_time=1ms", NULL};
+  sc = testscen_load(multirail, cut);
+  FabRunOpts o = {0};
+  cr_assert_eq(fab_run(sc, &o, &res), 1, "the flows are not done by then");
+  cr_assert(strstr(res.failure, "stop_time reached") && !strstr(res.failure, "internal error"), "%s", res.failure);
+  testscen_done(sc, &res);
   const char *a2a[] = {"fabric.topology={kind: rail-only}", "workload={kind: collective, op: all-to-all, size: 64MiB}",
                        NULL};
   FabScenario *x = testscen_load(multirail, a2a);

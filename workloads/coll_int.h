@@ -214,6 +214,7 @@ typedef struct Ex {
   uint64_t p2p_step;/* NCCL's p2pChunkSize, which sets how many channels an op takes */
   bool p2p_multi;   /* the ranks span NVLink domains (NCCL's nNodes > 1) */
   bool p2p_net;     /* some peers are across the network (p2p_multi, or hosts of one GPU) */
+  bool p2p_fit;     /* p2p_peer halves while it times the groups of 8 exceeds the p2p channels (NCCL across nodes) */
 } Ex;
 
 /* NCCL's pipelining unit for x's algorithm and protocol (tuner.c): the

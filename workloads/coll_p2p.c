@@ -158,6 +158,8 @@ void fab_coll__pairwise_nccl(Ex *x, const Groups *dom, uint64_t bytes) {
   s.gs = schedule(dom, n, s.send);
   bool multi = x->p2p_multi;
   x->p2p_peer = MIN(x->p2p_peer, P); /* fewer channels than asked for (an explicit, reported choice) */
+  while (x->p2p_fit && x->p2p_peer > 1 && (uint64_t)x->p2p_peer * fab_coll__ceil_div(n, 8) > P)
+    x->p2p_peer /= 2; /* as p2p_setup would for these channels (fewer to stay within the operations cap) */
   uint32_t kmin = kmin_of(x);
   for (uint32_t i = 0; i < n; i++)
     for (uint32_t r = 0; r < n; r++) {

@@ -376,6 +376,7 @@ void fab_coll__p2p_setup(Ex *x, const Topo *t, uint32_t user) {
   x->p2p_peer = MIN(K, P);
   x->p2p_multi = multi;
   x->p2p_net = multi || t->ppn < 2;
+  x->p2p_fit = multi && !rccl;
   x->p2p_step = multi ? (t->cpu == FAB_COLL_CPU_ARM && t->arch->sm >= 100 ? 262144 : 131072)
                       : t->nvl > 0 ? 524288 : 131072;
 }
