@@ -508,7 +508,8 @@ void fab_nic_post(FabEngine *eng, FabNic *nic, FabFlow *f);
 void fab_nic_sharp_wake(FabEngine *eng, FabNic *nic, FabFlow *f);
 
 /* Fast-forward (tools/libfabsim/fastfwd.c): every time the NIC's pacing
-** holds moves dt later (its ports: fab_port_shift); fab_nic_shift_flow does the
+** and the packets it relays (PXN) hold moves dt later (its ports:
+** fab_port_shift); fab_nic_shift_flow does the
 ** same for a flow it sends or receives (its timers, pacing and congestion
 ** control state), not SRD nor NVLS flows. */
 void fab_nic_shift(FabNic *nic, fab_time_t dt);

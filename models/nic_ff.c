@@ -6,6 +6,10 @@
 void fab_nic_shift(FabNic *nic, fab_time_t dt) {
   nic->pace_at = fab_time_later(nic->pace_at, dt);
   nic->cap_next = fab_time_later(nic->cap_next, dt);
+  for (FabPkt *p = nic->relay_head; p; p = p->next) { /* PXN: what it holds to forward (pxn.c) */
+    p->ready = fab_time_later(p->ready, dt);
+    p->sent = fab_time_later(p->sent, dt);
+  }
 }
 
 void fab_nic_shift_flow(const FabNic *nic, FabFlow *f, fab_time_t dt) {

@@ -366,7 +366,7 @@ void fab_coll__p2p_setup(Ex *x, const Topo *t, uint32_t user) {
     while (kn > 1 && (uint64_t)kn * t->n > 4ull * P) kn /= 2;
     k = MIN(k, MAX(nets, kn));
   } else if (multi) {
-    k = MIN(k, MAX(nets, (uint32_t)ceil(nets * t->nic / 14.0 - 1e-9)));
+    k = MIN(k, MAX(nets, (uint32_t)fab_coll__ceil_div((uint64_t)(nets * t->nic + 1e-9), 14))); /* (int)netBw */
   }
   uint32_t K = 1;
   while (K < k) K <<= 1;
