@@ -1229,3 +1229,45 @@ Test(gpu, rail_optimized_with_pxn_relays_instead_of_the_spines) {
   cr_assert_gt(testscen_bytes_from(&res, "rail2:"), 1 << 20);
   testscen_done(sc, &res);
 }
+
+/* A ring channel over NVLink moves at most its share of the rings' bandwidth as NCCL's search sets it: on DGX H100
+** 24 channels share 370.8 GB/s (NCCL's 20.6 x 18 links), 15.45 GB/s each, so a one-channel ring allreduce's bus
+** bandwidth (each GPU sends 2(n-1)/n of S at its channel's rate) is just under 15.45; without the share it runs at
+** the Simple ceiling (38.7, NCCL's perChMaxTreeBws). With the fence (NCCL's fence before each Simple slice's flag)
+** each piece on a connection is posted only once the one before it there is done; without it, the next one is
+** under way while the one before is still arriving. */
+static const char h100_one_channel[] =
+  "cluster: {node: dgx-h100, nodes: 1}\n"
+  "fabric: {transport: infiniband, topology: {kind: single-switch}, link: {bandwidth: 400Gbps, latency: 500ns}}\n"
+  "workload: {kind: collective, op: allreduce, size: 64MiB, algorithm: ring, protocol: simple, channels: 1}\n";
+
+static double one_channel_busbw(const char *const *sets, bool *fenced) {
+  FabScenario *sc = testscen_load(h100_one_channel, sets);
+  FabResults res;
+  testscen_run(sc, &res);
+  double bus = res.colls[0].busbw_GBps;
+  *fenced = true;
+  for (size_t i = 0; i < res.n_flows; i++) /* flows in workload order: a connection's pieces in its order */
+    for (size_t j = i + 1; j < res.n_flows; j++)
+      if (res.flows[j].src == res.flows[i].src && res.flows[j].dst == res.flows[i].dst) {
+        if (res.flows[j].start < res.flows[i].end) *fenced = false;
+        break;
+      }
+  testscen_done(sc, &res);
+  return bus;
+}
+
+Test(gpu, ring_channel_takes_its_share_and_fences_its_slices) {
+  bool fenced;
+  const char *off[] = {"cluster.nccl.fence=false", NULL};
+  double bus = one_channel_busbw(off, &fenced);
+  cr_assert(bus > 0.95 * 370.8 / 24 && bus <= 1.01 * 370.8 / 24, "%.3f GB/s against a share of %.3f", bus, 370.8 / 24);
+  cr_assert_not(fenced, "without the fence a piece starts while the one before it arrives");
+  const char *free_[] = {"cluster.nccl.fence=false", "cluster.nccl.channel_share=false", NULL};
+  bus = one_channel_busbw(free_, &fenced);
+  cr_assert(bus > 0.95 * 38.7 && bus <= 1.01 * 38.7, "%.3f GB/s against the Simple ceiling 38.7", bus);
+  const char *on[] = {NULL};
+  double fb = one_channel_busbw(on, &fenced);
+  cr_assert(fenced, "every piece waits for the one before it on its connection");
+  cr_assert_lt(fb, 370.8 / 24, "%.3f GB/s", fb);
+}

@@ -75,12 +75,27 @@ static void conns_free(Conn *c) {
   g_free(c);
 }
 
-/* Append to deps the next piece's wait on cn for its predecessor's send,
-** and leave its wait for the slot it reuses in x->slot (fab_coll__flow adds
-** it: a receiver-driven piece learns of it through the receiver's control
-** message). Returns the new count. */
-static uint32_t conn_deps(Ex *x, const Conn *cn, uint32_t *deps, uint32_t nd) {
-  if (cn->tail != FAB_OP_NONE) deps[nd++] = cn->tail | FAB_DEP_SENT;
+/* Whether a Simple piece from rank s to rank r waits for the one before it
+** on its connection to have landed: NCCL's Simple primitives fence each
+** slice before posting its flag (prims_simple.h, postPeer:
+** fence_acq_rel_sys after the CTA's barrier), so a channel's next slice to
+** a peer it writes over NVLink starts once the previous one's writes are
+** done. Over the network the GPU writes into the proxy's local buffer, and
+** the copy engines and LL/LL128 (flags in the data) do not fence. The
+** model has no landing time apart from the piece's completion, which
+** includes its reduction at the receiver (an approximation: about 1 % of a
+** 1 MiB slice's time on H100). cluster.nccl.fence: false turns it off. */
+static bool fenced(const Ex *x, uint32_t s, uint32_t r) {
+  return x->env->costs.fence && x->proto == FAB_PROTO_SIMPLE && x->algo != FAB_ALGO_CE &&
+         fab_coll__same_domain(x->env, x->ep[s], x->ep[r]);
+}
+
+/* Append to deps the next piece's wait on cn for its predecessor's send
+** (for its landing when `fence`), and leave its wait for the slot it reuses
+** in x->slot (fab_coll__flow adds it: a receiver-driven piece learns of it
+** through the receiver's control message). Returns the new count. */
+static uint32_t conn_deps(Ex *x, const Conn *cn, uint32_t *deps, uint32_t nd, bool fence) {
+  if (cn->tail != FAB_OP_NONE) deps[nd++] = cn->tail | (fence ? 0 : FAB_DEP_SENT);
   x->slot = cn->count >= x->window ? cn->cons[cn->count % x->window] : FAB_OP_NONE;
   return nd;
 }
@@ -151,11 +166,12 @@ bool fab_coll__ring_layer(Ex *x, Ring *g) {
         Conn *me = &g->cn[(size_t)c * k + p], *up = &g->cn[(size_t)c * k + (p + k - 1) % k];
         uint32_t nd = 0;
         if (s > 0) deps[nd++] = g->arr[at]; /* the piece arrived here a step ago */
-        nd = conn_deps(x, me, deps, nd);
+        uint32_t from = g->ord[(size_t)c * k + p], to = g->ord[(size_t)c * k + (p + 1) % k];
+        nd = conn_deps(x, me, deps, nd, fenced(x, from, to));
         unsigned fl = (me->count == 0 ? F_READY : 0) | (s < g->nreduce ? F_REDUCE : 0) |
                       (g->launch && l == 0 && s == 0 ? F_LAUNCH : 0);
         x->chan = c;
-        uint32_t op = fab_coll__flow(x, g->ord[(size_t)c * k + p], g->ord[(size_t)c * k + (p + 1) % k], b, fl, deps, nd);
+        uint32_t op = fab_coll__flow(x, from, to, b, fl, deps, nd);
         if (op == FAB_OP_NONE) break;
         if (s > 0) conn_consumed(x, up, g->arr_m[at], op | FAB_DEP_SENT); /* forwarded: its slot is free */
         uint32_t m = conn_push(x, me, op);
@@ -218,7 +234,7 @@ void fab_coll__chain(Ex *x, uint32_t root, uint64_t bytes, bool reduce) {
         size_t at = (size_t)c * n + h;
         uint32_t nd = 0;
         if (h > 0) deps[nd++] = last[at - 1]; /* piece j arrived from the hop before */
-        nd = conn_deps(x, &cn[at], deps, nd);
+        nd = conn_deps(x, &cn[at], deps, nd, fenced(x, ch[at], ch[at + 1]));
         unsigned fl = (j == 0 ? F_READY : 0) | (reduce ? F_REDUCE : 0) | (h == 0 && j == 0 ? F_LAUNCH : 0);
         x->chan = c;
         uint32_t op = fab_coll__flow(x, ch[at], ch[at + 1], fab_coll__piece_size(cb[c], x->chunk, j), fl, deps, nd);
@@ -393,7 +409,7 @@ void fab_coll__tree(Ex *x, const uint32_t *mem, uint32_t k, uint64_t bytes, bool
           uint32_t ch = tr->kids[(size_t)v * 3 + z];
           if (ch != UINT32_MAX) deps[nd++] = up[o + ch], leaf = false;
         }
-        nd = conn_deps(x, &cu[o + v], deps, nd);
+        nd = conn_deps(x, &cu[o + v], deps, nd, fenced(x, mem[v], mem[tr->parent[v]]));
         unsigned fl = F_REDUCE | (j == 0 ? F_READY : 0) | (launch && j == 0 && leaf ? F_LAUNCH : 0);
         uint32_t op = fab_coll__flow(x, mem[v], mem[tr->parent[v]], b, fl, deps, nd);
         if (op == FAB_OP_NONE) break;
@@ -416,7 +432,7 @@ void fab_coll__tree(Ex *x, const uint32_t *mem, uint32_t k, uint64_t bytes, bool
           } else {
             deps[nd++] = dn[o + v];
           }
-          nd = conn_deps(x, &cd[o + ch], deps, nd);
+          nd = conn_deps(x, &cd[o + ch], deps, nd, fenced(x, mem[v], mem[ch]));
           uint32_t op = fab_coll__flow(x, mem[v], mem[ch], b, j == 0 ? F_READY : 0, deps, nd);
           if (op == FAB_OP_NONE) break;
           if (first && v == tr->root) /* the root reduced its children's pieces and sends the sum down */
@@ -642,7 +658,7 @@ static void nt_tree(NvlsTree *t, uint32_t c, uint64_t lp, uint32_t l, uint64_t b
     deps[nd++] = t->rs[hv];
     for (int z = 0; z < 3; z++)
       if (tr->kids[(size_t)v * 3 + z] != UINT32_MAX) deps[nd++] = t->up[nt_head(t, c, tr->kids[(size_t)v * 3 + z], l)];
-    nd = conn_deps(x, &t->cu[hv], deps, nd);
+    nd = conn_deps(x, &t->cu[hv], deps, nd, fenced(x, nt_rank(t, v, l), nt_rank(t, tr->parent[v], l)));
     uint32_t op = fab_coll__flow(x, nt_rank(t, v, l), nt_rank(t, tr->parent[v], l), b,
                                  F_REDUCE | (lp == 0 ? F_READY : 0), deps, nd);
     for (int z = 0; z < 3; z++)
@@ -668,7 +684,7 @@ static void nt_tree(NvlsTree *t, uint32_t c, uint64_t lp, uint32_t l, uint64_t b
       if (ch == UINT32_MAX) continue;
       size_t hc = nt_head(t, c, ch, l);
       memcpy(deps, data, nd * sizeof *deps);
-      uint32_t n2 = conn_deps(x, &t->cd[hc], deps, nd);
+      uint32_t n2 = conn_deps(x, &t->cd[hc], deps, nd, fenced(x, nt_rank(t, v, l), nt_rank(t, ch, l)));
       uint32_t op = fab_coll__flow(x, nt_rank(t, v, l), nt_rank(t, ch, l), b, lp == 0 ? F_READY : 0, deps, n2);
       if (v == tr->root)
         for (int y = 0; y < 3; y++) {
@@ -918,7 +934,7 @@ void fab_coll__run_collnet_chain(Ex *x, const Groups *nodes, uint32_t L, uint32_
           size_t k = ((size_t)c * N + m) * L + p;
           uint32_t nd = 0;
           if (p + 1 < L) deps[nd++] = up[k + 1];
-          nd = conn_deps(x, &cu[k], deps, nd);
+          nd = conn_deps(x, &cu[k], deps, nd, fenced(x, RANK(m, p), RANK(m, p - 1)));
           unsigned fl = F_REDUCE | first | (p + 1 == L && j == 0 ? F_LAUNCH : 0);
           uint32_t op = fab_coll__flow(x, RANK(m, p), RANK(m, p - 1), b, fl, deps, nd);
           if (op == FAB_OP_NONE) break;
@@ -941,7 +957,7 @@ void fab_coll__run_collnet_chain(Ex *x, const Groups *nodes, uint32_t L, uint32_
           size_t k = ((size_t)c * N + m) * L + p;
           uint32_t nd = 0;
           deps[nd++] = p == 1 ? sh[(size_t)c * N + m] : dn[k - 1];
-          nd = conn_deps(x, &cd[k], deps, nd);
+          nd = conn_deps(x, &cd[k], deps, nd, fenced(x, RANK(m, p - 1), RANK(m, p)));
           uint32_t op = fab_coll__flow(x, RANK(m, p - 1), RANK(m, p), b, first, deps, nd);
           if (op == FAB_OP_NONE) break;
           if (p > 1) conn_consumed(x, &cd[k - 1], dn_m[k - 1], op | FAB_DEP_SENT);

@@ -207,6 +207,8 @@ typedef struct Ex {
   bool over;
   uint64_t cap_bps; /* the sending GPU's limit for its flows together (LL: NCCL's per-rank LL bandwidth), 0: none */
   uint64_t flow_bps;/* one flow's limit: its channel's SM throughput for the protocol, wire bits/s; 0: none */
+  uint64_t share_bps;/* a ring piece's limit over NVLink: its channel's share of the rings' bandwidth
+                    ** (collective.c: channel_share), wire bits/s; 0: none */
   uint32_t slot;    /* the next piece's wait for its receiver's slot (conn_deps), FAB_OP_NONE: none; taken by
                     ** fab_coll__flow */
   uint32_t p2p_peer;/* all-to-all as NCCL schedules it (coll_p2p.c): channels per peer; x->channels is then NCCL's

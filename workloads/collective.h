@@ -78,6 +78,10 @@ typedef struct FabNcclCosts {
                             ** srd (UINT32_MAX unset: the preset's, FabCollEnv.ofi_default) */
   uint32_t ofi_tuner;       /* cluster.nccl.ofi_tuner: FabOfiTunerType, aws-ofi-nccl's tuner plugin
                             ** (OFI_NCCL_TUNER_TYPE) under srd (UINT32_MAX unset: region, the plugin's default) */
+  bool fence;               /* cluster.nccl.fence (default true): a Simple slice over NVLink waits for the one
+                            ** before it on its connection to have landed (coll_algos.c: fenced) */
+  bool channel_share;       /* cluster.nccl.channel_share (default true): a ring channel moves at most its share of
+                            ** the bandwidth NCCL's search gives the rings (collective.c: channel_share) */
 } FabNcclCosts;
 
 /* aws-ofi-nccl's protocols (its OFI_NCCL_PROTOCOL). RDMA: a message of more

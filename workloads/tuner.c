@@ -139,6 +139,7 @@ FabNcclCosts fab_coll_costs_unset(void) {
   FabNcclCosts k = {FAB_TIME_MAX, {FAB_TIME_MAX, FAB_TIME_MAX, FAB_TIME_MAX}, FAB_TIME_MAX, FAB_TIME_MAX, {0, 0, 0},
                     FAB_TIME_MAX, 0, FAB_TIME_MAX};
   k.ofi_protocol = k.ofi_tuner = UINT32_MAX;
+  k.fence = k.channel_share = true;
   return k;
 }
 
@@ -161,6 +162,8 @@ const FabCfgKey fab_nccl_schema[] = {
   K("plugin_latency", FAB_CFG_TIME, plugin_lat, .min = 0, .max = 1e12),
   K("ofi_protocol", FAB_CFG_ENUM, ofi_protocol, .choices = fab_ofi_protocol_names),
   K("ofi_tuner", FAB_CFG_ENUM, ofi_tuner, .choices = fab_ofi_tuner_names),
+  K("fence", FAB_CFG_BOOL, fence, .def = "true"),
+  K("channel_share", FAB_CFG_BOOL, channel_share, .def = "true"),
   FAB_CFG_END_ROW,
 };
 #undef K

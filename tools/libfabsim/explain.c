@@ -34,6 +34,16 @@ static void explain_nccl(const FabNcclCosts *k, GString *s) {
   g_string_append_printf(s, "; copy engines (cta_policy zero) %.6g us per barrier flag, ", (double)k->ce_sync / 1e6);
   if (k->ce_bps) g_string_append_printf(s, "%.6g GB/s per GPU\n", (double)k->ce_bps / 8e9);
   else g_string_append(s, "at the NVLink rate\n");
+  g_string_append_printf(s, "nccl       channel_share %s: a ring channel (Simple, LL128) %s; fence %s: a Simple slice over "
+                         "NVLink %s\n", k->channel_share ? "on" : "off",
+                         k->channel_share ? "moves at most its share of the rings' bandwidth as NCCL's search sets it "
+                                            "(the rings' speed x their count / the channels launched; not RCCL's mesh "
+                                            "rings), under the ceilings above"
+                                          : "is held only by the ceilings above",
+                         k->fence ? "on" : "off",
+                         k->fence ? "waits for the one before it on its connection to land (NCCL's fence before "
+                                    "each slice's flag)"
+                                  : "leaves once the one before it has left");
   if (k->plugin_lat)
     g_string_append_printf(s, "nccl       the network plugin reports %.6g us of latency: NCCL's tuner adds it to each step "
                            "across nodes (twice for Simple) when it chooses\n", (double)k->plugin_lat / 1e6);
