@@ -200,23 +200,6 @@ uint64_t fab_coll__a2a_block(const Ex *x, uint64_t bytes, uint32_t i, uint32_t j
   return x->c->counts ? x->c->counts[(size_t)i * x->n + j] : fab_coll__part(x, bytes, x->n, j);
 }
 
-/* A ring channel's ceiling (wire bits/s) under `bps`: its share of the
-** bandwidth NCCL's search gives the rings. The search sets nChannels rings
-** at a speed each (search.cc; across nodes the network side's), so that
-** together they fill the GPU's NVLink or its NIC, NCCL's model prices a ring
-** at nChannels x that speed (tuning.cc), and the launched channels (twice
-** the rings or more, connect.cc) divide it. A channel's CTA copies at about
-** that share: no channel runs faster while another waits on its flags, so
-** the per-step costs of each channel add to its time rather than hide in
-** the gaps of the others (README, Known misses). For the ring's pieces over
-** NVLink: across the network a channel's CTA copies into the proxy's buffer
-** in its own GPU's memory, and the NIC's rate holds it. Not for RCCL's mesh
-** rings, which come from a fixed model without a searched speed. 0: none. */
-static uint64_t channel_share(const FabCollEnv *env, const Topo *t) {
-  if (!env->costs.channel_share || env->nvl_mesh || !t->nch || !t->ring.nch) return 0;
-  return (uint64_t)llround(t->ring.intra * t->ring.nch / t->nch * 8e9);
-}
-
 /* Channels for `bytes` split `parts` ways per channel: never a channel whose
 ** parts are all empty. */
 uint32_t fab_coll__chans(const Ex *x, uint64_t bytes, uint64_t parts) {
@@ -922,7 +905,7 @@ FabCollGen *fab_coll_begin(FabDag *d, const FabCollEnv *env, const FabCollSpec *
   if (x->algo == FAB_ALGO_CE) x->cap_bps = k->ce_bps; /* no SM, no channel: the copy engines together */
   else if (x->proto == FAB_PROTO_LL) x->cap_bps = 2 * fab_coll__ll_ceiling(env, &t);
   else x->flow_bps = x->proto == FAB_PROTO_LL128 ? k->channel_bps[1] / 120 * 128 : k->channel_bps[2];
-  if (x->algo == FAB_ALGO_RING && x->proto != FAB_PROTO_LL) x->share_bps = channel_share(env, &t);
+  if (x->algo == FAB_ALGO_RING && x->proto != FAB_PROTO_LL) x->share_bps = fab_coll__channel_share(env, &t);
   /* made layer by layer, an expansion holds what is under way, not all of it: no cap on its operations but
   ** what op indices can number */
   bool lay = unfold && layered(x);

@@ -81,7 +81,7 @@ typedef struct FabNcclCosts {
   bool fence;               /* cluster.nccl.fence (default true): a Simple slice over NVLink waits for the one
                             ** before it on its connection to have landed (coll_algos.c: fenced) */
   bool channel_share;       /* cluster.nccl.channel_share (default true): a ring channel moves at most its share of
-                            ** the bandwidth NCCL's search gives the rings (collective.c: channel_share) */
+                            ** the bandwidth NCCL's search gives the rings (tuner.c: fab_coll__channel_share) */
 } FabNcclCosts;
 
 /* aws-ofi-nccl's protocols (its OFI_NCCL_PROTOCOL). RDMA: a message of more

@@ -384,6 +384,26 @@ void fab_coll__p2p_setup(Ex *x, const Topo *t, uint32_t user) {
                       : t->nvl > 0 ? 524288 : 131072;
 }
 
+/* A ring channel's ceiling over NVLink (wire bits/s): its share of the
+** bandwidth NCCL's search gives the rings. The search sets nChannels rings
+** at a speed each (search.cc; across nodes the network side's), so that
+** together they fill the GPU's NVLink or its NIC, NCCL's model prices a ring
+** at nChannels x that speed (tuning.cc), and the launched channels (twice
+** the rings or more, connect.cc) divide it. A channel's CTA copies at about
+** that share: no channel runs faster while another waits on its flags, so
+** the per-step costs of each channel add to its time rather than hide in
+** the gaps of the others (README, Known misses). For the ring's pieces over
+** NVLink of a ring inside one NVLink domain: across the network a channel's
+** CTA copies into the proxy's buffer in its own GPU's memory, and the NIC's
+** rate holds it; and a ring across domains has the network path's speed
+** from the search, not a division of NVLink (capping its NVLink hops at it
+** would make them the NIC's bottleneck twin). Not for RCCL's mesh rings,
+** which come from a fixed model without a searched speed. 0: none. */
+uint64_t fab_coll__channel_share(const FabCollEnv *env, const Topo *t) {
+  if (!env->costs.channel_share || env->nvl_mesh || t->islands > 1 || !t->nch || !t->ring.nch) return 0;
+  return (uint64_t)llround(t->ring.intra * t->ring.nch / t->nch * 8e9);
+}
+
 /* NCCL's pipelining unit for algorithm a, protocol p (collective.c's top): the
 ** piece, and for rings the pieces per step and the pieces a connection holds
 ** (NCCL_STEPS = 8 slots of a step each; a Simple ring slice takes 2). */
