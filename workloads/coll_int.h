@@ -154,8 +154,9 @@ bool fab_coll__ofi_region(FabOfiPlatform platform, FabCollOp op, uint64_t bytes,
 ** sets NVLS's chunk across nodes. */
 double fab_coll__nvls_ar_bw(const Topo *t);
 
-/* A ring channel's share of the rings' bandwidth over NVLink, wire bits/s
-** (cluster.nccl.channel_share; 0: none). */
+/* A ring channel's share of the rings' bandwidth inside one NVLink domain,
+** wire bits/s (cluster.nccl.channel_share; 0: none, and always across
+** domains or without NVLink, where t->islands > 1). */
 uint64_t fab_coll__channel_share(const FabCollEnv *env, const Topo *t);
 
 /* NCCL's channel count for algorithm a, protocol p, `bytes`. */
@@ -211,8 +212,6 @@ typedef struct Ex {
   bool over;
   uint64_t cap_bps; /* the sending GPU's limit for its flows together (LL: NCCL's per-rank LL bandwidth), 0: none */
   uint64_t flow_bps;/* one flow's limit: its channel's SM throughput for the protocol, wire bits/s; 0: none */
-  uint64_t share_bps;/* a ring piece's limit over NVLink: its channel's share of the rings' bandwidth
-                    ** (tuner.c: fab_coll__channel_share), wire bits/s; 0: none */
   uint32_t slot;    /* the next piece's wait for its receiver's slot (conn_deps), FAB_OP_NONE: none; taken by
                     ** fab_coll__flow */
   uint32_t p2p_peer;/* all-to-all as NCCL schedules it (coll_p2p.c): channels per peer; x->channels is then NCCL's

@@ -37,8 +37,8 @@ static void explain_nccl(const FabNcclCosts *k, GString *s) {
   g_string_append_printf(s, "nccl       channel_share %s: a ring channel (Simple, LL128) %s; fence %s: a Simple slice over "
                          "NVLink %s\n", k->channel_share ? "on" : "off",
                          k->channel_share ? "moves at most its share of the rings' bandwidth as NCCL's search sets it "
-                                            "(the rings' speed x their count / the channels launched; not RCCL's mesh "
-                                            "rings), under the ceilings above"
+                                            "(the rings' speed x their count / the channels launched; rings inside "
+                                            "one NVLink domain, not RCCL's mesh rings), under the ceilings above"
                                           : "is held only by the ceilings above",
                          k->fence ? "on" : "off",
                          k->fence ? "waits for the one before it on its connection to land (NCCL's fence before "
