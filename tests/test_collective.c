@@ -434,13 +434,15 @@ Test(nvls, one_part_per_rank_in_one_group) {
     cr_assert_eq(d->groups, 4);
     cr_assert_eq(count_kind(d, FAB_OP_NVLS), n);
     cr_assert_eq(count_kind(d, FAB_OP_FLOW), 0);
+    cr_assert_eq(env.costs.nvls_sync, 22570000, "Hopper's, fitted to Azure ND H200 v5 at 16 KiB (tuner.c)");
     for (uint32_t i = 0; i < fab_dag_len(d); i++) {
       const FabOp *o = op_at(d, i);
       if (o->kind != FAB_OP_NVLS) continue;
       cr_assert_eq(o->bytes, 1 << 20);
       cr_assert_eq(o->group, 3);
       cr_assert_eq(o->mark, FAB_NVLS_OP_AR);
-      cr_assert_eq(o->pre, env.costs.launch + env.costs.step[2], "the launch and a Simple step");
+      cr_assert_eq(o->pre, env.costs.launch + env.costs.nvls_sync + env.costs.step[2],
+                   "the launch, the NVLS kernel's start and a Simple step");
     }
     fab_dag_free(d);
   }
@@ -465,8 +467,14 @@ Test(nvls, tree_across_domains) {
     cr_assert_eq(d->groups, 2 * D, "per domain: one reduce-scatter group, one multicast group");
     cr_assert_eq(count_kind(d, FAB_OP_NVLS), 2 * n);
     uint64_t inter = 0, rs[MAXR] = {0}, ag[MAXR] = {0};
+    uint32_t starts[MAXR] = {0};
+    const FabNcclCosts *k = &env.costs;
     for (uint32_t i = 0; i < fab_dag_len(d); i++) {
       const FabOp *o = op_at(d, i);
+      if (o->kind == FAB_OP_NVLS) { /* the kernel's start (launch, NVLS sync) once a rank, on its first part */
+        if (o->pre == k->launch + k->nvls_sync + k->step[2]) starts[o->src]++;
+        else cr_assert_eq(o->pre, k->step[2], "op %u: a Simple step only", i);
+      }
       if (o->kind == FAB_OP_NVLS) {
         if (o->mark == FAB_NVLS_OP_RS) rs[o->src] += o->bytes;
         else if (o->mark == FAB_NVLS_OP_AG) ag[o->src] += o->bytes;
@@ -480,6 +488,7 @@ Test(nvls, tree_across_domains) {
     for (uint32_t r = 0; r < n; r++) {
       cr_assert_eq(rs[r], S, "rank %u contributes all its data", r);
       cr_assert_eq(ag[r], S / 4, "rank %u multicasts its shard", r);
+      cr_assert_eq(starts[r], 1, "rank %u starts its kernel once", r);
     }
     cr_assert_eq(inter, 4 * 2 * (D - 1) * S / 4, "every shard's tree: 2(D-1) transfers");
     fab_dag_free(d);

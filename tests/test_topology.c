@@ -981,6 +981,8 @@ Test(gpu, nvls_allreduce_is_a_reduce_scatter_then_a_multicast) {
   fab_time_t pre = 0; /* the protocol latency before the data leaves (collective.c) */
   for (uint32_t i = 0; i < fab_dag_len(sc->dag); i++)
     if (fab_dag_op(sc->dag, i)->kind == FAB_OP_NVLS) pre = fab_dag_op(sc->dag, i)->pre;
+  cr_assert_eq(pre, 29620 * FAB_NS, "launch 6.05 us + Simple step 1 us + the NVLS start 22.57 us: %" G_GUINT64_FORMAT,
+               pre);
   fab_time_t lo = pre + 500 * FAB_NS + 1152 * seg, t = res.colls[0].end - res.colls[0].start;
   cr_assert(t >= lo && t <= lo + 500 * FAB_NS + 4 * seg, "%" G_GUINT64_FORMAT " ps, bounds [%" G_GUINT64_FORMAT
             ", +500 ns + 4 x %" G_GUINT64_FORMAT "]", t, lo, seg);
@@ -991,6 +993,31 @@ Test(gpu, nvls_allreduce_is_a_reduce_scatter_then_a_multicast) {
   cr_assert(strstr(js, "\"busbw_GBps\": "), "%s", js);
   g_free(js);
   testscen_done(sc, &res);
+}
+
+/* The NVLS kernel's start (cluster.nccl.nvls_sync) is paid once a rank,
+** before its first piece: a small NVLS allreduce, and a 2-domain NVLS-tree
+** one, take exactly the difference in nvls_sync longer; a ring, none. */
+static fab_time_t coll_time(const char *algo, uint32_t nodes, const char *sync) {
+  char *yaml = g_strdup_printf("cluster: {node: dgx-h100, nodes: %u, nccl: {nvls_sync: %s}}\n"
+                               "fabric: {topology: {kind: single-switch}, link: {bandwidth: 400Gbps}}\n"
+                               "workload: {kind: collective, op: allreduce, algorithm: %s, size: 64KiB}\n",
+                               nodes, sync, algo);
+  FabScenario *sc = testscen_load(yaml, NULL);
+  FabResults res;
+  testscen_run(sc, &res);
+  cr_assert_eq(res.n_colls, 1);
+  cr_assert_str_eq(res.colls[0].algorithm, algo);
+  fab_time_t t = res.colls[0].end - res.colls[0].start;
+  testscen_done(sc, &res);
+  g_free(yaml);
+  return t;
+}
+
+Test(gpu, nvls_kernel_start_is_paid_once_a_rank) {
+  cr_assert_eq(coll_time("nvls", 1, "10us") - coll_time("nvls", 1, "0us"), 10 * FAB_US);
+  cr_assert_eq(coll_time("nvls-tree", 2, "10us") - coll_time("nvls-tree", 2, "0us"), 10 * FAB_US);
+  cr_assert_eq(coll_time("ring", 1, "10us"), coll_time("ring", 1, "0us"), "a ring has no NVLS start");
 }
 
 /* NVLS reduce-scatter and allgather inside one node, as NCCL's NVLS kernels

@@ -342,7 +342,7 @@ uint32_t fab_coll__nvls_op(Ex *x, uint32_t i, uint32_t group, uint64_t bytes, Fa
   const FabNcclCosts *k = &x->env->costs;
   FabOp o = {.kind = FAB_OP_NVLS, .mark = (uint8_t)mode, .prio = c->prio, .job = c->job, .step = c->step,
              .src = x->ep[i], .dst = x->ep[i], .coll = x->coll, .group = group, .bytes = bytes, .start = c->start,
-             .pre = k->step[2] + (flags & F_LAUNCH ? k->launch : 0)};
+             .pre = k->step[2] + (flags & F_LAUNCH ? k->launch + (mode == FAB_NVLS_OP_SHARP ? 0 : k->nvls_sync) : 0)};
   return fab_coll__add_op(x, &o, i, i, deps, nd, flags & F_READY);
 }
 

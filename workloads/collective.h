@@ -82,6 +82,8 @@ typedef struct FabNcclCosts {
                             ** before it on its connection to have landed (coll_algos.c: fenced) */
   bool channel_share;       /* cluster.nccl.channel_share (default true): a ring channel moves at most its share of
                             ** the bandwidth NCCL's search gives the rings (tuner.c: fab_coll__channel_share) */
+  fab_time_t nvls_sync;     /* an NVLS kernel's (nvls, nvls-tree, SHARP through NVLS) start beyond `launch`, once a
+                            ** rank: the multicast group's synchronisation (tuner.c) */
 } FabNcclCosts;
 
 /* aws-ofi-nccl's protocols (its OFI_NCCL_PROTOCOL). RDMA: a message of more

@@ -111,6 +111,15 @@ static const FabNcclArch arches[] = {
 **    clariden/npkit_data_summary_{Simple,LL}.json, put Simple's
 **    recvReduceSend 1,300-2,200 cycles above LL's below 4 KiB, 0.7-1.1 us at
 **    about 2 GHz, the wait and the fence not counted).
+**  - nvls_sync 22.57 us: what an NVLS kernel pays once at its start beyond
+**    a ring's launch (the multicast group's synchronisation; its steps are
+**    not broken down: ASSUMPTION that it is one cost before the first
+**    piece). Fitted to Azure ND H200 v5's NVLS allreduce at 16 KiB
+**    (Azure/AI-benchmarking-guide, Azure_Results/ND_H200_v5_results.md:
+**    0.93 GB/s busbw, 30.83 us; fabsim 8.26 us without it); its 64 KiB and
+**    1 MiB points and NVLS-tree on 2 x 8 H20 (nccl#1244) validate. NCCL's
+**    own model agrees in size: tuning.cc hwLatencies NVLink NVLS Simple 25
+**    us, the whole NVLS latency (base 0). Blackwell: Hopper's (ASSUMPTION).
 **  - proxy 2 us: NCCL's own network post overhead, 1 us (tuning.cc
 **    getNetOverhead, Intel), once at the sender's proxy and once at the
 **    receiver's. flush 1 us: ASSUMPTION (one read across PCIe by the NIC).
@@ -126,13 +135,13 @@ static const FabNcclArch arches[] = {
 **    fabsim's NVLink already runs at. The start is the kernel's `launch`
 **    (ASSUMPTION: the same per-collective cost on a back-to-back stream). */
 typedef struct Costs {
-  double launch, step[3], proxy, flush, ll, ll128, simple, ce_sync;
+  double launch, step[3], proxy, flush, ll, ll128, simple, ce_sync, nvls_sync;
 } Costs;
 static const Costs costs[] = {
-  {6.05, {1.475, 1.975, 2.475}, 2.0, 1.0, 87.7, 20.0, 24.0, 1.0},   /* Ampere */
-  {6.05, {0.0, 0.5, 1.0}, 2.0, 1.0, 141.0, 36.7, 38.7, 1.0},        /* Hopper */
-  {6.05, {0.0, 0.5, 1.0}, 2.0, 1.0, 282.0, 40.0, 70.0, 1.0},        /* Blackwell */
-  {6.05, {0.0, 0.5, 1.0}, 2.0, 1.0, 141.0, 36.7, 38.7, 1.0},        /* CDNA3: Hopper's (ASSUMPTION) */
+  {6.05, {1.475, 1.975, 2.475}, 2.0, 1.0, 87.7, 20.0, 24.0, 1.0, 0.0},   /* Ampere (no NVLS) */
+  {6.05, {0.0, 0.5, 1.0}, 2.0, 1.0, 141.0, 36.7, 38.7, 1.0, 22.57},      /* Hopper */
+  {6.05, {0.0, 0.5, 1.0}, 2.0, 1.0, 282.0, 40.0, 70.0, 1.0, 22.57},      /* Blackwell */
+  {6.05, {0.0, 0.5, 1.0}, 2.0, 1.0, 141.0, 36.7, 38.7, 1.0, 0.0},        /* CDNA3: Hopper's (ASSUMPTION; no NVLS) */
 };
 
 FabNcclCosts fab_coll_costs_unset(void) {
@@ -140,6 +149,7 @@ FabNcclCosts fab_coll_costs_unset(void) {
                     FAB_TIME_MAX, 0, FAB_TIME_MAX};
   k.ofi_protocol = k.ofi_tuner = UINT32_MAX;
   k.fence = k.channel_share = true;
+  k.nvls_sync = FAB_TIME_MAX;
   return k;
 }
 
@@ -164,6 +174,7 @@ const FabCfgKey fab_nccl_schema[] = {
   K("ofi_tuner", FAB_CFG_ENUM, ofi_tuner, .choices = fab_ofi_tuner_names),
   K("fence", FAB_CFG_BOOL, fence, .def = "true"),
   K("channel_share", FAB_CFG_BOOL, channel_share, .def = "true"),
+  K("nvls_sync", FAB_CFG_TIME, nvls_sync, .min = 0, .max = 1e12),
   FAB_CFG_END_ROW,
 };
 #undef K
@@ -178,6 +189,7 @@ void fab_coll_costs_resolve(FabCollEnv *env) {
   if (k->proxy == FAB_TIME_MAX) k->proxy = fab_coll__us_ps(c->proxy);
   if (k->flush == FAB_TIME_MAX) k->flush = fab_coll__us_ps(c->flush);
   if (k->ce_sync == FAB_TIME_MAX) k->ce_sync = fab_coll__us_ps(c->ce_sync);
+  if (k->nvls_sync == FAB_TIME_MAX) k->nvls_sync = fab_coll__us_ps(c->nvls_sync);
   if (k->plugin_lat == FAB_TIME_MAX) k->plugin_lat = fab_coll__us_ps(env->plugin_lat_us);
   else env->plugin_lat_us = (double)k->plugin_lat / 1e6;
   if (k->ofi_protocol == UINT32_MAX) k->ofi_protocol = env->ofi_default;

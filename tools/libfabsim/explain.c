@@ -31,6 +31,7 @@ static void explain_nccl(const FabNcclCosts *k, GString *s) {
                          (double)k->channel_bps[1] / 8e9, (double)k->channel_bps[2] / 8e9);
   if (k->channel_bps[0]) g_string_append_printf(s, "%.6g GB/s per rank", (double)k->channel_bps[0] / 8e9);
   else g_string_append(s, "NCCL's for the node count");
+  g_string_append_printf(s, "; NVLS kernels %.6g us once at their start", (double)k->nvls_sync / 1e6);
   g_string_append_printf(s, "; copy engines (cta_policy zero) %.6g us per barrier flag, ", (double)k->ce_sync / 1e6);
   if (k->ce_bps) g_string_append_printf(s, "%.6g GB/s per GPU\n", (double)k->ce_bps / 8e9);
   else g_string_append(s, "at the NVLink rate\n");
