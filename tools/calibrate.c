@@ -333,10 +333,14 @@ static gboolean eval_at(Cal *c, ParamId p, double x, double *sq, int *rc) {
 }
 
 /* A rate or an efficiency: the value that minimises the sum of squares of
-** ln(simulated / measured time) over its sizes, by golden-section search on
-** its logarithm in [v / e^w, v e^w], the bracket moved when the best is at
-** its edge, down to 0.1 %. The time does not go simply as 1 / rate: the
-** tuner's channels and protocols move with it. Its relative move in *moved. */
+** ln(simulated / measured time) over its sizes, on its logarithm in
+** [v / e^w, v e^w]: first a scan of FIT_GRID points evenly across it, then a
+** golden-section search down to 0.1 % between the best point's neighbours,
+** the bracket moved when the best is at its edge. The residual can have
+** several dips (the tuner's channels and protocols move with the rate, and
+** NCCL's flow control with them): the scan finds the deepest one before the
+** search narrows. Its relative move in *moved. */
+#define FIT_GRID 9
 static gboolean fit_rate(Cal *c, ParamId p, double w, double *moved, int *rc) {
   const double g = (sqrt(5.0) - 1) / 2, tol = 1e-3, xlo = log(params[p].lo), xhi = log(params[p].hi);
   double v0 = c->v[p], best_x = log(v0), best, med, fmin, fmax;
@@ -348,7 +352,16 @@ static gboolean fit_rate(Cal *c, ParamId p, double w, double *moved, int *rc) {
     fmin = MIN(fmin, (f)), fmax = MAX(fmax, (f));               \
   } while (0)
   for (int shift = 0; shift < 4; shift++) {
-    double lo = MAX(best_x - w, xlo), hi = MIN(best_x + w, xhi), l0 = lo, h0 = hi;
+    double l0 = MAX(best_x - w, xlo), h0 = MIN(best_x + w, xhi), step = (h0 - l0) / (FIT_GRID - 1), gx = best_x;
+    double gf = best;
+    int k = -1;
+    for (int i = 0; i < FIT_GRID; i++) {
+      double x = l0 + i * step, f;
+      EVAL(x, f);
+      if (f < gf) gf = f, gx = x, k = i;
+    }
+    if (k < 0) k = (int)lround((best_x - l0) / step); /* the value we came with is the best seen */
+    double lo = MAX(gx - step, l0), hi = MIN(gx + step, h0);
     double a = hi - g * (hi - lo), b = lo + g * (hi - lo), fa, fb;
     EVAL(a, fa);
     EVAL(b, fb);
@@ -362,7 +375,8 @@ static gboolean fit_rate(Cal *c, ParamId p, double w, double *moved, int *rc) {
       }
     }
     double x = fa <= fb ? a : b, f = MIN(fa, fb);
-    bool edge = (x - l0 < 2 * tol && l0 > xlo + tol) || (h0 - x < 2 * tol && h0 < xhi - tol);
+    if (gf < f) x = gx, f = gf;
+    bool edge = (k == 0 && l0 > xlo + tol) || (k == FIT_GRID - 1 && h0 < xhi - tol);
     if (f < best) best = f, best_x = x;
     if (!edge) break; /* else look again around it */
   }
