@@ -357,6 +357,7 @@ static gboolean fit_rate(Cal *c, ParamId p, double w, double *moved, int *rc) {
     int k = -1;
     for (int i = 0; i < FIT_GRID; i++) {
       double x = l0 + i * step, f;
+      if (fabs(x - best_x) < tol / 2) continue; /* the value we came with: its residual is `best` */
       EVAL(x, f);
       if (f < gf) gf = f, gx = x, k = i;
     }

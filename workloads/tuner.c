@@ -145,12 +145,10 @@ static const Costs costs[] = {
 };
 
 FabNcclCosts fab_coll_costs_unset(void) {
-  FabNcclCosts k = {FAB_TIME_MAX, {FAB_TIME_MAX, FAB_TIME_MAX, FAB_TIME_MAX}, FAB_TIME_MAX, FAB_TIME_MAX, {0, 0, 0},
-                    FAB_TIME_MAX, 0, FAB_TIME_MAX};
-  k.ofi_protocol = k.ofi_tuner = UINT32_MAX;
-  k.fence = k.channel_share = true;
-  k.nvls_sync = FAB_TIME_MAX;
-  return k;
+  return (FabNcclCosts){.launch = FAB_TIME_MAX, .step = {FAB_TIME_MAX, FAB_TIME_MAX, FAB_TIME_MAX},
+                        .proxy = FAB_TIME_MAX, .flush = FAB_TIME_MAX, .ce_sync = FAB_TIME_MAX,
+                        .plugin_lat = FAB_TIME_MAX, .ofi_protocol = UINT32_MAX, .ofi_tuner = UINT32_MAX,
+                        .fence = true, .channel_share = true, .nvls_sync = FAB_TIME_MAX};
 }
 
 const char *const fab_ofi_protocol_names[] = {"sendrecv", "rdma", NULL};
