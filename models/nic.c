@@ -350,6 +350,8 @@ static FabPkt *nvls_packet(FabEngine *eng, FabNic *nic, FabFlow *f, FabPkt *p) {
   p->prio = f->prio;
   p->sent = eng->now;
   nic->nvls_tx_bytes += p->wire;
+  if (!sharp && gpu_limited(f)) /* its channel's CTA: its next request once this one's bytes are made */
+    f->next_tx = MAX(f->next_tx, eng->now + fab_time_ser(p->wire, f->max_bps));
   f->snd_max = f->snd_nxt;
   if (sharp ? sharp_open(f) : f->snd_nxt < f->npkts || (ar && f->nvls_mc < f->nvls_red)) rr_push(nic, f);
   if (f->snd_nxt == f->npkts && (!ar || f->nvls_mc == f->nvls_own) && !f->sent_all) {

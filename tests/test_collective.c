@@ -420,30 +420,66 @@ Test(tree, nodes_form_the_tree_and_chains_run_inside) {
 
 /* ---- nvls ------------------------------------------------------------------ */
 
-Test(nvls, one_part_per_rank_in_one_group) {
+/* NVLS in one domain as NCCL's kernel runs it: per channel, loops of one
+** chunk per rank (NCCL's NVLS chunk, enqueue.cc calcCollChunking: 128 KiB,
+** 64 KiB under 64 x channels x ranks x chunk, 32 KiB under 8 x, 16 KiB
+** under 2 x), each loop one group with a part per rank, a rank's loop after
+** its previous one on the channel is done; each part pays nvls_step a chunk
+** (a channel's first loop also the launch and the NVLS kernel's start) and
+** leaves at NVLink / channels, in segments of a chunk. 1 MiB on 2 channels. */
+Test(nvls, loops_per_channel_in_nccl_chunks) {
   for (size_t z = 0; z < NSIZES; z++) {
-    uint32_t n = sizes[z], e[MAXR];
+    uint32_t n = sizes[z], e[MAXR], C = 2;
     FabCollEnv env = gpus(1, 8);
     FabCollSpec s = spec(FAB_COLL_ALLREDUCE, FAB_ALGO_NVLS, 1 << 20, n);
+    s.channels = C;
     FabDag *d = fab_dag_new();
     d->groups = 3;
     GError *err = NULL;
     int32_t coll = fab_coll_expand(d, &env, &s, NULL, e, &err);
     cr_assert_geq(coll, 0);
     check_dag(d, &env, &s, coll, e);
-    cr_assert_eq(d->groups, 4);
-    cr_assert_eq(count_kind(d, FAB_OP_NVLS), n);
+    uint64_t B = 1 << 20, ch = 131072, ops = (uint64_t)C * n;
+    if (B < 64 * ops * ch) ch = 65536;
+    if (B < 8 * ops * ch) ch = 32768;
+    if (B < 2 * ops * ch) ch = 16384;
+    cr_assert_eq(g_array_index(d->colls, FabCollDef, 0).chunk, ch, "n=%u", n);
+    uint64_t loop = n * ch, per = B / C; /* 1 MiB splits evenly over 2 channels (in 4-byte units) */
+    uint32_t L = (uint32_t)((per + loop - 1) / loop);
+    cr_assert_eq(d->groups, 3 + C * L, "n=%u: %u loops a channel", n, L);
+    cr_assert_eq(count_kind(d, FAB_OP_NVLS), C * L * n);
     cr_assert_eq(count_kind(d, FAB_OP_FLOW), 0);
-    cr_assert_eq(env.costs.nvls_sync, 22570000, "Hopper's, fitted to Azure ND H200 v5 at 16 KiB (tuner.c)");
+    cr_assert_eq(env.costs.nvls_sync, 22940000, "Hopper's, fitted to Azure ND H200 v5 at 16 KiB (tuner.c)");
+    cr_assert_eq(env.costs.nvls_step, 737500, "Hopper's, fitted to Azure ND H200 v5 at 8 GiB (tuner.c)");
+    uint64_t sum[MAXR] = {0}, members[64] = {0};
+    uint32_t prev[MAXR][2], firsts = 0;
+    memset(prev, 0xff, sizeof prev);
     for (uint32_t i = 0; i < fab_dag_len(d); i++) {
       const FabOp *o = op_at(d, i);
       if (o->kind != FAB_OP_NVLS) continue;
-      cr_assert_eq(o->bytes, 1 << 20);
-      cr_assert_eq(o->group, 3);
       cr_assert_eq(o->mark, FAB_NVLS_OP_AR);
-      cr_assert_eq(o->pre, env.costs.launch + env.costs.nvls_sync + env.costs.step[2],
-                   "the launch, the NVLS kernel's start and a Simple step");
+      cr_assert(o->group >= 3 && o->group < 3 + C * L);
+      uint32_t g = o->group - 3, c = g / L, r = o->src;
+      members[g]++;
+      cr_assert_leq(o->bytes, loop);
+      sum[r] += o->bytes;
+      fab_time_t steps = env.costs.nvls_step * ((o->bytes + ch - 1) / ch);
+      if (prev[r][c] == UINT32_MAX) {
+        cr_assert_eq(o->pre, env.costs.launch + env.costs.nvls_sync + steps, "op %u: a channel's first loop", i);
+        firsts++;
+      } else {
+        cr_assert_eq(o->pre, steps, "op %u: a step a chunk", i);
+        bool after = false;
+        for (uint32_t k = 0; k < o->ndeps; k++) after |= fab_dag_dep(d, o, k) == prev[r][c];
+        cr_assert(after, "op %u: after rank %u's previous loop on channel %u", i, r, c);
+      }
+      prev[r][c] = i;
+      cr_assert_eq(o->max_bps, env.nvl_bps / C, "a channel's share of NVLink");
+      cr_assert_eq(o->seg, ch, "segments of a chunk");
     }
+    for (uint32_t g = 0; g < C * L; g++) cr_assert_eq(members[g], n, "group %u: one part per rank", g);
+    for (uint32_t r = 0; r < n; r++) cr_assert_eq(sum[r], B, "rank %u: all its data", r);
+    cr_assert_eq(firsts, C * n);
     fab_dag_free(d);
   }
 }
@@ -472,8 +508,10 @@ Test(nvls, tree_across_domains) {
     for (uint32_t i = 0; i < fab_dag_len(d); i++) {
       const FabOp *o = op_at(d, i);
       if (o->kind == FAB_OP_NVLS) { /* the kernel's start (launch, NVLS sync) once a rank, on its first part */
-        if (o->pre == k->launch + k->nvls_sync + k->step[2]) starts[o->src]++;
-        else cr_assert_eq(o->pre, k->step[2], "op %u: a Simple step only", i);
+        fab_time_t steps = k->nvls_step * ((o->bytes + 32767) / 32768); /* a step a chunk it covers */
+        if (o->pre == k->launch + k->nvls_sync + steps) starts[o->src]++;
+        else cr_assert_eq(o->pre, steps, "op %u: its chunks' steps only", i);
+        cr_assert_eq(o->max_bps, env.nvl_bps / g_array_index(d->colls, FabCollDef, 0).channels);
       }
       if (o->kind == FAB_OP_NVLS) {
         if (o->mark == FAB_NVLS_OP_RS) rs[o->src] += o->bytes;

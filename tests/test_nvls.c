@@ -1,8 +1,9 @@
 /*
 ** NVLS (models/nvls.h): the NVSwitch's reduce-scatter, all-gather and
 ** allreduce groups, on one DGX H100 whose workload is replaced by hand-made
-** NVLS ops. Segments are 64 KiB of data; on NVLink each takes
-** ceil(65536 / 0.85) + 16 = 77118 wire bytes (Hopper's NVLS efficiency).
+** NVLS ops. Segments are 64 KiB of data; on NVLink each takes 65536 + 16
+** = 65552 wire bytes (NVLS efficiency 1: the loops' costs are paid as time,
+** workloads/coll_nvls.c).
 ** Every count below is worked out from the group's rule: member m owns the
 ** segments k with k mod n = m.
 */
@@ -13,7 +14,7 @@
 #include "workloads/dag.h"
 
 #define SEG 65536ull
-#define WIRE 77118ull
+#define WIRE 65552ull
 
 static const char dgx[] =
   "cluster: {node: dgx-h100, nodes: 1}\n"
@@ -22,7 +23,8 @@ static const char dgx[] =
 
 /* A scenario whose DAG is one NVLS group of `mode` over ranks 0..n-1, rank m
 ** with segs[m] segments. */
-static FabScenario *group(FabNvlsOp mode, uint32_t n, const uint32_t *segs, const char *const *sets) {
+static FabScenario *group_of(FabNvlsOp mode, uint32_t n, const uint32_t *segs, const char *const *sets,
+                             uint64_t max_bps, uint64_t seg) {
   FabScenario *sc = testscen_load(dgx, sets);
   fab_dag_free(sc->dag);
   sc->dag = fab_dag_new();
@@ -32,10 +34,14 @@ static FabScenario *group(FabNvlsOp mode, uint32_t n, const uint32_t *segs, cons
   uint32_t g = sc->dag->groups++;
   for (uint32_t m = 0; m < n; m++) {
     FabOp o = {.kind = FAB_OP_NVLS, .mark = (uint8_t)mode, .src = m, .dst = m, .coll = -1, .group = g,
-               .bytes = segs[m] * SEG};
+               .bytes = segs[m] * SEG, .max_bps = max_bps, .seg = seg};
     fab_dag_add(sc->dag, &o, NULL, 0);
   }
   return sc;
+}
+
+static FabScenario *group(FabNvlsOp mode, uint32_t n, const uint32_t *segs, const char *const *sets) {
+  return group_of(mode, n, segs, sets, 0, 0);
 }
 
 static uint64_t out_of(const FabResults *r, uint32_t gpu) {
@@ -116,6 +122,51 @@ Test(nvls, the_efficiency_inflates_every_nvls_segment) {
   FabResults res;
   testscen_run(sc, &res);
   cr_assert_eq(out_of(&res, 0), 131072 + 16);
+  testscen_done(sc, &res);
+}
+
+/* A channel's NVLS op (max_bps, its share of NVLink) makes each segment
+** at that rate: a member's segment leaves ser(wire, max_bps) after the one
+** before (the first once it is made). Two members storing 4 segments each
+** (AG), each receiving both multicasts: unpaced, each segment after the
+** first adds two serialisations at the line rate to a member's port (its
+** own and the other's), paced one at max_bps (which is longer); the first
+** adds ser at max_bps less ser at the line. So the paced run ends exactly
+** (r - l) + 3 (r - 2 l) later, r and l a segment's time at max_bps and at
+** the line. */
+Test(nvls, a_channel_s_op_makes_its_segments_at_its_share) {
+  uint32_t segs[2] = {4, 4};
+  uint64_t line = 370800000000ull * 8, share = line / 16;
+  FabScenario *fast = group_of(FAB_NVLS_OP_AG, 2, segs, NULL, 0, 0);
+  FabScenario *slow = group_of(FAB_NVLS_OP_AG, 2, segs, NULL, share, 0);
+  cr_assert_eq(fast->fabric.nic.nvl_bps, line, "DGX H100's NVLink: 370.8 GB/s");
+  FabResults rf, rs;
+  testscen_run(fast, &rf);
+  testscen_run(slow, &rs);
+  fab_time_t r = fab_time_ser(WIRE, share), l = fab_time_ser(WIRE, line);
+  cr_assert_eq(rs.sim_time - rf.sim_time, (r - l) + 3 * (r - 2 * l),
+               "paced %lu ps, line rate %lu ps", rs.sim_time, rf.sim_time);
+  testscen_done(fast, &rf);
+  testscen_done(slow, &rs);
+}
+
+/* `seg` cuts an op into segments of a head's chunk: 64 KiB in 16 KiB
+** segments is 4 segments of 16384 + 16 wire bytes (an AG member receives
+** both members' 4); an RS of 2 members of 2
+** such chunks each gives each member one chunk (ownership by segment). */
+Test(nvls, seg_cuts_an_op_into_chunks_that_members_own) {
+  uint32_t one[2] = {1, 1};
+  FabScenario *sc = group_of(FAB_NVLS_OP_AG, 2, one, NULL, 0, 16384);
+  FabResults res;
+  testscen_run(sc, &res);
+  cr_assert_eq(out_of(&res, 0), 4 * (16384 + 16));
+  cr_assert_eq(into(&res, 0), 2 * 4 * (16384 + 16), "both members' four");
+  testscen_done(sc, &res);
+  sc = group_of(FAB_NVLS_OP_RS, 2, one, NULL, 0, 32768);
+  testscen_run(sc, &res);
+  cr_assert_eq(out_of(&res, 0), 2 * (32768 + 16), "its two chunks into the switch");
+  cr_assert_eq(into(&res, 0), 32768 + 16, "the one it owns, reduced");
+  cr_assert_eq(into(&res, 1), 32768 + 16);
   testscen_done(sc, &res);
 }
 

@@ -670,10 +670,12 @@ Test(gpu, intra_node_transfer_is_nvlink_latency_plus_bytes_over_rate) {
 }
 
 /* A GPU's NVLink port stops once its credits fall below one unit, so the unit must be its largest packet: a full
-** NVLS segment, ceil(65536 / 0.85) + 16 = 77118 wire bytes on Hopper, not a plain one's 65552. With the plain one,
-** an MoE all-to-all beside an NVLS allreduce once sent a segment on 65552..77117 bytes of credit and aborted. */
+** NVLS segment, at an NVLS efficiency of 0.85 ceil(65536 / 0.85) + 16 = 77118 wire bytes, not a plain one's 65552.
+** With the plain one, an MoE all-to-all beside an NVLS allreduce once sent a segment on 65552..77117 bytes of credit
+** and aborted. (The default efficiency is 1: the NVLS segment is then the plain one's size.) */
 Test(gpu, the_nvlink_credit_unit_is_the_largest_packet) {
-  FabScenario *sc = testscen_load(dgx2, NULL);
+  const char *eff[] = {"cluster.nvlink.nvls_efficiency=0.85", NULL};
+  FabScenario *sc = testscen_load(dgx2, eff);
   FabTopology *t = fab_topology_build(&sc->fabric);
   cr_assert_not_null(t);
   for (uint32_t i = 0; i < 16; i++) {
@@ -949,22 +951,24 @@ Test(gpu, an_nvlink_incast_is_backpressured_not_queued) {
 /* NVLS as NCCL runs it: a reduce-scatter through the switch, then each
 ** owner's multicast store. Per GPU: out 1024 contributions + 128 stores,
 ** in 128 reduced segments + 1024 copies; every NVLS segment is 64 KiB of
-** data in 65536 / 0.85 (Hopper's NVLS efficiency) + 16 wire bytes. */
+** data in 65536 + 16 wire bytes (NVLS efficiency 1). One channel of one
+** loop (a chunk of S / 8 a head), without the step costs (nvls_step 0):
+** the run is bound by the serialisation. */
 Test(gpu, nvls_allreduce_is_a_reduce_scatter_then_a_multicast) {
   const char *yaml =
-    "cluster: {node: dgx-h100, nodes: 1}\n"
+    "cluster: {node: dgx-h100, nodes: 1, nccl: {nvls_step: 0us, channel_share: false}}\n"
     "fabric:\n"
     "  topology: {kind: single-switch}\n"
     "  link: {bandwidth: 400Gbps}\n"
-    "workload: {kind: collective, op: allreduce, algorithm: nvls, size: 64MiB}\n";
+    "workload: {kind: collective, op: allreduce, algorithm: nvls, size: 64MiB, channels: 1, chunk: 8MiB}\n";
   FabScenario *sc = testscen_load(yaml, NULL);
   cr_assert(sc->fabric.gpu.nvls);
-  cr_assert_float_eq(sc->fabric.gpu.nvls_eff, 0.85, 1e-12);
+  cr_assert_float_eq(sc->fabric.gpu.nvls_eff, 1.0, 1e-12);
   FabResults res;
   testscen_run(sc, &res);
   cr_assert_eq(res.n_colls, 1);
   cr_assert_eq(res.colls[0].ranks, 8);
-  uint64_t wire = 77102 + 16; /* ceil(65536 / 0.85) + header */
+  uint64_t wire = 65536 + 16;
   for (int g = 0; g < 8; g++) {
     char up[16], down[16];
     g_snprintf(up, sizeof up, "gpu%d:p1", g);
@@ -972,17 +976,16 @@ Test(gpu, nvls_allreduce_is_a_reduce_scatter_then_a_multicast) {
     cr_assert_eq(testscen_bytes_from(&res, up), (1024 + 128) * wire, "GPU %d: S up, S/8 stored", g);
     cr_assert_eq(testscen_bytes_from(&res, down), (128 + 1024) * wire, "GPU %d: S/8 reduced, S multicast", g);
   }
-  /* serialisation-bound: 1152 segments out of each GPU (207978 ps each at
+  /* serialisation-bound: 1152 segments out of each GPU (176786 ps each at
   ** 2.9664 Tb/s) plus the 500 ns NVLink latency; at most another 500 ns (the
   ** last segment crosses the NVLink four times: up, reduced, stored, copied)
   ** and four segments (each crossing stores one) of pipeline drain */
   fab_time_t seg = (wire * 8 * FAB_S + 2966400000000ULL - 1) / 2966400000000ULL;
-  cr_assert_eq(seg, 207978);
-  fab_time_t pre = 0; /* the protocol latency before the data leaves (collective.c) */
+  cr_assert_eq(seg, 176786);
+  fab_time_t pre = 0; /* the protocol latency before the data leaves (coll_nvls.c): a channel's first loop's */
   for (uint32_t i = 0; i < fab_dag_len(sc->dag); i++)
-    if (fab_dag_op(sc->dag, i)->kind == FAB_OP_NVLS) pre = fab_dag_op(sc->dag, i)->pre;
-  cr_assert_eq(pre, 29620 * FAB_NS, "launch 6.05 us + Simple step 1 us + the NVLS start 22.57 us: %" G_GUINT64_FORMAT,
-               pre);
+    if (fab_dag_op(sc->dag, i)->kind == FAB_OP_NVLS) pre = MAX(pre, fab_dag_op(sc->dag, i)->pre);
+  cr_assert_eq(pre, 28990 * FAB_NS, "launch 6.05 us + the NVLS start 22.94 us: %" G_GUINT64_FORMAT, pre);
   fab_time_t lo = pre + 500 * FAB_NS + 1152 * seg, t = res.colls[0].end - res.colls[0].start;
   cr_assert(t >= lo && t <= lo + 500 * FAB_NS + 4 * seg, "%" G_GUINT64_FORMAT " ps, bounds [%" G_GUINT64_FORMAT
             ", +500 ns + 4 x %" G_GUINT64_FORMAT "]", t, lo, seg);
@@ -1020,26 +1023,54 @@ Test(gpu, nvls_kernel_start_is_paid_once_a_rank) {
   cr_assert_eq(coll_time("ring", 1, "10us"), coll_time("ring", 1, "0us"), "a ring has no NVLS start");
 }
 
+static fab_time_t nvls_time(const char *step, const char *size) {
+  char *yaml = g_strdup_printf("cluster: {node: dgx-h100, nodes: 1, nccl: {nvls_step: %s}}\n"
+                               "fabric: {topology: {kind: single-switch}, link: {bandwidth: 400Gbps}}\n"
+                               "workload: {kind: collective, op: allreduce, algorithm: nvls, size: %s, channels: 1}\n",
+                               step, size);
+  FabScenario *sc = testscen_load(yaml, NULL);
+  FabResults res;
+  testscen_run(sc, &res);
+  cr_assert_eq(g_array_index(sc->dag->colls, FabCollDef, 0).chunk, 131072,
+               "NCCL's NVLS chunk: 128 KiB (64 MiB is 64 x 8 ranks x 128 KiB)");
+  fab_time_t t = res.colls[0].end - res.colls[0].start;
+  testscen_done(sc, &res);
+  g_free(yaml);
+  return t;
+}
+
+/* NVLS loop by loop (coll_nvls.c): on one channel a rank's loops run one
+** after another, each paying nvls_step for every chunk it covers before
+** its data moves. 64 MiB on 8 ranks in 128 KiB chunks is 64 loops of 8
+** chunks: 512 steps on the way, so each us of nvls_step adds exactly 512 us. */
+Test(gpu, nvls_steps_are_paid_a_chunk_on_a_channel_s_path) {
+  fab_time_t t0 = nvls_time("0us", "64MiB");
+  cr_assert_eq(nvls_time("1us", "64MiB") - t0, 512 * FAB_US);
+  cr_assert_eq(nvls_time("2500ns", "64MiB") - t0, 1280 * FAB_US);
+}
+
 /* NVLS reduce-scatter and allgather inside one node, as NCCL's NVLS kernels
 ** run them: a reduce-scatter sends all of S into the switch and gets S/8
 ** reduced back (multimem.ld_reduce); an allgather stores its S/8 once and
 ** gets every rank's part, its own included (multimem.st): S. Both are
 ** bound by 1024 segments (64 MiB in 64 KiB) on one direction of each GPU's
-** NVLink, as the allreduce above by 1152. */
+** NVLink, as the allreduce above by 1152 (one channel of one loop, no step
+** costs, as above). */
 Test(gpu, nvls_reduce_scatter_and_allgather_move_what_nccl_moves) {
   static const char *const ops[] = {"reduce-scatter", "allgather"};
   for (int k = 0; k < 2; k++) {
-    char *yaml = g_strdup_printf("cluster: {node: dgx-h100, nodes: 1}\n"
+    char *yaml = g_strdup_printf("cluster: {node: dgx-h100, nodes: 1, nccl: {nvls_step: 0us, channel_share: false}}\n"
                                  "fabric:\n"
                                  "  topology: {kind: single-switch}\n"
                                  "  link: {bandwidth: 400Gbps}\n"
-                                 "workload: {kind: collective, op: %s, algorithm: nvls, size: 64MiB}\n", ops[k]);
+                                 "workload: {kind: collective, op: %s, algorithm: nvls, size: 64MiB, channels: 1, "
+                                 "chunk: 8MiB}\n", ops[k]);
     FabScenario *sc = testscen_load(yaml, NULL);
     FabResults res;
     testscen_run(sc, &res);
     cr_assert_eq(res.n_colls, 1);
     cr_assert_str_eq(res.colls[0].algorithm, "nvls");
-    uint64_t wire = 77102 + 16, up = k == 0 ? 1024 : 128, down = k == 0 ? 128 : 1024;
+    uint64_t wire = 65536 + 16, up = k == 0 ? 1024 : 128, down = k == 0 ? 128 : 1024;
     for (int g = 0; g < 8; g++) {
       char gp[16], sp[16];
       g_snprintf(gp, sizeof gp, "gpu%d:p1", g);
@@ -1049,9 +1080,9 @@ Test(gpu, nvls_reduce_scatter_and_allgather_move_what_nccl_moves) {
       cr_assert_eq(testscen_bytes_from(&res, sp), down * wire, "%s, GPU %d: %" G_GUINT64_FORMAT " segments down", ops[k],
                    g, down);
     }
-    fab_time_t seg = 207978, pre = 0;
+    fab_time_t seg = 176786, pre = 0;
     for (uint32_t i = 0; i < fab_dag_len(sc->dag); i++)
-      if (fab_dag_op(sc->dag, i)->kind == FAB_OP_NVLS) pre = fab_dag_op(sc->dag, i)->pre;
+      if (fab_dag_op(sc->dag, i)->kind == FAB_OP_NVLS) pre = MAX(pre, fab_dag_op(sc->dag, i)->pre);
     fab_time_t lo = pre + 500 * FAB_NS + 1024 * seg, t = res.colls[0].end - res.colls[0].start;
     cr_assert(t >= lo && t <= lo + 1000 * FAB_NS + 4 * seg, "%s: %" G_GUINT64_FORMAT " ps, from %" G_GUINT64_FORMAT,
               ops[k], t, lo);

@@ -490,15 +490,17 @@ const char *const fab_preset_names[] = {
 ** NVLS: NCCL builds no NVLS graph unless an NVSwitch is present and the
 ** compute capability is at least 9.0 (NVIDIA/nccl src/graph/search.cc,
 ** 2.30.7: "if (pattern == NVLS && (nodes[NVS].count == 0 || ccMin < 90))
-** return"). NVLS efficiency: NCCL's nvlsEfficiency, src/graph/tuning.cc
-** (2.28 and later): 0.85 Hopper, 0.74 Blackwell, 0 before Hopper; fabsim
-** reads it as the share of an NVLink byte that multimem (NVLS) traffic
-** fills with data. */
+** return"). NVLS efficiency, the share of an NVLink byte that multimem
+** (NVLS) traffic fills with data: 1 where there is NVLS (0: none). NCCL's
+** nvlsEfficiency (src/graph/tuning.cc, 2.28 and later: 0.85 Hopper, 0.74
+** Blackwell) prices NVLS's loops and their per-step costs together; the
+** tuner keeps it (tuner.c), the simulation runs the loops and pays each step
+** (cluster.nccl.nvls_step) instead. */
 FabArchFacts fab_arch_facts(FabGpuArch arch) {
   switch (arch) {
   case FAB_ARCH_AMPERE: return (FabArchFacts){80, false, 0.0, NVL_RAW_LINK, NVL_SM80_LINK};
-  case FAB_ARCH_HOPPER: return (FabArchFacts){90, true, 0.85, NVL_RAW_LINK, NVL_SM90_LINK};
-  case FAB_ARCH_BLACKWELL: return (FabArchFacts){100, true, 0.74, NVL5_RAW_LINK, NVL_SM100_LINK};
+  case FAB_ARCH_HOPPER: return (FabArchFacts){90, true, 1.0, NVL_RAW_LINK, NVL_SM90_LINK};
+  case FAB_ARCH_BLACKWELL: return (FabArchFacts){100, true, 1.0, NVL5_RAW_LINK, NVL_SM100_LINK};
   /* gfx942: HIP reports compute capability 9.4; RCCL keys its per-architecture rows on it (compCapIndex: >= 90,
   ** Hopper's) and its tuning model on the topology (rome_models.cc: the 8-GPU MI300X node, tuning=5) */
   case FAB_ARCH_CDNA3: return (FabArchFacts){94, false, 0.0, XGMI_RAW_LINK, XGMI_GFX94_LINK};

@@ -618,17 +618,6 @@ void fab_coll__ce(Ex *x, uint64_t bytes, bool a2a) {
 ** multicast; reduce-scatter: each rank contributes all S bytes and gets its
 ** reduced S/n back (NCCL's multimem.ld_reduce); allgather: each rank stores
 ** its S/n once and the switch copies it to every rank (multimem.st). */
-void fab_coll__run_nvls(Ex *x) {
-  uint32_t group = x->d->groups++;
-  FabCollOp op = x->c->op;
-  FabNvlsOp mode = op == FAB_COLL_REDUCE_SCATTER ? FAB_NVLS_OP_RS : op == FAB_COLL_ALLGATHER ? FAB_NVLS_OP_AG
-                                                                                             : FAB_NVLS_OP_AR;
-  for (uint32_t i = 0; i < x->n; i++) {
-    uint64_t b = mode == FAB_NVLS_OP_AG ? fab_coll__part(x, x->c->bytes, x->n, i) : x->c->bytes;
-    fab_coll__nvls_op(x, i, group, MAX(b, 1), mode, F_READY | F_LAUNCH, NULL, 0);
-  }
-}
-
 /* NVLS_TREE's state: per (channel, domain, local index) the latest
 ** reduce-scatter part, multicast part, flows up and down the tree, and the
 ** tree's connections. */
@@ -754,6 +743,7 @@ void fab_coll__run_nvls_tree(Ex *x, const Groups *dom, uint32_t G, uint32_t *end
     L = MAX(L, fab_coll__ceil_div(cb[c], loop));
   }
   NvlsTree t = {.x = x, .dom = dom, .D = D, .G = G};
+  x->nvls_bps = fab_coll__nvls_share(x);
   Groups single;
   uint32_t *didx = g_new(uint32_t, D);
   for (uint32_t m = 0; m < D; m++) didx[m] = m;

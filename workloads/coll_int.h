@@ -212,6 +212,7 @@ typedef struct Ex {
   bool over;
   uint64_t cap_bps; /* the sending GPU's limit for its flows together (LL: NCCL's per-rank LL bandwidth), 0: none */
   uint64_t flow_bps;/* one flow's limit: its channel's SM throughput for the protocol, wire bits/s; 0: none */
+  uint64_t nvls_bps;/* an NVLS op's limit (fab_coll__nvls_share), set by the NVLS algorithms; 0: none */
   uint32_t slot;    /* the next piece's wait for its receiver's slot (conn_deps), FAB_OP_NONE: none; taken by
                     ** fab_coll__flow */
   uint32_t p2p_peer;/* all-to-all as NCCL schedules it (coll_p2p.c): channels per peer; x->channels is then NCCL's
@@ -290,6 +291,7 @@ FabProto fab_coll__p2p_proto(const Ex *x, uint64_t bytes);
 void fab_coll__send_recv(Ex *x, uint64_t bytes);
 void fab_coll__ce(Ex *x, uint64_t bytes, bool a2a);
 void fab_coll__run_nvls(Ex *x);
+uint64_t fab_coll__nvls_share(const Ex *x);
 void fab_coll__run_nvls_tree(Ex *x, const Groups *dom, uint32_t G, uint32_t *end);
 /* In-network allreduce (SHARP): see coll_algos.c. nvls: the nodes' NVSwitches
 ** reduce and multicast inside each node (NCCL's NVLS with SHARP across

@@ -334,18 +334,6 @@ uint32_t fab_coll__flow(Ex *x, uint32_t s, uint32_t r, uint64_t payload, unsigne
   return id;
 }
 
-/* Rank i's part of the NVLS operation `group` (`mode`: FabNvlsOp) on
-** `bytes`: a Simple step's work before it (and the launch with F_LAUNCH). */
-uint32_t fab_coll__nvls_op(Ex *x, uint32_t i, uint32_t group, uint64_t bytes, FabNvlsOp mode, unsigned flags,
-                           const uint32_t *deps, uint32_t nd) {
-  const FabCollSpec *c = x->c;
-  const FabNcclCosts *k = &x->env->costs;
-  FabOp o = {.kind = FAB_OP_NVLS, .mark = (uint8_t)mode, .prio = c->prio, .job = c->job, .step = c->step,
-             .src = x->ep[i], .dst = x->ep[i], .coll = x->coll, .group = group, .bytes = bytes, .start = c->start,
-             .pre = k->step[2] + (flags & F_LAUNCH ? k->launch + (mode == FAB_NVLS_OP_SHARP ? 0 : k->nvls_sync) : 0)};
-  return fab_coll__add_op(x, &o, i, i, deps, nd, flags & F_READY);
-}
-
 uint32_t fab_coll__mark_op(Ex *x, uint32_t i, FabMarkKind kind, const uint32_t *deps, uint32_t nd) {
   const FabCollSpec *c = x->c;
   FabOp o = {.kind = FAB_OP_MARK, .mark = (uint8_t)kind, .prio = c->prio, .job = c->job, .step = c->step,
@@ -465,8 +453,9 @@ static double estimate(const Ex *x, uint32_t G, uint32_t L) {
   case FAB_ALGO_TREE:
     f = 2 * (n - 1) * pieces2(x, B, x->channels, 2);
     break;
-  case FAB_ALGO_NVLS: /* across nodes: per loop, each rank's two NVLS ops and a reduction */
-    f = G < n && L ? ceil(S / ((double)L * (double)x->chunk)) * n * 3 : n;
+  case FAB_ALGO_NVLS: /* across nodes: per loop, each rank's two NVLS ops and a reduction; one domain: per loop and
+                      ** channel, each rank's NVLS op */
+    f = G < n && L ? ceil(S / ((double)L * (double)x->chunk)) * n * 3 : n * (C + S / ((double)x->chunk * n));
     break;
   case FAB_ALGO_NVLS_TREE: {
     double D = n / MAX(G, 1u);

@@ -84,6 +84,8 @@ typedef struct FabNcclCosts {
                             ** the bandwidth NCCL's search gives the rings (tuner.c: fab_coll__channel_share) */
   fab_time_t nvls_sync;     /* an NVLS kernel's (nvls, nvls-tree, SHARP through NVLS) start beyond `launch`, once a
                             ** rank: the multicast group's synchronisation (tuner.c) */
+  fab_time_t nvls_step;     /* each NVLS step of a channel (a loop's pass through the switch): its flags, fences
+                            ** and multimem barriers, before its data moves (tuner.c) */
 } FabNcclCosts;
 
 /* aws-ofi-nccl's protocols (its OFI_NCCL_PROTOCOL). RDMA: a message of more

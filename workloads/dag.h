@@ -99,8 +99,12 @@ typedef struct FabOp {
   fab_time_t dur;       /* COMPUTE: ps on the compute stream */
   uint64_t max_bps;     /* FLOW: this flow's limit, bits/s on the wire (the throughput of the channel's SM
                         ** for its protocol); 0: line rate */
-  uint64_t rank_bps;    /* FLOW: the sending GPU's limit, bits/s on the wire, for all its flows that have one
+  union {
+    uint64_t rank_bps;  /* FLOW: the sending GPU's limit, bits/s on the wire, for all its flows that have one
                         ** together (LL's ceiling); 0: none */
+    uint64_t seg;       /* NVLS: its segments at most this long (a head's chunk, which sets what each member
+                        ** owns); 0: the NVLink segment */
+  };
   uint32_t dep0, ndeps; /* its dependencies: FabDag.deps[dep0 .. dep0 + ndeps) */
 } FabOp;
 

@@ -135,20 +135,21 @@ static const FabNcclArch arches[] = {
 **    fabsim's NVLink already runs at. The start is the kernel's `launch`
 **    (ASSUMPTION: the same per-collective cost on a back-to-back stream). */
 typedef struct Costs {
-  double launch, step[3], proxy, flush, ll, ll128, simple, ce_sync, nvls_sync;
+  double launch, step[3], proxy, flush, ll, ll128, simple, ce_sync, nvls_sync, nvls_step;
 } Costs;
 static const Costs costs[] = {
-  {6.05, {1.475, 1.975, 2.475}, 2.0, 1.0, 87.7, 20.0, 24.0, 1.0, 0.0},   /* Ampere (no NVLS) */
-  {6.05, {0.0, 0.5, 1.0}, 2.0, 1.0, 141.0, 36.7, 38.7, 1.0, 22.57},      /* Hopper */
-  {6.05, {0.0, 0.5, 1.0}, 2.0, 1.0, 282.0, 40.0, 70.0, 1.0, 22.57},      /* Blackwell */
-  {6.05, {0.0, 0.5, 1.0}, 2.0, 1.0, 141.0, 36.7, 38.7, 1.0, 0.0},        /* CDNA3: Hopper's (ASSUMPTION; no NVLS) */
+  {6.05, {1.475, 1.975, 2.475}, 2.0, 1.0, 87.7, 20.0, 24.0, 1.0, 0.0, 0.0}, /* Ampere (no NVLS) */
+  {6.05, {0.0, 0.5, 1.0}, 2.0, 1.0, 141.0, 36.7, 38.7, 1.0, 22.94, 0.7375},  /* Hopper */
+  {6.05, {0.0, 0.5, 1.0}, 2.0, 1.0, 282.0, 40.0, 70.0, 1.0, 22.94, 1.1875},  /* Blackwell */
+  {6.05, {0.0, 0.5, 1.0}, 2.0, 1.0, 141.0, 36.7, 38.7, 1.0, 0.0, 0.0},       /* CDNA3: Hopper's (ASSUMPTION; no NVLS) */
 };
 
 FabNcclCosts fab_coll_costs_unset(void) {
   return (FabNcclCosts){.launch = FAB_TIME_MAX, .step = {FAB_TIME_MAX, FAB_TIME_MAX, FAB_TIME_MAX},
                         .proxy = FAB_TIME_MAX, .flush = FAB_TIME_MAX, .ce_sync = FAB_TIME_MAX,
                         .plugin_lat = FAB_TIME_MAX, .ofi_protocol = UINT32_MAX, .ofi_tuner = UINT32_MAX,
-                        .fence = true, .channel_share = true, .nvls_sync = FAB_TIME_MAX};
+                        .fence = true, .channel_share = true, .nvls_sync = FAB_TIME_MAX,
+                        .nvls_step = FAB_TIME_MAX};
 }
 
 const char *const fab_ofi_protocol_names[] = {"sendrecv", "rdma", NULL};
@@ -173,6 +174,7 @@ const FabCfgKey fab_nccl_schema[] = {
   K("fence", FAB_CFG_BOOL, fence, .def = "true"),
   K("channel_share", FAB_CFG_BOOL, channel_share, .def = "true"),
   K("nvls_sync", FAB_CFG_TIME, nvls_sync, .min = 0, .max = 1e12),
+  K("nvls_step", FAB_CFG_TIME, nvls_step, .min = 0, .max = 1e12),
   FAB_CFG_END_ROW,
 };
 #undef K
@@ -188,6 +190,7 @@ void fab_coll_costs_resolve(FabCollEnv *env) {
   if (k->flush == FAB_TIME_MAX) k->flush = fab_coll__us_ps(c->flush);
   if (k->ce_sync == FAB_TIME_MAX) k->ce_sync = fab_coll__us_ps(c->ce_sync);
   if (k->nvls_sync == FAB_TIME_MAX) k->nvls_sync = fab_coll__us_ps(c->nvls_sync);
+  if (k->nvls_step == FAB_TIME_MAX) k->nvls_step = fab_coll__us_ps(c->nvls_step);
   if (k->plugin_lat == FAB_TIME_MAX) k->plugin_lat = fab_coll__us_ps(env->plugin_lat_us);
   else env->plugin_lat_us = (double)k->plugin_lat / 1e6;
   if (k->ofi_protocol == UINT32_MAX) k->ofi_protocol = env->ofi_default;
@@ -457,12 +460,11 @@ uint64_t fab_coll__default_chunk(Ex *x, const Topo *t) {
     return ch;
   }
   case FAB_ALGO_NVLS: {
-    if (t->domains < 2) return MAX(x->c->bytes, 1);
-    /* across nodes (SHARP between them): NCCL_NVLS_CHUNKSIZE 128 KiB, 32 KiB when NVLS's allreduce bandwidth
-    ** is under 150 GB/s; then 64 KiB while the data is under 64 x concurrent ops (channels x heads) x chunk, 32
-    ** KiB under 8 x, 16 KiB under 2 x (enqueue.cc) */
-    uint64_t ch = fab_coll__nvls_ar_bw(t) < 150 ? 32768 : 131072, B = x->c->bytes;
-    uint64_t ops = (uint64_t)MAX(x->channels, 1u) * MAX(t->per_node, 1u);
+    /* NCCL_NVLS_CHUNKSIZE 128 KiB (across nodes, SHARP between them, 32 KiB when NVLS's allreduce bandwidth
+    ** is under 150 GB/s); then 64 KiB while the data is under 64 x concurrent ops (channels x heads, a head
+    ** each rank of a node) x chunk, 32 KiB under 8 x, 16 KiB under 2 x (enqueue.cc calcCollChunking) */
+    uint64_t ch = t->domains > 1 && fab_coll__nvls_ar_bw(t) < 150 ? 32768 : 131072, B = x->c->bytes;
+    uint64_t ops = (uint64_t)MAX(x->channels, 1u) * MAX(t->domains > 1 ? t->per_node : t->per_domain, 1u);
     if (B < 64 * ops * ch && ch > 65536) ch = 65536;
     if (B < 8 * ops * ch && ch > 32768) ch = 32768;
     if (B < 2 * ops * ch && ch > 16384) ch = 16384;

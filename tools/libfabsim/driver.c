@@ -230,7 +230,11 @@ FabFlow *fab_run__flow_make(Run *r, uint32_t n) {
                                                 : FAB_NVLS_AR;
   fab_flow_prepare(f, &r->sc->fabric.nic);
   f->max_bps = o->max_bps;
-  f->rank_bps = o->rank_bps;
+  f->rank_bps = f->nvls ? 0 : o->rank_bps;
+  if (f->nvls && o->seg && o->seg < f->mtu) { /* segments of a head's chunk */
+    f->mtu = (uint32_t)o->seg;
+    f->npkts = (uint32_t)MAX((f->bytes + f->mtu - 1) / f->mtu, 1u);
+  }
   f->lane = o->lane;
   f->ordered = r->sc->fabric.nic.srd_ordered && o->kind == FAB_OP_FLOW && o->coll < 0 && /* not NCCL's (nic.h) */
                f->path == FAB_PATH_NET;

@@ -15,7 +15,8 @@ static void explain_nvls(const FabGpuSpec *g, GString *s) {
                            : g->arch == FAB_ARCH_CDNA3 ? "AMD GPUs have none" : "NCCL builds no NVLS graph below sm90");
     return;
   }
-  g_string_append_printf(s, "nvls       on: a reduce-scatter through the switch, then each owner's multicast; "
+  g_string_append_printf(s, "nvls       on: per channel, loops of a chunk per rank, each a reduce-scatter through "
+                         "the switch, then each owner's multicast, at the channel's share of NVLink (channel_share); "
                          "efficiency %.6g (data per NVLink byte), switch reduction ", g->nvls_eff);
   if (g->nvls_reduce_bps) g_string_append_printf(s, "%.6g GB/s per port\n", (double)g->nvls_reduce_bps / 8e9);
   else g_string_append(s, "at the NVLink rate (not a bottleneck)\n");
@@ -31,7 +32,8 @@ static void explain_nccl(const FabNcclCosts *k, GString *s) {
                          (double)k->channel_bps[1] / 8e9, (double)k->channel_bps[2] / 8e9);
   if (k->channel_bps[0]) g_string_append_printf(s, "%.6g GB/s per rank", (double)k->channel_bps[0] / 8e9);
   else g_string_append(s, "NCCL's for the node count");
-  g_string_append_printf(s, "; NVLS kernels %.6g us once at their start", (double)k->nvls_sync / 1e6);
+  g_string_append_printf(s, "; NVLS kernels %.6g us once at their start, %.6g us a chunk of each loop",
+                         (double)k->nvls_sync / 1e6, (double)k->nvls_step / 1e6);
   g_string_append_printf(s, "; copy engines (cta_policy zero) %.6g us per barrier flag, ", (double)k->ce_sync / 1e6);
   if (k->ce_bps) g_string_append_printf(s, "%.6g GB/s per GPU\n", (double)k->ce_bps / 8e9);
   else g_string_append(s, "at the NVLink rate\n");
@@ -39,7 +41,8 @@ static void explain_nccl(const FabNcclCosts *k, GString *s) {
                          "NVLink %s\n", k->channel_share ? "on" : "off",
                          k->channel_share ? "moves at most its share of the rings' bandwidth as NCCL's search sets it "
                                             "(the rings' speed x their count / the channels launched; rings inside "
-                                            "one NVLink domain, not RCCL's mesh rings), under the ceilings above"
+                                            "one NVLink domain, not RCCL's mesh rings), under the ceilings above, "
+                                            "and an NVLS channel (nvls in one domain, nvls-tree) NVLink / its channels"
                                           : "is held only by the ceilings above",
                          k->fence ? "on" : "off",
                          k->fence ? "waits for the one before it on its connection to land (NCCL's fence before "
