@@ -701,7 +701,7 @@ static void nt_loop(NvlsTree *t, uint32_t c, uint64_t lp, uint64_t lb) {
     for (uint32_t l = 0; l < t->G; l++) {
       size_t h = nt_head(t, c, m, l);
       uint32_t nd = 0;
-      if (t->rs[h] != FAB_OP_NONE) deps[nd++] = t->rs[h] | FAB_DEP_SENT;
+      if (t->rs[h] != FAB_OP_NONE) deps[nd++] = t->rs[h];
       t->rs[h] = fab_coll__nvls_op(x, nt_rank(t, m, l), group, lb, FAB_NVLS_OP_RS, lp == 0 ? F_READY | F_LAUNCH : 0,
                                    deps, nd);
     }
@@ -721,7 +721,7 @@ static void nt_loop(NvlsTree *t, uint32_t c, uint64_t lp, uint64_t lb) {
         for (int z = 0; m == tr->root && z < 3; z++)
           if (tr->kids[(size_t)m * 3 + z] != UINT32_MAX) deps[nd++] = t->up[nt_head(t, c, tr->kids[(size_t)m * 3 + z], l)];
       }
-      if (t->ag[h] != FAB_OP_NONE) deps[nd++] = t->ag[h] | FAB_DEP_SENT;
+      if (t->ag[h] != FAB_OP_NONE) deps[nd++] = t->ag[h];
       t->ag[h] = fab_coll__nvls_op(x, nt_rank(t, m, l), group, MAX(b, 1), FAB_NVLS_OP_AG, 0, deps, nd);
     }
   }
@@ -731,9 +731,10 @@ static void nt_loop(NvlsTree *t, uint32_t c, uint64_t lp, uint64_t lb) {
 ** loop's data and scatters it over the G ranks (each the head of one G-th);
 ** the heads of one local index reduce their parts across the D domains over
 ** a double binary tree (up with a reduction, back down), and each head then
-** multicasts the result into its domain. Channel c runs tree c % 2; its
-** loops pipeline: the next loop's reduction waits for the previous one's
-** contributions to have left, the tree's connections hold x->window pieces. */
+** multicasts the result into its domain. Channel c runs tree c % 2; in a
+** domain a head's next loop waits for its last one's reduction (and its
+** multicast) to be done, as in one domain (coll_nvls.c), while the tree's
+** connections hold x->window pieces across loops. */
 void fab_coll__run_nvls_tree(Ex *x, const Groups *dom, uint32_t G, uint32_t *end) {
   uint64_t S = x->c->bytes;
   uint32_t D = dom->ng, C = fab_coll__chans(x, S, G);

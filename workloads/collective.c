@@ -47,14 +47,16 @@
 **                 several GPUs per node the tree joins nodes and a chain runs
 **                 inside each node (NVLink), headed by the same local GPU in
 **                 every node, rotating with channel and tree.
-**   nvls          inside one NVLink domain, one NVLS op per rank (RS for
-**                 reduce-scatter, AG for allgather, AR for allreduce: the
-**                 switch reduces, each owner multicasts; models/nvls.h).
+**   nvls          inside one NVLink domain, loop by loop per channel, an
+**                 NVLS op per rank and loop (RS for reduce-scatter, AG for
+**                 allgather, AR for allreduce: the switch reduces, each
+**                 owner multicasts; coll_nvls.c, models/nvls.h).
 **   nvls-tree     NCCL's NVLS_TREE, chunk by chunk (coll_algos.c): in each
 **                 domain the switch reduces a loop's data onto G heads, the
 **                 heads of one local index run a double binary tree across
 **                 the domains, and each head multicasts the result into its
-**                 domain; loops pipeline through the connections' slots.
+**                 domain; a domain's loops one after another, the tree's
+**                 through the connections' slots.
 **   hierarchical  allreduce = ring reduce-scatter inside each node, ring
 **                 allreduce across nodes of shard l among the ranks of local
 **                 index l, ring allgather inside each node (Horovod-style,

@@ -111,15 +111,25 @@ static const FabNcclArch arches[] = {
 **    clariden/npkit_data_summary_{Simple,LL}.json, put Simple's
 **    recvReduceSend 1,300-2,200 cycles above LL's below 4 KiB, 0.7-1.1 us at
 **    about 2 GHz, the wait and the fence not counted).
-**  - nvls_sync 22.57 us: what an NVLS kernel pays once at its start beyond
+**  - nvls_sync 22.94 us: what an NVLS kernel pays once at its start beyond
 **    a ring's launch (the multicast group's synchronisation; its steps are
 **    not broken down: ASSUMPTION that it is one cost before the first
 **    piece). Fitted to Azure ND H200 v5's NVLS allreduce at 16 KiB
 **    (Azure/AI-benchmarking-guide, Azure_Results/ND_H200_v5_results.md:
-**    0.93 GB/s busbw, 30.83 us; fabsim 8.26 us without it); its 64 KiB and
-**    1 MiB points and NVLS-tree on 2 x 8 H20 (nccl#1244) validate. NCCL's
-**    own model agrees in size: tuning.cc hwLatencies NVLink NVLS Simple 25
-**    us, the whole NVLS latency (base 0). Blackwell: Hopper's (ASSUMPTION).
+**    0.93 GB/s busbw, 30.83 us), with nvls_step below; its 64 KiB and 1 MiB
+**    points and NVLS-tree on 2 x 8 H20 (nccl#1244) validate. NCCL's own
+**    model agrees in size: tuning.cc hwLatencies NVLink NVLS Simple 25 us,
+**    the whole NVLS latency (base 0). Blackwell: Hopper's (ASSUMPTION).
+**  - nvls_step: an NVLS loop's work per chunk (coll_nvls.c: NCCL's scatter
+**    and gather warps take a loop's chunks one head at a time, each with its
+**    flags and fence; ASSUMPTION that it is a fixed time a chunk). It takes
+**    the place of NCCL's nvlsEfficiency (0.85 Hopper, 0.74 Blackwell), which
+**    prices the loops' costs as a bandwidth factor. Hopper 0.7375 us: fitted
+**    to Azure ND H200 v5's NVLS allreduce at 8 GiB (479.98 GB/s busbw; the
+**    same page's 128 MiB, 1 MiB and 64 KiB, nccl-tests#347's H100 8 GiB and
+**    nccl#1455's 5-7 GPU NVLS validate). Blackwell 1.1875 us: fitted to GCP
+**    a4-highgpu-8g's B200 allreduce at 16 GiB (845.44 GB/s, NVLS);
+**    CoreWeave's NVL72 8 GiB (72 GPUs) validates.
 **  - proxy 2 us: NCCL's own network post overhead, 1 us (tuning.cc
 **    getNetOverhead, Intel), once at the sender's proxy and once at the
 **    receiver's. flush 1 us: ASSUMPTION (one read across PCIe by the NIC).
