@@ -27,9 +27,14 @@ const char *const fab_reorder_bin_names[FAB_REORDER_BINS] = {"0",     "1",     "
 
 /* ---- the flow table ---------------------------------------------------------- */
 
-/* Whether nothing names f any more (fab_nic_init): then tell the owner. */
+/* Whether nothing names f any more (fab_nic_init): then tell the owner. An NVLS member (not SHARP's) once
+** done and all sent: the switch names a member only in what it sends it. */
 static void maybe_release(FabNic *nic, FabFlow *f) {
-  if (!nic->release || f->nvls) return;
+  if (!nic->release) return;
+  if (f->nvls) {
+    if (f->nvls_mode != FAB_NVLS_SHARP && f->sent_all && f->end && !f->in_rr) nic->release(nic->ctx, f);
+    return;
+  }
   if (G_UNLIKELY(nic->split)) { /* the other end's fields are another partition's: the owner checks the rest */
     bool tx = f->src == nic->id && f->acked && !f->in_rr;
     bool rx = f->dst == nic->id && f->rcv_nxt == f->npkts && (!f->ordered || f->end);
@@ -213,7 +218,6 @@ static inline uint32_t ev_hash(const FabNic *nic, const FabFlow *f, uint16_t v) 
   return fab_ecmp_hash(f->src, f->dst, sport, 4791, 17, nic->cfg.ecmp_seed);
 }
 
-/* A flow with its own GPU-side limit (a channel's SM) below its line rate. */
 static inline bool gpu_limited(const FabFlow *f) { return f->max_bps && f->max_bps < f->cc.line_bps; }
 
 /* A flow with its own GPU-side limit (max_bps below the line) sends packet
@@ -311,8 +315,7 @@ static void cc_arm(FabEngine *eng, FabNic *nic, FabFlow *f) {
   }
 }
 
-/* The wire bytes of an NVLS segment: multimem traffic carries nvls_eff of
-** data per NVLink byte. */
+/* The wire bytes of an NVLS segment: multimem traffic carries nvls_eff of data per NVLink byte. */
 static uint32_t nvls_wire(const FabNic *nic, const FabFlow *f, uint32_t payload) {
   if (f->nvls_mode == FAB_NVLS_SHARP) return payload + f->overhead; /* a network packet */
   double eff = nic->cfg.nvls_eff > 0 ? nic->cfg.nvls_eff : 1.0;
@@ -322,6 +325,7 @@ static uint32_t nvls_wire(const FabNic *nic, const FabFlow *f, uint32_t payload)
 static void nvls_done(FabEngine *eng, FabNic *nic, FabFlow *f) {
   f->end = eng->now;
   if (nic->done) nic->done(nic->ctx, f);
+  maybe_release(nic, f);
 }
 
 /* The next NVLS packet of f into `p`: a multicast of an owned reduced segment
@@ -358,6 +362,7 @@ static FabPkt *nvls_packet(FabEngine *eng, FabNic *nic, FabFlow *f, FabPkt *p) {
     f->sent_all = f->acked = true;
     if (nic->sent) nic->sent(nic->ctx, f);
     if (!f->nvls_need) nvls_done(eng, nic, f); /* an RS member that owns nothing */
+    else maybe_release(nic, f);                 /* an RS member done before its last contribution left */
   }
   return p;
 }
@@ -839,7 +844,7 @@ static void nic_receive(FabEngine *eng, FabNode *self, FabPkt *p, FabPort *in) {
     }
   }
   fab_pkt_free(eng, p);
-  maybe_release(nic, f); /* never an NVLS member */
+  if (!f->nvls) maybe_release(nic, f); /* an NVLS member: by nvls_done (it may be released already) */
 }
 
 static void nic_wake(FabEngine *eng, void *self, uint64_t arg) {

@@ -355,7 +355,8 @@ void fab_flow_table_put(FabFlowTable *t, FabFlow *f);
 static inline uint32_t fab_flow_in_flight(const FabFlow *f) { return f->inflight + f->rx_inflight; }
 
 /* Whether nothing names f any more (fab_nic_init's `release`): not an NVLS
-** member, done at both ends, nothing of it in flight, in no round robin. */
+** member (nic.c releases those itself), done at both ends, nothing of it in
+** flight, in no round robin. */
 static inline bool fab_flow_releasable(const FabFlow *f) {
   return !f->nvls && f->acked && f->rcv_nxt == f->npkts && !fab_flow_in_flight(f) && !f->in_rr &&
          (!f->ordered || f->end); /* an ordered message held at its receiver is still named there */

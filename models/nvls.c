@@ -6,6 +6,7 @@ typedef struct Group {
   FabNvlsMode mode;
   uint32_t n;           /* members */
   uint32_t npkts;       /* RS, AR: segments each member contributes */
+  uint32_t left;        /* members done with it (fab_nvls_leave) */
   uint32_t *port;       /* n: the member's port on the switch */
   uint32_t *flow;       /* n: the member's flow id */
   uint32_t *rank;       /* n: the member's endpoint */
@@ -36,17 +37,19 @@ FabNvls *fab_nvls_new(FabSwitch *sw) {
   return nv;
 }
 
+static void group_free(Group *g) {
+  if (!g) return;
+  g_free(g->port);
+  g_free(g->flow);
+  g_free(g->rank);
+  g_free(g->arrived);
+  g_free(g->red_free);
+  g_free(g);
+}
+
 void fab_nvls_free(FabNvls *nv) {
   if (!nv) return;
-  for (uint32_t i = 0; i < nv->ngroups; i++) {
-    Group *g = group(nv, i);
-    g_free(g->port);
-    g_free(g->flow);
-    g_free(g->rank);
-    g_free(g->arrived);
-    g_free(g->red_free);
-    g_free(g);
-  }
+  for (uint32_t i = 0; i < nv->ngroups; i++) group_free(group(nv, i));
   for (uint32_t k = 0; k < NCHUNKS && nv->chunk[k]; k++) g_free(nv->chunk[k]);
   g_free(nv);
 }
@@ -75,6 +78,14 @@ uint32_t fab_nvls_add(FabNvls *nv, FabNvlsMode mode, uint32_t n, const uint32_t 
   nv->chunk[id >> CHUNK_BITS][id & (CHUNK - 1)] = g;
   nv->ngroups++;
   return id;
+}
+
+void fab_nvls_leave(FabNvls *nv, uint32_t id) {
+  Group *g = group(nv, id);
+  g_assert(g && g->left < g->n);
+  if (++g->left < g->n) return;
+  group_free(g);
+  nv->chunk[id >> CHUNK_BITS][id & (CHUNK - 1)] = NULL;
 }
 
 /* A packet of `type` for member m of g, leaving the switch at `ready`. */

@@ -420,68 +420,73 @@ Test(tree, nodes_form_the_tree_and_chains_run_inside) {
 
 /* ---- nvls ------------------------------------------------------------------ */
 
-/* NVLS in one domain as NCCL's kernel runs it: per channel, loops of one
-** chunk per rank (NCCL's NVLS chunk, enqueue.cc calcCollChunking: 128 KiB,
+/* NVLS in one domain as NCCL's kernel runs it: loops of one chunk per rank
+** and channel (NCCL's NVLS chunk, enqueue.cc calcCollChunking: 128 KiB,
 ** 64 KiB under 64 x channels x ranks x chunk, 32 KiB under 8 x, 16 KiB
-** under 2 x), each loop one group with a part per rank, a rank's loop after
-** its previous one on the channel is done; each part pays nvls_step a chunk
-** (a channel's first loop also the launch and the NVLS kernel's start) and
-** leaves at NVLink / channels, in segments of a chunk. 1 MiB on 2 channels. */
-Test(nvls, loops_per_channel_in_nccl_chunks) {
-  for (size_t z = 0; z < NSIZES; z++) {
-    uint32_t n = sizes[z], e[MAXR], C = 2;
-    FabCollEnv env = gpus(1, 8);
-    FabCollSpec s = spec(FAB_COLL_ALLREDUCE, FAB_ALGO_NVLS, 1 << 20, n);
-    s.channels = C;
-    FabDag *d = fab_dag_new();
-    d->groups = 3;
-    GError *err = NULL;
-    int32_t coll = fab_coll_expand(d, &env, &s, NULL, e, &err);
-    cr_assert_geq(coll, 0);
-    check_dag(d, &env, &s, coll, e);
-    uint64_t B = 1 << 20, ch = 131072, ops = (uint64_t)C * n;
-    if (B < 64 * ops * ch) ch = 65536;
-    if (B < 8 * ops * ch) ch = 32768;
-    if (B < 2 * ops * ch) ch = 16384;
-    cr_assert_eq(g_array_index(d->colls, FabCollDef, 0).chunk, ch, "n=%u", n);
-    uint64_t loop = n * ch, per = B / C; /* 1 MiB splits evenly over 2 channels (in 4-byte units) */
-    uint32_t L = (uint32_t)((per + loop - 1) / loop);
-    cr_assert_eq(d->groups, 3 + C * L, "n=%u: %u loops a channel", n, L);
-    cr_assert_eq(count_kind(d, FAB_OP_NVLS), C * L * n);
-    cr_assert_eq(count_kind(d, FAB_OP_FLOW), 0);
-    cr_assert_eq(env.costs.nvls_sync, 22940000, "Hopper's, fitted to Azure ND H200 v5 at 16 KiB (tuner.c)");
-    cr_assert_eq(env.costs.nvls_step, 737500, "Hopper's, fitted to Azure ND H200 v5 at 8 GiB (tuner.c)");
-    uint64_t sum[MAXR] = {0}, members[64] = {0};
-    uint32_t prev[MAXR][2], firsts = 0;
-    memset(prev, 0xff, sizeof prev);
-    for (uint32_t i = 0; i < fab_dag_len(d); i++) {
-      const FabOp *o = op_at(d, i);
-      if (o->kind != FAB_OP_NVLS) continue;
-      cr_assert_eq(o->mark, FAB_NVLS_OP_AR);
-      cr_assert(o->group >= 3 && o->group < 3 + C * L);
-      uint32_t g = o->group - 3, c = g / L, r = o->src;
-      members[g]++;
-      cr_assert_leq(o->bytes, loop);
-      sum[r] += o->bytes;
-      fab_time_t steps = env.costs.nvls_step * ((o->bytes + ch - 1) / ch);
-      if (prev[r][c] == UINT32_MAX) {
-        cr_assert_eq(o->pre, env.costs.launch + env.costs.nvls_sync + steps, "op %u: a channel's first loop", i);
-        firsts++;
-      } else {
-        cr_assert_eq(o->pre, steps, "op %u: a step a chunk", i);
-        bool after = false;
-        for (uint32_t k = 0; k < o->ndeps; k++) after |= fab_dag_dep(d, o, k) == prev[r][c];
-        cr_assert(after, "op %u: after rank %u's previous loop on channel %u", i, r, c);
+** under 2 x; NCCL's loopSize = channels x ranks x chunk), each loop one
+** group with one op per rank carrying every channel's block, a rank's loop
+** after its previous one is done; each op pays nvls_step for each chunk a
+** channel takes in it (the first loop also the launch and the NVLS
+** kernel's start), at NVLink's rate (the channels together), in segments
+** of a chunk. 1 MiB on 2 channels, and a size whose last loop is partial. */
+Test(nvls, loops_span_the_channels_in_nccl_chunks) {
+  static const uint64_t sizes_b[] = {1 << 20, 3 * (1 << 20) + 4096};
+  for (size_t z = 0; z < NSIZES; z++)
+    for (int q = 0; q < 2; q++) {
+      uint32_t n = sizes[z], e[MAXR], C = 2;
+      uint64_t B = sizes_b[q];
+      FabCollEnv env = gpus(1, 8);
+      FabCollSpec s = spec(FAB_COLL_ALLREDUCE, FAB_ALGO_NVLS, B, n);
+      s.channels = C;
+      FabDag *d = fab_dag_new();
+      d->groups = 3;
+      GError *err = NULL;
+      int32_t coll = fab_coll_expand(d, &env, &s, NULL, e, &err);
+      cr_assert_geq(coll, 0);
+      check_dag(d, &env, &s, coll, e);
+      uint64_t ch = 131072, ops = (uint64_t)C * n;
+      if (B < 64 * ops * ch) ch = 65536;
+      if (B < 8 * ops * ch) ch = 32768;
+      if (B < 2 * ops * ch) ch = 16384;
+      cr_assert_eq(g_array_index(d->colls, FabCollDef, 0).chunk, ch, "n=%u", n);
+      uint64_t loop = (uint64_t)C * n * ch;
+      uint32_t L = (uint32_t)((B + loop - 1) / loop);
+      cr_assert_eq(d->groups, 3 + L, "n=%u, %" G_GUINT64_FORMAT " B: %u loops", n, B, L);
+      cr_assert_eq(count_kind(d, FAB_OP_NVLS), L * n);
+      cr_assert_eq(count_kind(d, FAB_OP_FLOW), 0);
+      cr_assert_eq(env.costs.nvls_sync, 22570000, "Hopper's, fitted to Azure ND H200 v5 at 16 KiB (tuner.c)");
+      cr_assert_eq(env.costs.nvls_step, 1035000, "Hopper's, fitted to Azure ND H200 v5 at 8 GiB (tuner.c)");
+      uint64_t sum[MAXR] = {0};
+      uint32_t prev[MAXR], members[64] = {0};
+      memset(prev, 0xff, sizeof prev);
+      for (uint32_t i = 0; i < fab_dag_len(d); i++) {
+        const FabOp *o = op_at(d, i);
+        if (o->kind != FAB_OP_NVLS) continue;
+        cr_assert_eq(o->mark, FAB_NVLS_OP_AR);
+        uint32_t g = o->group - 3, r = o->src;
+        cr_assert_lt(g, L);
+        members[g]++;
+        cr_assert_eq(o->bytes, g + 1 < L ? loop : B - (L - 1) * loop, "op %u: loop %u's bytes", i, g);
+        sum[r] += o->bytes;
+        uint64_t chunks = (o->bytes + ch - 1) / ch;
+        fab_time_t steps = env.costs.nvls_step * ((chunks + C - 1) / C);
+        if (prev[r] == UINT32_MAX) {
+          cr_assert_eq(g, 0);
+          cr_assert_eq(o->pre, env.costs.launch + env.costs.nvls_sync + steps, "op %u: the first loop", i);
+        } else {
+          cr_assert_eq(o->pre, steps, "op %u: a step a chunk of a channel", i);
+          bool after = false;
+          for (uint32_t k = 0; k < o->ndeps; k++) after |= fab_dag_dep(d, o, k) == prev[r];
+          cr_assert(after, "op %u: after rank %u's previous loop", i, r);
+        }
+        prev[r] = i;
+        cr_assert_eq(o->max_bps, 0, "the channels together: NVLink's rate");
+        cr_assert_eq(o->seg, ch, "segments of a chunk");
       }
-      prev[r][c] = i;
-      cr_assert_eq(o->max_bps, env.nvl_bps / C, "a channel's share of NVLink");
-      cr_assert_eq(o->seg, ch, "segments of a chunk");
+      for (uint32_t g = 0; g < L; g++) cr_assert_eq(members[g], n, "group %u: one op per rank", g);
+      for (uint32_t r = 0; r < n; r++) cr_assert_eq(sum[r], B, "rank %u: all its data", r);
+      fab_dag_free(d);
     }
-    for (uint32_t g = 0; g < C * L; g++) cr_assert_eq(members[g], n, "group %u: one part per rank", g);
-    for (uint32_t r = 0; r < n; r++) cr_assert_eq(sum[r], B, "rank %u: all its data", r);
-    cr_assert_eq(firsts, C * n);
-    fab_dag_free(d);
-  }
 }
 
 /* NVLS_TREE as NCCL pipelines it, chunk by chunk: per loop and domain a

@@ -409,7 +409,7 @@ Test(sharp, shipped_scenario_is_stable_and_beats_no_sharp) {
   char *jb = testscen_stable_json(&b);
   cr_assert_str_eq(ja, jb);
   cr_assert_str_eq(b.colls[0].algorithm, "nvls", "NVLS in the nodes, SHARP across");
-  cr_assert_eq(b.sim_time, 856466480ull, "recorded 856.46648 us (995.13792 before NVLS ran at efficiency 1 with "
+  cr_assert_eq(b.sim_time, 859127552ull, "recorded 859.127552 us (995.13792 before NVLS ran at efficiency 1 with "
                "a step a chunk, 2026-12-04); got %lu ps", b.sim_time);
   /* one tree per rail: local index l's heads on rail l, met at that rail's switch */
   cr_assert_eq(b.sharp->n_trees, 8);

@@ -985,7 +985,7 @@ Test(gpu, nvls_allreduce_is_a_reduce_scatter_then_a_multicast) {
   fab_time_t pre = 0; /* the protocol latency before the data leaves (coll_nvls.c): a channel's first loop's */
   for (uint32_t i = 0; i < fab_dag_len(sc->dag); i++)
     if (fab_dag_op(sc->dag, i)->kind == FAB_OP_NVLS) pre = MAX(pre, fab_dag_op(sc->dag, i)->pre);
-  cr_assert_eq(pre, 28990 * FAB_NS, "launch 6.05 us + the NVLS start 22.94 us: %" G_GUINT64_FORMAT, pre);
+  cr_assert_eq(pre, 28620 * FAB_NS, "launch 6.05 us + the NVLS start 22.57 us: %" G_GUINT64_FORMAT, pre);
   fab_time_t lo = pre + 500 * FAB_NS + 1152 * seg, t = res.colls[0].end - res.colls[0].start;
   cr_assert(t >= lo && t <= lo + 500 * FAB_NS + 4 * seg, "%" G_GUINT64_FORMAT " ps, bounds [%" G_GUINT64_FORMAT
             ", +500 ns + 4 x %" G_GUINT64_FORMAT "]", t, lo, seg);

@@ -111,7 +111,7 @@ static const FabNcclArch arches[] = {
 **    clariden/npkit_data_summary_{Simple,LL}.json, put Simple's
 **    recvReduceSend 1,300-2,200 cycles above LL's below 4 KiB, 0.7-1.1 us at
 **    about 2 GHz, the wait and the fence not counted).
-**  - nvls_sync 22.94 us: what an NVLS kernel pays once at its start beyond
+**  - nvls_sync 22.57 us: what an NVLS kernel pays once at its start beyond
 **    a ring's launch (the multicast group's synchronisation; its steps are
 **    not broken down: ASSUMPTION that it is one cost before the first
 **    piece). Fitted to Azure ND H200 v5's NVLS allreduce at 16 KiB
@@ -120,14 +120,14 @@ static const FabNcclArch arches[] = {
 **    points and NVLS-tree on 2 x 8 H20 (nccl#1244) validate. NCCL's own
 **    model agrees in size: tuning.cc hwLatencies NVLink NVLS Simple 25 us,
 **    the whole NVLS latency (base 0). Blackwell: Hopper's (ASSUMPTION).
-**  - nvls_step: an NVLS loop's work per chunk (coll_nvls.c: NCCL's scatter
-**    and gather warps take a loop's chunks one head at a time, each with its
-**    flags and fence; ASSUMPTION that it is a fixed time a chunk). It takes
+**  - nvls_step: an NVLS loop's work per chunk a channel takes (coll_nvls.c:
+**    NCCL's scatter and gather warps take a loop's chunks one head at a
+**    time, each with its flags and fence; ASSUMPTION: a fixed time a chunk). It takes
 **    the place of NCCL's nvlsEfficiency (0.85 Hopper, 0.74 Blackwell), which
-**    prices the loops' costs as a bandwidth factor. Hopper 0.7375 us: fitted
+**    prices the loops' costs as a bandwidth factor. Hopper 1.035 us: fitted
 **    to Azure ND H200 v5's NVLS allreduce at 8 GiB (479.98 GB/s busbw; the
 **    same page's 128 MiB, 1 MiB and 64 KiB, nccl-tests#347's H100 8 GiB and
-**    nccl#1455's 5-7 GPU NVLS validate). Blackwell 1.1875 us: fitted to GCP
+**    nccl#1455's 5-7 GPU NVLS validate). Blackwell 1.45 us: fitted to GCP
 **    a4-highgpu-8g's B200 allreduce at 16 GiB (845.44 GB/s, NVLS);
 **    CoreWeave's NVL72 8 GiB (72 GPUs) validates.
 **  - proxy 2 us: NCCL's own network post overhead, 1 us (tuning.cc
@@ -149,8 +149,8 @@ typedef struct Costs {
 } Costs;
 static const Costs costs[] = {
   {6.05, {1.475, 1.975, 2.475}, 2.0, 1.0, 87.7, 20.0, 24.0, 1.0, 0.0, 0.0}, /* Ampere (no NVLS) */
-  {6.05, {0.0, 0.5, 1.0}, 2.0, 1.0, 141.0, 36.7, 38.7, 1.0, 22.94, 0.7375},  /* Hopper */
-  {6.05, {0.0, 0.5, 1.0}, 2.0, 1.0, 282.0, 40.0, 70.0, 1.0, 22.94, 1.1875},  /* Blackwell */
+  {6.05, {0.0, 0.5, 1.0}, 2.0, 1.0, 141.0, 36.7, 38.7, 1.0, 22.57, 1.035},   /* Hopper */
+  {6.05, {0.0, 0.5, 1.0}, 2.0, 1.0, 282.0, 40.0, 70.0, 1.0, 22.57, 1.45},    /* Blackwell */
   {6.05, {0.0, 0.5, 1.0}, 2.0, 1.0, 141.0, 36.7, 38.7, 1.0, 0.0, 0.0},       /* CDNA3: Hopper's (ASSUMPTION; no NVLS) */
 };
 

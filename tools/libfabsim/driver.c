@@ -21,9 +21,13 @@ static void trace_rec(void *ctx, fab_time_t t, uint64_t tie) {
 /* ---- hooks: executor -> models, models -> executor ------------------------- */
 
 
+static void start_nvls(Run *r, uint32_t group);
+
 static void post(void *ctx, uint32_t op, fab_time_t at) {
   Run *r = ctx;
   uint32_t n = *flow_of(r, op);
+  if (*slot_of(r, n) == FAB_OP_NONE && r->nvls_wait && fab_dag_op(r->sc->dag, op)->kind == FAB_OP_NVLS)
+    start_nvls(r, fab_dag_op(r->sc->dag, op)->group);
   FabFlow *f = *slot_of(r, n) != FAB_OP_NONE ? fab_flow_at(&r->table, *slot_of(r, n)) : fab_run__flow_make(r, n);
   f->start = at;
   if (!fab_run__here(r, f->src)) return;
@@ -86,8 +90,11 @@ void fab_run__retire(Run *r) {
   while (r->settled < n) {
     const FabOp *o = fab_dag_op(dag, r->settled);
     if (o->kind <= FAB_OP_NVLS && (fab_exec_state(r->exec, r->settled) != FAB_EXEC_DONE ||
-                                   *slot_of(r, *flow_of(r, r->settled)) != FAB_OP_NONE))
+                                   *slot_of(r, *flow_of(r, r->settled)) != FAB_OP_NONE)) {
+      if (getenv("DBGR") && o->kind == FAB_OP_NVLS && fab_exec_state(r->exec, r->settled) == FAB_EXEC_DONE) { FabFlow *f = fab_flow_at(&r->table, *slot_of(r, *flow_of(r, r->settled)));
+        fprintf(stderr, "DBG blocked op %u mode %d sent_all %d end %lu in_rr %d need %u rcv %u npkts %u snd %u mc %u own %u red %u\n", r->settled, f->nvls_mode, f->sent_all, (unsigned long)f->end, f->in_rr, f->nvls_need, f->rcv_nxt, f->npkts, f->snd_nxt, f->nvls_mc, f->nvls_own, f->nvls_red); }
       break;
+    }
     r->settled++;
   }
   uint32_t upto = fab_exec_retirable(r->exec, r->settled);
@@ -161,6 +168,8 @@ void fab_run__flow_release(void *ctx, FabFlow *f) {
   g_assert(*slot_of(r, f->id) == f->slot);
   record(r, f);
   check_bytes(r, f);
+  if (f->nvls && f->nvls_mode != FAB_NVLS_SHARP) /* its group at the switch: freed by its last member */
+    fab_nvls_leave(fab_switch_nvls(r->topo->nvs[f->src / r->sc->fabric.nic.nvl_domain]), f->nvls_group);
   *slot_of(r, f->id) = FAB_OP_NONE;
   /* over threads, its sender's partition takes it again; over processes, this one's */
   fab_flow_table_put_in(&r->table, f, r->net ? r->net->self : r->par ? r->topo->nics[f->src].port.part : 0);
@@ -346,13 +355,30 @@ static void make_nvls(Run *r, uint32_t from, uint32_t to) {
       g_free(why);
       continue;
     }
-    if (!nvls_group(r, mem) && !r->setup) /* fail the run, do not abort the process */
-      r->setup = g_strdup_printf("internal error: NVLS group %u (op %u) has %u members, not 2 or more of one NVLink "
-                                 "domain doing the same with equal sizes", g, g_array_index(mem, uint32_t, 0),
-                                 mem->len);
+    if (!r->nvls_wait)
+      r->nvls_wait = g_hash_table_new_full(g_direct_hash, g_direct_equal, NULL, (GDestroyNotify)g_array_unref);
+    g_hash_table_steal(by, GUINT_TO_POINTER(g + 1));
+    g_hash_table_insert(r->nvls_wait, GUINT_TO_POINTER(g + 1), mem);
   }
   if (by) g_hash_table_destroy(by);
   if (order) g_array_free(order, TRUE);
+}
+
+/* NVLS group g's first member is posted: its members' flows and the group at
+** the switch, now (made with their batch, the flows of every NVLS loop of a
+** training step would be held from the start). */
+static void start_nvls(Run *r, uint32_t group) {
+  GArray *mem = g_hash_table_lookup(r->nvls_wait, GUINT_TO_POINTER(group + 1));
+  if (!mem) return;
+  g_hash_table_steal(r->nvls_wait, GUINT_TO_POINTER(group + 1));
+  if (!nvls_group(r, mem) && !r->setup) { /* fail the run, do not abort the process */
+    r->setup = g_strdup_printf("internal error: NVLS group %u (op %u) has %u members, not 2 or more of one NVLink "
+                               "domain doing the same with equal sizes", group, g_array_index(mem, uint32_t, 0),
+                               mem->len);
+    if (r->par) fab_par_stop(r->par);
+    else fab_engine_stop(fab_exec_engine(r->exec));
+  }
+  g_array_unref(mem);
 }
 
 /* The way of a receiver-driven flow's control message (aws-ofi-nccl's
@@ -779,6 +805,7 @@ static void run_free(Run *r) {
   fab_ff_free(r->ff);
   g_free(r->ff_why);
   if (r->ctrl_ps) g_hash_table_destroy(r->ctrl_ps);
+  if (r->nvls_wait) g_hash_table_destroy(r->nvls_wait);
   fab_sampler_free(r->sampler);
   fab_watchdog_free(r->wd);
   for (uint32_t k = 0; k < r->nfx; k++) fab_failures_free(r->fx[k]);

@@ -15,9 +15,9 @@ static void explain_nvls(const FabGpuSpec *g, GString *s) {
                            : g->arch == FAB_ARCH_CDNA3 ? "AMD GPUs have none" : "NCCL builds no NVLS graph below sm90");
     return;
   }
-  g_string_append_printf(s, "nvls       on: per channel, loops of a chunk per rank, each a reduce-scatter through "
-                         "the switch, then each owner's multicast, at the channel's share of NVLink (channel_share); "
-                         "efficiency %.6g (data per NVLink byte), switch reduction ", g->nvls_eff);
+  g_string_append_printf(s, "nvls       on: loops of a chunk per rank and channel (NCCL's), each a reduce-scatter "
+                         "through the switch, then each owner's multicast; efficiency %.6g (data per NVLink byte), "
+                         "switch reduction ", g->nvls_eff);
   if (g->nvls_reduce_bps) g_string_append_printf(s, "%.6g GB/s per port\n", (double)g->nvls_reduce_bps / 8e9);
   else g_string_append(s, "at the NVLink rate (not a bottleneck)\n");
 }
@@ -42,7 +42,7 @@ static void explain_nccl(const FabNcclCosts *k, GString *s) {
                          k->channel_share ? "moves at most its share of the rings' bandwidth as NCCL's search sets it "
                                             "(the rings' speed x their count / the channels launched; rings inside "
                                             "one NVLink domain, not RCCL's mesh rings), under the ceilings above, "
-                                            "and an NVLS channel (nvls in one domain, nvls-tree) NVLink / its channels"
+                                            "and an nvls-tree channel's NVLS parts NVLink / its channels"
                                           : "is held only by the ceilings above",
                          k->fence ? "on" : "off",
                          k->fence ? "waits for the one before it on its connection to land (NCCL's fence before "

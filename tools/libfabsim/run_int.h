@@ -85,6 +85,7 @@ struct Run {
   bool progress_tty;        /* the progress line on stderr */
   int progress_fd;          /* > 0: progress records there (FabRunOpts) */
   GHashTable *ctrl_ps;      /* (from << 32 | to) + 1 -> a control message's way + 1 (fab_run__ctrl), NULL: none yet */
+  GHashTable *nvls_wait;    /* NVLS group + 1 -> its member ops (GArray), until its first member is posted */
   /* a run over processes (FabRunOpts.net; run_net.c) */
   const FabParNet *net;     /* NULL: one process */
   bool elsewhere;           /* it could not be split: the first process runs it alone, this one does nothing */
