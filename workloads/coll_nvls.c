@@ -1,4 +1,4 @@
-/* NVLS inside one NVLink domain, loop by loop per channel, and the NVLS
+/* NVLS inside one NVLink domain, loop by loop, and the NVLS
 ** operation every NVLS algorithm is made of (nvls-tree and SHARP through
 ** NVLS in coll_algos.c). See collective.c for the algorithms. */
 #include "coll_int.h"
@@ -23,11 +23,11 @@ static uint64_t chunks_a_lane(const Ex *x, uint64_t bytes) {
 }
 
 /* Rank i's part of the NVLS operation `group` (`mode`: FabNvlsOp) on
-** `bytes`: before it, the step's work for each chunk it covers
+** `bytes`: before it, the step's work for each chunk a channel of it takes
 ** (cluster.nccl.nvls_step; NCCL's scatter and gather warps take a loop's
 ** chunks one head at a time, each with its own flags; a SHARP reduction
 ** without NVLink: a Simple step), and with F_LAUNCH the kernel's launch and
-** NVLS start. Its packets leave at x->nvls_bps, in
+** NVLS start. Its packets leave at x->nvls_bps (0: NVLink's rate), in
 ** segments of at most a chunk: a head's part of a loop is one chunk. */
 uint32_t fab_coll__nvls_op(Ex *x, uint32_t i, uint32_t group, uint64_t bytes, FabNvlsOp mode, unsigned flags,
                            const uint32_t *deps, uint32_t nd) {
