@@ -56,11 +56,11 @@ uint32_t fab_nvls_add(FabNvls *nv, FabNvlsMode mode, uint32_t n, const uint32_t 
 ** (transfer full). */
 void fab_nvls_receive(FabEngine *eng, FabNvls *nv, FabPkt *p, FabPort *in);
 
-/* Segments reduced, and segments multicast, so far over all groups. */
 /* A member of group `id` is done with it (released): the last one frees it.
 ** Nothing may reach the group after. */
 void fab_nvls_leave(FabNvls *nv, uint32_t id);
 
+/* Segments reduced, and segments multicast, so far over all groups. */
 uint64_t fab_nvls_reduced(const FabNvls *nv);
 uint64_t fab_nvls_multicast(const FabNvls *nv);
 

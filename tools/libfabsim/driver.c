@@ -90,11 +90,8 @@ void fab_run__retire(Run *r) {
   while (r->settled < n) {
     const FabOp *o = fab_dag_op(dag, r->settled);
     if (o->kind <= FAB_OP_NVLS && (fab_exec_state(r->exec, r->settled) != FAB_EXEC_DONE ||
-                                   *slot_of(r, *flow_of(r, r->settled)) != FAB_OP_NONE)) {
-      if (getenv("DBGR") && o->kind == FAB_OP_NVLS && fab_exec_state(r->exec, r->settled) == FAB_EXEC_DONE) { FabFlow *f = fab_flow_at(&r->table, *slot_of(r, *flow_of(r, r->settled)));
-        fprintf(stderr, "DBG blocked op %u mode %d sent_all %d end %lu in_rr %d need %u rcv %u npkts %u snd %u mc %u own %u red %u\n", r->settled, f->nvls_mode, f->sent_all, (unsigned long)f->end, f->in_rr, f->nvls_need, f->rcv_nxt, f->npkts, f->snd_nxt, f->nvls_mc, f->nvls_own, f->nvls_red); }
+                                   *slot_of(r, *flow_of(r, r->settled)) != FAB_OP_NONE))
       break;
-    }
     r->settled++;
   }
   uint32_t upto = fab_exec_retirable(r->exec, r->settled);
