@@ -1,7 +1,10 @@
-/* The run's flow table: the flows under way, by slot. See nic.h (FabFlowTable). */
+/* The run's flow table: the flows under way, by slot; and a flow's setup from its NIC's configuration. See nic.h
+** (FabFlowTable, fab_flow_prepare). */
 #include <stddef.h>
 #include <string.h>
 #include "nic.h"
+#include "ecmp.h"
+#include "nvls.h"
 
 void fab_flow_table_init(FabFlowTable *t) {
   *t = (FabFlowTable){0};
@@ -87,4 +90,66 @@ void fab_flow_table_put_in(FabFlowTable *t, FabFlow *f, uint32_t part) {
   t->live--;
   if (!t->fixed && f->slot < t->held_cap) t->held[f->slot] = 0;
   g_array_append_val(part ? t->pfree[part - 1] : t->free, f->slot);
+}
+
+uint32_t fab_flow_payload(const FabFlow *f, uint32_t mtu, uint32_t seq) {
+  uint64_t off = (uint64_t)seq * mtu;
+  if (off >= f->bytes) return 0; /* a zero-byte flow's one packet, or the write-with-immediate after the data */
+  uint64_t left = f->bytes - off;
+  return (uint32_t)(left < mtu ? left : mtu);
+}
+
+void fab_flow_prepare(FabFlow *f, const FabNicCfg *cfg) {
+  bool sharp = f->nvls && f->nvls_mode == FAB_NVLS_SHARP; /* into the fabric's trees: network packets of one mtu */
+  bool nvl = !sharp && (f->nvls || (cfg->nvl_domain && f->src / cfg->nvl_domain == f->dst / cfg->nvl_domain));
+  bool pxn = !nvl && cfg->pxn_rails && f->src % cfg->pxn_rails != f->dst % cfg->pxn_rails;
+  f->path = nvl || pxn ? FAB_PATH_NVL : FAB_PATH_NET; /* PXN: network-sized packets over NVLink first */
+  f->stream = nvl && !f->nvls;
+  f->held = NULL;
+  f->mtu = nvl ? cfg->nvl_mtu : cfg->mtu;
+  f->overhead = nvl ? cfg->nvl_overhead : cfg->transport.data_overhead;
+  f->hdr_unit = 0;
+  f->ack_every = cfg->ack_interval;
+  if (!nvl && !sharp && cfg->seg > cfg->mtu) { /* a train of seg / mtu packets, ACKed as often per byte as packets are */
+    f->mtu = cfg->seg;
+    f->hdr_unit = cfg->mtu;
+    f->ack_every = MAX(1u, (uint32_t)((uint64_t)cfg->ack_interval * cfg->mtu / cfg->seg));
+  }
+  uint64_t line = nvl ? cfg->nvl_bps : cfg->bps;
+  uint64_t n = (f->bytes + f->mtu - 1) / f->mtu;
+  g_assert(n < UINT32_MAX);
+  f->npkts = n ? (uint32_t)n : 1;
+  uint16_t sport = fab_ecmp_sport(f->id, cfg->ecmp_seed);
+  f->sport = sport;
+  f->hash_fwd = fab_ecmp_hash_of(cfg->hash, f->src, f->dst, sport, 4791, 17, cfg->ecmp_seed);
+  f->hash_rev = fab_ecmp_hash_of(cfg->hash, f->dst, f->src, sport, 4791, 17, cfg->ecmp_seed);
+  f->end = 0;
+  f->snd_nxt = f->snd_una = f->snd_max = 0;
+  f->last_tx = 0;
+  f->timer_armed = f->in_rr = f->acked = f->sent_all = false;
+  f->ar = f->bytes >= cfg->ar_threshold;
+  f->imm = f->ar && cfg->ar_imm && f->path == FAB_PATH_NET && !f->nvls && f->bytes;
+  f->stripes = f->path == FAB_PATH_NET && !f->nvls ? (uint8_t)fab_nic_stripes(cfg, f->bytes) : 1;
+  if (f->imm) f->npkts++; /* the write-with-immediate: it completes the message once the data are in */
+  f->timeouts = f->retransmits = 0;
+  f->rr_next = NULL;
+  f->srd = NULL;
+  f->rcv_nxt = 0;
+  f->rtx_nxt = f->rtx_end = f->sack_hi = f->reorder = 0;
+  f->dup_thresh = (uint16_t)cfg->dup_threshold;
+  memset(f->sacked, 0, sizeof f->sacked);
+  memset(f->rcvd, 0, sizeof f->rcvd);
+  f->nak_sent = f->ece = false;
+  f->ev_next = f->ev_xor = f->ece_ev = f->rx_n = f->rx_ce = 0;
+  f->ev_of = NULL;
+  f->ev_min_rtt = 0;
+  memset(f->ev_skip, 0, sizeof f->ev_skip);
+  f->rcv_bytes = 0;
+  f->next_tx = f->made = 0;
+  f->read_rtt = f->hold_until = 0;
+  f->hold_seq = f->runt = 0;
+  f->reading = false;
+  f->cc_wake_at = FAB_TIME_MAX;
+  f->cnp_next = 0;
+  f->cc = (FabCcFlow){.rate_bps = line, .line_bps = line, .timer_at = FAB_TIME_MAX};
 }

@@ -8,15 +8,19 @@
 #include <string.h>
 #include <glib.h>
 
-/* Event kinds: a flow starts, its retransmission timer, its CC timer; and
-** the NIC's one pacing wake-up (flow 0). A flow's events carry its slot and
-** its generation (30 bits of it: a slot is not reused 2^30 times while one
-** event waits). */
+/* Event kinds: a flow starts, its retransmission timer, its CC timer; the
+** NIC's one pacing wake-up (flow 0); and, a pacing kind with bit 34 set, a
+** streamed flow's time (nic.h: at its sender, it counts as sent; at its
+** receiver, its held last packet arrives). A flow's events carry its slot
+** and its generation (29 bits of it: a slot is not reused 2^29 times while
+** one event waits). */
 enum { WAKE_START = 0, WAKE_RTO = 1, WAKE_CC = 2, WAKE_PACE = 3 };
-#define WAKE_GEN_OF(f) ((f)->gen & 0x3fffffffu)
-#define WAKE(kind, f) (((uint64_t)WAKE_GEN_OF(f) << 34) | ((uint64_t)(f)->slot << 2) | (kind))
+#define WAKE_GEN_OF(f) ((f)->gen & 0x1fffffffu)
+#define WAKE(kind, f) (((uint64_t)WAKE_GEN_OF(f) << 35) | ((uint64_t)(f)->slot << 2) | (kind))
+#define WAKE_STREAM(f) (WAKE(WAKE_PACE, f) | 1ull << 34)
+#define WAKE_IS_STREAM(arg) (((arg) & 3) == WAKE_PACE && ((arg) >> 34 & 1))
 #define WAKE_SLOT(arg) ((uint32_t)((arg) >> 2))
-#define WAKE_GEN(arg) ((uint32_t)((arg) >> 34))
+#define WAKE_GEN(arg) ((uint32_t)((arg) >> 35))
 
 static void nic_wake(FabEngine *eng, void *self, uint64_t arg);
 static const FabOps nic_ops = {"nic", nic_wake};
@@ -42,66 +46,6 @@ static void maybe_release(FabNic *nic, FabFlow *f) {
     return;
   }
   if (fab_flow_releasable(f)) nic->release(nic->ctx, f);
-}
-
-uint32_t fab_flow_payload(const FabFlow *f, uint32_t mtu, uint32_t seq) {
-  uint64_t off = (uint64_t)seq * mtu;
-  if (off >= f->bytes) return 0; /* a zero-byte flow's one packet, or the write-with-immediate after the data */
-  uint64_t left = f->bytes - off;
-  return (uint32_t)(left < mtu ? left : mtu);
-}
-
-void fab_flow_prepare(FabFlow *f, const FabNicCfg *cfg) {
-  bool sharp = f->nvls && f->nvls_mode == FAB_NVLS_SHARP; /* into the fabric's trees: network packets of one mtu */
-  bool nvl = !sharp && (f->nvls || (cfg->nvl_domain && f->src / cfg->nvl_domain == f->dst / cfg->nvl_domain));
-  bool pxn = !nvl && cfg->pxn_rails && f->src % cfg->pxn_rails != f->dst % cfg->pxn_rails;
-  f->path = nvl || pxn ? FAB_PATH_NVL : FAB_PATH_NET; /* PXN: network-sized packets over NVLink first */
-  f->mtu = nvl ? cfg->nvl_mtu : cfg->mtu;
-  f->overhead = nvl ? cfg->nvl_overhead : cfg->transport.data_overhead;
-  f->hdr_unit = 0;
-  f->ack_every = cfg->ack_interval;
-  if (!nvl && !sharp && cfg->seg > cfg->mtu) { /* a train of seg / mtu packets, ACKed as often per byte as packets are */
-    f->mtu = cfg->seg;
-    f->hdr_unit = cfg->mtu;
-    f->ack_every = MAX(1u, (uint32_t)((uint64_t)cfg->ack_interval * cfg->mtu / cfg->seg));
-  }
-  uint64_t line = nvl ? cfg->nvl_bps : cfg->bps;
-  uint64_t n = (f->bytes + f->mtu - 1) / f->mtu;
-  g_assert(n < UINT32_MAX);
-  f->npkts = n ? (uint32_t)n : 1;
-  uint16_t sport = fab_ecmp_sport(f->id, cfg->ecmp_seed);
-  f->sport = sport;
-  f->hash_fwd = fab_ecmp_hash_of(cfg->hash, f->src, f->dst, sport, 4791, 17, cfg->ecmp_seed);
-  f->hash_rev = fab_ecmp_hash_of(cfg->hash, f->dst, f->src, sport, 4791, 17, cfg->ecmp_seed);
-  f->end = 0;
-  f->snd_nxt = f->snd_una = f->snd_max = 0;
-  f->last_tx = 0;
-  f->timer_armed = f->in_rr = f->acked = f->sent_all = false;
-  f->ar = f->bytes >= cfg->ar_threshold;
-  f->imm = f->ar && cfg->ar_imm && f->path == FAB_PATH_NET && !f->nvls && f->bytes;
-  f->stripes = f->path == FAB_PATH_NET && !f->nvls ? (uint8_t)fab_nic_stripes(cfg, f->bytes) : 1;
-  if (f->imm) f->npkts++; /* the write-with-immediate: it completes the message once the data are in */
-  f->timeouts = f->retransmits = 0;
-  f->rr_next = NULL;
-  f->srd = NULL;
-  f->rcv_nxt = 0;
-  f->rtx_nxt = f->rtx_end = f->sack_hi = f->reorder = 0;
-  f->dup_thresh = (uint16_t)cfg->dup_threshold;
-  memset(f->sacked, 0, sizeof f->sacked);
-  memset(f->rcvd, 0, sizeof f->rcvd);
-  f->nak_sent = f->ece = false;
-  f->ev_next = f->ev_xor = f->ece_ev = f->rx_n = f->rx_ce = 0;
-  f->ev_of = NULL;
-  f->ev_min_rtt = 0;
-  memset(f->ev_skip, 0, sizeof f->ev_skip);
-  f->rcv_bytes = 0;
-  f->next_tx = f->made = 0;
-  f->read_rtt = f->hold_until = 0;
-  f->hold_seq = f->runt = 0;
-  f->reading = false;
-  f->cc_wake_at = FAB_TIME_MAX;
-  f->cnp_next = 0;
-  f->cc = (FabCcFlow){.rate_bps = line, .line_bps = line, .timer_at = FAB_TIME_MAX};
 }
 
 /* The wire bytes of a data packet of `payload` bytes (a train: a header per hdr_unit). */
@@ -228,7 +172,20 @@ static void pace_made(const FabEngine *eng, FabFlow *f, uint32_t seq) {
   if (seq >= f->npkts) return;
   uint32_t w = data_wire(f, fab_flow_payload(f, f->mtu, seq));
   fab_time_t at = f->made + fab_time_ser(w, f->max_bps) - fab_time_ser(w, f->cc.line_bps);
+  if (f->stream) at = at > FAB_STREAM_AHEAD ? MAX(f->made, at - FAB_STREAM_AHEAD) : f->made; /* as it is made */
   f->next_tx = MAX(f->next_tx, MAX(at, eng->now));
+}
+
+/* Data packet p of a flow with max_bps left: its data are made by `made`, after the data before it; streamed
+** (nic.h), p left `ahead` of its last byte's making (at most FAB_STREAM_AHEAD). Then the next packet's time. */
+static void made_sent(const FabEngine *eng, FabFlow *f, FabPkt *p) {
+  f->made = MAX(f->made + fab_time_ser(p->wire, f->max_bps), eng->now + fab_time_ser(p->wire, f->cc.line_bps));
+  if (f->stream) {
+    fab_time_t due = f->made - fab_time_ser(p->wire, f->cc.line_bps);
+    g_assert(due <= eng->now || due - eng->now <= FAB_STREAM_AHEAD);
+    p->ahead = due > eng->now ? (uint32_t)(due - eng->now) : 0;
+  }
+  pace_made(eng, f, f->snd_nxt);
 }
 
 static inline FabPort *path_port(FabNic *nic, const FabFlow *f) {
@@ -493,10 +450,7 @@ static FabPkt *nic_pull(FabEngine *eng, FabNode *self, FabPort *port) {
   }
   if (f->rank_bps) /* the GPU's own limit on its capped flows together, below whatever CC allows */
     nic->cap_next = eng->now + fab_time_ser(p->wire, f->rank_bps);
-  if (gpu_limited(f)) { /* the GPU makes the data */
-    f->made = MAX(f->made + fab_time_ser(p->wire, f->max_bps), eng->now + fab_time_ser(p->wire, f->cc.line_bps));
-    pace_made(eng, f, f->snd_nxt);
-  }
+  if (gpu_limited(f)) made_sent(eng, f, p); /* the GPU makes the data */
   if (!f->timer_armed) {
     f->timer_armed = true;
     f->deadline = eng->now + (f->srd ? fab_srd_rto(f, nic->cfg.rto_min, nic->cfg.rto) : nic->cfg.rto);
@@ -506,7 +460,8 @@ static FabPkt *nic_pull(FabEngine *eng, FabNode *self, FabPort *port) {
   /* sent: its last packet left; read-based, its runt (libfabric takes the next message at once, nic.h) */
   if ((seq + 1 == f->npkts || (f->reading && seq + 1 == f->hold_seq)) && !f->sent_all) {
     f->sent_all = true;
-    if (nic->sent) nic->sent(nic->ctx, f);
+    if (p->ahead && f->stream) fab_engine_at(eng, eng->now + p->ahead, nic, WAKE_STREAM(f)); /* once made */
+    else if (nic->sent) nic->sent(nic->ctx, f);
   }
   return p;
 }
@@ -834,6 +789,15 @@ static void nic_receive(FabEngine *eng, FabNode *self, FabPkt *p, FabPort *in) {
   } else {
     g_assert(nic->split || fab_flow_in_flight(f) > 0);
     if (p->type == FAB_PKT_DATA) {
+      if (f->stream && p->ahead) { /* streamed: its data are not all made yet (nic.h) */
+        fab_time_t at = eng->now + p->ahead;
+        p->ahead = 0; /* NVLink data packets carry no entropy value or telemetry: as before */
+        if (p->flags & FAB_PKTF_LAST) { /* it completes the flow: held until then */
+          f->held = p;
+          fab_engine_at(eng, at, nic, WAKE_STREAM(f));
+          return;
+        }
+      }
       f->rx_inflight--;
       g_assert(p->dst == nic->id && f->dst == nic->id);
       on_data(eng, nic, f, p);
@@ -847,11 +811,27 @@ static void nic_receive(FabEngine *eng, FabNode *self, FabPkt *p, FabPort *in) {
   if (!f->nvls) maybe_release(nic, f); /* an NVLS member: by nvls_done (it may be released already) */
 }
 
+/* A streamed flow's time has come (nic.h): at its receiver its held last packet arrives; at its sender the last
+** byte of its last packet is made, and it counts as sent. */
+static void stream_due(FabEngine *eng, FabNic *nic, FabFlow *f) {
+  if (f->dst == nic->id && f->held) {
+    FabPkt *p = f->held;
+    f->held = NULL;
+    nic_receive(eng, &nic->node, p, NULL);
+  } else if (f->src == nic->id && nic->sent) {
+    nic->sent(nic->ctx, f);
+  }
+}
+
 static void nic_wake(FabEngine *eng, void *self, uint64_t arg) {
   FabNic *nic = self;
-  FabFlow *f = (arg & 3) == WAKE_PACE ? NULL : fab_flow_at(nic->flows, WAKE_SLOT(arg));
+  FabFlow *f = (arg & 3) == WAKE_PACE && !WAKE_IS_STREAM(arg) ? NULL : fab_flow_at(nic->flows, WAKE_SLOT(arg));
   /* a released flow's timer: it found the flow done (atomic: fab_flow_table_take_in) */
-  if (f && WAKE_GEN(arg) != (__atomic_load_n(&f->gen, __ATOMIC_RELAXED) & 0x3fffffffu)) return;
+  if (f && WAKE_GEN(arg) != (__atomic_load_n(&f->gen, __ATOMIC_RELAXED) & 0x1fffffffu)) return;
+  if (f && WAKE_IS_STREAM(arg)) {
+    stream_due(eng, nic, f);
+    return;
+  }
   switch (arg & 3) {
   case WAKE_START:
     if (f->ordered) { /* its number among our messages to its receiver (nic.h, message order) */

@@ -196,6 +196,24 @@ static inline uint32_t fab_nic_stripes(const FabNicCfg *cfg, uint64_t bytes) {
   return (uint32_t)k;
 }
 
+/* Streaming (FabFlow.stream): a GPU channel's CTA makes an NVLink flow's
+** data at max_bps and stores them as it goes, its bytes interleaved on the
+** link with other channels'. A packet (an NVLink segment) is a unit of
+** account of those bytes: it leaves once its data begin to be made (at most
+** FAB_STREAM_AHEAD ps before its last byte is), takes the port for its wire
+** time as any packet, and its `ahead` (how much earlier it left than its
+** last byte was made) holds it at its receiver: the flow's last packet
+** completes the flow no earlier than it would have had it left with its last
+** byte made, and the flow counts as sent (FabNic.sent) when that byte is
+** made. Channels that make their pieces at once so share the link across
+** the making, as their stores do; whole segments made first and then sent at
+** the line rate queued behind one another instead, so the time of a piece
+** depended on the segment size: on one B200 (32 channels) a ring allreduce
+** of 16,000,000 bytes (pieces of two 64 KiB segments) took 101.8 us against
+** 65.1 us for 15,728,640 bytes (one segment), and 63.7 us in segments of
+** 4 KiB (README, NVLink segments). NVLS members and PXN flows do not stream. */
+#define FAB_STREAM_AHEAD UINT32_MAX /* FabPkt.ahead's range (4.29 us) */
+
 /* One flow: what was asked (first block) and its transport state. */
 typedef struct FabFlow {
   uint32_t id, src, dst;   /* flow and endpoint numbers (id: the flow's number in the run, which its ECMP
@@ -227,6 +245,8 @@ typedef struct FabFlow {
   fab_time_t end;          /* ps: last byte at the receiver; 0 while running */
   bool ordered;            /* srd with srd_ordered: a message delivered in its sender's order (below); set by the
                            ** owner before posting (the driver: flows not of an NCCL expansion) */
+  bool stream;             /* NVLink, not NVLS: with max_bps, a packet leaves once its data begin to be made and
+                           ** counts as arrived once they could have (below) */
   uint32_t msg_seq;        /* ordered: its number among its sender's messages to its receiver, from 0 */
   uint8_t nvls_mode;       /* FabNvlsMode: AR (contributes npkts segments, multicasts the reduced ones it owns,
                            ** receives npkts), RS (contributes npkts, receives the reduced ones it owns), AG
@@ -299,6 +319,8 @@ typedef struct FabFlow {
   uint16_t rx_n, rx_ce;    /* a CE-echoing algorithm (cc.h): data packets since the last ACK, and of them marked */
   uint64_t rcv_bytes;      /* payload received in order */
   fab_time_t cnp_next;     /* ps: the next CNP for this flow may leave at (notification point) */
+  struct FabPkt *held;     /* stream: its last packet, arrived before its data could have (FabPkt.ahead), until
+                           ** then */
 } FabFlow;
 
 /* The run's flows by slot. Slots live in chunks of FAB_FLOW_CHUNK flows, so

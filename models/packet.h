@@ -66,9 +66,15 @@ typedef struct FabPkt {
   uint8_t flags;       /* FAB_PKTF_* */
   uint8_t hops;        /* links crossed so far */
   uint8_t lane;        /* the flow's lane (FabSwitchCfg.lanes), 0: none */
-  uint16_t ev;         /* a sprayed flow's entropy value index (data: the one it took; ACK: echoed) */
-  uint16_t mark_ev;    /* ACK of a sprayed flow under avoid (not srd) with FAB_PKTF_ECE: the value that carried
-                       ** the congestion mark it echoes (ev is the answered packet's) */
+  union {
+    struct {
+      uint16_t ev;      /* a sprayed flow's entropy value index (data: the one it took; ACK: echoed) */
+      uint16_t mark_ev; /* ACK of a sprayed flow under avoid (not srd) with FAB_PKTF_ECE: the value that carried
+                        ** the congestion mark it echoes (ev is the answered packet's) */
+    };
+    uint32_t ahead;     /* data of a streamed NVLink flow (nic.h, FabFlow.stream): it left this many ps before
+                        ** its last byte was made, and counts as arrived that much after it does */
+  };
 } FabPkt;
 
 _Static_assert(sizeof(FabPkt) <= 64, "a packet header must fit in 64 bytes");

@@ -628,6 +628,61 @@ Test(nic, a_flow_limit_paces_that_flow_only) {
   pair_fini(&p);
 }
 
+/* Streaming (nic.h): four flows between two GPUs over NVLink, each fed by a
+** channel at a quarter of the link (25 of 100 Gbps), 4096 + 1000 bytes each
+** in two segments (4112 and 1016 wire bytes), all posted at 0. Each segment
+** leaves as its data begin to be made, so the four first segments share the
+** link while they are made (4 x 4112 x 80 ps = one segment made at 25 Gbps,
+** 4112 x 320 ps); each flow ends exactly as one alone would: its bytes at the
+** limit plus the path, (4112 + 1016) x 320 ps + 1 us, and counts as sent when
+** its last byte is made less its wire time. Made whole and then sent, the
+** four first segments queued behind one another and the last flow ended a
+** segment's time at the limit later. */
+typedef struct SentAt {
+  FabEngine *eng;
+  fab_time_t at[4];
+} SentAt;
+
+static void sent_at(void *ctx, FabFlow *f) {
+  SentAt *s = ((TestRun *)ctx)->user;
+  s->at[f->slot] = s->eng->now;
+}
+
+Test(nic, streamed_flows_share_nvlink_as_they_are_made) {
+  Pair p;
+  memset(&p, 0, sizeof p);
+  p.eng = testnet_engine(1);
+  p.cfg = testnet_nic_cfg(100000000000ULL, 4096, FAB_TRANSPORT_ROCEV2);
+  p.cfg.nvl_domain = 2;
+  p.cfg.nvl_bps = 100000000000ULL;
+  p.cfg.nvl_mtu = 4096;
+  p.cfg.nvl_overhead = 16;
+  for (uint32_t i = 0; i < 2; i++) {
+    testnet_nic(&p.nic[i], i, &p.cfg, p.flows, &p.run, FAB_US);
+    p.nic[i].nvl.latency = FAB_US;
+  }
+  fab_port_connect(&p.nic[0].nvl, &p.nic[1].nvl);
+  SentAt s = {.eng = p.eng};
+  p.run.user = &s;
+  p.nic[0].sent = sent_at;
+  for (uint32_t k = 0; k < 4; k++) {
+    p.flows[k] = testnet_flow(k, 0, 1, 4096 + 1000, 0, &p.cfg);
+    cr_assert(p.flows[k].stream && p.flows[k].npkts == 2, "flow %u: streamed, two segments", k);
+    p.flows[k].max_bps = 25000000000ULL;
+    fab_nic_post(p.eng, &p.nic[0], &p.flows[k]);
+  }
+  cr_assert(fab_engine_run(p.eng, FAB_TIME_MAX));
+  cr_assert_eq(p.run.done, 4);
+  fab_time_t made = (4112 + 1016) * 320;
+  for (uint32_t k = 0; k < 4; k++) {
+    cr_assert_eq(p.flows[k].end, made + FAB_US, "flow %u ends as one alone: %" G_GUINT64_FORMAT, k, p.flows[k].end);
+    cr_assert_eq(s.at[k], made - 1016 * 80, "flow %u counts as sent once made: %" G_GUINT64_FORMAT, k, s.at[k]);
+    cr_assert_eq(p.flows[k].rcv_bytes, 5096);
+  }
+  cr_assert_eq(p.nic[0].nvl.tx_bytes, 4 * (4112 + 1016));
+  pair_fini(&p);
+}
+
 /* ---- selective repeat (out-of-order receivers) ------------------------------ */
 
 /* NIC 0 -> a reordering element -> NIC 1: it holds chosen data packets back
