@@ -134,7 +134,8 @@ static void explain_cluster(const FabScenario *sc, GString *s) {
       else
         g_string_append_printf(s, "one NVSwitch per domain of %u GPUs (%u domain%s)", g->nvlink_domain, domains,
                                domains == 1 ? "" : "s");
-      g_string_append_printf(s, ", segments of %u B + %u B header\n", g->segment, f->nic.nvl_overhead);
+      g_string_append_printf(s, ", segments of %u B + %u B header (a channel's stream: each leaves as its data "
+                             "begin to be made)\n", g->segment, f->nic.nvl_overhead);
       explain_nvls(g, s);
     } else
       g_string_append(s, "nvlink     none: every GPU pair goes through the network\n");
