@@ -180,10 +180,10 @@ static void pace_made(const FabEngine *eng, FabFlow *f, uint32_t seq) {
 ** (nic.h), p left `ahead` of its last byte's making (at most FAB_STREAM_AHEAD). Then the next packet's time. */
 static void made_sent(const FabEngine *eng, FabFlow *f, FabPkt *p) {
   f->made = MAX(f->made + fab_time_ser(p->wire, f->max_bps), eng->now + fab_time_ser(p->wire, f->cc.line_bps));
-  if (f->stream) {
+  if (f->stream) { /* within the range by next_tx (pace_made); a resend of a larger packet than the one paced for
+                    ** (go-back-N after a timeout) may come out further ahead: held as far as the field goes */
     fab_time_t due = f->made - fab_time_ser(p->wire, f->cc.line_bps);
-    g_assert(due <= eng->now || due - eng->now <= FAB_STREAM_AHEAD);
-    p->ahead = due > eng->now ? (uint32_t)(due - eng->now) : 0;
+    p->ahead = due > eng->now ? (uint32_t)MIN(due - eng->now, (fab_time_t)FAB_STREAM_AHEAD) : 0;
   }
   pace_made(eng, f, f->snd_nxt);
 }
