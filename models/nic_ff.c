@@ -22,6 +22,10 @@ void fab_nic_shift_flow(const FabNic *nic, FabFlow *f, fab_time_t dt) {
   f->cc_wake_at = fab_time_later(f->cc_wake_at, dt);
   f->cc.timer_at = fab_time_later(f->cc.timer_at, dt);
   f->cnp_next = fab_time_later(f->cnp_next, dt);
+  if (f->held) { /* a streamed flow's last packet, held at its receiver (nic.h): its event moves with the queue */
+    f->held->ready = fab_time_later(f->held->ready, dt);
+    f->held->sent = fab_time_later(f->held->sent, dt);
+  }
   switch (nic->cfg.cc.kind) {
   case FAB_CC_DCQCN:
     f->cc.u.dcqcn.alpha_at = fab_time_later(f->cc.u.dcqcn.alpha_at, dt);
