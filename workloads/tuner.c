@@ -103,9 +103,19 @@ static const FabNcclArch arches[] = {
 **    NVLink4, the same NVSwitch as H100; deepseek-ai/DeepEP issue #303):
 **    12.49 us = 6.05 + 14 steps of 0.46 us, which the NVLink latency alone
 **    covers: 0. Blackwell: no public measurement; Hopper's (ASSUMPTION).
-**  - LL128 and Simple steps: LL's + 0.5 us and + 1.0 us (ASSUMPTION: LL128
-**    waits for a warp's 128-byte line and its flag, Simple for a system-wide
-**    fence before its flag; no public per-step measurement of a whole step.
+**  - LL128 step: LL's + 3.17 us, fitted to GCP a4-highgpu-8g's ring
+**    allreduce at 8 MiB on 8 B200 (LL128, 14 steps of one piece a channel:
+**    182.77 GB/s busbw, GKE A4 walkthrough); Azure ND GB200 v6's ring
+**    allreduce at 8 MiB on 4 GPUs (6 steps; 253.46 GB/s) validates it and
+**    its form: what these two lacked at LL's + 0.5 us (37.3 and 17.8 us)
+**    goes as their steps (14 : 6), not as their bytes (14.7 : 12.6 MB).
+**    NCCL's own model also prices LL128 above LL (tuning.cc hwLatencies,
+**    NVLink ring: 1.9 against 0.6 us a step; base 14 against 6.6). The
+**    same increment on every architecture (ASSUMPTION beyond Blackwell:
+**    Azure's A100 at 8 MiB comes within 10.2 % with it; no Hopper point).
+**  - Simple step: LL's + 1.0 us (ASSUMPTION: Simple waits for a
+**    system-wide fence before its flag; no public per-step measurement of a
+**    whole step.
 **    In-kernel timers agree in size: spcl/atlahs' NPKit traces on GH200,
 **    NCCL_ALGO=Ring, goal_gen/ai/nccl_goal_generator/npkit_benchmark_results/
 **    clariden/npkit_data_summary_{Simple,LL}.json, put Simple's
@@ -148,10 +158,10 @@ typedef struct Costs {
   double launch, step[3], proxy, flush, ll, ll128, simple, ce_sync, nvls_sync, nvls_step;
 } Costs;
 static const Costs costs[] = {
-  {6.05, {1.475, 1.975, 2.475}, 2.0, 1.0, 87.7, 20.0, 24.0, 1.0, 0.0, 0.0}, /* Ampere (no NVLS) */
-  {6.05, {0.0, 0.5, 1.0}, 2.0, 1.0, 141.0, 36.7, 38.7, 1.0, 22.57, 1.035},   /* Hopper */
-  {6.05, {0.0, 0.5, 1.0}, 2.0, 1.0, 282.0, 40.0, 70.0, 1.0, 22.57, 1.45},    /* Blackwell */
-  {6.05, {0.0, 0.5, 1.0}, 2.0, 1.0, 141.0, 36.7, 38.7, 1.0, 0.0, 0.0},       /* CDNA3: Hopper's (ASSUMPTION; no NVLS) */
+  {6.05, {1.475, 4.645, 2.475}, 2.0, 1.0, 87.7, 20.0, 24.0, 1.0, 0.0, 0.0}, /* Ampere (no NVLS) */
+  {6.05, {0.0, 3.17, 1.0}, 2.0, 1.0, 141.0, 36.7, 38.7, 1.0, 22.57, 1.035},   /* Hopper */
+  {6.05, {0.0, 3.17, 1.0}, 2.0, 1.0, 282.0, 40.0, 70.0, 1.0, 22.57, 1.45},    /* Blackwell */
+  {6.05, {0.0, 3.17, 1.0}, 2.0, 1.0, 141.0, 36.7, 38.7, 1.0, 0.0, 0.0},       /* CDNA3: Hopper's (ASSUMPTION; no NVLS) */
 };
 
 FabNcclCosts fab_coll_costs_unset(void) {
