@@ -15,7 +15,8 @@
 ** and its generation (29 bits of it: a slot is not reused 2^29 times while
 ** one event waits). */
 enum { WAKE_START = 0, WAKE_RTO = 1, WAKE_CC = 2, WAKE_PACE = 3 };
-#define WAKE_GEN_OF(f) ((f)->gen & 0x1fffffffu)
+#define WAKE_GEN_MASK 0x1fffffffu
+#define WAKE_GEN_OF(f) ((f)->gen & WAKE_GEN_MASK)
 #define WAKE(kind, f) (((uint64_t)WAKE_GEN_OF(f) << 35) | ((uint64_t)(f)->slot << 2) | (kind))
 #define WAKE_STREAM(f) (WAKE(WAKE_PACE, f) | 1ull << 34)
 #define WAKE_IS_STREAM(arg) (((arg) & 3) == WAKE_PACE && ((arg) >> 34 & 1))
@@ -827,7 +828,7 @@ static void nic_wake(FabEngine *eng, void *self, uint64_t arg) {
   FabNic *nic = self;
   FabFlow *f = (arg & 3) == WAKE_PACE && !WAKE_IS_STREAM(arg) ? NULL : fab_flow_at(nic->flows, WAKE_SLOT(arg));
   /* a released flow's timer: it found the flow done (atomic: fab_flow_table_take_in) */
-  if (f && WAKE_GEN(arg) != (__atomic_load_n(&f->gen, __ATOMIC_RELAXED) & 0x1fffffffu)) return;
+  if (f && WAKE_GEN(arg) != (__atomic_load_n(&f->gen, __ATOMIC_RELAXED) & WAKE_GEN_MASK)) return;
   if (f && WAKE_IS_STREAM(arg)) {
     stream_due(eng, nic, f);
     return;

@@ -157,12 +157,16 @@ static const FabNcclArch arches[] = {
 typedef struct Costs {
   double launch, step[3], proxy, flush, ll, ll128, simple, ce_sync, nvls_sync, nvls_step;
 } Costs;
+/* The steps of one architecture from its LL step: LL128's and Simple's
+** increments above (the same on every architecture). */
+#define STEPS(ll) {(ll), (ll) + 3.17 /* LL128 */, (ll) + 1.0 /* Simple */}
 static const Costs costs[] = {
-  {6.05, {1.475, 4.645, 2.475}, 2.0, 1.0, 87.7, 20.0, 24.0, 1.0, 0.0, 0.0}, /* Ampere (no NVLS) */
-  {6.05, {0.0, 3.17, 1.0}, 2.0, 1.0, 141.0, 36.7, 38.7, 1.0, 22.57, 1.035},   /* Hopper */
-  {6.05, {0.0, 3.17, 1.0}, 2.0, 1.0, 282.0, 40.0, 70.0, 1.0, 22.57, 1.45},    /* Blackwell */
-  {6.05, {0.0, 3.17, 1.0}, 2.0, 1.0, 141.0, 36.7, 38.7, 1.0, 0.0, 0.0},       /* CDNA3: Hopper's (ASSUMPTION; no NVLS) */
+  {6.05, STEPS(1.475), 2.0, 1.0, 87.7, 20.0, 24.0, 1.0, 0.0, 0.0}, /* Ampere (no NVLS) */
+  {6.05, STEPS(0.0), 2.0, 1.0, 141.0, 36.7, 38.7, 1.0, 22.57, 1.035},   /* Hopper */
+  {6.05, STEPS(0.0), 2.0, 1.0, 282.0, 40.0, 70.0, 1.0, 22.57, 1.45},    /* Blackwell */
+  {6.05, STEPS(0.0), 2.0, 1.0, 141.0, 36.7, 38.7, 1.0, 0.0, 0.0},       /* CDNA3: Hopper's (ASSUMPTION; no NVLS) */
 };
+#undef STEPS
 
 FabNcclCosts fab_coll_costs_unset(void) {
   return (FabNcclCosts){.launch = FAB_TIME_MAX, .step = {FAB_TIME_MAX, FAB_TIME_MAX, FAB_TIME_MAX},
