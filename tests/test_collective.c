@@ -1012,12 +1012,14 @@ Test(protocol, wire_bytes_grow_by_the_protocol) {
 }
 
 /* Every piece pays its step's protocol work after its data; over the
-** network also the proxy's post and completion, and with Simple the
-** flush; a rank's first step also pays the kernel launch. */
+** network also the proxy's post and completion, the NIC's start of the
+** message, and with Simple the flush; a rank's first step also pays the
+** kernel launch. */
 Test(protocol, pieces_pay_the_step_work_after_their_data) {
   uint32_t n = 4, e[MAXR];
   FabCollEnv env = hosts(n);
-  env.costs = (FabNcclCosts){5 * FAB_US, {FAB_US, 2 * FAB_US, 3 * FAB_US}, 2 * FAB_US, 500 * FAB_NS, {0, 0, 0}};
+  env.costs = (FabNcclCosts){.launch = 5 * FAB_US, .step = {FAB_US, 2 * FAB_US, 3 * FAB_US}, .proxy = 2 * FAB_US,
+                            .flush = 500 * FAB_NS, .nic_post = 1500 * FAB_NS};
   FabCollSpec s = spec(FAB_COLL_ALLREDUCE, FAB_ALGO_RING, 4 * 2 * 1048576, n); /* one loop, 2 slices a step */
   FabDag *d = expand(&env, &s, e, NULL);
   uint32_t k = 0;
@@ -1025,7 +1027,7 @@ Test(protocol, pieces_pay_the_step_work_after_their_data) {
     const FabOp *o = op_at(d, i);
     if (!is_flow(o)) continue;
     uint32_t step = k / (2 * n);
-    fab_time_t want = 3 * FAB_US + 2 * FAB_US + 500 * FAB_NS + (step == 0 ? 5 * FAB_US : 0);
+    fab_time_t want = 3 * FAB_US + 2 * FAB_US + 1500 * FAB_NS + 500 * FAB_NS + (step == 0 ? 5 * FAB_US : 0);
     cr_assert_eq(o->pre, want, "flow %u (step %u): pre %llu, not %llu", k, step, (unsigned long long)o->pre,
                  (unsigned long long)want);
     k++;

@@ -504,6 +504,44 @@ Test(protocol, ll128_step_work_adds_once_a_ring_step) {
   }
 }
 
+/* An 8-byte tree allreduce (LL, one channel) across n DGX H100 over
+** InfiniBand: the deepest rank's data goes up log2 n network messages and
+** the result comes down as many, one after another, and each waits for its
+** NIC's start (cluster.nccl.nic_post): raising it by 1 us adds exactly
+** 2 log2 n us. Its default is 4 PCIe crossings (doorbell, work request read
+** and completion, data read request): with pcie.latency 250 ns, 1 us a
+** message. */
+static double h100_tree_8b(uint32_t nodes, const char *extra) {
+  FabScenario *sc;
+  char *y = g_strdup_printf("cluster: {node: dgx-h100, nodes: %u%s}\n"
+                            "fabric:\n"
+                            "  transport: infiniband\n"
+                            "  topology: {kind: rail-optimized}\n"
+                            "  link: {bandwidth: 400Gbps, latency: 500ns, mtu: 4096}\n"
+                            "  switch: {latency: 300ns, buffer: 64MiB, priorities: 1}\n"
+                            "workload: {kind: collective, op: allreduce, size: 8, algorithm: tree}\n", nodes, extra);
+  FabResults r = run_yaml(y, &sc);
+  cr_assert_eq(r.n_colls, 1);
+  cr_assert_str_eq(r.colls[0].protocol, "ll");
+  double t = (double)(r.colls[0].end - r.colls[0].start);
+  testscen_done(sc, &r);
+  return t;
+}
+
+Test(protocol, nic_post_adds_once_a_network_message_on_the_tree_path) {
+  const uint32_t nodes[3] = {2, 4, 16};
+  for (int i = 0; i < 3; i++) {
+    double msgs = 2 * log2(nodes[i]);
+    double zero = h100_tree_8b(nodes[i], ", nccl: {nic_post: 0us}");
+    double one = h100_tree_8b(nodes[i], ", nccl: {nic_post: 1us}");
+    cr_assert(fabs((one - zero) - msgs * US) <= 1, "%u nodes: %.0f ps more, not %.0f", nodes[i], one - zero, msgs * US);
+    double dflt = h100_tree_8b(nodes[i], ", pcie: {latency: 250ns}");
+    double z250 = h100_tree_8b(nodes[i], ", pcie: {latency: 250ns}, nccl: {nic_post: 0us}");
+    cr_assert(fabs((dflt - z250) - msgs * US) <= 1, "%u nodes: the default (4 crossings of 250 ns) added %.0f ps, "
+              "not %.0f", nodes[i], dflt - z250, msgs * US);
+  }
+}
+
 /* ---- copy engines ----------------------------------------------------------- */
 
 /* An allgather on the copy engines (cta_policy zero) on one DGX H100, S =

@@ -225,7 +225,7 @@ fab_time_t fab_coll__hop_lat(const Ex *x, uint32_t s, uint32_t r, unsigned flags
     return (flags & F_SYNC ? k->ce_sync : 0) + (flags & F_LAUNCH ? k->launch : 0);
   fab_time_t pre = k->step[fab_coll__pidx(x->proto)];
   if (!fab_coll__same_domain(x->env, x->ep[s], x->ep[r]))
-    pre += k->proxy + (x->proto == FAB_PROTO_SIMPLE ? k->flush : 0);
+    pre += k->proxy + k->nic_post + (x->proto == FAB_PROTO_SIMPLE ? k->flush : 0);
   if (flags & F_LAUNCH) pre += k->launch;
   return pre;
 }

@@ -66,6 +66,8 @@ typedef struct FabNcclCosts {
   fab_time_t proxy;         /* per piece over the network, beyond the step: the proxy thread's post at the
                             ** sender and completion at the receiver */
   fab_time_t flush;         /* per Simple piece over the network: the receiver's GPUDirect flush */
+  fab_time_t nic_post;      /* per piece over the network: the NIC's start of the message across PCIe (the proxy's
+                            ** doorbell, the work request's read, the data's read request; tuner.c) */
   uint64_t channel_bps[3];  /* bits/s of data one channel (one SM's CTA) moves, [1] LL128, [2] Simple; [0] what
                             ** a rank moves over all its LL channels (LL's ceiling; 0: NCCL's for the node count) */
   fab_time_t ce_sync;       /* copy-engine collectives: a rank's flag work in each of their two barriers (stream
@@ -143,6 +145,7 @@ typedef struct FabCollEnv {
                             ** rings spread their channels over orders that share no link (fab_coll_mesh_rings) */
   fab_time_t net_lat;       /* one network hop end to end, unloaded (NIC to NIC), ps */
   fab_time_t nvl_lat;       /* one NVLink hop GPU to GPU, ps */
+  fab_time_t pcie_lat;      /* one PCIe crossing between a GPU node's NIC and its host or GPU, ps (0: plain hosts) */
   double plugin_lat_us;     /* the latency NCCL's network plugin reports (ncclNetProperties_t.latency), us, which
                             ** NCCL's tuner adds to each step across nodes (twice for Simple); 0: NCCL's own IB
                             ** and socket transports report none */

@@ -143,6 +143,22 @@ static const FabNcclArch arches[] = {
 **  - proxy 2 us: NCCL's own network post overhead, 1 us (tuning.cc
 **    getNetOverhead, Intel), once at the sender's proxy and once at the
 **    receiver's. flush 1 us: ASSUMPTION (one read across PCIe by the NIC).
+**  - nic_post: a network message's start at the NIC beyond the proxy's post,
+**    counted in PCIe crossings of the node's pcie.latency (topologies/
+**    presets.c, 500 ns: ASSUMPTION): the proxy rings the NIC's doorbell, the
+**    NIC reads the work request from host memory (a request and its
+**    completion) and sends the read request for the data, whose completion
+**    is the data's own PCIe hop: 4 crossings, 2 us on the presets. This is
+**    the doorbell path of Kalia, Kaminsky and Andersen, "Design Guidelines
+**    for High Performance RDMA Systems" (USENIX ATC 2016, section 3.1): the
+**    NIC fetches a work request by DMA unless the CPU writes it into the
+**    NIC, which NCCL asks for only for its clear-to-send entries
+**    (src/transport/net_ib/p2p.cc, connect.cc: IBV_SEND_INLINE on the CTS
+**    FIFO with NCCL_IB_USE_INLINE); its data writes are not inlined. EFA
+**    writes descriptors into the device's low-latency queue: 2 crossings.
+**    Not fitted: tree/LL at 8 B on 16 x 8 H100 (nccl#1469, 8 messages one
+**    after another) and NVLS-tree at 8 B on 2 x 8 H20 (nccl#1244, 2)
+**    validate it.
 **  - channels: NCCL's per-channel ceilings of tuning.cc, one node:
 **    perChMaxTreeBws for Simple, perChMaxRingLL128Bws for LL128; and for
 **    LL, a rank's over all its channels, llMaxBws (by architecture on one
@@ -170,7 +186,7 @@ static const Costs costs[] = {
 
 FabNcclCosts fab_coll_costs_unset(void) {
   return (FabNcclCosts){.launch = FAB_TIME_MAX, .step = {FAB_TIME_MAX, FAB_TIME_MAX, FAB_TIME_MAX},
-                        .proxy = FAB_TIME_MAX, .flush = FAB_TIME_MAX, .ce_sync = FAB_TIME_MAX,
+                        .proxy = FAB_TIME_MAX, .flush = FAB_TIME_MAX, .nic_post = FAB_TIME_MAX, .ce_sync = FAB_TIME_MAX,
                         .plugin_lat = FAB_TIME_MAX, .ofi_protocol = UINT32_MAX, .ofi_tuner = UINT32_MAX,
                         .fence = true, .channel_share = true, .nvls_sync = FAB_TIME_MAX,
                         .nvls_step = FAB_TIME_MAX};
@@ -187,6 +203,7 @@ const FabCfgKey fab_nccl_schema[] = {
   K("step_simple", FAB_CFG_TIME, step[2], .min = 0, .max = 1e12),
   K("proxy", FAB_CFG_TIME, proxy, .min = 0, .max = 1e12),
   K("flush", FAB_CFG_TIME, flush, .min = 0, .max = 1e12),
+  K("nic_post", FAB_CFG_TIME, nic_post, .min = 0, .max = 1e12),
   K("ll_bandwidth", FAB_CFG_RATE, channel_bps[0]),
   K("channel_ll128", FAB_CFG_RATE, channel_bps[1]),
   K("channel_simple", FAB_CFG_RATE, channel_bps[2]),
@@ -212,6 +229,7 @@ void fab_coll_costs_resolve(FabCollEnv *env) {
     if (k->step[p] == FAB_TIME_MAX) k->step[p] = fab_coll__us_ps(c->step[p]);
   if (k->proxy == FAB_TIME_MAX) k->proxy = fab_coll__us_ps(c->proxy);
   if (k->flush == FAB_TIME_MAX) k->flush = fab_coll__us_ps(c->flush);
+  if (k->nic_post == FAB_TIME_MAX) k->nic_post = (env->srd ? 2 : 4) * env->pcie_lat; /* PCIe crossings, above */
   if (k->ce_sync == FAB_TIME_MAX) k->ce_sync = fab_coll__us_ps(c->ce_sync);
   if (k->nvls_sync == FAB_TIME_MAX) k->nvls_sync = fab_coll__us_ps(c->nvls_sync);
   if (k->nvls_step == FAB_TIME_MAX) k->nvls_step = fab_coll__us_ps(c->nvls_step);

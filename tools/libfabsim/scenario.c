@@ -98,6 +98,7 @@ static void coll_env(const FabFabricCfg *f, FabCollEnv *e) {
   /* unloaded NIC to NIC across the fabric's diameter (a tier-2 path for leaf-spine) */
   e->net_lat = l * fab_topo_max_latency(&f->topo) + (l - 1) * f->sw.latency + (g->gpus_per_node ? 2 * g->pcie_latency : 0);
   e->nvl_lat = g->nvlink_latency;
+  e->pcie_lat = g->gpus_per_node ? g->pcie_latency : 0;
   /* EFA: aws-ofi-nccl reports 75 us on p4d and p5, and for platforms it does not know (src/platform-aws.cpp,
   ** platform_data_map[].latency; src/nccl_ofi_net.cpp: props->latency) */
   e->plugin_lat_us = f->nic.transport.kind == FAB_TRANSPORT_SRD ? 75.0 : 0;
