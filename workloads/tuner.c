@@ -150,12 +150,14 @@ static const FabNcclArch arches[] = {
 **    completion) and sends the read request for the data, whose completion
 **    is the data's own PCIe hop: 4 crossings, 2 us on the presets. This is
 **    the doorbell path of Kalia, Kaminsky and Andersen, "Design Guidelines
-**    for High Performance RDMA Systems" (USENIX ATC 2016, section 3.1): the
-**    NIC fetches a work request by DMA unless the CPU writes it into the
-**    NIC, which NCCL asks for only for its clear-to-send entries
+**    for High Performance RDMA Systems" (USENIX ATC 2016): the NIC fetches
+**    a work request by DMA unless the CPU writes it into the NIC, which
+**    NCCL asks for only for its clear-to-send entries
 **    (src/transport/net_ib/p2p.cc, connect.cc: IBV_SEND_INLINE on the CTS
 **    FIFO with NCCL_IB_USE_INLINE); its data writes are not inlined. EFA
-**    writes descriptors into the device's low-latency queue: 2 crossings.
+**    writes the whole 64-byte work request into write-combined device
+**    memory (libfabric prov/efa's direct data path: mmio_memcpy_x64 into the
+**    send queue's descriptors), so no fetch: 2 crossings under srd.
 **    Not fitted: tree/LL at 8 B on 16 x 8 H100 (nccl#1469, 8 messages one
 **    after another) and NVLS-tree at 8 B on 2 x 8 H20 (nccl#1244, 2)
 **    validate it.
@@ -186,7 +188,8 @@ static const Costs costs[] = {
 
 FabNcclCosts fab_coll_costs_unset(void) {
   return (FabNcclCosts){.launch = FAB_TIME_MAX, .step = {FAB_TIME_MAX, FAB_TIME_MAX, FAB_TIME_MAX},
-                        .proxy = FAB_TIME_MAX, .flush = FAB_TIME_MAX, .nic_post = FAB_TIME_MAX, .ce_sync = FAB_TIME_MAX,
+                        .proxy = FAB_TIME_MAX, .flush = FAB_TIME_MAX, .nic_post = FAB_TIME_MAX,
+                        .ce_sync = FAB_TIME_MAX,
                         .plugin_lat = FAB_TIME_MAX, .ofi_protocol = UINT32_MAX, .ofi_tuner = UINT32_MAX,
                         .fence = true, .channel_share = true, .nvls_sync = FAB_TIME_MAX,
                         .nvls_step = FAB_TIME_MAX};
