@@ -260,6 +260,36 @@ Test(sharp, small_messages_beat_the_host_tree_by_the_hop_counts) {
   cr_assert_float_eq((double)host / llt, 7.0 * edge / (edge + AGG), 0.01, "factor %.3f", (double)host / llt);
 }
 
+/* A SHARP reduction is a network message as any other across nodes: NCCL's
+** CollNet proxy posts it and polls its completion, the NIC starts it, and
+** the result is flushed (Simple). An 8 KiB allreduce on 4 DGX H100 is one
+** loop, one reduction on the way of each of the three expansions, so each
+** of those costs adds to the time exactly once. */
+Test(sharp, a_reduction_pays_the_proxy_the_nic_start_and_the_flush_once) {
+  static const char *const algos[] = {"nvls", "collnet-direct", "collnet-chain"};
+  for (size_t a = 0; a < 3; a++) {
+    fab_time_t t[4];
+    static const char *const costs[4][3] = {{"0us", "0us", "0us"}, {"1us", "0us", "0us"},
+                                            {"0us", "1us", "0us"}, {"0us", "0us", "1us"}};
+    for (int v = 0; v < 4; v++) {
+      char algo[64], proxy[64], post[64], flush[64];
+      g_snprintf(algo, sizeof algo, "workload.algorithm=%s", algos[a]);
+      g_snprintf(proxy, sizeof proxy, "cluster.nccl.proxy=%s", costs[v][0]);
+      g_snprintf(post, sizeof post, "cluster.nccl.nic_post=%s", costs[v][1]);
+      g_snprintf(flush, sizeof flush, "cluster.nccl.flush=%s", costs[v][2]);
+      FabResults res;
+      FabScenario *sc = testscen_load_file(
+          "scenarios/sharp-dgx-h100.yaml",
+          (const char *const[]){"workload.size=8KiB", "workload.protocol=simple", algo, proxy, post, flush, NULL});
+      t[v] = run_time(sc, &res);
+      cr_assert_str_eq(res.colls[0].algorithm, algos[a]);
+      testscen_done(sc, &res);
+    }
+    for (int v = 1; v < 4; v++)
+      cr_assert_eq(t[v] - t[0], 1000000, "%s, cost %d: %ld ps more", algos[a], v, (long)(t[v] - t[0]));
+  }
+}
+
 /* ---- collectives and resources ------------------------------------------- */
 
 static const char jobs[] = "cluster: {nodes: 8}\n"
@@ -409,7 +439,8 @@ Test(sharp, shipped_scenario_is_stable_and_beats_no_sharp) {
   char *jb = testscen_stable_json(&b);
   cr_assert_str_eq(ja, jb);
   cr_assert_str_eq(b.colls[0].algorithm, "nvls", "NVLS in the nodes, SHARP across");
-  cr_assert_eq(b.sim_time, 859127552ull, "recorded 859.127552 us (995.13792 before NVLS ran at efficiency 1 with "
+  cr_assert_eq(b.sim_time, 863066836ull, "recorded 863.066836 us (859.127552 before SHARP's reductions paid the "
+               "proxy, the NIC's start and the flush, 2026-12-05; 995.13792 before NVLS ran at efficiency 1 with "
                "a step a chunk, 2026-12-04); got %lu ps", b.sim_time);
   /* one tree per rail: local index l's heads on rail l, met at that rail's switch */
   cr_assert_eq(b.sharp->n_trees, 8);

@@ -26,9 +26,13 @@ static uint64_t chunks_a_lane(const Ex *x, uint64_t bytes) {
 ** `bytes`: before it, the step's work for each chunk a channel of it takes
 ** (cluster.nccl.nvls_step; NCCL's scatter and gather warps take a loop's
 ** chunks one head at a time, each with its own flags; a SHARP reduction
-** without NVLink: a Simple step), and with F_LAUNCH the kernel's launch and
-** NVLS start. Its packets leave at x->nvls_bps (0: NVLink's rate), in
-** segments of at most a chunk: a head's part of a loop is one chunk. */
+** without NVLink: a Simple step, and as every Simple piece across nodes the
+** proxy's post and completion, the NIC's start and the receiver's flush:
+** NCCL's CollNet proxy posts each step to the SHARP plugin and flushes its
+** result as its network sends do, src/transport/coll_net.cc), and with
+** F_LAUNCH the kernel's launch and NVLS start. Its packets leave at
+** x->nvls_bps (0: NVLink's rate), in segments of at most a chunk: a head's
+** part of a loop is one chunk. */
 uint32_t fab_coll__nvls_op(Ex *x, uint32_t i, uint32_t group, uint64_t bytes, FabNvlsOp mode, unsigned flags,
                            const uint32_t *deps, uint32_t nd) {
   const FabCollSpec *c = x->c;
@@ -36,7 +40,8 @@ uint32_t fab_coll__nvls_op(Ex *x, uint32_t i, uint32_t group, uint64_t bytes, Fa
   bool sharp = mode == FAB_NVLS_OP_SHARP;
   FabOp o = {.kind = FAB_OP_NVLS, .mark = (uint8_t)mode, .prio = c->prio, .job = c->job, .step = c->step,
              .src = x->ep[i], .dst = x->ep[i], .coll = x->coll, .group = group, .bytes = bytes, .start = c->start,
-             .pre = (sharp ? k->step[2] : k->nvls_step * MAX(chunks_a_lane(x, bytes), 1u)) +
+             .pre = (sharp ? k->step[2] + k->proxy + k->nic_post + k->flush
+                           : k->nvls_step * MAX(chunks_a_lane(x, bytes), 1u)) +
                     (flags & F_LAUNCH ? k->launch + (sharp ? 0 : k->nvls_sync) : 0),
              .max_bps = sharp ? 0 : x->nvls_bps, .seg = sharp ? 0 : x->chunk};
   return fab_coll__add_op(x, &o, i, i, deps, nd, flags & F_READY);
