@@ -134,14 +134,14 @@ def main():
         print(json.dumps({"cases": out, "bandwidth_mae": mae, "bandwidth_mae_all": mae_all, "failed": bad}, indent=1))
     else:
         print(f"{'case':<22} {'op':<15} {'size':>9} {'metric':<10} {'measured':>9} {'fabsim':>9} {'error':>8}  "
-              f"{'status':<7} {'algorithm':<16} hardware (source)")
+              f"{'status':<7} {'algorithm':<20} hardware (source)")
         for c, r in zip(cases, results):
             unit = "GB/s" if c["metric"] == "busbw" else "us"
             sim = f"{r['sim']:.2f}" if r.get("sim") is not None else "-"
             err = f"{100 * r['err']:+.1f}%" if r.get("err") is not None else "-"
             algo = f"{r['algorithm']}/{r['protocol']}" if "algorithm" in r else r.get("error", "")[:60]
             print(f"{c['id']:<22} {c['op']:<15} {size_str(c['size']):>9} {c['metric'] + ' ' + unit:<10} "
-                  f"{float(c['measured']):>9.2f} {sim:>9} {err:>8}  {r['status']:<7} {algo:<16} "
+                  f"{float(c['measured']):>9.2f} {sim:>9} {err:>8}  {r['status']:<7} {algo:<20} "
                   f"{c['hardware']} ({c['source']})")
         nbw_in = sum(1 for _, r in bw if r["inside"])
         nlat_in = sum(1 for _, r in lat if r["inside"])
