@@ -7,7 +7,7 @@
 - the suite is what the README promises: at least 25 counted points, on A100,
   H100 and a later generation, one node and several, over InfiniBand and
   RoCE, allreduce, allgather, reduce-scatter and all-to-all, bandwidth and
-  latency;
+  latency, and SHARP in the switches;
 - the check can fail: a case whose measured value is moved out of tolerance
   makes validate.py --check exit 1, and a typo in a case's key is bad input
   (exit 2, a message naming the case and the key).
@@ -62,6 +62,9 @@ class TestValidation(unittest.TestCase):
         self.assertEqual({c["metric"] for c in counted}, {"busbw", "time"})
         several = [c for c in counted if "-ib" in c["scenario"] or "roce" in c["scenario"]]
         self.assertGreaterEqual(len(several), 3)
+        # SHARP in the switches: a measured in-network run is counted (CoreWeave's CollNet Chain)
+        sharp = [c for c in counted if "fabric.switch.sharp.enabled=true" in c.get("set", [])]
+        self.assertGreaterEqual(len(sharp), 1)
 
     def test_known_misses_say_why(self):
         for c in self.cases:
