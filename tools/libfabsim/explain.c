@@ -26,7 +26,7 @@ static void explain_nvls(const FabGpuSpec *g, GString *s) {
 ** NCCL's own constants to choose). */
 static void explain_nccl(const FabNcclCosts *k, GString *s) {
   g_string_append_printf(s, "nccl       launch %.6g us; per step LL %.6g, LL128 %.6g, Simple %.6g us; proxy %.6g us, "
-                         "NIC post %.6g us, flush %.6g us per network piece; per channel LL128 %.6g, Simple %.6g "
+                         "NIC post %.6g us, flush %.6g us per network piece (a SHARP reduction too); per channel LL128 %.6g, Simple %.6g "
                          "GB/s; LL ceiling ",
                          (double)k->launch / 1e6, (double)k->step[0] / 1e6, (double)k->step[1] / 1e6,
                          (double)k->step[2] / 1e6, (double)k->proxy / 1e6, (double)k->nic_post / 1e6,
