@@ -246,7 +246,10 @@ uint32_t fab_coll__chans(const Ex *x, uint64_t bytes, uint64_t parts);
 uint64_t fab_coll__a2a_block(const Ex *x, uint64_t bytes, uint32_t i, uint32_t j);
 bool fab_coll__same_domain(const FabCollEnv *env, uint32_t a, uint32_t b);
 fab_time_t fab_coll__us_ps(double us);
-fab_time_t fab_coll__step_lat(const Ex *x, uint32_t s, uint32_t r, int row, unsigned flags);
+fab_time_t fab_coll__hop_lat(const Ex *x, uint32_t s, uint32_t r, unsigned flags);
+/* What a message across nodes pays beyond its step: the proxy's post and completion, the NIC's start and,
+** for Simple, the receiver's flush (a piece between domains, a SHARP reduction). */
+fab_time_t fab_coll__net_msg(const FabNcclCosts *k, FabProto proto);
 fab_time_t fab_coll__reduce_ps(const Ex *x, uint64_t bytes);
 Meta *fab_coll__meta_at(const Ex *x, uint32_t op); /* NULL: before the phase, or consumed both ways */
 void fab_coll__meta_prune(Ex *x, uint32_t upto);

@@ -40,7 +40,7 @@ uint32_t fab_coll__nvls_op(Ex *x, uint32_t i, uint32_t group, uint64_t bytes, Fa
   bool sharp = mode == FAB_NVLS_OP_SHARP;
   FabOp o = {.kind = FAB_OP_NVLS, .mark = (uint8_t)mode, .prio = c->prio, .job = c->job, .step = c->step,
              .src = x->ep[i], .dst = x->ep[i], .coll = x->coll, .group = group, .bytes = bytes, .start = c->start,
-             .pre = (sharp ? k->step[2] + k->proxy + k->nic_post + k->flush
+             .pre = (sharp ? k->step[2] + fab_coll__net_msg(k, FAB_PROTO_SIMPLE)
                            : k->nvls_step * MAX(chunks_a_lane(x, bytes), 1u)) +
                     (flags & F_LAUNCH ? k->launch + (sharp ? 0 : k->nvls_sync) : 0),
              .max_bps = sharp ? 0 : x->nvls_bps, .seg = sharp ? 0 : x->chunk};

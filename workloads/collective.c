@@ -219,13 +219,17 @@ fab_time_t fab_coll__us_ps(double us) { return (fab_time_t)llround(us * 1e6); }
 ** flag and fence work of a step; over the network also the proxy's post and
 ** completion, and for Simple the receiver's flush; on a rank's first step
 ** the kernel's launch. The wire itself is the fabric's. */
+fab_time_t fab_coll__net_msg(const FabNcclCosts *k, FabProto proto) {
+  return k->proxy + k->nic_post + (proto == FAB_PROTO_SIMPLE ? k->flush : 0);
+}
+
 fab_time_t fab_coll__hop_lat(const Ex *x, uint32_t s, uint32_t r, unsigned flags) {
   const FabNcclCosts *k = &x->env->costs;
   if (x->algo == FAB_ALGO_CE) /* no kernel steps: the barrier's flag work, and the start */
     return (flags & F_SYNC ? k->ce_sync : 0) + (flags & F_LAUNCH ? k->launch : 0);
   fab_time_t pre = k->step[fab_coll__pidx(x->proto)];
   if (!fab_coll__same_domain(x->env, x->ep[s], x->ep[r]))
-    pre += k->proxy + k->nic_post + (x->proto == FAB_PROTO_SIMPLE ? k->flush : 0);
+    pre += fab_coll__net_msg(k, x->proto);
   if (flags & F_LAUNCH) pre += k->launch;
   return pre;
 }
