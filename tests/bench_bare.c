@@ -22,6 +22,7 @@
 */
 #include "sim/engine.h"
 #include "sim/evq.h"
+#include "sim/heap.h"
 
 #include <glib.h>
 #include <inttypes.h>
@@ -55,6 +56,7 @@ static void replay_wake(FabEngine *eng, void *self, uint64_t arg) {
 static const FabOps replay_ops = {"bare", replay_wake, NULL, false};
 
 int main(int argc, char **argv) {
+  fab_heap_hugepages(0, NULL); /* as fabsim's own main does, so the two loops run on the same pages */
   if (argc < 2 || argc > 3) {
     fprintf(stderr, "usage: bench_bare FILE [ROUNDS]\n");
     return 2;

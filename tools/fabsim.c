@@ -9,6 +9,7 @@
 #include "args.h"
 #include "cmds.h"
 #include "mpi_net.h"
+#include "sim/heap.h"
 #include "tools/libfabsim/driver.h"
 #include "tools/libfabsim/h5out.h"
 #include "tools/libfabsim/perfetto.h"
@@ -315,6 +316,7 @@ static int usage_error(const char *msg, const char *arg) {
 }
 
 int main(int argc, char **argv) {
+  fab_heap_hugepages(0, NULL); /* the run's state in 2 MiB pages where the machine allows (sim/heap.h) */
   g_set_prgname(argv[0]);
   if (argc < 2) return usage_error("no command given", NULL);
   const char *cmd = argv[1];
