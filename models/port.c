@@ -3,6 +3,11 @@
 #include <glib.h>
 #include "sim/par.h"
 
+/* A switch keeps its ports in an array aligned to 64 bytes (models/switch.c): whole cache lines each, so the
+** hot fields at the front (port.h) take their three lines and the queues start on the fourth. */
+_Static_assert(sizeof(FabPort) % 64 == 0, "FabPort is not a whole number of cache lines");
+_Static_assert(offsetof(FabPort, q) == 192, "FabPort's hot fields are not its first three cache lines");
+
 enum { WAKE_TX_DONE = 0, WAKE_RETRY = 2, WAKE_UNPAUSE = 3, WAKE_CREDIT = 4, WAKE_CREDIT_SYNC = 5 };
 
 /* A credit event's argument: the kind (8 bits), the VL (3), the far end's

@@ -62,7 +62,8 @@ typedef struct FabPktQ {
 } FabPktQ;
 
 struct FabPort {
-  /* hot: touched by every packet */
+  /* hot: touched by every packet, in the first three cache lines (the queues follow them); measured in README
+  ** "Huge pages" (the port's layout) */
   FabElem el;              /* fab_port_ops, tie key */
   FabNode *owner;          /* the node this port sends from */
   FabPort *peer;           /* the port at the far end; its owner receives */
@@ -71,33 +72,43 @@ struct FabPort {
   uint64_t qbytes;         /* wire bytes in all queues */
   fab_time_t latency;      /* ps: propagation delay of the wire */
   FabElem wire;            /* the wire's far end: fab_wire_ops, the port's id, its own counter (above) */
-  /* warm */
-  uint64_t bps;            /* link rate, bits per second */
+  uint64_t tx_bytes;       /* wire bytes serialised */
+  uint64_t tx_pkts;        /* packets serialised (= packet hops over this link) */
+  fab_time_t tx_last;      /* ps: when the newest packet tx_pkts counts was counted (the fast-forward's rates:
+                           ** tools/libfabsim/fastfwd.h) */
   uint32_t ps_per_byte;    /* serialisation time per byte when exact (8e12 % bps == 0), else 0 */
-  uint32_t index;          /* port number at the owner */
-  uint32_t nprio;          /* queues in use, 1..FAB_MAX_PRIOS */
   uint32_t busy_prios;     /* bit p set: queue p is not empty */
   uint32_t paused;         /* bit p set: priority p is paused by the peer (PFC); do not send it */
+  uint32_t tx_epoch;       /* `epoch` when the packet on the serialiser started: a later one loses it */
+  fab_time_t retry_at;     /* ps: a wake for a not-yet-ready head is pending then */
+  uint64_t max_qbytes;     /* deepest the queues got, wire bytes */
+  uint64_t bps;            /* link rate, bits per second */
   FabPkt *ctrl_head, *ctrl_tail; /* link-level frames (PFC PAUSE): sent first, never paused */
-  /* InfiniBand link-level flow control: the far end's free buffer per VL */
-  bool credit_fc;          /* this egress sends only against credits */
+  uint32_t epoch;          /* times it went down (an arrival scheduled before then finds its packet gone) */
+  /* trains (fabric.segment): one sent to a relay arrives when its first packet of cut_mtu payload + cut_ovh
+  ** header bytes would (cut-through at packet granularity), while this link stays busy for the whole train */
+  uint32_t cut_mtu, cut_ovh; /* 0: every packet arrives whole */
   uint32_t nocredit;       /* bit v: VL v has less credit than one full packet (for pulls) */
+  /* a link that failed (fab_port_set_down) */
+  bool down;               /* nothing this port sends arrives; its owner is not pulled */
+  bool credit_fc;          /* InfiniBand link-level flow control: this egress sends only against credits */
+  bool cut;                /* a parallel run's partitions hold its two ends (fab_port_mark_cut): each packet on
+                           ** the wire is an arrival event of its own (arg: the packet), as the far end's
+                           ** partition may run while this one sends */
+  /* the link from the peer, as this end's partition sees it when the peer's wire is cut (fab_port_set_far_down):
+  ** a packet that finds in_epoch past the epoch it was sent in was on the wire when the link went down */
+  bool in_down;
+  uint32_t in_epoch;
+  /* egress queues, strict priority, highest index first */
+  FabPktQ q[FAB_MAX_PRIOS];
+  /* warm */
+  uint32_t index;          /* port number at the owner */
+  uint32_t nprio;          /* queues in use, 1..FAB_MAX_PRIOS */
+  /* InfiniBand link-level flow control: the far end's free buffer per VL */
   uint32_t credit_unit;    /* a full packet on the wire, bytes: the nocredit threshold */
   int64_t credits[FAB_MAX_PRIOS]; /* bytes the far end can still take, per VL (= priority) */
   int64_t credit_max;      /* what each VL started with */
   int64_t presync[FAB_MAX_PRIOS]; /* returns made after the far end came up that arrived before its figure */
-  fab_time_t retry_at;     /* ps: a wake for a not-yet-ready head is pending then */
-  uint32_t tx_epoch;       /* `epoch` when the packet on the serialiser started: a later one loses it */
-  fab_time_t tx_last;      /* ps: when the newest packet tx_pkts counts was counted (the fast-forward's rates:
-                           ** tools/libfabsim/fastfwd.h) */
-  /* trains (fabric.segment): one sent to a relay arrives when its first packet of cut_mtu payload + cut_ovh
-  ** header bytes would (cut-through at packet granularity), while this link stays busy for the whole train */
-  uint32_t cut_mtu, cut_ovh; /* 0: every packet arrives whole */
-  /* a link that failed (fab_port_set_down) */
-  bool down;               /* nothing this port sends arrives; its owner is not pulled */
-  bool cut;                /* a parallel run's partitions hold its two ends (fab_port_mark_cut): each packet on
-                           ** the wire is an arrival event of its own (arg: the packet), as the far end's
-                           ** partition may run while this one sends */
   /* credits after a link comes back up (fab_port_set_down): the far end advertises its buffer less what it
   ** still holds from before, a link latency later; a credit return made before the far end came up (its
   ** `cgen` then) is in that figure and counts no more */
@@ -105,31 +116,21 @@ struct FabPort {
   uint8_t synced;          /* bit v: VL v has had the far end's figure since the last up */
   uint8_t part, far;       /* a parallel run: the partitions its owner and its wire's far end run in
                            ** (fab_port_mark_cut; 0: none) */
-  uint32_t epoch;          /* times it went down (an arrival scheduled before then finds its packet gone) */
   uint64_t lost, lost_bytes; /* packets NICs made (not PAUSE frames nor NVLS segments) lost because it was down:
                            ** queued, on the serialiser or on the wire when it went down, or sent to it since */
-  /* the link from the peer, as this end's partition sees it when the peer's wire is cut (fab_port_set_far_down):
-  ** a packet that finds in_epoch past the epoch it was sent in was on the wire when the link went down */
-  bool in_down;
-  uint32_t in_epoch;
   uint64_t in_lost, in_lost_bytes; /* those packets (counted as the peer's `lost` when the run ends) */
   uint64_t *in_lost_by;    /* NULL, or [3 x in_epoch]: packets, bytes and arrivals of them sent in each epoch
                            ** (the down that lost them is the one after); the caller of fab_port_set_far_down
                            ** owns it */
   /* counters */
-  uint64_t tx_bytes;       /* wire bytes serialised */
-  uint64_t tx_pkts;        /* packets serialised (= packet hops over this link) */
   uint64_t drops;          /* packets dropped at this egress (set by the owner) */
   uint64_t drop_bytes;     /* their wire bytes */
-  uint64_t max_qbytes;     /* deepest the queues got, wire bytes */
   uint64_t pause_tx;       /* PFC PAUSE frames sent (XOFF and XON) */
   uint64_t pause_rx;       /* PFC PAUSE frames received */
   uint64_t ecn_marks;      /* packets marked CE at this egress (set by the owner) */
   fab_time_t paused_ps;    /* total time with at least one priority paused, ps */
   fab_time_t paused_since; /* when the pause mask last became non-zero */
   fab_time_t paused_until[FAB_MAX_PRIOS]; /* ps: pause of priority p ends then */
-  /* egress queues, strict priority, highest index first */
-  FabPktQ q[FAB_MAX_PRIOS];
 };
 
 /* Serialisation time of `bytes` on this port's link, ps. */

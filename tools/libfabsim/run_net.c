@@ -427,14 +427,20 @@ uint64_t fab_run__net_sum(const Run *r, uint64_t v) {
 
 /* ---- the end: the counters to the first process ------------------------------ */
 
+/* A port's counters that the first process takes from the one that ran it (fab_time_t is a uint64_t) */
+#define PORT_COUNTERS(X)                                                                                             \
+  X(tx_bytes) X(tx_pkts) X(drops) X(drop_bytes) X(max_qbytes) X(pause_tx) X(pause_rx) X(ecn_marks) X(paused_ps)      \
+  X(paused_since)
+
 typedef struct PortStats {
-  uint64_t c[10];        /* tx_bytes .. paused_since, as in FabPort */
+#define PORT_FIELD(f) uint64_t f;
+  PORT_COUNTERS(PORT_FIELD)
+#undef PORT_FIELD
   uint64_t lost, lost_bytes;
   uint64_t in_lost, in_lost_bytes; /* the peer's packets its cut wire lost here (fab_port_set_far_down) */
   uint32_t paused;
 } PortStats;
 
-#define PORT_C_FIRST tx_bytes
 #define NIC_A_FIRST tx_data_pkts
 #define NIC_A_LAST dsacks
 #define NIC_B_FIRST srd_path_losses
@@ -453,8 +459,9 @@ static void pack_port(FabPort *pt, void *ctx) {
   uint32_t id = fab_elem_id(&pt->el);
   PortStats s = {.lost = pt->lost, .lost_bytes = pt->lost_bytes, .in_lost = pt->in_lost,
                  .in_lost_bytes = pt->in_lost_bytes, .paused = pt->paused};
-  _Static_assert(SPAN(FabPort, tx_bytes, paused_since) == sizeof s.c, "FabPort's counters moved");
-  memcpy(s.c, &pt->PORT_C_FIRST, sizeof s.c);
+#define PORT_GET(f) s.f = pt->f;
+  PORT_COUNTERS(PORT_GET)
+#undef PORT_GET
   g_byte_array_append(c->out, (const guint8 *)&id, sizeof id);
   g_byte_array_append(c->out, (const guint8 *)&s, sizeof s);
 }
@@ -526,7 +533,9 @@ static void gather_take(Run *r, const guint8 *p, const guint8 *stop, FabNetTotal
     p = take(&id, p, sizeof id);
     p = take(&s, p, sizeof s);
     FabPort *pt = r->port_by_id[id];
-    memcpy(&pt->PORT_C_FIRST, s.c, sizeof s.c);
+#define PORT_SET(f) pt->f = s.f;
+    PORT_COUNTERS(PORT_SET)
+#undef PORT_SET
     pt->lost = s.lost;
     pt->lost_bytes = s.lost_bytes;
     pt->in_lost = s.in_lost;
