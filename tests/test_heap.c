@@ -29,7 +29,10 @@ static void vm_flags(const void *addr, char *out, size_t n) {
       continue;
     }
     if (inside && !strncmp(line, "VmFlags:", 8)) {
-      snprintf(out, n, "%s", line + 8);
+      size_t len = strlen(line + 8);
+      if (len >= n) len = n - 1;
+      memcpy(out, line + 8, len);
+      out[len] = '\0';
       break;
     }
   }
