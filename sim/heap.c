@@ -94,13 +94,13 @@ bool fab_heap_hugepages(size_t reserve, const char **why) {
   }
   *why = "heap reserved in 2 MiB pages";
   return true;
-#elif defined(__SANITIZE_ADDRESS__)
-  (void)reserve;
-  *why = "malloc is not glibc's heap";
-  return false;
 #else
   (void)reserve;
+#ifdef __SANITIZE_ADDRESS__
+  *why = "malloc is not glibc's heap";
+#else
   *why = "not Linux with glibc's malloc";
+#endif
   return false;
 #endif
 }

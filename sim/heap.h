@@ -9,7 +9,8 @@
 ** the reservation lasts every block comes from it, large ones too (glibc
 ** would otherwise map each block of over 128 KiB on its own), so the kernel
 ** backs what the run touches with 2 MiB pages. Past the reservation the heap
-** grows as glibc grows it, in 4 KiB pages. Nothing a run computes depends on it: only where memory is.
+** grows as glibc grows it, in 4 KiB pages. Nothing a run computes depends on
+** it: only where memory is.
 **
 ** Programs call it first thing in main(), before the heap holds anything
 ** large. The library (tools/libfabsim) never calls it: a process embedding
@@ -22,8 +23,8 @@
 #include <stddef.h>
 
 /* Grow the heap by `reserve` bytes of address space (0: a quarter of the
-** machine's memory; at most 2046 MiB, as glibc
-** takes the figure in an int), backed by huge pages as touched. False,
+** machine's memory; at most 2046 MiB, as glibc takes the figure in an int),
+** backed by huge pages as touched. False,
 ** and the heap left as glibc runs it, when it cannot be done or is not
 ** wanted; `why` (if not NULL) then says why in a few words: the environment
 ** sets FABSIM_HUGEPAGES=0, transparent huge pages are off

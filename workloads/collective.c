@@ -215,13 +215,15 @@ bool fab_coll__same_domain(const FabCollEnv *env, uint32_t a, uint32_t b) {
 
 fab_time_t fab_coll__us_ps(double us) { return (fab_time_t)llround(us * 1e6); }
 
-/* The `pre` of a piece s -> r (counted from its data): the protocol's
-** flag and fence work of a step; over the network also the proxy's post and
-** completion, and for Simple the receiver's flush; on a rank's first step
-** the kernel's launch. The wire itself is the fabric's. */
 fab_time_t fab_coll__net_msg(const FabNcclCosts *k, FabProto proto) {
   return k->proxy + k->nic_post + (proto == FAB_PROTO_SIMPLE ? k->flush : 0);
 }
+
+/* The `pre` of a piece s -> r (counted from its data): the protocol's
+** flag and fence work of a step; over the network also the proxy's post and
+** completion, the NIC's start, and for Simple the receiver's flush
+** (fab_coll__net_msg); on a rank's first step the kernel's launch. The wire
+** itself is the fabric's. */
 
 fab_time_t fab_coll__hop_lat(const Ex *x, uint32_t s, uint32_t r, unsigned flags) {
   const FabNcclCosts *k = &x->env->costs;
