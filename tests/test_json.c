@@ -83,7 +83,8 @@ Test(json, values_and_rates) {
   cr_assert(strstr(js, "\"status\": \"failed\", \"failure\": \"stop_time reached\""), "%s", js);
   cr_assert(strstr(js, "\"drops\": 3,"), "%s", js);
   cr_assert(strstr(js, "\"collectives\": [], \"step\": null, \"jobs\": [], \"failures\": [], \"warnings\": [], "
-                       "\"fabric_segment_bytes\": null, \"failure_impact\": null, \"fast_forward\": null, \"sharp\": null}"), "%s", js);
+                       "\"fabric_segment_bytes\": null, \"failure_impact\": null, \"fast_forward\": null, \"sharp\": null, "
+                       "\"nvls_segment_bytes\": null}"), "%s", js);
   g_free(js);
   unfinalize(&r);
 }

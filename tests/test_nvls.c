@@ -192,3 +192,53 @@ Test(nvls, only_where_the_switch_can_reduce) {
                         NULL};
   testscen_expect_error(dgx, coll, "--set:1:", "nvls needs an NVSwitch that reduces");
 }
+
+/* cluster.nvlink.nvls_segment sets NVLS traffic's segment whatever the op's
+** chunk: an allreduce of 4 members of 8 chunks of 64 KiB (op seg 16 KiB) in
+** 128 KiB segments is 4 segments a member, one owned by each: each sends
+** its 4 + 1 owned store and receives 1 reduced + 4 copies, of 131072 + 16
+** wire bytes. At 1 MiB (the whole 512 KiB a member: one segment, member
+** 0's) the NVSwitch's credit unit grows with it, so the run ends; and set
+** to the chunk itself it changes nothing, to the picosecond and the event. */
+Test(nvls, nvls_segment_sets_the_granularity_whatever_the_chunk) {
+  uint32_t segs[4] = {8, 8, 8, 8};
+  const char *coarse[] = {"cluster.nvlink.nvls_segment=128KiB", NULL};
+  FabScenario *sc = group_of(FAB_NVLS_OP_AR, 4, segs, coarse, 0, 16384);
+  FabResults res;
+  testscen_run(sc, &res);
+  cr_assert_eq(res.nvls_segment, 131072, "the results state it");
+  for (uint32_t m = 0; m < 4; m++) {
+    cr_assert_eq(out_of(&res, m), 5 * (131072 + 16), "member %u", m);
+    cr_assert_eq(into(&res, m), 5 * (131072 + 16), "member %u", m);
+  }
+  testscen_done(sc, &res);
+  const char *whole[] = {"cluster.nvlink.nvls_segment=1MiB", NULL};
+  sc = group_of(FAB_NVLS_OP_AR, 4, segs, whole, 0, 16384);
+  testscen_run(sc, &res);
+  cr_assert_eq(out_of(&res, 0), (1 + 1) * (524288 + 16), "its one segment and its store");
+  cr_assert_eq(out_of(&res, 1), 524288 + 16, "owns nothing");
+  cr_assert_eq(into(&res, 1), 524288 + 16, "member 0's multicast");
+  testscen_done(sc, &res);
+  FabScenario *a = group_of(FAB_NVLS_OP_AR, 4, segs, NULL, 0, 32768);
+  const char *same[] = {"cluster.nvlink.nvls_segment=32KiB", NULL};
+  FabScenario *b = group_of(FAB_NVLS_OP_AR, 4, segs, same, 0, 32768);
+  FabResults ra, rb;
+  testscen_run(a, &ra);
+  testscen_run(b, &rb);
+  cr_assert_eq(ra.nvls_segment, 0, "unset: NCCL's chunk, stated as null");
+  cr_assert_eq(rb.sim_time, ra.sim_time, "%lu ps against %lu ps", rb.sim_time, ra.sim_time);
+  cr_assert_eq(rb.events, ra.events);
+  cr_assert_eq(rb.packet_hops, ra.packet_hops);
+  testscen_done(a, &ra);
+  testscen_done(b, &rb);
+}
+
+/* nvls_segment is NVLS's: refused where there is none, and below 64 B. */
+Test(nvls, nvls_segment_only_with_nvls) {
+  const char *off[] = {"cluster.nvlink.nvls=false", "cluster.nvlink.nvls_segment=256KiB", NULL};
+  testscen_expect_error(dgx, off, "--set:1:", "cluster.nvlink.nvls_segment: NVLS is off here (nvls: false)");
+  const char *a100[] = {"cluster.node=dgx-a100", "cluster.nvlink.nvls_segment=256KiB", NULL};
+  testscen_expect_error(dgx, a100, "--set:1:", "nvls_segment: NVLS is off here (the architecture has none)");
+  const char *tiny[] = {"cluster.nvlink.nvls_segment=32", NULL};
+  testscen_expect_error(dgx, tiny, "--set:1:", "nvls_segment");
+}

@@ -181,7 +181,7 @@ Test(sweep, grid_2x2_matches_individual_runs_and_resumes) {
                    "failure_impact_baseline_fct_p99_s,failure_impact_baseline_fct_max_s,"
                    "failure_impact_baseline_retransmits,failure_impact_moved_bytes,fast_forward_window_s,"
                    "fast_forward_tolerance,fast_forward_looks,fast_forward_jumps,fast_forward_skipped_s,"
-                   "fast_forward_skipped_fraction,fast_forward_skipped_packets,sharp_fallbacks",
+                   "fast_forward_skipped_fraction,fast_forward_skipped_packets,sharp_fallbacks,nvls_segment_bytes",
                    "the CSV header");
   int c_point = col(hd, "point"), c_status = col(hd, "status"), c_time = col(hd, "sim_time_s"),
       c_events = col(hd, "events");

@@ -81,6 +81,7 @@ static const FabCfgKey nvlink_schema[] = {
   K("bandwidth", FAB_CFG_RATE, f.gpu.nvlink_bps),
   K("latency", FAB_CFG_TIME, f.gpu.nvlink_latency, .max = 1e15),
   K("segment", FAB_CFG_SIZE, f.gpu.segment, .min = 64, .max = 1048576),
+  K("nvls_segment", FAB_CFG_SIZE, f.gpu.nvls_segment, .min = 64, .max = 16777216), /* unset: NCCL's chunk */
   K("mesh", FAB_CFG_BOOL, f.gpu.nvlink_mesh),
   K("nvls", FAB_CFG_ENUM, nvls, .def = "auto", .choices = auto_bool),
   K("nvls_efficiency", FAB_CFG_DOUBLE, f.gpu.nvls_eff, .min = 0.01, .max = 1),
@@ -349,8 +350,10 @@ static gboolean read_nvls(Read *r, const FabCfgNode *cl, GError **err) {
   if (r->nvls == 1 && !g->nvlink_domain)
     return fab_cfg_fail(at, err, "NVLS needs an NVLink domain (cluster.nvlink_domain)");
   g->nvls = r->nvls != 0 && a.nvls && g->nvlink_domain && !g->nvlink_mesh;
-  if (!g->nvls && (eff || fab_cfg_get(r->nvlink, "nvls_reduce_bandwidth")))
-    return fab_cfg_fail(eff ? eff : fab_cfg_get(r->nvlink, "nvls_reduce_bandwidth"), err, "NVLS is off here (%s)",
+  const FabCfgNode *only_nvls = eff ? eff : fab_cfg_get(r->nvlink, "nvls_reduce_bandwidth");
+  if (!only_nvls) only_nvls = fab_cfg_get(r->nvlink, "nvls_segment");
+  if (!g->nvls && only_nvls)
+    return fab_cfg_fail(only_nvls, err, "NVLS is off here (%s)",
                         !a.nvls ? "the architecture has none" : !g->nvlink_domain ? "no NVLink domain"
                         : g->nvlink_mesh ? "a mesh has no switch" : "nvls: false");
   if (!eff) g->nvls_eff = a.nvls_eff;

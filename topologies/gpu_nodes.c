@@ -133,9 +133,11 @@ void fab_topo__build_gpu_edges(FabTopology *t, const FabFabricCfg *cfg, const Fa
   sc.routing = FAB_ROUTE_ECMP; /* fabric.switch.routing is the network's: a flow keeps the NIC its hash gave it */
   uint32_t pcie_unit = cfg->sw.mtu_wire, nvl_unit = g->segment + cfg->nic.nvl_overhead;
   /* the largest packet a GPU sends on NVLink sizes the credit unit (a port stops below one unit): an NVLS
-  ** segment carries nvls_eff of data per byte (models/nic.c, nvls_wire), so a full one is larger on the wire */
+  ** segment carries nvls_eff of data per byte (models/nic.c, nvls_wire), so a full one is larger on the wire,
+  ** and cluster.nvlink.nvls_segment may make it larger still */
   if (cfg->nic.nvls_eff > 0)
-    nvl_unit = MAX(nvl_unit, (uint32_t)ceil((double)g->segment / cfg->nic.nvls_eff) + cfg->nic.nvl_overhead);
+    nvl_unit = MAX(nvl_unit, (uint32_t)ceil((double)MAX(g->segment, g->nvls_segment) / cfg->nic.nvls_eff) +
+                                 cfg->nic.nvl_overhead);
   if (g->pxn) nvl_unit = MAX(nvl_unit, pcie_unit); /* PXN relays network packets (or trains) over NVLink */
   uint64_t pcie_bps = g->gpudirect ? g->pcie_bps : MIN(g->pcie_bps, g->host_bps);
   fab_time_t pcie_lat = g->pcie_latency + (g->gpudirect ? 0 : g->host_latency);

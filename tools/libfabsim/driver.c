@@ -237,8 +237,9 @@ FabFlow *fab_run__flow_make(Run *r, uint32_t n) {
   fab_flow_prepare(f, &r->sc->fabric.nic);
   f->max_bps = o->max_bps;
   f->rank_bps = f->nvls ? 0 : o->rank_bps;
-  if (f->nvls && o->seg && o->seg < f->mtu) { /* segments of a head's chunk */
-    f->mtu = (uint32_t)o->seg;
+  uint32_t nvls_seg = r->sc->fabric.gpu.nvls_segment; /* cluster.nvlink.nvls_segment: the user's granularity */
+  if (f->nvls && o->seg && (nvls_seg || o->seg < f->mtu)) { /* segments of a head's chunk, or the user's */
+    f->mtu = nvls_seg ? nvls_seg : (uint32_t)o->seg;
     f->npkts = (uint32_t)MAX((f->bytes + f->mtu - 1) / f->mtu, 1u);
   }
   f->lane = o->lane;
@@ -703,6 +704,7 @@ static void fill_results(Run *r, bool drained, const Totals *tot, FabResults *re
   res->endpoints = r->topo->nhosts;
   res->nvlink_segment = sc->fabric.nic.nvl_domain ? sc->fabric.nic.nvl_mtu : 0;
   res->fabric_segment = sc->fabric.nic.seg;
+  res->nvls_segment = sc->fabric.nic.nvls_eff > 0 ? sc->fabric.gpu.nvls_segment : 0; /* NVLS on, the user's */
   res->drops = tot->drops + tot->lost;
   if (r->fx) {
     uint32_t n;

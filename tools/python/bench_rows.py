@@ -2,14 +2,16 @@
 """Workload rows of tools/bench: whole scenarios at packet level and in trains.
 
 For each scenario (a path, or a name under scenarios/ or scenarios/bench/), runs `fabsim run
---json` under /usr/bin/time -v twice: packet by packet, then with
-fabric.segment = PACKETS x its mtu (trains), and prints one row per run:
+--json` under /usr/bin/time -v: packet by packet, then with
+fabric.segment = PACKETS x its mtu (trains), and where it has NVLS, in trains
+with cluster.nvlink.nvls_segment = NVLS_SEGMENT too; prints one row per run:
 what it measures (a training job's step time, else the collectives' summed
 time, else the sim time), the wall time of the simulation loop, events/s and
 packet-hops/s, the peak RSS, and for trains the error against packet level.
 A run that fails or is refused prints why.
 
-    python3 tools/python/bench_rows.py [--fabsim build/fabsim] [--src .] [--packets 16] SCENARIO...
+    python3 tools/python/bench_rows.py [--fabsim build/fabsim] [--src .] [--packets 16]
+                                       [--nvls-segment 262144] SCENARIO...
 
 `WORKLOADS="..." tools/bench` runs it. README ("Performance") shows its rows.
 """
@@ -47,10 +49,11 @@ def run(fabsim, scenario, extra):
     return js, None
 
 
-def mtu_of(fabsim, scenario):
+def explain_of(fabsim, scenario):
+    """The network's mtu (None: not found) and whether NVLS runs, from `validate --explain`."""
     p = subprocess.run([fabsim, "validate", scenario, "--explain"], capture_output=True, text=True)
     m = re.search(r"mtu (\d+) B payload", p.stdout)
-    return int(m.group(1)) if m else None
+    return (int(m.group(1)) if m else None), bool(re.search(r"^nvls +on:", p.stdout, re.M))
 
 
 def main():
@@ -58,9 +61,10 @@ def main():
     ap.add_argument("--fabsim", default="build/fabsim")
     ap.add_argument("--src", default=".")
     ap.add_argument("--packets", type=int, default=16)
+    ap.add_argument("--nvls-segment", type=int, default=262144)
     ap.add_argument("scenarios", nargs="+")
     a = ap.parse_args()
-    fmt = "%-28s %-8s %-12s %12s %9s %11s %11s %8s  %s"
+    fmt = "%-28s %-11s %-12s %12s %9s %11s %11s %8s  %s"
     print(fmt % ("scenario", "mode", "measures", "value_s", "wall_s", "events/s", "hops/s", "RSS_MB", "error"))
     failed = 0
     for sc in a.scenarios:
@@ -69,10 +73,14 @@ def main():
             if not os.path.exists(path) and os.path.exists(os.path.join(a.src, d, sc + ".yaml")):
                 path = os.path.join(a.src, d, sc + ".yaml")
         name = os.path.basename(path)[:-5]
-        mtu = mtu_of(a.fabsim, path)
+        mtu, nvls = explain_of(a.fabsim, path)
         base = None
-        for mode, extra in (("packets", []), ("trains", ["--set", "fabric.segment=%d" % (a.packets * (mtu or 0))])):
-            if mode == "trains" and not mtu:
+        trains = ["--set", "fabric.segment=%d" % (a.packets * (mtu or 0))]
+        modes = [("packets", []), ("trains", trains)]
+        if nvls:
+            modes.append(("trains+nvls", trains + ["--set", "cluster.nvlink.nvls_segment=%d" % a.nvls_segment]))
+        for mode, extra in modes:
+            if mode != "packets" and not mtu:
                 print(fmt % (name, mode, "-", "-", "-", "-", "-", "-", "cannot read the mtu"))
                 failed = 1
                 continue
