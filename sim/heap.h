@@ -22,8 +22,9 @@
 #include <stdbool.h>
 #include <stddef.h>
 
-/* Grow the heap by `reserve` bytes of address space (0: a quarter of the
-** machine's memory; at most 2046 MiB, as glibc takes the figure in an int),
+/* Grow the heap by `reserve` bytes of address space (0: 256 MiB, or a
+** quarter of the machine's memory if less; at most 2046 MiB, as glibc takes
+** the figure in an int),
 ** backed by huge pages as touched. False,
 ** and the heap left as glibc runs it, when it cannot be done or is not
 ** wanted; `why` (if not NULL) then says why in a few words: the environment
