@@ -193,31 +193,36 @@ Test(nvls, only_where_the_switch_can_reduce) {
   testscen_expect_error(dgx, coll, "--set:1:", "nvls needs an NVSwitch that reduces");
 }
 
-/* cluster.nvlink.nvls_segment sets NVLS traffic's segment whatever the op's
-** chunk: an allreduce of 4 members of 8 chunks of 64 KiB (op seg 16 KiB) in
+/* cluster.nvlink.nvls_segment sets NVLS traffic's segments in whole chunks
+** (the op's seg), never more than a member's share of a reduce-scatter or
+** allreduce: an allreduce of 4 members of 8 x 64 KiB (op seg 16 KiB) in
 ** 128 KiB segments is 4 segments a member, one owned by each: each sends
 ** its 4 + 1 owned store and receives 1 reduced + 4 copies, of 131072 + 16
-** wire bytes. At 1 MiB (the whole 512 KiB a member: one segment, member
-** 0's) the NVSwitch's credit unit grows with it, so the run ends; and set
-** to the chunk itself it changes nothing, to the picosecond and the event. */
+** wire bytes; asked for 1 MiB it gets the same, 128 KiB being a member's
+** share (with 1 MiB segments member 0 would own all). An allgather has no
+** share to keep: 2 members storing 512 KiB each in 1 MiB segments send one
+** segment each and receive both, which needs the NVSwitch's credit unit
+** grown to hold one. Set to the chunk itself it changes nothing, to the
+** picosecond and the event. */
 Test(nvls, nvls_segment_sets_the_granularity_whatever_the_chunk) {
   uint32_t segs[4] = {8, 8, 8, 8};
-  const char *coarse[] = {"cluster.nvlink.nvls_segment=128KiB", NULL};
-  FabScenario *sc = group_of(FAB_NVLS_OP_AR, 4, segs, coarse, 0, 16384);
+  const char *const *sets[2] = {(const char *const[]){"cluster.nvlink.nvls_segment=128KiB", NULL},
+                                (const char *const[]){"cluster.nvlink.nvls_segment=1MiB", NULL}};
   FabResults res;
-  testscen_run(sc, &res);
-  cr_assert_eq(res.nvls_segment, 131072, "the results state it");
-  for (uint32_t m = 0; m < 4; m++) {
-    cr_assert_eq(out_of(&res, m), 5 * (131072 + 16), "member %u", m);
-    cr_assert_eq(into(&res, m), 5 * (131072 + 16), "member %u", m);
+  for (int s = 0; s < 2; s++) {
+    FabScenario *sc = group_of(FAB_NVLS_OP_AR, 4, segs, sets[s], 0, 16384);
+    testscen_run(sc, &res);
+    cr_assert_eq(res.nvls_segment, s ? 1048576 : 131072, "the results state the setting");
+    for (uint32_t m = 0; m < 4; m++) {
+      cr_assert_eq(out_of(&res, m), 5 * (131072 + 16), "member %u (%s)", m, sets[s][0]);
+      cr_assert_eq(into(&res, m), 5 * (131072 + 16), "member %u (%s)", m, sets[s][0]);
+    }
+    testscen_done(sc, &res);
   }
-  testscen_done(sc, &res);
-  const char *whole[] = {"cluster.nvlink.nvls_segment=1MiB", NULL};
-  sc = group_of(FAB_NVLS_OP_AR, 4, segs, whole, 0, 16384);
+  FabScenario *sc = group_of(FAB_NVLS_OP_AG, 2, segs, sets[1], 0, 16384);
   testscen_run(sc, &res);
-  cr_assert_eq(out_of(&res, 0), (1 + 1) * (524288 + 16), "its one segment and its store");
-  cr_assert_eq(out_of(&res, 1), 524288 + 16, "owns nothing");
-  cr_assert_eq(into(&res, 1), 524288 + 16, "member 0's multicast");
+  cr_assert_eq(out_of(&res, 0), 524288 + 16, "its part in one segment");
+  cr_assert_eq(into(&res, 0), 2 * (524288 + 16), "both members' parts");
   testscen_done(sc, &res);
   FabScenario *a = group_of(FAB_NVLS_OP_AR, 4, segs, NULL, 0, 32768);
   const char *same[] = {"cluster.nvlink.nvls_segment=32KiB", NULL};

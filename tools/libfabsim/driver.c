@@ -237,9 +237,8 @@ FabFlow *fab_run__flow_make(Run *r, uint32_t n) {
   fab_flow_prepare(f, &r->sc->fabric.nic);
   f->max_bps = o->max_bps;
   f->rank_bps = f->nvls ? 0 : o->rank_bps;
-  uint32_t nvls_seg = r->sc->fabric.gpu.nvls_segment; /* cluster.nvlink.nvls_segment: the user's granularity */
-  if (f->nvls && o->seg && (nvls_seg || o->seg < f->mtu)) { /* segments of a head's chunk, or the user's */
-    f->mtu = nvls_seg ? nvls_seg : (uint32_t)o->seg;
+  if (f->nvls && o->seg && o->seg < f->mtu) { /* segments of a head's chunk (nvls_group may coarsen them) */
+    f->mtu = (uint32_t)o->seg;
     f->npkts = (uint32_t)MAX((f->bytes + f->mtu - 1) / f->mtu, 1u);
   }
   f->lane = o->lane;
@@ -273,6 +272,21 @@ static void number_flows(Run *r, uint32_t from, uint32_t to) {
   }
 }
 
+/* cluster.nvlink.nvls_segment on the n member flows of one NVLS group, made with segments of a head's chunk
+** (`unit`): finer segments if smaller; else as many whole units as fit in it, never more than a member's share
+** of a reduce-scatter or allreduce (each member then owns what it owns at the chunk: a CollNet loop's
+** reduce-scatter is one chunk a head). */
+static void nvls_coarsen(Run *r, FabFlow *const *f, uint32_t n) {
+  uint32_t user = r->sc->fabric.gpu.nvls_segment, unit = f[0]->mtu, seg = user;
+  if (!user || f[0]->nvls_mode == FAB_NVLS_SHARP) return;
+  if (user > unit) {
+    uint64_t k = user / unit;
+    if (f[0]->nvls_mode != FAB_NVLS_AG) k = MIN(k, MAX(f[0]->bytes / n / unit, 1u));
+    seg = (uint32_t)(k * unit);
+  }
+  for (uint32_t m = 0; m < n; m++) f[m]->mtu = seg, f[m]->npkts = (uint32_t)MAX((f[m]->bytes + seg - 1) / seg, 1u);
+}
+
 /* NVLS group g's members (their ops in mem): a group at their domain's
 ** NVSwitch; FALSE when they are not 2 or more of one domain, or (AR, RS) do
 ** not all contribute the same segments (a generator's mistake). Member m
@@ -281,8 +295,11 @@ static bool nvls_group(Run *r, GArray *mem) {
   const FabDag *dag = r->sc->dag;
   uint32_t dom = r->sc->fabric.nic.nvl_domain;
   uint32_t n = mem->len, *port = g_new(uint32_t, n), *fid = g_new(uint32_t, n), *rank = g_new(uint32_t, n);
-  for (uint32_t m = 0; m < n; m++) fab_run__flow_make(r, *flow_of(r, g_array_index(mem, uint32_t, m)));
-  FabFlow *f0 = fab_flow_at(&r->table, *slot_of(r, *flow_of(r, g_array_index(mem, uint32_t, 0))));
+  FabFlow **made = g_new(FabFlow *, n), *f0;
+  for (uint32_t m = 0; m < n; m++) made[m] = fab_run__flow_make(r, *flow_of(r, g_array_index(mem, uint32_t, m)));
+  nvls_coarsen(r, made, n);
+  f0 = made[0];
+  g_free(made);
   bool ok = dom && n >= 2;
   uint32_t all = 0; /* AG: every member's segments */
   uint64_t all_bytes = 0;
