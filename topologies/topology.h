@@ -117,8 +117,8 @@ typedef struct FabGpuSpec {
   uint64_t nvls_reduce_bps; /* the NVSwitch's reduction rate per GPU port, bits/s of reduced output (0: the
                             ** NVLink rate, not a bottleneck) */
   uint32_t segment;         /* NVLink segment payload, bytes (the fidelity knob) */
-  uint32_t nvls_segment;    /* NVLS traffic's segment payload, bytes (0: NCCL's chunk, at most `segment`; set: this,
-                            ** coarser or finer, a faster mode for big runs) */
+  uint32_t nvls_segment;    /* NVLS traffic's segment payload at most, bytes (0: NCCL's chunk, at most `segment`;
+                            ** set: whole chunks up to this, or finer; tools/libfabsim/driver.c, nvls_coarsen) */
   uint64_t pcie_bps;        /* GPU <-> NIC, per direction */
   fab_time_t pcie_latency;  /* ps */
   bool gpudirect;           /* false: host-staged through host memory */

@@ -721,7 +721,7 @@ static void fill_results(Run *r, bool drained, const Totals *tot, FabResults *re
   res->endpoints = r->topo->nhosts;
   res->nvlink_segment = sc->fabric.nic.nvl_domain ? sc->fabric.nic.nvl_mtu : 0;
   res->fabric_segment = sc->fabric.nic.seg;
-  res->nvls_segment = sc->fabric.nic.nvls_eff > 0 ? sc->fabric.gpu.nvls_segment : 0; /* NVLS on, the user's */
+  res->nvls_segment = sc->fabric.gpu.nvls_segment; /* refused at load where NVLS is off */
   res->drops = tot->drops + tot->lost;
   if (r->fx) {
     uint32_t n;

@@ -21,9 +21,9 @@ static void explain_nvls(const FabGpuSpec *g, GString *s) {
   if (g->nvls_reduce_bps) g_string_append_printf(s, "%.6g GB/s per port\n", (double)g->nvls_reduce_bps / 8e9);
   else g_string_append(s, "at the NVLink rate (not a bottleneck)\n");
   if (g->nvls_segment) /* the user's granularity, not NCCL's: said where the mechanism is */
-    g_string_append_printf(s, "nvls       segments of %u B (cluster.nvlink.nvls_segment), not NCCL's chunk: the switch "
-                           "reduces and multicasts a whole segment at once (a faster mode where larger: fewer events)\n",
-                           g->nvls_segment);
+    g_string_append_printf(s, "nvls       segments of up to %u B (cluster.nvlink.nvls_segment): whole chunks, at most "
+                           "a member's share of a reduction, not one chunk each; the switch reduces and multicasts a "
+                           "whole segment at once (a faster mode where larger: fewer events)\n", g->nvls_segment);
 }
 
 /* cluster.nccl: what NCCL's kernels cost in the simulation (the tuner keeps

@@ -26,8 +26,8 @@ static void head(const FabScenario *sc, const FabResults *r, FILE *out) {
     fprintf(out, "  segment     trains of %u B on the network (fabric.segment: %u packets each; drops, "
             "retransmits and packet hops count trains)\n", r->fabric_segment, r->fabric_segment / sc->fabric.nic.mtu);
   if (r->nvls_segment)
-    fprintf(out, "  segment     NVLS in segments of %u B (cluster.nvlink.nvls_segment, not NCCL's chunk; packet hops "
-            "count them)\n", r->nvls_segment);
+    fprintf(out, "  segment     NVLS in segments of up to %u B (cluster.nvlink.nvls_segment, not NCCL's chunk; packet "
+            "hops count them)\n", r->nvls_segment);
   fprintf(out, "  engine      %" G_GUINT64_FORMAT " events, %" G_GUINT64_FORMAT " packet hops in %.3f s"
           " (%.2f M events/s, %.2f M hops/s)\n", r->events, r->packet_hops, r->wall_s,
           r->wall_s > 0 ? (double)r->events / r->wall_s / 1e6 : 0,

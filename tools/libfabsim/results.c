@@ -281,7 +281,7 @@ static const FabField results_fields[] = {
   R("sharp", FAB_F_PTR, sharp, .sub = &fab_sharp_table, .flags = J,
     .doc = "SHARP's trees and what ran on them (fabric.switch.sharp), null: off"),
   R("nvls_segment_bytes", FAB_F_U32, nvls_segment, .flags = J | M | FAB_FF_NULL0, .unit = "B",
-    .doc = "cluster.nvlink.nvls_segment: NVLS traffic's payload per segment (null: NCCL's chunk)"),
+    .doc = "cluster.nvlink.nvls_segment: NVLS traffic's payload per segment at most (null: NCCL's chunk)"),
 };
 TABLE(fab_results_table, "results", FabResults, results_fields);
 

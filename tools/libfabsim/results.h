@@ -256,7 +256,7 @@ typedef struct FabResults {
   uint32_t endpoints;
   uint32_t nvlink_segment;   /* the fidelity of NVLink transfers: payload bytes per segment (0: no NVLink) */
   uint32_t fabric_segment;   /* fabric.segment: payload bytes per train on the network (0: packet by packet) */
-  uint32_t nvls_segment;     /* cluster.nvlink.nvls_segment: NVLS traffic's payload per segment (0: NCCL's chunk) */
+  uint32_t nvls_segment;     /* cluster.nvlink.nvls_segment: NVLS traffic's payload per segment at most (0: NCCL's chunk) */
   FabFlowSummary flow_stats; /* derived */
   /* fabric totals */
   uint64_t drops, retransmits, pfc_pause_frames, ecn_marks, max_queue_bytes;
