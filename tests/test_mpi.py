@@ -53,6 +53,7 @@ ALONE = {
     "a100-roce-16nic.yaml": (TWO_PARTS, 4),
     "aws-p4d.yaml": (TWO_PARTS, 4),
     "b200-roce.yaml": (TWO_PARTS, 4),
+    "h200-roce.yaml": (TWO_PARTS, 4),
     "dgx-h100-ib.yaml": (TWO_PARTS, 4),
     "trace-two-stage.yaml": (TWO_PARTS, 4),
 }
