@@ -16,6 +16,7 @@
 
 #include "sim/config.h"
 #include "workloads/collective.h"
+#include "workloads/coll_int.h"
 
 #define MAXR 64
 static uint32_t iota[MAXR];
@@ -1008,6 +1009,30 @@ Test(protocol, wire_bytes_grow_by_the_protocol) {
               "a part line a piece");
     cr_assert(tot[2] >= tot[0] * 128 / 120 && tot[2] <= tot[0] * 128 / 120 + nfl[2], "LL128: 128/120 in all");
     for (int p = 0; p < 3; p++) fab_dag_free(ds[p]);
+  }
+}
+
+/* The receiver's GPUDirect flush by default: 1 us on Ampere and CDNA3 (RCCL),
+** none on Hopper and Blackwell, which NCCL (2.19 on) does not flush
+** (ncclTopoNeedFlush), nor on plain hosts (no GPUDirect); a Simple piece
+** across nodes pays exactly that beyond its other costs. */
+Test(protocol, the_flush_is_paid_only_below_hopper) {
+  static const struct {
+    uint32_t sm;
+    fab_time_t flush;
+  } want[] = {{80, FAB_US}, {90, 0}, {100, 0}, {94, FAB_US}, {0, 0}};
+  for (size_t i = 0; i < sizeof want / sizeof want[0]; i++) {
+    FabCollEnv e = gpus(2, 8);
+    e.sm = want[i].sm;
+    e.costs = fab_coll_costs_unset();
+    fab_coll_costs_resolve(&e);
+    cr_assert_eq(e.costs.flush, want[i].flush, "sm %u: flush %lu ps", want[i].sm, (unsigned long)e.costs.flush);
+    e.nvl_domain = 0; /* every piece across the network */
+    Ex x = {.env = &e, .proto = FAB_PROTO_SIMPLE, .algo = FAB_ALGO_RING, .ep = iota};
+    init_iota();
+    fab_time_t simple = fab_coll__hop_lat(&x, 0, 1, 0);
+    x.proto = FAB_PROTO_LL;
+    cr_assert_eq(simple - fab_coll__hop_lat(&x, 0, 1, 0), e.costs.step[2] - e.costs.step[0] + want[i].flush);
   }
 }
 

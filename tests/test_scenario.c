@@ -196,7 +196,8 @@ Test(scenario, explain_names_the_gpu_side) {
                       "the switch, then each owner's multicast; efficiency 1"), "%s", s);
   cr_assert(strstr(s, "gpu        hopper, 989.4 TFLOPS dense BF16 x 0.55 efficiency, memory 3.35 TB/s, reductions "
                       "1116.67 GB/s"), "%s", s);
-  cr_assert(strstr(s, "nccl       launch 6.05 us; per step LL 0, LL128 3.17, Simple 1 us; proxy 2 us, NIC post 2 us, flush 1 us per network piece (a SHARP reduction too)"), "%s", s);
+  cr_assert(strstr(s, "nccl       launch 6.05 us; per step LL 0, LL128 3.17, Simple 1 us; proxy 2 us, NIC post 2 us, no flush (NCCL "
+                      "flushes GPUDirect receives only below Hopper) per network piece (a SHARP reduction too)"), "%s", s);
   cr_assert(strstr(s, "; NVLS kernels 22.57 us once at their start, 1.035 us a chunk of each loop;"), "%s", s);
   cr_assert(strstr(s, "1 VLs in use (buffer / (ports x VLs in use))"), "%s", s);
   g_free(s);

@@ -142,7 +142,12 @@ static const FabNcclArch arches[] = {
 **    CoreWeave's NVL72 8 GiB (72 GPUs) validates.
 **  - proxy 2 us: NCCL's own network post overhead, 1 us (tuning.cc
 **    getNetOverhead, Intel), once at the sender's proxy and once at the
-**    receiver's. flush 1 us: ASSUMPTION (one read across PCIe by the NIC).
+**    receiver's. flush 1 us on Ampere: ASSUMPTION (one read across PCIe by
+**    the NIC); none on Hopper and Blackwell, which NCCL does not flush: its
+**    GPUDirect receive buffers get a flush only below compute capability 9.0
+**    (src/graph/paths.cc ncclTopoNeedFlush, NCCL_NET_FORCE_FLUSH default 0
+**    since 2.19; 2.18 flushed Hopper too); CDNA3 keeps 1 us, as RCCL flushes
+**    unless the network plugin manages it (ROCm/rccl src/graph/paths.cc).
 **  - nic_post: a network message's start at the NIC beyond the proxy's post,
 **    counted in PCIe crossings of the node's pcie.latency (topologies/
 **    presets.c, 500 ns: ASSUMPTION): the proxy rings the NIC's doorbell, the
@@ -180,9 +185,9 @@ typedef struct Costs {
 #define STEPS(ll) {(ll), (ll) + 3.17 /* LL128 */, (ll) + 1.0 /* Simple */}
 static const Costs costs[] = {
   {6.05, STEPS(1.475), 2.0, 1.0, 87.7, 20.0, 24.0, 1.0, 0.0, 0.0}, /* Ampere (no NVLS) */
-  {6.05, STEPS(0.0), 2.0, 1.0, 141.0, 36.7, 38.7, 1.0, 22.57, 1.035},   /* Hopper */
-  {6.05, STEPS(0.0), 2.0, 1.0, 282.0, 40.0, 70.0, 1.0, 22.57, 1.45},    /* Blackwell */
-  {6.05, STEPS(0.0), 2.0, 1.0, 141.0, 36.7, 38.7, 1.0, 0.0, 0.0},       /* CDNA3: Hopper's (ASSUMPTION; no NVLS) */
+  {6.05, STEPS(0.0), 2.0, 0.0, 141.0, 36.7, 38.7, 1.0, 22.57, 1.035},   /* Hopper (no flush, above) */
+  {6.05, STEPS(0.0), 2.0, 0.0, 282.0, 40.0, 70.0, 1.0, 22.57, 1.45},    /* Blackwell (no flush) */
+  {6.05, STEPS(0.0), 2.0, 1.0, 141.0, 36.7, 38.7, 1.0, 0.0, 0.0},       /* CDNA3: Hopper's but RCCL's flush (ASSUMPTION; no NVLS) */
 };
 #undef STEPS
 
