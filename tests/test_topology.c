@@ -913,6 +913,43 @@ Test(gpu, preset_fields_can_be_overridden) {
   fab_scenario_free(sc);
 }
 
+/* cluster.gpus_per_node alone: each GPU keeps the preset's NICs per GPU (NCCL takes a GPU's own NICs), where it
+** used to keep the node's every NIC (one GPU of a DGX H100 on 8 NICs: a ring at the PCIe rate, 62.5 GB/s, against
+** one NIC's 48.7 measured, scenarios/validation/cases.yaml H100-10Nx1-*); nics_per_node given wins. */
+static FabScenario *node_of(const char *preset, const char *gpus, const char *nics) {
+  char *yaml = g_strdup_printf("cluster: {node: %s, nodes: 2, gpus_per_node: %s%s%s}\n"
+                               "fabric: {topology: {kind: rail-optimized}}\n"
+                               "workload: {kind: flows, flows: [{src: 0, dst: 1, size: 4MiB}]}\n",
+                               preset, gpus, nics ? ", nics_per_node: " : "", nics ? nics : "");
+  FabScenario *sc = testscen_load(yaml, NULL);
+  g_free(yaml);
+  return sc;
+}
+
+Test(gpu, fewer_gpus_keep_their_own_nics) {
+  static const struct { const char *preset, *gpus, *nics; uint32_t want, preset_nics; } c[] = {
+    {"dgx-h100", "1", NULL, 1, 8}, {"dgx-h100", "4", NULL, 4, 8}, {"dgx-h100", "8", NULL, 8, 0},
+    {"dgx-h100", "1", "8", 8, 0},  {"aws-p5", "2", NULL, 8, 32},  {"aws-p4d", "1", NULL, 1, 4},
+    {"aws-p4d", "2", NULL, 1, 4},  {"aws-p4d", "4", NULL, 2, 4},
+  };
+  for (size_t i = 0; i < G_N_ELEMENTS(c); i++) {
+    FabScenario *sc = node_of(c[i].preset, c[i].gpus, c[i].nics);
+    cr_assert_eq(sc->fabric.gpu.nics_per_node, c[i].want, "%s, %s GPUs: %u NICs", c[i].preset, c[i].gpus,
+                 sc->fabric.gpu.nics_per_node);
+    cr_assert_eq(sc->fabric.gpu.preset_nics, c[i].preset_nics, "%s, %s GPUs", c[i].preset, c[i].gpus);
+    cr_assert_eq(sc->fabric.topo.hosts, 2 * c[i].want, "the network has the NICs that serve GPUs");
+    char *ex = fab_scenario_explain(sc);
+    cr_assert_eq(strstr(ex, "as many per GPU, as NCCL takes a GPU's own NICs") != NULL, c[i].preset_nics != 0,
+                 "explain says where the count came from:\n%s", ex);
+    g_free(ex);
+    fab_scenario_free(sc);
+  }
+  /* three of aws-p4d's GPUs would need one and a half NICs: the error says what to set */
+  read_fails("cluster: {node: aws-p4d, nodes: 2, gpus_per_node: 3}\nfabric: {topology: {kind: rail-optimized}}\n",
+             "t.yaml:1:51: cluster.gpus_per_node: ", "3 GPUs and 2 NICs per node (the preset's NICs per GPU; set "
+             "cluster.nics_per_node)");
+}
+
 Test(gpu, gpus_sharing_a_nic_are_backpressured_over_pcie) {
   const char *yaml =
     "cluster: {node: aws-p4d, nodes: 2}\n"

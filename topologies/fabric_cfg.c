@@ -454,13 +454,25 @@ static gboolean read_gpu_nodes(Read *r, const FabCfgNode *cl, uint64_t *preset_n
   }
   uint32_t pg = xt.gpus ? xt.gpus : p->gpus_per_node, pdom = xt.gpus ? (xt.nvlinks ? xt.gpus : 0) : p->nvlink_domain;
   if (!fab_cfg_get(cl, "gpus_per_node")) g->gpus_per_node = pg;
-  if (!fab_cfg_get(cl, "nics_per_node")) g->nics_per_node = xt.nics ? xt.nics : p->nics_per_node;
+  if (!fab_cfg_get(cl, "nics_per_node")) {
+    uint32_t pn = xt.nics ? xt.nics : p->nics_per_node;
+    g->nics_per_node = pn;
+    /* Fewer (or more) GPUs than the preset's: each keeps its own NICs, as NCCL's search takes a GPU's local NICs
+    ** (src/graph/search.cc, ncclTopoSelectNets: the GPU's preferred NICs first; one GPU of each of ten DGX H100
+    ** measures a ring at one 400G NIC's rate, 48.9 GB/s, in xxrjun/nccl-tests-cluster's N10_G1 log) */
+    if (fab_cfg_get(cl, "gpus_per_node") && g->gpus_per_node != pg && pn && pg) {
+      g->nics_per_node = pn >= pg ? g->gpus_per_node * (pn / pg) : (g->gpus_per_node * pn + pg - 1) / pg;
+      g->preset_nics = pn;
+      g->preset_gpus = pg;
+    }
+  }
   if (!fab_cfg_get(cl, "nvlink_domain"))
     g->nvlink_domain = fab_cfg_get(cl, "gpus_per_node") && pdom == pg ? g->gpus_per_node : pdom;
   uint32_t G = g->gpus_per_node, N = g->nics_per_node;
   if (G % N && N % G)
-    return fab_cfg_fail(at_key(cl, "nics_per_node", cl), err, "%u GPUs and %u NICs per node: one must divide the "
-                        "other (GPUs share a NIC, or a GPU has several)", G, N);
+    return fab_cfg_fail(at_key(cl, "nics_per_node", at_key(cl, "gpus_per_node", cl)), err, "%u GPUs and %u NICs per node%s: one must divide the "
+                        "other (GPUs share a NIC, or a GPU has several)", G, N, g->preset_nics ? " (the preset's NICs "
+                        "per GPU; set cluster.nics_per_node)" : "");
   if (g->nvlink_domain && g->nvlink_domain % G)
     return fab_cfg_fail(at_key(cl, "nvlink_domain", cl), err, "an NVLink domain of %u GPUs is not a whole number of "
                         "nodes of %u GPUs", g->nvlink_domain, G);

@@ -105,6 +105,9 @@ typedef struct FabGpuSpec {
   uint32_t nodes;           /* cluster.nodes (0: not given) */
   uint32_t gpus_per_node;   /* 0: host mode (no GPU) */
   uint32_t nics_per_node;   /* network ports per node */
+  uint32_t preset_nics;     /* nics_per_node came from gpus_per_node at the preset's NICs per GPU (below it, one
+                            ** NIC for every preset_gpus): the preset's count of NICs, else 0 */
+  uint32_t preset_gpus;     /* with preset_nics: the preset's GPUs per node */
   uint32_t nvlink_domain;   /* GPUs per NVLink domain (a multiple of gpus_per_node); 0: none */
   uint32_t nvlink_links;    /* the preset's NVLinks per GPU (informative) */
   uint64_t nvlink_raw_bps;  /* the preset's signalling rate per GPU per direction (informative) */

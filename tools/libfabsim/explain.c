@@ -96,6 +96,10 @@ char *fab_scenario_nic_rate(const FabScenario *sc) {
   g_string_append_printf(s, "%u x %.6g Gbps", f->topo.hosts, (double)f->topo.host_bps / 1e9);
   if (g->gpus_per_node) {
     g_string_append_printf(s, " (%u per node", g->nics_per_node);
+    if (g->preset_nics) /* gpus_per_node set, nics_per_node not: each GPU keeps its own NICs */
+      g_string_append_printf(s, ": the %s preset's %u NIC%s for its %u GPUs, as many per GPU, as NCCL takes a GPU's "
+                             "own NICs; cluster.nics_per_node gives more", g->preset, g->preset_nics,
+                             g->preset_nics == 1 ? "" : "s", g->preset_gpus);
     if (f->nic_preset_bps && f->topo.host_bps < f->nic_preset_bps)
       g_string_append_printf(s, fab_cfg_get(fab_cfg_get(fab_cfg_root(sc->cfg), "cluster"), "nic") &&
                              fab_cfg_get(fab_cfg_get(fab_cfg_get(fab_cfg_root(sc->cfg), "cluster"), "nic"),
