@@ -490,6 +490,47 @@ Test(nvls, loops_span_the_channels_in_nccl_chunks) {
     }
 }
 
+/* A Simple channel across the network moves at most cluster.nccl.channel_net
+** in its pieces there (Hopper: 19.74 GB/s, tuner.c), its NVLink pieces at
+** their share: two DGX-like nodes of 4 H100, a ring allgather on 8 channels.
+** Plain hosts (no SM) have no such limit, nor does LL128. */
+Test(protocol, network_pieces_take_the_channels_network_rate) {
+  FabCollEnv env = gpus(2, 4);
+  cr_assert_eq(env.costs.channel_net_bps, 157920000000ull, "Hopper's fitted 19.74 GB/s, in bits/s");
+  uint32_t e[MAXR];
+  FabCollSpec s = spec(FAB_COLL_ALLGATHER, FAB_ALGO_RING, 64 << 20, 8);
+  s.channels = 8;
+  int32_t coll;
+  FabDag *d = expand(&env, &s, e, &coll);
+  uint32_t across = 0, inside = 0;
+  for (uint32_t i = 0; i < fab_dag_len(d); i++) {
+    const FabOp *o = op_at(d, i);
+    if (!is_flow(o)) continue;
+    if (o->src / 4 != o->dst / 4) {
+      cr_assert_eq(o->max_bps, env.costs.channel_net_bps, "op %u across nodes", i);
+      across++;
+    } else {
+      cr_assert_gt(o->max_bps, env.costs.channel_net_bps, "op %u over NVLink: the channel's own ceiling", i);
+      inside++;
+    }
+  }
+  cr_assert(across && inside);
+  fab_dag_free(d);
+  s.protocol = FAB_PROTO_LL128; /* the limit is Simple's: LL128 keeps its own ceiling */
+  d = expand(&env, &s, e, &coll);
+  for (uint32_t i = 0; i < fab_dag_len(d); i++)
+    if (is_flow(op_at(d, i)) && op_at(d, i)->src / 4 != op_at(d, i)->dst / 4)
+      cr_assert_eq(op_at(d, i)->max_bps, env.costs.channel_bps[1] / 120 * 128);
+  fab_dag_free(d);
+  FabCollEnv h = hosts(8);
+  cr_assert_eq(h.costs.channel_net_bps, 0, "plain hosts have no CTA");
+  s = spec(FAB_COLL_ALLGATHER, FAB_ALGO_RING, 64 << 20, 8);
+  d = expand(&h, &s, e, &coll);
+  for (uint32_t i = 0; i < fab_dag_len(d); i++)
+    if (is_flow(op_at(d, i))) cr_assert_eq(op_at(d, i)->max_bps, h.costs.channel_bps[2]);
+  fab_dag_free(d);
+}
+
 /* NVLS_TREE as NCCL pipelines it, chunk by chunk: per loop and domain a
 ** switch reduce-scatter (RS) over the domain's 4 ranks, each rank the head
 ** of one shard; a double binary tree per shard index across the D domains;
@@ -847,7 +888,8 @@ Test(pairwise, two_nodes_every_peer_at_once) {
     for (uint32_t k = 0; k < no; k++) {
       const FabOp *o = op_at(d, out[k]);
       bool remote = o->dst / 8 != i / 8;
-      cr_assert_eq(o->max_bps, env.costs.channel_bps[2] / 8, "8 works a channel");
+      cr_assert_eq(o->max_bps, (remote ? env.costs.channel_net_bps : env.costs.channel_bps[2]) / 8,
+                   "8 works a channel, across the network at the channel's rate there");
       if (remote) cr_assert_eq(o->lane, 2, "channels 8-11: lane 8 / 8 + 1");
       if (ready[out[k]] == t0) firsts++, parts[o->dst]++;
     }

@@ -62,9 +62,15 @@ class TestValidation(unittest.TestCase):
         self.assertEqual({c["metric"] for c in counted}, {"busbw", "time"})
         several = [c for c in counted if "-ib" in c["scenario"] or "roce" in c["scenario"]]
         self.assertGreaterEqual(len(several), 3)
-        # allreduce, allgather and all-to-all are counted across nodes too, and all-to-all on one DGX-style node
-        # (reduce-scatter across nodes: only known misses so far, README)
-        self.assertGreaterEqual({c["op"] for c in several}, {"allreduce", "allgather", "all-to-all"})
+        # all four are counted across nodes too (reduce-scatter since a channel's rate across the network, README),
+        # and on one DGX-style node
+        self.assertGreaterEqual({c["op"] for c in several}, {"allreduce", "allgather", "reduce-scatter", "all-to-all"})
+        # rings of Hopper nodes across the network at 8 GPUs a node (two channels a NIC) and at fewer (four): both
+        # kinds counted, so the network channel's rate is checked where it binds and where it must not
+        hopper_rings = [c for c in several if c["op"] in ("allgather", "reduce-scatter") and "H100" in c["hardware"]]
+        self.assertTrue(any("cluster.gpus_per_node=4" in c.get("set", []) for c in hopper_rings))
+        self.assertTrue(any(not any(x.startswith("cluster.gpus_per_node") for x in c.get("set", []))
+                            for c in hopper_rings))
         one = [c for c in counted if c["scenario"] in ("dgx-a100.yaml", "dgx-h100.yaml", "dgx-h200.yaml", "dgx-b200.yaml")]
         self.assertGreaterEqual({c["op"] for c in one}, {"allreduce", "allgather", "reduce-scatter", "all-to-all"})
         # SHARP in the switches: a measured in-network run is counted (CoreWeave's CollNet Chain)

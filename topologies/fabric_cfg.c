@@ -567,7 +567,8 @@ static gboolean fat_tree(const FabCfgNode *node, FabTopoSpec *t, uint64_t nodes,
 }
 
 /* rail-optimized: its rail switches (in three tiers with pod_nodes), their uplinks from rail_oversubscription. */
-static gboolean rail_tiers(const FabCfgNode *node, FabTopoSpec *t, uint64_t n, uint32_t rails, GError **err) {
+static gboolean rail_tiers(const FabCfgNode *node, FabTopoSpec *t, uint64_t n, uint32_t rails, uint32_t spines0,
+                           GError **err) {
   const FabCfgNode *ov = fab_cfg_get(node, "rail_oversubscription"), *pn = fab_cfg_get(node, "pod_nodes");
   if (ov && fab_cfg_get(node, "spines"))
     return fab_cfg_fail(ov, err, "give spines or rail_oversubscription, not both (N:M sets the spines: a rail "
@@ -586,7 +587,7 @@ static gboolean rail_tiers(const FabCfgNode *node, FabTopoSpec *t, uint64_t n, u
   }
   t->leaves = rails; /* rail switches (per pod) */
   t->hosts_per_leaf = (uint32_t)down;
-  if (!t->spines) t->spines = pn ? (uint32_t)down : rails;
+  if (!t->spines) t->spines = pn ? (uint32_t)down : spines0;
   if (pn) {
     t->k = (uint32_t)(n / t->pod_nodes); /* pods */
     if (!fab_cfg_get(node, "cores")) t->cores = t->k > 1 ? rails : 0;
@@ -597,7 +598,8 @@ static gboolean rail_tiers(const FabCfgNode *node, FabTopoSpec *t, uint64_t n, u
 }
 
 /* rail-optimized, multi-rail and rail-only: `rails` NIC ports per node, `nodes` ports in all. */
-static gboolean rails(const FabCfgNode *node, FabTopoSpec *t, uint64_t nodes, uint32_t rails, GError **err) {
+static gboolean rails(const FabCfgNode *node, FabTopoSpec *t, uint64_t nodes, uint32_t rails, uint32_t spines0,
+                      GError **err) {
   bool multi = t->kind == FAB_TOPO_MULTI_RAIL;
   if (t->kind == FAB_TOPO_RAIL_ONLY) { /* a rail switch per NIC index, nothing above: multi-rail's planes of one leaf */
     if (!set_only_for(node, "hosts_per_leaf", "leaf-spine, fat-tree, multi-rail", err) ||
@@ -633,7 +635,7 @@ static gboolean rails(const FabCfgNode *node, FabTopoSpec *t, uint64_t nodes, ui
     t->k = rails;                                   /* planes */
     t->leaves = (uint32_t)(n / t->hosts_per_leaf);  /* per plane */
     if (!t->spines) t->spines = t->hosts_per_leaf;
-  } else if (!rail_tiers(node, t, nodes / rails, rails, err)) {
+  } else if (!rail_tiers(node, t, nodes / rails, rails, spines0, err)) {
     return FALSE;
   }
   if (t->hosts_per_leaf + t->spines > 65000 || t->leaves > 65000)
@@ -718,7 +720,9 @@ static gboolean read_topology(Read *r, uint64_t nodes, const FabCfgNode *nodes_a
   case FAB_TOPO_MULTI_RAIL:
   case FAB_TOPO_RAIL:
   case FAB_TOPO_RAIL_ONLY:
-    return rails(node, t, nodes, nrails, err);
+    /* spines by default one per rail; with the NICs of a preset's absent GPUs left out (read_gpu_nodes), one per
+    ** rail of the preset, so that the rails built keep the uplinks a whole node's would have */
+    return rails(node, t, nodes, nrails, MAX(nrails, r->f.gpu.preset_nics), err);
   case FAB_TOPO_RING:
     if (!set_only_for(node, "hosts_per_leaf", "leaf-spine, fat-tree", err) ||
         !set_only_for(node, "leaves", "leaf-spine", err) || !set_only_for(node, "spines", "leaf-spine", err) ||

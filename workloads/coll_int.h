@@ -212,6 +212,7 @@ typedef struct Ex {
   bool over;
   uint64_t cap_bps; /* the sending GPU's limit for its flows together (LL: NCCL's per-rank LL bandwidth), 0: none */
   uint64_t flow_bps;/* one flow's limit: its channel's SM throughput for the protocol, wire bits/s; 0: none */
+  uint64_t net_bps; /* a flow across the network: its channel's lower limit there (channel_net), 0: none */
   uint64_t nvls_bps;/* an NVLS op's limit (fab_coll__nvls_share), set by the NVLS algorithms; 0: none */
   uint32_t nvls_lanes;/* channels an NVLS op carries side by side (coll_nvls.c); 0 or 1: one */
   uint32_t slot;    /* the next piece's wait for its receiver's slot (conn_deps), FAB_OP_NONE: none; taken by

@@ -170,7 +170,7 @@ void fab_coll__pairwise_nccl(Ex *x, const Groups *dom, uint64_t bytes) {
   /* per rank and channel: the join of its last batch; per rank, round of the batch and part: the last piece */
   uint32_t *join = g_new(uint32_t, (size_t)n * P), *last = g_new(uint32_t, (size_t)n * P2P_BATCH * P);
   for (size_t k = 0; k < (size_t)n * P; k++) join[k] = FAB_OP_NONE;
-  uint64_t flow_bps = x->flow_bps;
+  uint64_t flow_bps = x->flow_bps, net_bps = x->net_bps;
   GArray *deps = g_array_new(FALSE, FALSE, sizeof(uint32_t));
   for (uint32_t r0 = 0; r0 < n && !x->over; r0 += P2P_BATCH) {
     uint32_t r1 = MIN(r0 + P2P_BATCH, n);
@@ -185,6 +185,7 @@ void fab_coll__pairwise_nccl(Ex *x, const Groups *dom, uint64_t bytes) {
         if (!works) continue;
         x->chan = c;
         x->flow_bps = flow_bps / works; /* the CTA's warps, split among the batch's works */
+        x->net_bps = net_bps / works;
         uint32_t after = join[(size_t)i * P + c];
         for (uint32_t r = r0; r < r1; r++) {
           uint32_t to = s.send[(size_t)i * n + r], p = part_on(&s, multi, r, c), np = s.nsend[(size_t)i * n + r];
@@ -195,7 +196,7 @@ void fab_coll__pairwise_nccl(Ex *x, const Groups *dom, uint64_t bytes) {
           last[((size_t)i * P2P_BATCH + (r - r0)) * P + c] = part_stream(x, i, to, b, after, first);
         }
       }
-    x->flow_bps = flow_bps;
+    x->flow_bps = flow_bps, x->net_bps = net_bps;
     if (r1 >= n) break; /* the phase's end waits for the last batches */
     for (uint32_t i = 0; i < n && !x->over; i++) /* each channel's join: its sends left, its receives arrived */
       for (uint32_t c = 0; c < P && !x->over; c++) {

@@ -335,7 +335,8 @@ uint32_t fab_coll__flow(Ex *x, uint32_t s, uint32_t r, uint64_t payload, unsigne
   FabOp o = {.kind = FAB_OP_FLOW, .prio = c->prio, .job = c->job, .step = c->step, .src = x->ep[s], .dst = x->ep[r],
              .coll = x->coll, .bytes = wire_bytes(x->proto, payload), .start = c->start,
              .pre = fab_coll__hop_lat(x, s, r, flags),
-             .post = (flags & F_REDUCE) ? fab_coll__reduce_ps(x, payload) : 0, .max_bps = x->flow_bps, .rank_bps = x->cap_bps,
+             .post = (flags & F_REDUCE) ? fab_coll__reduce_ps(x, payload) : 0, .rank_bps = x->cap_bps,
+             .max_bps = net && x->net_bps && (!x->flow_bps || x->net_bps < x->flow_bps) ? x->net_bps : x->flow_bps,
              .lane = net ? chan_lane(x) : 0, .mark = rdv ? FAB_FLOW_RDV : 0};
   uint32_t id = fab_coll__add_op(x, &o, s, r, all, n, flags);
   if (all != buf) g_free(all);
@@ -900,6 +901,8 @@ FabCollGen *fab_coll_begin(FabDag *d, const FabCollEnv *env, const FabCollSpec *
   if (x->algo == FAB_ALGO_CE) x->cap_bps = k->ce_bps; /* no SM, no channel: the copy engines together */
   else if (x->proto == FAB_PROTO_LL) x->cap_bps = 2 * fab_coll__ll_ceiling(env, &t);
   else x->flow_bps = x->proto == FAB_PROTO_LL128 ? k->channel_bps[1] / 120 * 128 : k->channel_bps[2];
+  if (x->proto == FAB_PROTO_SIMPLE && x->algo != FAB_ALGO_CE && k->channel_net_bps < x->flow_bps)
+    x->net_bps = k->channel_net_bps;
   if (x->algo == FAB_ALGO_RING && x->proto != FAB_PROTO_LL) { /* one NVLink domain: every piece over NVLink */
     uint64_t share = fab_coll__channel_share(env, &t);
     if (share && (!x->flow_bps || share < x->flow_bps)) x->flow_bps = share;

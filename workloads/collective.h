@@ -70,6 +70,8 @@ typedef struct FabNcclCosts {
                             ** doorbell, the work request's read, the data's read request; tuner.c) */
   uint64_t channel_bps[3];  /* bits/s of data one channel (one SM's CTA) moves, [1] LL128, [2] Simple; [0] what
                             ** a rank moves over all its LL channels (LL's ceiling; 0: NCCL's for the node count) */
+  uint64_t channel_net_bps; /* Simple: bits/s of data one channel moves in its pieces across the network, below
+                            ** channel_bps[2] (0: no lower limit; UINT64_MAX unset: the architecture's, tuner.c) */
   fab_time_t ce_sync;       /* copy-engine collectives: a rank's flag work in each of their two barriers (stream
                             ** memory operations: the write into each peer, the wait for theirs) */
   uint64_t ce_bps;          /* copy-engine collectives: bits/s a GPU's copy engines move together (0: no limit

@@ -170,6 +170,19 @@ static const FabNcclArch arches[] = {
 **    perChMaxTreeBws for Simple, perChMaxRingLL128Bws for LL128; and for
 **    LL, a rank's over all its channels, llMaxBws (by architecture on one
 **    node, by the node count on several: fab_coll__ll_ceiling).
+**  - channel_net: a Simple channel's rate in its pieces across the network,
+**    below its ceiling on one node. NCCL launches 4 channels a search
+**    channel "to reach peak BW on <8 PPN" on sm90 and later (its comment,
+**    src/graph/connect.cc), 2 at 8 GPUs a node: so on DGX H100 two channels
+**    carry a NIC's traffic, and measured rings across nodes reach 39-41
+**    GB/s a 400G NIC on three clusters (xxrjun/nccl-tests-cluster's ten
+**    nodes, nccl#1229's sixteen, GCP's two H200), where the same ten nodes
+**    run rings of 1, 2 and 4 GPUs a node (4 channels a NIC) at the NIC's
+**    48.7-49.1. Hopper's value, 19.74 GB/s, is fitted to that cluster's
+**    ten-node allgather (ASSUMPTION: no public figure gives a channel's rate
+**    over the network); Blackwell's channels carry 47 GB/s a NIC in pairs
+**    over GCP's same NICs (B200 allgather, 2 nodes), so none is set there,
+**    nor on Ampere (200G NICs: 12.5 GB/s a channel) or CDNA3.
 **  - copy-engine collectives (ce_coll.cc): each barrier's flag work, 1 us a
 **    rank (ASSUMPTION: a stream write and a stream wait; no public figure),
 **    and no copy-engine limit below NVLink: cudaMemcpyPeerAsync between two
@@ -178,16 +191,16 @@ static const FabNcclArch arches[] = {
 **    fabsim's NVLink already runs at. The start is the kernel's `launch`
 **    (ASSUMPTION: the same per-collective cost on a back-to-back stream). */
 typedef struct Costs {
-  double launch, step[3], proxy, flush, ll, ll128, simple, ce_sync, nvls_sync, nvls_step;
+  double launch, step[3], proxy, flush, ll, ll128, simple, ce_sync, nvls_sync, nvls_step, net;
 } Costs;
 /* The steps of one architecture from its LL step: LL128's and Simple's
 ** increments above (the same on every architecture). */
 #define STEPS(ll) {(ll), (ll) + 3.17 /* LL128 */, (ll) + 1.0 /* Simple */}
 static const Costs costs[] = {
-  {6.05, STEPS(1.475), 2.0, 1.0, 87.7, 20.0, 24.0, 1.0, 0.0, 0.0}, /* Ampere (no NVLS) */
-  {6.05, STEPS(0.0), 2.0, 0.0, 141.0, 36.7, 38.7, 1.0, 22.57, 1.035},   /* Hopper (no flush, above) */
-  {6.05, STEPS(0.0), 2.0, 0.0, 282.0, 40.0, 70.0, 1.0, 22.57, 1.45},    /* Blackwell (no flush) */
-  {6.05, STEPS(0.0), 2.0, 1.0, 141.0, 36.7, 38.7, 1.0, 0.0, 0.0},       /* CDNA3: Hopper's but RCCL's flush (ASSUMPTION; no NVLS) */
+  {6.05, STEPS(1.475), 2.0, 1.0, 87.7, 20.0, 24.0, 1.0, 0.0, 0.0, 0.0}, /* Ampere (no NVLS) */
+  {6.05, STEPS(0.0), 2.0, 0.0, 141.0, 36.7, 38.7, 1.0, 22.57, 1.035, 19.74}, /* Hopper (no flush; net: fitted, above) */
+  {6.05, STEPS(0.0), 2.0, 0.0, 282.0, 40.0, 70.0, 1.0, 22.57, 1.45, 0.0},     /* Blackwell (no flush) */
+  {6.05, STEPS(0.0), 2.0, 1.0, 141.0, 36.7, 38.7, 1.0, 0.0, 0.0, 0.0},        /* CDNA3: Hopper's but RCCL's flush (ASSUMPTION; no NVLS) */
 };
 #undef STEPS
 
@@ -197,7 +210,7 @@ FabNcclCosts fab_coll_costs_unset(void) {
                         .ce_sync = FAB_TIME_MAX,
                         .plugin_lat = FAB_TIME_MAX, .ofi_protocol = UINT32_MAX, .ofi_tuner = UINT32_MAX,
                         .fence = true, .channel_share = true, .nvls_sync = FAB_TIME_MAX,
-                        .nvls_step = FAB_TIME_MAX};
+                        .nvls_step = FAB_TIME_MAX, .channel_net_bps = UINT64_MAX};
 }
 
 const char *const fab_ofi_protocol_names[] = {"sendrecv", "rdma", NULL};
@@ -215,6 +228,7 @@ const FabCfgKey fab_nccl_schema[] = {
   K("ll_bandwidth", FAB_CFG_RATE, channel_bps[0]),
   K("channel_ll128", FAB_CFG_RATE, channel_bps[1]),
   K("channel_simple", FAB_CFG_RATE, channel_bps[2]),
+  K("channel_net", FAB_CFG_RATE, channel_net_bps),
   K("ce_sync", FAB_CFG_TIME, ce_sync, .min = 0, .max = 1e12),
   K("ce_bandwidth", FAB_CFG_RATE, ce_bps),
   K("plugin_latency", FAB_CFG_TIME, plugin_lat, .min = 0, .max = 1e12),
@@ -251,6 +265,8 @@ void fab_coll_costs_resolve(FabCollEnv *env) {
   double def[3] = {0, c->ll128, c->simple}; /* LL's ceiling depends on the node count: fab_coll__ll_ceiling */
   for (int p = 1; p < 3; p++)
     if (!k->channel_bps[p]) k->channel_bps[p] = (uint64_t)llround(def[p] * 8e9);
+  if (k->channel_net_bps == UINT64_MAX) /* a GPU's CTA: plain hosts (sm 0) have none */
+    k->channel_net_bps = env->sm ? (uint64_t)llround(c->net * 8e9) : 0;
 }
 
 const FabNcclArch *fab_coll__arch(uint32_t sm) {

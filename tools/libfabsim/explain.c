@@ -35,8 +35,11 @@ static void explain_nccl(const FabNcclCosts *k, GString *s) {
                          (double)k->step[2] / 1e6, (double)k->proxy / 1e6, (double)k->nic_post / 1e6);
   if (k->flush) g_string_append_printf(s, ", flush %.6g us", (double)k->flush / 1e6);
   else g_string_append(s, ", no flush (NCCL flushes GPUDirect receives only below Hopper)");
-  g_string_append_printf(s, " per network piece (a SHARP reduction too); per channel LL128 %.6g, Simple %.6g GB/s; LL ceiling ",
+  g_string_append_printf(s, " per network piece (a SHARP reduction too); per channel LL128 %.6g, Simple %.6g GB/s",
                          (double)k->channel_bps[1] / 8e9, (double)k->channel_bps[2] / 8e9);
+  if (k->channel_net_bps && k->channel_net_bps < k->channel_bps[2])
+    g_string_append_printf(s, " (%.6g in its pieces across the network)", (double)k->channel_net_bps / 8e9);
+  g_string_append(s, "; LL ceiling ");
   if (k->channel_bps[0]) g_string_append_printf(s, "%.6g GB/s per rank", (double)k->channel_bps[0] / 8e9);
   else g_string_append(s, "NCCL's for the node count");
   g_string_append_printf(s, "; NVLS kernels %.6g us once at their start, %.6g us a chunk of each loop",
