@@ -518,17 +518,47 @@ Test(protocol, network_pieces_take_the_channels_network_rate) {
   fab_dag_free(d);
   s.protocol = FAB_PROTO_LL128; /* the limit is Simple's: LL128 keeps its own ceiling */
   d = expand(&env, &s, e, &coll);
+  across = 0;
   for (uint32_t i = 0; i < fab_dag_len(d); i++)
-    if (is_flow(op_at(d, i)) && op_at(d, i)->src / 4 != op_at(d, i)->dst / 4)
+    if (is_flow(op_at(d, i)) && op_at(d, i)->src / 4 != op_at(d, i)->dst / 4) {
       cr_assert_eq(op_at(d, i)->max_bps, env.costs.channel_bps[1] / 120 * 128);
+      across++;
+    }
+  cr_assert(across);
   fab_dag_free(d);
-  FabCollEnv h = hosts(8);
-  cr_assert_eq(h.costs.channel_net_bps, 0, "plain hosts have no CTA");
-  s = spec(FAB_COLL_ALLGATHER, FAB_ALGO_RING, 64 << 20, 8);
-  d = expand(&h, &s, e, &coll);
+  /* GPUs of one node without NVLink (a domain of 0): their flows cross PCIe, not the network */
+  FabCollEnv pci = gpus(2, 4);
+  pci.nvl_domain = 0;
+  s.protocol = FAB_PROTO_SIMPLE;
+  d = expand(&pci, &s, e, &coll);
+  inside = 0;
   for (uint32_t i = 0; i < fab_dag_len(d); i++)
-    if (is_flow(op_at(d, i))) cr_assert_eq(op_at(d, i)->max_bps, h.costs.channel_bps[2]);
+    if (is_flow(op_at(d, i)) && op_at(d, i)->src / 4 == op_at(d, i)->dst / 4) {
+      cr_assert_eq(op_at(d, i)->max_bps, pci.costs.channel_bps[2], "op %u inside a node", i);
+      inside++;
+    }
+  cr_assert(inside);
   fab_dag_free(d);
+  /* none on plain hosts (no CTA) or on Blackwell; one set at or above the channel's ceiling binds nothing */
+  FabCollEnv h = hosts(8), bw = gpus(2, 4), high = gpus(2, 4);
+  cr_assert_eq(h.costs.channel_net_bps, 0, "plain hosts have no CTA");
+  bw.sm = 100;
+  bw.costs = fab_coll_costs_unset();
+  fab_coll_costs_resolve(&bw);
+  cr_assert_eq(bw.costs.channel_net_bps, 0, "Blackwell: none");
+  high.costs.channel_net_bps = 2 * high.costs.channel_bps[2];
+  const FabCollEnv *none[] = {&h, &bw, &high};
+  for (size_t k = 0; k < G_N_ELEMENTS(none); k++) {
+    d = expand(none[k], &s, e, &coll);
+    uint32_t flows = 0;
+    for (uint32_t i = 0; i < fab_dag_len(d); i++)
+      if (is_flow(op_at(d, i))) {
+        cr_assert_eq(op_at(d, i)->max_bps, none[k]->costs.channel_bps[2], "env %zu op %u", k, i);
+        flows++;
+      }
+    cr_assert(flows);
+    fab_dag_free(d);
+  }
 }
 
 /* NVLS_TREE as NCCL pipelines it, chunk by chunk: per loop and domain a

@@ -938,6 +938,8 @@ Test(gpu, fewer_gpus_keep_their_own_nics) {
                  sc->fabric.gpu.nics_per_node);
     cr_assert_eq(sc->fabric.gpu.preset_nics, c[i].preset_nics, "%s, %s GPUs", c[i].preset, c[i].gpus);
     cr_assert_eq(sc->fabric.topo.hosts, 2 * c[i].want, "the network has the NICs that serve GPUs");
+    cr_assert_eq(sc->fabric.topo.spines, MAX(c[i].want, c[i].preset_nics), "%s, %s GPUs: the rails built keep the "
+                 "uplinks of a whole node's (a spine per rail of the preset)", c[i].preset, c[i].gpus);
     char *ex = fab_scenario_explain(sc);
     cr_assert_eq(strstr(ex, "as many per GPU, as NCCL takes a GPU's own NICs") != NULL, c[i].preset_nics != 0,
                  "explain says where the count came from:\n%s", ex);

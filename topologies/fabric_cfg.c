@@ -457,11 +457,16 @@ static gboolean read_gpu_nodes(Read *r, const FabCfgNode *cl, uint64_t *preset_n
   if (!fab_cfg_get(cl, "nics_per_node")) {
     uint32_t pn = xt.nics ? xt.nics : p->nics_per_node;
     g->nics_per_node = pn;
-    /* Fewer (or more) GPUs than the preset's: each keeps its own NICs, as NCCL's search takes a GPU's local NICs
-    ** (src/graph/search.cc, ncclTopoSelectNets: the GPU's preferred NICs first; one GPU of each of ten DGX H100
-    ** measures a ring at one 400G NIC's rate, 48.9 GB/s, in xxrjun/nccl-tests-cluster's N10_G1 log) */
-    if (fab_cfg_get(cl, "gpus_per_node") && g->gpus_per_node != pg && pn && pg) {
-      g->nics_per_node = pn >= pg ? g->gpus_per_node * (pn / pg) : (g->gpus_per_node * pn + pg - 1) / pg;
+    /* Fewer (or more) GPUs than the preset's (both counts from the preset, or both from the node's dump): each
+    ** keeps its own NICs, as NCCL's search takes a GPU's local NICs first (src/graph/search.cc, ncclTopoSelectNets;
+    ** one GPU of each of ten DGX H100 measures a ring at one 400G NIC's rate, xxrjun/nccl-tests-cluster N10_G1) */
+    if (fab_cfg_get(cl, "gpus_per_node") && g->gpus_per_node != pg && pn && pg && (!xt.gpus || xt.nics) &&
+        (pn % pg == 0 || pg % pn == 0)) {
+      uint64_t n = pn >= pg ? (uint64_t)g->gpus_per_node * (pn / pg) : ((uint64_t)g->gpus_per_node * pn + pg - 1) / pg;
+      if (n > 1024)
+        return fab_cfg_fail(at_key(cl, "gpus_per_node", cl), err, "%u GPUs at the preset's %u NICs a GPU need %"
+                            G_GUINT64_FORMAT " NICs, more than 1024: set cluster.nics_per_node", g->gpus_per_node, pn / pg, n);
+      g->nics_per_node = (uint32_t)n;
       g->preset_nics = pn;
       g->preset_gpus = pg;
     }
@@ -590,7 +595,7 @@ static gboolean rail_tiers(const FabCfgNode *node, FabTopoSpec *t, uint64_t n, u
   if (!t->spines) t->spines = pn ? (uint32_t)down : spines0;
   if (pn) {
     t->k = (uint32_t)(n / t->pod_nodes); /* pods */
-    if (!fab_cfg_get(node, "cores")) t->cores = t->k > 1 ? rails : 0;
+    if (!fab_cfg_get(node, "cores")) t->cores = t->k > 1 ? spines0 : 0;
     if ((uint64_t)t->k * t->spines > 65000 || (uint64_t)rails + t->cores > 65000)
       return fab_cfg_fail(node, err, "a switch has at most 65000 ports");
   }

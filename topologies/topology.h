@@ -15,7 +15,8 @@
 **                  k^3/4 hosts).
 **
 **   rail-optimized GPU nodes only: rail switch i joins NIC i of every node;
-**                  `spines` spines (default: one per rail) join the rails,
+**                  `spines` spines (default: one per rail, of the preset's
+**                  node where nics_per_node followed gpus_per_node) join the rails,
 **                  each rail switch having one uplink to every spine.
 **                  With `pod_nodes`, three tiers: each pod of pod_nodes
 **                  nodes has its own rail leaves and spines, and `cores`

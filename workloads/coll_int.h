@@ -212,7 +212,8 @@ typedef struct Ex {
   bool over;
   uint64_t cap_bps; /* the sending GPU's limit for its flows together (LL: NCCL's per-rank LL bandwidth), 0: none */
   uint64_t flow_bps;/* one flow's limit: its channel's SM throughput for the protocol, wire bits/s; 0: none */
-  uint64_t net_bps; /* a flow across the network: its channel's lower limit there (channel_net), 0: none */
+  uint64_t net_bps; /* a flow across the network: its channel's lower limit there (channel_net, below flow_bps),
+                    ** 0: none */
   uint64_t nvls_bps;/* an NVLS op's limit (fab_coll__nvls_share), set by the NVLS algorithms; 0: none */
   uint32_t nvls_lanes;/* channels an NVLS op carries side by side (coll_nvls.c); 0 or 1: one */
   uint32_t slot;    /* the next piece's wait for its receiver's slot (conn_deps), FAB_OP_NONE: none; taken by
@@ -245,6 +246,10 @@ uint64_t fab_coll__part(const Ex *x, uint64_t total, uint64_t parts, uint64_t i)
 uint32_t fab_coll__chans(const Ex *x, uint64_t bytes, uint64_t parts);
 /* All-to-all: what rank i sends rank j of `bytes` (FabCollSpec.counts, or its n-th part). */
 uint64_t fab_coll__a2a_block(const Ex *x, uint64_t bytes, uint32_t i, uint32_t j);
+/* The node of rank i of the collective (its endpoint over the GPUs a node). */
+static inline uint32_t fab_coll__node(const Ex *x, uint32_t i) {
+  return x->ep[i] / (x->env->gpus_per_node ? x->env->gpus_per_node : 1u);
+}
 bool fab_coll__same_domain(const FabCollEnv *env, uint32_t a, uint32_t b);
 fab_time_t fab_coll__us_ps(double us);
 fab_time_t fab_coll__hop_lat(const Ex *x, uint32_t s, uint32_t r, unsigned flags);

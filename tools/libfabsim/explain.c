@@ -37,8 +37,10 @@ static void explain_nccl(const FabNcclCosts *k, GString *s) {
   else g_string_append(s, ", no flush (NCCL flushes GPUDirect receives only below Hopper)");
   g_string_append_printf(s, " per network piece (a SHARP reduction too); per channel LL128 %.6g, Simple %.6g GB/s",
                          (double)k->channel_bps[1] / 8e9, (double)k->channel_bps[2] / 8e9);
-  if (k->channel_net_bps && k->channel_net_bps < k->channel_bps[2])
-    g_string_append_printf(s, " (%.6g in its pieces across the network)", (double)k->channel_net_bps / 8e9);
+  if (k->channel_net_bps)
+    g_string_append_printf(s, k->channel_net_bps < k->channel_bps[2] ? " (%.6g in its pieces across the network)"
+                           : " (channel_net %.6g: not below it, so no lower limit across the network)",
+                           (double)k->channel_net_bps / 8e9);
   g_string_append(s, "; LL ceiling ");
   if (k->channel_bps[0]) g_string_append_printf(s, "%.6g GB/s per rank", (double)k->channel_bps[0] / 8e9);
   else g_string_append(s, "NCCL's for the node count");
