@@ -195,6 +195,19 @@ class TestCalibrate(unittest.TestCase):
         # the log's 1 % noise on its 67-75 us latency-bound times blurs the launch by up to 0.7 us: 0.32 us asked
         self.assertAlmostEqual(got["launch"] / 8.0, 1, delta=0.04, msg=out)
 
+    @unittest.skipIf(os.environ.get("FABSIM_CALIBRATE_QUICK"), "sanitizer build: the release build runs it")
+    def test_a_nic_hidden_behind_the_channels_is_named(self):
+        # a DGX H100's two channels a NIC carry at most 2 x 19.74 GB/s across the network: an 800 Gb/s NIC (and
+        # 1.6 x either way) does not show in the times, and the refusal says which limit binds instead
+        log = self.path("hidden.log")
+        sets = ["workload.algorithm=ring", "workload.protocol=simple"]
+        make_log(log, H100_IB, sets + ["workload.sizes=[16777216,67108864,268435456]", "cluster.nic.bandwidth=800Gbps"])
+        args = ["calibrate", H100_IB, log, "--fit", "nic"]
+        for kv in sets:
+            args += ["--set", kv]
+        self.refused(args, "barely move with it (by less than 0.5 % over a factor of 1.6 either way; a channel's "
+                     "pieces across the network move at most cluster.nccl.channel_net, 19.74 GB/s")
+
     def refused(self, args, why):
         frag = self.path("never.yaml")
         p = fabsim(*args, "--out", frag, check=False)

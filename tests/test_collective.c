@@ -920,7 +920,7 @@ Test(pairwise, two_nodes_every_peer_at_once) {
       bool remote = o->dst / 8 != i / 8;
       cr_assert_eq(o->max_bps, (remote ? env.costs.channel_net_bps : env.costs.channel_bps[2]) / 8,
                    "8 works a channel, across the network at the channel's rate there");
-      if (remote) cr_assert_eq(o->lane, 2, "channels 8-11: lane 8 / 8 + 1");
+      if (remote) cr_assert(o->lane >= 9 && o->lane <= 12, "channels 8-11: lanes 9-12 (the GPU's NIC c mod its NICs)");
       if (ready[out[k]] == t0) firsts++, parts[o->dst]++;
     }
     cr_assert_eq(firsts, 15 * 4, "rank %u: 15 peers x 4 parts start together", i);
@@ -1044,6 +1044,72 @@ Test(sendrecv, each_rank_to_the_next) {
       if (is_flow(op_at(d, i))) cr_assert_eq(op_at(d, i)->dst, (op_at(d, i)->src + 1) % n);
     fab_dag_free(d);
   }
+}
+
+/* Send-recv runs as NCCL's p2p (one op a rank in a group), not on the
+** ring's channels: over the network a peer takes the GPU's NICs or their
+** bandwidth / 14 GB/s channels (4 for a 400 Gb/s NIC), halved across
+** nodes while they times the groups of 8 ranks exceed the p2p channels
+** (src/graph/paths.cc ncclTopoComputeP2pChannels): on 4 p2p channels, 2
+** ranks keep 4 a peer, 10 ranks (two groups) 2. Each channel's part moves
+** at the channel's network rate (one work a channel: its send and its
+** receive). */
+Test(sendrecv, nccl_p2p_channels_per_peer) {
+  static const uint32_t ns[] = {2, 10}, want[] = {4, 2};
+  for (size_t z = 0; z < 2; z++) {
+    uint32_t n = ns[z], e[MAXR], out[MAXR * 8];
+    FabCollEnv env = gpus(n, 1);
+    uint64_t S = 16ull << 20, rx[MAXR];
+    FabCollSpec s = spec(FAB_COLL_SEND_RECV, FAB_ALGO_RING, S, n);
+    s.channels = 4;
+    int32_t coll;
+    FabDag *d = expand(&env, &s, e, &coll);
+    cr_assert_eq(g_array_index(d->colls, FabCollDef, coll).channels, 4);
+    check_dag(d, &env, &s, coll, e);
+    received(d, &s, rx);
+    for (uint32_t r = 0; r < n; r++) cr_assert_eq(rx[r], S);
+    for (uint32_t i = 0; i < n; i++) {
+      uint32_t no = flows_of(d, i, true, out), lanes = 0;
+      uint64_t bytes[8] = {0};
+      for (uint32_t k = 0; k < no; k++) {
+        const FabOp *o = op_at(d, out[k]);
+        cr_assert_eq(o->dst, (i + 1) % n);
+        cr_assert(o->lane >= 1 && o->lane <= 4);
+        cr_assert_eq(o->max_bps, MIN(env.costs.channel_net_bps, env.costs.channel_bps[2]), "one work a channel");
+        lanes |= 1u << (o->lane - 1), bytes[o->lane - 1] += o->bytes;
+      }
+      cr_assert_eq((uint32_t)__builtin_popcount(lanes), want[z], "n=%u rank %u: %u channels a peer", n, i, want[z]);
+      for (uint32_t c = 0; c < 4; c++) cr_assert(!(lanes >> c & 1) || bytes[c] == S / want[z], "equal parts");
+    }
+    fab_dag_free(d);
+  }
+}
+
+/* p2p's channel c leaves by the GPU's NIC c mod its NICs (NCCL's
+** ncclTopoGetLocalNetType: channelId % netsPerGpu), not by the ring's entry
+** GPU: two nodes of 8 GPUs with 4 NICs a GPU (AWS p5), send-recv across
+** the nodes takes as many NICs as it has parts, up to 4. */
+Test(sendrecv, p2p_channels_take_the_gpus_nics_in_turn) {
+  uint32_t e[MAXR], out[MAXR * 8];
+  FabCollEnv env = gpus(2, 8);
+  env.nics_per_node = 32;
+  FabCollSpec s = spec(FAB_COLL_SEND_RECV, FAB_ALGO_RING, 16ull << 20, 16);
+  s.channels = 16;
+  int32_t coll;
+  FabDag *d = expand(&env, &s, e, &coll);
+  check_dag(d, &env, &s, coll, e);
+  for (uint32_t i = 7; i < 16; i += 8) { /* the two ranks whose next is on the other node */
+    uint32_t no = flows_of(d, i, true, out), nics = 0, chans = 0;
+    for (uint32_t k = 0; k < no; k++) {
+      const FabOp *o = op_at(d, out[k]);
+      cr_assert_geq(o->lane, 1);
+      nics |= 1u << ((o->lane - 1) % 4), chans |= 1u << (o->lane - 1);
+    }
+    uint32_t nc = (uint32_t)__builtin_popcount(chans);
+    cr_assert_geq(nc, 2, "rank %u: its op on more than one channel", i);
+    cr_assert_eq((uint32_t)__builtin_popcount(nics), MIN(nc, 4u), "rank %u: %u channels on distinct NICs", i, nc);
+  }
+  fab_dag_free(d);
 }
 
 /* ---- protocols, latency, pieces, channels ------------------------------------ */

@@ -498,8 +498,10 @@ static void chosen(const char *yaml, const char *const *sets, guint k, const cha
 ** nodes up its regions choose (256 MiB over 4 x 8 GPUs: ring/LL128, where
 ** NCCL's own model, charging the plugin's 75 us per step, takes the tree);
 ** at 2 nodes it leaves NCCL's choice; `ofi_tuner: internal` turns it off.
-** Under SENDRECV (p4d) the plugin forces NCCL_PROTO=simple: 4 KiB goes
-** Simple, unless the workload sets LL. */
+** Under SENDRECV (p4d) the plugin forces NCCL_PROTO=simple: a 4 KiB
+** allreduce goes Simple (LL under RDMA), unless the workload sets LL. A
+** send-recv across nodes is Simple under either: NCCL's p2p network
+** connections have no LL buffers (src/enqueue.cc addP2pToPlan). */
 Test(multipath, aws_ofi_nccl_tuner_plugin_chooses_where_it_would) {
   static const char p5[] = "cluster: {node: aws-p5, nodes: 4}\n"
                            "fabric: {topology: {kind: leaf-spine, hosts_per_leaf: 64, spines: 64}}\n"
@@ -515,11 +517,13 @@ Test(multipath, aws_ofi_nccl_tuner_plugin_chooses_where_it_would) {
   cr_assert(!strcmp(a, a2) && !strcmp(p, p2), "2 nodes: %s/%s against NCCL's %s/%s", a, p, a2, p2);
   static const char p4d[] = "cluster: {node: aws-p4d, nodes: 2}\n"
                             "fabric: {topology: {kind: leaf-spine, hosts_per_leaf: 8, spines: 8}}\n"
-                            "workload: {kind: nccl-tests, op: send-recv, sizes: [4096]}\n";
+                            "workload: {kind: nccl-tests, op: allreduce, sizes: [4096]}\n";
   chosen(p4d, NULL, 0, &a, &p);
   cr_assert_str_eq(p, "simple");
   chosen(p4d, (const char *const[]){"cluster.nccl.ofi_protocol=rdma", NULL}, 0, &a, &p);
   cr_assert_str_eq(p, "ll", "RDMA: NCCL's LL at 4 KiB");
+  chosen(p4d, (const char *const[]){"cluster.nccl.ofi_protocol=rdma", "workload.op=send-recv", NULL}, 0, &a, &p);
+  cr_assert_str_eq(p, "simple", "send-recv across nodes: no LL buffers");
   chosen(p4d, (const char *const[]){"workload.protocol=ll", NULL}, 0, &a, &p);
   cr_assert_str_eq(p, "ll", "set by the workload: kept");
   FabScenario *sc = testscen_load(p4d, (const char *const[]){"cluster.nccl.ofi_tuner=region", NULL});

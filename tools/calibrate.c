@@ -111,7 +111,17 @@ typedef struct Cal {
   uint32_t rows[P_N];           /* sizes informing each, in the first round */
   uint32_t sims;                /* simulations of the logs run */
   bool started;                 /* v0 known (from the first simulation) */
+  double chan_net;              /* cluster.nccl.channel_net, GB/s, where it is below a channel's Simple rate; else 0 */
 } Cal;
+
+/* Why the NICs' rate may not show in the times: a channel's rate across
+** the network binds first. "" elsewhere. */
+static const char *nic_hidden(const Cal *c, int p, char *buf, size_t len) {
+  if (p != P_NIC || c->chan_net <= 0) return "";
+  g_snprintf(buf, len, "; a channel's pieces across the network move at most cluster.nccl.channel_net, %.6g GB/s, "
+             "which may bind before the NICs", c->chan_net);
+  return buf;
+}
 
 static double quantize(ParamId p, double x) {
   double q = params[p].quantum;
@@ -158,6 +168,7 @@ static gboolean simulate(Cal *c, Log *l, int *rc) {
     c->v0[P_NVLINK] = (double)sc->fabric.gpu.nvlink_bps / 8e9;
     c->v0[P_NVLS] = sc->fabric.gpu.nvls_eff;
     c->v0[P_NIC] = (double)sc->fabric.topo.host_bps / 8e9;
+    if (sc->nccl.channel_net_bps < sc->nccl.channel_bps[2]) c->chan_net = (double)sc->nccl.channel_net_bps / 8e9;
     for (int p = 0; p < P_N; p++) c->v[p] = c->v0[p];
     c->started = true;
   }
@@ -500,8 +511,9 @@ static void report(const Cal *c, uint32_t rounds, bool settled) {
       printf("  fitted     %-7s %s (%s): %s, from %u %s\n", params[p].name, params[p].key, params[p].what, s->str,
              now[p], from[p]);
     } else if (c->flat[p]) {
-      printf("  not fitted %-7s %s: its %u %s barely move with it (the time is spent elsewhere)\n", params[p].name,
-             params[p].key, c->rows[p], from[p]);
+      char why[200];
+      printf("  not fitted %-7s %s: its %u %s barely move with it (the time is spent elsewhere%s)\n", params[p].name,
+             params[p].key, c->rows[p], from[p], nic_hidden(c, p, why, sizeof why));
     } else if (c->rows[p] || c->asked[p]) {
       printf("  not fitted %-7s %s: %u %s (%s)\n", params[p].name, params[p].key, c->rows[p], from[p],
              any_asked(c) && !c->asked[p] ? "not in --fit" : "2 needed");
@@ -638,9 +650,10 @@ static int fit(Cal *c, const char *out, bool json) {
   for (int p = 0; p < P_N; p++) {
     any |= c->fit[p];
     if (c->asked[p] && c->flat[p]) {
+      char why[200];
       fprintf(stderr, "fabsim: calibrate: --fit %s: the sizes that inform %s barely move with it (by less than 0.5 %% "
-              "over a factor of 1.6 either way): the logs cannot tell its value; nothing written\n", params[p].name,
-              params[p].what);
+              "over a factor of 1.6 either way%s): the logs cannot tell its value; nothing written\n", params[p].name,
+              params[p].what, nic_hidden(c, p, why, sizeof why));
       return EXIT_USAGE;
     }
   }

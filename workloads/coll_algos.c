@@ -537,33 +537,14 @@ void fab_coll__pat(Ex *x, uint64_t bytes, bool rs) {
   g_array_free(deps, TRUE);
 }
 
-/* One send stream per (rank, channel): the pieces of `bytes` from s to r,
-** after `after` (SENT) on the same channel, at most x->window of them in
-** flight (the receiver copies each out as it arrives); returns the last
-** piece. */
-static uint32_t stream(Ex *x, uint32_t s, uint32_t r, uint64_t bytes, uint32_t after, unsigned first) {
-  uint32_t last = after, W = x->window, *won = g_new(uint32_t, W);
-  for (uint64_t j = 0, P = fab_coll__ceil_div(bytes, x->chunk); j < P && !x->over; j++) {
-    uint32_t deps[2], nd = 0;
-    if (last != FAB_OP_NONE) deps[nd++] = last | FAB_DEP_SENT;
-    x->slot = j >= W ? won[j % W] : FAB_OP_NONE; /* its slot: the piece W before it arrived (fab_coll__flow adds it) */
-    last = fab_coll__flow(x, s, r, fab_coll__piece_size(bytes, x->chunk, j), j == 0 ? first : 0, deps, nd);
-    won[j % W] = last;
-  }
-  g_free(won);
-  return last;
-}
-
-void fab_coll__send_recv(Ex *x, uint64_t bytes) {
-  uint32_t n = x->n;
-  if (n < 2 || bytes == 0) return;
-  uint32_t C = fab_coll__chans(x, bytes, 1);
-  for (uint32_t c = 0; c < C; c++)
-    for (uint32_t i = 0; i < n; i++) {
-      x->chan = c;
-      stream(x, i, (i + 1) % n, fab_coll__part(x, bytes, C, c), FAB_OP_NONE, F_READY | F_LAUNCH);
-    }
-}
+/* Send-recv (nccl-tests' sendrecv_perf: rank i sends to i+1 and receives
+** from i-1, one group): NCCL runs it as p2p, not as a ring, so it takes the
+** p2p path all-to-all takes (coll_p2p.c), with one op a rank: NCCL's p2p
+** channels per peer (halved across nodes while the groups of 8 ranks need
+** more than the p2p channels), an op's channels by its size, p2p chunks,
+** and the round's channels from its base. fab_coll__a2a_block gives the op's
+** bytes. */
+void fab_coll__send_recv(Ex *x, const Groups *dom, uint64_t bytes) { fab_coll__pairwise_nccl(x, dom, bytes); }
 
 /* ---- copy engines ----------------------------------------------------------- */
 

@@ -298,7 +298,7 @@ void fab_coll__pairwise_nccl(Ex *x, const Groups *dom, uint64_t bytes);
 ** default). One protocol for the collective: NCCL picks one per op, so a
 ** small all-to-all's NVLink ops, LL in NCCL, run Simple here then. */
 FabProto fab_coll__p2p_proto(const Ex *x, uint64_t bytes);
-void fab_coll__send_recv(Ex *x, uint64_t bytes);
+void fab_coll__send_recv(Ex *x, const Groups *dom, uint64_t bytes);
 void fab_coll__ce(Ex *x, uint64_t bytes, bool a2a);
 void fab_coll__run_nvls(Ex *x);
 uint64_t fab_coll__nvls_share(const Ex *x);

@@ -75,8 +75,7 @@
 **                 group after them; so every peer is under way at once.
 **                 RCCL's GPUs take RCCL's channels per peer in the same
 **                 schedule (tuner.c fab_coll__p2p_setup).
-**   send-recv     rank i sends `bytes` to rank (i+1) mod n (nccl-tests
-**                 sendrecv_perf).
+**   send-recv     rank i sends `bytes` to rank (i+1) mod n (sendrecv_perf), as NCCL's p2p: pairwise's path.
 **   nvls across nodes, collnet-direct, collnet-chain
 **                 allreduce over the fabric's SHARP trees (coll_algos.c):
 **                 each node's data reduced onto its heads (by the NVSwitch,
@@ -199,6 +198,7 @@ uint64_t fab_coll__part(const Ex *x, uint64_t total, uint64_t parts, uint64_t i)
 }
 
 uint64_t fab_coll__a2a_block(const Ex *x, uint64_t bytes, uint32_t i, uint32_t j) {
+  if (x->c->op == FAB_COLL_SEND_RECV) return j == (i + 1) % x->n ? bytes : 0; /* send-recv: i to i + 1 */
   return x->c->counts ? x->c->counts[(size_t)i * x->n + j] : fab_coll__part(x, bytes, x->n, j);
 }
 
@@ -306,11 +306,11 @@ uint32_t fab_coll__add_op(Ex *x, FabOp *o, uint32_t s, uint32_t r, const uint32_
   return id;
 }
 
-/* The lane of the current channel's network flows: channels enter each node
-** at GPU chan mod G (ring_orders, tree_make), so the channels that share an
-** entry GPU take its NICs in turn. */
+/* The lane of the current channel's network flows: channels enter each node at GPU chan mod G (ring_orders,
+** tree_make), so the channels that share an entry GPU take its NICs in turn; p2p's channel c takes the GPU's NIC
+** c mod its NICs (src/graph/topo.cc ncclTopoGetLocalNetType). */
 static uint8_t chan_lane(const Ex *x) {
-  return (uint8_t)(x->chan / MAX(x->env->gpus_per_node, 1u) % 255 + 1);
+  return (uint8_t)((x->p2p_step ? x->chan : x->chan / MAX(x->env->gpus_per_node, 1u)) % 255 + 1);
 }
 
 /* A flow of `payload` data bytes from rank s to rank r, after deps[0..nd)
@@ -747,7 +747,7 @@ static void run_whole(FabCollGen *g) {
   switch (x->algo) {
   case FAB_ALGO_RING:
     if (c->op == FAB_COLL_BROADCAST || c->op == FAB_COLL_REDUCE) fab_coll__chain(x, c->root, S, c->op == FAB_COLL_REDUCE);
-    else if (c->op == FAB_COLL_SEND_RECV) fab_coll__send_recv(x, S);
+    else if (c->op == FAB_COLL_SEND_RECV) fab_coll__send_recv(x, &g->dom, S);
     else fab_coll__ring(x, g->all, n, S, ar ? 2 * (n - 1) : n - 1, c->op == FAB_COLL_ALLGATHER ? 0 : n - 1, true);
     fab_coll__phase_end(x, FAB_MARK_COLL_END, endv);
     break;
@@ -836,7 +836,7 @@ static gboolean collnet_trees(FabCollGen *g, FabCollSpec *s, GError **err) {
 ** allreduce, allgather or reduce-scatter). */
 /* The largest block one rank sends another in an all-to-all. */
 static uint64_t largest_block(const FabCollSpec *c) {
-  uint64_t b = c->bytes / MAX(c->nranks, 1u);
+  uint64_t b = c->op == FAB_COLL_SEND_RECV ? c->bytes : c->bytes / MAX(c->nranks, 1u); /* send-recv: one op */
   for (size_t k = 0; c->counts && k < (size_t)c->nranks * c->nranks; k++) b = k ? MAX(b, c->counts[k]) : c->counts[k];
   return b;
 }
@@ -894,7 +894,7 @@ FabCollGen *fab_coll_begin(FabDag *d, const FabCollEnv *env, const FabCollSpec *
   /* what the GPU side can move: a channel's SM per protocol (wire bits/s), and for LL a rank over all its
   ** channels (LL's ceiling, twice that on the wire) */
   const FabNcclCosts *k = &env->costs;
-  if (x->algo == FAB_ALGO_PAIRWISE) {
+  if (x->algo == FAB_ALGO_PAIRWISE || c->op == FAB_COLL_SEND_RECV) {
     fab_coll__p2p_setup(x, &t, c->channels);
     if (c->protocol == FAB_PROTO_AUTO) x->proto = fab_coll__p2p_proto(x, largest_block(c));
   }

@@ -563,7 +563,7 @@ uint64_t fab_coll__default_chunk(Ex *x, const Topo *t) {
   /* p2p: NCCL_P2P_NVL_CHUNKSIZE 512 KiB inside one NVLink domain, else
   ** NCCL_P2P_NET_CHUNKSIZE 128 KiB (a quarter below one chunk, half below 8) */
   if (t->domains == 1) return 524288;
-  uint64_t per = x->c->bytes / MAX(t->n, 1u);
+  uint64_t per = op == FAB_COLL_SEND_RECV ? x->c->bytes : x->c->bytes / MAX(t->n, 1u); /* an op's bytes */
   return per < 131072 ? 32768 : per < 8 * 131072 ? 65536 : 131072;
 }
 
