@@ -912,7 +912,7 @@ Test(pairwise, two_nodes_every_peer_at_once) {
   uint64_t *ready = g_new(uint64_t, len), *done = g_new(uint64_t, len);
   play(d, ready, done);
   for (uint32_t i = 0; i < 16; i++) {
-    uint32_t no = flows_of(d, i, true, out), parts[16] = {0}, firsts = 0;
+    uint32_t no = flows_of(d, i, true, out), parts[16] = {0}, firsts = 0, lanes = 0;
     uint64_t t0 = UINT64_MAX;
     for (uint32_t k = 0; k < no; k++) t0 = MIN(t0, ready[out[k]]);
     for (uint32_t k = 0; k < no; k++) {
@@ -921,9 +921,11 @@ Test(pairwise, two_nodes_every_peer_at_once) {
       cr_assert_eq(o->max_bps, (remote ? env.costs.channel_net_bps : env.costs.channel_bps[2]) / 8,
                    "8 works a channel, across the network at the channel's rate there");
       if (remote) cr_assert(o->lane >= 9 && o->lane <= 12, "channels 8-11: lanes 9-12 (the GPU's NIC c mod its NICs)");
+      if (remote) lanes |= 1u << o->lane;
       if (ready[out[k]] == t0) firsts++, parts[o->dst]++;
     }
     cr_assert_eq(firsts, 15 * 4, "rank %u: 15 peers x 4 parts start together", i);
+    cr_assert_eq(lanes, 0xfu << 9, "rank %u: lanes 9, 10, 11 and 12 all", i);
     for (uint32_t p = 0; p < 16; p++) cr_assert_eq(parts[p], p == i ? 0 : 4);
   }
   g_free(ready);
@@ -1082,6 +1084,47 @@ Test(sendrecv, nccl_p2p_channels_per_peer) {
       for (uint32_t c = 0; c < 4; c++) cr_assert(!(lanes >> c & 1) || bytes[c] == S / want[z], "equal parts");
     }
     fab_dag_free(d);
+  }
+}
+
+/* Send-recv's own expansion (coll_p2p.c, no n x n tables) makes what the
+** all-to-all schedule makes for the same ops: an all-to-all whose counts
+** send `bytes` from each rank to the next and nothing else gives the same
+** operations, field by field and dependency by dependency, on plain hosts
+** (groups of one), one NVLink domain, and nodes of 8 and 4 GPUs (groups of
+** 8 and 4, batches of rounds apart), on 1, 2 and 8 channels (on one, a
+** rank's send and receive of two rounds split its CTA). */
+Test(sendrecv, the_same_operations_as_the_all_to_all_schedule) {
+  static const struct { uint32_t nodes, g; } shapes[] = {{2, 1}, {3, 1}, {9, 1}, {17, 1}, {20, 1}, {1, 8},
+                                                          {2, 8}, {3, 4}, {5, 4}, {4, 8}};
+  for (size_t zc = 0; zc < 3 * sizeof shapes / sizeof shapes[0]; zc++) {
+    size_t z = zc / 3;
+    uint32_t n = shapes[z].nodes * shapes[z].g, ch = zc % 3 == 0 ? 1 : zc % 3 == 1 ? 2 : 8;
+    FabCollEnv env = shapes[z].g == 1 ? hosts(n) : gpus(shapes[z].nodes, shapes[z].g);
+    uint64_t S = 3 * 131072 + 4 * z, *counts = g_new0(uint64_t, (size_t)n * n);
+    for (uint32_t i = 0; i < n; i++) counts[(size_t)i * n + (i + 1) % n] = S;
+    FabDag *d[2];
+    for (int a2a = 0; a2a < 2; a2a++) {
+      FabCollSpec s = spec(a2a ? FAB_COLL_ALL_TO_ALL : FAB_COLL_SEND_RECV, a2a ? FAB_ALGO_PAIRWISE : FAB_ALGO_RING,
+                           a2a ? S * n : S, n);
+      s.channels = ch, s.chunk = 65536, s.counts = a2a ? counts : NULL; /* 1, 2: a send and a receive share one */
+      d[a2a] = expand(&env, &s, NULL, NULL);
+    }
+    cr_assert_eq(fab_dag_len(d[0]), fab_dag_len(d[1]), "%u x %u: ops", shapes[z].nodes, shapes[z].g);
+    uint32_t flows = 0;
+    for (uint32_t k = 0; k < fab_dag_len(d[0]); k++) {
+      const FabOp *a = op_at(d[0], k), *b = op_at(d[1], k);
+      cr_assert(a->kind == b->kind && a->src == b->src && a->dst == b->dst && a->bytes == b->bytes &&
+                a->lane == b->lane && a->max_bps == b->max_bps && a->pre == b->pre && a->mark == b->mark &&
+                a->ndeps == b->ndeps, "%u x %u: op %u", shapes[z].nodes, shapes[z].g, k);
+      for (uint32_t q = 0; q < a->ndeps; q++)
+        cr_assert_eq(fab_dag_dep(d[0], a, q), fab_dag_dep(d[1], b, q), "%u x %u: op %u dep %u", shapes[z].nodes,
+                     shapes[z].g, k, q);
+      flows += is_flow(a);
+    }
+    cr_assert_geq(flows, n, "every rank sends");
+    fab_dag_free(d[0]), fab_dag_free(d[1]);
+    g_free(counts);
   }
 }
 

@@ -453,6 +453,13 @@ Test(multipath, aws_ofi_nccl_rdma_waits_for_the_receivers_control_message) {
     testscen_done(sc, &res);
   }
   cr_assert_float_eq(t[1][0], t[0][0], 1e-15, "4 KiB goes eager: %g against %g s", t[1][0], t[0][0]);
+  /* NCCL's p2p channel c leaves by the GPU's NIC c mod its NICs: 256 MiB over a p5 GPU's four EFA NICs each way */
+  sc = testscen_load(yaml, (const char *const[]){"fabric.link.latency=500ns", "workload.sizes=[268435456]",
+                                                 "workload.protocol=auto", NULL});
+  FabResults res;
+  testscen_run(sc, &res);
+  cr_assert_eq(res.colls[0].nics, 8, "ranks 7 and 15 each by their 4 NICs");
+  testscen_done(sc, &res);
   double extra = t[1][1] - t[0][1];
   cr_assert(extra > 150e-6 && extra < 210e-6, "64 KiB waits for the control message: %g s more", extra);
 }
@@ -501,7 +508,8 @@ static void chosen(const char *yaml, const char *const *sets, guint k, const cha
 ** Under SENDRECV (p4d) the plugin forces NCCL_PROTO=simple: a 4 KiB
 ** allreduce goes Simple (LL under RDMA), unless the workload sets LL. A
 ** send-recv across nodes is Simple under either: NCCL's p2p network
-** connections have no LL buffers (src/enqueue.cc addP2pToPlan). */
+** connections have no LL buffers (NCCL_ALLOC_P2P_NET_LL_BUFFERS 0,
+** src/transport/net.cc), so addP2pToPlan (src/enqueue.cc) takes Simple. */
 Test(multipath, aws_ofi_nccl_tuner_plugin_chooses_where_it_would) {
   static const char p5[] = "cluster: {node: aws-p5, nodes: 4}\n"
                            "fabric: {topology: {kind: leaf-spine, hosts_per_leaf: 64, spines: 64}}\n"

@@ -537,15 +537,6 @@ void fab_coll__pat(Ex *x, uint64_t bytes, bool rs) {
   g_array_free(deps, TRUE);
 }
 
-/* Send-recv (nccl-tests' sendrecv_perf: rank i sends to i+1 and receives
-** from i-1, one group): NCCL runs it as p2p, not as a ring, so it takes the
-** p2p path all-to-all takes (coll_p2p.c), with one op a rank: NCCL's p2p
-** channels per peer (halved across nodes while the groups of 8 ranks need
-** more than the p2p channels), an op's channels by its size, p2p chunks,
-** and the round's channels from its base. fab_coll__a2a_block gives the op's
-** bytes. */
-void fab_coll__send_recv(Ex *x, const Groups *dom, uint64_t bytes) { fab_coll__pairwise_nccl(x, dom, bytes); }
-
 /* ---- copy engines ----------------------------------------------------------- */
 
 #define CE_FLAG_BYTES 4 /* a barrier's flag: one 32-bit sequence number (ce_coll.cc) */

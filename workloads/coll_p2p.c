@@ -53,12 +53,19 @@ static uint32_t bit_reverse(uint32_t v, uint32_t bits) {
 /* NCCL's rounds: send[i * n + r], the peer rank i sends to in round r (it
 ** receives from the rank whose round r sends to it: the schedule is its
 ** own mirror). Returns the group size. */
-static uint32_t schedule(const Groups *dom, uint32_t n, uint32_t *send) {
+/* NCCL's group size: 8 across domains (one domain: all of it), down to what
+** divides every domain's ranks. */
+static uint32_t group_size(const Groups *dom) {
   uint32_t nn = dom->ng, gs = nn > 1 ? P2P_BATCH : fab_coll__group_size(dom, 0);
   for (uint32_t m = 0; m < nn; m++) {
     uint32_t L = fab_coll__group_size(dom, m);
     if (L % gs || L < gs) gs = gcd32(gs, L);
   }
+  return gs;
+}
+
+static uint32_t schedule(const Groups *dom, uint32_t n, uint32_t *send) {
+  uint32_t nn = dom->ng, gs = group_size(dom);
   uint32_t ngroups = n / gs, gpow = pow2_up(ngroups);
   uint32_t *g_node = g_new(uint32_t, ngroups), *g_local = g_new(uint32_t, ngroups), *first = g_new(uint32_t, nn);
   for (uint32_t m = 0, k = 0; m < nn; m++) {
@@ -222,4 +229,88 @@ void fab_coll__pairwise_nccl(Ex *x, const Groups *dom, uint64_t bytes) {
   g_free(s.send);
   g_free(s.recv);
   g_free(s.nsend);
+}
+
+/* Send-recv (rank i to i + 1) on the same schedule, without its n x n
+** tables: each rank has one send and one receive, so its round is found
+** from the walk's order (schedule(): the peer of group delta gd and local
+** delta d is round pos(gd) x gs + d, pos counting the walk's steps below
+** the number of groups), and only the batches holding a rank's two rounds
+** make its pieces and joins, in the order fab_coll__pairwise_nccl makes
+** them (tests/test_collective.c compares the two on an all-to-all of the
+** same ops). */
+void fab_coll__send_recv(Ex *x, const Groups *dom, uint64_t bytes) {
+  uint32_t n = x->n, P = x->channels;
+  if (n < 2 || bytes == 0) return;
+  g_assert(P && (P & (P - 1)) == 0 && P <= 64);
+  Sched s = {.n = n, .P = P, .bits = (uint32_t)fab_coll__log2i(P), .gs = group_size(dom)};
+  bool multi = x->p2p_multi;
+  x->p2p_peer = MIN(x->p2p_peer, P);
+  while (x->p2p_fit && x->p2p_peer > 1 && (uint64_t)x->p2p_peer * fab_coll__ceil_div(n, 8) > P) x->p2p_peer /= 2;
+  uint32_t np = op_channels(x, bytes, kmin_of(x)), gs = s.gs, ngroups = n / gs, gpow = pow2_up(ngroups);
+  uint32_t *pos = g_new(uint32_t, ngroups), *grp = g_new(uint32_t, n), *loc = g_new(uint32_t, n);
+  for (uint32_t gr = 0, gd = 0, k = 0; gr < gpow; gr++, gd = (gd + gr) & (gpow - 1))
+    if (gd < ngroups) pos[gd] = k++;
+  for (uint32_t m = 0, first = 0; m < dom->ng; first += fab_coll__group_size(dom, m) / gs, m++)
+    for (uint32_t lr = 0; lr < fab_coll__group_size(dom, m); lr++) {
+      uint32_t i = dom->mem[dom->off[m] + lr];
+      grp[i] = first + lr / gs, loc[i] = lr % gs;
+    }
+  uint32_t *rs = g_new(uint32_t, n); /* the round of rank i's send (to i + 1), its receive's: rs[i - 1] */
+  for (uint32_t i = 0; i < n; i++) {
+    uint32_t to = (i + 1) % n;
+    rs[i] = pos[(grp[to] + ngroups - grp[i]) % ngroups] * gs + (loc[to] + gs - loc[i]) % gs;
+  }
+  /* ranks by the batches they act in (a rank twice where its two rounds are in two batches) */
+  uint32_t nb = (n + P2P_BATCH - 1) / P2P_BATCH, *bo = g_new0(uint32_t, nb + 1), *br = g_new(uint32_t, 2 * n);
+  for (uint32_t i = 0; i < n; i++) {
+    uint32_t a = rs[i] / P2P_BATCH, b = rs[(i + n - 1) % n] / P2P_BATCH;
+    bo[a + 1]++;
+    if (b != a) bo[b + 1]++;
+  }
+  for (uint32_t b = 0; b < nb; b++) bo[b + 1] += bo[b];
+  uint32_t *fill = g_memdup2(bo, sizeof(uint32_t) * nb);
+  for (uint32_t i = 0; i < n; i++) { /* in rank order within each batch */
+    uint32_t a = rs[i] / P2P_BATCH, b = rs[(i + n - 1) % n] / P2P_BATCH;
+    br[fill[a]++] = i;
+    if (b != a) br[fill[b]++] = i;
+  }
+  uint32_t *join = g_new(uint32_t, (size_t)n * P), *last = g_new(uint32_t, (size_t)n * P);
+  for (size_t k = 0; k < (size_t)n * P; k++) join[k] = last[k] = FAB_OP_NONE;
+  uint64_t flow_bps = x->flow_bps, net_bps = x->net_bps;
+  for (uint32_t b = 0; b < nb && !x->over; b++) {
+    for (uint32_t k = bo[b]; k < bo[b + 1] && !x->over; k++) {
+      uint32_t i = br[k], r_s = rs[i], r_r = rs[(i + n - 1) % n];
+      bool snd = r_s / P2P_BATCH == b, rcv = r_r / P2P_BATCH == b;
+      for (uint32_t c = 0; c < P && !x->over; c++) {
+        bool on_s = snd && part_on(&s, multi, r_s, c) < np, on_r = rcv && part_on(&s, multi, r_r, c) < np;
+        uint32_t works = on_s + (on_r && !(on_s && r_r == r_s)); /* a round's send and receive: one work */
+        if (!works || !on_s) continue;
+        x->chan = c;
+        x->flow_bps = flow_bps / works, x->net_bps = net_bps / works;
+        uint32_t after = join[(size_t)i * P + c];
+        uint64_t part = fab_coll__part(x, bytes, np, part_on(&s, multi, r_s, c));
+        if (part) last[(size_t)i * P + c] = part_stream(x, i, (i + 1) % n, part, after,
+                                                        F_READY | (after == FAB_OP_NONE ? F_LAUNCH : 0));
+      }
+    }
+    x->flow_bps = flow_bps, x->net_bps = net_bps;
+    if ((b + 1) * P2P_BATCH >= n) break; /* the phase's end waits for the last batches */
+    for (uint32_t k = bo[b]; k < bo[b + 1] && !x->over; k++) { /* each channel's join, as pairwise_nccl's */
+      uint32_t i = br[k], from = (i + n - 1) % n, r_s = rs[i], r_r = rs[from];
+      bool snd = r_s / P2P_BATCH == b, rcv = r_r / P2P_BATCH == b;
+      for (uint32_t c = 0; c < P && !x->over; c++) {
+        bool on_s = snd && part_on(&s, multi, r_s, c) < np, on_r = rcv && part_on(&s, multi, r_r, c) < np;
+        if (!on_s && !on_r) continue;
+        uint32_t deps[3], nd = 0, out = last[(size_t)i * P + c], in = last[(size_t)from * P + c];
+        bool in_first = r_r < r_s; /* in round order */
+        if (in_first && on_r && in != FAB_OP_NONE) deps[nd++] = in;
+        if (on_s && out != FAB_OP_NONE) deps[nd++] = out | FAB_DEP_SENT;
+        if (!in_first && on_r && in != FAB_OP_NONE && from != i) deps[nd++] = in;
+        if (join[(size_t)i * P + c] != FAB_OP_NONE) deps[nd++] = join[(size_t)i * P + c];
+        join[(size_t)i * P + c] = fab_coll__mark_op(x, i, FAB_MARK_JOIN, deps, nd);
+      }
+    }
+  }
+  g_free(pos), g_free(grp), g_free(loc), g_free(rs), g_free(bo), g_free(br), g_free(fill), g_free(join), g_free(last);
 }

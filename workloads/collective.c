@@ -456,7 +456,7 @@ static double estimate(const Ex *x, uint32_t G, uint32_t L) {
   case FAB_ALGO_RING:
     if (op == FAB_COLL_ALLREDUCE) f = 2 * (n - 1) * pieces2(x, B, x->channels, x->n);
     else if (op == FAB_COLL_ALLGATHER || op == FAB_COLL_REDUCE_SCATTER) f = (n - 1) * pieces2(x, B, x->channels, x->n);
-    else if (op == FAB_COLL_SEND_RECV) f = n * pieces2(x, B, x->channels, 1);
+    else if (op == FAB_COLL_SEND_RECV) f = n * (pcs(x, S + u, MIN(x->p2p_peer, x->channels)) + 2.0 * x->channels);
     else f = (n - 1) * pieces2(x, B, x->channels, 1);
     break;
   case FAB_ALGO_TREE:
@@ -903,7 +903,7 @@ FabCollGen *fab_coll_begin(FabDag *d, const FabCollEnv *env, const FabCollSpec *
   else x->flow_bps = x->proto == FAB_PROTO_LL128 ? k->channel_bps[1] / 120 * 128 : k->channel_bps[2];
   if (x->proto == FAB_PROTO_SIMPLE && x->algo != FAB_ALGO_CE && k->channel_net_bps < x->flow_bps)
     x->net_bps = k->channel_net_bps;
-  if (x->algo == FAB_ALGO_RING && x->proto != FAB_PROTO_LL) { /* one NVLink domain: every piece over NVLink */
+  if (x->algo == FAB_ALGO_RING && x->proto != FAB_PROTO_LL && !x->p2p_step) { /* rings in one NVLink domain */
     uint64_t share = fab_coll__channel_share(env, &t);
     if (share && (!x->flow_bps || share < x->flow_bps)) x->flow_bps = share;
   }
