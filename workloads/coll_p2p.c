@@ -154,6 +154,14 @@ static uint32_t part_stream(Ex *x, uint32_t s, uint32_t r, uint64_t bytes, uint3
   return last;
 }
 
+/* The channels a peer takes on P p2p channels: fewer than asked for (an
+** explicit, reported choice), and as p2p_setup would for these channels
+** (fewer to stay within the operations cap). */
+static void fit_peer(Ex *x, uint32_t n, uint32_t P) {
+  x->p2p_peer = MIN(x->p2p_peer, P);
+  while (x->p2p_fit && x->p2p_peer > 1 && (uint64_t)x->p2p_peer * fab_coll__ceil_div(n, 8) > P) x->p2p_peer /= 2;
+}
+
 void fab_coll__pairwise_nccl(Ex *x, const Groups *dom, uint64_t bytes) {
   uint32_t n = x->n, P = x->channels;
   if (n < 2 || bytes == 0) return;
@@ -164,9 +172,7 @@ void fab_coll__pairwise_nccl(Ex *x, const Groups *dom, uint64_t bytes) {
   s.nsend = g_new(uint8_t, (size_t)n * n);
   s.gs = schedule(dom, n, s.send);
   bool multi = x->p2p_multi;
-  x->p2p_peer = MIN(x->p2p_peer, P); /* fewer channels than asked for (an explicit, reported choice) */
-  while (x->p2p_fit && x->p2p_peer > 1 && (uint64_t)x->p2p_peer * fab_coll__ceil_div(n, 8) > P)
-    x->p2p_peer /= 2; /* as p2p_setup would for these channels (fewer to stay within the operations cap) */
+  fit_peer(x, n, P);
   uint32_t kmin = kmin_of(x);
   for (uint32_t i = 0; i < n; i++)
     for (uint32_t r = 0; r < n; r++) {
@@ -245,8 +251,7 @@ void fab_coll__send_recv(Ex *x, const Groups *dom, uint64_t bytes) {
   g_assert(P && (P & (P - 1)) == 0 && P <= 64);
   Sched s = {.n = n, .P = P, .bits = (uint32_t)fab_coll__log2i(P), .gs = group_size(dom)};
   bool multi = x->p2p_multi;
-  x->p2p_peer = MIN(x->p2p_peer, P);
-  while (x->p2p_fit && x->p2p_peer > 1 && (uint64_t)x->p2p_peer * fab_coll__ceil_div(n, 8) > P) x->p2p_peer /= 2;
+  fit_peer(x, n, P);
   uint32_t np = op_channels(x, bytes, kmin_of(x)), gs = s.gs, ngroups = n / gs, gpow = pow2_up(ngroups);
   uint32_t *pos = g_new(uint32_t, ngroups), *grp = g_new(uint32_t, n), *loc = g_new(uint32_t, n);
   for (uint32_t gr = 0, gd = 0, k = 0; gr < gpow; gr++, gd = (gd + gr) & (gpow - 1))

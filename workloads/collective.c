@@ -198,7 +198,6 @@ uint64_t fab_coll__part(const Ex *x, uint64_t total, uint64_t parts, uint64_t i)
 }
 
 uint64_t fab_coll__a2a_block(const Ex *x, uint64_t bytes, uint32_t i, uint32_t j) {
-  if (x->c->op == FAB_COLL_SEND_RECV) return j == (i + 1) % x->n ? bytes : 0; /* send-recv: i to i + 1 */
   return x->c->counts ? x->c->counts[(size_t)i * x->n + j] : fab_coll__part(x, bytes, x->n, j);
 }
 
