@@ -794,10 +794,17 @@ static uint32_t quad_deltas(uint32_t n, uint32_t *d) {
 
 static uint32_t rev2(uint32_t v) { return ((v & 1) << 1) | ((v >> 1) & 1); } /* 2 bits reversed */
 
+/* The warps a p2p work's receive gets when its channel holds `works` works
+** of a batch, each with a send and a receive (src/device/sendrecv.h, on
+** paper): 20 warps / works = 20, 10, 6, 5, 4, 3, 2, 2 a work; the receive
+** (w - 1) / 2 of them from 5 up, w / 2 below; the send one more from 5 up. */
+static const uint32_t recv_warps[9] = {0, 9, 4, 2, 2, 2, 1, 1, 1};
+
 /* All-to-all as NCCL schedules its sends and receives (coll_p2p.c), on 4
 ** p2p channels over plain hosts (one channel per op): round r's op runs on
 ** channel bitrev(r mod 4) (ncclP2pChannelBaseForRound); the rounds of one
-** group of 8 start together, each at the channel's Simple rate over the
+** group of 8 start together, each at the channel's Simple rate over 16
+** warps times the warps its receive gets of the CTA's 20 split over the
 ** works the channel holds in that batch (round 0, the rank's own copy,
 ** counts); a round of the next group waits on its channel for the batch
 ** before: the rank's sends out and its receives in. */
@@ -834,8 +841,8 @@ Test(pairwise, nccl_rounds_channels_and_batches) {
         uint32_t c = rev2(r % 4), works = 0;
         for (uint32_t q = r / 8 * 8; q < MIN(r / 8 * 8 + 8, n); q++) works += rev2(q % 4) == c;
         cr_assert_eq(o->lane, c + 1, "n=%u: round %u on channel %u", n, r, c);
-        cr_assert_eq(o->max_bps, env.costs.channel_bps[2] / works, "n=%u round %u: the CTA split %u ways", n, r,
-                     works);
+        cr_assert_eq(o->max_bps, env.costs.channel_bps[2] / 16 * recv_warps[works],
+                     "n=%u round %u: the CTA split %u ways", n, r, works);
         if (r < 8) {
           cr_assert_eq(ready[out[k]], t0, "n=%u: rounds 1-7 start together", n);
           continue;
@@ -896,7 +903,9 @@ Test(pairwise, ll_up_to_16_kib_a_channel_in_an_nvlink_domain) {
 ** base 0) and rounds 8-15 the other node (base bitrev(1) over 16 channels
 ** = 8: channels 8-11); 4 channels a peer (the NIC's 50 GB/s over 14 GB/s a
 ** channel), each op cut in 4 parts; every part of every peer starts at
-** once, each at the Simple rate over the channel's 8 works. */
+** once, each with one warp of the CTA's 20 over the channel's 8 works:
+** 1/16 of the Simple rate (38.7 / 16 GB/s), across the network at most
+** the network channel's rate over the works (19.74 / 8, the higher here). */
 Test(pairwise, two_nodes_every_peer_at_once) {
   uint32_t e[MAXR];
   FabCollEnv env = gpus(2, 8);
@@ -918,8 +927,9 @@ Test(pairwise, two_nodes_every_peer_at_once) {
     for (uint32_t k = 0; k < no; k++) {
       const FabOp *o = op_at(d, out[k]);
       bool remote = o->dst / 8 != i / 8;
-      cr_assert_eq(o->max_bps, (remote ? env.costs.channel_net_bps : env.costs.channel_bps[2]) / 8,
-                   "8 works a channel, across the network at the channel's rate there");
+      uint64_t warp = env.costs.channel_bps[2] / 16, net = env.costs.channel_net_bps / 8;
+      cr_assert_lt(warp, net, "the warp is the lower on Hopper");
+      cr_assert_eq(o->max_bps, warp, "8 works a channel: one warp each, across the network too");
       if (remote) cr_assert(o->lane >= 9 && o->lane <= 12, "channels 8-11: lanes 9-12 (the GPU's NIC c mod its NICs)");
       if (remote) lanes |= 1u << o->lane;
       if (ready[out[k]] == t0) firsts++, parts[o->dst]++;
@@ -1054,8 +1064,8 @@ Test(sendrecv, each_rank_to_the_next) {
 ** nodes while they times the groups of 8 ranks exceed the p2p channels
 ** (src/graph/paths.cc ncclTopoComputeP2pChannels): on 4 p2p channels, 2
 ** ranks keep 4 a peer, 10 ranks (two groups) 2. Each channel's part moves
-** at the channel's network rate (one work a channel: its send and its
-** receive). */
+** at the channel's network rate, below the 9 warps of 16 its receive gets
+** (one work a channel: its send and its receive). */
 Test(sendrecv, nccl_p2p_channels_per_peer) {
   static const uint32_t ns[] = {2, 10}, want[] = {4, 2};
   for (size_t z = 0; z < 2; z++) {
@@ -1077,7 +1087,8 @@ Test(sendrecv, nccl_p2p_channels_per_peer) {
         const FabOp *o = op_at(d, out[k]);
         cr_assert_eq(o->dst, (i + 1) % n);
         cr_assert(o->lane >= 1 && o->lane <= 4);
-        cr_assert_eq(o->max_bps, MIN(env.costs.channel_net_bps, env.costs.channel_bps[2]), "one work a channel");
+        cr_assert_lt(env.costs.channel_net_bps, env.costs.channel_bps[2] / 16 * 9);
+        cr_assert_eq(o->max_bps, env.costs.channel_net_bps, "one work a channel, the network's rate");
         lanes |= 1u << (o->lane - 1), bytes[o->lane - 1] += o->bytes;
       }
       cr_assert_eq((uint32_t)__builtin_popcount(lanes), want[z], "n=%u rank %u: %u channels a peer", n, i, want[z]);
@@ -1085,6 +1096,36 @@ Test(sendrecv, nccl_p2p_channels_per_peer) {
     }
     fab_dag_free(d);
   }
+}
+
+/* Send-recv on one node of 8 H100 (NVLink): each rank's send and receive
+** are one work of round 1 (delta 1), alone on their channels, so the work's
+** 20 warps split 10 to the send and 9 to the receive, and each part moves
+** at 9/16 of the Simple channel's rate (src/device/sendrecv.h; the one-node
+** sendrecv_perf of the validation suite, about 20 GB/s a channel). */
+Test(sendrecv, a_p2p_works_warps_set_its_rate) {
+  uint32_t n = 8, e[MAXR], out[MAXR * 8];
+  FabCollEnv env = gpus(1, n);
+  uint64_t S = 128ull << 20;
+  FabCollSpec s = spec(FAB_COLL_SEND_RECV, FAB_ALGO_RING, S, n);
+  s.channels = 32;
+  int32_t coll;
+  FabDag *d = expand(&env, &s, e, &coll);
+  check_dag(d, &env, &s, coll, e);
+  uint64_t want = env.costs.channel_bps[2] / 16 * 9;
+  cr_assert_eq(want, 174150000000ull, "38.7 GB/s x 9 / 16 = 21.77 GB/s, in bits");
+  for (uint32_t i = 0; i < n; i++) {
+    uint32_t no = flows_of(d, i, true, out);
+    uint64_t bytes = 0;
+    for (uint32_t k = 0; k < no; k++) {
+      const FabOp *o = op_at(d, out[k]);
+      cr_assert_eq(o->dst, (i + 1) % n);
+      cr_assert_eq(o->max_bps, want, "rank %u: 9 warps of 16", i);
+      bytes += o->bytes;
+    }
+    cr_assert_eq(bytes, S);
+  }
+  fab_dag_free(d);
 }
 
 /* Send-recv's own expansion (coll_p2p.c, no n x n tables) makes what the

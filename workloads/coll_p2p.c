@@ -14,10 +14,12 @@
 **   channels of the op: as many as its size asks for, between a minimum
 **   (all ranks' ops fit the p2p channels once) and the per-peer count.
 ** - Batches. A channel runs the ops of one group of 8 rounds together
-**   (a batch of at most 8 works): the CTA's warps are split among them, so
-**   each op moves at the channel's rate over the works in the batch. The
-**   channel's next batch starts when every send and receive of this one
-**   is done.
+**   (a batch of at most 8 works): the CTA's 20 warps are split among them
+**   as sendrecv.h splits them (p2p_warps), and an op moves at the Simple
+**   channel's rate (a ring CTA's 16 warps) times the warps its send and
+**   its receive get, the fewer of the two, over 16; across the network at
+**   most the network channel's rate over the works. The channel's next
+**   batch starts when every send and receive of this one is done.
 **
 ** So every peer of an all-to-all is under way at once, as on the hardware:
 ** on two DGX H100 a rank's NIC carries all 8 remote peers together
@@ -27,6 +29,30 @@
 
 #define P2P_BATCH 8u      /* NCCL_MAX_DEV_WORK_P2P_PER_BATCH (src/include/device.h) */
 #define P2P_LL_MAX 16384u /* NCCL_P2P_LL_THRESHOLD: LL up to this many bytes a channel (src/enqueue.cc) */
+#define P2P_WARPS 20u     /* a p2p CTA: NCCL_MAX_NTHREADS 640 (src/include/device.h, scheduleP2pTasksToPlan) */
+#define RING_WARPS 16u    /* a Simple ring CTA's data warps: NCCL_SIMPLE_MAX_NTHREADS 512 (its sync warp aside) */
+
+/* The warps a work of a p2p batch of `works` gives its send (or its
+** receive), `both`: the work has both (src/device/sendrecv.h): the CTA's
+** warps evenly over the works; of a work's w, the receive (w - 1) / 2 and
+** the send one more (from 4 down, w / 2 each, leaving a warp idle); a lone
+** send or receive takes all w. */
+static uint32_t p2p_warps(uint32_t works, bool send, bool both) {
+  uint32_t w = MIN(P2P_WARPS / MAX(works, 1u), 32u);
+  if (!both) return w;
+  uint32_t rw = w <= 4 ? w / 2 : (w - 1) / 2;
+  return send && w > 4 ? rw + 1 : rw;
+}
+
+/* An op's data rate on its channel: the Simple channel's (a ring CTA's, the
+** per-channel ceiling) per warp, times the fewer warps of its sender's send
+** and its receiver's receive. One work holding a send and a receive: 9/16
+** of a ring channel; NCCL's one-node sendrecv_perf moves about that a
+** channel (README, *NCCL's p2p warps*). None stays none (LL: no channel rate). */
+static uint64_t p2p_rate(uint64_t bps, uint32_t works_s, bool both_s, uint32_t works_r, bool both_r) {
+  uint32_t w = MIN(p2p_warps(works_s, true, both_s), p2p_warps(works_r, false, both_r));
+  return bps / RING_WARPS * w;
+}
 
 static uint32_t gcd32(uint32_t a, uint32_t b) {
   while (b) {
@@ -182,22 +208,27 @@ void fab_coll__pairwise_nccl(Ex *x, const Groups *dom, uint64_t bytes) {
     }
   /* per rank and channel: the join of its last batch; per rank, round of the batch and part: the last piece */
   uint32_t *join = g_new(uint32_t, (size_t)n * P), *last = g_new(uint32_t, (size_t)n * P2P_BATCH * P);
+  uint8_t *wk = g_new(uint8_t, (size_t)n * P); /* per rank and channel: the batch's works */
   for (size_t k = 0; k < (size_t)n * P; k++) join[k] = FAB_OP_NONE;
   uint64_t flow_bps = x->flow_bps, net_bps = x->net_bps;
   GArray *deps = g_array_new(FALSE, FALSE, sizeof(uint32_t));
   for (uint32_t r0 = 0; r0 < n && !x->over; r0 += P2P_BATCH) {
     uint32_t r1 = MIN(r0 + P2P_BATCH, n);
     for (size_t k = 0; k < (size_t)n * P2P_BATCH * P; k++) last[k] = FAB_OP_NONE;
-    for (uint32_t i = 0; i < n && !x->over; i++)
-      for (uint32_t c = 0; c < P && !x->over; c++) {
-        uint32_t works = 0; /* this batch's works on channel c: sends and receives, the rank's own included */
+    for (uint32_t i = 0; i < n; i++) /* this batch's works on each channel: sends and receives, own included */
+      for (uint32_t c = 0; c < P; c++) {
+        uint8_t works = 0;
         for (uint32_t r = r0; r < r1; r++) {
           uint32_t p = part_on(&s, multi, r, c);
           works += p < MAX(s.nsend[(size_t)i * n + r], s.nsend[(size_t)s.recv[(size_t)i * n + r] * n + r]);
         }
+        wk[(size_t)i * P + c] = works;
+      }
+    for (uint32_t i = 0; i < n && !x->over; i++)
+      for (uint32_t c = 0; c < P && !x->over; c++) {
+        uint32_t works = wk[(size_t)i * P + c];
         if (!works) continue;
         x->chan = c;
-        x->flow_bps = flow_bps / works; /* the CTA's warps, split among the batch's works */
         x->net_bps = net_bps / works;
         uint32_t after = join[(size_t)i * P + c];
         for (uint32_t r = r0; r < r1; r++) {
@@ -205,6 +236,8 @@ void fab_coll__pairwise_nccl(Ex *x, const Groups *dom, uint64_t bytes) {
           if (to == i || p >= np) continue;
           uint64_t b = fab_coll__part(x, fab_coll__a2a_block(x, bytes, i, to), np, p);
           if (b == 0) continue;
+          bool both_s = p < s.nsend[(size_t)s.recv[(size_t)i * n + r] * n + r], both_r = p < s.nsend[(size_t)to * n + r];
+          x->flow_bps = p2p_rate(flow_bps, works, both_s, wk[(size_t)to * P + c], both_r); /* the CTA's warps */
           unsigned first = F_READY | (after == FAB_OP_NONE ? F_LAUNCH : 0);
           last[((size_t)i * P2P_BATCH + (r - r0)) * P + c] = part_stream(x, i, to, b, after, first);
         }
@@ -230,11 +263,24 @@ void fab_coll__pairwise_nccl(Ex *x, const Groups *dom, uint64_t bytes) {
       }
   }
   g_array_free(deps, TRUE);
+  g_free(wk);
   g_free(join);
   g_free(last);
   g_free(s.send);
   g_free(s.recv);
   g_free(s.nsend);
+}
+
+/* Rank k's works on channel c in batch b of send-recv (rs: each rank's
+** send round; its receive's is its sender's), `both`: one holds a send and
+** a receive. */
+static uint32_t sr_works(const Sched *s, bool multi, const uint32_t *rs, uint32_t np, uint32_t b, uint32_t k,
+                         uint32_t c, bool *both) {
+  uint32_t r_s = rs[k], r_r = rs[(k + s->n - 1) % s->n];
+  bool on_s = r_s / P2P_BATCH == b && part_on(s, multi, r_s, c) < np;
+  bool on_r = r_r / P2P_BATCH == b && part_on(s, multi, r_r, c) < np;
+  *both = on_s && on_r && r_s == r_r;
+  return on_s + (on_r && !*both);
 }
 
 /* Send-recv (rank i to i + 1) on the same schedule, without its n x n
@@ -291,8 +337,11 @@ void fab_coll__send_recv(Ex *x, const Groups *dom, uint64_t bytes) {
         bool on_s = snd && part_on(&s, multi, r_s, c) < np, on_r = rcv && part_on(&s, multi, r_r, c) < np;
         uint32_t works = on_s + (on_r && !(on_s && r_r == r_s)); /* a round's send and receive: one work */
         if (!works || !on_s) continue;
+        bool both_r;
+        uint32_t works_r = sr_works(&s, multi, rs, np, b, (i + 1) % n, c, &both_r); /* the receiver's */
         x->chan = c;
-        x->flow_bps = flow_bps / works, x->net_bps = net_bps / works;
+        x->flow_bps = p2p_rate(flow_bps, works, on_r && r_r == r_s, works_r, both_r); /* the CTA's warps */
+        x->net_bps = net_bps / works;
         uint32_t after = join[(size_t)i * P + c];
         uint64_t part = fab_coll__part(x, bytes, np, part_on(&s, multi, r_s, c));
         if (part) last[(size_t)i * P + c] = part_stream(x, i, (i + 1) % n, part, after,

@@ -335,7 +335,8 @@ uint32_t fab_coll__flow(Ex *x, uint32_t s, uint32_t r, uint64_t payload, unsigne
              .coll = x->coll, .bytes = wire_bytes(x->proto, payload), .start = c->start,
              .pre = fab_coll__hop_lat(x, s, r, flags),
              .post = (flags & F_REDUCE) ? fab_coll__reduce_ps(x, payload) : 0, .rank_bps = x->cap_bps,
-             .max_bps = net && x->net_bps && fab_coll__node(x, s) != fab_coll__node(x, r) ? x->net_bps : x->flow_bps,
+             .max_bps = net && x->net_bps && fab_coll__node(x, s) != fab_coll__node(x, r) && (!x->flow_bps || x->net_bps < x->flow_bps)
+                        ? x->net_bps : x->flow_bps, /* the lower: a p2p op's warps may be */
              .lane = net ? chan_lane(x) : 0, .mark = rdv ? FAB_FLOW_RDV : 0};
   uint32_t id = fab_coll__add_op(x, &o, s, r, all, n, flags);
   if (all != buf) g_free(all);
