@@ -797,7 +797,8 @@ static uint32_t rev2(uint32_t v) { return ((v & 1) << 1) | ((v >> 1) & 1); } /* 
 /* The warps a p2p work's receive gets when its channel holds `works` works
 ** of a batch, each with a send and a receive (src/device/sendrecv.h, on
 ** paper): 20 warps / works = 20, 10, 6, 5, 4, 3, 2, 2 a work; the receive
-** (w - 1) / 2 of them from 5 up, w / 2 below; the send one more from 5 up. */
+** (w - 1) / 2 of them from 5 up, w / 2 below; the send one more from 5 up,
+** less the warp a Simple send of 3 or more gives to sync: as many. */
 static const uint32_t recv_warps[9] = {0, 9, 4, 2, 2, 2, 1, 1, 1};
 
 /* All-to-all as NCCL schedules its sends and receives (coll_p2p.c), on 4
@@ -1124,6 +1125,34 @@ Test(sendrecv, a_p2p_works_warps_set_its_rate) {
       bytes += o->bytes;
     }
     cr_assert_eq(bytes, S);
+  }
+  fab_dag_free(d);
+}
+
+/* Send-recv over two nodes of 8 GPUs: the hop across nodes (7 -> 8, and
+** 15 -> 0) is round 9, in the second batch, where neither end has another
+** op, so it is a lone send and a lone receive, each one work. NCCL cuts a
+** work of 20 warps to its send and receive's 10 + 9 = 19, and a lone op
+** takes them all; a Simple send of 3 warps or more gives one to sync
+** (src/device/sendrecv.h, src/device/prims_simple.h): 18 data warps at
+** the sender, 19 at the receiver, 18/16 of the Simple channel's rate (with
+** the network's channel rate raised out of the way). The hops inside a
+** node hold a send and a receive of round 1 at one end: 9 warps. */
+Test(sendrecv, a_lone_send_gets_the_cut_warps_less_its_sync_warp) {
+  uint32_t n = 16, e[MAXR], out[MAXR * 8];
+  FabCollEnv env = gpus(2, 8);
+  env.costs.channel_net_bps = env.costs.channel_bps[2] * 4;
+  FabCollSpec s = spec(FAB_COLL_SEND_RECV, FAB_ALGO_RING, 64ull << 20, n);
+  s.channels = 32;
+  int32_t coll;
+  FabDag *d = expand(&env, &s, e, &coll);
+  check_dag(d, &env, &s, coll, e);
+  for (uint32_t i = 0; i < n; i++) {
+    uint32_t no = flows_of(d, i, true, out), across = i % 8 == 7;
+    cr_assert_gt(no, 0);
+    for (uint32_t k = 0; k < no; k++)
+      cr_assert_eq(op_at(d, out[k])->max_bps, env.costs.channel_bps[2] / 16 * (across ? 18 : 9),
+                   "rank %u: %s", i, across ? "a lone send: 18 warps of 16" : "9 warps of 16");
   }
   fab_dag_free(d);
 }

@@ -30,18 +30,22 @@
 #define P2P_BATCH 8u      /* NCCL_MAX_DEV_WORK_P2P_PER_BATCH (src/include/device.h) */
 #define P2P_LL_MAX 16384u /* NCCL_P2P_LL_THRESHOLD: LL up to this many bytes a channel (src/enqueue.cc) */
 #define P2P_WARPS 20u     /* a p2p CTA: NCCL_MAX_NTHREADS 640 (src/include/device.h, scheduleP2pTasksToPlan) */
+#define P2P_SYNC_WARPS 3u /* NCCL_SIMPLE_EXTRA_GROUP_IF_NTHREADS_GE / WARP_SIZE (src/include/device.h) */
 #define RING_WARPS 16u    /* a Simple ring CTA's data warps: NCCL_SIMPLE_MAX_NTHREADS 512 (its sync warp aside) */
 
-/* The warps a work of a p2p batch of `works` gives its send (or its
-** receive), `both`: the work has both (src/device/sendrecv.h): the CTA's
-** warps evenly over the works; of a work's w, the receive (w - 1) / 2 and
-** the send one more (from 4 down, w / 2 each, leaving a warp idle); a lone
-** send or receive takes all w. */
+/* The data warps a work of a p2p batch of `works` gives its send (or its
+** receive), `both`: the work has both (src/device/sendrecv.h). The CTA's
+** warps go evenly over the works, w each; the receive gets (w - 1) / 2
+** and the send one more (w of 4 or fewer: w / 2 each), and a work is cut
+** to the two together, so an odd w of 3 and an even w above 4 leave a warp
+** idle; a lone send or receive takes the cut w. A Simple send of 3 warps
+** or more gives one to sync (src/device/prims_simple.h, nworkers;
+** NCCL_SIMPLE_EXTRA_GROUP_IF_NTHREADS_GE, src/include/device.h). */
 static uint32_t p2p_warps(uint32_t works, bool send, bool both) {
   uint32_t w = MIN(P2P_WARPS / MAX(works, 1u), 32u);
-  if (!both) return w;
-  uint32_t rw = w <= 4 ? w / 2 : (w - 1) / 2;
-  return send && w > 4 ? rw + 1 : rw;
+  uint32_t rw = w <= 4 ? w / 2 : (w - 1) / 2, sw = w <= 4 ? rw : rw + 1;
+  uint32_t n = both ? (send ? sw : rw) : sw + rw;
+  return send && n >= P2P_SYNC_WARPS ? n - 1 : n;
 }
 
 /* An op's data rate on its channel: the Simple channel's (a ring CTA's, the
@@ -271,16 +275,22 @@ void fab_coll__pairwise_nccl(Ex *x, const Groups *dom, uint64_t bytes) {
   g_free(s.nsend);
 }
 
-/* Rank k's works on channel c in batch b of send-recv (rs: each rank's
-** send round; its receive's is its sender's), `both`: one holds a send and
-** a receive. */
-static uint32_t sr_works(const Sched *s, bool multi, const uint32_t *rs, uint32_t np, uint32_t b, uint32_t k,
-                         uint32_t c, bool *both) {
+/* Rank k's part of channel c in batch b of send-recv (rs: each rank's
+** send round; its receive's is its sender's): whether its send and its
+** receive are on it, whether they are one work (the same round), and its
+** works there. */
+typedef struct {
+  bool on_s, on_r, both;
+  uint32_t works;
+} SrWork;
+
+static SrWork sr_work(const Sched *s, bool multi, const uint32_t *rs, uint32_t np, uint32_t b, uint32_t k, uint32_t c) {
   uint32_t r_s = rs[k], r_r = rs[(k + s->n - 1) % s->n];
-  bool on_s = r_s / P2P_BATCH == b && part_on(s, multi, r_s, c) < np;
-  bool on_r = r_r / P2P_BATCH == b && part_on(s, multi, r_r, c) < np;
-  *both = on_s && on_r && r_s == r_r;
-  return on_s + (on_r && !*both);
+  SrWork w = {.on_s = r_s / P2P_BATCH == b && part_on(s, multi, r_s, c) < np,
+              .on_r = r_r / P2P_BATCH == b && part_on(s, multi, r_r, c) < np};
+  w.both = w.on_s && w.on_r && r_s == r_r;
+  w.works = w.on_s + (w.on_r && !w.both);
+  return w;
 }
 
 /* Send-recv (rank i to i + 1) on the same schedule, without its n x n
@@ -331,17 +341,14 @@ void fab_coll__send_recv(Ex *x, const Groups *dom, uint64_t bytes) {
   uint64_t flow_bps = x->flow_bps, net_bps = x->net_bps;
   for (uint32_t b = 0; b < nb && !x->over; b++) {
     for (uint32_t k = bo[b]; k < bo[b + 1] && !x->over; k++) {
-      uint32_t i = br[k], r_s = rs[i], r_r = rs[(i + n - 1) % n];
-      bool snd = r_s / P2P_BATCH == b, rcv = r_r / P2P_BATCH == b;
+      uint32_t i = br[k], r_s = rs[i];
       for (uint32_t c = 0; c < P && !x->over; c++) {
-        bool on_s = snd && part_on(&s, multi, r_s, c) < np, on_r = rcv && part_on(&s, multi, r_r, c) < np;
-        uint32_t works = on_s + (on_r && !(on_s && r_r == r_s)); /* a round's send and receive: one work */
-        if (!works || !on_s) continue;
-        bool both_r;
-        uint32_t works_r = sr_works(&s, multi, rs, np, b, (i + 1) % n, c, &both_r); /* the receiver's */
+        SrWork me = sr_work(&s, multi, rs, np, b, i, c);
+        if (!me.on_s) continue;
+        SrWork to = sr_work(&s, multi, rs, np, b, (i + 1) % n, c); /* the receiver's */
         x->chan = c;
-        x->flow_bps = p2p_rate(flow_bps, works, on_r && r_r == r_s, works_r, both_r); /* the CTA's warps */
-        x->net_bps = net_bps / works;
+        x->flow_bps = p2p_rate(flow_bps, me.works, me.both, to.works, to.both); /* the CTA's warps */
+        x->net_bps = net_bps / me.works;
         uint32_t after = join[(size_t)i * P + c];
         uint64_t part = fab_coll__part(x, bytes, np, part_on(&s, multi, r_s, c));
         if (part) last[(size_t)i * P + c] = part_stream(x, i, (i + 1) % n, part, after,
@@ -351,16 +358,15 @@ void fab_coll__send_recv(Ex *x, const Groups *dom, uint64_t bytes) {
     x->flow_bps = flow_bps, x->net_bps = net_bps;
     if ((b + 1) * P2P_BATCH >= n) break; /* the phase's end waits for the last batches */
     for (uint32_t k = bo[b]; k < bo[b + 1] && !x->over; k++) { /* each channel's join, as pairwise_nccl's */
-      uint32_t i = br[k], from = (i + n - 1) % n, r_s = rs[i], r_r = rs[from];
-      bool snd = r_s / P2P_BATCH == b, rcv = r_r / P2P_BATCH == b;
+      uint32_t i = br[k], from = (i + n - 1) % n;
       for (uint32_t c = 0; c < P && !x->over; c++) {
-        bool on_s = snd && part_on(&s, multi, r_s, c) < np, on_r = rcv && part_on(&s, multi, r_r, c) < np;
-        if (!on_s && !on_r) continue;
+        SrWork me = sr_work(&s, multi, rs, np, b, i, c);
+        if (!me.on_s && !me.on_r) continue;
         uint32_t deps[3], nd = 0, out = last[(size_t)i * P + c], in = last[(size_t)from * P + c];
-        bool in_first = r_r < r_s; /* in round order */
-        if (in_first && on_r && in != FAB_OP_NONE) deps[nd++] = in;
-        if (on_s && out != FAB_OP_NONE) deps[nd++] = out | FAB_DEP_SENT;
-        if (!in_first && on_r && in != FAB_OP_NONE && from != i) deps[nd++] = in;
+        bool in_first = rs[from] < rs[i]; /* in round order */
+        if (in_first && me.on_r && in != FAB_OP_NONE) deps[nd++] = in;
+        if (me.on_s && out != FAB_OP_NONE) deps[nd++] = out | FAB_DEP_SENT;
+        if (!in_first && me.on_r && in != FAB_OP_NONE && from != i) deps[nd++] = in;
         if (join[(size_t)i * P + c] != FAB_OP_NONE) deps[nd++] = join[(size_t)i * P + c];
         join[(size_t)i * P + c] = fab_coll__mark_op(x, i, FAB_MARK_JOIN, deps, nd);
       }

@@ -52,7 +52,8 @@ static void explain_nccl(const FabNcclCosts *k, GString *s) {
   g_string_append_printf(s, "nccl       channel_share %s: a ring channel (Simple, LL128) %s; fence %s: a Simple slice over "
                          "NVLink %s; a p2p op (all-to-all, send-recv) moves at the Simple rate / 16 warps x the warps "
                          "NCCL's p2p kernel gives its send and its receive, the fewer (20 over the works of a batch: "
-                         "9 of 16 for one work a channel)\n", k->channel_share ? "on" : "off",
+                         "9 of 16 for one work a channel; a lone send or receive the two's together, 19; a Simple send "
+                         "one less, its sync warp)\n", k->channel_share ? "on" : "off",
                          k->channel_share ? "moves at most its share of the rings' bandwidth as NCCL's search sets it "
                                             "(the rings' speed x their count / the channels launched; rings inside "
                                             "one NVLink domain, not RCCL's mesh rings), under the ceilings above, "
