@@ -8,6 +8,9 @@
   H100 and a later generation, one node and several, over InfiniBand and
   RoCE, allreduce, allgather, reduce-scatter and all-to-all, bandwidth and
   latency, and SHARP in the switches;
+- README's `$ tools/validate` example is this run's console table, line for
+  line (tests/test_readme.py leaves that one example to this test, so the
+  suite runs once);
 - the check can fail: a case whose measured value is moved out of tolerance
   makes validate.py --check exit 1, and a typo in a case's key is bad input
   (exit 2, a message naming the case and the key).
@@ -40,7 +43,14 @@ class TestValidation(unittest.TestCase):
     def setUpClass(cls):
         with open(CASES) as f:
             cls.cases = yaml.safe_load(f)["cases"]
-        p = validate("--check", "--json")
+        fd, table = tempfile.mkstemp(suffix=".txt", prefix="fabsim-validate-")
+        os.close(fd)
+        try:
+            p = validate("--check", "--json", "--table", table)
+            with open(table, encoding="utf-8") as f:
+                cls.table = f.read().splitlines()
+        finally:
+            os.unlink(table)
         cls.rc, cls.out, cls.err = p.returncode, p.stdout, p.stderr
         cls.report = json.loads(p.stdout) if p.stdout.strip() else None
 
@@ -76,6 +86,17 @@ class TestValidation(unittest.TestCase):
         # SHARP in the switches: a measured in-network run is counted (CoreWeave's CollNet Chain)
         sharp = [c for c in counted if "fabric.switch.sharp.enabled=true" in c.get("set", [])]
         self.assertGreaterEqual(len(sharp), 1)
+
+    def test_readme_prints_this_table(self):
+        with open(os.path.join(SRC, "README.md"), encoding="utf-8") as f:
+            text = f.read().splitlines()
+        at = [i for i, line in enumerate(text) if line.rstrip() == "$ tools/validate"]
+        self.assertEqual(len(at), 1, "README has one `$ tools/validate` example")
+        end = next(i for i in range(at[0] + 1, len(text)) if text[i].startswith("```"))
+        printed = [line.rstrip() for line in text[at[0] + 1:end]]
+        self.assertGreater(len(self.table), 25)
+        self.assertEqual(printed, [line.rstrip() for line in self.table],
+                         "README.md:%d: `tools/validate` prints otherwise; paste its table" % (at[0] + 1))
 
     def test_known_misses_say_why(self):
         for c in self.cases:

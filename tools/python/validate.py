@@ -104,6 +104,35 @@ def size_str(b):
     return f"{b} B"
 
 
+def table(cases, results, bw, lat, mae, mae_all, bad):
+    """The console table, line by line, as `tools/validate` prints it."""
+    out = [f"{'case':<22} {'op':<15} {'size':>9} {'metric':<10} {'measured':>9} {'fabsim':>9} {'error':>8}  "
+           f"{'status':<7} {'algorithm':<20} hardware (source)"]
+    for c, r in zip(cases, results):
+        unit = "GB/s" if c["metric"] == "busbw" else "us"
+        sim = f"{r['sim']:.2f}" if r.get("sim") is not None else "-"
+        err = f"{100 * r['err']:+.1f}%" if r.get("err") is not None else "-"
+        algo = f"{r['algorithm']}/{r['protocol']}" if "algorithm" in r else r.get("error", "")[:60]
+        out.append(f"{c['id']:<22} {c['op']:<15} {size_str(c['size']):>9} {c['metric'] + ' ' + unit:<10} "
+                   f"{float(c['measured']):>9.2f} {sim:>9} {err:>8}  {r['status']:<7} {algo:<20} "
+                   f"{c['hardware']} ({c['source']})")
+    nbw_in = sum(1 for _, r in bw if r["inside"])
+    nlat_in = sum(1 for _, r in lat if r["inside"])
+    ncal = sum(1 for r in results if r["status"] == "calib")
+    nknown = sum(1 for r in results if r["status"] == "known")
+    out.append(f"bandwidth: {nbw_in} of {len(bw)} within 10%, mean |error| {100 * mae:.1f}% (limit 5%); "
+               f"latency: {nlat_in} of {len(lat)} within 25% or 3 us; {ncal} calibration, {nknown} known misses")
+    out.append(f"all {len(every_bw(cases, results))} bandwidth cases, known misses included: mean |error| "
+               f"{100 * mae_all:.1f}%")
+    if bad:
+        out.append("failed: " + ", ".join(bad))
+    return out
+
+
+def every_bw(cases, results):
+    return [r for c, r in zip(cases, results) if c["metric"] == "busbw" and r.get("err") is not None]
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--fabsim", default=os.path.join(ROOT, "build", "fabsim"))
@@ -112,6 +141,7 @@ def main():
     ap.add_argument("--only", default="")
     ap.add_argument("--check", action="store_true")
     ap.add_argument("--json", action="store_true")
+    ap.add_argument("--table", default="", help="also write the console table to this file")
     a = ap.parse_args()
     cases = load(a.cases)
     if a.only:
@@ -123,35 +153,21 @@ def main():
     bw = [(c, r) for c, r in zip(cases, results) if c["metric"] == "busbw" and r["status"] in ("ok", "OUT")]
     lat = [(c, r) for c, r in zip(cases, results) if c["metric"] == "time" and r["status"] in ("ok", "OUT")]
     mae = sum(abs(r["err"]) for _, r in bw) / len(bw) if bw else 0.0
-    every = [r for c, r in zip(cases, results) if c["metric"] == "busbw" and r.get("err") is not None]
+    every = every_bw(cases, results)
     mae_all = sum(abs(r["err"]) for r in every) / len(every) if every else 0.0
     bad = [c["id"] for c, r in zip(cases, results) if r["status"] in ("OUT", "ERROR", "NOW-INSIDE")]
     if mae > 0.05:
         bad.append("bandwidth mean absolute error above 5%")
+    lines = table(cases, results, bw, lat, mae, mae_all, bad)
+    if a.table:  # the console table to a file as well (tests/test_validation.py compares README's with it)
+        with open(a.table, "w", encoding="utf-8") as f:
+            f.write("\n".join(lines) + "\n")
     if a.json:
         out = [dict(id=c["id"], measured=c["measured"], metric=c["metric"], **{k: v for k, v in r.items()})
                for c, r in zip(cases, results)]
         print(json.dumps({"cases": out, "bandwidth_mae": mae, "bandwidth_mae_all": mae_all, "failed": bad}, indent=1))
     else:
-        print(f"{'case':<22} {'op':<15} {'size':>9} {'metric':<10} {'measured':>9} {'fabsim':>9} {'error':>8}  "
-              f"{'status':<7} {'algorithm':<20} hardware (source)")
-        for c, r in zip(cases, results):
-            unit = "GB/s" if c["metric"] == "busbw" else "us"
-            sim = f"{r['sim']:.2f}" if r.get("sim") is not None else "-"
-            err = f"{100 * r['err']:+.1f}%" if r.get("err") is not None else "-"
-            algo = f"{r['algorithm']}/{r['protocol']}" if "algorithm" in r else r.get("error", "")[:60]
-            print(f"{c['id']:<22} {c['op']:<15} {size_str(c['size']):>9} {c['metric'] + ' ' + unit:<10} "
-                  f"{float(c['measured']):>9.2f} {sim:>9} {err:>8}  {r['status']:<7} {algo:<20} "
-                  f"{c['hardware']} ({c['source']})")
-        nbw_in = sum(1 for _, r in bw if r["inside"])
-        nlat_in = sum(1 for _, r in lat if r["inside"])
-        ncal = sum(1 for r in results if r["status"] == "calib")
-        nknown = sum(1 for r in results if r["status"] == "known")
-        print(f"bandwidth: {nbw_in} of {len(bw)} within 10%, mean |error| {100 * mae:.1f}% (limit 5%); "
-              f"latency: {nlat_in} of {len(lat)} within 25% or 3 us; {ncal} calibration, {nknown} known misses")
-        print(f"all {len(every)} bandwidth cases, known misses included: mean |error| {100 * mae_all:.1f}%")
-        if bad:
-            print("failed: " + ", ".join(bad))
+        print("\n".join(lines))
     return 1 if (a.check and bad) else 0
 
 
