@@ -1157,6 +1157,54 @@ Test(sendrecv, a_lone_send_gets_the_cut_warps_less_its_sync_warp) {
   fab_dag_free(d);
 }
 
+/* NCCL counts a GPU's NICs for p2p at the GPU-to-NIC path's rate, the
+** lower of the NIC's and PCIe's (src/graph/topo.cc getLocalNetCountByBw,
+** NCCL's PCIe: 3/4 of signalling, Gen5 x16 48 GB/s, Gen4 x16 24): a 400
+** Gb/s NIC behind Gen5 gives 48 / 14 -> 4 channels a peer, behind Gen4 24
+** / 14 -> 2. Two ranks on 4 p2p channels: the op takes them all. */
+Test(sendrecv, pcie_caps_the_channels_a_network_peer_gets) {
+  static const uint64_t gts[] = {32000000000ull, 16000000000ull};
+  static const uint32_t want[] = {4, 2};
+  for (size_t z = 0; z < 2; z++) {
+    uint32_t n = 2, e[MAXR], out[MAXR * 8];
+    FabCollEnv env = gpus(2, 1);
+    env.pcie_bps = gts[z] * 16 * 128 / 130;
+    FabCollSpec s = spec(FAB_COLL_SEND_RECV, FAB_ALGO_RING, 64ull << 20, n);
+    s.channels = 4;
+    int32_t coll;
+    FabDag *d = expand(&env, &s, e, &coll);
+    check_dag(d, &env, &s, coll, e);
+    for (uint32_t i = 0; i < n; i++) {
+      uint32_t no = flows_of(d, i, true, out), lanes = 0;
+      for (uint32_t k = 0; k < no; k++) lanes |= 1u << (op_at(d, out[k])->lane - 1);
+      cr_assert_eq((uint32_t)__builtin_popcount(lanes), want[z], "Gen%d: %u channels a peer", z ? 4 : 5, want[z]);
+    }
+    fab_dag_free(d);
+  }
+}
+
+/* NCCL's p2p step across nodes is 128 KiB, twice on Grace Blackwell (Arm
+** hosts of sm100, src/init.cc), and the chunk a quarter of it for an op
+** under one step, half under 8 (src/enqueue.cc): send-recv of 64 MiB, 1
+** MiB and 64 KiB over two nodes. */
+Test(sendrecv, the_p2p_chunk_across_nodes_by_host) {
+  static const uint64_t S[] = {64ull << 20, 1ull << 20, 64ull << 10};
+  for (int arm = 0; arm < 2; arm++)
+    for (size_t z = 0; z < 3; z++) {
+      uint32_t e[MAXR];
+      FabCollEnv env = gpus(2, 4);
+      if (arm) env.sm = 100, env.cpu = FAB_COLL_CPU_ARM;
+      FabCollSpec s = spec(FAB_COLL_SEND_RECV, FAB_ALGO_RING, S[z], 8);
+      s.channels = 8;
+      int32_t coll;
+      FabDag *d = expand(&env, &s, e, &coll);
+      uint64_t step = arm ? 262144 : 131072, want = S[z] < step ? step / 4 : S[z] < 8 * step ? step / 2 : step;
+      cr_assert_eq(g_array_index(d->colls, FabCollDef, coll).chunk, want, "%s, %lu B", arm ? "Arm sm100" : "x86",
+                   (unsigned long)S[z]);
+      fab_dag_free(d);
+    }
+}
+
 /* Send-recv's own expansion (coll_p2p.c, no n x n tables) makes what the
 ** all-to-all schedule makes for the same ops: an all-to-all whose counts
 ** send `bytes` from each rank to the next and nothing else gives the same

@@ -418,12 +418,19 @@ uint32_t fab_coll__auto_channels(const Topo *t, FabCollAlgo a, FabProto p, uint6
   return C;
 }
 
+/* NCCL's p2p step across nodes: NCCL_P2P_NET_CHUNKSIZE 128 KiB, twice on
+** Arm hosts of sm100 (src/init.cc: Grace Blackwell's 4 GPUs a host). */
+static uint64_t p2p_net_step(const Topo *t) {
+  return t->cpu == FAB_COLL_CPU_ARM && t->arch->sm >= 100 ? 262144 : 131072;
+}
+
 /* NCCL's p2p channels (src/graph/paths.cc ncclTopoComputeP2pChannels,
 ** ncclTopoGetNchannels; src/init.cc computeBuffSizes). The p2p channels:
 ** the launched channels (or the user's), rounded up to a power of two. Per
 ** peer: over NVLink 2 x the path's NVLink links (its bandwidth over one
 ** link's, topo.h SM80/SM90/SM100_NVLINK_BW 20, 20.6, 40.1 GB/s), over PCIe
-** 2, over the network the GPU's NICs or their bandwidth / 14 GB/s
+** 2, over the network the GPU's NICs or their bandwidth / 14 GB/s (each
+** NIC at the lower of its rate and PCIe's, counted until they reach PCIe's)
 ** (NCCL_P2P_PER_CHANNEL_NET_BW), whichever is more; the fewest over the
 ** peers, rounded up to a power of two; across domains halved while it
 ** times the groups of 8 peers exceeds the p2p channels. The step
@@ -447,8 +454,11 @@ void fab_coll__p2p_setup(Ex *x, const Topo *t, uint32_t user) {
     uint32_t kn = 2;
     while (kn > 1 && (uint64_t)kn * t->n > 4ull * P) kn /= 2;
     k = MIN(k, MAX(nets, kn));
-  } else if (multi) {
-    k = MIN(k, MAX(nets, (uint32_t)fab_coll__ceil_div((uint64_t)(nets * t->nic + 1e-9), 14))); /* (int)netBw */
+  } else if (multi) { /* getLocalNetCountByBw (src/graph/topo.cc): the GPU's NICs at the GPU-to-NIC path's rate,
+                       ** the lower of NIC and PCIe, counted until they reach the GPU's PCIe rate */
+    double path = t->pci > 0 ? MIN(t->pci, t->nic) : t->nic;
+    uint32_t cnt = t->pci > 0 ? MIN(nets, MAX(1u, (uint32_t)ceil(t->pci / path - 1e-9))) : nets;
+    k = MIN(k, MAX(cnt, (uint32_t)fab_coll__ceil_div((uint64_t)(cnt * path + 1e-9), 14))); /* (int)netBw */
   }
   uint32_t K = 1;
   while (K < k) K <<= 1;
@@ -459,8 +469,7 @@ void fab_coll__p2p_setup(Ex *x, const Topo *t, uint32_t user) {
   x->p2p_multi = multi;
   x->p2p_net = multi || t->ppn < 2;
   x->p2p_fit = multi && !rccl;
-  x->p2p_step = multi ? (t->cpu == FAB_COLL_CPU_ARM && t->arch->sm >= 100 ? 262144 : 131072)
-                      : t->nvl > 0 ? 524288 : 131072;
+  x->p2p_step = multi ? p2p_net_step(t) : t->nvl > 0 ? 524288 : 131072;
 }
 
 /* A ring channel's ceiling over NVLink (wire bits/s): its share of the
@@ -561,10 +570,10 @@ uint64_t fab_coll__default_chunk(Ex *x, const Topo *t) {
   }
   if (x->algo == FAB_ALGO_PAT) return 524288;
   /* p2p: NCCL_P2P_NVL_CHUNKSIZE 512 KiB inside one NVLink domain, else
-  ** NCCL_P2P_NET_CHUNKSIZE 128 KiB (a quarter below one chunk, half below 8) */
+  ** the network's step (a quarter below one step, half below 8) */
   if (t->domains == 1) return 524288;
-  uint64_t per = op == FAB_COLL_SEND_RECV ? x->c->bytes : x->c->bytes / MAX(t->n, 1u); /* an op's bytes */
-  return per < 131072 ? 32768 : per < 8 * 131072 ? 65536 : 131072;
+  uint64_t per = op == FAB_COLL_SEND_RECV ? x->c->bytes : x->c->bytes / MAX(t->n, 1u), step = p2p_net_step(t);
+  return per < step ? step / 4 : per < 8 * step ? step / 2 : step;
 }
 
 /* ------------------------------------------------------------------------ */
