@@ -1205,6 +1205,45 @@ Test(sendrecv, the_p2p_chunk_across_nodes_by_host) {
     }
 }
 
+/* NCCL cuts a p2p op's step (128 KiB across nodes) only on a network
+** connection, and by that op's own size (src/enqueue.cc addP2pToPlan): on 2
+** nodes of 4, an all-to-all of 64 KiB blocks crosses the network in 32 KiB
+** pieces and NVLink in one 64 KiB piece; rank 0's 2 MiB block to rank 4
+** goes in 128 KiB pieces though the average block is small. A chunk the
+** user sets holds for every op. */
+Test(alltoall, each_p2p_op_is_cut_by_its_own_size_on_the_network_only) {
+  uint32_t n = 8;
+  uint64_t *counts = g_new(uint64_t, (size_t)n * n);
+  for (uint32_t k = 0; k < n * n; k++) counts[k] = 65536;
+  counts[4] = 2 << 20; /* rank 0 to rank 4 */
+  FabCollEnv env = gpus(2, 4);
+  for (int user = 0; user < 2; user++) {
+    FabCollSpec s = spec(FAB_COLL_ALL_TO_ALL, FAB_ALGO_PAIRWISE, 0, n);
+    s.counts = counts, s.channels = 8, s.chunk = user ? 16384 : 0;
+    for (uint32_t k = 0; k < n * n; k++) s.bytes += counts[k];
+    s.bytes /= n;
+    FabDag *d = expand(&env, &s, NULL, NULL);
+    uint64_t big[MAXR * MAXR] = {0}, pieces[MAXR * MAXR] = {0};
+    for (uint32_t k = 0; k < fab_dag_len(d); k++) {
+      const FabOp *o = op_at(d, k);
+      if (!is_flow(o) || o->src == o->dst) continue;
+      big[o->src * n + o->dst] = MAX(big[o->src * n + o->dst], o->bytes);
+      pieces[o->src * n + o->dst]++;
+    }
+    for (uint32_t i = 0; i < n; i++)
+      for (uint32_t j = 0; j < n; j++) {
+        if (i == j) continue;
+        bool net = i / 4 != j / 4;
+        uint64_t want = user ? 16384 : i == 0 && j == 4 ? 131072 : net ? 32768 : 65536;
+        cr_assert_eq(big[i * n + j], want, "%s: %u -> %u: pieces of %lu B", user ? "user's chunk" : "NCCL's", i, j,
+                     (unsigned long)big[i * n + j]);
+        cr_assert_eq(pieces[i * n + j], counts[i * n + j] / want, "%u -> %u", i, j);
+      }
+    fab_dag_free(d);
+  }
+  g_free(counts);
+}
+
 /* Send-recv's own expansion (coll_p2p.c, no n x n tables) makes what the
 ** all-to-all schedule makes for the same ops: an all-to-all whose counts
 ** send `bytes` from each rank to the next and nothing else gives the same

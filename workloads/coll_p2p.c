@@ -168,16 +168,29 @@ static uint32_t part_on(const Sched *s, bool multi, uint32_t r, uint32_t c) {
   return (c - round_base(s, multi, r)) & (s->P - 1);
 }
 
+/* The pieces of an op of `bytes` from s to r (enqueue.cc addP2pToPlan):
+** the step, which NCCL cuts for a network connection only, by the op's own
+** size; a chunk the user set, or one raised to stay within the operations
+** cap, for every op. */
+static uint64_t op_chunk(const Ex *x, uint32_t s, uint32_t r, uint64_t bytes) {
+  if (!x->p2p_def || x->c->chunk || x->chunk != x->p2p_def) return x->chunk;
+  uint64_t step = x->p2p_step;
+  if (fab_coll__node(x, s) == fab_coll__node(x, r) || fab_coll__same_domain(x->env, x->ep[s], x->ep[r]))
+    return step; /* NVLink or PCIe: NCCL's p2p transport */
+  return bytes < step ? step / 4 : bytes < 8 * step ? step / 2 : step;
+}
+
 /* One part's pieces from s to r, at most x->window in flight, the first
 ** after `after` (a batch's join); returns the last piece. */
-static uint32_t part_stream(Ex *x, uint32_t s, uint32_t r, uint64_t bytes, uint32_t after, unsigned first) {
+static uint32_t part_stream(Ex *x, uint32_t s, uint32_t r, uint64_t bytes, uint64_t chunk, uint32_t after,
+                            unsigned first) {
   uint32_t last = FAB_OP_NONE, W = x->window, *won = g_new(uint32_t, W);
-  for (uint64_t j = 0, np = fab_coll__ceil_div(bytes, x->chunk); j < np && !x->over; j++) {
+  for (uint64_t j = 0, np = fab_coll__ceil_div(bytes, chunk); j < np && !x->over; j++) {
     uint32_t deps[1], nd = 0;
     if (j == 0 && after != FAB_OP_NONE) deps[nd++] = after;
     if (j > 0) deps[nd++] = last | FAB_DEP_SENT;
     x->slot = j >= W ? won[j % W] : FAB_OP_NONE;
-    last = fab_coll__flow(x, s, r, fab_coll__piece_size(bytes, x->chunk, j), j == 0 ? first : 0, deps, nd);
+    last = fab_coll__flow(x, s, r, fab_coll__piece_size(bytes, chunk, j), j == 0 ? first : 0, deps, nd);
     won[j % W] = last;
   }
   g_free(won);
@@ -238,12 +251,13 @@ void fab_coll__pairwise_nccl(Ex *x, const Groups *dom, uint64_t bytes) {
         for (uint32_t r = r0; r < r1; r++) {
           uint32_t to = s.send[(size_t)i * n + r], p = part_on(&s, multi, r, c), np = s.nsend[(size_t)i * n + r];
           if (to == i || p >= np) continue;
-          uint64_t b = fab_coll__part(x, fab_coll__a2a_block(x, bytes, i, to), np, p);
+          uint64_t op = fab_coll__a2a_block(x, bytes, i, to), b = fab_coll__part(x, op, np, p);
           if (b == 0) continue;
           bool both_s = p < s.nsend[(size_t)s.recv[(size_t)i * n + r] * n + r], both_r = p < s.nsend[(size_t)to * n + r];
           x->flow_bps = p2p_rate(flow_bps, works, both_s, wk[(size_t)to * P + c], both_r); /* the CTA's warps */
           unsigned first = F_READY | (after == FAB_OP_NONE ? F_LAUNCH : 0);
-          last[((size_t)i * P2P_BATCH + (r - r0)) * P + c] = part_stream(x, i, to, b, after, first);
+          last[((size_t)i * P2P_BATCH + (r - r0)) * P + c] = part_stream(x, i, to, b, op_chunk(x, i, to, op), after,
+                                                                         first);
         }
       }
     x->flow_bps = flow_bps, x->net_bps = net_bps;
@@ -351,8 +365,8 @@ void fab_coll__send_recv(Ex *x, const Groups *dom, uint64_t bytes) {
         x->net_bps = net_bps / me.works;
         uint32_t after = join[(size_t)i * P + c];
         uint64_t part = fab_coll__part(x, bytes, np, part_on(&s, multi, r_s, c));
-        if (part) last[(size_t)i * P + c] = part_stream(x, i, (i + 1) % n, part, after,
-                                                        F_READY | (after == FAB_OP_NONE ? F_LAUNCH : 0));
+        if (part) last[(size_t)i * P + c] = part_stream(x, i, (i + 1) % n, part, op_chunk(x, i, (i + 1) % n, bytes),
+                                                        after, F_READY | (after == FAB_OP_NONE ? F_LAUNCH : 0));
       }
     }
     x->flow_bps = flow_bps, x->net_bps = net_bps;

@@ -569,11 +569,15 @@ uint64_t fab_coll__default_chunk(Ex *x, const Topo *t) {
     break;
   }
   if (x->algo == FAB_ALGO_PAT) return 524288;
-  /* p2p: NCCL_P2P_NVL_CHUNKSIZE 512 KiB inside one NVLink domain, else
-  ** the network's step (a quarter below one step, half below 8) */
-  if (t->domains == 1) return 524288;
+  /* p2p: NCCL's p2pChunkSize (p2p_setup: 512 KiB in one NVLink domain,
+  ** 128 KiB over PCIe); across domains the network's step, which a network
+  ** connection quarters below one step of its op and halves below 8
+  ** (enqueue.cc): each op by its own size (coll_p2p.c op_chunk), here the
+  ** average op's, which the reports give */
+  if (t->domains == 1) return x->p2p_step ? x->p2p_step : 524288;
   uint64_t per = op == FAB_COLL_SEND_RECV ? x->c->bytes : x->c->bytes / MAX(t->n, 1u), step = p2p_net_step(t);
-  return per < step ? step / 4 : per < 8 * step ? step / 2 : step;
+  x->p2p_def = per < step ? step / 4 : per < 8 * step ? step / 2 : step;
+  return x->p2p_def;
 }
 
 /* ------------------------------------------------------------------------ */
