@@ -1244,6 +1244,50 @@ Test(alltoall, each_p2p_op_is_cut_by_its_own_size_on_the_network_only) {
   g_free(counts);
 }
 
+/* With protocol auto NCCL picks each p2p op's protocol (src/enqueue.cc
+** addP2pToPlan): LL while the op holds at most 16 KiB a channel and its
+** connection has LL buffers, which a network one has not. On 2 nodes of 4,
+** an all-to-all of 8 KiB blocks runs its NVLink ops LL (16 bytes on the
+** wire for 8 of data, LL's step cost) and its network ops Simple; on one
+** node, where one block is 4 MiB, the collective is Simple and its 8 KiB
+** blocks still LL. */
+Test(alltoall, each_p2p_op_picks_its_protocol) {
+  for (int one = 0; one < 2; one++) {
+    uint32_t n = 8;
+    uint64_t *counts = g_new(uint64_t, (size_t)n * n);
+    for (uint32_t k = 0; k < n * n; k++) counts[k] = 8192;
+    if (one) counts[1] = 4 << 20; /* rank 0 to rank 1 */
+    FabCollEnv env = one ? gpus(1, 8) : gpus(2, 4);
+    FabCollSpec s = spec(FAB_COLL_ALL_TO_ALL, FAB_ALGO_PAIRWISE, 0, n);
+    s.counts = counts, s.channels = 8, s.protocol = FAB_PROTO_AUTO;
+    for (uint32_t k = 0; k < n * n; k++) s.bytes += counts[k];
+    s.bytes /= n;
+    int32_t coll;
+    FabDag *d = expand(&env, &s, NULL, &coll);
+    cr_assert_str_eq(g_array_index(d->colls, FabCollDef, coll).protocol, "simple");
+    uint64_t wire[MAXR * MAXR] = {0};
+    fab_time_t pre[MAXR * MAXR] = {0};
+    for (uint32_t k = 0; k < fab_dag_len(d); k++) {
+      const FabOp *o = op_at(d, k);
+      if (!is_flow(o) || o->src == o->dst) continue;
+      wire[o->src * n + o->dst] += o->bytes;
+      pre[o->src * n + o->dst] = MAX(pre[o->src * n + o->dst], o->pre);
+    }
+    for (uint32_t i = 0; i < n; i++)
+      for (uint32_t j = 0; j < n; j++) {
+        if (i == j) continue;
+        bool net = !one && i / 4 != j / 4, ll = counts[i * n + j] == 8192 && !net;
+        cr_assert_eq(wire[i * n + j], (ll ? 2 : 1) * counts[i * n + j], "%s: %u -> %u: %lu B on the wire",
+                     one ? "one node" : "two nodes", i, j, (unsigned long)wire[i * n + j]);
+        fab_time_t step = env.costs.step[ll ? 0 : 2];
+        cr_assert(pre[i * n + j] >= step && pre[i * n + j] <= step + env.costs.launch + net *
+                  fab_coll__net_msg(&env.costs, FAB_PROTO_SIMPLE), "%u -> %u: its step", i, j);
+      }
+    fab_dag_free(d);
+    g_free(counts);
+  }
+}
+
 /* Send-recv's own expansion (coll_p2p.c, no n x n tables) makes what the
 ** all-to-all schedule makes for the same ops: an all-to-all whose counts
 ** send `bytes` from each rank to the next and nothing else gives the same

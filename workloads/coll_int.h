@@ -221,6 +221,8 @@ typedef struct Ex {
   uint32_t p2p_peer;/* all-to-all as NCCL schedules it (coll_p2p.c): channels per peer; x->channels is then NCCL's
                     ** p2p channels */
   uint64_t p2p_step;/* NCCL's p2pChunkSize, which sets how many channels an op takes */
+  uint64_t p2p_ll_bps;/* protocol auto: an LL op's rank ceiling (on the wire), as ops pick LL or Simple one by one
+                    ** (coll_p2p.c op_proto) */
   uint64_t p2p_def; /* p2p across domains: the default chunk (the average op's); each op's own (op_chunk) while
                     ** x->chunk is it */
   bool p2p_multi;   /* the ranks span NVLink domains (NCCL's nNodes > 1) */

@@ -197,6 +197,30 @@ static uint32_t part_stream(Ex *x, uint32_t s, uint32_t r, uint64_t bytes, uint6
   return last;
 }
 
+/* An op's protocol (addP2pToPlan): with protocol auto, LL while the op
+** holds at most NCCL_P2P_LL_THRESHOLD a channel and its connection has LL
+** buffers, which a network connection has not; else the collective's. */
+static FabProto op_proto(const Ex *x, uint32_t s, uint32_t r, uint64_t bytes, uint32_t nch) {
+  if (!x->p2p_ll_bps || x->proto != FAB_PROTO_SIMPLE) return x->proto;
+  if (fab_coll__node(x, s) != fab_coll__node(x, r) && !fab_coll__same_domain(x->env, x->ep[s], x->ep[r]))
+    return FAB_PROTO_SIMPLE;
+  return bytes <= (uint64_t)nch * P2P_LL_MAX ? FAB_PROTO_LL : FAB_PROTO_SIMPLE;
+}
+
+/* Part `part` of an op of `bytes` from s to r on `nch` channels, in its own
+** protocol's pieces (LL: a step of LL's buffer, 32 KiB of data, its flows
+** under the rank's LL ceiling, not a channel's Simple rate). */
+static uint32_t op_stream(Ex *x, uint32_t s, uint32_t r, uint64_t bytes, uint32_t nch, uint64_t part, uint32_t after,
+                          unsigned first) {
+  if (op_proto(x, s, r, bytes, nch) == x->proto) return part_stream(x, s, r, part, op_chunk(x, s, r, bytes), after, first);
+  FabProto proto = x->proto;
+  uint64_t cap = x->cap_bps, flow = x->flow_bps, net = x->net_bps;
+  x->proto = FAB_PROTO_LL, x->cap_bps = x->p2p_ll_bps, x->flow_bps = x->net_bps = 0;
+  uint32_t last = part_stream(x, s, r, part, 32768, after, first);
+  x->proto = proto, x->cap_bps = cap, x->flow_bps = flow, x->net_bps = net;
+  return last;
+}
+
 /* The channels a peer takes on P p2p channels: fewer than asked for (an
 ** explicit, reported choice), and as p2p_setup would for these channels
 ** (fewer to stay within the operations cap). */
@@ -256,8 +280,7 @@ void fab_coll__pairwise_nccl(Ex *x, const Groups *dom, uint64_t bytes) {
           bool both_s = p < s.nsend[(size_t)s.recv[(size_t)i * n + r] * n + r], both_r = p < s.nsend[(size_t)to * n + r];
           x->flow_bps = p2p_rate(flow_bps, works, both_s, wk[(size_t)to * P + c], both_r); /* the CTA's warps */
           unsigned first = F_READY | (after == FAB_OP_NONE ? F_LAUNCH : 0);
-          last[((size_t)i * P2P_BATCH + (r - r0)) * P + c] = part_stream(x, i, to, b, op_chunk(x, i, to, op), after,
-                                                                         first);
+          last[((size_t)i * P2P_BATCH + (r - r0)) * P + c] = op_stream(x, i, to, op, np, b, after, first);
         }
       }
     x->flow_bps = flow_bps, x->net_bps = net_bps;
@@ -365,8 +388,8 @@ void fab_coll__send_recv(Ex *x, const Groups *dom, uint64_t bytes) {
         x->net_bps = net_bps / me.works;
         uint32_t after = join[(size_t)i * P + c];
         uint64_t part = fab_coll__part(x, bytes, np, part_on(&s, multi, r_s, c));
-        if (part) last[(size_t)i * P + c] = part_stream(x, i, (i + 1) % n, part, op_chunk(x, i, (i + 1) % n, bytes),
-                                                        after, F_READY | (after == FAB_OP_NONE ? F_LAUNCH : 0));
+        if (part) last[(size_t)i * P + c] = op_stream(x, i, (i + 1) % n, bytes, np, part, after,
+                                                      F_READY | (after == FAB_OP_NONE ? F_LAUNCH : 0));
       }
     }
     x->flow_bps = flow_bps, x->net_bps = net_bps;

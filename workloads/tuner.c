@@ -470,6 +470,7 @@ void fab_coll__p2p_setup(Ex *x, const Topo *t, uint32_t user) {
   x->p2p_net = multi || t->ppn < 2;
   x->p2p_fit = multi && !rccl;
   x->p2p_step = multi ? p2p_net_step(t) : t->nvl > 0 ? 524288 : 131072;
+  x->p2p_ll_bps = x->c->protocol == FAB_PROTO_AUTO ? 2 * fab_coll__ll_ceiling(x->env, t) : 0;
 }
 
 /* A ring channel's ceiling over NVLink (wire bits/s): its share of the

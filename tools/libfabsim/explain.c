@@ -55,7 +55,9 @@ static void explain_nccl(const FabNcclCosts *k, GString *s) {
                          "9 of 16 for one work a channel; a lone send or receive the two's together, 19; a Simple send "
                          "one less, its sync warp), in pieces of NCCL's p2p step, cut only for an op across the "
                          "network and by its own size (a quarter under one step, half under 8: the collective's "
-                         "chunk below is the average op's)\n", k->channel_share ? "on" : "off",
+                         "chunk below is the average op's); with protocol auto each op LL or Simple as NCCL picks it "
+                         "(LL up to 16 KiB a channel, never across the network: the protocol below is the largest "
+                         "op's)\n", k->channel_share ? "on" : "off",
                          k->channel_share ? "moves at most its share of the rings' bandwidth as NCCL's search sets it "
                                             "(the rings' speed x their count / the channels launched; rings inside "
                                             "one NVLink domain, not RCCL's mesh rings), under the ceilings above, "
