@@ -352,6 +352,10 @@ Test(tree, double_binary_tree_moves_2_n_minus_1_halves) {
     env.reduce_Bps = 1e12;
     uint64_t S = 4 * 1024 * 2 + 4, rx[MAXR]; /* odd element count: tree 0 carries one more */
     FabCollSpec s = spec(FAB_COLL_ALLREDUCE, FAB_ALGO_TREE, S, n);
+    Topo t;
+    fab_coll__topo_make(&t, &env, &s);
+    cr_assert_eq(t.ring.nch, 1, "n=%u: hosts search one channel", n);
+    s.channels = 2; /* the search's and its copy: one channel a tree */
     int32_t coll;
     FabDag *d = expand(&env, &s, e, &coll);
     check_dag(d, &env, &s, coll, e);
@@ -414,9 +418,34 @@ Test(tree, nodes_form_the_tree_and_chains_run_inside) {
       cr_assert((a + 1) % 4 == b || (b + 1) % 4 == a, "chain hop %u->%u skips a GPU", o->src, o->dst);
     }
   }
-  /* per channel and tree, 2 node edges up and down */
-  cr_assert_eq(inter, 2 * 2 * 2 * 2);
+  /* per channel (one tree each), 2 node edges up and down */
+  cr_assert_eq(inter, 2 * 2 * 2);
   fab_dag_free(d);
+}
+
+/* NCCL doubles the search's channels, the first ones on tree 0 and their
+** copies on tree 1 (src/graph/connect.cc), and a collective takes channels
+** from 0 up: on 4 nodes of 8 H100, as many channels as the search's run on
+** tree 0 alone, whose root node sends nothing up across nodes; twice as
+** many run both trees, and every node sends up in one of them. */
+Test(tree, channels_below_the_search_s_run_tree_0_alone) {
+  FabCollEnv env = gpus(4, 8);
+  env.reduce_Bps = 1e12; /* up flows are reduced: they carry a post */
+  FabCollSpec s = spec(FAB_COLL_ALLREDUCE, FAB_ALGO_TREE, 32ull << 20, 32);
+  Topo t;
+  fab_coll__topo_make(&t, &env, &s);
+  cr_assert_gt(t.ring.nch, 1);
+  for (uint32_t both = 0; both < 2; both++) {
+    s.channels = (both + 1) * t.ring.nch;
+    FabDag *d = expand(&env, &s, NULL, NULL);
+    uint32_t up_from = 0; /* nodes that send a reduced piece to another node */
+    for (uint32_t i = 0; i < fab_dag_len(d); i++) {
+      const FabOp *o = op_at(d, i);
+      if (is_flow(o) && o->post && o->src / 8 != o->dst / 8) up_from |= 1u << (o->src / 8);
+    }
+    cr_assert_eq(__builtin_popcount(up_from), both ? 4 : 3, "%u channels: nodes sending up %x", s.channels, up_from);
+    fab_dag_free(d);
+  }
 }
 
 /* ---- nvls ------------------------------------------------------------------ */

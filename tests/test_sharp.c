@@ -231,12 +231,12 @@ Test(sharp, fat_tree_roots_in_the_pod_or_at_a_core) {
 /* Small messages: SHARP's low-latency tree against NCCL's host tree, by hop
 ** counts. 8 hosts on one switch, NCCL's own costs (launch, proxy, flush, a
 ** step's) set to 0 so that only the fabric's hops count, an allreduce of
-** 64 B. The host tree (NCCL's double binary tree: depth 3 on 8 ranks, e.g.
-** 1 -> 2 -> 4 -> 0) takes each half up 3 edges and down 3, one after the
-** other, each edge host -> switch -> host (2 LINK + SW), the first after
-** the clear-to-send of its receiver has come the same way: 7 edges, plus
-** a few ns an edge (its packets' serialisation at both ends, the channel's
-** SM making the data: 3.6 ns here). The low-latency tree: one
+** 64 B. The host tree (NCCL's tree 0, the one channel's: depth 3 on 8
+** ranks, e.g. 1 -> 2 -> 4 -> 0) takes the data up 3 edges and down 3, one
+** after the other, each edge host -> switch -> host (2 LINK + SW), the
+** first after the clear-to-send of its receiver has come the same way: 7
+** edges, plus a few ns an edge (its packets' serialisation at both ends,
+** the channel's SM making the data: 5.1 ns here). The low-latency tree: one
 ** transaction of 64 B (90 B on the wire, 1.8 ns) up a link, the switch and
 ** its aggregation, back down a link: 2 LINK + SW + AGG + 2 x 1.8 ns,
 ** exactly. So the host tree takes 7 (2 LINK + SW) / (2 LINK + SW + AGG)
@@ -256,8 +256,8 @@ Test(sharp, small_messages_beat_the_host_tree_by_the_hop_counts) {
   fab_time_t edge = 2 * LINK + SW;
   cr_assert_eq(llt, edge + AGG + 2 * 1800, "%lu ps", llt);
   cr_assert_geq(host, 7 * edge, "%lu ps", host);
-  cr_assert_lt(host, 7 * edge + 7 * 4000, "%lu ps: 7 edges and a few ns each", host);
-  cr_assert_float_eq((double)host / llt, 7.0 * edge / (edge + AGG), 0.01, "factor %.3f", (double)host / llt);
+  cr_assert_lt(host, 7 * edge + 7 * 6000, "%lu ps: 7 edges and a few ns each", host);
+  cr_assert_float_eq((double)host / llt, 7.0 * edge / (edge + AGG), 0.02, "factor %.3f", (double)host / llt);
 }
 
 /* A SHARP reduction is a network message as any other across nodes: NCCL's

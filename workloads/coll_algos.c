@@ -367,8 +367,12 @@ static void tree_free(Tree *tr) {
 }
 
 /* Double-binary-tree allreduce over members mem[0..k) on `bytes`; grouped by
-** node (a chain inside each node) when by_node and GPUs share nodes. Each
-** channel carries both trees, half its data each, in pieces that go up
+** node (a chain inside each node) when by_node and GPUs share nodes. NCCL
+** doubles the search's channels, the first half on tree 0 and the copies on
+** tree 1 (src/graph/connect.cc connectTrees, ncclTopoPostset), and a
+** collective takes channels from 0 up: channel c carries its whole part on
+** tree (c / x->tree_n) mod 2, so fewer channels than the search's run on
+** tree 0 alone. The part goes in pieces that go up
 ** (reduced at every parent) and back down, pipelined. Every tree edge is a
 ** connection each way: a piece up waits for the slot its parent frees when
 ** it sends that piece on (up, or down from the root), a piece down for the
@@ -376,7 +380,7 @@ static void tree_free(Tree *tr) {
 ** `launch`: the leaves' first pieces pay the kernel launch. */
 void fab_coll__tree(Ex *x, const uint32_t *mem, uint32_t k, uint64_t bytes, bool by_node, bool launch) {
   if (k < 2 || bytes == 0) return;
-  uint32_t C = fab_coll__chans(x, bytes, 2), T = 2 * C;
+  uint32_t T = fab_coll__chans(x, bytes, 1);
   Groups g;
   fab_coll__groups_make(&g, x->ep, mem, k, by_node ? x->env->gpus_per_node : 0);
   uint32_t *midx = g_new0(uint32_t, x->n); /* rank -> member index */
@@ -384,8 +388,8 @@ void fab_coll__tree(Ex *x, const uint32_t *mem, uint32_t k, uint64_t bytes, bool
   Tree *trs = g_new(Tree, T);
   uint64_t *tb = g_new(uint64_t, T), pmax = 0;
   for (uint32_t q = 0; q < T; q++) {
-    tree_make(&trs[q], &g, midx, k, q / 2, q % 2, by_node && x->env->nvl_mesh);
-    tb[q] = fab_coll__part(x, fab_coll__part(x, bytes, C, q / 2), 2, q % 2);
+    tree_make(&trs[q], &g, midx, k, q, q / MAX(x->tree_n, 1u) % 2, by_node && x->env->nvl_mesh);
+    tb[q] = fab_coll__part(x, bytes, T, q);
     pmax = MAX(pmax, fab_coll__ceil_div(tb[q], x->chunk));
   }
   /* per tree and member: its connection up, the one down into it, and the
@@ -401,7 +405,7 @@ void fab_coll__tree(Ex *x, const uint32_t *mem, uint32_t k, uint64_t bytes, bool
       const Tree *tr = &trs[q];
       uint64_t b = fab_coll__piece_size(tb[q], x->chunk, j);
       size_t o = (size_t)q * k;
-      x->chan = q / 2;
+      x->chan = q;
       for (uint32_t i = k; i-- > 1 && !x->over;) { /* up, children first */
         uint32_t v = tr->bfs[i], nd = 0;
         bool leaf = true;

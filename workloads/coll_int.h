@@ -196,6 +196,7 @@ typedef struct Ex {
   uint32_t channels;
   uint64_t chunk;   /* bytes per piece (NCCL's slice: what one step of one connection pipelines) */
   uint32_t spc;     /* ring: pieces a step's chunk is cut into (NCCL's SlicePerChunk) */
+  uint32_t tree_n;  /* tree: the search's channels, which NCCL doubles: channel c runs tree (c / tree_n) mod 2 */
   uint32_t window;  /* pieces a connection holds in flight (NCCL_STEPS slots / the steps a piece takes) */
   uint32_t chan;    /* the channel the algorithm is making flows for: a multi-NIC GPU's flows leave by NIC
                     ** chan mod NICs (FabOp.lane), as NCCL gives each channel its NIC */

@@ -40,8 +40,8 @@
 **   tree          NCCL's double binary tree (trees.cc): tree 0 is the binary
 **                 tree over node indices, tree 1 its mirror (even number of
 **                 nodes) or the same shifted by one (odd), so the inner nodes
-**                 of one are leaves of the other; each carries half of every
-**                 channel. Pieces go up (a node sends piece j to its parent
+**                 of one are leaves of the other; a channel carries one: the
+**                 search's channels tree 0, NCCL's copies of them tree 1. Pieces go up (a node sends piece j to its parent
 **                 when piece j arrived from all its children, and the parent
 **                 reduces it) and back down from the root, pipelined. With
 **                 several GPUs per node the tree joins nodes and a chain runs
@@ -110,8 +110,8 @@
 ** piece to leave (NCCL's primitives run one step after the other). The default piece is NCCL's
 ** pipelining unit: Simple a slice of NCCL_BUFFSIZE (4 MiB) / NCCL_STEPS (8)
 ** = 512 KiB x SLICESTEPS (2 for ring allreduce, allgather, reduce-scatter: 1
-** MiB; 1 for chains and trees, which NCCL halves down to 32 KiB while a
-** channel has fewer than a few pieces per tree level); LL one step of its
+** MiB; 1 for chains and trees, whose Simple step NCCL 2.20 and later no
+** longer halve for small data); LL one step of its
 ** 512 KiB buffer, 64 KiB of lines = 32 KiB of data; LL128 one step of its
 ** 4.7 MB buffer, 614400 bytes = 576000 of data (a tree's halved, as NCCL
 ** does, while a channel holds few pieces per tree step: down to 19200 bytes

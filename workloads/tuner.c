@@ -502,6 +502,7 @@ uint64_t fab_coll__default_chunk(Ex *x, const Topo *t) {
                      (op == FAB_COLL_ALLREDUCE || op == FAB_COLL_ALLGATHER || op == FAB_COLL_REDUCE_SCATTER);
   if (x->algo == FAB_ALGO_HIERARCHICAL && x->proto == FAB_PROTO_SIMPLE) ring_simple = true;
   x->spc = ring_simple ? 2 : 1;
+  x->tree_n = MAX(t->ring.nch, 1u);
   x->window = ring_simple ? 4 : 8;
   if (x->proto == FAB_PROTO_LL) return 32768;
   if (x->proto == FAB_PROTO_LL128 && x->algo == FAB_ALGO_TREE) {
