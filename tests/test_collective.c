@@ -1827,6 +1827,27 @@ Test(tune, collnet_with_sharp) {
   cr_assert_neq(s.algorithm, FAB_ALGO_NVLS, "allreduce only");
 }
 
+/* NCCL offers CollNet Direct and Chain only up to 8 local ranks, a node
+** being an NVLink domain under MNNVL (enqueue.cc topoGetAlgoInfo,
+** NCCL_MAX_DIRECT_ARITY + 1): with SHARP and NVLS off, 2 x 8 H100 take
+** CollNet at 64 MiB while the same 16 GPUs in one NVLink domain of 16 across
+** 4-GPU hosts never do. */
+Test(tune, no_collnet_past_8_local_ranks) {
+  double t;
+  FabCollEnv eight = gpus(2, 8), wide = gpus(4, 4);
+  eight.collnet = wide.collnet = true;
+  eight.nvls = wide.nvls = false;
+  wide.nvl_domain = 16;
+  FabCollSpec s = tuned(&eight, FAB_COLL_ALLREDUCE, 64 << 20, 16, &t);
+  cr_assert(s.algorithm == FAB_ALGO_COLLNET_DIRECT || s.algorithm == FAB_ALGO_COLLNET_CHAIN, "%s",
+            fab_coll_algo_names[s.algorithm]);
+  for (uint64_t b = 4096; b <= (1ull << 30); b *= 4) {
+    s = tuned(&wide, FAB_COLL_ALLREDUCE, b, 16, &t);
+    cr_assert(s.algorithm != FAB_ALGO_COLLNET_DIRECT && s.algorithm != FAB_ALGO_COLLNET_CHAIN, "%lu B: %s",
+              (unsigned long)b, fab_coll_algo_names[s.algorithm]);
+  }
+}
+
 Test(tune, other_ops) {
   double t;
   FabCollEnv h = hosts(64);

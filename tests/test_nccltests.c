@@ -1260,7 +1260,7 @@ Test(nccltests_cli, compare_end_to_end, .timeout = 240) {
                                   "simulated_time_us,"), "%s", csv);
   cr_assert(strstr(csv, "\n262144,65536,78.55,3.34,5.84,"), "%s", csv);
   cr_assert(strstr(csv, ",algorithm,protocol,time_ratio,bound\n"), "%s", csv);
-  cr_assert(strstr(csv, ",tree,ll128,") && strstr(csv, ",bandwidth\n"), "%s", csv);
+  cr_assert(strstr(csv, ",tree,ll,") && strstr(csv, ",ring,ll,") && strstr(csv, ",bandwidth\n"), "%s", csv);
   int lines = 0;
   for (const char *c = csv; *c; c++) lines += *c == '\n';
   cr_assert_eq(lines, 7, "a header and 6 rows:\n%s", csv);

@@ -88,6 +88,8 @@ H100_1 = G(12, 30.0, 30.0)   # 60: 6 ch = 360 < 370.8; 50/40/30 no better; dup (
 H100_N = G(8, 48.0, 48.0)    # maxBw 48: 1 ch per NIC (50) x 8 = 384 >= 370.8, done; no dup (48 < 50, 8 > 4)
 H100_NVLS_1 = G(8, 40.0, 60.0)   # 8 heads forced (:1136); 9 x bw per GPU <= 370.8 -> 40; pass 2 bwInter -> 60
 H100_NVLS_N = G(8, 40.0, 48.0)   # 48: 6 heads, 45/42: 7, 40: 8 (9 x 40 <= 370.8); pass 2 bwInter -> 48 (NIC path)
+H100_1PN = G(2, 24.0, 24.0)  # one GPU a node: maxBw 48 (PCIe), 1 ch; dup (48 >= 25; not cc > 80 with > 4 ch) -> 2 x 24;
+#                              comm: 2 x 2 = 4 channels (24 < 45: no sm90 doubling), the 4 a NIC xxrjun-c01's logs show
 B200_1 = G(16, 45.0, 45.0)   # 90: 8 ch = 720 < 721.8; 80..45 no better; dup -> 16 x 45; 16 x 50 > 721.8
 B200_NVLS_1 = G(8, 80.0, 90.0)   # 9 x 80 = 720 <= 721.8; pass 2 bwInter -> 90
 B200_N = G(8, 48.0, 48.0)    # maxBw 48 (PCIe Gen5): 8 x 48 = 384 (16 x 24 no better); no dup (48 < 50, 8 > 4)
@@ -105,6 +107,10 @@ SHAPES = [
     Shape("dgx-h100 x1", "dgx-h100", 90, 1, 8, H100_1, H100_1, H100_NVLS_1, 48.0, "intel"),
     Shape("dgx-h100 x2 ib", "dgx-h100-ib", 90, 2, 8, H100_N, H100_N, H100_NVLS_N, 48.0, "intel"),
     Shape("dgx-h100 x16 ib", "dgx-h100-ib", 90, 16, 8, H100_N, H100_N, H100_NVLS_N, 48.0, "intel"),
+    # one GPU a node: the tree graph's pattern is TREE (search.cc:1133), so NCCL 2.26+ takes .85 of the tree's
+    # bandwidth (tuning.cc:335); no NVLS (one GPU a domain)
+    Shape("dgx-h100 x16x1 ib", "dgx-h100-ib", 90, 16, 1, H100_1PN, H100_1PN, None, 48.0, "intel", False,
+          ("cluster.gpus_per_node=1",)),
     Shape("dgx-b200 x1", "dgx-b200", 100, 1, 8, B200_1, B200_1, B200_NVLS_1, 48.0, "intel"),
     Shape("b200 x2 roce", "b200-roce", 100, 2, 8, B200_N, B200_NT, B200_NVLS_N, 48.0, "intel"),
     Shape("b200 x4 roce", "b200-roce", 100, 4, 8, B200_N, B200_NT, B200_NVLS_N, 48.0, "intel"),
@@ -172,7 +178,7 @@ def tune_model(s, op):
     for a in (TREE, RING, COLLNET_DIRECT, COLLNET_CHAIN, NVLS, NVLS_TREE, PAT):
         if a in (COLLNET_DIRECT, COLLNET_CHAIN) and not (s.sharp and ar and N > 1):   # tuning.cc:503-509
             continue
-        if a == COLLNET_DIRECT and ppn > 8:          # connect.cc:474 (NCCL_MAX_DIRECT_ARITY + 1)
+        if a in (COLLNET_DIRECT, COLLNET_CHAIN) and ppn > 8:   # enqueue.cc:2000-2004 (NCCL_MAX_DIRECT_ARITY + 1)
             continue
         if not ar and a not in (PAT, RING, NVLS):                                 # :295-297
             continue
@@ -210,7 +216,9 @@ def tune_model(s, op):
                 bus = min(bus / 3.8, llmax)
             if a == TREE and p == LL128:
                 bus = min(bus * (7.0 / 9.0 if N == 1 else 120.0 / 128.0), g.nch * TREE_LL128[cci][i2])
-            if a == PAT:                  # (maxTreePattern is the balanced tree here: no .85)
+            if a == TREE and ppn == 1:    # :335, maxTreePattern TREE at one GPU a node (search.cc:1133)
+                bus *= .85
+            if a == PAT:
                 bus *= .75
             if a == COLLNET_DIRECT:       # :340-350: the GPU-to-NIC factor, less half its excess
                 factor = ppn / g.nch
@@ -385,6 +393,20 @@ class TestTunerAgainstNccl(unittest.TestCase):
         self.assertNotEqual(compare(SIZES, ref, up4), [], "a 4-step shift must be caught")
         swap = {sz: (a, {"ll": "ll128", "ll128": "ll", "simple": "ll"}[p], c) for sz, (a, p, c) in ref.items()}
         self.assertNotEqual(compare(SIZES, ref, swap), [], "a swapped protocol must be caught")
+
+    def test_one_gpu_a_node_prices_the_tree_at_85_percent(self):
+        """At one GPU a node NCCL 2.26+ takes .85 of the tree's bandwidth (tuning.cc:335): on 16 x 1
+        H100 the allreduce leaves tree/LL128 for ring/LL128 between 8 and 12 MiB, where without the
+        factor it would keep the tree to 16 MiB; fabsim's choice matches at each size exactly."""
+        s = [x for x in SHAPES if x.ppn == 1][0]
+        sizes = [8 << 20, 12 << 20, 16 << 20]
+        want = {8 << 20: ("tree", "ll128"), 12 << 20: ("ring", "ll128"), 16 << 20: ("ring", "ll128")}
+        self.assertEqual({sz: reference(s, "allreduce", sz)[:2] for sz in sizes}, want)
+        table = tune_model(s, "allreduce")
+        table[(TREE, LL128)] = (table[(TREE, LL128)][0], table[(TREE, LL128)][1] / .85)
+        self.assertEqual(reference(s, "allreduce", 12 << 20, table)[:2], ("tree", "ll128"), "the factor decides it")
+        got = fabsim_choices(s, "allreduce", sizes)
+        self.assertEqual({sz: got[sz][:2] for sz in sizes}, want)
 
     def test_reference_sanity(self):
         """Hand-checked points of the reference (research notes' worked H100 numbers)."""

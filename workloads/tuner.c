@@ -631,6 +631,9 @@ static double bus_bw(const Topo *t, FabCollOp op, FabCollAlgo a, FabProto p) {
   if (a == FAB_ALGO_TREE && ar_op) bus = MIN(bus * .92, g->nch * ar->tree[ni]);
   if (a == FAB_ALGO_TREE && p == FAB_PROTO_LL) bus = MIN(bus / 3.8, llmax);
   if (a == FAB_ALGO_TREE && p == FAB_PROTO_LL128) bus = MIN(bus * (N == 1 ? 7.0 / 9 : 120.0 / 128), g->nch * ar->tree_ll128[ni]);
+  /* NCCL 2.26 on: x .85 for a tree graph of pattern TREE, which the search takes at one GPU a node (search.cc
+  ** ncclTopoCompute; tuning.cc comm->maxTreePattern); RCCL 2.22 has no such factor */
+  if (a == FAB_ALGO_TREE && t->per_node == 1 && !ar->rccl) bus *= .85;
   if (a == FAB_ALGO_PAT) bus *= .75;
   return bus;
 }
@@ -699,6 +702,10 @@ static double p2p_model(const Topo *t, FabCollOp op, FabProto p, uint64_t bytes)
   return lat * 1e-6 + tt;
 }
 
+/* NCCL's localRanks: the ranks of a node, which is an NVLink domain under
+** MNNVL (init.cc); 0 when nodes differ. */
+static uint32_t local_ranks(const Topo *t) { return t->domains ? t->per_domain : t->per_node; }
+
 /* Whether NCCL offers algorithm a for op here. */
 static bool offered(const FabCollEnv *env, const Topo *t, FabCollOp op, FabCollAlgo a) {
   bool ar = op == FAB_COLL_ALLREDUCE, agrs = op == FAB_COLL_ALLGATHER || op == FAB_COLL_REDUCE_SCATTER;
@@ -720,9 +727,10 @@ static bool offered(const FabCollEnv *env, const Topo *t, FabCollOp op, FabCollA
     return offered(env, t, op, FAB_ALGO_COLLNET_DIRECT) || offered(env, t, op, FAB_ALGO_COLLNET_CHAIN) ||
            (t->domains > 1 && offered(env, t, op, FAB_ALGO_NVLS));
   case FAB_ALGO_COLLNET_DIRECT: /* NCCL: on NVSwitch systems only, at most NCCL_MAX_DIRECT_ARITY + 1 = 8 ranks a
-                                ** node (tuning.cc, connect.cc) */
-    return ar && env->collnet && t->nodes >= 2 && t->per_node && t->per_node <= 8 && t->nvl > 0;
-  case FAB_ALGO_COLLNET_CHAIN: return ar && env->collnet && t->nodes >= 2 && t->per_node;
+                                ** node (tuning.cc, connect.cc), a node being an NVLink domain (MNNVL) */
+    return ar && env->collnet && t->nodes >= 2 && t->per_node && local_ranks(t) <= 8 && t->nvl > 0;
+  case FAB_ALGO_COLLNET_CHAIN: /* NCCL 2.30: nor Chain past 8 local ranks (enqueue.cc topoGetAlgoInfo) */
+    return ar && env->collnet && t->nodes >= 2 && t->per_node && local_ranks(t) <= 8;
   case FAB_ALGO_CE: /* ncclCeAvailable: allgather, all-to-all; every rank reachable over NVLink */
     return (op == FAB_COLL_ALLGATHER || op == FAB_COLL_ALL_TO_ALL) && t->domains == 1 && t->nvl > 0;
   default: return false;
