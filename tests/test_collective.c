@@ -1508,17 +1508,18 @@ Test(protocol, default_pieces_follow_nccl_buffers) {
   }
 }
 
-/* NCCL halves an LL128 tree's 614400-byte step while a channel holds few
-** pieces per tree step (enqueue.cc, nstepsLL128): 256 KiB on 8 hosts over 2
-** channels goes in 19200-byte steps (18000 of data), so each tree half
-** pipelines in several pieces instead of crossing every level whole; a
-** channel with plenty of data keeps the full step. */
+/* NCCL halves an LL128 tree's chunk (576000 bytes of data) while a channel
+** holds few pieces per tree step (enqueue.cc, nstepsLL128), in data bytes,
+** then aligns it down to LL128's 1920-byte grain: 256 KiB on 8 hosts over 2
+** channels goes in 17280-byte pieces (18432 on the wire), so each channel's
+** tree pipelines in several pieces instead of crossing every level whole; a
+** channel with plenty of data keeps the full chunk. */
 Test(protocol, ll128_tree_pieces_shrink_as_nccl) {
   uint32_t n = 8;
   FabCollEnv env = hosts(n);
   struct {
     uint64_t bytes, chunk;
-  } t[] = {{256 << 10, 18000}, {1 << 20, 18000}, {8 << 20, 36000}, {64 << 20, 72000}, {1ull << 30, 576000}};
+  } t[] = {{256 << 10, 17280}, {1 << 20, 17280}, {8 << 20, 34560}, {64 << 20, 71040}, {1ull << 30, 576000}};
   for (size_t i = 0; i < sizeof t / sizeof t[0]; i++) {
     FabCollSpec s = spec(FAB_COLL_ALLREDUCE, FAB_ALGO_TREE, t[i].bytes, n);
     s.protocol = FAB_PROTO_LL128;
@@ -1526,12 +1527,12 @@ Test(protocol, ll128_tree_pieces_shrink_as_nccl) {
     FabDag *d = expand(&env, &s, NULL, NULL);
     cr_assert_eq(g_array_index(d->colls, FabCollDef, 0).chunk, t[i].chunk, "%llu B",
                  (unsigned long long)t[i].bytes);
-    if (i == 0) { /* 4 tree halves of 64 KiB, each in 4 pieces, 2(n-1) hops */
-      cr_assert_eq(count_kind(d, FAB_OP_FLOW), 4 * 4 * 2 * (n - 1));
+    if (i == 0) { /* 2 channels' trees of 128 KiB, each in 8 pieces, 2(n-1) hops */
+      cr_assert_eq(count_kind(d, FAB_OP_FLOW), 2 * 8 * 2 * (n - 1));
       uint64_t maxb = 0;
       for (uint32_t k = 0; k < fab_dag_len(d); k++)
         if (is_flow(op_at(d, k))) maxb = MAX(maxb, op_at(d, k)->bytes);
-      cr_assert_eq(maxb, 19200);
+      cr_assert_eq(maxb, 17280 / 120 * 128);
     }
     fab_dag_free(d);
   }

@@ -506,17 +506,19 @@ uint64_t fab_coll__default_chunk(Ex *x, const Topo *t) {
   x->window = ring_simple ? 4 : 8;
   if (x->proto == FAB_PROTO_LL) return 32768;
   if (x->proto == FAB_PROTO_LL128 && x->algo == FAB_ALGO_TREE) {
-    /* NCCL halves an LL128 tree's step (614400 bytes of lines) while a
-    ** channel holds few pieces per tree step (enqueue.cc: nstepsLL128 =
-    ** 1 + log2 nNodes + 0.1 ppn; while nBytes / (nChannels x chunk) <
-    ** nsteps x 64 / ppn, down to 128 KiB; < nsteps x 16 / ppn, down to
-    ** 32 KiB of lines); the data is 120 of every 128 bytes */
-    uint64_t ch = 614400, per = x->c->bytes / MAX(x->channels, 1u);
+    /* NCCL halves an LL128 tree's chunk (a step's 614400 bytes of lines,
+    ** 576000 of data) while a channel holds few pieces per tree step
+    ** (enqueue.cc calcCollChunking: nstepsLL128 = 1 + log2 nNodes + 0.1 ppn;
+    ** while nBytes / (nChannels x chunk) < nsteps x 64 / ppn, while above
+    ** 128 KiB; < nsteps x 16 / ppn, while above 32 KiB; all in data bytes),
+    ** then aligns it down to LL128's grain, 1920 bytes (device.h
+    ** ncclProtoGrainSize): 576000, 288000, 144000, 71040, 34560, 17280 */
+    uint64_t ch = 576000, per = x->c->bytes / MAX(x->channels, 1u);
     uint32_t N = MAX(t->nodes, 1u);
     double ppn = (double)t->n / N, nsteps = 1 + MAX(fab_coll__log2i(N), 0) + 0.1 * ppn;
     while ((double)(per / ch) < nsteps * 64 / ppn && ch > 131072) ch /= 2;
     while ((double)(per / ch) < nsteps * 16 / ppn && ch > 32768) ch /= 2;
-    return ch / 128 * 120;
+    return ch / 1920 * 1920;
   }
   if (x->proto == FAB_PROTO_LL128) return 576000;
   switch (x->algo) {
