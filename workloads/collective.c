@@ -114,8 +114,8 @@
 ** longer halve for small data); LL one step of its
 ** 512 KiB buffer, 64 KiB of lines = 32 KiB of data; LL128 one step of its
 ** 4.7 MB buffer, 614400 bytes = 576000 of data (a tree's halved, as NCCL
-** does, while a channel holds few pieces per tree step: down to 19200 bytes
-** = 18000 of data, so the pieces pipeline up and down the tree instead of
+** does, while a channel holds few pieces per tree step: down to 17280 bytes
+** of data, 18432 of lines, so the pieces pipeline up and down the tree instead of
 ** crossing every level whole); p2p (pairwise, send-recv)
 ** NCCL_P2P_NET_CHUNKSIZE 128 KiB, or NCCL_P2P_NVL_CHUNKSIZE 512 KiB inside
 ** one NVLink domain.
@@ -460,7 +460,7 @@ static double estimate(const Ex *x, uint32_t G, uint32_t L) {
     else f = (n - 1) * pieces2(x, B, x->channels, 1);
     break;
   case FAB_ALGO_TREE:
-    f = 2 * (n - 1) * pieces2(x, B, x->channels, 2);
+    f = 2 * (n - 1) * pieces2(x, B, x->channels, 1); /* a tree a channel */
     break;
   case FAB_ALGO_NVLS: /* across nodes: per loop, each rank's two NVLS ops and a reduction; one domain: per loop and
                       ** channel, each rank's NVLS op */
