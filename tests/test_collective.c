@@ -1849,6 +1849,28 @@ Test(tune, no_collnet_past_8_local_ranks) {
   }
 }
 
+/* NCCL launches Simple rings with 256 threads, not 512, when the rings
+** together are no faster than PCI_BW, 12 GB/s (tuning.cc
+** ncclTopoTuneModel), so its per-size channel loop (while bytes < nc x
+** threads x 64, nc--) keeps twice the channels at a given size: on hosts
+** of one 50 Gb/s NIC a 40 KiB ring allreduce takes 2 channels, on 400 Gb/s
+** NICs 1. */
+Test(tune, slow_rings_take_256_threads) {
+  for (int slow = 0; slow < 2; slow++) {
+    FabCollEnv h = hosts(8);
+    h.nic_bps = h.net_bps = slow ? 50000000000ull : 400000000000ull;
+    FabCollSpec s = spec(FAB_COLL_ALLREDUCE, FAB_ALGO_RING, 40 << 10, 8);
+    Topo tp;
+    fab_coll__topo_make(&tp, &h, &s);
+    cr_assert_geq(tp.nch, 2);
+    cr_assert_eq(tp.ring.intra * tp.ring.nch <= 12.0, slow, "%g GB/s", tp.ring.intra * tp.ring.nch);
+    FabCollSpec f = spec(FAB_COLL_ALLREDUCE, FAB_ALGO_RING, 40 << 10, 8);
+    f.channels = 0;
+    fab_coll_tune(&h, &f);
+    cr_assert_eq(f.channels, slow ? 2 : 1, "%s NICs: %u channels", slow ? "50G" : "400G", f.channels);
+  }
+}
+
 Test(tune, other_ops) {
   double t;
   FabCollEnv h = hosts(64);

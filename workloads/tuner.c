@@ -405,13 +405,17 @@ void fab_coll__topo_make(Topo *t, const FabCollEnv *env, const FabCollSpec *c) {
 ** the data would leave a channel's threads idle (while bytes < nc x threads
 ** x threshold, nc--; thresholds 64 B a thread Simple, 8 LL (x n for the
 ** ring) and LL128, 512 CollNet Chain; 512 threads, 640 for LL128 and the
-** chain). NVLS across nodes: min(NVLS CTAs, channels). */
+** chain, 256 for Simple rings of at most 12 GB/s in all). NVLS across
+** nodes: min(NVLS CTAs, channels). */
 uint32_t fab_coll__auto_channels(const Topo *t, FabCollAlgo a, FabProto p, uint64_t bytes) {
   if (a == FAB_ALGO_NVLS && t->domains > 1) return MAX(MIN(t->nvls_ch, t->nch), 1u); /* NVLS across nodes */
   if (a == FAB_ALGO_NVLS || a == FAB_ALGO_NVLS_TREE) return MAX(t->nvls_ch, 1u);
   if (a == FAB_ALGO_COLLNET_DIRECT) return MAX(t->per_node, 1u); /* fabsim's Direct: a channel per head */
   uint32_t C = MAX(t->nch, 1u);
-  uint64_t nt = p == FAB_PROTO_LL128 || a == FAB_ALGO_COLLNET_CHAIN ? 640 : 512; /* NCCL_MAX_NTHREADS for chain */
+  uint64_t nt = p == FAB_PROTO_LL128 || a == FAB_ALGO_COLLNET_CHAIN ? 640 /* NCCL_MAX_NTHREADS for chain */
+                : a == FAB_ALGO_RING && p == FAB_PROTO_SIMPLE && t->ring.intra * t->ring.nch <= 12.0
+                  ? 256 /* tuning.cc ncclTopoTuneModel: rings no faster than PCI_BW (12 GB/s) */
+                  : 512;
   uint64_t thr = a == FAB_ALGO_COLLNET_CHAIN ? 512 /* threadThresholds, tuning.cc */
                  : p == FAB_PROTO_SIMPLE ? 64 : p == FAB_PROTO_LL && a == FAB_ALGO_RING ? 8ull * MAX(t->n, 1) : 8;
   while (C > 1 && bytes < (uint64_t)C * nt * thr) C--;
