@@ -14,10 +14,7 @@
 Run by meson test (env FABSIM = the fabsim binary, FABSIM_SRC = the
 repository) when Meson found MPI and mpirun is on the PATH; by hand:
 python3 tests/test_mpi.py. With FABSIM_MPI_QUICK=1 (the sanitizer build),
-a few scenarios on 1 and 2 processes. With FABSIM_MPI_SHARD=i/k (meson
-runs the release build's test as two such shards side by side), every k-th
-shipped scenario from the i-th (the two longest in shards 0 and 1), and the
-other tests in shard 0 only.
+a few scenarios on 1 and 2 processes.
 """
 import glob
 import json
@@ -36,8 +33,6 @@ QUICK = os.environ.get("FABSIM_MPI_QUICK") == "1"
 QUICK_SET = ("quickstart.yaml", "pfc-deadlock-ring.yaml", "dgx-h100-rails.yaml", "incast-dcqcn.yaml",
              "training-leaf-spine.yaml", "link-failure.yaml")
 PROCS = (2,) if QUICK else (2, 4)
-SHARD, SHARDS = (int(v) for v in os.environ.get("FABSIM_MPI_SHARD", "0/1").split("/"))
-FIRST = SHARD == 0  # the shard that runs the tests other than the scenarios' comparison
 
 # Scenarios run by the first process alone, and why (the stderr line's tail), from how many processes on.
 ONE_PART = "1 part that may not be split"
@@ -68,10 +63,7 @@ def scenarios():
     out = sorted(glob.glob(os.path.join(SRC, "scenarios", "*.yaml")))
     out += sorted(p for p in glob.glob(os.path.join(SRC, "scenarios", "validation", "*.yaml"))
                   if not p.endswith("cases.yaml"))
-    if QUICK:
-        return [p for p in out if os.path.basename(p) in QUICK_SET]
-    heavy = {"training-long-context.yaml": 0, "training-deepseek-v3.yaml": 1}  # the two longest, apart
-    return [p for i, p in enumerate(out) if heavy.get(os.path.basename(p), i) % SHARDS == SHARD]
+    return [p for p in out if os.path.basename(p) in QUICK_SET] if QUICK else out
 
 
 def run(path, procs, *more):
@@ -115,9 +107,8 @@ class TestMpi(unittest.TestCase):
                     else:
                         self.assertIsNone(alone, p.stderr[-2000:])
                         split += 1
-        self.assertGreaterEqual(split, 5 if QUICK else 16 // SHARDS, "the shipped scenarios that can be split run split")
+        self.assertGreaterEqual(split, 5 if QUICK else 16, "the shipped scenarios that can be split run split")
 
-    @unittest.skipUnless(FIRST, "run by shard 0")
     def test_flows_cross_processes(self):
         """The permutation's flows cross the cut: the first process alone would not have its events."""
         path = os.path.join(SRC, "scenarios", "leaf-spine-permutation-128.yaml")
@@ -126,7 +117,6 @@ class TestMpi(unittest.TestCase):
         self.assertEqual(summary(p, "2 processes"), one)
         self.assertNotIn("runs it alone", p.stderr)
 
-    @unittest.skipUnless(FIRST, "run by shard 0")
     def test_a_flow_that_gives_up(self):
         """As on threads, the run stops at the end of the window where a flow gave up: the same flow fails
         as with one process, and the JSON is the threads' (which may count more events than one engine's)."""
@@ -145,7 +135,6 @@ class TestMpi(unittest.TestCase):
         self.assertEqual(got, summary(threads, "2 threads"))
 
     @unittest.skipUnless(shutil.which("h5dump"), "h5dump is not on the PATH")
-    @unittest.skipUnless(FIRST, "run by shard 0")
     def test_same_hdf5(self):
         import tempfile
         with tempfile.TemporaryDirectory() as tmp:
@@ -167,7 +156,6 @@ class TestMpi(unittest.TestCase):
                     if not QUICK:
                         self.assertEqual(dumps[4], dumps[1])
 
-    @unittest.skipUnless(FIRST, "run by shard 0")
     def test_threads_and_processes_refused(self):
         path = os.path.join(SRC, "scenarios", "quickstart.yaml")
         env = dict(os.environ, OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1")
