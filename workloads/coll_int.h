@@ -231,6 +231,10 @@ typedef struct Ex {
   bool p2p_fit;     /* p2p_peer halves while it times the groups of 8 exceeds the p2p channels (NCCL across nodes) */
 } Ex;
 
+/* LL's piece: one step of its 512 KiB buffer, 64 KiB of lines = 32 KiB of
+** data (NCCL's LL buffer / NCCL_STEPS, halved). */
+#define FAB_COLL_LL_CHUNK 32768u
+
 /* NCCL's pipelining unit for x's algorithm and protocol (tuner.c): the
 ** piece in bytes; sets x->spc and x->window. */
 uint64_t fab_coll__default_chunk(Ex *x, const Topo *t);

@@ -168,6 +168,12 @@ static uint32_t part_on(const Sched *s, bool multi, uint32_t r, uint32_t c) {
   return (c - round_base(s, multi, r)) & (s->P - 1);
 }
 
+/* Whether s -> r is a network connection in NCCL's sense (its net
+** transport): across hosts and NVLink domains; NVLink and PCIe peers are not. */
+static bool net_conn(const Ex *x, uint32_t s, uint32_t r) {
+  return fab_coll__node(x, s) != fab_coll__node(x, r) && !fab_coll__same_domain(x->env, x->ep[s], x->ep[r]);
+}
+
 /* The pieces of an op of `bytes` from s to r (enqueue.cc addP2pToPlan):
 ** the step, which NCCL cuts for a network connection only, by the op's own
 ** size; a chunk the user set, or one raised to stay within the operations
@@ -175,8 +181,7 @@ static uint32_t part_on(const Sched *s, bool multi, uint32_t r, uint32_t c) {
 static uint64_t op_chunk(const Ex *x, uint32_t s, uint32_t r, uint64_t bytes) {
   if (!x->p2p_def || x->c->chunk || x->chunk != x->p2p_def) return x->chunk;
   uint64_t step = x->p2p_step;
-  if (fab_coll__node(x, s) == fab_coll__node(x, r) || fab_coll__same_domain(x->env, x->ep[s], x->ep[r]))
-    return step; /* NVLink or PCIe: NCCL's p2p transport */
+  if (!net_conn(x, s, r)) return step;
   return bytes < step ? step / 4 : bytes < 8 * step ? step / 2 : step;
 }
 
@@ -202,8 +207,7 @@ static uint32_t part_stream(Ex *x, uint32_t s, uint32_t r, uint64_t bytes, uint6
 ** buffers, which a network connection has not; else the collective's. */
 static FabProto op_proto(const Ex *x, uint32_t s, uint32_t r, uint64_t bytes, uint32_t nch) {
   if (!x->p2p_ll_bps || x->proto != FAB_PROTO_SIMPLE) return x->proto;
-  if (fab_coll__node(x, s) != fab_coll__node(x, r) && !fab_coll__same_domain(x->env, x->ep[s], x->ep[r]))
-    return FAB_PROTO_SIMPLE;
+  if (net_conn(x, s, r)) return FAB_PROTO_SIMPLE;
   return bytes <= (uint64_t)nch * P2P_LL_MAX ? FAB_PROTO_LL : FAB_PROTO_SIMPLE;
 }
 
@@ -216,7 +220,7 @@ static uint32_t op_stream(Ex *x, uint32_t s, uint32_t r, uint64_t bytes, uint32_
   FabProto proto = x->proto;
   uint64_t cap = x->cap_bps, flow = x->flow_bps, net = x->net_bps;
   x->proto = FAB_PROTO_LL, x->cap_bps = x->p2p_ll_bps, x->flow_bps = x->net_bps = 0;
-  uint32_t last = part_stream(x, s, r, part, 32768, after, first);
+  uint32_t last = part_stream(x, s, r, part, FAB_COLL_LL_CHUNK, after, first);
   x->proto = proto, x->cap_bps = cap, x->flow_bps = flow, x->net_bps = net;
   return last;
 }

@@ -508,7 +508,7 @@ uint64_t fab_coll__default_chunk(Ex *x, const Topo *t) {
   x->spc = ring_simple ? 2 : 1;
   x->tree_n = MAX(t->ring.nch, 1u);
   x->window = ring_simple ? 4 : 8;
-  if (x->proto == FAB_PROTO_LL) return 32768;
+  if (x->proto == FAB_PROTO_LL) return FAB_COLL_LL_CHUNK;
   if (x->proto == FAB_PROTO_LL128 && x->algo == FAB_ALGO_TREE) {
     /* NCCL halves an LL128 tree's chunk (a step's 614400 bytes of lines,
     ** 576000 of data) while a channel holds few pieces per tree step
